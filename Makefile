@@ -1,0 +1,37 @@
+# The README's commands. `make` builds, `make demo` runs the main job, `make check` runs every
+# test (what .ci/run runs). Each installs missing Debian packages first.
+BUILD_DIR ?= build
+ASAN_DIR ?= build/asan
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?=
+
+.PHONY: all deps configure build demo check test asan-test clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps
+
+configure: deps
+	@cmake -S . -B $(BUILD_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo $(CMAKE_FLAGS) >/dev/null
+
+build: configure
+	@cmake --build $(BUILD_DIR) -j $(JOBS)
+
+demo: build
+	@bash scripts/demo.sh $(BUILD_DIR)
+
+# Simulator tests again under AddressSanitizer + UndefinedBehaviorSanitizer (no LibTorch).
+asan-test: deps
+	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DSHARDPLAN_SANITIZE=ON -DSHARDPLAN_WITH_TORCH=OFF >/dev/null
+	@cmake --build $(ASAN_DIR) -j $(JOBS) --target simulator_test
+	@cd $(ASAN_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+
+test: build
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE bench
+
+check: build asan-test
+	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE bench
+
+clean:
+	rm -rf $(BUILD_DIR)

@@ -1,0 +1,3 @@
+#!/usr/bin/env bash
+# make demo: placeholder until the server lands.
+echo "demo: not yet wired"

@@ -1,0 +1,64 @@
+// The analytical H100 cost model: given a validated Problem, predicts throughput, latency,
+// memory and a per-operator breakdown for any plan. See ../shared/DESIGN.md for the physics
+// and README.md for the calibration against measured H100 serving numbers.
+#ifndef SHARDPLAN_SIMULATOR_COST_MODEL_H_
+#define SHARDPLAN_SIMULATOR_COST_MODEL_H_
+
+#include <memory>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+
+// Achievable-efficiency parameters, fitted by the calibration (simulator/calibration.h).
+// Every field is a physically meaningful fraction or overhead.
+struct Calibration {
+  double gemm_efficiency = 0.70;             // fraction of peak FLOP/s for large GEMMs
+  double gemm_half_efficiency_tokens = 64;   // GEMM efficiency halves at this many tokens
+  double hbm_efficiency = 0.85;              // fraction of peak HBM bandwidth when streaming
+  double attention_efficiency = 0.5;         // fraction of peak for attention math
+  double intra_node_efficiency = 0.8;        // NCCL bus bandwidth / link bandwidth (NVLink)
+  double inter_node_efficiency = 0.8;        // same, InfiniBand
+  double decode_step_overhead_s = 0.0;       // launch/scheduling per decode iteration
+  double layer_overhead_s = 0.0;             // kernel launches per layer per step
+  double prefill_overhead_s = 0.0;           // per prefill batch
+};
+
+// The calibration shipped with this version (constants produced by the fit).
+const Calibration& DefaultCalibration();
+
+// Version of the cost model; part of the elite store's problem fingerprint.
+inline constexpr int kCostModelVersion = 1;
+
+// Immutable after Create; Evaluate is thread-safe and allocation-free.
+class CostModel {
+ public:
+  // Precomputes per-problem constants. INVALID_ARGUMENT on an inconsistent problem.
+  static absl::StatusOr<std::unique_ptr<const CostModel>> Create(
+      Problem problem, const Calibration& calibration = DefaultCalibration());
+
+  const Problem& problem() const { return problem_; }
+  const Calibration& calibration() const { return calibration_; }
+
+  // Structural validity of `plan` for this problem: degrees positive with product = GPUs,
+  // divisibility (heads by tp, experts by ep, ...), dims allowed for each operator, stage
+  // split, micro-batches, batch size. INVALID_ARGUMENT whose message starts with the field
+  // path ("plan.tp must divide num_attention_heads (64), got 3").
+  absl::Status ValidatePlan(const PlanDims& plan) const;
+
+  // Predicts `plan`, which must have passed ValidatePlan. Pure and deterministic; no heap
+  // allocation. A plan that does not fit memory or the SLOs comes back feasible = false with
+  // its reason. With batch_size == 0 and concurrency == 0, picks the best batch.
+  Evaluation Evaluate(const PlanDims& plan) const;
+
+ private:
+  CostModel(Problem problem, const Calibration& calibration);
+  Problem problem_;
+  Calibration calibration_;
+};
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_COST_MODEL_H_

@@ -1,0 +1,216 @@
+// Compact, proto-free types the cost model works on: the validated problem (model, cluster,
+// workload), a plan, and the evaluation of a plan. Built from the proto messages by
+// simulator/spec.h; read by policy/ and server/.
+#ifndef SHARDPLAN_SIMULATOR_TYPES_H_
+#define SHARDPLAN_SIMULATOR_TYPES_H_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace shardplan::simulator {
+
+enum class Dtype : uint8_t { kBf16 = 0, kFp8 = 1, kFp4 = 2 };
+inline constexpr int kNumDtypes = 3;
+
+// Bytes per element: 2, 1, 0.5.
+double BytesPerElement(Dtype dtype);
+// "bf16", "fp8", "fp4".
+absl::string_view DtypeName(Dtype dtype);
+// Parses a dtype name; "" gives `fallback`. INVALID_ARGUMENT names `field_path` and the value.
+absl::StatusOr<Dtype> ParseDtype(absl::string_view name, absl::string_view field_path,
+                                 Dtype fallback = Dtype::kBf16);
+
+// The operator kinds of a layer whose sharding dimension a plan chooses, in decision order.
+enum class OpKind : uint8_t {
+  kEmbedding = 0,
+  kQkv,         // Q, K, V projections (MLA: the down/up projections)
+  kAttention,   // attention core: QK^T, softmax, PV over the KV cache
+  kAttnOut,     // attention output projection
+  kMlpUp,       // dense MLP gate+up
+  kMlpDown,     // dense MLP down
+  kRouter,      // MoE gate
+  kExpertUp,    // routed (and shared) experts gate+up
+  kExpertDown,  // routed (and shared) experts down
+  kLmHead,      // final norm + LM head
+};
+inline constexpr int kNumOpKinds = 10;
+// "embedding", "qkv", "attention", "attn_out", "mlp_up", "mlp_down", "router",
+// "expert_up", "expert_down", "lm_head".
+absl::string_view OpKindName(OpKind op);
+absl::StatusOr<OpKind> ParseOpKind(absl::string_view name, absl::string_view field_path);
+
+// How an operator's work is split over the ranks of its tensor-parallel group.
+enum class ShardDim : uint8_t {
+  kColumn = 0,  // split output features / heads
+  kRow,         // split input features; output is a partial sum
+  kReplicate,   // full weights and full work on every rank
+  kBatch,       // split tokens/requests; weights replicated
+  kSequence,    // split the sequence (context parallel for attention)
+};
+inline constexpr int kNumShardDims = 5;
+absl::string_view ShardDimName(ShardDim dim);
+absl::StatusOr<ShardDim> ParseShardDim(absl::string_view name, absl::string_view field_path);
+
+using ShardDims = std::array<ShardDim, kNumOpKinds>;
+// Megatron's pattern: embedding row (vocab split), qkv column, attention column (heads),
+// attn_out row, mlp_up column, mlp_down row, router replicate, expert_up column,
+// expert_down row, lm_head column (vocab split).
+ShardDims MegatronShardDims();
+
+struct ModelDims {
+  std::string name;
+  std::string family;
+  int hidden = 0;
+  int layers = 0;
+  int heads = 0;
+  int kv_heads = 0;
+  int head_dim = 0;
+  int intermediate = 0;
+  int vocab = 0;
+  bool tie_embeddings = false;
+  // MoE (experts == 0: dense).
+  int experts = 0;
+  int experts_per_token = 0;
+  int moe_intermediate = 0;
+  int shared_experts = 0;
+  int first_k_dense = 0;
+  // MLA (kv_lora_rank == 0: standard multi-head / grouped-query attention).
+  int kv_lora_rank = 0;
+  int q_lora_rank = 0;
+  int qk_rope_head_dim = 0;
+  int qk_nope_head_dim = 0;
+  int v_head_dim = 0;
+
+  bool is_moe() const { return experts > 0; }
+  bool is_mla() const { return kv_lora_rank > 0; }
+  int dense_layers() const { return is_moe() ? first_k_dense : layers; }
+  int moe_layers() const { return layers - dense_layers(); }
+  // Parameter counts (embeddings and LM head included once, or twice when untied).
+  double TotalParams() const;
+  double ActiveParams() const;
+};
+
+struct HardwareDims {
+  std::string name;
+  std::array<double, kNumDtypes> peak_flops_per_s{};  // indexed by Dtype
+  double hbm_bytes = 0;
+  double hbm_bytes_per_s = 0;
+  double intra_node_bytes_per_s = 0;
+  double inter_node_bytes_per_s = 0;
+  double intra_node_latency_s = 0;
+  double inter_node_latency_s = 0;
+};
+
+struct NodeGroupDims {
+  std::string name;
+  int num_nodes = 0;
+};
+
+struct ClusterDims {
+  HardwareDims hardware;
+  int num_gpus = 0;
+  int gpus_per_node = 0;
+  int num_nodes() const { return num_gpus / gpus_per_node; }
+  std::vector<NodeGroupDims> node_groups;
+};
+
+struct WorkloadDims {
+  int input_tokens = 0;
+  int output_tokens = 0;
+  int concurrency = 0;     // 0: choose the best batch
+  double max_ttft_s = 0;   // 0: no SLO
+  double max_tpot_s = 0;   // 0: no SLO
+  Dtype weight_dtype = Dtype::kBf16;
+  Dtype kv_cache_dtype = Dtype::kBf16;
+};
+
+// A validated planning problem.
+struct Problem {
+  ModelDims model;
+  ClusterDims cluster;
+  WorkloadDims workload;
+};
+
+inline constexpr int kMaxPipelineStages = 128;
+inline constexpr int kMaxBatchSize = 4096;
+
+// A plan in compact form. Value type, cheap to copy, no heap.
+struct PlanDims {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int ep = 1;
+  ShardDims dims = MegatronShardDims();
+  int micro_batches = 0;  // 0: pp
+  int batch_size = 0;     // 0: workload concurrency, or the best batch when that is 0
+  // Explicit layers per stage when num_stage_layers == pp; 0: as uniform as possible.
+  int num_stage_layers = 0;
+  std::array<int16_t, kMaxPipelineStages> stage_layers{};
+
+  bool operator==(const PlanDims& other) const;
+  bool operator!=(const PlanDims& other) const { return !(*this == other); }
+};
+
+enum class InfeasibleReason : uint8_t {
+  kNone = 0,
+  kWeightsExceedMemory,   // value: weight bytes per GPU, limit: capacity
+  kKvCacheExceedsMemory,  // the batch's KV cache does not fit beside the weights
+  kTtftSlo,               // value: predicted TTFT s, limit: max TTFT s
+  kTpotSlo,               // value: predicted TPOT s, limit: max TPOT s
+  kNoBatchFits,           // concurrency 0 and no batch meets memory and SLOs
+};
+
+enum class Bottleneck : uint8_t { kCompute = 0, kMemory, kCommunication, kPipeline };
+absl::string_view BottleneckName(Bottleneck b);
+
+// Seconds one operator kind costs per step (summed over the layers of the slowest stage).
+struct OpCost {
+  float compute_s = 0;
+  float memory_s = 0;
+  float comm_s = 0;
+};
+
+// The cost model's prediction for one plan. Plain data, no heap.
+struct Evaluation {
+  bool feasible = false;
+  InfeasibleReason reason = InfeasibleReason::kNone;
+  double reason_value = 0;
+  double reason_limit = 0;
+
+  double output_tokens_per_s = 0;  // whole cluster
+  double output_tokens_per_s_per_gpu = 0;
+  double ttft_s = 0;
+  double tpot_s = 0;
+  double prefill_s = 0;           // one request's prefill
+  double decode_iteration_s = 0;  // one decode step of the whole batch
+  int batch_size = 0;             // decode batch per replica evaluated
+
+  // Per GPU, worst stage.
+  double weights_bytes = 0;
+  double kv_cache_bytes = 0;
+  double activations_bytes = 0;
+  double capacity_bytes = 0;
+
+  std::array<OpCost, kNumOpKinds> decode{};
+  std::array<OpCost, kNumOpKinds> prefill{};
+  // Per GPU: one decode iteration, one request's prefill.
+  double nvlink_decode_bytes = 0;
+  double ib_decode_bytes = 0;
+  double nvlink_prefill_bytes = 0;
+  double ib_prefill_bytes = 0;
+
+  Bottleneck bottleneck = Bottleneck::kMemory;
+  OpKind bottleneck_op = OpKind::kQkv;
+};
+
+// "weights need 141.2 GB per GPU, 80.0 GB available"; "" when feasible.
+std::string InfeasibleReasonText(const Evaluation& evaluation);
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_TYPES_H_
