@@ -25,7 +25,7 @@ demo: build
 asan-test: deps
 	@cmake -S . -B $(ASAN_DIR) -DCMAKE_BUILD_TYPE=Debug -DSHARDPLAN_SANITIZE=ON -DSHARDPLAN_WITH_TORCH=OFF >/dev/null
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target simulator_test
-	@cd $(ASAN_DIR) && ctest -L unit --output-on-failure -j $(JOBS)
+	@$(ASAN_DIR)/bin/simulator_test --gtest_brief=1
 
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE bench

@@ -5,6 +5,7 @@
 #define SHARDPLAN_SIMULATOR_COST_MODEL_H_
 
 #include <memory>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -28,6 +29,10 @@ struct Calibration {
 
 // The calibration shipped with this version (constants produced by the fit).
 const Calibration& DefaultCalibration();
+
+// Decode batch sizes (per replica) the plan space offers and the batch choice scans, ascending:
+// 1, 2, 4, 8, 12, 16, 24, 32, 48, ... up to kMaxBatchSize.
+const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
 inline constexpr int kCostModelVersion = 1;

@@ -1,7 +1,6 @@
 // The Megatron-style heuristic plan people deploy today; the baseline every search reports
 // its speedup against. Rules (documented in README.md):
-//  - tp: the largest power of two that fits in one node and divides the KV heads... (see
-//    MegatronPlan's comment in megatron.cc for the exact rules).
+//  (the exact rules are in MegatronPlan's comment in megatron.cc and in README.md).
 #ifndef SHARDPLAN_SIMULATOR_MEGATRON_H_
 #define SHARDPLAN_SIMULATOR_MEGATRON_H_
 
