@@ -87,6 +87,8 @@ struct SearchOptions {
   const WarmStart* warm_start = nullptr;  // optional, not owned
   EvalPool* pool = nullptr;               // optional, not owned; null: evaluate inline
   int elite_size = 16;                    // K of the top-K elite history
+  // exhaustive: the largest space it enumerates (it also needs max_evaluations > size).
+  double exhaustive_limit = 2e6;
 };
 
 struct SearchResult {

@@ -22,9 +22,18 @@ struct Calibration {
   double attention_efficiency = 0.5;         // fraction of peak for attention math
   double intra_node_efficiency = 0.8;        // NCCL bus bandwidth / link bandwidth (NVLink)
   double inter_node_efficiency = 0.8;        // same, InfiniBand
+  double collective_latency_scale = 1.0;     // multiplies the hardware per-step latency
   double decode_step_overhead_s = 0.0;       // launch/scheduling per decode iteration
   double layer_overhead_s = 0.0;             // kernel launches per layer per step
-  double prefill_overhead_s = 0.0;           // per prefill batch
+  double prefill_overhead_s = 0.0;           // per request, before its first token
+  // TTFT queueing: a new request waits behind this fraction of the prefills of the other
+  // (batch - 1) requests of its replica; the same fraction of the prefill work leaves the
+  // decode iterations (TPOT). 0: staggered arrivals, prefills interleave with decode steps;
+  // 1: requests arrive together and are prefilled before decoding (closed-loop waves).
+  double prefill_queue_fraction = 0.5;
+  // TTFT: decode iterations a new request waits before and while its prefill is scheduled
+  // (iteration-level scheduling, chunked prefill sharing the step's token budget).
+  double ttft_wait_iterations = 1.0;
 };
 
 // The calibration shipped with this version (constants produced by the fit).
@@ -37,9 +46,16 @@ const std::vector<int>& BatchSizeCandidates();
 // Version of the cost model; part of the elite store's problem fingerprint.
 inline constexpr int kCostModelVersion = 1;
 
+namespace internal {
+struct CostConstants;      // per-problem constants precomputed by Create (cost_model.cc)
+class CostModelInspector;  // test access to intermediate results (internal/cost_layers.h)
+}  // namespace internal
+
 // Immutable after Create; Evaluate is thread-safe and allocation-free.
 class CostModel {
  public:
+  ~CostModel();
+
   // Precomputes per-problem constants. INVALID_ARGUMENT on an inconsistent problem.
   static absl::StatusOr<std::unique_ptr<const CostModel>> Create(
       Problem problem, const Calibration& calibration = DefaultCalibration());
@@ -59,9 +75,14 @@ class CostModel {
   Evaluation Evaluate(const PlanDims& plan) const;
 
  private:
+  friend class internal::CostModelInspector;
   CostModel(Problem problem, const Calibration& calibration);
+  // Evaluate with a fixed decode batch per replica (> 0).
+  Evaluation EvaluateBatch(const PlanDims& plan, int batch) const;
+
   Problem problem_;
   Calibration calibration_;
+  std::unique_ptr<const internal::CostConstants> constants_;
 };
 
 }  // namespace shardplan::simulator

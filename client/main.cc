@@ -1,0 +1,464 @@
+// `shardplan`: command-line client of shardplan-server. Subcommands plan,
+// evaluate, catalog, health; see `shardplan --help` and README.md ("The
+// shardplan CLI").
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <iostream>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "client/emit.h"
+#include "client/exit_codes.h"
+#include "client/render.h"
+#include "client/request_builder.h"
+#include "grpc/health/v1/health.grpc.pb.h"
+#include "grpcpp/grpcpp.h"
+#include "shardplan/v1/shardplan.grpc.pb.h"
+
+namespace shardplan::client {
+namespace {
+
+constexpr const char* kExitCodesHelp =
+    "Exit codes: 0 ok, 1 other error, 2 bad usage or input file, 3 server "
+    "unreachable or "
+    "not serving, 4 request rejected (INVALID_ARGUMENT), 5 server busy "
+    "(RESOURCE_EXHAUSTED), "
+    "6 deadline exceeded, 130 interrupted.";
+
+// Ctrl-C / SIGTERM cancel the RPC in flight (the server stops the search)
+// instead of killing the process mid-stream. Signals are blocked before gRPC
+// starts its threads and taken by one sigwait thread, so nothing runs in a
+// signal handler.
+class SignalCanceller {
+ public:
+  SignalCanceller() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+    std::thread([this] {
+      int sig = 0;
+      while (sigwait(&set_, &sig) == 0) {
+        std::lock_guard<std::mutex> lock(mu_);
+        if (context_ == nullptr) std::_Exit(kExitCancelled);
+        context_->TryCancel();
+      }
+    }).detach();
+  }
+  void Watch(grpc::ClientContext* context) {
+    std::lock_guard<std::mutex> lock(mu_);
+    context_ = context;
+  }
+  void Unwatch() { Watch(nullptr); }
+
+ private:
+  sigset_t set_;
+  std::mutex mu_;
+  grpc::ClientContext* context_ = nullptr;
+};
+
+struct GlobalFlags {
+  std::string server = "127.0.0.1:50051";
+  double deadline_seconds = 0;
+  std::string output = "table";
+  std::string emit;
+};
+
+void SetDeadline(grpc::ClientContext* context, double seconds) {
+  if (seconds > 0) {
+    context->set_deadline(
+        std::chrono::system_clock::now() +
+        std::chrono::microseconds(static_cast<int64_t>(seconds * 1e6)));
+  }
+}
+
+std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
+  grpc::ChannelArguments args;
+  // Plans and catalogs are small, but a spec with a large HF config may not be.
+  args.SetMaxReceiveMessageSize(64 << 20);
+  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+int ReportRpcError(const grpc::Status& status, const GlobalFlags& g,
+                   const char* rpc) {
+  std::cerr << "shardplan: " << DescribeGrpcError(status, g.server, rpc)
+            << "\n";
+  return ExitCodeForGrpc(status.error_code());
+}
+
+int ReportUsageError(const absl::Status& status) {
+  std::cerr << "shardplan: " << status.message() << "\n";
+  return ExitCodeForStatus(status);
+}
+
+RenderContext ContextFor(const shardplan::v1::ModelSource& model,
+                         const shardplan::v1::ClusterSpec& cluster) {
+  RenderContext c;
+  c.model = ModelLabel(model);
+  c.hardware =
+      cluster.has_hardware_spec() && !cluster.hardware_spec().name().empty()
+          ? cluster.hardware_spec().name()
+          : cluster.hardware();
+  c.gpus = cluster.num_gpus();
+  c.gpus_per_node = cluster.gpus_per_node();
+  return c;
+}
+
+EmitContext EmitContextFor(const shardplan::v1::ModelSource& model,
+                           const shardplan::v1::Workload& workload,
+                           const RenderContext& rc,
+                           const shardplan::v1::Prediction& prediction) {
+  EmitContext e;
+  e.model_name = rc.model;
+  e.is_moe = CatalogModelIsMoe(rc.model) ||
+             (model.has_spec() && model.spec().num_experts() > 0);
+  for (const auto& op : prediction.operators()) {
+    if ((op.operator_() == "router" || op.operator_() == "expert_up") &&
+        op.total_seconds() > 0) {
+      e.is_moe = true;
+    }
+  }
+  e.weight_dtype = workload.weight_dtype();
+  e.kv_cache_dtype = workload.kv_cache_dtype();
+  e.gpus_per_node = rc.gpus_per_node > 0 ? rc.gpus_per_node : 8;
+  return e;
+}
+
+int PrintEmitted(const std::string& engine_name,
+                 const shardplan::v1::Plan& plan, const EmitContext& context) {
+  absl::StatusOr<Engine> engine = ParseEngine(engine_name);
+  if (!engine.ok()) return ReportUsageError(engine.status());
+  const EmittedCommand emitted = EmitCommand(*engine, plan, context);
+  for (const std::string& w : emitted.warnings)
+    std::cerr << "warning: " << w << "\n";
+  std::cout << emitted.command << std::flush;
+  return kExitOk;
+}
+
+int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
+            const SearchFlags& search, SignalCanceller& canceller) {
+  absl::StatusOr<shardplan::v1::PlanRequest> request =
+      BuildPlanRequest(problem, search, ReadFileFromDisk);
+  if (!request.ok()) return ReportUsageError(request.status());
+  const RenderContext rc = ContextFor(request->model(), request->cluster());
+  const bool json = g.output == "json" && g.emit.empty();
+  const bool progress = g.output != "json" && isatty(STDERR_FILENO);
+
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  SetDeadline(&context, g.deadline_seconds);
+  canceller.Watch(&context);
+  std::unique_ptr<grpc::ClientReader<shardplan::v1::PlanUpdate>> reader =
+      stub->PlanSharding(&context, *request);
+  shardplan::v1::PlanUpdate update;
+  shardplan::v1::PlanUpdate last;
+  bool any = false;
+  while (reader->Read(&update)) {
+    any = true;
+    if (json) std::cout << ToJsonLine(update) << "\n" << std::flush;
+    if (progress) std::cerr << "\r\033[K" << ProgressLine(update) << std::flush;
+    last = update;
+  }
+  const grpc::Status status = reader->Finish();
+  canceller.Unwatch();
+  if (progress && any) std::cerr << "\r\033[K" << std::flush;
+  if (!status.ok()) return ReportRpcError(status, g, "PlanSharding");
+  if (!any) {
+    std::cerr
+        << "shardplan: the server ended the search without sending a plan\n";
+    return kExitOther;
+  }
+  if (!g.emit.empty()) {
+    if (isatty(STDERR_FILENO)) std::cerr << RenderPlanUpdate(last, rc) << "\n";
+    if (!last.prediction().feasible()) {
+      std::cerr << "shardplan: no feasible plan found ("
+                << last.prediction().infeasible_reason()
+                << "); nothing to emit. Add GPUs, lower the batch or relax the "
+                   "SLOs.\n";
+      return kExitOther;
+    }
+    return PrintEmitted(g.emit, last.plan(),
+                        EmitContextFor(request->model(), request->workload(),
+                                       rc, last.prediction()));
+  }
+  if (g.output == "table")
+    std::cout << RenderPlanUpdate(last, rc) << std::flush;
+  if (g.output == "yaml")
+    std::cout << RenderYamlManifest(last, rc) << std::flush;
+  return kExitOk;
+}
+
+int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
+                const PlanFlags& plan_flags, SignalCanceller& canceller) {
+  absl::StatusOr<shardplan::v1::EvaluateRequest> request =
+      BuildEvaluateRequest(problem, plan_flags, ReadFileFromDisk);
+  if (!request.ok()) return ReportUsageError(request.status());
+  const RenderContext rc = ContextFor(request->model(), request->cluster());
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 30);
+  canceller.Watch(&context);
+  shardplan::v1::EvaluateResponse response;
+  const grpc::Status status = stub->EvaluatePlan(&context, *request, &response);
+  canceller.Unwatch();
+  if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
+  if (!g.emit.empty()) {
+    return PrintEmitted(g.emit, response.plan(),
+                        EmitContextFor(request->model(), request->workload(),
+                                       rc, response.prediction()));
+  }
+  if (g.output == "json") {
+    std::cout << ToJsonLine(response) << "\n";
+  } else {
+    std::cout << RenderEvaluateResponse(response, rc);
+  }
+  std::cout << std::flush;
+  return kExitOk;
+}
+
+int RunCatalog(const GlobalFlags& g) {
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 10);
+  shardplan::v1::ListCatalogResponse response;
+  const grpc::Status status = stub->ListCatalog(
+      &context, shardplan::v1::ListCatalogRequest(), &response);
+  if (!status.ok()) return ReportRpcError(status, g, "ListCatalog");
+  std::cout << (g.output == "json" ? ToJsonLine(response) + "\n"
+                                   : RenderCatalog(response))
+            << std::flush;
+  return kExitOk;
+}
+
+int RunHealth(const GlobalFlags& g, const std::string& service) {
+  auto stub = grpc::health::v1::Health::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 5);
+  grpc::health::v1::HealthCheckRequest request;
+  request.set_service(service);
+  grpc::health::v1::HealthCheckResponse response;
+  const grpc::Status status = stub->Check(&context, request, &response);
+  if (!status.ok()) return ReportRpcError(status, g, "Health/Check");
+  std::cout << grpc::health::v1::HealthCheckResponse::ServingStatus_Name(
+                   response.status())
+            << "\n"
+            << std::flush;
+  return response.status() == grpc::health::v1::HealthCheckResponse::SERVING
+             ? kExitOk
+             : kExitUnreachable;
+}
+
+// Validators whose messages quote the offending value ("must be a positive
+// integer, got "abc"); CLI11's PositiveNumber prints its numeric range instead.
+CLI::Validator IntAtLeast(int64_t min) {
+  return CLI::Validator(
+      [min](std::string& value) -> std::string {
+        int64_t n = 0;
+        if (!absl::SimpleAtoi(value, &n) || n < min) {
+          return absl::StrCat(
+              "must be ", min == 0 ? "an integer >= 0" : "a positive integer",
+              ", got \"", value, "\"");
+        }
+        return "";
+      },
+      min == 0 ? "INT>=0" : "INT>0");
+}
+
+CLI::Validator NumberAtLeastZero() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        double d = 0;
+        if (!absl::SimpleAtod(value, &d) || !(d >= 0) || d > 1e12) {
+          return absl::StrCat("must be a number >= 0, got \"", value, "\"");
+        }
+        return "";
+      },
+      "NUMBER>=0");
+}
+
+void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
+                       CLI::Option** hardware_opts) {
+  auto* model = cmd->add_option("--model", f->model,
+                                "Catalog model name (see `shardplan catalog`)");
+  auto* model_file = cmd->add_option(
+      "--model-file", f->model_file,
+      "ModelSpec file, proto JSON or YAML (camelCase field names)");
+  auto* hf = cmd->add_option("--hf-config", f->hf_config,
+                             "A Hugging Face config.json");
+  model->excludes(model_file)->excludes(hf);
+  model_file->excludes(hf);
+  hardware_opts[0] = cmd->add_option("--hardware", f->hardware, "GPU type")
+                         ->capture_default_str();
+  hardware_opts[1] = cmd->add_option("--gpus", f->gpus, "Number of GPUs")
+                         ->check(IntAtLeast(1));
+  hardware_opts[2] =
+      cmd->add_option("--gpus-per-node", f->gpus_per_node,
+                      "GPUs per node (default: the hardware's, 8)")
+          ->check(IntAtLeast(1));
+  cmd->add_option("--cluster-file", f->cluster_file,
+                  "ClusterSpec file, proto JSON or YAML");
+  cmd->add_option("--isl", f->isl, "Mean input (prompt) tokens")
+      ->check(IntAtLeast(1))
+      ->capture_default_str();
+  cmd->add_option("--osl", f->osl, "Mean output tokens")
+      ->check(IntAtLeast(1))
+      ->capture_default_str();
+  cmd->add_option("--concurrency", f->concurrency,
+                  "Concurrent requests per replica (0 = the best batch)")
+      ->check(IntAtLeast(0));
+  cmd->add_option("--max-ttft-ms", f->max_ttft_ms, "TTFT SLO in ms (0 = none)")
+      ->check(NumberAtLeastZero());
+  cmd->add_option("--max-tpot-ms", f->max_tpot_ms, "TPOT SLO in ms (0 = none)")
+      ->check(NumberAtLeastZero());
+  cmd->add_option("--weight-dtype", f->weight_dtype,
+                  "bf16 (default), fp8 or fp4")
+      ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
+  cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
+                  "bf16 (default), fp8 or fp4")
+      ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
+}
+
+void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
+                      bool with_emit, bool yaml_output) {
+  cmd->add_option("--server", g->server, "shardplan-server address HOST:PORT")
+      ->capture_default_str();
+  cmd->add_option(
+         "--deadline-seconds", g->deadline_seconds,
+         "Give up after this many seconds (0 = none for plan, 30 s otherwise)")
+      ->check(NumberAtLeastZero());
+  if (with_output) {
+    if (yaml_output) {
+      cmd->add_option(
+             "--output,-o", g->output,
+             "table (default), json (one PlanUpdate per line), yaml (manifest)")
+          ->check(CLI::IsMember({"table", "json", "yaml"}));
+    } else {
+      cmd->add_option("--output,-o", g->output, "table (default) or json")
+          ->check(CLI::IsMember({"table", "json"}));
+    }
+  }
+  if (with_emit) {
+    cmd->add_option(
+           "--emit", g->emit,
+           "Print the launch command of the plan for vllm, sglang or trtllm")
+        ->check(CLI::IsMember({"vllm", "sglang", "trtllm"}));
+  }
+}
+
+int Main(int argc, char** argv) {
+  SignalCanceller canceller;
+  CLI::App app{
+      "shardplan: find and evaluate distributed-inference plans (parallelism "
+      "degrees and "
+      "per-operator sharding) with shardplan-server."};
+  app.footer(kExitCodesHelp);
+  app.require_subcommand(1);
+
+  GlobalFlags g;
+  ProblemFlags problem;
+  SearchFlags search;
+  PlanFlags plan_flags;
+  std::string health_service;
+  CLI::Option* plan_hw[3] = {};
+  CLI::Option* eval_hw[3] = {};
+
+  CLI::App* plan =
+      app.add_subcommand("plan", "Search for the best plan; streams progress");
+  AddGlobalOptions(plan, &g, true, true, true);
+  AddProblemOptions(plan, &problem, plan_hw);
+  plan->add_option("--method", search.method, "Search method")
+      ->check(CLI::IsMember(
+          {"rl", "megatron", "random", "anneal", "genetic", "exhaustive"}))
+      ->capture_default_str();
+  plan->add_option("--max-evaluations", search.max_evaluations,
+                   "Cost-model evaluations (0 = server default)")
+      ->check(IntAtLeast(0));
+  plan->add_option("--max-seconds", search.max_seconds,
+                   "Search time limit (0 = server default)")
+      ->check(NumberAtLeastZero());
+  plan->add_option("--seed", search.seed, "Random seed");
+  plan->add_flag("--no-warm-start", search.no_warm_start,
+                 "Do not seed the search with what earlier searches learned");
+
+  CLI::App* evaluate = app.add_subcommand("evaluate", "Predict one given plan");
+  AddGlobalOptions(evaluate, &g, true, true, false);
+  AddProblemOptions(evaluate, &problem, eval_hw);
+  evaluate->add_option("--tp", plan_flags.tp, "Tensor-parallel degree")
+      ->check(IntAtLeast(1))
+      ->capture_default_str();
+  evaluate->add_option("--pp", plan_flags.pp, "Pipeline-parallel degree")
+      ->check(IntAtLeast(1))
+      ->capture_default_str();
+  evaluate->add_option("--dp", plan_flags.dp, "Data-parallel degree (replicas)")
+      ->check(IntAtLeast(1))
+      ->capture_default_str();
+  evaluate->add_option("--ep", plan_flags.ep, "Expert-parallel degree (MoE)")
+      ->check(IntAtLeast(1))
+      ->capture_default_str();
+  evaluate->add_option(
+      "--op", plan_flags.ops,
+      "Operator sharding NAME=DIM, repeatable (e.g. --op attention=batch)");
+  evaluate
+      ->add_option("--stage-layers", plan_flags.stage_layers,
+                   "Layers per pipeline stage (default: uniform)")
+      ->delimiter(',');
+  evaluate
+      ->add_option("--batch-size", plan_flags.batch_size,
+                   "Decode batch per replica (0 = concurrency or the best)")
+      ->check(IntAtLeast(0));
+  evaluate
+      ->add_option("--micro-batches", plan_flags.micro_batches,
+                   "Micro-batches (0 = pp)")
+      ->check(IntAtLeast(0));
+
+  CLI::App* catalog =
+      app.add_subcommand("catalog", "List the built-in models and hardware");
+  AddGlobalOptions(catalog, &g, true, false, false);
+
+  CLI::App* health =
+      app.add_subcommand("health", "Check the server's gRPC health status");
+  AddGlobalOptions(health, &g, false, false, false);
+  health->add_option("--service", health_service,
+                     "Service name (\"\" = the whole server)");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    const int code = app.exit(e);
+    return code == 0 ? kExitOk : kExitUsage;
+  }
+
+  if (plan->parsed()) {
+    problem.hardware_set = plan_hw[0]->count() > 0;
+    return RunPlan(g, problem, search, canceller);
+  }
+  if (evaluate->parsed()) {
+    problem.hardware_set = eval_hw[0]->count() > 0;
+    return RunEvaluate(g, problem, plan_flags, canceller);
+  }
+  if (catalog->parsed()) return RunCatalog(g);
+  if (health->parsed()) return RunHealth(g, health_service);
+  return kExitUsage;
+}
+
+}  // namespace
+}  // namespace shardplan::client
+
+int main(int argc, char** argv) {
+  try {
+    return shardplan::client::Main(argc, argv);
+  } catch (const std::exception& e) {
+    std::cerr << "shardplan: internal error: " << e.what() << "\n";
+    return shardplan::client::kExitOther;
+  }
+}

@@ -1,0 +1,537 @@
+#include "client/render.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "google/protobuf/util/json_util.h"
+#include "yaml-cpp/yaml.h"
+
+namespace shardplan::client {
+namespace {
+
+using shardplan::v1::EvaluateResponse;
+using shardplan::v1::ListCatalogResponse;
+using shardplan::v1::ModelSpec;
+using shardplan::v1::OperatorCost;
+using shardplan::v1::Plan;
+using shardplan::v1::PlanUpdate;
+using shardplan::v1::Prediction;
+
+constexpr const char* kOperatorOrder[] = {
+    "embedding", "qkv",    "attention", "attn_out",    "mlp_up",
+    "mlp_down",  "router", "expert_up", "expert_down", "lm_head"};
+
+std::string Ms(double ms) {
+  if (ms >= 10000) return fmt::format("{:.1f} s", ms / 1e3);
+  if (ms >= 1000) return fmt::format("{:.2f} s", ms / 1e3);
+  return fmt::format("{:.1f} ms", ms);
+}
+
+// Rounds for the manifest, so that it reads "34475.7", not
+// "34475.701439767101".
+double Round(double value, int decimals) {
+  const double scale = std::pow(10.0, decimals);
+  return std::round(value * scale) / scale;
+}
+
+bool IsMoeOperator(absl::string_view op) {
+  return op == "router" || op == "expert_up" || op == "expert_down";
+}
+
+// Whether the plan/prediction belong to a mixture-of-experts model: expert
+// parallelism, or expert operators with a cost.
+bool LooksMoe(const Plan& plan, const Prediction& prediction) {
+  if (plan.ep() > 1) return true;
+  for (const auto& op : prediction.operators()) {
+    if (IsMoeOperator(op.operator_()) && op.total_seconds() > 0) return true;
+  }
+  return false;
+}
+
+// Number of nodes the plan's placement uses (0 when it has none).
+int PlacementNodes(const Plan& plan) {
+  int max_node = -1;
+  for (const auto& s : plan.placement()) {
+    for (int n : s.nodes()) max_node = std::max(max_node, n);
+  }
+  return max_node + 1;
+}
+std::string Seconds(double s) {
+  if (s <= 0) return "-";
+  if (s >= 1) return fmt::format("{:.2f} s", s);
+  if (s >= 1e-3) return fmt::format("{:.2f} ms", s * 1e3);
+  return fmt::format("{:.1f} us", s * 1e6);
+}
+
+std::string DimOf(const Plan& plan, absl::string_view op) {
+  for (const auto& s : plan.operator_sharding()) {
+    if (s.operator_() == op) return s.dim();
+  }
+  return "";
+}
+
+// Approximate parameter count of a spec (for the catalog table only).
+double ApproxParams(const ModelSpec& m) {
+  const double h = m.hidden_size();
+  const int head_dim = m.head_dim() > 0
+                           ? m.head_dim()
+                           : (m.num_attention_heads() > 0
+                                  ? m.hidden_size() / m.num_attention_heads()
+                                  : 0);
+  double attn;
+  if (m.kv_lora_rank() > 0) {
+    const double qk = m.qk_nope_head_dim() + m.qk_rope_head_dim();
+    const double q = m.q_lora_rank() > 0
+                         ? h * m.q_lora_rank() +
+                               m.q_lora_rank() * m.num_attention_heads() * qk
+                         : h * m.num_attention_heads() * qk;
+    attn = q + h * (m.kv_lora_rank() + m.qk_rope_head_dim()) +
+           m.kv_lora_rank() * m.num_attention_heads() *
+               (m.qk_nope_head_dim() + m.v_head_dim()) +
+           m.num_attention_heads() * m.v_head_dim() * h;
+  } else {
+    const double q = static_cast<double>(m.num_attention_heads()) * head_dim;
+    const double kv = static_cast<double>(m.num_key_value_heads()) * head_dim;
+    attn = h * (q + 2 * kv) + q * h;
+  }
+  const double dense_mlp = 3.0 * h * m.intermediate_size();
+  double total = 0;
+  const int dense_layers =
+      m.num_experts() > 0 ? m.first_k_dense_layers() : m.num_layers();
+  const int moe_layers = m.num_layers() - dense_layers;
+  total += m.num_layers() * attn + dense_layers * dense_mlp;
+  if (moe_layers > 0) {
+    total += moe_layers * ((m.num_experts() + m.num_shared_experts()) * 3.0 *
+                               h * m.moe_intermediate_size() +
+                           h * m.num_experts());
+  }
+  total += (m.tie_word_embeddings() ? 1 : 2) * h * m.vocab_size();
+  return total;
+}
+
+std::string FormatParams(double params) {
+  if (params >= 1e12) return fmt::format("{:.2f}T", params / 1e12);
+  if (params >= 1e9) return fmt::format("{:.1f}B", params / 1e9);
+  return fmt::format("{:.0f}M", params / 1e6);
+}
+
+std::string ClusterLabel(const RenderContext& c, const Plan& plan) {
+  std::string out =
+      absl::StrCat(c.gpus, " x ", c.hardware.empty() ? "gpu" : c.hardware);
+  const int nodes = c.gpus_per_node > 0
+                        ? (c.gpus + c.gpus_per_node - 1) / c.gpus_per_node
+                        : PlacementNodes(plan);
+  if (nodes > 0 && c.gpus > 0) {
+    absl::StrAppend(&out, " (", nodes, nodes == 1 ? " node" : " nodes", " of ",
+                    c.gpus_per_node > 0 ? c.gpus_per_node : c.gpus / nodes,
+                    ")");
+  }
+  return out;
+}
+
+void EmitPrediction(YAML::Emitter& out, const Prediction& p, double speedup) {
+  out << YAML::Key << "predicted" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "feasible" << YAML::Value << p.feasible();
+  if (!p.feasible())
+    out << YAML::Key << "infeasibleReason" << YAML::Value
+        << p.infeasible_reason();
+  out << YAML::Key << "outputTokensPerS" << YAML::Value
+      << Round(p.output_tokens_per_s(), 1);
+  out << YAML::Key << "outputTokensPerSPerGpu" << YAML::Value
+      << Round(p.output_tokens_per_s_per_gpu(), 2);
+  out << YAML::Key << "ttftMs" << YAML::Value << Round(p.ttft_ms(), 3);
+  out << YAML::Key << "tpotMs" << YAML::Value << Round(p.tpot_ms(), 3);
+  out << YAML::Key << "batchSize" << YAML::Value << p.batch_size();
+  if (speedup > 0)
+    out << YAML::Key << "speedupVsMegatron" << YAML::Value << Round(speedup, 4);
+  out << YAML::Key << "bottleneck" << YAML::Value << p.bottleneck();
+  const auto& m = p.memory_per_gpu();
+  out << YAML::Key << "memoryPerGpuBytes" << YAML::Value << YAML::BeginMap;
+  const auto bytes = [](double b) {
+    return static_cast<int64_t>(std::llround(b));
+  };
+  out << YAML::Key << "weights" << YAML::Value << bytes(m.weights_bytes());
+  out << YAML::Key << "kvCache" << YAML::Value << bytes(m.kv_cache_bytes());
+  out << YAML::Key << "activations" << YAML::Value
+      << bytes(m.activations_bytes());
+  out << YAML::Key << "total" << YAML::Value << bytes(m.total_bytes());
+  out << YAML::Key << "capacity" << YAML::Value << bytes(m.capacity_bytes());
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+}
+
+}  // namespace
+
+std::string ToJsonLine(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = false;
+  options.preserve_proto_field_names = false;
+  // Our own messages always serialise; an error would leave `json` empty.
+  (void)google::protobuf::util::MessageToJsonString(message, &json, options);
+  return json;
+}
+
+std::string FormatCount(double value) {
+  const long long n = std::llround(value);
+  std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out;
+  const int len = static_cast<int>(digits.size());
+  for (int i = 0; i < len; ++i) {
+    if (i > 0 && (len - i) % 3 == 0) out.push_back(',');
+    out.push_back(digits[i]);
+  }
+  return n < 0 ? "-" + out : out;
+}
+
+std::string FormatBytes(double bytes) {
+  if (bytes >= 1e12) return fmt::format("{:.2f} TB", bytes / 1e12);
+  if (bytes >= 1e9) return fmt::format("{:.1f} GB", bytes / 1e9);
+  if (bytes >= 1e6) return fmt::format("{:.1f} MB", bytes / 1e6);
+  if (bytes >= 1e3) return fmt::format("{:.1f} kB", bytes / 1e3);
+  return fmt::format("{:.0f} B", bytes);
+}
+
+std::string ProgressLine(const PlanUpdate& update) {
+  const std::string method = update.summary().method().empty()
+                                 ? std::string("search")
+                                 : update.summary().method();
+  std::string best =
+      update.prediction().feasible()
+          ? absl::StrCat(FormatCount(update.prediction().output_tokens_per_s()),
+                         " tok/s")
+          : std::string("no feasible plan yet");
+  return fmt::format("{}  {} evals  best {}  {:.2f}x vs Megatron  {:.1f} s",
+                     method, FormatCount(update.evaluations()), best,
+                     update.speedup_vs_baseline(), update.elapsed_seconds());
+}
+
+std::string RenderPlan(const Plan& plan, bool moe) {
+  std::string out;
+  absl::StrAppend(
+      &out, fmt::format("Parallelism     dp {}  tp {}  pp {}  ep {}", plan.dp(),
+                        plan.tp(), plan.pp(), std::max(1, plan.ep())));
+  if (plan.micro_batches() > 0)
+    absl::StrAppend(&out, "  micro-batches ", plan.micro_batches());
+  if (plan.batch_size() > 0)
+    absl::StrAppend(&out, "  batch ", plan.batch_size());
+  absl::StrAppend(&out, "\n");
+  if (plan.stage_layers_size() > 0) {
+    absl::StrAppend(&out, "Stage layers    ",
+                    absl::StrJoin(plan.stage_layers(), " / "), "\n");
+  }
+  // Operator dims, in decision order; operators the server did not list are
+  // omitted.
+  std::vector<std::string> cells;
+  for (const char* op : kOperatorOrder) {
+    if (!moe && IsMoeOperator(op)) continue;
+    const std::string dim = DimOf(plan, op);
+    if (!dim.empty()) cells.push_back(fmt::format("{:<11} {:<9}", op, dim));
+  }
+  for (const auto& s : plan.operator_sharding()) {
+    if (std::find(std::begin(kOperatorOrder), std::end(kOperatorOrder),
+                  s.operator_()) == std::end(kOperatorOrder)) {
+      cells.push_back(fmt::format("{:<11} {:<9}", s.operator_(), s.dim()));
+    }
+  }
+  if (!cells.empty()) {
+    absl::StrAppend(&out, "\nOperator sharding\n");
+    for (size_t i = 0; i < cells.size(); i += 3) {
+      std::string row = "  ";
+      for (size_t j = i; j < std::min(cells.size(), i + 3); ++j)
+        absl::StrAppend(&row, cells[j], "  ");
+      while (!row.empty() && row.back() == ' ') row.pop_back();
+      absl::StrAppend(&out, row, "\n");
+    }
+  }
+  if (plan.placement_size() > 0) {
+    absl::StrAppend(&out, "\nPlacement\n");
+    absl::StrAppend(
+        &out, fmt::format("  {:>7} {:>5} {:>12} {:<16} {:<12} {}\n", "replica",
+                          "stage", "layers", "nodes", "node group", "tp link"));
+    const int kMaxRows = 16;
+    int rows = 0;
+    for (const auto& s : plan.placement()) {
+      if (++rows > kMaxRows) {
+        absl::StrAppend(&out, fmt::format("  ... {} more\n",
+                                          plan.placement_size() - kMaxRows));
+        break;
+      }
+      const std::string layers = fmt::format(
+          "{}-{}", s.first_layer(), s.first_layer() + s.num_layers() - 1);
+      absl::StrAppend(
+          &out,
+          fmt::format("  {:>7} {:>5} {:>12} {:<16} {:<12} {}\n", s.replica(),
+                      s.stage(), layers, absl::StrJoin(s.nodes(), ","),
+                      s.node_group().empty() ? "-" : s.node_group(),
+                      s.tp_spans_nodes() ? "InfiniBand" : "NVLink"));
+    }
+  }
+  return out;
+}
+
+std::string RenderPrediction(const Prediction& p, int top_n) {
+  std::string out;
+  if (!p.feasible()) {
+    absl::StrAppend(&out, "Feasible        NO: ", p.infeasible_reason(), "\n");
+  }
+  absl::StrAppend(&out,
+                  fmt::format("Throughput      {} tok/s  ({} tok/s per GPU)\n",
+                              FormatCount(p.output_tokens_per_s()),
+                              FormatCount(p.output_tokens_per_s_per_gpu())));
+  absl::StrAppend(
+      &out,
+      fmt::format("Latency         TTFT {}  TPOT {}  (batch {} per replica)\n",
+                  Ms(p.ttft_ms()), Ms(p.tpot_ms()), p.batch_size()));
+  const auto& m = p.memory_per_gpu();
+  absl::StrAppend(
+      &out, fmt::format(
+                "Memory per GPU  weights {}  KV cache {}  activations {}  "
+                "total {} of {}\n",
+                FormatBytes(m.weights_bytes()), FormatBytes(m.kv_cache_bytes()),
+                FormatBytes(m.activations_bytes()),
+                FormatBytes(m.total_bytes()), FormatBytes(m.capacity_bytes())));
+  if (!p.bottleneck().empty())
+    absl::StrAppend(&out, "Bottleneck      ", p.bottleneck(), "\n");
+  for (const auto& link : p.communication()) {
+    absl::StrAppend(&out,
+                    fmt::format("Traffic/GPU     {:<10} decode {} per step, "
+                                "prefill {} per request\n",
+                                link.link(), FormatBytes(link.decode_bytes()),
+                                FormatBytes(link.prefill_bytes())));
+  }
+  for (const char* phase : {"decode", "prefill"}) {
+    std::vector<const OperatorCost*> ops;
+    double sum = 0;
+    for (const auto& op : p.operators()) {
+      if (op.phase() == phase) {
+        ops.push_back(&op);
+        sum += op.total_seconds();
+      }
+    }
+    if (ops.empty() || sum <= 0) continue;
+    std::stable_sort(ops.begin(), ops.end(),
+                     [](const OperatorCost* a, const OperatorCost* b) {
+                       return a->total_seconds() > b->total_seconds();
+                     });
+    absl::StrAppend(
+        &out, fmt::format("\nTop cost contributors ({}{})\n", phase,
+                          std::string(phase) == "decode" ? ", one iteration"
+                                                         : ", one request"));
+    absl::StrAppend(
+        &out,
+        fmt::format("  {:<12} {:>10} {:>10} {:>10} {:>10} {:>6}\n", "operator",
+                    "compute", "memory", "comm", "total", "share"));
+    for (int i = 0; i < std::min<int>(top_n, ops.size()); ++i) {
+      const OperatorCost& op = *ops[i];
+      absl::StrAppend(
+          &out, fmt::format("  {:<12} {:>10} {:>10} {:>10} {:>10} {:>5.1f}%\n",
+                            op.operator_(), Seconds(op.compute_seconds()),
+                            Seconds(op.memory_seconds()),
+                            Seconds(op.communication_seconds()),
+                            Seconds(op.total_seconds()),
+                            100.0 * op.total_seconds() / sum));
+    }
+  }
+  return out;
+}
+
+std::string RenderPlanUpdate(const PlanUpdate& update,
+                             const RenderContext& context) {
+  std::string out;
+  absl::StrAppend(&out, fmt::format("Plan for {} on {}\n", context.model,
+                                    ClusterLabel(context, update.plan())));
+  const auto& s = update.summary();
+  absl::StrAppend(
+      &out,
+      fmt::format(
+          "Search          {}  {} evaluations  {:.1f} s{}{}\n",
+          s.method().empty() ? "-" : s.method(),
+          FormatCount(update.evaluations()), update.elapsed_seconds(),
+          s.warm_started() ? (s.warm_start_source().empty()
+                                  ? std::string("  warm start")
+                                  : absl::StrCat("  warm start (",
+                                                 s.warm_start_source(), ")"))
+                           : std::string(),
+          s.stop_reason().empty() ? ""
+                                  : absl::StrCat("  stop: ", s.stop_reason())));
+  absl::StrAppend(
+      &out,
+      fmt::format("Speedup         {:.3f}x over the Megatron baseline\n\n",
+                  update.speedup_vs_baseline()));
+  absl::StrAppend(
+      &out,
+      RenderPlan(update.plan(), LooksMoe(update.plan(), update.prediction())),
+      "\n");
+  absl::StrAppend(&out, RenderPrediction(update.prediction()));
+  return out;
+}
+
+std::string RenderEvaluateResponse(const EvaluateResponse& response,
+                                   const RenderContext& context) {
+  std::string out;
+  const std::string model =
+      response.model().name().empty() ? context.model : response.model().name();
+  absl::StrAppend(&out, fmt::format("Prediction for {} on {}\n\n", model,
+                                    ClusterLabel(context, response.plan())));
+  absl::StrAppend(
+      &out,
+      RenderPlan(response.plan(),
+                 response.model().num_experts() > 0 ||
+                     LooksMoe(response.plan(), response.prediction())),
+      "\n");
+  absl::StrAppend(&out, RenderPrediction(response.prediction()));
+  return out;
+}
+
+std::string RenderCatalog(const ListCatalogResponse& catalog) {
+  std::string out = "Models\n";
+  absl::StrAppend(
+      &out, fmt::format("  {:<20} {:<10} {:>8} {:>7} {:>7} {:>9}  {}\n", "name",
+                        "family", "params", "layers", "hidden", "experts",
+                        "attention"));
+  for (const ModelSpec& m : catalog.models()) {
+    const std::string experts =
+        m.num_experts() > 0
+            ? fmt::format("{}/{}", m.experts_per_token(), m.num_experts())
+            : "-";
+    const std::string attention =
+        m.kv_lora_rank() > 0 ? std::string("MLA")
+                             : fmt::format("GQA {}/{}", m.num_key_value_heads(),
+                                           m.num_attention_heads());
+    absl::StrAppend(
+        &out, fmt::format("  {:<20} {:<10} {:>8} {:>7} {:>7} {:>9}  {}\n",
+                          m.name(), m.family(), FormatParams(ApproxParams(m)),
+                          m.num_layers(), m.hidden_size(), experts, attention));
+  }
+  absl::StrAppend(&out, "\nHardware\n");
+  absl::StrAppend(
+      &out, fmt::format("  {:<18} {:>10} {:>10} {:>9} {:>12} {:>12} {:>6}\n",
+                        "name", "BF16 TF/s", "FP8 TF/s", "HBM", "HBM BW",
+                        "NVLink/GPU", "GPUs/node"));
+  for (const auto& h : catalog.hardware()) {
+    absl::StrAppend(
+        &out, fmt::format(
+                  "  {:<18} {:>10.0f} {:>10.0f} {:>9} {:>10.2f}TB/s "
+                  "{:>8.0f}GB/s {:>6}\n",
+                  h.name(), h.peak_bf16_flops_per_s() / 1e12,
+                  h.peak_fp8_flops_per_s() / 1e12, FormatBytes(h.hbm_bytes()),
+                  h.hbm_bytes_per_s() / 1e12, h.intra_node_bytes_per_s() / 1e9,
+                  h.default_gpus_per_node()));
+  }
+  auto list = [&out](const char* title, const auto& values) {
+    if (values.empty()) return;
+    absl::StrAppend(
+        &out, fmt::format("\n{:<11}{}", title, absl::StrJoin(values, ", ")));
+  };
+  list("Methods", catalog.methods());
+  list("Dtypes", catalog.dtypes());
+  list("Operators", catalog.operators());
+  list("Dims", catalog.dims());
+  absl::StrAppend(&out, "\n");
+  return out;
+}
+
+std::string RenderYamlManifest(const PlanUpdate& update,
+                               const RenderContext& context) {
+  const Plan& plan = update.plan();
+  YAML::Emitter out;
+  out.SetDoublePrecision(15);
+  out << YAML::BeginMap;
+  out << YAML::Key << "apiVersion" << YAML::Value << "shardplan.dev/v1";
+  out << YAML::Key << "kind" << YAML::Value << "ShardingPlan";
+  out << YAML::Key << "model" << YAML::Value << context.model;
+  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "hardware" << YAML::Value << context.hardware;
+  out << YAML::Key << "gpus" << YAML::Value << context.gpus;
+  if (context.gpus_per_node > 0) {
+    out << YAML::Key << "gpusPerNode" << YAML::Value << context.gpus_per_node;
+  }
+  out << YAML::EndMap;
+
+  out << YAML::Key << "parallelism" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "data" << YAML::Value << plan.dp();
+  out << YAML::Key << "tensor" << YAML::Value << plan.tp();
+  out << YAML::Key << "pipeline" << YAML::Value << plan.pp();
+  out << YAML::Key << "expert" << YAML::Value << std::max(1, plan.ep());
+  out << YAML::Key << "microBatches" << YAML::Value << plan.micro_batches();
+  out << YAML::Key << "batchSizePerReplica" << YAML::Value
+      << (plan.batch_size() > 0 ? plan.batch_size()
+                                : update.prediction().batch_size());
+  if (plan.stage_layers_size() > 0) {
+    out << YAML::Key << "stageLayers" << YAML::Value << YAML::Flow
+        << YAML::BeginSeq;
+    for (int l : plan.stage_layers()) out << l;
+    out << YAML::EndSeq;
+  }
+  out << YAML::EndMap;
+
+  out << YAML::Key << "operatorSharding" << YAML::Value << YAML::BeginMap;
+  for (const auto& s : plan.operator_sharding()) {
+    out << YAML::Key << s.operator_() << YAML::Value << s.dim();
+  }
+  out << YAML::EndMap;
+
+  // Node groups: which nodes each (replica, stage) runs on.
+  out << YAML::Key << "placement" << YAML::Value << YAML::BeginSeq;
+  for (const auto& s : plan.placement()) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "replica" << YAML::Value << s.replica();
+    out << YAML::Key << "stage" << YAML::Value << s.stage();
+    out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq
+        << s.first_layer() << (s.first_layer() + s.num_layers() - 1)
+        << YAML::EndSeq;
+    out << YAML::Key << "nodes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
+    for (int n : s.nodes()) out << n;
+    out << YAML::EndSeq;
+    if (!s.node_group().empty())
+      out << YAML::Key << "nodeGroup" << YAML::Value << s.node_group();
+    out << YAML::Key << "tensorParallelLink" << YAML::Value
+        << (s.tp_spans_nodes() ? "infiniband" : "nvlink");
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+
+  // Node groups: what each node hosts, for the orchestrator's node selectors.
+  std::map<int, std::vector<std::string>> hosted;
+  std::map<int, std::string> group_of;
+  for (const auto& s : plan.placement()) {
+    for (int n : s.nodes()) {
+      hosted[n].push_back(
+          absl::StrCat("replica ", s.replica(), " stage ", s.stage()));
+      if (!s.node_group().empty()) group_of[n] = s.node_group();
+    }
+  }
+  out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
+  for (const auto& [node, what] : hosted) {
+    out << YAML::BeginMap;
+    out << YAML::Key << "node" << YAML::Value << node;
+    if (group_of.count(node)) {
+      out << YAML::Key << "nodeGroup" << YAML::Value << group_of[node];
+    }
+    out << YAML::Key << "hosts" << YAML::Value << YAML::Flow << what;
+    out << YAML::EndMap;
+  }
+  out << YAML::EndSeq;
+
+  EmitPrediction(out, update.prediction(), update.speedup_vs_baseline());
+
+  out << YAML::Key << "search" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "method" << YAML::Value << update.summary().method();
+  out << YAML::Key << "evaluations" << YAML::Value << update.evaluations();
+  out << YAML::Key << "elapsedSeconds" << YAML::Value
+      << Round(update.elapsed_seconds(), 3);
+  out << YAML::Key << "warmStarted" << YAML::Value
+      << update.summary().warm_started();
+  out << YAML::EndMap;
+  out << YAML::EndMap;
+  return std::string(out.c_str()) + "\n";
+}
+
+}  // namespace shardplan::client

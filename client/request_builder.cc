@@ -1,0 +1,272 @@
+#include "client/request_builder.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+#include "simulator/status_macros.h"
+#include "yaml-cpp/yaml.h"
+
+namespace shardplan::client {
+namespace {
+
+using shardplan::v1::ClusterSpec;
+using shardplan::v1::EvaluateRequest;
+using shardplan::v1::ModelSource;
+using shardplan::v1::OperatorSharding;
+using shardplan::v1::PlanRequest;
+using shardplan::v1::Workload;
+
+// A plain (unquoted) YAML scalar as JSON: YAML 1.2 core-schema booleans, null,
+// integers and floats; anything else is a string.
+nlohmann::json PlainScalarToJson(const std::string& s) {
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL")
+    return nullptr;
+  int64_t i = 0;
+  if (absl::SimpleAtoi(s, &i)) return i;
+  double d = 0;
+  // SimpleAtod accepts "inf"/"nan"; proto JSON wants those as strings, so keep
+  // them so.
+  if (absl::SimpleAtod(s, &d) &&
+      (absl::ascii_isdigit(s.back()) || s.back() == '.'))
+    return d;
+  return s;
+}
+
+absl::StatusOr<nlohmann::json> NodeToJson(const YAML::Node& node, int depth) {
+  if (depth > 64)
+    return absl::InvalidArgumentError("YAML nested too deeply (> 64 levels)");
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return nlohmann::json(nullptr);
+    case YAML::NodeType::Scalar:
+      // Tag "!" marks a quoted (non-plain) scalar: always a string.
+      if (node.Tag() == "!") return nlohmann::json(node.Scalar());
+      return PlainScalarToJson(node.Scalar());
+    case YAML::NodeType::Sequence: {
+      nlohmann::json array = nlohmann::json::array();
+      for (const YAML::Node& item : node) {
+        ASSIGN_OR_RETURN(nlohmann::json value, NodeToJson(item, depth + 1));
+        array.push_back(std::move(value));
+      }
+      return array;
+    }
+    case YAML::NodeType::Map: {
+      nlohmann::json object = nlohmann::json::object();
+      for (const auto& kv : node) {
+        if (!kv.first.IsScalar()) {
+          return absl::InvalidArgumentError(
+              absl::StrCat("line ", kv.first.Mark().line + 1,
+                           ": mapping keys must be scalars"));
+        }
+        ASSIGN_OR_RETURN(nlohmann::json value,
+                         NodeToJson(kv.second, depth + 1));
+        object[kv.first.Scalar()] = std::move(value);
+      }
+      return object;
+    }
+  }
+  return nlohmann::json(nullptr);
+}
+
+}  // namespace
+
+absl::StatusOr<std::string> ReadFileFromDisk(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    const int err = errno;
+    if (err == EACCES) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("cannot read ", path, ": permission denied"));
+    }
+    return absl::NotFoundError(
+        absl::StrCat("cannot open ", path, ": no such file"));
+  }
+  std::ostringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+absl::StatusOr<std::string> YamlToJson(absl::string_view yaml_text) {
+  // yaml-cpp reports errors by throwing; nothing escapes this function.
+  try {
+    const YAML::Node root = YAML::Load(std::string(yaml_text));
+    ASSIGN_OR_RETURN(nlohmann::json json, NodeToJson(root, 0));
+    return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "YAML syntax error at line ", e.mark.line + 1, ": ", e.msg));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read YAML: ", e.what()));
+  }
+}
+
+absl::Status ParseSpecText(absl::string_view text, absl::string_view what,
+                           google::protobuf::Message* message) {
+  const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(text);
+  std::string json;
+  if (absl::StartsWith(stripped, "{")) {
+    json = std::string(text);
+  } else {
+    absl::StatusOr<std::string> converted = YamlToJson(text);
+    if (!converted.ok()) return Annotate(converted.status(), what);
+    json = *std::move(converted);
+  }
+  google::protobuf::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  const auto status =
+      google::protobuf::util::JsonStringToMessage(json, message, options);
+  if (!status.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(what, ": not a valid ", message->GetDescriptor()->name(),
+                     ": ", status.message().as_string()));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<OperatorSharding> ParseOpAssignment(absl::string_view text) {
+  const std::vector<absl::string_view> parts =
+      absl::StrSplit(text, absl::MaxSplits('=', 1));
+  if (parts.size() != 2 || parts[0].empty() || parts[1].empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--op expects NAME=DIM (e.g. --op attention=batch), got \"", text,
+        "\""));
+  }
+  OperatorSharding op;
+  op.set_operator_(std::string(absl::StripAsciiWhitespace(parts[0])));
+  op.set_dim(std::string(absl::StripAsciiWhitespace(parts[1])));
+  return op;
+}
+
+absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
+                         ModelSource* model, ClusterSpec* cluster,
+                         Workload* workload) {
+  const int sources = !flags.model.empty() + !flags.model_file.empty() +
+                      !flags.hf_config.empty();
+  if (sources != 1) {
+    return absl::InvalidArgumentError(
+        sources == 0
+            ? "no model given: pass --model NAME (see `shardplan catalog`), "
+              "--model-file spec.yaml or --hf-config config.json"
+            : "give only one of --model, --model-file and --hf-config");
+  }
+  if (!flags.model.empty()) {
+    model->set_catalog_name(flags.model);
+  } else if (!flags.model_file.empty()) {
+    ASSIGN_OR_RETURN(const std::string text, read_file(flags.model_file));
+    RETURN_IF_ERROR(
+        ParseSpecText(text, absl::StrCat("--model-file ", flags.model_file),
+                      model->mutable_spec()));
+  } else {
+    ASSIGN_OR_RETURN(std::string text, read_file(flags.hf_config));
+    // Check it is JSON at all here; the server interprets the fields.
+    if (!nlohmann::json::accept(text)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--hf-config ", flags.hf_config, ": not valid JSON"));
+    }
+    model->set_hf_config_json(std::move(text));
+  }
+
+  if (!flags.cluster_file.empty()) {
+    ASSIGN_OR_RETURN(const std::string text, read_file(flags.cluster_file));
+    RETURN_IF_ERROR(ParseSpecText(
+        text, absl::StrCat("--cluster-file ", flags.cluster_file), cluster));
+  } else if (flags.gpus <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--gpus must be > 0, got ", flags.gpus,
+                     " (or describe the cluster with --cluster-file)"));
+  }
+  // Explicit flags override the cluster file's values.
+  if (flags.cluster_file.empty() || flags.hardware_set) {
+    if (!flags.hardware.empty() && !cluster->has_hardware_spec()) {
+      cluster->set_hardware(flags.hardware);
+    }
+  }
+  if (flags.gpus > 0) cluster->set_num_gpus(flags.gpus);
+  if (flags.gpus_per_node > 0) cluster->set_gpus_per_node(flags.gpus_per_node);
+
+  workload->set_input_tokens(flags.isl);
+  workload->set_output_tokens(flags.osl);
+  workload->set_concurrency(flags.concurrency);
+  workload->set_max_ttft_ms(flags.max_ttft_ms);
+  workload->set_max_tpot_ms(flags.max_tpot_ms);
+  workload->set_weight_dtype(flags.weight_dtype);
+  workload->set_kv_cache_dtype(flags.kv_cache_dtype);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PlanRequest> BuildPlanRequest(const ProblemFlags& problem,
+                                             const SearchFlags& search,
+                                             const FileReader& read_file) {
+  PlanRequest request;
+  RETURN_IF_ERROR(FillProblem(problem, read_file, request.mutable_model(),
+                              request.mutable_cluster(),
+                              request.mutable_workload()));
+  auto* options = request.mutable_options();
+  options->set_method(search.method);
+  options->set_max_evaluations(search.max_evaluations);
+  options->set_max_seconds(search.max_seconds);
+  options->set_seed(search.seed);
+  options->set_warm_start(!search.no_warm_start);
+  return request;
+}
+
+absl::StatusOr<EvaluateRequest> BuildEvaluateRequest(
+    const ProblemFlags& problem, const PlanFlags& plan_flags,
+    const FileReader& read_file) {
+  EvaluateRequest request;
+  RETURN_IF_ERROR(FillProblem(problem, read_file, request.mutable_model(),
+                              request.mutable_cluster(),
+                              request.mutable_workload()));
+  auto* plan = request.mutable_plan();
+  plan->set_dp(plan_flags.dp);
+  plan->set_tp(plan_flags.tp);
+  plan->set_pp(plan_flags.pp);
+  plan->set_ep(plan_flags.ep);
+  plan->set_batch_size(plan_flags.batch_size);
+  plan->set_micro_batches(plan_flags.micro_batches);
+  for (int layers : plan_flags.stage_layers) plan->add_stage_layers(layers);
+  for (const std::string& text : plan_flags.ops) {
+    ASSIGN_OR_RETURN(OperatorSharding op, ParseOpAssignment(text));
+    *plan->add_operator_sharding() = std::move(op);
+  }
+  return request;
+}
+
+std::string ModelLabel(const ModelSource& model) {
+  switch (model.source_case()) {
+    case ModelSource::kCatalogName:
+      return model.catalog_name();
+    case ModelSource::kSpec:
+      return model.spec().name().empty() ? "custom model" : model.spec().name();
+    case ModelSource::kHfConfigJson: {
+      const nlohmann::json config = nlohmann::json::parse(
+          model.hf_config_json(), nullptr, /*allow_exceptions=*/false);
+      if (config.is_object()) {
+        for (const char* key : {"_name_or_path", "model_type"}) {
+          auto it = config.find(key);
+          if (it != config.end() && it->is_string())
+            return it->get<std::string>();
+        }
+      }
+      return "hf-config model";
+    }
+    default:
+      return "model";
+  }
+}
+
+}  // namespace shardplan::client

@@ -1,0 +1,112 @@
+// Builds shardplan.v1 requests from the `shardplan` CLI's flag values, and
+// reads spec files (proto JSON, or YAML with the same field names) into proto
+// messages.
+#ifndef SHARDPLAN_CLIENT_REQUEST_BUILDER_H_
+#define SHARDPLAN_CLIENT_REQUEST_BUILDER_H_
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/message.h"
+#include "shardplan/v1/shardplan.pb.h"
+
+namespace shardplan::client {
+
+// Reads a whole file; NOT_FOUND / PERMISSION_DENIED name the path. Injected so
+// tests run without files.
+using FileReader =
+    std::function<absl::StatusOr<std::string>(const std::string& path)>;
+// The real file system.
+absl::StatusOr<std::string> ReadFileFromDisk(const std::string& path);
+
+// Flags shared by `plan` and `evaluate`: which model, which cluster, which
+// workload.
+struct ProblemFlags {
+  std::string model;       // --model: catalog name
+  std::string model_file;  // --model-file: ModelSpec as JSON or YAML
+  std::string hf_config;   // --hf-config: a Hugging Face config.json
+  std::string hardware = "h100-sxm-80gb";
+  int gpus = 0;
+  int gpus_per_node = 0;     // 0 = the hardware's default
+  std::string cluster_file;  // --cluster-file: ClusterSpec as JSON or YAML
+  int isl = 1024;
+  int osl = 1024;
+  int concurrency = 0;
+  double max_ttft_ms = 0;
+  double max_tpot_ms = 0;
+  std::string weight_dtype;  // "" = server default (bf16)
+  std::string kv_cache_dtype;
+  // True when the user set --hardware / --gpus / --gpus-per-node explicitly
+  // (they override the cluster file's values).
+  bool hardware_set = false;
+};
+
+// `plan`-only flags.
+struct SearchFlags {
+  std::string method = "rl";
+  int max_evaluations = 0;
+  double max_seconds = 0;
+  uint32_t seed = 0;
+  bool no_warm_start = false;
+};
+
+// `evaluate`-only flags.
+struct PlanFlags {
+  int tp = 1;
+  int pp = 1;
+  int dp = 1;
+  int ep = 1;
+  std::vector<std::string> ops;  // "NAME=DIM", repeated --op
+  std::vector<int> stage_layers;
+  int batch_size = 0;
+  int micro_batches = 0;
+};
+
+// Converts YAML text to JSON text (mapping → object, sequence → array; plain
+// scalars that read as bool/int/float become JSON booleans/numbers, quoted
+// scalars stay strings). INVALID_ARGUMENT with the line on a YAML syntax error.
+absl::StatusOr<std::string> YamlToJson(absl::string_view yaml_text);
+
+// Parses a spec file's text into `message`: JSON when the first non-blank
+// character is
+// '{', YAML otherwise (YAML is a superset of JSON, so both work through the
+// YAML path, but JSON errors read better from the JSON parser). Unknown fields
+// are rejected. INVALID_ARGUMENT names `what` (e.g. the path) and the parser's
+// message.
+absl::Status ParseSpecText(absl::string_view text, absl::string_view what,
+                           google::protobuf::Message* message);
+
+// Parses "NAME=DIM" into an OperatorSharding. INVALID_ARGUMENT quoting the
+// value otherwise.
+absl::StatusOr<shardplan::v1::OperatorSharding> ParseOpAssignment(
+    absl::string_view text);
+
+// Fills model, cluster and workload. INVALID_ARGUMENT (usage error) when not
+// exactly one of
+// --model/--model-file/--hf-config is given, when neither --gpus nor
+// --cluster-file is, or a file cannot be read/parsed. The server validates the
+// values themselves.
+absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
+                         shardplan::v1::ModelSource* model,
+                         shardplan::v1::ClusterSpec* cluster,
+                         shardplan::v1::Workload* workload);
+
+absl::StatusOr<shardplan::v1::PlanRequest> BuildPlanRequest(
+    const ProblemFlags& problem, const SearchFlags& search,
+    const FileReader& read_file);
+
+absl::StatusOr<shardplan::v1::EvaluateRequest> BuildEvaluateRequest(
+    const ProblemFlags& problem, const PlanFlags& plan,
+    const FileReader& read_file);
+
+// A short human label of the model source: the catalog name, the spec's name,
+// the HF config's "_name_or_path"/"model_type", or the file name.
+std::string ModelLabel(const shardplan::v1::ModelSource& model);
+
+}  // namespace shardplan::client
+
+#endif  // SHARDPLAN_CLIENT_REQUEST_BUILDER_H_

@@ -1,0 +1,263 @@
+// Baseline searchers (policy/baselines.h). All share the plan space, the budget and the
+// de-duplicating evaluation of internal::SearchRun, and draw every random number from one
+// std::mt19937_64 seeded with options.seed on the searching thread (deterministic whatever
+// the pool size).
+#include "policy/baselines.h"
+
+#include <algorithm>
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "absl/strings/str_format.h"
+#include "policy/internal/search_run.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::policy {
+namespace {
+
+using internal::SearchRun;
+
+// Changes one decision (chosen among those with more than one valid choice) to another
+// valid value, then repairs the later decisions.
+Decisions Mutate(const PlanSpace& space, const Decisions& in, std::mt19937_64& rng) {
+  Decisions d = in;
+  int candidates[kNumDecisions];
+  int n = 0;
+  for (int i = 0; i < kNumDecisions; ++i) {
+    if (i == kDegreesDecision) {
+      if (space.NumChoices(i) > 1) candidates[n++] = i;
+    } else if (__builtin_popcountll(space.MaskBits(i, d)) > 1) {
+      candidates[n++] = i;
+    }
+  }
+  if (n == 0) return d;
+  const int i = candidates[rng() % n];
+  if (i == kDegreesDecision) {
+    const int count = space.NumChoices(i);
+    int c = static_cast<int>(rng() % (count - 1));
+    if (c >= d[i]) ++c;
+    d[i] = c;
+  } else {
+    const uint64_t mask = space.MaskBits(i, d) & ~(uint64_t{1} << d[i]);
+    int pick = static_cast<int>(rng() % __builtin_popcountll(mask));
+    for (int c = 0; c < 64; ++c) {
+      if ((mask >> c) & 1) {
+        if (pick-- == 0) {
+          d[i] = c;
+          break;
+        }
+      }
+    }
+  }
+  space.Repair(d, i + 1, rng);
+  return d;
+}
+
+class MegatronSearcher : public Searcher {
+ public:
+  absl::string_view method() const override { return "megatron"; }
+  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
+                                      const SearchOptions& options,
+                                      const CancellationToken& cancel,
+                                      SearchObserver& observer) override {
+    SearchRun run(model, options, cancel, observer);
+    RETURN_IF_ERROR(run.Start());
+    run.MarkExhausted();
+    run.ReportProgress(1);
+    return run.Finish();
+  }
+};
+
+class RandomSearcher : public Searcher {
+ public:
+  absl::string_view method() const override { return "random"; }
+  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
+                                      const SearchOptions& options,
+                                      const CancellationToken& cancel,
+                                      SearchObserver& observer) override {
+    SearchRun run(model, options, cancel, observer);
+    RETURN_IF_ERROR(run.Start());
+    std::mt19937_64 rng(options.seed);
+    std::vector<Decisions> batch(256);
+    while (!run.Done()) {
+      for (Decisions& d : batch) d = run.space().SampleUniform(rng);
+      run.Evaluate(batch);
+      run.ReportProgress(1);
+    }
+    return run.Finish();
+  }
+};
+
+class AnnealSearcher : public Searcher {
+ public:
+  absl::string_view method() const override { return "anneal"; }
+  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
+                                      const SearchOptions& options,
+                                      const CancellationToken& cancel,
+                                      SearchObserver& observer) override {
+    SearchRun run(model, options, cancel, observer);
+    RETURN_IF_ERROR(run.Start());
+    const PlanSpace& space = run.space();
+    std::mt19937_64 rng(options.seed);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    constexpr int kChains = 8;
+    constexpr double kT0 = 0.3, kT1 = 0.003;
+    std::vector<Decisions> warm = run.EvaluateWarmStart();
+    run.set_warm_started(!warm.empty());
+    std::vector<Decisions> state(kChains);
+    for (int c = 0; c < kChains; ++c) {
+      if (c < static_cast<int>(warm.size()) && c < kChains / 2) {
+        state[c] = warm[c];
+      } else if (c < kChains / 2 && run.baseline_decisions().has_value()) {
+        state[c] = *run.baseline_decisions();
+      } else {
+        state[c] = space.SampleUniform(rng);
+      }
+    }
+    std::vector<ScoredPlan> scored = run.Evaluate(state);
+    std::vector<double> energy(kChains, internal::kInfeasiblePenalty - 2);
+    for (size_t c = 0; c < scored.size(); ++c) energy[c] = scored[c].reward;
+    std::vector<Decisions> proposals(kChains);
+    while (!run.Done()) {
+      const double progress =
+          std::min(1.0, static_cast<double>(run.evaluations()) / options.max_evaluations);
+      const double temperature = kT0 * std::pow(kT1 / kT0, progress);
+      for (int c = 0; c < kChains; ++c) proposals[c] = Mutate(space, state[c], rng);
+      std::vector<ScoredPlan> s = run.Evaluate(proposals);
+      for (size_t c = 0; c < s.size(); ++c) {
+        const double delta = s[c].reward - energy[c];
+        const double u = uniform(rng);
+        if (delta >= 0 || u < std::exp(delta / temperature)) {
+          state[c] = proposals[c];
+          energy[c] = s[c].reward;
+        }
+      }
+      run.ReportProgress(1);
+    }
+    return run.Finish();
+  }
+};
+
+class GeneticSearcher : public Searcher {
+ public:
+  absl::string_view method() const override { return "genetic"; }
+  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
+                                      const SearchOptions& options,
+                                      const CancellationToken& cancel,
+                                      SearchObserver& observer) override {
+    SearchRun run(model, options, cancel, observer);
+    RETURN_IF_ERROR(run.Start());
+    const PlanSpace& space = run.space();
+    std::mt19937_64 rng(options.seed);
+    std::uniform_real_distribution<double> uniform(0.0, 1.0);
+    constexpr int kPopulation = 64, kTournament = 3, kElites = 2;
+    constexpr double kMutation = 0.5;
+    std::vector<Decisions> population = run.EvaluateWarmStart();
+    run.set_warm_started(!population.empty());
+    if (population.size() > kPopulation / 2) population.resize(kPopulation / 2);
+    if (run.baseline_decisions().has_value()) {
+      population.push_back(*run.baseline_decisions());
+    }
+    while (static_cast<int>(population.size()) < kPopulation) {
+      population.push_back(space.SampleUniform(rng));
+    }
+    std::vector<ScoredPlan> scored = run.Evaluate(population);
+    std::vector<double> fitness(population.size(), internal::kInfeasiblePenalty - 2);
+    for (size_t i = 0; i < scored.size(); ++i) fitness[i] = scored[i].reward;
+    run.ReportProgress(1);
+    auto tournament = [&]() {
+      int best = static_cast<int>(rng() % population.size());
+      for (int k = 1; k < kTournament; ++k) {
+        const int j = static_cast<int>(rng() % population.size());
+        if (fitness[j] > fitness[best]) best = j;
+      }
+      return best;
+    };
+    while (!run.Done()) {
+      std::vector<int> order(population.size());
+      for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
+      std::stable_sort(order.begin(), order.end(),
+                       [&](int a, int b) { return fitness[a] > fitness[b]; });
+      std::vector<Decisions> next;
+      std::vector<double> next_fitness;
+      for (int e = 0; e < kElites && e < static_cast<int>(order.size()); ++e) {
+        next.push_back(population[order[e]]);
+        next_fitness.push_back(fitness[order[e]]);
+      }
+      std::vector<Decisions> children;
+      while (static_cast<int>(next.size() + children.size()) < kPopulation) {
+        const Decisions& a = population[tournament()];
+        const Decisions& b = population[tournament()];
+        Decisions child = a;
+        // Uniform crossover; the degree tuple decides which later choices are valid, so
+        // later genes that become invalid are repaired.
+        for (int i = 0; i < kNumDecisions; ++i) {
+          if (rng() & 1) child[i] = b[i];
+        }
+        space.Repair(child, 1, rng);
+        if (uniform(rng) < kMutation) child = Mutate(space, child, rng);
+        children.push_back(child);
+      }
+      std::vector<ScoredPlan> s = run.Evaluate(children);
+      for (size_t i = 0; i < s.size(); ++i) {
+        next.push_back(children[i]);
+        next_fitness.push_back(s[i].reward);
+      }
+      population = std::move(next);
+      fitness = std::move(next_fitness);
+      run.ReportProgress(1);
+    }
+    return run.Finish();
+  }
+};
+
+class ExhaustiveSearcher : public Searcher {
+ public:
+  absl::string_view method() const override { return "exhaustive"; }
+  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
+                                      const SearchOptions& options,
+                                      const CancellationToken& cancel,
+                                      SearchObserver& observer) override {
+    SearchRun run(model, options, cancel, observer);
+    RETURN_IF_ERROR(run.Start());
+    const double size = run.space().Size();
+    const double limit =
+        std::min(options.exhaustive_limit, static_cast<double>(options.max_evaluations) - 1);
+    if (size > limit) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "exhaustive: space has %.0f plans, limit %.0f (options.max_evaluations - 1 and "
+          "exhaustive_limit %.0f)",
+          size, limit, options.exhaustive_limit));
+    }
+    run.DisableCache();
+    std::vector<Decisions> batch;
+    batch.reserve(4096);
+    run.space().ForEach([&](const Decisions& d) {
+      batch.push_back(d);
+      if (batch.size() < 4096) return true;
+      run.Evaluate(batch);
+      batch.clear();
+      run.ReportProgress(1);
+      return !run.Done();
+    });
+    if (!batch.empty() && !run.Done()) {
+      run.Evaluate(batch);
+      run.ReportProgress(1);
+    }
+    run.MarkExhausted();
+    return run.Finish();
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Searcher> NewMegatronSearcher() { return std::make_unique<MegatronSearcher>(); }
+std::unique_ptr<Searcher> NewRandomSearcher() { return std::make_unique<RandomSearcher>(); }
+std::unique_ptr<Searcher> NewAnnealSearcher() { return std::make_unique<AnnealSearcher>(); }
+std::unique_ptr<Searcher> NewGeneticSearcher() { return std::make_unique<GeneticSearcher>(); }
+std::unique_ptr<Searcher> NewExhaustiveSearcher() {
+  return std::make_unique<ExhaustiveSearcher>();
+}
+
+}  // namespace shardplan::policy

@@ -1,0 +1,227 @@
+// Shared search bookkeeping (policy/internal/search_run.h).
+#include "policy/internal/search_run.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_format.h"
+#include "policy/eval_pool.h"
+#include "simulator/megatron.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::policy::internal {
+
+double RewardFor(const simulator::Evaluation& e, double reference_tokens_per_s) {
+  if (e.feasible && e.output_tokens_per_s > 0) {
+    return std::max(kFeasibleFloor,
+                    std::log(e.output_tokens_per_s / std::max(1e-9, reference_tokens_per_s)));
+  }
+  double over = 1;
+  if (e.reason_limit > 0 && e.reason_value > 0) over = e.reason_value / e.reason_limit;
+  if (!std::isfinite(over)) over = 100;
+  return kInfeasiblePenalty - std::min(2.0, std::log(std::max(1.0, over)));
+}
+
+SearchRun::SearchRun(const simulator::CostModel& model, const SearchOptions& options,
+                     const CancellationToken& cancel, SearchObserver& observer)
+    : model_(model),
+      options_(options),
+      cancel_(cancel),
+      observer_(observer),
+      start_(std::chrono::steady_clock::now()),
+      elite_(options.elite_size) {}
+
+double SearchRun::ElapsedSeconds() const {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+}
+
+absl::Status SearchRun::Start() {
+  if (options_.max_evaluations < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "options.max_evaluations must be >= 1, got %d", options_.max_evaluations));
+  }
+  if (!(options_.max_seconds > 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.max_seconds must be > 0, got %g", options_.max_seconds));
+  }
+  ASSIGN_OR_RETURN(space_, PlanSpace::Create(model_));
+  const simulator::PlanDims plan = simulator::MegatronPlan(model_);
+  const simulator::Evaluation e = model_.Evaluate(plan);
+  ++evaluations_;
+  reference_ = e.feasible && e.output_tokens_per_s > 0 ? e.output_tokens_per_s : 1.0;
+  baseline_ = Score(plan, e);
+  absl::StatusOr<Decisions> d = space_->Encode(plan, e.batch_size);
+  if (d.ok()) {
+    baseline_decisions_ = *d;
+    cache_.emplace(PlanSpace::Hash(*d), baseline_);
+    ++distinct_;
+  }
+  Consider(baseline_, d.ok() ? &*d : nullptr);
+  return absl::OkStatus();
+}
+
+ScoredPlan SearchRun::Score(const simulator::PlanDims& plan,
+                            const simulator::Evaluation& e) const {
+  ScoredPlan s;
+  s.plan = plan;
+  s.evaluation = e;
+  s.reward = RewardFor(e, reference_);
+  return s;
+}
+
+void SearchRun::Consider(const ScoredPlan& scored, const Decisions* decisions) {
+  if (decisions != nullptr) elite_.Insert(scored, *decisions);
+  const bool better = !has_best_ || scored.reward > best_.reward;
+  if (!better) return;
+  best_ = scored;
+  has_best_ = true;
+  if (!scored.evaluation.feasible) return;
+  has_feasible_ = true;
+  Improvement imp;
+  imp.best = scored;
+  imp.evaluations = evaluations_;
+  imp.elapsed_seconds = ElapsedSeconds();
+  imp.speedup_vs_baseline = baseline_.evaluation.feasible
+                                ? scored.evaluation.output_tokens_per_s / reference_
+                                : 0.0;
+  observer_.OnImprovement(imp);
+}
+
+std::vector<Decisions> SearchRun::EvaluateWarmStart() {
+  std::vector<Decisions> out;
+  if (options_.warm_start == nullptr) return out;
+  std::vector<std::pair<double, Decisions>> scored;
+  for (const simulator::PlanDims& plan : options_.warm_start->elite_plans) {
+    if (remaining() <= 0) break;
+    if (!model_.ValidatePlan(plan).ok()) continue;
+    absl::StatusOr<Decisions> d = space_->Encode(plan);
+    if (!d.ok()) {
+      // A batch of 0 resolves to the cost model's choice: evaluate once to learn it.
+      const simulator::Evaluation e = model_.Evaluate(plan);
+      ++evaluations_;
+      d = space_->Encode(plan, e.batch_size);
+      if (!d.ok()) continue;
+    }
+    std::vector<ScoredPlan> s = Evaluate(absl::MakeConstSpan(&*d, 1));
+    if (s.empty()) break;
+    scored.emplace_back(s[0].reward, *d);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  for (const auto& [r, d] : scored) out.push_back(d);
+  return out;
+}
+
+std::vector<ScoredPlan> SearchRun::Evaluate(absl::Span<const Decisions> batch,
+                                            std::vector<uint8_t>* fresh) {
+  std::vector<ScoredPlan> out;
+  out.reserve(batch.size());
+  if (fresh != nullptr) fresh->clear();
+  // Pass 1: find the new plans (first occurrence only) within the budget.
+  plan_buffer_.clear();
+  std::vector<int> slot(batch.size(), -1);  // index into plan_buffer_, or -1: cached
+  std::unordered_map<uint64_t, int> in_batch;
+  size_t n = 0;
+  int budget = remaining();
+  for (; n < batch.size(); ++n) {
+    const uint64_t h = PlanSpace::Hash(batch[n]);
+    if (use_cache_ && cache_.count(h)) continue;
+    auto it = in_batch.find(h);
+    if (it != in_batch.end()) {
+      slot[n] = it->second;
+      continue;
+    }
+    if (budget <= 0) break;
+    --budget;
+    slot[n] = static_cast<int>(plan_buffer_.size());
+    in_batch.emplace(h, slot[n]);
+    plan_buffer_.push_back(space_->Decode(batch[n]));
+  }
+  eval_buffer_.assign(plan_buffer_.size(), simulator::Evaluation());
+  if (options_.pool != nullptr) {
+    options_.pool->Evaluate(model_, plan_buffer_, absl::MakeSpan(eval_buffer_));
+  } else {
+    for (size_t i = 0; i < plan_buffer_.size(); ++i) {
+      eval_buffer_[i] = model_.Evaluate(plan_buffer_[i]);
+    }
+  }
+  // Pass 2: in input order, score, count and report.
+  std::vector<uint8_t> counted(plan_buffer_.size(), 0);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t h = PlanSpace::Hash(batch[i]);
+    if (slot[i] < 0) {
+      out.push_back(cache_.at(h));
+      if (fresh != nullptr) fresh->push_back(0);
+      continue;
+    }
+    if (counted[slot[i]]) {
+      out.push_back(Score(plan_buffer_[slot[i]], eval_buffer_[slot[i]]));
+      if (fresh != nullptr) fresh->push_back(0);
+      continue;
+    }
+    counted[slot[i]] = 1;
+    ++evaluations_;
+    ++distinct_;
+    ScoredPlan s = Score(plan_buffer_[slot[i]], eval_buffer_[slot[i]]);
+    if (use_cache_) cache_.emplace(h, s);
+    Consider(s, &batch[i]);
+    out.push_back(std::move(s));
+    if (fresh != nullptr) fresh->push_back(1);
+  }
+  stalled_batches_ = plan_buffer_.empty() && !batch.empty() ? stalled_batches_ + 1 : 0;
+  return out;
+}
+
+bool SearchRun::Done() {
+  if (!stop_reason_.empty()) return true;
+  if (cancel_.cancelled()) {
+    stop_reason_ = "cancelled";
+  } else if (evaluations_ >= options_.max_evaluations) {
+    stop_reason_ = "budget";
+  } else if (ElapsedSeconds() >= options_.max_seconds) {
+    stop_reason_ = "time";
+  } else if (exhausted_ || stalled_batches_ >= 50 ||
+             static_cast<double>(distinct_) >= space_->Size()) {
+    stop_reason_ = "exhausted";
+  }
+  return !stop_reason_.empty();
+}
+
+void SearchRun::ReportProgress(int iterations_delta) {
+  iterations_ += iterations_delta;
+  SearchProgress p;
+  p.evaluations_delta = evaluations_ - reported_evaluations_;
+  p.iterations_delta = iterations_delta;
+  p.evaluations = evaluations_;
+  p.best_speedup = has_feasible_ && baseline_.evaluation.feasible
+                       ? best_.evaluation.output_tokens_per_s / reference_
+                       : 0.0;
+  p.elapsed_seconds = ElapsedSeconds();
+  reported_evaluations_ = evaluations_;
+  observer_.OnProgress(p);
+}
+
+absl::StatusOr<SearchResult> SearchRun::Finish(std::string policy_weights) {
+  if (reported_evaluations_ != evaluations_) ReportProgress(0);
+  if (stop_reason_.empty()) Done();
+  if (stop_reason_.empty()) stop_reason_ = "exhausted";
+  if (stop_reason_ == "cancelled" || cancel_.cancelled()) {
+    return absl::CancelledError(
+        absl::StrFormat("search cancelled after %d evaluations", evaluations_));
+  }
+  SearchResult r;
+  r.best = best_;
+  r.baseline = baseline_;
+  r.evaluations = evaluations_;
+  r.iterations = iterations_;
+  r.elapsed_seconds = ElapsedSeconds();
+  r.elite = elite_.Plans();
+  r.policy_weights = std::move(policy_weights);
+  r.stop_reason = stop_reason_;
+  r.space_size = space_ != nullptr ? space_->Size() : 0;
+  r.warm_started = warm_started_;
+  return r;
+}
+
+}  // namespace shardplan::policy::internal

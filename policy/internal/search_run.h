@@ -1,0 +1,118 @@
+// Shared bookkeeping of one Search call, used by every searcher: plan space, the Megatron
+// baseline, budget (evaluations, seconds, cancellation), evaluation through the pool with a
+// de-duplicating cache, rewards, elite history and observer reports.
+#ifndef SHARDPLAN_POLICY_INTERNAL_SEARCH_RUN_H_
+#define SHARDPLAN_POLICY_INTERNAL_SEARCH_RUN_H_
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "policy/elite_history.h"
+#include "policy/plan_space.h"
+#include "policy/searcher.h"
+
+namespace shardplan::policy::internal {
+
+// Reward of an evaluation against the reference throughput (the Megatron plan's, or 1
+// token/s when that plan is infeasible): log(throughput / reference), floored at
+// kFeasibleFloor; infeasible plans get kInfeasiblePenalty minus up to 2 by how far over
+// the limit they are.
+inline constexpr double kFeasibleFloor = -3.5;
+inline constexpr double kInfeasiblePenalty = -4.0;
+double RewardFor(const simulator::Evaluation& evaluation, double reference_tokens_per_s);
+
+class SearchRun {
+ public:
+  SearchRun(const simulator::CostModel& model, const SearchOptions& options,
+            const CancellationToken& cancel, SearchObserver& observer);
+
+  // Builds the plan space and evaluates the Megatron baseline (one evaluation).
+  absl::Status Start();
+
+  const simulator::CostModel& model() const { return model_; }
+  const SearchOptions& options() const { return options_; }
+  const PlanSpace& space() const { return *space_; }
+  const ScoredPlan& baseline() const { return baseline_; }
+  // The baseline as decisions, when it is representable in the space.
+  const std::optional<Decisions>& baseline_decisions() const { return baseline_decisions_; }
+  double reference_tokens_per_s() const { return reference_; }
+
+  // Re-evaluates the warm-start plans (each counts against the budget) and returns the
+  // decisions of those representable in the space, best first.
+  std::vector<Decisions> EvaluateWarmStart();
+
+  // Scores `batch` in order. Plans seen before in this search come from the cache for free;
+  // new ones cost one evaluation each and run on the pool. When the budget runs out midway
+  // the result is truncated (it has fewer entries than `batch`). `fresh` (optional) gets
+  // whether each returned entry cost an evaluation. Updates the best plan, the elite history
+  // and reports improvements in input order.
+  std::vector<ScoredPlan> Evaluate(absl::Span<const Decisions> batch,
+                                   std::vector<uint8_t>* fresh = nullptr);
+
+  // Whether the search must stop (budget, time, cancellation, or the space is exhausted);
+  // sets the stop reason. Cheap; call at least once per iteration.
+  bool Done();
+  // Reports progress (evaluations since the previous report) to the observer.
+  void ReportProgress(int iterations_delta);
+  // Marks the search as stopped because nothing new can be found.
+  void MarkExhausted() { exhausted_ = true; }
+  // Exhaustive enumeration never revisits a plan: it turns the cache off to save memory.
+  void DisableCache() {
+    use_cache_ = false;
+    distinct_ = 0;
+  }
+
+  int evaluations() const { return evaluations_; }
+  int remaining() const { return std::max(0, options_.max_evaluations - evaluations_); }
+  double ElapsedSeconds() const;
+  const ScoredPlan& best() const { return best_; }
+  bool has_feasible() const { return has_feasible_; }
+  EliteHistory& elite() { return elite_; }
+  void set_warm_started(bool w) { warm_started_ = w; }
+  void set_iterations(int n) { iterations_ = n; }
+
+  // The result (or CANCELLED when cancelled). `stop_reason` unless set by Done().
+  absl::StatusOr<SearchResult> Finish(std::string policy_weights = "");
+
+ private:
+  void Consider(const ScoredPlan& scored, const Decisions* decisions);
+  ScoredPlan Score(const simulator::PlanDims& plan, const simulator::Evaluation& e) const;
+
+  const simulator::CostModel& model_;
+  SearchOptions options_;
+  const CancellationToken& cancel_;
+  SearchObserver& observer_;
+  std::chrono::steady_clock::time_point start_;
+  std::unique_ptr<const PlanSpace> space_;
+  ScoredPlan baseline_;
+  std::optional<Decisions> baseline_decisions_;
+  double reference_ = 1;
+  ScoredPlan best_;
+  bool has_best_ = false;
+  bool has_feasible_ = false;
+  EliteHistory elite_;
+  std::unordered_map<uint64_t, ScoredPlan> cache_;
+  bool use_cache_ = true;
+  int distinct_ = 0;  // distinct plans of the space evaluated
+  int evaluations_ = 0;
+  int reported_evaluations_ = 0;
+  int iterations_ = 0;
+  int stalled_batches_ = 0;
+  bool exhausted_ = false;
+  bool warm_started_ = false;
+  std::string stop_reason_;
+  std::vector<simulator::PlanDims> plan_buffer_;
+  std::vector<simulator::Evaluation> eval_buffer_;
+};
+
+}  // namespace shardplan::policy::internal
+
+#endif  // SHARDPLAN_POLICY_INTERNAL_SEARCH_RUN_H_

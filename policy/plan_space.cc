@@ -1,0 +1,386 @@
+// Plan space: degree-tuple enumeration, mask tables and encoding (policy/plan_space.h).
+#include "policy/plan_space.h"
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "glog/logging.h"
+
+namespace shardplan::policy {
+namespace {
+
+using simulator::OpKind;
+using simulator::PlanDims;
+using simulator::ShardDim;
+
+int NumBatchChoices() {
+  return static_cast<int>(simulator::BatchSizeCandidates().size()) + 1;
+}
+int AutoBatchChoice() { return NumBatchChoices() - 1; }
+
+bool OpExists(const simulator::ModelDims& m, OpKind op) {
+  switch (op) {
+    case OpKind::kMlpUp:
+    case OpKind::kMlpDown:
+      return m.dense_layers() > 0;
+    case OpKind::kRouter:
+    case OpKind::kExpertUp:
+    case OpKind::kExpertDown:
+      return m.is_moe() && m.moe_layers() > 0;
+    default:
+      return true;
+  }
+}
+
+bool IsExpertOp(OpKind op) {
+  return op == OpKind::kExpertUp || op == OpKind::kExpertDown;
+}
+
+int Popcount(uint64_t x) { return __builtin_popcountll(x); }
+
+// Lower bound of the bytes per GPU a replica needs for `batch` requests: every weight is
+// stored at least once over all GPUs, and a replica's tp*pp GPUs together hold at least the
+// prompt's KV cache of each request.
+double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g, int batch) {
+  const simulator::ModelDims& m = p.model;
+  const double weight_bytes = m.TotalParams() *
+                              simulator::BytesPerElement(p.workload.weight_dtype) /
+                              std::max(1, p.cluster.num_gpus);
+  double kv_per_token_layer = 0;
+  if (m.is_mla()) {
+    kv_per_token_layer = m.kv_lora_rank + m.qk_rope_head_dim;
+  } else {
+    kv_per_token_layer = 2.0 * m.kv_heads * m.head_dim;
+  }
+  const double kv_bytes = static_cast<double>(batch) * p.workload.input_tokens * m.layers *
+                          kv_per_token_layer *
+                          simulator::BytesPerElement(p.workload.kv_cache_dtype) /
+                          std::max(1, g.tp * g.pp);
+  return weight_bytes + kv_bytes;
+}
+
+}  // namespace
+
+int MaxChoices(int decision) {
+  if (decision == kDegreesDecision) return 0;
+  if (decision < kMicroBatchesDecision) return simulator::kNumShardDims;
+  if (decision == kMicroBatchesDecision) return kMicroBatchMultipliers.size();
+  return NumBatchChoices();
+}
+
+absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
+    const simulator::CostModel& model, const PlanSpaceOptions& options) {
+  if (NumBatchChoices() > 64) {
+    return absl::InternalError("too many batch-size candidates for the plan space");
+  }
+  std::unique_ptr<PlanSpace> space(new PlanSpace());
+  space->model_ = &model;
+  const simulator::Problem& p = model.problem();
+  const simulator::ModelDims& m = p.model;
+  const int n = p.cluster.num_gpus;
+  const bool concurrency_fixed = p.workload.concurrency > 0;
+  const std::vector<int>& batches = simulator::BatchSizeCandidates();
+  const simulator::ShardDims megatron_dims = simulator::MegatronShardDims();
+
+  for (int tp = 1; tp <= n; ++tp) {
+    if (n % tp != 0) continue;
+    if (m.heads > 0 && m.heads % tp != 0) continue;
+    if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0) continue;
+    for (int pp = 1; pp <= n / tp; ++pp) {
+      if ((n / tp) % pp != 0 || pp > m.layers || pp > simulator::kMaxPipelineStages) {
+        continue;
+      }
+      const int dp = n / (tp * pp);
+      for (int ep = 1; ep <= dp * tp; ++ep) {
+        if ((dp * tp) % ep != 0) continue;
+        if (!m.is_moe() && ep != 1) continue;
+        if (m.is_moe() && m.experts % ep != 0) continue;
+        PlanDims plan;
+        plan.dp = dp;
+        plan.tp = tp;
+        plan.pp = pp;
+        plan.ep = ep;
+        if (!model.ValidatePlan(plan).ok()) continue;
+        const Degrees g{dp, tp, pp, ep};
+
+        // Operators.
+        std::array<uint64_t, simulator::kNumOpKinds> op_mask{};
+        for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+          const OpKind op = static_cast<OpKind>(o);
+          const uint64_t fixed = uint64_t{1} << static_cast<int>(megatron_dims[o]);
+          const int group = IsExpertOp(op) ? g.tp_expert() : tp;
+          if (!OpExists(m, op) || group <= 1) {
+            op_mask[o] = fixed;
+            continue;
+          }
+          uint64_t mask = 0;
+          for (int d = 0; d < simulator::kNumShardDims; ++d) {
+            const ShardDim dim = static_cast<ShardDim>(d);
+            if ((op == OpKind::kAttention || op == OpKind::kRouter) &&
+                dim == ShardDim::kRow) {
+              continue;
+            }
+            PlanDims variant = plan;
+            variant.dims[o] = dim;
+            if (model.ValidatePlan(variant).ok()) mask |= uint64_t{1} << d;
+          }
+          op_mask[o] = mask != 0 ? mask : fixed;
+        }
+
+        // Micro-batches (meaningless without a pipeline) and batch sizes.
+        uint64_t micro_mask = 0;
+        std::array<uint64_t, kMicroBatchMultipliers.size()> batch_mask{};
+        for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
+          if (pp == 1 && k > 0) continue;
+          PlanDims variant = plan;
+          variant.micro_batches = kMicroBatchMultipliers[k] * pp;
+          if (!model.ValidatePlan(variant).ok()) continue;
+          uint64_t bmask = 0;
+          if (concurrency_fixed) {
+            bmask = uint64_t{1} << AutoBatchChoice();
+          } else {
+            int smallest_valid = -1;
+            for (int b = 0; b < static_cast<int>(batches.size()); ++b) {
+              PlanDims with_batch = variant;
+              with_batch.batch_size = batches[b];
+              if (!model.ValidatePlan(with_batch).ok()) continue;
+              if (smallest_valid < 0) smallest_valid = b;
+              if (options.memory_bound_batches &&
+                  MemoryLowerBoundBytes(p, g, batches[b]) >
+                      p.cluster.hardware.hbm_bytes) {
+                continue;
+              }
+              bmask |= uint64_t{1} << b;
+            }
+            // Keep the smallest valid batch so the tuple stays representable (its plans
+            // are infeasible, which the cost model reports).
+            if (bmask == 0 && smallest_valid >= 0) bmask = uint64_t{1} << smallest_valid;
+          }
+          if (bmask == 0) continue;
+          micro_mask |= uint64_t{1} << k;
+          batch_mask[k] = bmask;
+        }
+        if (micro_mask == 0) continue;
+        space->degrees_.push_back(g);
+        space->op_masks_.push_back(op_mask);
+        space->micro_masks_.push_back(micro_mask);
+        space->batch_masks_.push_back(batch_mask);
+      }
+    }
+  }
+  if (space->degrees_.empty()) {
+    return absl::FailedPreconditionError(
+        absl::StrFormat("no valid (dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
+  }
+  double size = 0;
+  for (size_t t = 0; t < space->degrees_.size(); ++t) {
+    double ops = 1;
+    for (uint64_t mask : space->op_masks_[t]) ops *= Popcount(mask);
+    double tail = 0;
+    for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
+      if (space->micro_masks_[t] >> k & 1) tail += Popcount(space->batch_masks_[t][k]);
+    }
+    size += ops * tail;
+  }
+  space->size_ = size;
+  return std::unique_ptr<const PlanSpace>(std::move(space));
+}
+
+int PlanSpace::NumChoices(int decision) const {
+  if (decision == kDegreesDecision) return static_cast<int>(degrees_.size());
+  return MaxChoices(decision);
+}
+
+uint64_t PlanSpace::MaskBits(int decision, absl::Span<const int32_t> prefix) const {
+  DCHECK_NE(decision, kDegreesDecision);
+  const int t = prefix[kDegreesDecision];
+  if (decision < kMicroBatchesDecision) return op_masks_[t][decision - kFirstOpDecision];
+  if (decision == kMicroBatchesDecision) return micro_masks_[t];
+  return batch_masks_[t][prefix[kMicroBatchesDecision]];
+}
+
+std::vector<uint8_t> PlanSpace::Mask(int decision, absl::Span<const int32_t> prefix) const {
+  std::vector<uint8_t> mask(NumChoices(decision), 0);
+  if (decision == kDegreesDecision) {
+    std::fill(mask.begin(), mask.end(), 1);
+    return mask;
+  }
+  const uint64_t bits = MaskBits(decision, prefix);
+  for (size_t i = 0; i < mask.size(); ++i) mask[i] = (bits >> i) & 1;
+  return mask;
+}
+
+bool PlanSpace::IsAllowed(int decision, absl::Span<const int32_t> prefix, int choice) const {
+  if (choice < 0 || choice >= NumChoices(decision)) return false;
+  if (decision == kDegreesDecision) return true;
+  return (MaskBits(decision, prefix) >> choice) & 1;
+}
+
+bool PlanSpace::IsValid(const Decisions& decisions) const {
+  for (int d = 0; d < kNumDecisions; ++d) {
+    if (!IsAllowed(d, decisions, decisions[d])) return false;
+  }
+  return true;
+}
+
+PlanDims PlanSpace::Decode(const Decisions& decisions) const {
+  PlanDims plan;
+  const Degrees& g = degrees_[decisions[kDegreesDecision]];
+  plan.dp = g.dp;
+  plan.tp = g.tp;
+  plan.pp = g.pp;
+  plan.ep = g.ep;
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+    plan.dims[o] = static_cast<ShardDim>(decisions[kFirstOpDecision + o]);
+  }
+  plan.micro_batches = kMicroBatchMultipliers[decisions[kMicroBatchesDecision]] * g.pp;
+  const int b = decisions[kBatchDecision];
+  plan.batch_size = b == AutoBatchChoice() ? 0 : simulator::BatchSizeCandidates()[b];
+  return plan;
+}
+
+absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan, int resolved_batch) const {
+  Decisions d{};
+  int t = -1;
+  for (size_t i = 0; i < degrees_.size(); ++i) {
+    const Degrees& g = degrees_[i];
+    if (g.dp == plan.dp && g.tp == plan.tp && g.pp == plan.pp && g.ep == plan.ep) {
+      t = static_cast<int>(i);
+      break;
+    }
+  }
+  if (t < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("degrees (dp %d, tp %d, pp %d, ep %d) are not in the plan space",
+                        plan.dp, plan.tp, plan.pp, plan.ep));
+  }
+  if (plan.num_stage_layers != 0) {
+    return absl::InvalidArgumentError("explicit stage splits are not in the plan space");
+  }
+  d[kDegreesDecision] = t;
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+    const uint64_t mask = op_masks_[t][o];
+    int dim = static_cast<int>(plan.dims[o]);
+    if (Popcount(mask) == 1) dim = __builtin_ctzll(mask);
+    if (!((mask >> dim) & 1)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s dim %s is not in the plan space",
+          simulator::OpKindName(static_cast<OpKind>(o)),
+          simulator::ShardDimName(plan.dims[o])));
+    }
+    d[kFirstOpDecision + o] = dim;
+  }
+  const int micro = plan.micro_batches == 0 ? plan.pp : plan.micro_batches;
+  int k = -1;
+  for (int i = 0; i < static_cast<int>(kMicroBatchMultipliers.size()); ++i) {
+    if (kMicroBatchMultipliers[i] * plan.pp == micro) k = i;
+  }
+  if (k < 0 || !((micro_masks_[t] >> k) & 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("micro_batches %d is not in the plan space", micro));
+  }
+  d[kMicroBatchesDecision] = k;
+  const bool concurrency_fixed = model_->problem().workload.concurrency > 0;
+  int b = -1;
+  if (concurrency_fixed) {
+    if (plan.batch_size == 0 || plan.batch_size == model_->problem().workload.concurrency) {
+      b = AutoBatchChoice();
+    }
+  } else {
+    const int batch = plan.batch_size != 0 ? plan.batch_size : resolved_batch;
+    const std::vector<int>& batches = simulator::BatchSizeCandidates();
+    for (size_t i = 0; i < batches.size(); ++i) {
+      if (batches[i] == batch) b = static_cast<int>(i);
+    }
+  }
+  if (b < 0 || !((batch_masks_[t][k] >> b) & 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("batch_size %d is not in the plan space", plan.batch_size));
+  }
+  d[kBatchDecision] = b;
+  return d;
+}
+
+uint64_t PlanSpace::Hash(const Decisions& decisions) {
+  // FNV-1a over the decision values, then a final avalanche (splitmix64).
+  uint64_t h = 1469598103934665603ULL;
+  for (int32_t v : decisions) {
+    h ^= static_cast<uint32_t>(v);
+    h *= 1099511628211ULL;
+  }
+  h ^= h >> 30;
+  h *= 0xbf58476d1ce4e5b9ULL;
+  h ^= h >> 27;
+  h *= 0x94d049bb133111ebULL;
+  h ^= h >> 31;
+  return h;
+}
+
+namespace {
+int SampleBit(uint64_t mask, std::mt19937_64& rng) {
+  const int count = Popcount(mask);
+  int pick = static_cast<int>(rng() % static_cast<uint64_t>(count));
+  for (int i = 0; i < 64; ++i) {
+    if ((mask >> i) & 1) {
+      if (pick == 0) return i;
+      --pick;
+    }
+  }
+  return 0;
+}
+}  // namespace
+
+void PlanSpace::CompleteUniform(Decisions& d, int from, std::mt19937_64& rng) const {
+  for (int i = from; i < kNumDecisions; ++i) {
+    if (i == kDegreesDecision) {
+      d[i] = static_cast<int32_t>(rng() % degrees_.size());
+    } else {
+      d[i] = SampleBit(MaskBits(i, d), rng);
+    }
+  }
+}
+
+void PlanSpace::Repair(Decisions& d, int from, std::mt19937_64& rng) const {
+  for (int i = std::max(from, 1); i < kNumDecisions; ++i) {
+    const uint64_t mask = MaskBits(i, d);
+    if (!((mask >> d[i]) & 1) || d[i] < 0 || d[i] >= 64) d[i] = SampleBit(mask, rng);
+  }
+}
+
+Decisions PlanSpace::SampleUniform(std::mt19937_64& rng) const {
+  Decisions d{};
+  CompleteUniform(d, 0, rng);
+  return d;
+}
+
+bool PlanSpace::ForEachFrom(Decisions& d, int decision,
+                            const std::function<bool(const Decisions&)>& fn) const {
+  if (decision == kNumDecisions) return fn(d);
+  const int n = NumChoices(decision);
+  const uint64_t mask = decision == kDegreesDecision ? ~uint64_t{0} : MaskBits(decision, d);
+  for (int c = 0; c < n; ++c) {
+    if (decision != kDegreesDecision && !((mask >> c) & 1)) continue;
+    d[decision] = c;
+    if (!ForEachFrom(d, decision + 1, fn)) return false;
+  }
+  return true;
+}
+
+std::array<float, PlanSpace::kDegreeFeatures> PlanSpace::DegreeFeatures(int i) const {
+  const Degrees& g = degrees_[i];
+  const int gpn = std::max(1, model_->problem().cluster.gpus_per_node);
+  auto lg = [](double x) { return static_cast<float>(std::log2(std::max(1.0, x)) / 10.0); };
+  return {lg(g.dp),
+          lg(g.tp),
+          lg(g.pp),
+          lg(g.ep),
+          lg(g.tp_expert()),
+          g.tp > gpn ? 1.0f : 0.0f,
+          g.tp_expert() > gpn ? 1.0f : 0.0f,
+          lg(static_cast<double>(g.tp) * g.pp)};
+}
+
+}  // namespace shardplan::policy

@@ -1,0 +1,469 @@
+// The Learn-to-Shard RL searcher (policy/rl_searcher.h). The only policy/ file that includes
+// LibTorch. Every random number (weight initialisation, sampling) comes from one
+// std::mt19937_64 seeded with options.seed, and LibTorch runs on one intra-op thread, so a
+// search is deterministic for a seed whatever the evaluation pool's size.
+#include "policy/rl_searcher.h"
+
+#include <torch/torch.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <exception>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "glog/logging.h"
+#include "policy/elite_history.h"
+#include "policy/internal/search_run.h"
+#include "policy/plan_space.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::policy {
+namespace {
+
+using internal::SearchRun;
+
+constexpr int kContextFeatures = 32;
+constexpr int kPlanFeatures = PlanSpace::kDegreeFeatures + simulator::kNumOpKinds * 5 + 3 + 2 + 3;
+constexpr int kHeads = 4;
+
+void SetTorchThreadsOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    at::set_num_threads(1);
+    try {
+      at::set_num_interop_threads(1);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "could not set LibTorch inter-op threads: " << e.what();
+    }
+  });
+}
+
+float Lg(double x, double scale) {
+  return static_cast<float>(std::log2(std::max(1.0, x)) / scale);
+}
+
+std::vector<float> ContextFeatures(const simulator::Problem& p) {
+  const simulator::ModelDims& m = p.model;
+  const simulator::HardwareDims& h = p.cluster.hardware;
+  const simulator::WorkloadDims& w = p.workload;
+  std::vector<float> f = {
+      Lg(m.hidden, 16),
+      Lg(m.layers, 8),
+      Lg(m.heads, 8),
+      Lg(m.kv_heads, 8),
+      Lg(m.head_dim, 8),
+      Lg(m.intermediate, 16),
+      Lg(m.vocab, 18),
+      Lg(1 + m.experts, 9),
+      Lg(1 + m.experts_per_token, 5),
+      Lg(1 + m.moe_intermediate, 16),
+      static_cast<float>(m.shared_experts) / 4.0f,
+      Lg(1 + m.first_k_dense, 5),
+      m.is_moe() ? 1.0f : 0.0f,
+      m.is_mla() ? 1.0f : 0.0f,
+      static_cast<float>(std::log10(std::max(1.0, m.TotalParams())) / 13.0),
+      static_cast<float>(std::log10(std::max(1.0, m.ActiveParams())) / 13.0),
+      Lg(p.cluster.num_gpus, 11),
+      Lg(p.cluster.gpus_per_node, 4),
+      Lg(p.cluster.num_nodes(), 8),
+      static_cast<float>(h.hbm_bytes / 1e11),
+      static_cast<float>(h.hbm_bytes_per_s / 5e12),
+      static_cast<float>(h.intra_node_bytes_per_s / 1e12),
+      static_cast<float>(h.inter_node_bytes_per_s / 1e11),
+      static_cast<float>(h.peak_flops_per_s[0] / 2e15),
+      Lg(w.input_tokens, 16),
+      Lg(w.output_tokens, 16),
+      Lg(1 + w.concurrency, 13),
+      w.max_ttft_s > 0 ? 1.0f : 0.0f,
+      w.max_tpot_s > 0 ? 1.0f : 0.0f,
+      static_cast<float>(simulator::BytesPerElement(w.weight_dtype) / 2),
+      static_cast<float>(simulator::BytesPerElement(w.kv_cache_dtype) / 2),
+      1.0f};
+  f.resize(kContextFeatures, 0.0f);
+  for (float& x : f) {
+    if (!std::isfinite(x)) x = 0;
+  }
+  return f;
+}
+
+// The policy network. Shapes depend only on RlOptions and the fixed MaxChoices of each
+// decision, never on the problem, so weights transfer across problems.
+struct PolicyNetImpl : torch::nn::Module {
+  explicit PolicyNetImpl(const RlOptions& o)
+      : d(o.d_model),
+        context_proj(register_module("context_proj", torch::nn::Linear(kContextFeatures, d))),
+        elite_proj(register_module("elite_proj", torch::nn::Linear(kPlanFeatures, d))),
+        encoder(register_module(
+            "encoder",
+            torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
+                torch::nn::TransformerEncoderLayerOptions(d, kHeads)
+                    .dim_feedforward(2 * d)
+                    .dropout(0.0),
+                std::max(1, o.encoder_layers))))),
+        summary(register_module("summary", torch::nn::Linear(2 * d, d))),
+        degree_key(register_module("degree_key",
+                                   torch::nn::Sequential(
+                                       torch::nn::Linear(PlanSpace::kDegreeFeatures, d),
+                                       torch::nn::Tanh(), torch::nn::Linear(d, d)))),
+        degree_query_head(register_module("degree_query_head", torch::nn::Linear(d, d))),
+        cell(register_module("cell", torch::nn::GRUCell(torch::nn::GRUCellOptions(d, d)))) {
+    for (int i = 1; i < kNumDecisions; ++i) {
+      heads.push_back(register_module(absl::StrCat("head", i),
+                                      torch::nn::Linear(d, MaxChoices(i))));
+      embeddings.push_back(register_module(absl::StrCat("embedding", i),
+                                           torch::nn::Embedding(MaxChoices(i), d)));
+    }
+  }
+
+  int d;
+  torch::nn::Linear context_proj;
+  torch::nn::Linear elite_proj;
+  torch::nn::TransformerEncoder encoder;
+  torch::nn::Linear summary;
+  torch::nn::Sequential degree_key;
+  torch::nn::Linear degree_query_head;
+  torch::nn::GRUCell cell;
+  std::vector<torch::nn::Linear> heads;  // decision i -> heads[i - 1]
+  std::vector<torch::nn::Embedding> embeddings;
+};
+TORCH_MODULE(PolicyNet);
+
+// Deterministic initialisation from our own generator (LibTorch's global generator is shared
+// by concurrent searches). Output heads start at zero: the initial policy is uniform over
+// the valid choices of each decision.
+void InitWeights(PolicyNet& net, std::mt19937_64& rng) {
+  torch::NoGradGuard no_grad;
+  for (auto& item : net->named_parameters()) {
+    torch::Tensor& p = item.value();
+    const std::string& name = item.key();
+    std::vector<float> values(p.numel(), 0.0f);
+    const bool is_head = name.rfind("head", 0) == 0 || name.rfind("degree_query_head", 0) == 0;
+    if (p.dim() >= 2 && !is_head) {
+      const double a = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
+      std::uniform_real_distribution<double> u(-a, a);
+      for (float& v : values) v = static_cast<float>(u(rng));
+    } else if (p.dim() == 1 && name.find("norm") != std::string::npos &&
+               name.find("weight") != std::string::npos) {
+      std::fill(values.begin(), values.end(), 1.0f);
+    }
+    p.copy_(torch::from_blob(values.data(), p.sizes(), torch::kFloat32));
+  }
+}
+
+std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space, const Decisions& d,
+                                              const ScoredPlan& s, float norm_reward,
+                                              float rank) {
+  std::array<float, kPlanFeatures> f{};
+  int k = 0;
+  for (float x : space.DegreeFeatures(d[kDegreesDecision])) f[k++] = x;
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) f[k + o * 5 + d[kFirstOpDecision + o]] = 1;
+  k += simulator::kNumOpKinds * 5;
+  f[k + d[kMicroBatchesDecision]] = 1;
+  k += 3;
+  const int batch = s.evaluation.batch_size;
+  f[k++] = Lg(batch, 12);
+  f[k++] = s.plan.batch_size == 0 ? 1.0f : 0.0f;
+  f[k++] = norm_reward;
+  f[k++] = rank;
+  f[k++] = s.evaluation.feasible ? 1.0f : 0.0f;
+  return f;
+}
+
+class Policy {
+ public:
+  Policy(const RlOptions& options, const PlanSpace& space, std::mt19937_64& rng)
+      : options_(options), space_(space), net_(options), rng_(rng) {
+    InitWeights(net_, rng_);
+    const std::vector<float> ctx = ContextFeatures(space.model().problem());
+    context_ = torch::from_blob(const_cast<float*>(ctx.data()), {1, 1, kContextFeatures},
+                                torch::kFloat32)
+                   .clone();
+    const int t = space.NumChoices(kDegreesDecision);
+    std::vector<float> df;
+    df.reserve(t * PlanSpace::kDegreeFeatures);
+    for (int i = 0; i < t; ++i) {
+      for (float x : space.DegreeFeatures(i)) df.push_back(x);
+    }
+    degree_features_ = torch::from_blob(df.data(), {t, PlanSpace::kDegreeFeatures},
+                                        torch::kFloat32)
+                           .clone();
+    if (options_.learning_rate > 0) {
+      optimizer_ = std::make_unique<torch::optim::Adam>(
+          net_->parameters(), torch::optim::AdamOptions(options_.learning_rate));
+    }
+  }
+
+  PolicyNet& net() { return net_; }
+
+  // Elite tokens for this iteration (empty when the ablation disables them).
+  void SetElite(const EliteHistory& elite) {
+    elite_tokens_ = torch::Tensor();
+    if (!options_.use_elite_tokens || elite.empty()) return;
+    const auto& entries = elite.entries();
+    double mean = 0, sq = 0;
+    for (const EliteEntry& e : entries) mean += e.scored.reward;
+    mean /= entries.size();
+    for (const EliteEntry& e : entries) sq += (e.scored.reward - mean) * (e.scored.reward - mean);
+    const double sd = std::sqrt(sq / entries.size()) + 0.05;
+    std::vector<float> buf;
+    buf.reserve(entries.size() * kPlanFeatures);
+    for (size_t i = 0; i < entries.size(); ++i) {
+      const float r = static_cast<float>(
+          std::clamp((entries[i].scored.reward - mean) / sd, -3.0, 3.0));
+      const float rank = static_cast<float>(i) / std::max<size_t>(1, entries.size());
+      for (float x : PlanFeatures(space_, entries[i].decisions, entries[i].scored, r, rank)) {
+        buf.push_back(x);
+      }
+    }
+    elite_tokens_ = torch::from_blob(buf.data(),
+                                     {static_cast<int64_t>(entries.size()), 1, kPlanFeatures},
+                                     torch::kFloat32)
+                        .clone();
+  }
+
+  // Samples `n` plans (no gradient).
+  std::vector<Decisions> Sample(int n) {
+    torch::InferenceMode guard;
+    std::vector<Decisions> actions(n);
+    Run(actions, /*sample=*/true);
+    return actions;
+  }
+
+  // One policy-gradient update on the sampled plans and their rewards, plus self-imitation
+  // of the elite plans. Returns the mean entropy.
+  double Update(const std::vector<Decisions>& actions, const std::vector<double>& rewards,
+                const EliteHistory& elite) {
+    if (optimizer_ == nullptr || actions.empty()) return 0;
+    const int n = static_cast<int>(actions.size());
+    double mean = 0, sq = 0;
+    for (double r : rewards) mean += r;
+    mean /= n;
+    for (double r : rewards) sq += (r - mean) * (r - mean);
+    const double sd = std::sqrt(sq / n) + 1e-3;
+    std::vector<float> adv(n);
+    for (int i = 0; i < n; ++i) adv[i] = static_cast<float>((rewards[i] - mean) / sd);
+    std::vector<Decisions> all = actions;
+    const int num_elite = options_.self_imitation_coef > 0 ? elite.size() : 0;
+    for (int i = 0; i < num_elite; ++i) all.push_back(elite.entries()[i].decisions);
+    const torch::Tensor advantage = torch::from_blob(adv.data(), {n}, torch::kFloat32).clone();
+    torch::Tensor old_logp;
+    double entropy_mean = 0;
+    for (int epoch = 0; epoch < std::max(1, options_.ppo_epochs); ++epoch) {
+      auto [logp, entropy] = Run(all, /*sample=*/false);
+      const torch::Tensor logp_s = logp.slice(0, 0, n);
+      torch::Tensor pg;
+      if (options_.ppo_epochs > 1) {
+        if (epoch == 0) old_logp = logp_s.detach();
+        const torch::Tensor ratio = torch::exp(logp_s - old_logp);
+        pg = -torch::min(ratio * advantage, torch::clamp(ratio, 1 - options_.ppo_clip,
+                                                         1 + options_.ppo_clip) *
+                                                advantage)
+                  .mean();
+      } else {
+        pg = -(logp_s * advantage).mean();
+      }
+      torch::Tensor loss = pg - options_.entropy_coef * entropy.slice(0, 0, n).mean();
+      if (num_elite > 0) {
+        loss = loss - options_.self_imitation_coef * logp.slice(0, n, n + num_elite).mean() /
+                          kNumDecisions;
+      }
+      optimizer_->zero_grad();
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(net_->parameters(), 1.0);
+      optimizer_->step();
+      entropy_mean = entropy.slice(0, 0, n).mean().item<double>();
+    }
+    return entropy_mean;
+  }
+
+ private:
+  // Encoder over [context, elite...] -> [1, d] summary.
+  torch::Tensor Encode() {
+    torch::Tensor tokens = net_->context_proj->forward(context_);  // [1, 1, d]
+    if (elite_tokens_.defined()) {
+      tokens = torch::cat({tokens, net_->elite_proj->forward(elite_tokens_)}, 0);
+    }
+    const torch::Tensor out = net_->encoder->forward(tokens);  // [S, 1, d]
+    const torch::Tensor ctx = out[0];                            // [1, d]
+    const torch::Tensor rest =
+        out.size(0) > 1 ? out.slice(0, 1).mean(0) : torch::zeros_like(ctx);
+    return torch::tanh(net_->summary->forward(torch::cat({ctx, rest}, 1)));
+  }
+
+  // Autoregressive decoding. sample: fills `actions` by sampling; otherwise teacher-forces
+  // `actions`. Returns (sum of log-probabilities [n], sum of entropies [n]).
+  std::pair<torch::Tensor, torch::Tensor> Run(std::vector<Decisions>& actions, bool sample) {
+    const int n = static_cast<int>(actions.size());
+    const torch::Tensor h = Encode();                // [1, d]
+    torch::Tensor state = h.expand({n, h.size(1)});  // [n, d]
+    torch::Tensor logp_sum = torch::zeros({n});
+    torch::Tensor entropy_sum = torch::zeros({n});
+    const torch::Tensor keys = net_->degree_key->forward(degree_features_);  // [T, d]
+    std::vector<int64_t> choice(n);
+    std::vector<uint8_t> mask_buf;
+    for (int i = 0; i < kNumDecisions; ++i) {
+      torch::Tensor logits;
+      int c_max = 0;
+      if (i == kDegreesDecision) {
+        logits = torch::matmul(net_->degree_query_head->forward(state), keys.t()) /
+                 std::sqrt(static_cast<double>(net_->d));
+        c_max = static_cast<int>(keys.size(0));
+      } else {
+        logits = net_->heads[i - 1]->forward(state);
+        c_max = MaxChoices(i);
+        mask_buf.assign(static_cast<size_t>(n) * c_max, 0);
+        for (int r = 0; r < n; ++r) {
+          const uint64_t bits = space_.MaskBits(i, actions[r]);
+          for (int c = 0; c < c_max; ++c) mask_buf[r * c_max + c] = (bits >> c) & 1 ? 0 : 1;
+        }
+        const torch::Tensor invalid =
+            torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8).to(torch::kBool);
+        logits = logits.masked_fill(invalid, -1e9);
+      }
+      const torch::Tensor logp = torch::log_softmax(logits, 1);  // [n, C]
+      const torch::Tensor p = logp.exp();
+      if (sample) {
+        const torch::Tensor pc = p.contiguous();
+        const float* pd = pc.data_ptr<float>();
+        std::uniform_real_distribution<double> u(0.0, 1.0);
+        for (int r = 0; r < n; ++r) {
+          const double x = u(rng_);
+          double acc = 0;
+          int pick = -1;
+          int last_valid = -1;
+          for (int c = 0; c < c_max; ++c) {
+            const double pr = pd[r * c_max + c];
+            if (pr <= 0) continue;
+            if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c)) last_valid = c;
+            acc += pr;
+            if (x < acc && pick < 0) {
+              pick = c;
+              break;
+            }
+          }
+          if (pick < 0 || (i != kDegreesDecision && !space_.IsAllowed(i, actions[r], pick))) {
+            pick = last_valid;
+          }
+          if (pick < 0) {  // numerically degenerate: first valid choice
+            for (int c = 0; c < c_max && pick < 0; ++c) {
+              if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c)) pick = c;
+            }
+          }
+          actions[r][i] = pick;
+        }
+      }
+      for (int r = 0; r < n; ++r) choice[r] = actions[r][i];
+      const torch::Tensor idx = torch::from_blob(choice.data(), {n}, torch::kInt64).clone();
+      logp_sum = logp_sum + logp.gather(1, idx.unsqueeze(1)).squeeze(1);
+      entropy_sum = entropy_sum - (p * logp).sum(1);
+      const torch::Tensor input = i == kDegreesDecision
+                                      ? keys.index_select(0, idx)
+                                      : net_->embeddings[i - 1]->forward(idx);
+      state = net_->cell->forward(input, state);
+    }
+    return {logp_sum, entropy_sum};
+  }
+
+  RlOptions options_;
+  const PlanSpace& space_;
+  PolicyNet net_;
+  std::mt19937_64& rng_;
+  torch::Tensor context_;
+  torch::Tensor degree_features_;
+  torch::Tensor elite_tokens_;
+  std::unique_ptr<torch::optim::Adam> optimizer_;
+};
+
+absl::Status LoadWeights(PolicyNet& net, const std::string& bytes) {
+  try {
+    std::istringstream in(bytes);
+    torch::serialize::InputArchive archive;
+    archive.load_from(in);
+    net->load(archive);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("warm_start.policy_weights do not load: ", e.what()));
+  }
+  return absl::OkStatus();
+}
+
+std::string SaveWeights(PolicyNet& net) {
+  std::ostringstream out;
+  torch::serialize::OutputArchive archive;
+  net->save(archive);
+  archive.save_to(out);
+  return out.str();
+}
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+}  // namespace
+
+RlSearcher::RlSearcher(const RlOptions& options, std::string method)
+    : options_(options), method_(std::move(method)) {}
+RlSearcher::~RlSearcher() = default;
+
+absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& model,
+                                                const SearchOptions& options,
+                                                const CancellationToken& cancel,
+                                                SearchObserver& observer) {
+  stats_ = RlStats();
+  const Clock::time_point start = Clock::now();
+  try {
+    SetTorchThreadsOnce();
+    SearchRun run(model, options, cancel, observer);
+    RETURN_IF_ERROR(run.Start());
+    std::mt19937_64 rng(options.seed);
+    Policy policy(options_, run.space(), rng);
+    bool warm = false;
+    if (options.warm_start != nullptr && !options.warm_start->policy_weights.empty()) {
+      RETURN_IF_ERROR(LoadWeights(policy.net(), options.warm_start->policy_weights));
+      warm = true;
+    }
+    if (!run.EvaluateWarmStart().empty()) warm = true;
+    run.set_warm_started(warm);
+    const int batch = std::max(1, options_.batch_size);
+    while (!run.Done()) {
+      Clock::time_point t = Clock::now();
+      policy.SetElite(run.elite());
+      std::vector<Decisions> actions = policy.Sample(batch);
+      stats_.policy_seconds += Since(t);
+      if (cancel.cancelled()) break;
+      t = Clock::now();
+      std::vector<ScoredPlan> scored = run.Evaluate(actions);
+      stats_.cost_model_seconds += Since(t);
+      t = Clock::now();
+      actions.resize(scored.size());
+      std::vector<double> rewards(scored.size());
+      double sum = 0;
+      for (size_t i = 0; i < scored.size(); ++i) {
+        rewards[i] = scored[i].reward;
+        sum += rewards[i];
+      }
+      if (!scored.empty()) stats_.mean_rewards.push_back(sum / scored.size());
+      if (cancel.cancelled()) break;
+      // The update conditions on the elite the batch was sampled with.
+      policy.Update(actions, rewards, run.elite());
+      stats_.policy_seconds += Since(t);
+      ++stats_.iterations;
+      run.ReportProgress(1);
+    }
+    std::string weights = SaveWeights(policy.net());
+    stats_.total_seconds = Since(start);
+    return run.Finish(std::move(weights));
+  } catch (const std::exception& e) {
+    stats_.total_seconds = Since(start);
+    return absl::InternalError(absl::StrCat("rl search failed in LibTorch: ", e.what()));
+  }
+}
+
+}  // namespace shardplan::policy

@@ -1,0 +1,41 @@
+// Method registry (policy/searcher.h).
+#include "policy/searcher.h"
+
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "policy/baselines.h"
+#include "policy/rl_searcher.h"
+
+namespace shardplan::policy {
+
+const std::vector<std::string>& SearchMethods() {
+  static const auto* methods = new std::vector<std::string>{
+      "rl", "megatron", "random", "anneal", "genetic", "exhaustive"};
+  return *methods;
+}
+
+absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(absl::string_view method) {
+  if (method == "rl") return std::unique_ptr<Searcher>(new RlSearcher());
+  if (method == "megatron") return NewMegatronSearcher();
+  if (method == "random") return NewRandomSearcher();
+  if (method == "anneal") return NewAnnealSearcher();
+  if (method == "genetic") return NewGeneticSearcher();
+  if (method == "exhaustive") return NewExhaustiveSearcher();
+  // Ablations for the benchmark; not advertised in SearchMethods().
+  if (method == "rl-no-elite") {
+    RlOptions o;
+    o.use_elite_tokens = false;
+    return std::unique_ptr<Searcher>(new RlSearcher(o, "rl-no-elite"));
+  }
+  if (method == "rl-no-learning") {
+    RlOptions o;
+    o.learning_rate = 0;
+    o.self_imitation_coef = 0;
+    return std::unique_ptr<Searcher>(new RlSearcher(o, "rl-no-learning"));
+  }
+  return absl::InvalidArgumentError(
+      absl::StrFormat("options.method: unknown method \"%s\"; expected one of %s", method,
+                      absl::StrJoin(SearchMethods(), ", ")));
+}
+
+}  // namespace shardplan::policy

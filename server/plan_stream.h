@@ -1,0 +1,75 @@
+// One PlanSharding call: a grpc::ServerWriteReactor (STYLE.md §5) that writes the Megatron
+// baseline at once, runs the search as a job on the SearchScheduler, streams improvements
+// through a coalescing UpdateQueue (one write in flight), and ends with a final update and
+// summary. Cancellation (client cancel, deadline, server drain) only sets the search's token;
+// Finish runs exactly once, after the worker handed over its final status; the reactor is
+// deleted in OnDone.
+#ifndef SHARDPLAN_SERVER_PLAN_STREAM_H_
+#define SHARDPLAN_SERVER_PLAN_STREAM_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "absl/synchronization/mutex.h"
+#include "grpcpp/grpcpp.h"
+#include "policy/searcher.h"
+#include "server/elite_history.h"
+#include "server/metrics.h"
+#include "server/search_scheduler.h"
+#include "server/validation.h"
+#include "shardplan/v1/shardplan.pb.h"
+
+namespace shardplan::server {
+
+// Makes a searcher for a validated method name ("rl", ...). The server uses
+// policy::CreateSearcher; tests inject fakes.
+using SearcherFactory =
+    std::function<absl::StatusOr<std::unique_ptr<policy::Searcher>>(absl::string_view method)>;
+
+class PlanStream;
+
+// The open PlanSharding streams, so that a drain can cancel them all. Thread-safe.
+class StreamRegistry {
+ public:
+  // False once Drain began (the caller answers UNAVAILABLE).
+  bool Add(PlanStream* stream);
+  void Remove(PlanStream* stream);
+  // Refuses new streams and cancels the search of every open one (their streams then end
+  // with a final update). Does not wait.
+  void Drain();
+  bool draining() const;
+  int size() const;
+
+ private:
+  mutable absl::Mutex mu_;
+  absl::flat_hash_set<PlanStream*> streams_ ABSL_GUARDED_BY(mu_);
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// What every stream needs; owned by the server and outliving every stream.
+struct ServiceDeps {
+  ServerMetrics* metrics = nullptr;
+  SearchScheduler* scheduler = nullptr;
+  EliteHistory* history = nullptr;
+  StreamRegistry* registry = nullptr;
+  SearcherFactory searcher_factory;
+  policy::EvalPool* eval_pool = nullptr;  // null: searchers evaluate inline
+  RequestLimits limits;
+  int elite_size = 16;
+};
+
+// Handles one PlanSharding call from the gRPC thread: validates, and returns the reactor
+// that serves it (already finished with INVALID_ARGUMENT / RESOURCE_EXHAUSTED / UNAVAILABLE
+// when the call cannot proceed). Never blocks; one cost-model evaluation (the baseline).
+grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* StartPlanStream(
+    const ServiceDeps& deps, grpc::CallbackServerContext* context,
+    const shardplan::v1::PlanRequest& request);
+
+}  // namespace shardplan::server
+
+#endif  // SHARDPLAN_SERVER_PLAN_STREAM_H_

@@ -1,0 +1,203 @@
+#include "server/server.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <exception>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "grpc/health/v1/health.pb.h"
+#include "grpcpp/ext/proto_server_reflection_plugin.h"
+#include "grpcpp/health_check_service_interface.h"
+#include "policy/eval_pool.h"
+#include "policy/searcher.h"
+#include "prometheus/exposer.h"
+#include "server/elite_store.h"
+
+namespace shardplan::server {
+namespace {
+
+constexpr char kServiceName[] = "shardplan.v1.ShardingPlanner";
+
+// gRPC 1.51's default health service is built on upb, so grpc.health.v1 is not in the
+// protobuf generated pool that reflection answers from. Referencing the descriptor of our
+// own compiled health.proto (proto/CMakeLists.txt) links it in and registers it, so that
+// grpcurl / buf curl can call Health with no proto files (CONTRACT.md).
+const google::protobuf::FileDescriptor* HealthProtoFile() {
+  return grpc::health::v1::HealthCheckRequest::descriptor()->file();
+}
+
+}  // namespace
+
+PlannerServer::PlannerServer(ServerOptions options) : options_(std::move(options)) {}
+
+PlannerServer::~PlannerServer() { Shutdown(); }
+
+absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(ServerOptions options) {
+  if (options.max_concurrent_searches < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_concurrent_searches must be >= 1, got ", options.max_concurrent_searches));
+  }
+  if (options.max_queued_searches < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_queued_searches must be >= 0, got ", options.max_queued_searches));
+  }
+  if (options.eval_threads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--workers must be >= 0, got ", options.eval_threads));
+  }
+  if (options.limits.max_evaluations_limit < 1 || options.limits.default_max_evaluations < 1) {
+    return absl::InvalidArgumentError(
+        "--max_evaluations_limit and --default_max_evaluations must be >= 1");
+  }
+  if (!(options.limits.default_max_seconds > 0) || !(options.limits.max_seconds_limit > 0)) {
+    return absl::InvalidArgumentError(
+        "--default_max_seconds and --max_seconds_limit must be > 0");
+  }
+  if (!options.searcher_factory) {
+    options.searcher_factory = [](absl::string_view method) {
+      return policy::CreateSearcher(method);
+    };
+  }
+  std::unique_ptr<PlannerServer> server(new PlannerServer(std::move(options)));
+  const ServerOptions& opts = server->options_;
+
+  server->metrics_ =
+      std::make_unique<ServerMetrics>(opts.max_concurrent_searches, policy::SearchMethods());
+
+  std::unique_ptr<EliteStore> store;
+  if (opts.store_path.empty()) {
+    LOG(INFO) << "no --store: warm starts are off";
+  } else {
+    EliteStore::Options store_options;
+    store_options.path = opts.store_path;
+    store_options.top_k = opts.elite_size;
+    absl::StatusOr<std::unique_ptr<EliteStore>> opened = EliteStore::Open(store_options);
+    if (opened.ok()) {
+      store = *std::move(opened);
+      LOG(INFO) << "elite store " << opts.store_path << " open (schema "
+                << EliteStore::kSchemaVersion << ")";
+    } else {
+      LOG(WARNING) << "elite store " << opts.store_path
+                   << " cannot be used; warm starts are off, serving goes on: "
+                   << opened.status();
+    }
+  }
+  server->history_ = std::make_unique<EliteHistory>(std::move(store), *server->metrics_);
+
+  if (opts.eval_threads > 0) {
+    server->eval_pool_ = std::make_unique<policy::EvalPool>(opts.eval_threads);
+  }
+  ServerMetrics* metrics = server->metrics_.get();
+  server->scheduler_ = std::make_unique<SearchScheduler>(
+      opts.max_concurrent_searches, opts.max_queued_searches, [metrics](int running, int queued) {
+        metrics->active_searches().Set(running);
+        metrics->queued_searches().Set(queued);
+      });
+
+  ServiceDeps deps;
+  deps.metrics = server->metrics_.get();
+  deps.scheduler = server->scheduler_.get();
+  deps.history = server->history_.get();
+  deps.registry = &server->registry_;
+  deps.searcher_factory = opts.searcher_factory;
+  deps.eval_pool = server->eval_pool_.get();
+  deps.limits = opts.limits;
+  deps.elite_size = opts.elite_size;
+  server->service_ = std::make_unique<PlannerService>(std::move(deps));
+
+  CHECK(HealthProtoFile() != nullptr);
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::reflection::InitProtoReflectionServerBuilderPlugin();
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(opts.grpc_address, grpc::InsecureServerCredentials(),
+                           &server->grpc_port_);
+  builder.RegisterService(server->service_.get());
+  server->server_ = builder.BuildAndStart();
+  if (server->server_ == nullptr || server->grpc_port_ == 0) {
+    server->server_.reset();
+    server->scheduler_->Shutdown();
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for gRPC on ", opts.grpc_address,
+                     " (address in use or not local?); see --grpc_address"));
+  }
+
+  if (!opts.metrics_address.empty()) {
+    // prometheus-cpp (civetweb) reports bind failures by throwing; our code never throws.
+    try {
+      server->exposer_ = std::make_unique<prometheus::Exposer>(opts.metrics_address);
+      server->exposer_->RegisterCollectable(server->metrics_->registry());
+      const std::vector<int> ports = server->exposer_->GetListeningPorts();
+      server->metrics_port_ = ports.empty() ? 0 : ports.front();
+    } catch (const std::exception& e) {
+      server->exposer_.reset();
+      server->Shutdown();
+      return absl::UnavailableError(absl::StrCat("cannot serve /metrics on ",
+                                                 opts.metrics_address, ": ", e.what(),
+                                                 "; see --metrics_address"));
+    }
+  }
+
+  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  if (health != nullptr) {
+    health->SetServingStatus(true);
+    health->SetServingStatus(kServiceName, true);
+  }
+  LOG(INFO) << "shardplan-server serving gRPC on port " << server->grpc_port_
+            << " (address " << opts.grpc_address << "), /metrics on port "
+            << server->metrics_port_ << ", " << opts.max_concurrent_searches
+            << " search slots, queue " << opts.max_queued_searches << ", eval threads "
+            << opts.eval_threads;
+  return server;
+}
+
+absl::Status PlannerServer::WriteReadyFile(const std::string& path) const {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "{\"grpc_port\":" << grpc_port_ << ",\"metrics_port\":" << metrics_port_
+        << ",\"pid\":" << getpid() << "}\n";
+    out.flush();
+    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ready file ", tmp));
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0) {
+    std::remove(tmp.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot rename ready file to ", path));
+  }
+  return absl::OkStatus();
+}
+
+void PlannerServer::Shutdown() {
+  absl::MutexLock lock(&shutdown_mu_);
+  if (shut_down_) return;
+  shut_down_ = true;
+  const absl::Time start = absl::Now();
+  if (server_ != nullptr) {
+    grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+    if (health != nullptr) {
+      health->SetServingStatus(false);
+      health->SetServingStatus(kServiceName, false);
+    }
+  }
+  // Running searches stop within one iteration; their streams get a final update.
+  registry_.Drain();
+  // Waiting searches never start; their streams get a final update with the baseline.
+  if (scheduler_ != nullptr) scheduler_->Drain();
+  if (server_ != nullptr) {
+    server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
+  }
+  if (scheduler_ != nullptr) scheduler_->Shutdown();
+  if (history_ != nullptr) history_->Flush();
+  exposer_.reset();
+  LOG(INFO) << "shardplan-server stopped in "
+            << absl::ToInt64Milliseconds(absl::Now() - start) << " ms";
+}
+
+}  // namespace shardplan::server

@@ -1,0 +1,56 @@
+// Validation of the server's requests (STYLE.md §4): the envelope (required fields, budgets
+// against the server's limits, known methods) here, the model/cluster/workload/plan specs by
+// the simulator's conversions. Each function checks the whole request and returns the
+// validated value, or INVALID_ARGUMENT whose message starts with the field path
+// ("options.max_evaluations must be <= 100000 (--max_evaluations_limit), got 200000").
+#ifndef SHARDPLAN_SERVER_VALIDATION_H_
+#define SHARDPLAN_SERVER_VALIDATION_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/cost_model.h"
+#include "simulator/types.h"
+
+namespace shardplan::server {
+
+// The server's budget defaults and limits (from its flags).
+struct RequestLimits {
+  int default_max_evaluations = 2000;
+  int max_evaluations_limit = 100000;
+  double default_max_seconds = 30;
+  double max_seconds_limit = 600;
+};
+
+struct ValidatedPlanRequest {
+  std::shared_ptr<const simulator::CostModel> cost_model;  // immutable, shared with the search
+  std::string model_name;                                   // for logs
+  std::string method;                                       // known method ("rl" default)
+  int max_evaluations = 0;                                  // defaults applied, > 0
+  double max_seconds = 0;                                   // defaults applied, > 0
+  uint32_t seed = 1;
+  bool warm_start = true;
+};
+
+struct ValidatedEvaluateRequest {
+  std::shared_ptr<const simulator::CostModel> cost_model;
+  simulator::PlanDims plan;  // passed CostModel::ValidatePlan
+  std::string model_name;
+};
+
+// `method` after defaulting ("" -> "rl"), for metric labels of requests that fail
+// validation: a known method, or "unknown".
+std::string MethodLabel(const shardplan::v1::PlanRequest& request);
+
+// INVALID_ARGUMENT with the field path on any problem. Cost: one CostModel::Create.
+absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(const shardplan::v1::PlanRequest& request,
+                                                         const RequestLimits& limits);
+absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
+    const shardplan::v1::EvaluateRequest& request);
+
+}  // namespace shardplan::server
+
+#endif  // SHARDPLAN_SERVER_VALIDATION_H_

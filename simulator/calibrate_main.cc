@@ -1,0 +1,124 @@
+// shardplan-calibrate: prints the cost model's accuracy against the measured
+// H100 serving latency CSV as a markdown table, and with --fit re-runs the
+// calibration fit on the fit rows (Llama-3.1-8B and every 4th row of the other
+// models held out) and prints the fitted profiles as C++ for
+// simulator/calibration.cc.
+//
+//   shardplan-calibrate --csv
+//   simulator/calibration/data/h100_measured_latency.csv [--fit]
+//                       [--rows]   (per-row predictions as CSV)
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "absl/strings/str_format.h"
+#include "simulator/calibration.h"
+
+namespace {
+
+int Usage() {
+  std::cerr << "usage: shardplan-calibrate --csv FILE [--fit] [--rows]\n";
+  return 2;
+}
+
+void PrintProfiles(
+    const std::vector<shardplan::simulator::CalibrationProfile>& profiles) {
+  for (const auto& p : profiles) {
+    const auto& c = p.calibration;
+    std::cout << absl::StrFormat(
+        "%s (%s): gemm_efficiency %.4f, gemm_half_efficiency_tokens %.2f, "
+        "hbm_efficiency "
+        "%.4f, attention_efficiency %.4f, collective_latency_scale %.4f, "
+        "decode_step_overhead_s %.4g, prefill_overhead_s %.4g, "
+        "layer_overhead_s %.4g, "
+        "prefill_queue_fraction %.4f, ttft_wait_iterations %.4f\n",
+        p.name, p.engine, c.gemm_efficiency, c.gemm_half_efficiency_tokens,
+        c.hbm_efficiency, c.attention_efficiency, c.collective_latency_scale,
+        c.decode_step_overhead_s, c.prefill_overhead_s, c.layer_overhead_s,
+        c.prefill_queue_fraction, c.ttft_wait_iterations);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  namespace sim = shardplan::simulator;
+  std::string csv_path;
+  bool fit = false, rows = false;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--csv" && i + 1 < argc) {
+      csv_path = argv[++i];
+    } else if (a == "--fit") {
+      fit = true;
+    } else if (a == "--rows") {
+      rows = true;
+    } else {
+      return Usage();
+    }
+  }
+  if (csv_path.empty()) return Usage();
+  std::ifstream in(csv_path);
+  if (!in) {
+    std::cerr << "cannot read " << csv_path << "\n";
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<sim::ParsedMeasurements> data =
+      sim::ParseMeasurements(text.str());
+  if (!data.ok()) {
+    std::cerr << data.status() << "\n";
+    return 1;
+  }
+  std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
+  if (fit) {
+    // The fit starts from the Calibration struct's defaults (not from the
+    // compiled-in constants), so re-running it reproduces them.
+    std::vector<sim::CalibrationProfile> start = profiles;
+    for (sim::CalibrationProfile& p : start) p.calibration = sim::Calibration();
+    absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
+        sim::FitCalibration(*data, start);
+    if (!fitted.ok()) {
+      std::cerr << fitted.status() << "\n";
+      return 1;
+    }
+    profiles = *fitted;
+    std::cout << "Fitted profiles:\n";
+    PrintProfiles(profiles);
+    std::cout << "\n";
+  } else {
+    std::cout << "Compiled-in profiles:\n";
+    PrintProfiles(profiles);
+    std::cout << "\n";
+  }
+  if (rows) {
+    absl::StatusOr<std::vector<sim::RowPrediction>> pred =
+        sim::PredictRows(data->rows, profiles);
+    if (!pred.ok()) {
+      std::cerr << pred.status() << "\n";
+      return 1;
+    }
+    std::cout << "line,model,engine,isl,osl,c,tp,ep,held_out,ttft_ms,pred_ttft_"
+                 "ms,tpot_ms,"
+                 "pred_tpot_ms\n";
+    for (size_t i = 0; i < data->rows.size(); ++i) {
+      const sim::MeasuredRow& r = data->rows[i];
+      std::cout << absl::StrFormat(
+          "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f\n", r.line,
+          r.catalog_model, r.engine, r.isl, r.osl, r.concurrency, r.tp,
+          r.moe_ep, r.held_out() ? 1 : 0, r.ttft_s * 1e3,
+          (*pred)[i].ttft_s * 1e3, r.tpot_s * 1e3, (*pred)[i].tpot_s * 1e3);
+    }
+    std::cout << "\n";
+  }
+  absl::StatusOr<sim::AccuracyReport> report =
+      sim::ComputeAccuracy(*data, profiles);
+  if (!report.ok()) {
+    std::cerr << report.status() << "\n";
+    return 1;
+  }
+  std::cout << report->Markdown();
+  return 0;
+}

@@ -1,0 +1,562 @@
+// Calibration profiles, the measured-row harness, the accuracy report and the
+// fit (simulator/calibration.h).
+#include "simulator/calibration.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/spec.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::simulator {
+namespace {
+
+// The fitted constants, produced by
+//   build/bin/shardplan-calibrate --csv
+//   simulator/calibration/data/h100_measured_latency.csv --fit
+// (coordinate descent on the absolute percentage error of TPOT and TTFT over
+// the fit rows only: Llama-3.1-8B and every 4th row of the other models are
+// held out). The shared parameters are the same in every profile; each engine
+// has two of its own: prefill_overhead_s (fixed per-request latency before the
+// first token: API server, tokenisation, scheduling) and prefill_queue_fraction
+// (how much its scheduler makes concurrent requests queue behind each other's
+// prefills instead of interleaving them with decode steps).
+Calibration SharedFit() {
+  Calibration c;
+  c.gemm_efficiency = 0.6014;
+  c.gemm_half_efficiency_tokens = 16.98;
+  c.hbm_efficiency = 0.95;
+  c.attention_efficiency = 0.2062;
+  c.intra_node_efficiency =
+      0.8;  // not fitted (datasheet-level NCCL bus bandwidth)
+  c.inter_node_efficiency = 0.8;  // not fitted (no multi-node rows)
+  c.collective_latency_scale = 0.2169;
+  c.decode_step_overhead_s = 0.0;
+  c.layer_overhead_s = 6.035e-05;
+  c.ttft_wait_iterations = 0.4688;
+  return c;
+}
+
+Calibration EngineFit(double prefill_overhead_s,
+                      double prefill_queue_fraction) {
+  Calibration c = SharedFit();
+  c.prefill_overhead_s = prefill_overhead_s;
+  c.prefill_queue_fraction = prefill_queue_fraction;
+  return c;
+}
+
+// Splits one CSV line (RFC 4180 quotes).
+std::vector<std::string> SplitCsvLine(absl::string_view line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"') {
+        if (i + 1 < line.size() && line[i + 1] == '"') {
+          cur.push_back('"');
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        cur.push_back(ch);
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur.push_back(ch);
+    }
+  }
+  out.push_back(std::move(cur));
+  return out;
+}
+
+absl::StatusOr<int> IntField(absl::string_view value, int fallback, int line,
+                             absl::string_view column) {
+  if (value.empty()) return fallback;
+  int v = 0;
+  if (!absl::SimpleAtoi(value, &v)) {
+    double d = 0;
+    if (!absl::SimpleAtod(value, &d) || !std::isfinite(d)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "csv line %d: column %s: not a number: \"%s\"", line, column, value));
+    }
+    v = static_cast<int>(d);
+  }
+  return v;
+}
+
+const char* CatalogNameFor(absl::string_view model_path) {
+  if (model_path == "Qwen/Qwen3-32B") return "qwen3-32b";
+  if (model_path == "Qwen/Qwen3-235B-A22B-FP8" ||
+      model_path == "Qwen/Qwen3-235B-A22B") {
+    return "qwen3-235b-a22b";
+  }
+  if (model_path == "meta-llama/Llama-3.1-8B-Instruct" ||
+      model_path == "meta-llama/Llama-3.1-8B") {
+    return "llama-3.1-8b";
+  }
+  return nullptr;
+}
+
+constexpr absl::string_view kHeldOutModel = "llama-3.1-8b";
+
+const CalibrationProfile& ProfileFor(
+    const std::vector<CalibrationProfile>& profiles, absl::string_view engine) {
+  for (const CalibrationProfile& p : profiles) {
+    if (p.engine == engine) return p;
+  }
+  return profiles.front();
+}
+
+double Mape(const std::vector<double>& pred, const std::vector<double>& meas) {
+  if (pred.empty()) return 0;
+  double s = 0;
+  for (size_t i = 0; i < pred.size(); ++i)
+    s += std::abs(pred[i] - meas[i]) / meas[i];
+  return 100.0 * s / pred.size();
+}
+
+std::vector<double> Ranks(const std::vector<double>& v) {
+  std::vector<int> idx(v.size());
+  for (size_t i = 0; i < v.size(); ++i) idx[i] = static_cast<int>(i);
+  std::sort(idx.begin(), idx.end(), [&](int a, int b) { return v[a] < v[b]; });
+  std::vector<double> r(v.size());
+  size_t i = 0;
+  while (i < idx.size()) {
+    size_t j = i;
+    while (j + 1 < idx.size() && v[idx[j + 1]] == v[idx[i]]) ++j;
+    const double avg = (i + j) / 2.0 + 1;
+    for (size_t t = i; t <= j; ++t) r[idx[t]] = avg;
+    i = j + 1;
+  }
+  return r;
+}
+
+}  // namespace
+
+// --- Profiles
+// ------------------------------------------------------------------------------
+
+const std::vector<CalibrationProfile>& CalibrationProfiles() {
+  static const std::vector<CalibrationProfile>* const kProfiles =
+      new std::vector<CalibrationProfile>{
+          {"h100-trtllm", "trtllm", EngineFit(0.1359, 0.0703)},
+          {"h100-sglang", "sglang", EngineFit(0.06797, 0.4844)},
+          {"h100-vllm", "vllm", EngineFit(0.05625, 0.0625)},
+      };
+  return *kProfiles;
+}
+
+const CalibrationProfile& DefaultCalibrationProfile() {
+  return CalibrationProfiles().front();
+}
+
+absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
+    absl::string_view name) {
+  std::vector<std::string> names;
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    if (p.name == name || p.engine == name) return p;
+    names.push_back(p.name);
+  }
+  return absl::NotFoundError(
+      absl::StrFormat("calibration profile \"%s\" not found; known: %s", name,
+                      absl::StrJoin(names, ", ")));
+}
+
+// --- Rows
+// ----------------------------------------------------------------------------------
+
+absl::StatusOr<ParsedMeasurements> ParseMeasurements(
+    absl::string_view csv_text) {
+  std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
+  if (lines.empty()) return absl::InvalidArgumentError("csv: empty");
+  const std::vector<std::string> header =
+      SplitCsvLine(absl::StripSuffix(lines[0], "\r"));
+  std::map<std::string, int> col;
+  for (size_t i = 0; i < header.size(); ++i)
+    col[header[i]] = static_cast<int>(i);
+  const char* required[] = {"id",
+                            "backend",
+                            "backend_version",
+                            "model_path",
+                            "precision",
+                            "mode",
+                            "isl",
+                            "osl",
+                            "gemm_quant_mode",
+                            "batch_size",
+                            "tp_size",
+                            "pp_size",
+                            "attention_dp_size",
+                            "moe_tp_size",
+                            "moe_ep_size",
+                            "silicon_ttft_ms",
+                            "silicon_tpot_ms"};
+  for (const char* r : required) {
+    if (col.find(r) == col.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("csv: missing column \"%s\"", r));
+    }
+  }
+  ParsedMeasurements out;
+  int data_index = 0;
+  for (size_t li = 1; li < lines.size(); ++li) {
+    absl::string_view line = absl::StripSuffix(lines[li], "\r");
+    if (line.empty()) continue;
+    const int line_no = static_cast<int>(li) + 1;
+    const std::vector<std::string> f = SplitCsvLine(line);
+    if (f.size() != header.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("csv line %d: %d fields, header has %d", line_no,
+                          f.size(), header.size()));
+    }
+    auto get = [&](const char* c) -> const std::string& { return f[col[c]]; };
+    const int index = data_index++;
+    if (get("mode") != "agg") {
+      ++out.skipped_disaggregated;
+      continue;
+    }
+    MeasuredRow row;
+    row.line = line_no;
+    row.id = get("id");
+    row.engine = get("backend");
+    row.engine_version = get("backend_version");
+    row.model_path = get("model_path");
+    const char* catalog = CatalogNameFor(row.model_path);
+    double ttft_ms = 0, tpot_ms = 0;
+    if (catalog == nullptr ||
+        !absl::SimpleAtod(get("silicon_ttft_ms"), &ttft_ms) ||
+        !absl::SimpleAtod(get("silicon_tpot_ms"), &tpot_ms) || !(ttft_ms > 0) ||
+        !(tpot_ms > 0)) {
+      ++out.skipped_other;
+      continue;
+    }
+    row.catalog_model = catalog;
+    row.fp8 = absl::StrContains(get("precision"), "fp8") ||
+              absl::StartsWith(get("gemm_quant_mode"), "fp8");
+    ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
+    ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
+    ASSIGN_OR_RETURN(row.concurrency,
+                     IntField(get("batch_size"), 0, line_no, "batch_size"));
+    ASSIGN_OR_RETURN(row.tp, IntField(get("tp_size"), 1, line_no, "tp_size"));
+    ASSIGN_OR_RETURN(row.pp, IntField(get("pp_size"), 1, line_no, "pp_size"));
+    ASSIGN_OR_RETURN(row.attention_dp, IntField(get("attention_dp_size"), 1,
+                                                line_no, "attention_dp_size"));
+    ASSIGN_OR_RETURN(row.moe_tp,
+                     IntField(get("moe_tp_size"), 1, line_no, "moe_tp_size"));
+    ASSIGN_OR_RETURN(row.moe_ep,
+                     IntField(get("moe_ep_size"), 1, line_no, "moe_ep_size"));
+    row.tp = std::max(1, row.tp);
+    row.pp = std::max(1, row.pp);
+    row.attention_dp = std::max(1, row.attention_dp);
+    row.moe_tp = std::max(1, row.moe_tp);
+    row.moe_ep = std::max(1, row.moe_ep);
+    if (row.isl <= 0 || row.osl <= 0 || row.concurrency <= 0) {
+      ++out.skipped_other;
+      continue;
+    }
+    row.ttft_s = ttft_ms / 1e3;
+    row.tpot_s = tpot_ms / 1e3;
+    row.held_out_model = row.catalog_model == kHeldOutModel;
+    row.held_out_row = !row.held_out_model && index % 4 == 3;
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
+  shardplan::v1::ModelSource model;
+  model.set_catalog_name(row.catalog_model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  const int gpus = row.tp * row.pp * row.attention_dp;
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(std::min(8, gpus));
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(row.isl);
+  workload.set_output_tokens(row.osl);
+  workload.set_concurrency(std::max(1, row.concurrency / row.attention_dp));
+  workload.set_weight_dtype(row.fp8 ? "fp8" : "bf16");
+  workload.set_kv_cache_dtype("bf16");
+  return ProblemFromProto(model, cluster, workload);
+}
+
+PlanDims RowPlan(const MeasuredRow& row) {
+  PlanDims plan;
+  plan.dp = row.attention_dp;
+  plan.tp = row.tp;
+  plan.pp = row.pp;
+  plan.ep = row.catalog_model == "qwen3-235b-a22b" ? row.moe_ep : 1;
+  plan.dims = MegatronShardDims();
+  plan.batch_size = std::max(1, row.concurrency / row.attention_dp);
+  return plan;
+}
+
+absl::StatusOr<std::vector<RowPrediction>> PredictRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  if (profiles.empty())
+    return absl::InvalidArgumentError("no calibration profiles");
+  std::vector<RowPrediction> out;
+  out.reserve(rows.size());
+  for (const MeasuredRow& row : rows) {
+    ASSIGN_OR_RETURN(Problem problem, RowProblem(row));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<const CostModel> model,
+        CostModel::Create(std::move(problem),
+                          ProfileFor(profiles, row.engine).calibration));
+    const PlanDims plan = RowPlan(row);
+    RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
+                             absl::StrCat("csv line ", row.line)));
+    const Evaluation e = model->Evaluate(plan);
+    out.push_back({e.ttft_s, e.tpot_s, e.feasible});
+  }
+  return out;
+}
+
+double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
+  if (a.size() < 2 || a.size() != b.size()) return 0;
+  const std::vector<double> ra = Ranks(a), rb = Ranks(b);
+  const double n = a.size();
+  double ma = 0, mb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    ma += ra[i];
+    mb += rb[i];
+  }
+  ma /= n;
+  mb /= n;
+  double sab = 0, saa = 0, sbb = 0;
+  for (size_t i = 0; i < a.size(); ++i) {
+    sab += (ra[i] - ma) * (rb[i] - mb);
+    saa += (ra[i] - ma) * (ra[i] - ma);
+    sbb += (rb[i] - mb) * (rb[i] - mb);
+  }
+  if (saa <= 0 || sbb <= 0) return 0;
+  return sab / std::sqrt(saa * sbb);
+}
+
+absl::StatusOr<AccuracyReport> ComputeAccuracy(
+    const ParsedMeasurements& data,
+    const std::vector<CalibrationProfile>& profiles) {
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
+                   PredictRows(data.rows, profiles));
+  AccuracyReport report;
+  report.skipped_disaggregated = data.skipped_disaggregated;
+  struct Acc {
+    std::vector<double> pt, mt, pf, mf;
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Acc> groups;
+  Acc held;
+  for (size_t i = 0; i < data.rows.size(); ++i) {
+    const MeasuredRow& r = data.rows[i];
+    const std::string split = r.held_out_model ? "held-out model"
+                              : r.held_out_row ? "held-out rows"
+                                               : "fit";
+    Acc& a = groups[{r.catalog_model, r.engine, split}];
+    for (Acc* x : {&a, r.held_out() ? &held : nullptr}) {
+      if (x == nullptr) continue;
+      x->pt.push_back(pred[i].tpot_s);
+      x->mt.push_back(r.tpot_s);
+      x->pf.push_back(pred[i].ttft_s);
+      x->mf.push_back(r.ttft_s);
+    }
+  }
+  report.held_out_min_spearman = 1;
+  for (const auto& [key, a] : groups) {
+    AccuracyGroup g;
+    std::tie(g.model, g.engine, g.split) = key;
+    g.rows = static_cast<int>(a.pt.size());
+    g.tpot_mape = Mape(a.pt, a.mt);
+    g.ttft_mape = Mape(a.pf, a.mf);
+    g.tpot_spearman = Spearman(a.pt, a.mt);
+    if (g.split != "fit" && g.rows >= 8) {
+      report.held_out_min_spearman =
+          std::min(report.held_out_min_spearman, g.tpot_spearman);
+    }
+    report.groups.push_back(std::move(g));
+  }
+  report.held_out_rows = static_cast<int>(held.pt.size());
+  report.held_out_tpot_mape = Mape(held.pt, held.mt);
+  report.held_out_ttft_mape = Mape(held.pf, held.mf);
+  // Layout ranking within one workload.
+  std::map<std::tuple<std::string, std::string, std::string, int, int, int>,
+           std::pair<std::vector<double>, std::vector<double>>>
+      layouts;
+  for (size_t i = 0; i < data.rows.size(); ++i) {
+    const MeasuredRow& r = data.rows[i];
+    auto& l = layouts[{r.catalog_model, r.engine, r.engine_version, r.isl,
+                       r.osl, r.concurrency}];
+    l.first.push_back(pred[i].tpot_s);
+    l.second.push_back(r.tpot_s);
+  }
+  double sum = 0;
+  for (const auto& [key, l] : layouts) {
+    if (l.first.size() < 3) continue;
+    sum += Spearman(l.first, l.second);
+    ++report.layout_groups;
+  }
+  report.layout_spearman_mean =
+      report.layout_groups > 0 ? sum / report.layout_groups : 0;
+  return report;
+}
+
+std::string AccuracyReport::Markdown() const {
+  std::string s =
+      "| model | engine | rows | split | TPOT MAPE | TTFT MAPE | TPOT Spearman "
+      "|\n"
+      "|---|---|---|---|---|---|---|\n";
+  for (const AccuracyGroup& g : groups) {
+    absl::StrAppendFormat(
+        &s, "| %s | %s | %d | %s | %.1f%% | %.1f%% | %.3f |\n", g.model,
+        g.engine, g.rows, g.split, g.tpot_mape, g.ttft_mape, g.tpot_spearman);
+  }
+  absl::StrAppendFormat(
+      &s,
+      "\nAll held-out rows (%d): TPOT MAPE %.1f%%, TTFT MAPE %.1f%%; worst "
+      "held-out TPOT Spearman per model/engine %.3f.\n",
+      held_out_rows, held_out_tpot_mape, held_out_ttft_mape,
+      held_out_min_spearman);
+  absl::StrAppendFormat(
+      &s,
+      "Layout ranking within one workload (model, engine, ISL, OSL, "
+      "concurrency; >= 3 layouts): mean TPOT Spearman %.3f over %d groups.\n",
+      layout_spearman_mean, layout_groups);
+  absl::StrAppendFormat(&s, "Disaggregated rows excluded: %d.\n",
+                        skipped_disaggregated);
+  return s;
+}
+
+// --- Fit
+// -----------------------------------------------------------------------------------
+
+namespace {
+
+struct Param {
+  double* (*field)(Calibration*);
+  double lo;
+  double hi;
+  int engine;  // -1: shared by all profiles
+};
+
+template <double Calibration::*F>
+double* FieldOf(Calibration* c) {
+  return &(c->*F);
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
+    const ParsedMeasurements& data,
+    const std::vector<CalibrationProfile>& start, const FitOptions& options) {
+  if (start.empty()) return absl::InvalidArgumentError("no starting profiles");
+  std::vector<CalibrationProfile> profiles = start;
+  // Fit rows and their problems, built once.
+  struct FitRow {
+    const MeasuredRow* row;
+    Problem problem;
+    PlanDims plan;
+    int profile;
+  };
+  std::vector<FitRow> rows;
+  for (const MeasuredRow& r : data.rows) {
+    if (r.held_out()) continue;
+    ASSIGN_OR_RETURN(Problem problem, RowProblem(r));
+    int profile = 0;
+    for (size_t i = 0; i < profiles.size(); ++i) {
+      if (profiles[i].engine == r.engine) profile = static_cast<int>(i);
+    }
+    rows.push_back({&r, std::move(problem), RowPlan(r), profile});
+  }
+  if (rows.empty()) return absl::InvalidArgumentError("no fit rows");
+
+  std::vector<Param> params = {
+      {&FieldOf<&Calibration::gemm_efficiency>, 0.2, 0.95, -1},
+      {&FieldOf<&Calibration::gemm_half_efficiency_tokens>, 1, 1024, -1},
+      {&FieldOf<&Calibration::hbm_efficiency>, 0.4, 0.95, -1},
+      {&FieldOf<&Calibration::attention_efficiency>, 0.1, 0.9, -1},
+      {&FieldOf<&Calibration::collective_latency_scale>, 0.05, 5, -1},
+      {&FieldOf<&Calibration::layer_overhead_s>, 0, 3e-4, -1},
+      {&FieldOf<&Calibration::ttft_wait_iterations>, 0, 20, -1},
+  };
+  for (size_t e = 0; e < profiles.size(); ++e) {
+    params.push_back({&FieldOf<&Calibration::prefill_overhead_s>, 0, 0.4,
+                      static_cast<int>(e)});
+    params.push_back({&FieldOf<&Calibration::prefill_queue_fraction>, 0, 1,
+                      static_cast<int>(e)});
+  }
+  auto set = [&](const Param& p, double v) {
+    if (p.engine >= 0) {
+      *p.field(&profiles[p.engine].calibration) = v;
+    } else {
+      for (CalibrationProfile& prof : profiles) *p.field(&prof.calibration) = v;
+    }
+  };
+  auto get = [&](const Param& p) {
+    return *p.field(&profiles[p.engine >= 0 ? p.engine : 0].calibration);
+  };
+  // Shared parameters start from the first profile's values.
+  for (const Param& p : params) {
+    if (p.engine < 0) set(p, get(p));
+  }
+  auto objective = [&]() -> double {
+    double s = 0;
+    for (const FitRow& r : rows) {
+      absl::StatusOr<std::unique_ptr<const CostModel>> model =
+          CostModel::Create(r.problem, profiles[r.profile].calibration);
+      if (!model.ok()) return 1e30;
+      const Evaluation e = (*model)->Evaluate(r.plan);
+      if (!(e.tpot_s > 0) || !(e.ttft_s > 0)) return 1e30;
+      // The reported metric itself: absolute percentage error.
+      s += std::abs(e.tpot_s / r.row->tpot_s - 1) +
+           options.ttft_weight * std::abs(e.ttft_s / r.row->ttft_s - 1);
+    }
+    return s / rows.size();
+  };
+  double best = objective();
+  double step = 0.125;
+  for (int round = 0; round < options.max_rounds && step > 1e-3; ++round) {
+    bool improved = false;
+    for (const Param& p : params) {
+      const double range = p.hi - p.lo;
+      for (double dir : {+1.0, -1.0}) {
+        const double old = get(p);
+        const double v = std::clamp(old + dir * step * range, p.lo, p.hi);
+        if (v == old) continue;
+        set(p, v);
+        const double f = objective();
+        if (f < best - 1e-12) {
+          best = f;
+          improved = true;
+          break;
+        }
+        set(p, old);
+      }
+    }
+    if (!improved) step /= 2;
+  }
+  return profiles;
+}
+
+}  // namespace shardplan::simulator

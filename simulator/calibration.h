@@ -1,0 +1,157 @@
+// Calibration of the cost model against measured H100 serving latency: the
+// named calibration profiles (one per serving engine; the default is one of
+// them), the harness that maps each measured row to a Problem + PlanDims and
+// predicts it, the accuracy report (MAPE of TPOT and TTFT per model and engine,
+// fitted and held-out rows apart, Spearman rank correlation of TPOT), and the
+// fit (coordinate descent on log-error, fit rows only).
+//
+// The harness does no file I/O: callers pass the CSV text (simulator/ stays
+// I/O-free).
+#ifndef SHARDPLAN_SIMULATOR_CALIBRATION_H_
+#define SHARDPLAN_SIMULATOR_CALIBRATION_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "simulator/cost_model.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+
+// --- Profiles
+// ----------------------------------------------------------------------------
+
+struct CalibrationProfile {
+  std::string name;    // "h100-trtllm", "h100-sglang", "h100-vllm"
+  std::string engine;  // the CSV's backend column: "trtllm", "sglang", "vllm"
+  Calibration calibration;
+};
+
+// All profiles; the first is the default (DefaultCalibration()).
+const std::vector<CalibrationProfile>& CalibrationProfiles();
+const CalibrationProfile& DefaultCalibrationProfile();
+// By profile name or engine name. NOT_FOUND listing the known names.
+absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
+    absl::string_view name);
+
+// --- Measured rows
+// -----------------------------------------------------------------------
+
+struct MeasuredRow {
+  int line = 0;  // 1-based line in the CSV (header = 1)
+  std::string id;
+  std::string engine;
+  std::string engine_version;
+  std::string model_path;     // Hugging Face id
+  std::string catalog_model;  // our catalog name
+  bool fp8 = false;           // FP8 weights (precision / gemm_quant_mode fp8*)
+  int isl = 0;
+  int osl = 0;
+  int concurrency = 0;
+  int tp = 1;
+  int pp = 1;
+  int attention_dp = 1;
+  int moe_tp = 1;
+  int moe_ep = 1;
+  double ttft_s = 0;
+  double tpot_s = 0;
+  // The fixed split: the held-out model (Llama-3.1-8B) entirely, and every 4th
+  // row of the other models (by data-row index).
+  bool held_out_model = false;
+  bool held_out_row = false;
+  bool held_out() const { return held_out_model || held_out_row; }
+};
+
+struct ParsedMeasurements {
+  std::vector<MeasuredRow> rows;  // aggregated-serving rows we can model
+  int skipped_disaggregated =
+      0;                  // disaggregated prefill/decode rows (excluded)
+  int skipped_other = 0;  // rows of unknown models or with missing numbers
+};
+
+// Parses the calibration CSV (h100_measured_latency.csv format).
+// INVALID_ARGUMENT on a missing column or a malformed number.
+absl::StatusOr<ParsedMeasurements> ParseMeasurements(
+    absl::string_view csv_text);
+
+// The Problem (catalog model, H100 cluster of tp*pp*attention_dp GPUs, the
+// row's workload) and plan (Megatron dims, the row's degrees, batch =
+// concurrency) of a row.
+absl::StatusOr<Problem> RowProblem(const MeasuredRow& row);
+PlanDims RowPlan(const MeasuredRow& row);
+
+struct RowPrediction {
+  double ttft_s = 0;
+  double tpot_s = 0;
+  bool feasible = false;
+};
+
+// Predicts every row with the profile of its engine (`profiles` indexed like
+// CalibrationProfiles(); an engine without a profile uses the first).
+absl::StatusOr<std::vector<RowPrediction>> PredictRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+
+// --- Accuracy report
+// ---------------------------------------------------------------------
+
+struct AccuracyGroup {
+  std::string model;   // catalog name
+  std::string engine;  // backend
+  std::string split;   // "fit", "held-out rows", "held-out model"
+  int rows = 0;
+  double tpot_mape = 0;  // percent
+  double ttft_mape = 0;  // percent
+  double tpot_spearman = 0;
+};
+
+struct AccuracyReport {
+  std::vector<AccuracyGroup> groups;
+  // Over all held-out rows (held-out model and held-out rows together).
+  int held_out_rows = 0;
+  double held_out_tpot_mape = 0;
+  double held_out_ttft_mape = 0;
+  // Worst per-(model, engine) Spearman of predicted vs measured TPOT over
+  // held-out rows (groups with at least 8 rows).
+  double held_out_min_spearman = 0;
+  // Mean per-workload layout ranking agreement: for each (model, engine, isl,
+  // osl, concurrency) with >= 3 layouts, Spearman over the layouts; averaged
+  // (all rows).
+  double layout_spearman_mean = 0;
+  int layout_groups = 0;
+  int skipped_disaggregated = 0;
+  // Markdown table of the groups plus the summary lines.
+  std::string Markdown() const;
+};
+
+absl::StatusOr<AccuracyReport> ComputeAccuracy(
+    const ParsedMeasurements& data,
+    const std::vector<CalibrationProfile>& profiles);
+
+// Spearman rank correlation (average ranks for ties); 0 for fewer than 2
+// points.
+double Spearman(const std::vector<double>& a, const std::vector<double>& b);
+
+// --- Fit
+// ---------------------------------------------------------------------------------
+
+struct FitOptions {
+  int max_rounds = 60;
+  double ttft_weight =
+      1.0;  // weight of |log TTFT error| against |log TPOT error|
+};
+
+// Fits the shared efficiency parameters and, per engine, layer_overhead_s and
+// prefill_queue_fraction, on the rows that are not held out, starting from
+// `start`. Deterministic (coordinate descent on mean absolute log error with
+// shrinking steps).
+absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
+    const ParsedMeasurements& data,
+    const std::vector<CalibrationProfile>& start,
+    const FitOptions& options = FitOptions());
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_CALIBRATION_H_

@@ -1,0 +1,1038 @@
+// Spec-file parsing (proto3 JSON and YAML), the embedded catalog, validation of
+// the API's proto messages into the simulator's compact types, and the
+// conversions back to proto. The Hugging Face config.json importer lives in
+// spec_hf.cc.
+#include "simulator/spec.h"
+
+#include <algorithm>
+#include <cerrno>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <limits>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/descriptor.h"
+#include "google/protobuf/util/json_util.h"
+#include "nlohmann/json.hpp"
+#include "simulator/internal/catalog_data.h"
+#include "simulator/status_macros.h"
+#include "yaml-cpp/yaml.h"
+
+namespace shardplan::simulator {
+namespace {
+
+namespace pb = ::google::protobuf;
+using ::nlohmann::json;
+using ::shardplan::v1::ClusterSpec;
+using ::shardplan::v1::HardwareSpec;
+using ::shardplan::v1::ModelSource;
+using ::shardplan::v1::ModelSpec;
+using ::shardplan::v1::Plan;
+using ::shardplan::v1::Prediction;
+using ::shardplan::v1::Workload;
+
+// Limits against absurd input. They bound every product the cost model forms,
+// so no size computation overflows and no loop runs long.
+constexpr int kMaxLayers = 1024;
+constexpr int kMaxHidden = 131072;
+constexpr int kMaxHeads = 4096;
+constexpr int kMaxHeadDim = 4096;
+constexpr int kMaxIntermediate = 1 << 20;
+constexpr int kMaxVocab = 1 << 23;
+constexpr int kMaxExperts = 4096;
+constexpr int kMaxSharedExperts = 64;
+constexpr int kMaxLoraRank = 65536;
+constexpr double kMaxTotalParams = 1e15;
+constexpr int kMaxGpus = 65536;
+constexpr int kMaxGpusPerNode = 1024;
+constexpr int kMaxTokens = 1 << 20;  // 1,048,576
+constexpr int kMaxDegree = kMaxGpus;
+constexpr int kMaxMicroBatches = 4096;
+constexpr int kMaxStageLayers = kMaxLayers;
+constexpr double kMaxSloMs = 1e9;  // ~11.5 days
+constexpr size_t kMaxSpecTextBytes = 16u << 20;
+constexpr int kMaxYamlDepth = 64;
+constexpr int64_t kMaxYamlNodes = 200000;
+// Placement entries listed per plan; larger plans repeat the same layout per
+// replica.
+constexpr int kMaxPlacementEntries = 1024;
+constexpr absl::string_view kDefaultHardware = "h100-sxm-80gb";
+
+// --- Spec text
+// -----------------------------------------------------------------------------
+
+// The JSON parser reports field errors as "(model.spec.num_layers): invalid
+// value ..."; we turn that into "model.spec.num_layers: invalid value ..." and
+// prefix anything else (syntax errors) with `what`.
+absl::Status FromProtobufStatus(const pb::util::Status& status,
+                                absl::string_view what) {
+  if (status.ok()) return absl::OkStatus();
+  const std::string message(status.message().data(), status.message().size());
+  const size_t close = message.find(')');
+  if (!message.empty() && message.front() == '(' &&
+      close != std::string::npos) {
+    const std::string path = message.substr(1, close - 1);
+    std::string rest(
+        absl::StripLeadingAsciiWhitespace(message.substr(close + 1)));
+    // "(model.spec) numLayerz: Cannot find field."
+    constexpr absl::string_view kUnknown = ": Cannot find field.";
+    if (absl::EndsWith(rest, kUnknown)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s: unknown field \"%s\"", path,
+          absl::CHexEscape(rest.substr(0, rest.size() - kUnknown.size()))));
+    }
+    if (absl::StartsWith(rest, ": ")) rest = rest.substr(2);
+    return absl::InvalidArgumentError(
+        absl::StrCat(path.empty() ? "request" : path, ": ", rest));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(what, ": ", message));
+}
+
+bool IsQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
+
+// YAML 1.2 core schema booleans.
+bool ParseYamlBool(const std::string& s, bool* out) {
+  if (s == "true" || s == "True" || s == "TRUE") {
+    *out = true;
+    return true;
+  }
+  if (s == "false" || s == "False" || s == "FALSE") {
+    *out = false;
+    return true;
+  }
+  return false;
+}
+
+// A plain YAML scalar as a JSON number when it reads as one; YAML's .inf/.nan
+// spellings become the proto3 JSON strings "Infinity"/"NaN" (so that
+// validation, not the parser, rejects them with the field name).
+bool PlainScalarToNumber(const std::string& s, json* out) {
+  if (s.empty()) return false;
+  if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf" ||
+      s == "+.Inf" || s == "+.INF") {
+    *out = "Infinity";
+    return true;
+  }
+  if (s == "-.inf" || s == "-.Inf" || s == "-.INF") {
+    *out = "-Infinity";
+    return true;
+  }
+  if (s == ".nan" || s == ".NaN" || s == ".NAN") {
+    *out = "NaN";
+    return true;
+  }
+  const char* begin = s.c_str();
+  char* end = nullptr;
+  errno = 0;
+  const long long i = std::strtoll(begin, &end, 10);
+  if (end != begin && *end == '\0' && errno == 0) {
+    *out = static_cast<int64_t>(i);
+    return true;
+  }
+  errno = 0;
+  const double d = std::strtod(begin, &end);
+  if (end != begin && *end == '\0') {
+    if (std::isnan(d)) {
+      *out = "NaN";
+    } else if (std::isinf(d)) {
+      *out = d > 0 ? "Infinity" : "-Infinity";
+    } else {
+      *out = d;
+    }
+    return true;
+  }
+  return false;
+}
+
+// Bounds the walk: nesting depth, and the number of nodes visited (aliases can
+// make a small document expand exponentially: "billion laughs").
+absl::Status Visit(int depth, int64_t* budget) {
+  if (depth > kMaxYamlDepth) {
+    return absl::InvalidArgumentError(
+        "malformed YAML: nested deeper than 64 levels");
+  }
+  if (--*budget < 0) {
+    return absl::InvalidArgumentError(
+        "malformed YAML: expands to more than 200000 nodes (through "
+        "aliases?)");
+  }
+  return absl::OkStatus();
+}
+
+// Schema-free conversion (used for keys the schema does not know, so that the
+// JSON parser can report them): plain scalars become bool/number when they read
+// as such.
+absl::StatusOr<json> YamlToJsonGeneric(const YAML::Node& node, int depth,
+                                       int64_t* budget) {
+  RETURN_IF_ERROR(Visit(depth, budget));
+  switch (node.Type()) {
+    case YAML::NodeType::Null:
+    case YAML::NodeType::Undefined:
+      return json(nullptr);
+    case YAML::NodeType::Scalar: {
+      const std::string& s = node.Scalar();
+      if (IsQuoted(node)) return json(s);
+      bool b = false;
+      if (ParseYamlBool(s, &b)) return json(b);
+      json number;
+      if (PlainScalarToNumber(s, &number)) return number;
+      return json(s);
+    }
+    case YAML::NodeType::Sequence: {
+      json array = json::array();
+      for (const YAML::Node& child : node) {
+        ASSIGN_OR_RETURN(json value,
+                         YamlToJsonGeneric(child, depth + 1, budget));
+        array.push_back(std::move(value));
+      }
+      return array;
+    }
+    case YAML::NodeType::Map: {
+      json object = json::object();
+      for (const auto& kv : node) {
+        ASSIGN_OR_RETURN(json value,
+                         YamlToJsonGeneric(kv.second, depth + 1, budget));
+        object[kv.first.as<std::string>()] = std::move(value);
+      }
+      return object;
+    }
+  }
+  return json(nullptr);
+}
+
+absl::StatusOr<json> YamlToJsonForMessage(const YAML::Node& node,
+                                          const pb::Descriptor* desc, int depth,
+                                          int64_t* budget);
+
+// Converts one (non-repeated) value of `field`. String fields keep the scalar
+// text even when it looks like a number; numeric fields get numbers; anything
+// that does not fit is passed through as a string so that the JSON parser
+// reports it with the field name.
+absl::StatusOr<json> YamlFieldValue(const YAML::Node& node,
+                                    const pb::FieldDescriptor* field, int depth,
+                                    int64_t* budget) {
+  if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
+    return YamlToJsonForMessage(node, field->message_type(), depth + 1, budget);
+  }
+  if (!node.IsScalar()) return YamlToJsonGeneric(node, depth + 1, budget);
+  RETURN_IF_ERROR(Visit(depth, budget));
+  const std::string& s = node.Scalar();
+  switch (field->cpp_type()) {
+    case pb::FieldDescriptor::CPPTYPE_STRING:
+    case pb::FieldDescriptor::CPPTYPE_ENUM:
+      return json(s);
+    case pb::FieldDescriptor::CPPTYPE_BOOL: {
+      bool b = false;
+      if (!IsQuoted(node) && ParseYamlBool(s, &b)) return json(b);
+      return json(s);
+    }
+    default: {
+      json number;
+      if (!IsQuoted(node) && PlainScalarToNumber(s, &number)) return number;
+      return json(s);
+    }
+  }
+}
+
+absl::StatusOr<json> YamlToJsonForMessage(const YAML::Node& node,
+                                          const pb::Descriptor* desc, int depth,
+                                          int64_t* budget) {
+  RETURN_IF_ERROR(Visit(depth, budget));
+  if (!node.IsMap()) return YamlToJsonGeneric(node, depth + 1, budget);
+  json object = json::object();
+  for (const auto& kv : node) {
+    if (!kv.first.IsScalar()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("line %d: mapping keys must be plain names",
+                          kv.first.Mark().line + 1));
+    }
+    const std::string key = kv.first.Scalar();
+    const pb::FieldDescriptor* field = desc->FindFieldByName(key);
+    if (field == nullptr) field = desc->FindFieldByCamelcaseName(key);
+    if (field == nullptr) {
+      ASSIGN_OR_RETURN(json value,
+                       YamlToJsonGeneric(kv.second, depth + 1, budget));
+      object[key] = std::move(value);
+      continue;
+    }
+    if (kv.second.IsNull()) continue;  // `key:` with no value = unset
+    if (field->is_repeated() && kv.second.IsSequence()) {
+      json array = json::array();
+      for (const YAML::Node& child : kv.second) {
+        ASSIGN_OR_RETURN(json value,
+                         YamlFieldValue(child, field, depth, budget));
+        array.push_back(std::move(value));
+      }
+      object[key] = std::move(array);
+    } else {
+      ASSIGN_OR_RETURN(json value,
+                       YamlFieldValue(kv.second, field, depth, budget));
+      object[key] = std::move(value);
+    }
+  }
+  return object;
+}
+
+absl::StatusOr<std::string> YamlTextToJsonText(absl::string_view text,
+                                               const pb::Descriptor* desc) {
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    if (root.IsNull()) return std::string("{}");
+    if (!root.IsMap()) {
+      return absl::InvalidArgumentError(
+          "malformed spec: expected a JSON object or a YAML mapping at the top "
+          "level");
+    }
+    int64_t budget = kMaxYamlNodes;
+    ASSIGN_OR_RETURN(json j, YamlToJsonForMessage(root, desc, 0, &budget));
+    return j.dump();
+  } catch (const YAML::Exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed YAML: ", e.what()));
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("malformed YAML: ", e.what()));
+  }
+}
+
+// --- Validation helpers
+// --------------------------------------------------------------------
+
+std::string Path(absl::string_view prefix, absl::string_view field) {
+  if (prefix.empty()) return std::string(field);
+  return absl::StrCat(prefix, ".", field);
+}
+
+absl::Status CheckRange(int64_t value, absl::string_view path, int64_t min,
+                        int64_t max) {
+  if (value < min) {
+    if (min == 1)
+      return absl::InvalidArgumentError(
+          absl::StrCat(path, " must be > 0, got ", value));
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " must be >= ", min, ", got ", value));
+  }
+  if (value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " must be <= ", max, ", got ", value));
+  }
+  return absl::OkStatus();
+}
+
+std::string FormatDouble(double v) {
+  if (std::isnan(v)) return "NaN";
+  if (std::isinf(v)) return v > 0 ? "Infinity" : "-Infinity";
+  return absl::StrFormat("%g", v);
+}
+
+// A finite double in [min, max]; `positive` additionally rejects 0.
+absl::Status CheckDouble(double value, absl::string_view path, double min,
+                         double max, bool positive) {
+  if (!std::isfinite(value)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " must be a finite number, got ", FormatDouble(value)));
+  }
+  if (positive && value <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " must be > 0, got ", FormatDouble(value)));
+  }
+  if (value < min) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " must be >= ", FormatDouble(min), ", got ",
+                     FormatDouble(value)));
+  }
+  if (value > max) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " must be <= ", FormatDouble(max), ", got ",
+                     FormatDouble(value)));
+  }
+  return absl::OkStatus();
+}
+
+template <typename T>
+std::vector<std::string> Names(const std::vector<T>& specs) {
+  std::vector<std::string> names;
+  names.reserve(specs.size());
+  for (const T& spec : specs) names.push_back(spec.name());
+  return names;
+}
+
+// --- Catalog
+// -------------------------------------------------------------------------------
+
+template <typename T>
+std::vector<T> LoadCatalog(const internal::CatalogFile* files, int n) {
+  std::vector<T> specs;
+  specs.reserve(n);
+  for (int i = 0; i < n; ++i) {
+    T spec;
+    const absl::Status status = ParseSpecText(files[i].text, &spec);
+    if (!status.ok()) {
+      // The catalog is compiled in and covered by tests; a bad file is a build
+      // defect.
+      std::fprintf(stderr, "shardplan: catalog file %s: %s\n",
+                   files[i].file_name, std::string(status.message()).c_str());
+      std::abort();
+    }
+    specs.push_back(std::move(spec));
+  }
+  return specs;
+}
+
+}  // namespace
+
+// === Spec text
+// =================================================================================
+
+absl::Status ParseSpecText(absl::string_view text,
+                           google::protobuf::Message* message) {
+  message->Clear();
+  if (text.size() > kMaxSpecTextBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("spec text is %d bytes, at most %d accepted",
+                        text.size(), kMaxSpecTextBytes));
+  }
+  const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(text);
+  pb::util::JsonParseOptions options;
+  options.ignore_unknown_fields = false;
+  if (!stripped.empty() && stripped.front() == '{') {
+    const pb::util::Status status = pb::util::JsonStringToMessage(
+        pb::StringPiece(text.data(), text.size()), message, options);
+    if (!status.ok()) message->Clear();
+    return FromProtobufStatus(status, "malformed JSON");
+  }
+  ASSIGN_OR_RETURN(const std::string json_text,
+                   YamlTextToJsonText(text, message->GetDescriptor()));
+  const pb::util::Status status =
+      pb::util::JsonStringToMessage(json_text, message, options);
+  if (!status.ok()) message->Clear();
+  return FromProtobufStatus(status, "invalid spec");
+}
+
+std::string ToJson(const google::protobuf::Message& message, bool pretty) {
+  pb::util::JsonPrintOptions options;
+  options.add_whitespace = pretty;
+  options.preserve_proto_field_names = false;
+  std::string out;
+  const pb::util::Status status =
+      pb::util::MessageToJsonString(message, &out, options);
+  if (!status.ok()) return "{}";
+  return out;
+}
+
+// === Catalog
+// ===================================================================================
+
+const std::vector<ModelSpec>& CatalogModels() {
+  static const std::vector<ModelSpec>* const models =
+      new std::vector<ModelSpec>(LoadCatalog<ModelSpec>(
+          internal::kCatalogModelFiles, internal::kNumCatalogModelFiles));
+  return *models;
+}
+
+const std::vector<HardwareSpec>& CatalogHardware() {
+  static const std::vector<HardwareSpec>* const hardware =
+      new std::vector<HardwareSpec>(LoadCatalog<HardwareSpec>(
+          internal::kCatalogHardwareFiles, internal::kNumCatalogHardwareFiles));
+  return *hardware;
+}
+
+absl::StatusOr<ModelSpec> FindCatalogModel(absl::string_view name) {
+  for (const ModelSpec& spec : CatalogModels()) {
+    if (spec.name() == name) return spec;
+  }
+  return absl::NotFoundError(
+      absl::StrFormat("unknown model \"%s\"; known: %s", absl::CHexEscape(name),
+                      absl::StrJoin(Names(CatalogModels()), ", ")));
+}
+
+absl::StatusOr<HardwareSpec> FindCatalogHardware(absl::string_view name) {
+  for (const HardwareSpec& spec : CatalogHardware()) {
+    if (spec.name() == name) return spec;
+  }
+  return absl::NotFoundError(absl::StrFormat(
+      "unknown hardware \"%s\"; known: %s", absl::CHexEscape(name),
+      absl::StrJoin(Names(CatalogHardware()), ", ")));
+}
+
+// === Proto -> compact
+// ==========================================================================
+
+absl::StatusOr<ModelSpec> ResolveModel(const ModelSource& source) {
+  switch (source.source_case()) {
+    case ModelSource::kCatalogName: {
+      absl::StatusOr<ModelSpec> spec = FindCatalogModel(source.catalog_name());
+      if (!spec.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model.catalog_name: ", spec.status().message()));
+      }
+      return spec;
+    }
+    case ModelSource::kSpec:
+      return source.spec();
+    case ModelSource::kHfConfigJson: {
+      absl::StatusOr<ModelSpec> spec =
+          ModelSpecFromHfConfig(source.hf_config_json());
+      if (!spec.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("model.", spec.status().message()));
+      }
+      return spec;
+    }
+    case ModelSource::SOURCE_NOT_SET:
+      break;
+  }
+  return absl::InvalidArgumentError(
+      "model: one of model.catalog_name, model.spec or model.hf_config_json is "
+      "required");
+}
+
+absl::StatusOr<ModelDims> ModelDimsFromSpec(const ModelSpec& spec,
+                                            absl::string_view prefix) {
+  ModelDims m;
+  m.name = spec.name().empty() ? "custom" : spec.name();
+  m.family = spec.family().empty() ? m.name : spec.family();
+  RETURN_IF_ERROR(CheckRange(spec.hidden_size(), Path(prefix, "hidden_size"), 1,
+                             kMaxHidden));
+  RETURN_IF_ERROR(
+      CheckRange(spec.num_layers(), Path(prefix, "num_layers"), 1, kMaxLayers));
+  RETURN_IF_ERROR(CheckRange(spec.num_attention_heads(),
+                             Path(prefix, "num_attention_heads"), 1,
+                             kMaxHeads));
+  RETURN_IF_ERROR(CheckRange(spec.num_key_value_heads(),
+                             Path(prefix, "num_key_value_heads"), 0,
+                             kMaxHeads));
+  RETURN_IF_ERROR(
+      CheckRange(spec.head_dim(), Path(prefix, "head_dim"), 0, kMaxHeadDim));
+  RETURN_IF_ERROR(CheckRange(spec.intermediate_size(),
+                             Path(prefix, "intermediate_size"), 0,
+                             kMaxIntermediate));
+  RETURN_IF_ERROR(
+      CheckRange(spec.vocab_size(), Path(prefix, "vocab_size"), 1, kMaxVocab));
+  RETURN_IF_ERROR(CheckRange(spec.num_experts(), Path(prefix, "num_experts"), 0,
+                             kMaxExperts));
+  RETURN_IF_ERROR(CheckRange(spec.experts_per_token(),
+                             Path(prefix, "experts_per_token"), 0,
+                             kMaxExperts));
+  RETURN_IF_ERROR(CheckRange(spec.moe_intermediate_size(),
+                             Path(prefix, "moe_intermediate_size"), 0,
+                             kMaxIntermediate));
+  RETURN_IF_ERROR(CheckRange(spec.num_shared_experts(),
+                             Path(prefix, "num_shared_experts"), 0,
+                             kMaxSharedExperts));
+  RETURN_IF_ERROR(CheckRange(spec.first_k_dense_layers(),
+                             Path(prefix, "first_k_dense_layers"), 0,
+                             kMaxLayers));
+  RETURN_IF_ERROR(CheckRange(spec.kv_lora_rank(), Path(prefix, "kv_lora_rank"),
+                             0, kMaxLoraRank));
+  RETURN_IF_ERROR(CheckRange(spec.q_lora_rank(), Path(prefix, "q_lora_rank"), 0,
+                             kMaxLoraRank));
+  RETURN_IF_ERROR(CheckRange(spec.qk_rope_head_dim(),
+                             Path(prefix, "qk_rope_head_dim"), 0, kMaxHeadDim));
+  RETURN_IF_ERROR(CheckRange(spec.qk_nope_head_dim(),
+                             Path(prefix, "qk_nope_head_dim"), 0, kMaxHeadDim));
+  RETURN_IF_ERROR(CheckRange(spec.v_head_dim(), Path(prefix, "v_head_dim"), 0,
+                             kMaxHeadDim));
+
+  m.hidden = spec.hidden_size();
+  m.layers = spec.num_layers();
+  m.heads = spec.num_attention_heads();
+  m.kv_heads =
+      spec.num_key_value_heads() == 0 ? m.heads : spec.num_key_value_heads();
+  if (m.kv_heads > m.heads) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Path(prefix, "num_key_value_heads"), " (", m.kv_heads, ") must be <= ",
+        Path(prefix, "num_attention_heads"), " (", m.heads, ")"));
+  }
+  if (m.heads % m.kv_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Path(prefix, "num_attention_heads"), " (", m.heads,
+        ") must be divisible by ", Path(prefix, "num_key_value_heads"), " (",
+        m.kv_heads, ")"));
+  }
+  if (spec.head_dim() > 0) {
+    m.head_dim = spec.head_dim();
+  } else {
+    if (m.hidden % m.heads != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Path(prefix, "hidden_size"), " (", m.hidden,
+          ") must be divisible by ", Path(prefix, "num_attention_heads"), " (",
+          m.heads, ") when ", Path(prefix, "head_dim"), " is 0"));
+    }
+    m.head_dim = m.hidden / m.heads;
+  }
+  m.intermediate = spec.intermediate_size();
+  m.vocab = spec.vocab_size();
+  m.tie_embeddings = spec.tie_word_embeddings();
+
+  m.experts = spec.num_experts();
+  m.experts_per_token = spec.experts_per_token();
+  m.moe_intermediate = spec.moe_intermediate_size();
+  m.shared_experts = spec.num_shared_experts();
+  m.first_k_dense = spec.first_k_dense_layers();
+  if (m.experts > 0) {
+    if (m.experts_per_token < 1 || m.experts_per_token > m.experts) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(prefix, "experts_per_token"), " must be in [1, ",
+                       Path(prefix, "num_experts"), " (", m.experts, ")], got ",
+                       m.experts_per_token));
+    }
+    if (m.moe_intermediate < 1) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Path(prefix, "moe_intermediate_size"),
+          " must be > 0 for an MoE model, got ", m.moe_intermediate));
+    }
+    if (m.first_k_dense >= m.layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Path(prefix, "first_k_dense_layers"), " (", m.first_k_dense,
+          ") must be < ", Path(prefix, "num_layers"), " (", m.layers, ")"));
+    }
+  } else {
+    const struct {
+      const char* field;
+      int value;
+    } moe_only[] = {{"experts_per_token", m.experts_per_token},
+                    {"moe_intermediate_size", m.moe_intermediate},
+                    {"num_shared_experts", m.shared_experts},
+                    {"first_k_dense_layers", m.first_k_dense}};
+    for (const auto& f : moe_only) {
+      if (f.value != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Path(prefix, f.field), " (", f.value, ") requires ",
+                         Path(prefix, "num_experts"), " > 0"));
+      }
+    }
+  }
+  if (m.dense_layers() > 0 && m.intermediate < 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Path(prefix, "intermediate_size"), " must be > 0 (the model has ",
+        m.dense_layers(), " dense layers), got ", m.intermediate));
+  }
+
+  m.kv_lora_rank = spec.kv_lora_rank();
+  m.q_lora_rank = spec.q_lora_rank();
+  m.qk_rope_head_dim = spec.qk_rope_head_dim();
+  m.qk_nope_head_dim = spec.qk_nope_head_dim();
+  m.v_head_dim = spec.v_head_dim();
+  if (m.kv_lora_rank > 0) {
+    const struct {
+      const char* field;
+      int value;
+    } mla[] = {{"qk_rope_head_dim", m.qk_rope_head_dim},
+               {"qk_nope_head_dim", m.qk_nope_head_dim},
+               {"v_head_dim", m.v_head_dim}};
+    for (const auto& f : mla) {
+      if (f.value < 1) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Path(prefix, f.field), " must be > 0 for MLA (",
+                         Path(prefix, "kv_lora_rank"), " > 0), got ", f.value));
+      }
+    }
+  } else if (m.q_lora_rank != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Path(prefix, "q_lora_rank"), " (", m.q_lora_rank,
+                     ") requires ", Path(prefix, "kv_lora_rank"), " > 0"));
+  }
+  const double params = m.TotalParams();
+  if (!(params <= kMaxTotalParams)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: %.3g parameters exceeds the limit of %.0e",
+        prefix.empty() ? "model" : prefix, params, kMaxTotalParams));
+  }
+  return m;
+}
+
+namespace {
+
+absl::StatusOr<HardwareDims> HardwareDimsFromSpec(const HardwareSpec& spec,
+                                                  absl::string_view prefix) {
+  HardwareDims hw;
+  hw.name = spec.name().empty() ? "custom" : spec.name();
+  RETURN_IF_ERROR(CheckDouble(spec.peak_bf16_flops_per_s(),
+                              Path(prefix, "peak_bf16_flops_per_s"), 0, 1e18,
+                              /*positive=*/true));
+  RETURN_IF_ERROR(CheckDouble(spec.peak_fp8_flops_per_s(),
+                              Path(prefix, "peak_fp8_flops_per_s"), 0, 1e18,
+                              false));
+  RETURN_IF_ERROR(CheckDouble(spec.peak_fp4_flops_per_s(),
+                              Path(prefix, "peak_fp4_flops_per_s"), 0, 1e18,
+                              false));
+  RETURN_IF_ERROR(
+      CheckDouble(spec.hbm_bytes(), Path(prefix, "hbm_bytes"), 0, 1e14, true));
+  RETURN_IF_ERROR(CheckDouble(spec.hbm_bytes_per_s(),
+                              Path(prefix, "hbm_bytes_per_s"), 0, 1e15, true));
+  RETURN_IF_ERROR(CheckDouble(spec.intra_node_bytes_per_s(),
+                              Path(prefix, "intra_node_bytes_per_s"), 0, 1e15,
+                              true));
+  RETURN_IF_ERROR(CheckDouble(spec.inter_node_bytes_per_s(),
+                              Path(prefix, "inter_node_bytes_per_s"), 0, 1e15,
+                              true));
+  RETURN_IF_ERROR(CheckDouble(spec.intra_node_latency_s(),
+                              Path(prefix, "intra_node_latency_s"), 0, 1.0,
+                              false));
+  RETURN_IF_ERROR(CheckDouble(spec.inter_node_latency_s(),
+                              Path(prefix, "inter_node_latency_s"), 0, 1.0,
+                              false));
+  RETURN_IF_ERROR(CheckRange(spec.default_gpus_per_node(),
+                             Path(prefix, "default_gpus_per_node"), 0,
+                             kMaxGpusPerNode));
+  hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] =
+      spec.peak_bf16_flops_per_s();
+  // No FP8 figure: FP8 runs at the BF16 rate (weights dequantised). FP4 keeps
+  // 0, which the cost model reads as "no native FP4" (see the proto).
+  hw.peak_flops_per_s[static_cast<int>(Dtype::kFp8)] =
+      spec.peak_fp8_flops_per_s() > 0 ? spec.peak_fp8_flops_per_s()
+                                      : spec.peak_bf16_flops_per_s();
+  hw.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] =
+      spec.peak_fp4_flops_per_s();
+  hw.hbm_bytes = spec.hbm_bytes();
+  hw.hbm_bytes_per_s = spec.hbm_bytes_per_s();
+  hw.intra_node_bytes_per_s = spec.intra_node_bytes_per_s();
+  hw.inter_node_bytes_per_s = spec.inter_node_bytes_per_s();
+  hw.intra_node_latency_s = spec.intra_node_latency_s();
+  hw.inter_node_latency_s = spec.inter_node_latency_s();
+  return hw;
+}
+
+}  // namespace
+
+absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
+  ClusterDims c;
+  HardwareSpec hardware_spec;
+  std::string hardware_path;
+  if (cluster.has_hardware_spec()) {
+    hardware_spec = cluster.hardware_spec();
+    hardware_path = "cluster.hardware_spec";
+  } else {
+    const std::string name = cluster.hardware().empty()
+                                 ? std::string(kDefaultHardware)
+                                 : cluster.hardware();
+    absl::StatusOr<HardwareSpec> found = FindCatalogHardware(name);
+    if (!found.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.hardware: ", found.status().message()));
+    }
+    hardware_spec = *std::move(found);
+    hardware_path = "cluster.hardware";
+  }
+  ASSIGN_OR_RETURN(c.hardware,
+                   HardwareDimsFromSpec(hardware_spec, hardware_path));
+
+  RETURN_IF_ERROR(
+      CheckRange(cluster.num_gpus(), "cluster.num_gpus", 1, kMaxGpus));
+  RETURN_IF_ERROR(CheckRange(cluster.gpus_per_node(), "cluster.gpus_per_node",
+                             0, kMaxGpusPerNode));
+  c.num_gpus = cluster.num_gpus();
+  if (cluster.gpus_per_node() > 0) {
+    c.gpus_per_node = cluster.gpus_per_node();
+  } else {
+    c.gpus_per_node = hardware_spec.default_gpus_per_node() > 0
+                          ? hardware_spec.default_gpus_per_node()
+                          : 8;
+    // A cluster smaller than one node (e.g. 2 GPUs) is that part of a node.
+    c.gpus_per_node = std::min(c.gpus_per_node, c.num_gpus);
+  }
+  if (c.num_gpus % c.gpus_per_node != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.num_gpus (", c.num_gpus, ") must be a multiple of ",
+        "cluster.gpus_per_node (", c.gpus_per_node, ")"));
+  }
+  if (cluster.node_groups_size() > 0) {
+    if (cluster.node_groups_size() > c.num_nodes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.node_groups has ", cluster.node_groups_size(),
+                       " groups for ", c.num_nodes(), " nodes"));
+    }
+    int64_t total = 0;
+    for (int i = 0; i < cluster.node_groups_size(); ++i) {
+      const shardplan::v1::NodeGroup& group = cluster.node_groups(i);
+      const std::string path = absl::StrCat("cluster.node_groups[", i, "]");
+      RETURN_IF_ERROR(CheckRange(
+          group.num_nodes(), absl::StrCat(path, ".num_nodes"), 1, kMaxGpus));
+      if (group.name().empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(path, ".name must not be empty"));
+      }
+      for (int j = 0; j < i; ++j) {
+        if (cluster.node_groups(j).name() == group.name()) {
+          return absl::InvalidArgumentError(absl::StrFormat(
+              "%s.name: duplicate node group \"%s\" (also at [%d])", path,
+              absl::CHexEscape(group.name()), j));
+        }
+      }
+      total += group.num_nodes();
+      c.node_groups.push_back({group.name(), group.num_nodes()});
+    }
+    if (total != c.num_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.node_groups: node counts add up to ", total, ", expected ",
+          c.num_nodes(), " (cluster.num_gpus / cluster.gpus_per_node)"));
+    }
+  }
+  return c;
+}
+
+absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
+  WorkloadDims w;
+  RETURN_IF_ERROR(CheckRange(workload.input_tokens(), "workload.input_tokens",
+                             1, kMaxTokens));
+  RETURN_IF_ERROR(CheckRange(workload.output_tokens(), "workload.output_tokens",
+                             1, kMaxTokens));
+  RETURN_IF_ERROR(CheckRange(workload.concurrency(), "workload.concurrency", 0,
+                             kMaxBatchSize));
+  RETURN_IF_ERROR(CheckDouble(workload.max_ttft_ms(), "workload.max_ttft_ms", 0,
+                              kMaxSloMs, false));
+  RETURN_IF_ERROR(CheckDouble(workload.max_tpot_ms(), "workload.max_tpot_ms", 0,
+                              kMaxSloMs, false));
+  w.input_tokens = workload.input_tokens();
+  w.output_tokens = workload.output_tokens();
+  w.concurrency = workload.concurrency();
+  w.max_ttft_s = workload.max_ttft_ms() / 1e3;
+  w.max_tpot_s = workload.max_tpot_ms() / 1e3;
+  ASSIGN_OR_RETURN(w.weight_dtype, ParseDtype(workload.weight_dtype(),
+                                              "workload.weight_dtype"));
+  ASSIGN_OR_RETURN(w.kv_cache_dtype, ParseDtype(workload.kv_cache_dtype(),
+                                                "workload.kv_cache_dtype"));
+  return w;
+}
+
+absl::StatusOr<Problem> ProblemFromProto(const ModelSource& model,
+                                         const ClusterSpec& cluster,
+                                         const Workload& workload) {
+  Problem p;
+  ASSIGN_OR_RETURN(const ModelSpec spec, ResolveModel(model));
+  const char* prefix = model.source_case() == ModelSource::kSpec ? "model.spec"
+                       : model.source_case() == ModelSource::kHfConfigJson
+                           ? "model.hf_config_json"
+                           : "model.catalog_name";
+  ASSIGN_OR_RETURN(p.model, ModelDimsFromSpec(spec, prefix));
+  ASSIGN_OR_RETURN(p.cluster, ClusterDimsFromProto(cluster));
+  ASSIGN_OR_RETURN(p.workload, WorkloadDimsFromProto(workload));
+  return p;
+}
+
+absl::StatusOr<PlanDims> PlanDimsFromProto(const Plan& plan) {
+  PlanDims d;
+  const struct {
+    const char* path;
+    int value;
+    int* out;
+  } degrees[] = {{"plan.dp", plan.dp(), &d.dp},
+                 {"plan.tp", plan.tp(), &d.tp},
+                 {"plan.pp", plan.pp(), &d.pp},
+                 {"plan.ep", plan.ep(), &d.ep}};
+  for (const auto& degree : degrees) {
+    RETURN_IF_ERROR(CheckRange(degree.value, degree.path, 0, kMaxDegree));
+    *degree.out = degree.value == 0 ? 1 : degree.value;  // 0 = unset = 1
+  }
+  d.dims = MegatronShardDims();
+  int seen_at[kNumOpKinds];
+  std::fill(seen_at, seen_at + kNumOpKinds, -1);
+  for (int i = 0; i < plan.operator_sharding_size(); ++i) {
+    const shardplan::v1::OperatorSharding& entry = plan.operator_sharding(i);
+    const std::string path = absl::StrCat("plan.operator_sharding[", i, "]");
+    ASSIGN_OR_RETURN(const OpKind op,
+                     ParseOpKind(entry.operator_(), path + ".operator"));
+    ASSIGN_OR_RETURN(const ShardDim dim,
+                     ParseShardDim(entry.dim(), path + ".dim"));
+    const int k = static_cast<int>(op);
+    if (seen_at[k] >= 0) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.operator: duplicate operator \"%s\" (also at [%d])", path,
+          OpKindName(op), seen_at[k]));
+    }
+    seen_at[k] = i;
+    d.dims[k] = dim;
+  }
+  if (plan.stage_layers_size() > kMaxPipelineStages) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.stage_layers has ", plan.stage_layers_size(),
+                     " entries, at most ", kMaxPipelineStages));
+  }
+  for (int i = 0; i < plan.stage_layers_size(); ++i) {
+    RETURN_IF_ERROR(CheckRange(plan.stage_layers(i),
+                               absl::StrCat("plan.stage_layers[", i, "]"), 1,
+                               kMaxStageLayers));
+    d.stage_layers[i] = static_cast<int16_t>(plan.stage_layers(i));
+  }
+  d.num_stage_layers = plan.stage_layers_size();
+  RETURN_IF_ERROR(CheckRange(plan.micro_batches(), "plan.micro_batches", 0,
+                             kMaxMicroBatches));
+  RETURN_IF_ERROR(
+      CheckRange(plan.batch_size(), "plan.batch_size", 0, kMaxBatchSize));
+  d.micro_batches = plan.micro_batches();
+  d.batch_size = plan.batch_size();
+  return d;
+}
+
+// === Compact -> proto
+// ==========================================================================
+
+ModelSpec ModelSpecFromDims(const ModelDims& m) {
+  ModelSpec spec;
+  spec.set_name(m.name);
+  spec.set_family(m.family);
+  spec.set_hidden_size(m.hidden);
+  spec.set_num_layers(m.layers);
+  spec.set_num_attention_heads(m.heads);
+  spec.set_num_key_value_heads(m.kv_heads);
+  spec.set_head_dim(m.head_dim);
+  spec.set_intermediate_size(m.intermediate);
+  spec.set_vocab_size(m.vocab);
+  spec.set_tie_word_embeddings(m.tie_embeddings);
+  spec.set_num_experts(m.experts);
+  spec.set_experts_per_token(m.experts_per_token);
+  spec.set_moe_intermediate_size(m.moe_intermediate);
+  spec.set_num_shared_experts(m.shared_experts);
+  spec.set_first_k_dense_layers(m.first_k_dense);
+  spec.set_kv_lora_rank(m.kv_lora_rank);
+  spec.set_q_lora_rank(m.q_lora_rank);
+  spec.set_qk_rope_head_dim(m.qk_rope_head_dim);
+  spec.set_qk_nope_head_dim(m.qk_nope_head_dim);
+  spec.set_v_head_dim(m.v_head_dim);
+  return spec;
+}
+
+Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
+  Plan out;
+  out.set_dp(plan.dp);
+  out.set_tp(plan.tp);
+  out.set_pp(plan.pp);
+  out.set_ep(plan.ep);
+  for (int k = 0; k < kNumOpKinds; ++k) {
+    shardplan::v1::OperatorSharding* entry = out.add_operator_sharding();
+    entry->set_operator_(std::string(OpKindName(static_cast<OpKind>(k))));
+    entry->set_dim(std::string(ShardDimName(plan.dims[k])));
+  }
+  const int pp = std::max(1, plan.pp);
+  const int tp = std::max(1, plan.tp);
+  const int dp = std::max(1, plan.dp);
+  // Stage split, micro-batches and batch size exactly as in `plan` (0 =
+  // default), so that PlanDimsFromProto(PlanToProto(plan)) == plan; the
+  // prediction carries the batch used.
+  const int num_stage_layers =
+      std::clamp(plan.num_stage_layers, 0, kMaxPipelineStages);
+  for (int s = 0; s < num_stage_layers; ++s) {
+    out.add_stage_layers(plan.stage_layers[s]);
+  }
+  const bool explicit_stages = num_stage_layers == pp;
+  out.set_micro_batches(plan.micro_batches);
+  out.set_batch_size(plan.batch_size);
+
+  // Placement: global rank = (replica * pp + stage) * tp + tp_rank, i.e. tp
+  // innermost, then pp, then dp; node = rank / gpus_per_node.
+  const int layers = problem.model.layers;
+  std::vector<int> stage_layers(pp);
+  for (int s = 0; s < pp; ++s) {
+    stage_layers[s] = explicit_stages ? plan.stage_layers[s]
+                                      : layers / pp + (s < layers % pp ? 1 : 0);
+  }
+  const int64_t gpus_per_node = std::max(1, problem.cluster.gpus_per_node);
+  const int64_t num_nodes = std::max<int64_t>(1, problem.cluster.num_nodes());
+  // Node index -> group name, by consecutive node counts.
+  auto group_of = [&problem](int64_t node) -> std::string {
+    int64_t first = 0;
+    for (const NodeGroupDims& g : problem.cluster.node_groups) {
+      if (node < first + g.num_nodes) return g.name;
+      first += g.num_nodes;
+    }
+    return "";
+  };
+  int entries = 0;
+  for (int r = 0; r < dp && entries < kMaxPlacementEntries; ++r) {
+    int first_layer = 0;
+    for (int s = 0; s < pp && entries < kMaxPlacementEntries; ++s, ++entries) {
+      shardplan::v1::StagePlacement* p = out.add_placement();
+      p->set_replica(r);
+      p->set_stage(s);
+      p->set_first_layer(first_layer);
+      p->set_num_layers(stage_layers[s]);
+      first_layer += stage_layers[s];
+      const int64_t first_rank = (static_cast<int64_t>(r) * pp + s) * tp;
+      const int64_t last_rank = first_rank + tp - 1;
+      const int64_t first_node =
+          std::min(first_rank / gpus_per_node, num_nodes - 1);
+      const int64_t last_node =
+          std::min(last_rank / gpus_per_node, num_nodes - 1);
+      std::vector<std::string> groups;
+      for (int64_t n = first_node; n <= last_node; ++n) {
+        p->add_nodes(static_cast<int32_t>(n));
+        std::string g = group_of(n);
+        if (!g.empty() &&
+            std::find(groups.begin(), groups.end(), g) == groups.end()) {
+          groups.push_back(std::move(g));
+        }
+      }
+      p->set_node_group(absl::StrJoin(groups, "+"));
+      p->set_tp_spans_nodes(last_node > first_node);
+    }
+  }
+  return out;
+}
+
+Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
+  (void)problem;
+  Prediction out;
+  out.set_feasible(e.feasible);
+  if (!e.feasible) out.set_infeasible_reason(InfeasibleReasonText(e));
+  out.set_output_tokens_per_s(e.output_tokens_per_s);
+  out.set_output_tokens_per_s_per_gpu(e.output_tokens_per_s_per_gpu);
+  out.set_ttft_ms(e.ttft_s * 1e3);
+  out.set_tpot_ms(e.tpot_s * 1e3);
+  out.set_batch_size(e.batch_size);
+  shardplan::v1::MemoryBreakdown* memory = out.mutable_memory_per_gpu();
+  memory->set_weights_bytes(e.weights_bytes);
+  memory->set_kv_cache_bytes(e.kv_cache_bytes);
+  memory->set_activations_bytes(e.activations_bytes);
+  memory->set_total_bytes(e.weights_bytes + e.kv_cache_bytes +
+                          e.activations_bytes);
+  memory->set_capacity_bytes(e.capacity_bytes);
+  const struct {
+    const char* phase;
+    const std::array<OpCost, kNumOpKinds>* costs;
+  } phases[] = {{"decode", &e.decode}, {"prefill", &e.prefill}};
+  for (const auto& phase : phases) {
+    for (int k = 0; k < kNumOpKinds; ++k) {
+      const OpCost& c = (*phase.costs)[k];
+      if (c.compute_s == 0 && c.memory_s == 0 && c.comm_s == 0) continue;
+      shardplan::v1::OperatorCost* op = out.add_operators();
+      op->set_operator_(std::string(OpKindName(static_cast<OpKind>(k))));
+      op->set_phase(phase.phase);
+      op->set_compute_seconds(c.compute_s);
+      op->set_memory_seconds(c.memory_s);
+      op->set_communication_seconds(c.comm_s);
+      op->set_total_seconds(
+          static_cast<double>(std::max(c.compute_s, c.memory_s)) + c.comm_s);
+    }
+  }
+  shardplan::v1::LinkTraffic* nvlink = out.add_communication();
+  nvlink->set_link("nvlink");
+  nvlink->set_decode_bytes(e.nvlink_decode_bytes);
+  nvlink->set_prefill_bytes(e.nvlink_prefill_bytes);
+  shardplan::v1::LinkTraffic* ib = out.add_communication();
+  ib->set_link("infiniband");
+  ib->set_decode_bytes(e.ib_decode_bytes);
+  ib->set_prefill_bytes(e.ib_prefill_bytes);
+  if (e.bottleneck == Bottleneck::kPipeline) {
+    out.set_bottleneck(std::string(BottleneckName(e.bottleneck)));
+  } else {
+    out.set_bottleneck(absl::StrCat(BottleneckName(e.bottleneck), " (",
+                                    OpKindName(e.bottleneck_op), ")"));
+  }
+  out.set_prefill_seconds(e.prefill_s);
+  out.set_decode_iteration_seconds(e.decode_iteration_s);
+  return out;
+}
+
+}  // namespace shardplan::simulator

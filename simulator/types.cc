@@ -1,0 +1,218 @@
+// Names, parsing and small helpers for the compact simulator types
+// (simulator/types.h).
+#include "simulator/types.h"
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+
+namespace shardplan::simulator {
+namespace {
+
+constexpr absl::string_view kDtypeNames[kNumDtypes] = {"bf16", "fp8", "fp4"};
+constexpr absl::string_view kOpKindNames[kNumOpKinds] = {
+    "embedding", "qkv",    "attention", "attn_out",    "mlp_up",
+    "mlp_down",  "router", "expert_up", "expert_down", "lm_head"};
+constexpr absl::string_view kShardDimNames[kNumShardDims] = {
+    "column", "row", "replicate", "batch", "sequence"};
+
+// Finds `name` in `names`; on failure the message names the field, the value
+// and the accepted spellings.
+template <int N>
+absl::StatusOr<int> ParseName(absl::string_view name,
+                              absl::string_view field_path,
+                              const absl::string_view (&names)[N],
+                              absl::string_view what) {
+  for (int i = 0; i < N; ++i) {
+    if (names[i] == name) return i;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s: unknown %s \"%s\"; expected one of %s", field_path, what,
+      absl::CHexEscape(name), absl::StrJoin(names, ", ")));
+}
+
+double Gb(double bytes) { return bytes / 1e9; }
+
+}  // namespace
+
+double BytesPerElement(Dtype dtype) {
+  switch (dtype) {
+    case Dtype::kBf16:
+      return 2.0;
+    case Dtype::kFp8:
+      return 1.0;
+    case Dtype::kFp4:
+      return 0.5;
+  }
+  return 2.0;
+}
+
+absl::string_view DtypeName(Dtype dtype) {
+  const int i = static_cast<int>(dtype);
+  return (i >= 0 && i < kNumDtypes) ? kDtypeNames[i] : "unknown";
+}
+
+absl::StatusOr<Dtype> ParseDtype(absl::string_view name,
+                                 absl::string_view field_path, Dtype fallback) {
+  if (name.empty()) return fallback;
+  absl::StatusOr<int> i = ParseName(name, field_path, kDtypeNames, "dtype");
+  if (!i.ok()) return i.status();
+  return static_cast<Dtype>(*i);
+}
+
+absl::string_view OpKindName(OpKind op) {
+  const int i = static_cast<int>(op);
+  return (i >= 0 && i < kNumOpKinds) ? kOpKindNames[i] : "unknown";
+}
+
+absl::StatusOr<OpKind> ParseOpKind(absl::string_view name,
+                                   absl::string_view field_path) {
+  absl::StatusOr<int> i = ParseName(name, field_path, kOpKindNames, "operator");
+  if (!i.ok()) return i.status();
+  return static_cast<OpKind>(*i);
+}
+
+absl::string_view ShardDimName(ShardDim dim) {
+  const int i = static_cast<int>(dim);
+  return (i >= 0 && i < kNumShardDims) ? kShardDimNames[i] : "unknown";
+}
+
+absl::StatusOr<ShardDim> ParseShardDim(absl::string_view name,
+                                       absl::string_view field_path) {
+  absl::StatusOr<int> i = ParseName(name, field_path, kShardDimNames, "dim");
+  if (!i.ok()) return i.status();
+  return static_cast<ShardDim>(*i);
+}
+
+ShardDims MegatronShardDims() {
+  ShardDims dims{};
+  dims[static_cast<int>(OpKind::kEmbedding)] = ShardDim::kRow;
+  dims[static_cast<int>(OpKind::kQkv)] = ShardDim::kColumn;
+  dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kColumn;
+  dims[static_cast<int>(OpKind::kAttnOut)] = ShardDim::kRow;
+  dims[static_cast<int>(OpKind::kMlpUp)] = ShardDim::kColumn;
+  dims[static_cast<int>(OpKind::kMlpDown)] = ShardDim::kRow;
+  dims[static_cast<int>(OpKind::kRouter)] = ShardDim::kReplicate;
+  dims[static_cast<int>(OpKind::kExpertUp)] = ShardDim::kColumn;
+  dims[static_cast<int>(OpKind::kExpertDown)] = ShardDim::kRow;
+  dims[static_cast<int>(OpKind::kLmHead)] = ShardDim::kColumn;
+  return dims;
+}
+
+namespace {
+
+// Weights of one layer's attention block (projections only; norms are
+// negligible).
+double AttentionParams(const ModelDims& m) {
+  const double h = m.hidden;
+  if (m.is_mla()) {
+    const double qk_head =
+        static_cast<double>(m.qk_nope_head_dim) + m.qk_rope_head_dim;
+    const double q =
+        m.q_lora_rank > 0
+            ? h * m.q_lora_rank + double{1} * m.q_lora_rank * m.heads * qk_head
+            : h * m.heads * qk_head;
+    const double kv_down =
+        h * (static_cast<double>(m.kv_lora_rank) + m.qk_rope_head_dim);
+    const double kv_up =
+        static_cast<double>(m.kv_lora_rank) * m.heads *
+        (static_cast<double>(m.qk_nope_head_dim) + m.v_head_dim);
+    const double out = static_cast<double>(m.heads) * m.v_head_dim * h;
+    return q + kv_down + kv_up + out;
+  }
+  const double q = h * m.heads * m.head_dim;
+  const double kv = 2.0 * h * m.kv_heads * m.head_dim;
+  const double out = static_cast<double>(m.heads) * m.head_dim * h;
+  return q + kv + out;
+}
+
+double EmbeddingParams(const ModelDims& m) {
+  const double table = static_cast<double>(m.vocab) * m.hidden;
+  return m.tie_embeddings ? table : 2.0 * table;
+}
+
+}  // namespace
+
+double ModelDims::TotalParams() const {
+  const double h = hidden;
+  const double dense_mlp = 3.0 * h * intermediate;
+  const double expert = 3.0 * h * moe_intermediate;
+  const double moe_mlp =
+      (static_cast<double>(experts) + shared_experts) * expert +
+      h * experts;  // router
+  return layers * AttentionParams(*this) + dense_layers() * dense_mlp +
+         moe_layers() * moe_mlp + EmbeddingParams(*this);
+}
+
+double ModelDims::ActiveParams() const {
+  const double h = hidden;
+  const double dense_mlp = 3.0 * h * intermediate;
+  const double expert = 3.0 * h * moe_intermediate;
+  const double moe_mlp =
+      (static_cast<double>(experts_per_token) + shared_experts) * expert +
+      h * experts;
+  return layers * AttentionParams(*this) + dense_layers() * dense_mlp +
+         moe_layers() * moe_mlp + EmbeddingParams(*this);
+}
+
+bool PlanDims::operator==(const PlanDims& other) const {
+  if (dp != other.dp || tp != other.tp || pp != other.pp || ep != other.ep ||
+      dims != other.dims || micro_batches != other.micro_batches ||
+      batch_size != other.batch_size ||
+      num_stage_layers != other.num_stage_layers) {
+    return false;
+  }
+  const int n = num_stage_layers < 0                    ? 0
+                : num_stage_layers > kMaxPipelineStages ? kMaxPipelineStages
+                                                        : num_stage_layers;
+  for (int i = 0; i < n; ++i) {
+    if (stage_layers[i] != other.stage_layers[i]) return false;
+  }
+  return true;
+}
+
+absl::string_view BottleneckName(Bottleneck b) {
+  switch (b) {
+    case Bottleneck::kCompute:
+      return "compute";
+    case Bottleneck::kMemory:
+      return "memory";
+    case Bottleneck::kCommunication:
+      return "communication";
+    case Bottleneck::kPipeline:
+      return "pipeline";
+  }
+  return "unknown";
+}
+
+std::string InfeasibleReasonText(const Evaluation& e) {
+  switch (e.reason) {
+    case InfeasibleReason::kNone:
+      return e.feasible ? "" : "infeasible";
+    case InfeasibleReason::kWeightsExceedMemory:
+      return absl::StrFormat("weights need %.1f GB per GPU, %.1f GB available",
+                             Gb(e.reason_value), Gb(e.reason_limit));
+    case InfeasibleReason::kKvCacheExceedsMemory:
+      return absl::StrFormat(
+          "KV cache for batch %d needs %.1f GB per GPU beside %.1f GB of "
+          "weights, %.1f GB "
+          "available",
+          e.batch_size, Gb(e.reason_value), Gb(e.weights_bytes),
+          Gb(e.reason_limit));
+    case InfeasibleReason::kTtftSlo:
+      return absl::StrFormat("TTFT %.0f ms exceeds the %.0f ms SLO",
+                             e.reason_value * 1e3, e.reason_limit * 1e3);
+    case InfeasibleReason::kTpotSlo:
+      return absl::StrFormat("TPOT %.1f ms exceeds the %.1f ms SLO",
+                             e.reason_value * 1e3, e.reason_limit * 1e3);
+    case InfeasibleReason::kNoBatchFits:
+      return "no decode batch size fits in memory and meets the TTFT/TPOT SLOs";
+  }
+  return "infeasible";
+}
+
+}  // namespace shardplan::simulator

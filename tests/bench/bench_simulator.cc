@@ -1,0 +1,152 @@
+// shardplan-bench-simulator: cost-model evaluations per second, one benchmark
+// per catalog model. Each benchmark evaluates a varied stream of valid plans
+// (different degrees, operator dims, micro-batches and batch sizes), not one
+// cached plan. items_per_second is the figure to read (one core; targets: >=
+// 1e6/s for llama-3.1-70b, >= 3e5/s for deepseek-v3 and moe-1.6t).
+// BM_BestBatch/* measure Evaluate with batch_size 0 and concurrency 0 (the
+// batch scan).
+//
+//   build/bin/shardplan-bench-simulator [--benchmark_filter=...]
+#include <benchmark/benchmark.h>
+
+#include <cstdio>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/cost_model.h"
+#include "simulator/spec.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+namespace {
+
+int GpusFor(const ModelDims& m) {
+  const double params = m.TotalParams();
+  if (params > 1e12) return 64;
+  if (params > 3e11) return 32;
+  if (params > 1e11) return 16;
+  return 8;
+}
+
+std::unique_ptr<const CostModel> MakeModel(const std::string& name,
+                                           int concurrency) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name(name);
+  absl::StatusOr<shardplan::v1::ModelSpec> spec = ResolveModel(source);
+  if (!spec.ok()) return nullptr;
+  absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(*spec, "model");
+  if (!dims.ok()) return nullptr;
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(GpusFor(*dims));
+  cluster.set_gpus_per_node(8);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(256);
+  workload.set_concurrency(concurrency);
+  workload.set_weight_dtype("bf16");
+  workload.set_kv_cache_dtype("bf16");
+  absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
+  if (!problem.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<const CostModel>> model =
+      CostModel::Create(*problem);
+  if (!model.ok()) return nullptr;
+  return std::move(*model);
+}
+
+// A deterministic stream of valid plans: every (dp, tp, pp, ep) factorisation,
+// random dims, micro-batches and batch sizes (seed 42).
+std::vector<PlanDims> PlanStream(const CostModel& model, bool explicit_batch,
+                                 int count) {
+  const int n = model.problem().cluster.num_gpus;
+  std::mt19937 rng(42);
+  std::vector<PlanDims> degrees;
+  for (int tp = 1; tp <= n; tp *= 2) {
+    for (int pp = 1; tp * pp <= n; pp *= 2) {
+      const int dp = n / (tp * pp);
+      for (int ep = 1; ep <= dp * tp; ep *= 2) {
+        PlanDims p;
+        p.dp = dp;
+        p.tp = tp;
+        p.pp = pp;
+        p.ep = ep;
+        degrees.push_back(p);
+        if (!model.problem().model.is_moe()) break;
+      }
+    }
+  }
+  const std::vector<int>& batches = BatchSizeCandidates();
+  std::vector<PlanDims> plans;
+  for (int attempt = 0;
+       attempt < count * 50 && static_cast<int>(plans.size()) < count;
+       ++attempt) {
+    PlanDims p = degrees[rng() % degrees.size()];
+    for (int i = 0; i < kNumOpKinds; ++i) {
+      p.dims[i] = (rng() % 2 == 0)
+                      ? MegatronShardDims()[i]
+                      : static_cast<ShardDim>(rng() % kNumShardDims);
+    }
+    p.micro_batches = p.pp > 1 ? static_cast<int>(p.pp * (1 + rng() % 2)) : 0;
+    p.batch_size = explicit_batch ? batches[rng() % 14] : 0;
+    if (model.ValidatePlan(p).ok()) plans.push_back(p);
+  }
+  return plans;
+}
+
+void BM_Evaluate(benchmark::State& state, const std::string& name,
+                 bool explicit_batch) {
+  std::unique_ptr<const CostModel> model = MakeModel(name, 0);
+  if (model == nullptr) {
+    state.SkipWithError("cannot build the problem");
+    return;
+  }
+  const std::vector<PlanDims> plans = PlanStream(*model, explicit_batch, 512);
+  if (plans.empty()) {
+    state.SkipWithError("no valid plans");
+    return;
+  }
+  size_t i = 0;
+  int feasible = 0;
+  for (auto _ : state) {
+    const Evaluation e = model->Evaluate(plans[i]);
+    feasible += e.feasible ? 1 : 0;
+    benchmark::DoNotOptimize(e);
+    if (++i == plans.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["plans"] = static_cast<double>(plans.size());
+  state.counters["feasible_ratio"] =
+      state.iterations() > 0
+          ? static_cast<double>(feasible) / state.iterations()
+          : 0;
+}
+
+void RegisterAll() {
+  for (const shardplan::v1::ModelSpec& spec : CatalogModels()) {
+    const std::string name = spec.name();
+    benchmark::RegisterBenchmark(
+        ("BM_Evaluate/" + name).c_str(),
+        [name](benchmark::State& s) { BM_Evaluate(s, name, true); });
+  }
+  for (const char* name : {"llama-3.1-70b", "deepseek-v3"}) {
+    const std::string n = name;
+    benchmark::RegisterBenchmark(
+        ("BM_BestBatch/" + n).c_str(),
+        [n](benchmark::State& s) { BM_Evaluate(s, n, false); });
+  }
+}
+
+}  // namespace
+}  // namespace shardplan::simulator
+
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  shardplan::simulator::RegisterAll();
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

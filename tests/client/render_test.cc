@@ -1,0 +1,187 @@
+#include "client/render.h"
+
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "yaml-cpp/yaml.h"
+
+namespace shardplan::client {
+namespace {
+
+using shardplan::v1::PlanUpdate;
+using ::testing::AllOf;
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+PlanUpdate SampleUpdate() {
+  PlanUpdate u;
+  auto* plan = u.mutable_plan();
+  plan->set_dp(2);
+  plan->set_tp(8);
+  plan->set_pp(1);
+  plan->set_ep(1);
+  plan->set_batch_size(64);
+  for (auto [op, dim] :
+       {std::pair{"qkv", "column"}, std::pair{"attention", "column"},
+        std::pair{"attn_out", "row"}}) {
+    auto* s = plan->add_operator_sharding();
+    s->set_operator_(op);
+    s->set_dim(dim);
+  }
+  auto* stage = plan->add_placement();
+  stage->set_replica(1);
+  stage->set_stage(0);
+  stage->set_first_layer(0);
+  stage->set_num_layers(80);
+  stage->add_nodes(1);
+  stage->set_node_group("rack-a");
+  auto* p = u.mutable_prediction();
+  p->set_feasible(true);
+  p->set_output_tokens_per_s(12345.6);
+  p->set_output_tokens_per_s_per_gpu(771.6);
+  p->set_ttft_ms(123.45);
+  p->set_tpot_ms(45.6);
+  p->set_batch_size(64);
+  p->mutable_memory_per_gpu()->set_weights_bytes(17.6e9);
+  p->mutable_memory_per_gpu()->set_total_bytes(60e9);
+  p->mutable_memory_per_gpu()->set_capacity_bytes(80e9);
+  p->set_bottleneck("memory (attention)");
+  for (auto [op, total] :
+       {std::pair{"attention", 0.004}, std::pair{"mlp_up", 0.002},
+        std::pair{"qkv", 0.001}}) {
+    auto* c = p->add_operators();
+    c->set_operator_(op);
+    c->set_phase("decode");
+    c->set_total_seconds(total);
+    c->set_memory_seconds(total);
+  }
+  u.set_evaluations(1234);
+  u.set_elapsed_seconds(3.21);
+  u.set_speedup_vs_baseline(1.07);
+  u.set_final(true);
+  u.set_kind("final");
+  u.mutable_summary()->set_method("rl");
+  return u;
+}
+
+RenderContext Context() {
+  return RenderContext{"llama-3.1-70b", "h100-sxm-80gb", 16, 8};
+}
+
+TEST(RenderTest, JsonLineIsOneLineWithCamelCaseNames) {
+  const std::string line = ToJsonLine(SampleUpdate());
+  EXPECT_EQ(line.find('\n'), std::string::npos);
+  EXPECT_THAT(line, AllOf(HasSubstr("\"final\":true"),
+                          HasSubstr("\"speedupVsBaseline\":1.07"),
+                          HasSubstr("\"operatorSharding\""),
+                          HasSubstr("\"outputTokensPerS\"")));
+}
+
+TEST(RenderTest, PlanTableHasDegreesDimsPlacementFiguresAndTopCosts) {
+  const std::string table = RenderPlanUpdate(SampleUpdate(), Context());
+  EXPECT_THAT(
+      table,
+      HasSubstr("Plan for llama-3.1-70b on 16 x h100-sxm-80gb (2 nodes of 8)"));
+  EXPECT_THAT(table, HasSubstr("dp 2  tp 8  pp 1  ep 1"));
+  EXPECT_THAT(table, HasSubstr("attn_out    row"));
+  EXPECT_THAT(table, HasSubstr("rack-a"));
+  EXPECT_THAT(table, HasSubstr("12,346 tok/s"));
+  EXPECT_THAT(table, HasSubstr("TTFT 123.5 ms"));
+  EXPECT_THAT(table, HasSubstr("TPOT 45.6 ms"));
+  EXPECT_THAT(table, HasSubstr("weights 17.6 GB"));
+  EXPECT_THAT(table, HasSubstr("1.070x over the Megatron baseline"));
+  // Top contributors sorted by total: attention (57.1%) first.
+  const size_t costs = table.find("Top cost contributors (decode");
+  ASSERT_NE(costs, std::string::npos) << table;
+  const size_t attention = table.find("  attention ", costs);
+  const size_t mlp = table.find("  mlp_up ", costs);
+  ASSERT_NE(attention, std::string::npos) << table;
+  ASSERT_NE(mlp, std::string::npos) << table;
+  EXPECT_LT(attention, mlp);
+  EXPECT_THAT(table, HasSubstr("57.1%"));
+}
+
+TEST(RenderTest, InfeasiblePlanSaysWhy) {
+  PlanUpdate u = SampleUpdate();
+  u.mutable_prediction()->set_feasible(false);
+  u.mutable_prediction()->set_infeasible_reason(
+      "weights need 140 GB per GPU, capacity 80 GB");
+  EXPECT_THAT(RenderPlanUpdate(u, Context()),
+              HasSubstr("Feasible        NO: weights need 140 GB per GPU"));
+  EXPECT_THAT(ProgressLine(u), HasSubstr("no feasible plan yet"));
+}
+
+TEST(RenderTest, ProgressLineShowsEvaluationsBestSpeedupElapsed) {
+  EXPECT_EQ(ProgressLine(SampleUpdate()),
+            "rl  1,234 evals  best 12,346 tok/s  1.07x vs Megatron  3.2 s");
+}
+
+TEST(RenderTest, YamlManifestParsesAndCarriesThePlan) {
+  const std::string text = RenderYamlManifest(SampleUpdate(), Context());
+  const YAML::Node doc = YAML::Load(text);
+  EXPECT_EQ(doc["kind"].as<std::string>(), "ShardingPlan");
+  EXPECT_EQ(doc["parallelism"]["tensor"].as<int>(), 8);
+  EXPECT_EQ(doc["parallelism"]["data"].as<int>(), 2);
+  EXPECT_EQ(doc["operatorSharding"]["attn_out"].as<std::string>(), "row");
+  EXPECT_EQ(doc["placement"][0]["nodeGroup"].as<std::string>(), "rack-a");
+  EXPECT_EQ(doc["placement"][0]["layers"][1].as<int>(), 79);
+  EXPECT_NEAR(doc["predicted"]["outputTokensPerS"].as<double>(), 12345.6, 1e-6);
+  EXPECT_EQ(doc["cluster"]["gpus"].as<int>(), 16);
+  EXPECT_EQ(doc["nodes"][0]["node"].as<int>(), 1);
+  EXPECT_EQ(doc["nodes"][0]["nodeGroup"].as<std::string>(), "rack-a");
+  EXPECT_EQ(doc["nodes"][0]["hosts"][0].as<std::string>(), "replica 1 stage 0");
+  // Rounded for people: no 17-digit floats.
+  EXPECT_THAT(text, HasSubstr("outputTokensPerS: 12345.6\n"));
+}
+
+TEST(RenderTest, DenseModelsHideExpertOperatorsAndLongTtftReadsInSeconds) {
+  PlanUpdate u = SampleUpdate();
+  auto* router = u.mutable_plan()->add_operator_sharding();
+  router->set_operator_("router");
+  router->set_dim("replicate");
+  u.mutable_prediction()->set_ttft_ms(9367.4);
+  RenderContext c = Context();
+  c.gpus_per_node = 0;  // derived from the placement instead
+  const std::string table = RenderPlanUpdate(u, c);
+  EXPECT_THAT(table, Not(HasSubstr("router")));
+  EXPECT_THAT(table, HasSubstr("TTFT 9.37 s"));
+  EXPECT_THAT(table, HasSubstr("16 x h100-sxm-80gb (2 nodes of 8)"));
+  u.mutable_plan()->set_ep(4);
+  EXPECT_THAT(RenderPlanUpdate(u, c), HasSubstr("router"));
+}
+
+TEST(RenderTest, CatalogTableListsModelsAndHardware) {
+  shardplan::v1::ListCatalogResponse catalog;
+  auto* m = catalog.add_models();
+  m->set_name("llama-3.1-8b");
+  m->set_family("llama");
+  m->set_hidden_size(4096);
+  m->set_num_layers(32);
+  m->set_num_attention_heads(32);
+  m->set_num_key_value_heads(8);
+  m->set_intermediate_size(14336);
+  m->set_vocab_size(128256);
+  auto* h = catalog.add_hardware();
+  h->set_name("h100-sxm-80gb");
+  h->set_peak_bf16_flops_per_s(989e12);
+  h->set_hbm_bytes(80e9);
+  catalog.add_methods("rl");
+  const std::string table = RenderCatalog(catalog);
+  EXPECT_THAT(table, AllOf(HasSubstr("llama-3.1-8b"), HasSubstr("8.0B"),
+                           HasSubstr("GQA 8/32"), HasSubstr("h100-sxm-80gb"),
+                           HasSubstr("989"), HasSubstr("80.0 GB"),
+                           HasSubstr("Methods    rl")));
+  EXPECT_THAT(table, Not(HasSubstr("MLA")));
+}
+
+TEST(RenderTest, NumberFormatting) {
+  EXPECT_EQ(FormatCount(0), "0");
+  EXPECT_EQ(FormatCount(999.4), "999");
+  EXPECT_EQ(FormatCount(1234567), "1,234,567");
+  EXPECT_EQ(FormatBytes(80e9), "80.0 GB");
+  EXPECT_EQ(FormatBytes(1.5e12), "1.50 TB");
+}
+
+}  // namespace
+}  // namespace shardplan::client

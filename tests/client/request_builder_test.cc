@@ -1,0 +1,234 @@
+#include "client/request_builder.h"
+
+#include <map>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace shardplan::client {
+namespace {
+
+using ::testing::HasSubstr;
+
+// A FileReader over an in-memory map.
+FileReader FakeFiles(std::map<std::string, std::string> files) {
+  return [files = std::move(files)](
+             const std::string& path) -> absl::StatusOr<std::string> {
+    auto it = files.find(path);
+    if (it == files.end()) return absl::NotFoundError("cannot open " + path);
+    return it->second;
+  };
+}
+
+ProblemFlags CatalogProblem() {
+  ProblemFlags f;
+  f.model = "llama-3.1-70b";
+  f.gpus = 16;
+  f.gpus_per_node = 8;
+  f.isl = 2048;
+  f.osl = 256;
+  f.concurrency = 32;
+  f.max_ttft_ms = 500;
+  f.weight_dtype = "fp8";
+  return f;
+}
+
+TEST(RequestBuilderTest, PlanRequestCarriesEveryFlag) {
+  SearchFlags s;
+  s.method = "anneal";
+  s.max_evaluations = 500;
+  s.max_seconds = 7.5;
+  s.seed = 42;
+  s.no_warm_start = true;
+  auto request = BuildPlanRequest(CatalogProblem(), s, FakeFiles({}));
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->model().catalog_name(), "llama-3.1-70b");
+  EXPECT_EQ(request->cluster().hardware(), "h100-sxm-80gb");
+  EXPECT_EQ(request->cluster().num_gpus(), 16);
+  EXPECT_EQ(request->cluster().gpus_per_node(), 8);
+  EXPECT_EQ(request->workload().input_tokens(), 2048);
+  EXPECT_EQ(request->workload().output_tokens(), 256);
+  EXPECT_EQ(request->workload().concurrency(), 32);
+  EXPECT_DOUBLE_EQ(request->workload().max_ttft_ms(), 500);
+  EXPECT_EQ(request->workload().weight_dtype(), "fp8");
+  EXPECT_EQ(request->options().method(), "anneal");
+  EXPECT_EQ(request->options().max_evaluations(), 500);
+  EXPECT_DOUBLE_EQ(request->options().max_seconds(), 7.5);
+  EXPECT_EQ(request->options().seed(), 42u);
+  ASSERT_TRUE(request->options().has_warm_start());
+  EXPECT_FALSE(request->options().warm_start());
+}
+
+TEST(RequestBuilderTest, WarmStartIsExplicitlyTrueByDefault) {
+  auto request =
+      BuildPlanRequest(CatalogProblem(), SearchFlags(), FakeFiles({}));
+  ASSERT_TRUE(request.ok());
+  ASSERT_TRUE(request->options().has_warm_start());
+  EXPECT_TRUE(request->options().warm_start());
+}
+
+TEST(RequestBuilderTest, RequiresExactlyOneModelSource) {
+  ProblemFlags f = CatalogProblem();
+  f.model.clear();
+  auto none = BuildPlanRequest(f, SearchFlags(), FakeFiles({}));
+  ASSERT_FALSE(none.ok());
+  EXPECT_EQ(none.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(none.status().message(), HasSubstr("--model"));
+
+  f.model = "llama-3.1-8b";
+  f.hf_config = "config.json";
+  auto two = BuildPlanRequest(f, SearchFlags(), FakeFiles({}));
+  ASSERT_FALSE(two.ok());
+  EXPECT_THAT(two.status().message(), HasSubstr("only one"));
+}
+
+TEST(RequestBuilderTest, RequiresGpusOrClusterFile) {
+  ProblemFlags f = CatalogProblem();
+  f.gpus = 0;
+  auto request = BuildPlanRequest(f, SearchFlags(), FakeFiles({}));
+  ASSERT_FALSE(request.ok());
+  EXPECT_THAT(request.status().message(),
+              HasSubstr("--gpus must be > 0, got 0"));
+}
+
+TEST(RequestBuilderTest, ModelFileYamlBecomesSpec) {
+  ProblemFlags f = CatalogProblem();
+  f.model.clear();
+  f.model_file = "tiny.yaml";
+  const std::string yaml =
+      "name: tiny\nfamily: llama\nhiddenSize: 1024\nnumLayers: "
+      "4\nnumAttentionHeads: 8\n"
+      "numKeyValueHeads: 2\nintermediateSize: 4096\nvocabSize: 32000\n"
+      "tieWordEmbeddings: true\n";
+  auto request =
+      BuildPlanRequest(f, SearchFlags(), FakeFiles({{"tiny.yaml", yaml}}));
+  ASSERT_TRUE(request.ok()) << request.status();
+  const auto& spec = request->model().spec();
+  EXPECT_EQ(spec.name(), "tiny");
+  EXPECT_EQ(spec.hidden_size(), 1024);
+  EXPECT_EQ(spec.num_key_value_heads(), 2);
+  EXPECT_TRUE(spec.tie_word_embeddings());
+}
+
+TEST(RequestBuilderTest, ModelFileJsonAndUnknownFieldIsRejectedWithPath) {
+  ProblemFlags f = CatalogProblem();
+  f.model.clear();
+  f.model_file = "bad.json";
+  auto request = BuildPlanRequest(
+      f, SearchFlags(),
+      FakeFiles({{"bad.json", R"({"name": "x", "hiddenSizes": 5})"}}));
+  ASSERT_FALSE(request.ok());
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(request.status().message(), HasSubstr("--model-file bad.json"));
+  EXPECT_THAT(request.status().message(), HasSubstr("hiddenSizes"));
+}
+
+TEST(RequestBuilderTest, MissingFileIsNotFound) {
+  ProblemFlags f = CatalogProblem();
+  f.model.clear();
+  f.hf_config = "nope.json";
+  auto request = BuildPlanRequest(f, SearchFlags(), FakeFiles({}));
+  ASSERT_FALSE(request.ok());
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(request.status().message(), HasSubstr("nope.json"));
+}
+
+TEST(RequestBuilderTest, HfConfigIsPassedVerbatim) {
+  ProblemFlags f = CatalogProblem();
+  f.model.clear();
+  f.hf_config = "config.json";
+  const std::string config = R"({"model_type": "llama", "hidden_size": 4096})";
+  auto request =
+      BuildPlanRequest(f, SearchFlags(), FakeFiles({{"config.json", config}}));
+  ASSERT_TRUE(request.ok());
+  EXPECT_EQ(request->model().hf_config_json(), config);
+  EXPECT_EQ(ModelLabel(request->model()), "llama");
+
+  auto bad =
+      BuildPlanRequest(f, SearchFlags(), FakeFiles({{"config.json", "{nope"}}));
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(bad.status().message(), HasSubstr("not valid JSON"));
+}
+
+TEST(RequestBuilderTest, ClusterFileWithFlagOverrides) {
+  ProblemFlags f = CatalogProblem();
+  f.gpus = 0;
+  f.gpus_per_node = 0;
+  f.cluster_file = "cluster.yaml";
+  const std::string yaml =
+      "hardware: h200-sxm-141gb\nnumGpus: 32\ngpusPerNode: 8\n"
+      "nodeGroups:\n  - name: rack-a\n    numNodes: 2\n  - name: rack-b\n    "
+      "numNodes: 2\n";
+  auto request =
+      BuildPlanRequest(f, SearchFlags(), FakeFiles({{"cluster.yaml", yaml}}));
+  ASSERT_TRUE(request.ok()) << request.status();
+  EXPECT_EQ(request->cluster().hardware(),
+            "h200-sxm-141gb");  // file wins over default
+  EXPECT_EQ(request->cluster().num_gpus(), 32);
+  ASSERT_EQ(request->cluster().node_groups_size(), 2);
+  EXPECT_EQ(request->cluster().node_groups(1).name(), "rack-b");
+
+  f.gpus = 16;
+  f.hardware = "h100-sxm-80gb";
+  f.hardware_set = true;
+  auto overridden =
+      BuildPlanRequest(f, SearchFlags(), FakeFiles({{"cluster.yaml", yaml}}));
+  ASSERT_TRUE(overridden.ok());
+  EXPECT_EQ(overridden->cluster().hardware(), "h100-sxm-80gb");
+  EXPECT_EQ(overridden->cluster().num_gpus(), 16);
+}
+
+TEST(RequestBuilderTest, EvaluateRequestBuildsPlan) {
+  PlanFlags p;
+  p.tp = 8;
+  p.pp = 2;
+  p.dp = 1;
+  p.ep = 1;
+  p.ops = {"attention=batch", "mlp_down = row"};
+  p.stage_layers = {40, 40};
+  p.batch_size = 64;
+  auto request = BuildEvaluateRequest(CatalogProblem(), p, FakeFiles({}));
+  ASSERT_TRUE(request.ok()) << request.status();
+  const auto& plan = request->plan();
+  EXPECT_EQ(plan.tp(), 8);
+  EXPECT_EQ(plan.pp(), 2);
+  EXPECT_EQ(plan.batch_size(), 64);
+  ASSERT_EQ(plan.operator_sharding_size(), 2);
+  EXPECT_EQ(plan.operator_sharding(0).operator_(), "attention");
+  EXPECT_EQ(plan.operator_sharding(0).dim(), "batch");
+  EXPECT_EQ(plan.operator_sharding(1).operator_(), "mlp_down");
+  EXPECT_EQ(plan.operator_sharding(1).dim(), "row");
+  ASSERT_EQ(plan.stage_layers_size(), 2);
+}
+
+TEST(RequestBuilderTest, BadOpAssignmentQuotesTheValue) {
+  for (const char* bad : {"attention", "=batch", "attention=", ""}) {
+    auto op = ParseOpAssignment(bad);
+    ASSERT_FALSE(op.ok()) << bad;
+    EXPECT_THAT(op.status().message(), HasSubstr("NAME=DIM"));
+    EXPECT_THAT(op.status().message(),
+                HasSubstr(std::string("\"") + bad + "\""));
+  }
+}
+
+TEST(YamlToJsonTest, ScalarsKeepTheirTypes) {
+  auto json = YamlToJson(
+      "a: 1\nb: 2.5\nc: true\nd: hello\ne: '42'\nf: [1, x]\ng: ~\nh: -3\ni: "
+      "1e3\n");
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(
+      *json,
+      R"({"a":1,"b":2.5,"c":true,"d":"hello","e":"42","f":[1,"x"],"g":null,"h":-3,)"
+      R"("i":1000.0})");
+}
+
+TEST(YamlToJsonTest, SyntaxErrorNamesTheLine) {
+  auto json = YamlToJson("a: 1\nb: [1, 2\nc: 3\n");
+  ASSERT_FALSE(json.ok());
+  EXPECT_EQ(json.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(json.status().message(), HasSubstr("line"));
+}
+
+}  // namespace
+}  // namespace shardplan::client

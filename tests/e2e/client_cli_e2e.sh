@@ -1,0 +1,118 @@
+#!/usr/bin/env bash
+# End-to-end test of the `shardplan` CLI against the real shardplan-server.
+# Usage: client_cli_e2e.sh SHARDPLAN_SERVER_BIN SHARDPLAN_BIN PYTHON3
+source "$(dirname "$0")/client_server_lib.sh"
+SERVER_BIN=$1
+CLI=$2
+PY=${3:-/usr/bin/python3}
+start_server "${SERVER_BIN}"
+echo "server on ${SERVER}"
+
+# expect_rc WANT CMD...: runs CMD, stdout -> $WORK/out, stderr -> $WORK/err, checks the code.
+expect_rc() {
+  local want=$1; shift
+  local rc=0
+  "$@" >"${WORK}/out" 2>"${WORK}/err" || rc=$?
+  if [[ ${rc} -ne ${want} ]]; then
+    echo "stdout:" >&2; cat "${WORK}/out" >&2; echo "stderr:" >&2; cat "${WORK}/err" >&2
+    fail "exit code ${rc}, want ${want}: $*"
+  fi
+}
+
+# health
+expect_rc 0 "${CLI}" health --server "${SERVER}"
+grep -qx SERVING "${WORK}/out" || fail "health did not print SERVING: $(cat "${WORK}/out")"
+
+# catalog
+expect_rc 0 "${CLI}" catalog --server "${SERVER}"
+grep -q "llama-3.1-8b" "${WORK}/out" || fail "catalog lacks llama-3.1-8b"
+grep -q "h100-sxm-80gb" "${WORK}/out" || fail "catalog lacks h100-sxm-80gb"
+
+PLAN_ARGS=(--server "${SERVER}" --model llama-3.1-8b --gpus 8 --isl 1024 --osl 256
+           --max-evaluations 200 --max-seconds 20 --seed 7 --deadline-seconds 120)
+
+# plan --output json: one JSON PlanUpdate per line, the last with final:true.
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method random --output json
+"${PY}" - "${WORK}/out" <<'PYEOF' || fail "plan --output json is not JSON lines ending with final:true"
+import json, sys
+lines = [l for l in open(sys.argv[1]).read().splitlines()]
+assert lines, "no output"
+updates = [json.loads(l) for l in lines]
+assert all("plan" in u and "prediction" in u for u in updates), "update without plan/prediction"
+assert updates[-1].get("final") is True, "last update is not final"
+assert not any(u.get("final") for u in updates[:-1]), "final before the end"
+print(f"json: {len(updates)} updates, final {updates[-1]['prediction'].get('outputTokensPerS')} tok/s")
+PYEOF
+
+# plan (table)
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron
+for want in "Plan for llama-3.1-8b on 8 x h100-sxm-80gb" "Parallelism" "Throughput" "TTFT" "Memory per GPU"; do
+  grep -q "${want}" "${WORK}/out" || fail "plan table lacks '${want}': $(cat "${WORK}/out")"
+done
+
+# plan --output yaml: a manifest that parses.
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --output yaml
+"${PY}" -c "
+import sys, yaml
+doc = yaml.safe_load(open(sys.argv[1]))
+assert doc['kind'] == 'ShardingPlan', doc
+assert doc['parallelism']['tensor'] * doc['parallelism']['data'] * doc['parallelism']['pipeline'] == 8, doc
+" "${WORK}/out" || fail "plan --output yaml is not a valid manifest"
+
+# plan --emit vllm / sglang / trtllm
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm
+grep -q "vllm serve meta-llama/Llama-3.1-8B-Instruct" "${WORK}/out" || fail "--emit vllm: $(cat "${WORK}/out")"
+grep -q -- "--tensor-parallel-size" "${WORK}/out" || fail "--emit vllm lacks --tensor-parallel-size"
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit sglang
+grep -q "sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct" "${WORK}/out" || fail "--emit sglang"
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit trtllm
+grep -q "trtllm-serve meta-llama/Llama-3.1-8B-Instruct" "${WORK}/out" || fail "--emit trtllm"
+
+# evaluate (table and JSON)
+expect_rc 0 "${CLI}" evaluate --server "${SERVER}" --model llama-3.1-8b --gpus 8 --tp 8 \
+  --op attention=column --batch-size 32
+grep -q "Throughput" "${WORK}/out" || fail "evaluate table lacks Throughput"
+expect_rc 0 "${CLI}" evaluate --server "${SERVER}" --model llama-3.1-8b --gpus 8 --tp 4 --dp 2 --output json
+"${PY}" -c "
+import json, sys
+r = json.load(open(sys.argv[1]))
+assert r['plan']['tp'] == 4 and r['plan']['dp'] == 2, r['plan']
+assert 'outputTokensPerS' in r['prediction'] or not r['prediction'].get('feasible'), r['prediction']
+" "${WORK}/out" || fail "evaluate --output json"
+
+# Errors and exit codes.
+expect_rc 4 "${CLI}" plan --server "${SERVER}" --model no-such-model --gpus 8 --max-evaluations 10
+grep -q "INVALID_ARGUMENT" "${WORK}/err" || fail "invalid model: no INVALID_ARGUMENT: $(cat "${WORK}/err")"
+grep -q "model" "${WORK}/err" || fail "invalid model: no field path: $(cat "${WORK}/err")"
+grep -q "no-such-model" "${WORK}/err" || fail "invalid model: value not named: $(cat "${WORK}/err")"
+
+expect_rc 4 "${CLI}" evaluate --server "${SERVER}" --model llama-3.1-8b --gpus 8 --tp 8 --op attention=diagonal
+grep -q "diagonal" "${WORK}/err" || fail "bad dim not named: $(cat "${WORK}/err")"
+
+# Unreachable: a port we just bound and released has no listener.
+FREE_PORT=$("${PY}" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
+expect_rc 3 "${CLI}" health --server "127.0.0.1:${FREE_PORT}"
+grep -q "cannot reach shardplan-server at 127.0.0.1:${FREE_PORT}" "${WORK}/err" || fail "unreachable message: $(cat "${WORK}/err")"
+expect_rc 3 "${CLI}" plan --server "127.0.0.1:${FREE_PORT}" --model llama-3.1-8b --gpus 8
+
+# Usage errors never reach the server.
+expect_rc 2 "${CLI}" plan --server "${SERVER}" --model llama-3.1-8b --gpus abc
+grep -q '"abc"' "${WORK}/err" || fail "bad flag value not quoted: $(cat "${WORK}/err")"
+expect_rc 2 "${CLI}" plan --server "${SERVER}" --gpus 8
+expect_rc 2 "${CLI}" plan --server "${SERVER}" --model-file "${WORK}/missing.yaml" --gpus 8
+
+# A model spec file in YAML goes through the server.
+cat > "${WORK}/tiny.yaml" <<'YAML'
+name: tiny-llama
+family: llama
+hiddenSize: 2048
+numLayers: 16
+numAttentionHeads: 16
+numKeyValueHeads: 8
+intermediateSize: 8192
+vocabSize: 32000
+YAML
+expect_rc 0 "${CLI}" evaluate --server "${SERVER}" --model-file "${WORK}/tiny.yaml" --gpus 8 --tp 2 --dp 4
+grep -q "tiny-llama" "${WORK}/out" || fail "model file: $(cat "${WORK}/out")"
+
+echo "client CLI e2e: OK"

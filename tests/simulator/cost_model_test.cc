@@ -1,0 +1,584 @@
+// Invariants of the cost model (DESIGN.md) on small hand-computed cases, the
+// rule table, plan validation, the Megatron heuristic and a fuzz over every
+// catalog model.
+#include "simulator/cost_model.h"
+
+#include <cmath>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/internal/cost_layers.h"
+#include "simulator/megatron.h"
+#include "simulator/spec.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+namespace {
+
+using internal::Collective;
+using internal::CollectiveRecord;
+using internal::CostModelInspector;
+using internal::Layout;
+using internal::TransitionCollective;
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Setup {
+  std::string model = "llama-3.1-70b";
+  int gpus = 8;
+  int gpus_per_node = 8;
+  int isl = 2048;
+  int osl = 256;
+  int concurrency = 16;
+  std::string weight_dtype = "bf16";
+  double max_ttft_ms = 0;
+  double max_tpot_ms = 0;
+};
+
+std::unique_ptr<const CostModel> Make(const Setup& s) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name(s.model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(s.gpus);
+  cluster.set_gpus_per_node(std::min(s.gpus, s.gpus_per_node));
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(s.isl);
+  workload.set_output_tokens(s.osl);
+  workload.set_concurrency(s.concurrency);
+  workload.set_weight_dtype(s.weight_dtype);
+  workload.set_kv_cache_dtype("bf16");
+  workload.set_max_ttft_ms(s.max_ttft_ms);
+  workload.set_max_tpot_ms(s.max_tpot_ms);
+  absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  if (!problem.ok()) return nullptr;
+  absl::StatusOr<std::unique_ptr<const CostModel>> model =
+      CostModel::Create(*problem);
+  EXPECT_TRUE(model.ok()) << model.status();
+  if (!model.ok()) return nullptr;
+  return std::move(*model);
+}
+
+PlanDims Plan(int dp, int tp, int pp, int ep = 1, int batch = 0) {
+  PlanDims p;
+  p.dp = dp;
+  p.tp = tp;
+  p.pp = pp;
+  p.ep = ep;
+  p.batch_size = batch;
+  return p;
+}
+
+double TotalComm(const Evaluation& e) {
+  double s = 0;
+  for (const OpCost& c : e.decode) s += c.comm_s;
+  for (const OpCost& c : e.prefill) s += c.comm_s;
+  return s;
+}
+
+TEST(CostModelTest, OneGpuNeedsNoCommunication) {
+  auto model = Make({.model = "llama-3.1-8b", .gpus = 1});
+  ASSERT_NE(model, nullptr);
+  const PlanDims plan = Plan(1, 1, 1);
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  const Evaluation e = model->Evaluate(plan);
+  EXPECT_TRUE(e.feasible) << InfeasibleReasonText(e);
+  EXPECT_EQ(TotalComm(e), 0);
+  EXPECT_EQ(e.nvlink_decode_bytes + e.ib_decode_bytes, 0);
+  EXPECT_EQ(e.nvlink_prefill_bytes + e.ib_prefill_bytes, 0);
+}
+
+TEST(CostModelTest, DataParallelDenseReplicasNeedNoCommunication) {
+  auto model = Make({.model = "llama-3.1-8b", .gpus = 8});
+  ASSERT_NE(model, nullptr);
+  // Any dims are equivalent with tp = 1: still no communication.
+  PlanDims plan = Plan(8, 1, 1);
+  plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;
+  plan.dims[static_cast<int>(OpKind::kMlpUp)] = ShardDim::kReplicate;
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  const Evaluation e = model->Evaluate(plan);
+  EXPECT_EQ(TotalComm(e), 0);
+  EXPECT_EQ(e.nvlink_decode_bytes + e.ib_decode_bytes, 0);
+}
+
+TEST(CostModelTest, MoeOnOneRankNeedsNoCommunication) {
+  auto model =
+      Make({.model = "gpt-oss-120b", .gpus = 2, .weight_dtype = "fp8"});
+  ASSERT_NE(model, nullptr);
+  const PlanDims plan = Plan(1, 1, 2);  // pp = 2: only the stage boundary sends
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  const std::vector<CollectiveRecord> records =
+      CostModelInspector::LayerCollectives(*model, plan, /*moe_layer=*/true,
+                                           true, 16);
+  EXPECT_TRUE(records.empty());
+}
+
+TEST(CostModelTest, WeightMemoryFallsAsTpTimesPpGrows) {
+  auto model = Make({.model = "llama-3.1-70b", .gpus = 16});
+  ASSERT_NE(model, nullptr);
+  double previous = 1e300;
+  // tp * pp = 1, 2, 4, 8, 16 (dp fills the rest).
+  for (const auto& [tp, pp] : std::vector<std::pair<int, int>>{
+           {1, 1}, {2, 1}, {2, 2}, {8, 1}, {8, 2}}) {
+    const PlanDims plan = Plan(16 / (tp * pp), tp, pp, 1, 1);
+    ASSERT_TRUE(model->ValidatePlan(plan).ok()) << tp << " " << pp;
+    const Evaluation e = model->Evaluate(plan);
+    EXPECT_LT(e.weights_bytes, previous) << "tp " << tp << " pp " << pp;
+    previous = e.weights_bytes;
+  }
+}
+
+// Megatron dense layer: attention column->row and MLP column->row, each ending
+// in one all-reduce of the [tokens x hidden] activation: B*S*H elements, 2
+// bytes each (bf16).
+TEST(CostModelTest, MegatronLayerHasTwoAllReduces) {
+  auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
+  ASSERT_NE(model, nullptr);
+  const PlanDims plan = Plan(1, 8, 1);
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  const double hidden = 8192;
+  // Prefill of one request of S = 2048 tokens (B = 1) and a decode step of B =
+  // 16 tokens.
+  for (const auto& [decode, tokens] :
+       std::vector<std::pair<bool, int>>{{false, 2048}, {true, 16}}) {
+    const std::vector<CollectiveRecord> records =
+        CostModelInspector::LayerCollectives(*model, plan, false, decode,
+                                             tokens);
+    ASSERT_EQ(records.size(), 2u) << "decode " << decode;
+    EXPECT_EQ(records[0].op, OpKind::kAttnOut);
+    EXPECT_EQ(records[1].op, OpKind::kMlpDown);
+    for (const CollectiveRecord& r : records) {
+      EXPECT_EQ(r.kind, Collective::kAllReduce);
+      EXPECT_DOUBLE_EQ(r.bytes, tokens * hidden * 2);
+      EXPECT_EQ(r.group_size, 8);
+    }
+  }
+}
+
+TEST(CostModelTest, SequenceParallelResidualUsesReduceScatterAndAllGather) {
+  auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
+  ASSERT_NE(model, nullptr);
+  PlanDims plan = Plan(1, 8, 1);
+  // A batch-split embedding leaves the residual token-split: each block then
+  // starts with an all-gather and ends with a reduce-scatter (Megatron sequence
+  // parallelism).
+  plan.dims[static_cast<int>(OpKind::kMlpDown)] = ShardDim::kRow;
+  plan.dims[static_cast<int>(OpKind::kAttnOut)] = ShardDim::kBatch;
+  plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;
+  plan.dims[static_cast<int>(OpKind::kQkv)] = ShardDim::kBatch;
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  const std::vector<CollectiveRecord> records =
+      CostModelInspector::LayerCollectives(*model, plan, false, true, 16);
+  // qkv/attention/attn_out batch: no collective; mlp_up column from TokenSplit:
+  // all-gather; mlp_down row -> PartialSum -> TokenSplit residual:
+  // reduce-scatter.
+  ASSERT_EQ(records.size(), 2u);
+  EXPECT_EQ(records[0].kind, Collective::kAllGather);
+  EXPECT_EQ(records[1].kind, Collective::kReduceScatter);
+}
+
+TEST(CostModelTest, RuleTable) {
+  EXPECT_EQ(TransitionCollective(Layout::kFull, Layout::kFeatureSplit, false),
+            Collective::kNone);
+  EXPECT_EQ(TransitionCollective(Layout::kFull, Layout::kTokenSplit, false),
+            Collective::kNone);
+  EXPECT_EQ(
+      TransitionCollective(Layout::kFeatureSplit, Layout::kFeatureSplit, true),
+      Collective::kNone);
+  EXPECT_EQ(
+      TransitionCollective(Layout::kFeatureSplit, Layout::kFeatureSplit, false),
+      Collective::kAllGather);
+  EXPECT_EQ(TransitionCollective(Layout::kFeatureSplit, Layout::kFull, false),
+            Collective::kAllGather);
+  EXPECT_EQ(
+      TransitionCollective(Layout::kFeatureSplit, Layout::kTokenSplit, false),
+      Collective::kAllToAll);
+  EXPECT_EQ(TransitionCollective(Layout::kPartialSum, Layout::kFull, false),
+            Collective::kAllReduce);
+  EXPECT_EQ(
+      TransitionCollective(Layout::kPartialSum, Layout::kTokenSplit, false),
+      Collective::kReduceScatter);
+  EXPECT_EQ(
+      TransitionCollective(Layout::kPartialSum, Layout::kFeatureSplit, false),
+      Collective::kReduceScatter);
+  EXPECT_EQ(TransitionCollective(Layout::kTokenSplit, Layout::kFull, false),
+            Collective::kAllGather);
+  EXPECT_EQ(
+      TransitionCollective(Layout::kTokenSplit, Layout::kFeatureSplit, false),
+      Collective::kAllToAll);
+  EXPECT_EQ(
+      TransitionCollective(Layout::kTokenSplit, Layout::kTokenSplit, false),
+      Collective::kNone);
+}
+
+TEST(CostModelTest, ExpertParallelDispatchAndCombineAreAllToAll) {
+  auto model =
+      Make({.model = "qwen3-235b-a22b", .gpus = 8, .weight_dtype = "fp8"});
+  ASSERT_NE(model, nullptr);
+  PlanDims plan =
+      Plan(8, 1, 1, 8);  // attention data parallel, experts over 8 ranks
+  plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  const std::vector<CollectiveRecord> records =
+      CostModelInspector::LayerCollectives(*model, plan, true, true, 32);
+  int all_to_all = 0;
+  for (const CollectiveRecord& r : records) {
+    if (r.kind == Collective::kAllToAll && r.group_size == 8) ++all_to_all;
+  }
+  EXPECT_EQ(all_to_all, 2);
+  const Evaluation e = model->Evaluate(plan);
+  EXPECT_GT(e.decode[static_cast<int>(OpKind::kExpertUp)].comm_s, 0);
+  EXPECT_GT(e.decode[static_cast<int>(OpKind::kExpertDown)].comm_s, 0);
+}
+
+TEST(CostModelTest, TpGroupSpanningNodesIsNeverFaster) {
+  for (int batch : {1, 16, 128}) {
+    // tp = 16: one 16-GPU node (NVLink) vs two 8-GPU nodes (InfiniBand
+    // between).
+    auto inside =
+        Make({.model = "llama-3.1-405b", .gpus = 16, .gpus_per_node = 16});
+    auto spanning =
+        Make({.model = "llama-3.1-405b", .gpus = 16, .gpus_per_node = 8});
+    ASSERT_NE(inside, nullptr);
+    ASSERT_NE(spanning, nullptr);
+    const PlanDims plan = Plan(1, 16, 1, 1, batch);
+    ASSERT_TRUE(inside->ValidatePlan(plan).ok());
+    const Evaluation a = inside->Evaluate(plan);
+    const Evaluation b = spanning->Evaluate(plan);
+    EXPECT_GE(b.tpot_s, a.tpot_s) << batch;
+    EXPECT_GE(b.ttft_s, a.ttft_s) << batch;
+    EXPECT_LE(b.output_tokens_per_s, a.output_tokens_per_s) << batch;
+    EXPECT_EQ(a.ib_decode_bytes, 0);
+    EXPECT_GT(b.ib_decode_bytes, 0);
+    // tp = 8 over 4-GPU nodes vs inside an 8-GPU node.
+    auto inside8 =
+        Make({.model = "llama-3.1-70b", .gpus = 8, .gpus_per_node = 8});
+    auto spanning8 =
+        Make({.model = "llama-3.1-70b", .gpus = 8, .gpus_per_node = 4});
+    const PlanDims plan8 = Plan(1, 8, 1, 1, batch);
+    EXPECT_GE(spanning8->Evaluate(plan8).tpot_s,
+              inside8->Evaluate(plan8).tpot_s)
+        << batch;
+  }
+}
+
+// Roofline: every output token needs at least 2 FLOPs per active matmul
+// parameter (the embedding lookup is not a matmul), so the cluster cannot
+// exceed num_gpus * peak / (2 * matmul params per token).
+TEST(CostModelTest, ThroughputNeverExceedsClusterRoofline) {
+  std::mt19937 rng(7);
+  for (const char* name :
+       {"llama-3.1-8b", "llama-3.1-70b", "mixtral-8x7b", "deepseek-v3"}) {
+    const int gpus = std::string(name) == "deepseek-v3" ? 32 : 8;
+    auto model = Make({.model = name, .gpus = gpus, .concurrency = 0});
+    ASSERT_NE(model, nullptr);
+    const ModelDims& m = model->problem().model;
+    const double matmul_params =
+        m.ActiveParams() -
+        (m.tie_embeddings ? 0.0 : static_cast<double>(m.vocab) * m.hidden);
+    const double peak = model->problem().cluster.hardware.peak_flops_per_s[0];
+    const double roofline = gpus * peak / (2 * matmul_params);
+    int checked = 0;
+    for (int tp = 1; tp <= 8; tp *= 2) {
+      for (int batch : {1, 8, 64, 512, 4096}) {
+        PlanDims plan = Plan(gpus / tp, tp, 1, 1, batch);
+        if (m.is_moe()) plan.ep = std::min(m.experts, gpus);
+        for (int i = 0; i < kNumOpKinds; ++i) {
+          if (rng() % 3 == 0)
+            plan.dims[i] = static_cast<ShardDim>(rng() % kNumShardDims);
+        }
+        if (!model->ValidatePlan(plan).ok()) continue;
+        const Evaluation e = model->Evaluate(plan);
+        ++checked;
+        EXPECT_LE(e.output_tokens_per_s, roofline)
+            << name << " tp " << tp << " b " << batch;
+      }
+    }
+    EXPECT_GT(checked, 5) << name;
+  }
+}
+
+// llama-3.1-70b, tp = 8, Megatron dims (every matmul and the vocab split 8
+// ways):
+//   per layer: qkv 8192*(64+2*8)*128 = 83,886,080; attn_out 8192*8192 =
+//   67,108,864;
+//              MLP 3*8192*28672 = 704,643,072; sum 855,638,016; x 80 =
+//              68,451,041,280
+//   embedding and LM head (untied): 2 * 128256*8192 = 2,101,346,304
+//   total 70,552,387,584 params / 8 ranks * 2 bytes = 17,638,096,896 bytes per
+//   GPU.
+// KV cache: 2 (K,V) * 8 heads * 128 * 2 bytes = 4096 bytes per token per layer,
+// 1 KV head
+//   per rank at tp = 8 -> 512 bytes; x 80 layers = 40,960 bytes per token per
+//   GPU; batch 16 x (2048 + 256) tokens -> 16 * 2304 * 40,960 = 1,509,949,440
+//   bytes.
+TEST(CostModelTest, GoldenLlama70bTp8Memory) {
+  auto model =
+      Make({.model = "llama-3.1-70b", .gpus = 8, .isl = 2048, .osl = 256});
+  ASSERT_NE(model, nullptr);
+  const Evaluation e = model->Evaluate(Plan(1, 8, 1, 1, 16));
+  EXPECT_DOUBLE_EQ(e.weights_bytes, 17638096896.0);
+  EXPECT_DOUBLE_EQ(e.kv_cache_bytes, 1509949440.0);
+  EXPECT_TRUE(e.feasible) << InfeasibleReasonText(e);
+  EXPECT_EQ(e.batch_size, 16);
+}
+
+TEST(CostModelTest, KvHeadsReplicateBeyondKvHeadCount) {
+  // llama-3.1-70b has 8 KV heads: at tp = 16 each rank still holds one full KV
+  // head.
+  auto model = Make({.model = "llama-3.1-70b", .gpus = 16});
+  auto model8 = Make({.model = "llama-3.1-70b", .gpus = 8});
+  const Evaluation e16 = model->Evaluate(Plan(1, 16, 1, 1, 16));
+  const Evaluation e8 = model8->Evaluate(Plan(1, 8, 1, 1, 16));
+  EXPECT_DOUBLE_EQ(e16.kv_cache_bytes, e8.kv_cache_bytes);
+}
+
+TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
+  auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
+  ASSERT_NE(model, nullptr);
+  struct Case {
+    PlanDims plan;
+    std::string prefix;
+  };
+  std::vector<Case> cases;
+  cases.push_back({Plan(1, 8, 2), "plan.dp*tp*pp"});
+  cases.push_back({Plan(0, 8, 1), "plan.dp"});
+  cases.push_back({Plan(8, 1, 1, 2), "plan.ep"});
+  {
+    PlanDims p = Plan(8, 1, 1);
+    p.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kRow;
+    cases.push_back({p, "plan.operator_sharding.attention"});
+  }
+  {
+    PlanDims p = Plan(8, 1, 1);
+    p.dims[static_cast<int>(OpKind::kRouter)] = ShardDim::kRow;
+    cases.push_back({p, "plan.operator_sharding.router"});
+  }
+  {
+    PlanDims p = Plan(4, 1, 2);
+    p.num_stage_layers = 2;
+    p.stage_layers[0] = 10;
+    p.stage_layers[1] = 10;
+    cases.push_back({p, "plan.stage_layers"});
+  }
+  {
+    PlanDims p = Plan(8, 1, 1);
+    p.batch_size = -1;
+    cases.push_back({p, "plan.batch_size"});
+  }
+  {
+    PlanDims p = Plan(8, 1, 1);
+    p.micro_batches = kMaxBatchSize + 1;
+    cases.push_back({p, "plan.micro_batches"});
+  }
+  for (const Case& c : cases) {
+    const absl::Status s = model->ValidatePlan(c.plan);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << c.prefix;
+    EXPECT_THAT(std::string(s.message()), StartsWith(c.prefix));
+  }
+  // tp = 3 does not divide 64 heads (on a 24-GPU cluster so the product is
+  // right).
+  auto model24 = Make({.model = "llama-3.1-70b", .gpus = 24});
+  const absl::Status s = model24->ValidatePlan(Plan(8, 3, 1));
+  EXPECT_THAT(std::string(s.message()),
+              StartsWith("plan.tp must divide num_attention_heads"));
+  // MoE: ep must divide the experts and dp*tp.
+  auto moe = Make({.model = "mixtral-8x7b", .gpus = 8});
+  EXPECT_THAT(std::string(moe->ValidatePlan(Plan(1, 8, 1, 16)).message()),
+              StartsWith("plan.ep must divide num_experts"));
+}
+
+TEST(CostModelTest, Llama405bOnOneGpuIsInfeasibleWithReason) {
+  auto model = Make({.model = "llama-3.1-405b", .gpus = 1});
+  ASSERT_NE(model, nullptr);
+  const Evaluation e = model->Evaluate(Plan(1, 1, 1));
+  EXPECT_FALSE(e.feasible);
+  EXPECT_EQ(e.reason, InfeasibleReason::kWeightsExceedMemory);
+  EXPECT_GT(e.reason_value, 800e9);  // ~405e9 params * 2 bytes
+  EXPECT_EQ(e.output_tokens_per_s, 0);
+  EXPECT_THAT(InfeasibleReasonText(e), HasSubstr("weights need"));
+}
+
+TEST(CostModelTest, KvCacheOverflowIsInfeasible) {
+  auto model =
+      Make({.model = "llama-3.1-70b", .gpus = 8, .isl = 8192, .osl = 2048});
+  const Evaluation e = model->Evaluate(Plan(1, 8, 1, 1, 4096));
+  EXPECT_FALSE(e.feasible);
+  EXPECT_EQ(e.reason, InfeasibleReason::kKvCacheExceedsMemory);
+}
+
+TEST(CostModelTest, SloViolationsAreInfeasible) {
+  auto tpot = Make({.model = "llama-3.1-70b", .gpus = 8, .max_tpot_ms = 1});
+  const Evaluation a = tpot->Evaluate(Plan(1, 8, 1, 1, 16));
+  EXPECT_FALSE(a.feasible);
+  EXPECT_EQ(a.reason, InfeasibleReason::kTpotSlo);
+  auto ttft = Make({.model = "llama-3.1-70b", .gpus = 8, .max_ttft_ms = 1});
+  const Evaluation b = ttft->Evaluate(Plan(1, 8, 1, 1, 16));
+  EXPECT_FALSE(b.feasible);
+  EXPECT_EQ(b.reason, InfeasibleReason::kTtftSlo);
+}
+
+TEST(CostModelTest, BestBatchMaximisesThroughputWithinSlo) {
+  auto model = Make({.model = "llama-3.1-70b",
+                     .gpus = 8,
+                     .concurrency = 0,
+                     .max_tpot_ms = 40});
+  ASSERT_NE(model, nullptr);
+  const Evaluation best = model->Evaluate(Plan(1, 8, 1));
+  ASSERT_TRUE(best.feasible) << InfeasibleReasonText(best);
+  EXPECT_LE(best.tpot_s, 0.040);
+  for (int b : BatchSizeCandidates()) {
+    const Evaluation e = model->Evaluate(Plan(1, 8, 1, 1, b));
+    if (e.feasible) {
+      EXPECT_LE(e.output_tokens_per_s, best.output_tokens_per_s) << b;
+    }
+  }
+  // Concurrency set: the batch is the concurrency.
+  auto fixed = Make({.model = "llama-3.1-70b", .gpus = 8, .concurrency = 24});
+  EXPECT_EQ(fixed->Evaluate(Plan(1, 8, 1)).batch_size, 24);
+}
+
+TEST(CostModelTest, PipelineStagesSendActivations) {
+  auto model = Make({.model = "llama-3.1-70b", .gpus = 16});
+  const Evaluation e = model->Evaluate(Plan(1, 8, 2, 1, 16));
+  EXPECT_GT(e.ib_decode_bytes, 0);  // stage boundary between two 8-GPU nodes
+  EXPECT_TRUE(e.feasible);
+  // An explicit, uneven stage split changes the worst stage.
+  PlanDims uneven = Plan(1, 8, 2, 1, 16);
+  uneven.num_stage_layers = 2;
+  uneven.stage_layers[0] = 60;
+  uneven.stage_layers[1] = 20;
+  ASSERT_TRUE(model->ValidatePlan(uneven).ok());
+  const Evaluation u = model->Evaluate(uneven);
+  EXPECT_GT(u.weights_bytes, e.weights_bytes);
+  EXPECT_GT(u.tpot_s, e.tpot_s);
+}
+
+TEST(CostModelTest, EvaluateIsDeterministic) {
+  auto a = Make({.model = "deepseek-v3", .gpus = 32});
+  auto b = Make({.model = "deepseek-v3", .gpus = 32});
+  PlanDims plan = Plan(4, 8, 1, 32, 64);
+  plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;
+  ASSERT_TRUE(a->ValidatePlan(plan).ok());
+  const Evaluation x = a->Evaluate(plan);
+  const Evaluation y = a->Evaluate(plan);
+  const Evaluation z = b->Evaluate(plan);
+  for (const Evaluation* e : {&y, &z}) {
+    EXPECT_EQ(x.output_tokens_per_s, e->output_tokens_per_s);
+    EXPECT_EQ(x.ttft_s, e->ttft_s);
+    EXPECT_EQ(x.tpot_s, e->tpot_s);
+    EXPECT_EQ(x.weights_bytes, e->weights_bytes);
+    EXPECT_EQ(x.nvlink_decode_bytes, e->nvlink_decode_bytes);
+    EXPECT_EQ(x.ib_decode_bytes, e->ib_decode_bytes);
+    for (int i = 0; i < kNumOpKinds; ++i) {
+      EXPECT_EQ(x.decode[i].comm_s, e->decode[i].comm_s);
+      EXPECT_EQ(x.prefill[i].compute_s, e->prefill[i].compute_s);
+    }
+  }
+}
+
+TEST(CostModelTest, MegatronPlanRules) {
+  {
+    auto model = Make({.model = "llama-3.1-70b", .gpus = 16});
+    const PlanDims p = MegatronPlan(*model);
+    EXPECT_EQ(p.tp, 8);
+    EXPECT_EQ(p.pp, 1);
+    EXPECT_EQ(p.dp, 2);
+    EXPECT_EQ(p.dims, MegatronShardDims());
+    EXPECT_TRUE(model->ValidatePlan(p).ok());
+  }
+  {
+    // 405B bf16 = ~811 GB of weights: 101 GB per GPU at tp = 8 does not fit; pp
+    // = 2 does.
+    auto model = Make({.model = "llama-3.1-405b", .gpus = 16});
+    const PlanDims p = MegatronPlan(*model);
+    EXPECT_EQ(p.tp, 8);
+    EXPECT_EQ(p.pp, 2);
+    EXPECT_EQ(p.dp, 1);
+    EXPECT_TRUE(model->Evaluate(p).feasible);
+  }
+  {
+    auto model = Make({.model = "mixtral-8x7b", .gpus = 16});
+    const PlanDims p = MegatronPlan(*model);
+    EXPECT_EQ(p.tp, 8);
+    EXPECT_EQ(p.ep, 8);  // largest divisor of 8 experts dividing dp*tp = 16
+    EXPECT_TRUE(model->ValidatePlan(p).ok());
+  }
+  {
+    // Does not fit at all: still a valid plan, infeasible with a reason.
+    auto model = Make({.model = "llama-3.1-405b", .gpus = 2});
+    const PlanDims p = MegatronPlan(*model);
+    EXPECT_TRUE(model->ValidatePlan(p).ok());
+    EXPECT_FALSE(model->Evaluate(p).feasible);
+  }
+}
+
+// Every catalog model, a stream of random valid plans: finite, non-negative
+// predictions.
+TEST(CostModelTest, FuzzEveryCatalogModel) {
+  std::mt19937 rng(1234);
+  for (const shardplan::v1::ModelSpec& spec : CatalogModels()) {
+    for (int gpus : {8, 32}) {
+      auto model = Make({.model = spec.name(), .gpus = gpus, .concurrency = 0});
+      ASSERT_NE(model, nullptr) << spec.name();
+      int valid = 0;
+      for (int i = 0; i < 200; ++i) {
+        PlanDims p;
+        p.tp = 1 << (rng() % 4);
+        p.pp = 1 << (rng() % 3);
+        if (gpus % (p.tp * p.pp) != 0) continue;
+        p.dp = gpus / (p.tp * p.pp);
+        p.ep = 1 << (rng() % 6);
+        for (int d = 0; d < kNumOpKinds; ++d)
+          p.dims[d] = static_cast<ShardDim>(rng() % 5);
+        p.micro_batches = static_cast<int>(rng() % 5);
+        p.batch_size = (rng() % 4 == 0) ? 0 : static_cast<int>(rng() % 600);
+        if (!model->ValidatePlan(p).ok()) continue;
+        ++valid;
+        const Evaluation e = model->Evaluate(p);
+        EXPECT_TRUE(std::isfinite(e.tpot_s) && e.tpot_s > 0) << spec.name();
+        EXPECT_TRUE(std::isfinite(e.ttft_s) && e.ttft_s > 0) << spec.name();
+        EXPECT_TRUE(std::isfinite(e.output_tokens_per_s) &&
+                    e.output_tokens_per_s >= 0);
+        EXPECT_GE(e.weights_bytes, 0);
+        EXPECT_GE(e.kv_cache_bytes, 0);
+        EXPECT_GE(e.nvlink_decode_bytes, 0);
+        EXPECT_GE(e.ib_decode_bytes, 0);
+        EXPECT_GE(e.batch_size, 1);
+        if (e.feasible) {
+          EXPECT_GT(e.output_tokens_per_s, 0);
+        }
+      }
+      EXPECT_GT(valid, 0) << spec.name();
+    }
+  }
+}
+
+TEST(CostModelTest, BatchSizeCandidatesAscendToMax) {
+  const std::vector<int>& c = BatchSizeCandidates();
+  ASSERT_FALSE(c.empty());
+  EXPECT_EQ(c.front(), 1);
+  EXPECT_EQ(c.back(), kMaxBatchSize);
+  for (size_t i = 1; i < c.size(); ++i) EXPECT_LT(c[i - 1], c[i]);
+  EXPECT_THAT(c, ::testing::IsSupersetOf({1, 2, 4, 8, 12, 16, 24, 32, 48, 64}));
+}
+
+TEST(CostModelTest, CreateRejectsBadCalibration) {
+  auto model = Make({.model = "llama-3.1-8b", .gpus = 1});
+  Calibration bad;
+  bad.hbm_efficiency = 0;
+  EXPECT_EQ(CostModel::Create(model->problem(), bad).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Calibration nan;
+  nan.gemm_efficiency = std::nan("");
+  EXPECT_FALSE(CostModel::Create(model->problem(), nan).ok());
+}
+
+}  // namespace
+}  // namespace shardplan::simulator

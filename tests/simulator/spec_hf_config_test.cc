@@ -1,0 +1,228 @@
+// Tests for the Hugging Face config.json import (simulator/spec_hf.cc): every
+// supported model_type, round trips against the catalog, and errors that name
+// the key.
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "simulator/spec.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+namespace {
+
+using ::shardplan::v1::ModelSpec;
+using ::testing::HasSubstr;
+
+std::string ReadHf(const std::string& name) {
+  std::ifstream in(std::string(SHARDPLAN_TEST_DATA_DIR) + "/hf/" + name);
+  EXPECT_TRUE(in.good()) << name;
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+ModelDims Import(const std::string& file) {
+  absl::StatusOr<ModelSpec> spec = ModelSpecFromHfConfig(ReadHf(file));
+  EXPECT_TRUE(spec.ok()) << file << ": " << spec.status();
+  if (!spec.ok()) return {};
+  absl::StatusOr<ModelDims> dims =
+      ModelDimsFromSpec(*spec, "model.hf_config_json");
+  EXPECT_TRUE(dims.ok()) << file << ": " << dims.status();
+  return dims.ok() ? *dims : ModelDims{};
+}
+
+ModelDims Catalog(const std::string& name) {
+  absl::StatusOr<ModelSpec> spec = FindCatalogModel(name);
+  EXPECT_TRUE(spec.ok()) << name;
+  return *ModelDimsFromSpec(*spec, "");
+}
+
+// Every architectural field equal (name/family aside).
+void ExpectSameArchitecture(const ModelDims& a, const ModelDims& b) {
+  EXPECT_EQ(a.hidden, b.hidden);
+  EXPECT_EQ(a.layers, b.layers);
+  EXPECT_EQ(a.heads, b.heads);
+  EXPECT_EQ(a.kv_heads, b.kv_heads);
+  EXPECT_EQ(a.head_dim, b.head_dim);
+  EXPECT_EQ(a.vocab, b.vocab);
+  EXPECT_EQ(a.tie_embeddings, b.tie_embeddings);
+  EXPECT_EQ(a.experts, b.experts);
+  EXPECT_EQ(a.experts_per_token, b.experts_per_token);
+  EXPECT_EQ(a.moe_intermediate, b.moe_intermediate);
+  EXPECT_EQ(a.shared_experts, b.shared_experts);
+  EXPECT_EQ(a.first_k_dense, b.first_k_dense);
+  EXPECT_EQ(a.kv_lora_rank, b.kv_lora_rank);
+  EXPECT_EQ(a.q_lora_rank, b.q_lora_rank);
+  EXPECT_EQ(a.qk_rope_head_dim, b.qk_rope_head_dim);
+  EXPECT_EQ(a.qk_nope_head_dim, b.qk_nope_head_dim);
+  EXPECT_EQ(a.v_head_dim, b.v_head_dim);
+  EXPECT_DOUBLE_EQ(a.TotalParams(), b.TotalParams());
+  EXPECT_DOUBLE_EQ(a.ActiveParams(), b.ActiveParams());
+}
+
+TEST(HfConfigTest, MatchesCatalog) {
+  const struct {
+    const char* file;
+    const char* catalog;
+  } cases[] = {{"llama-3.1-8b.json", "llama-3.1-8b"},
+               {"llama-3.1-70b.json", "llama-3.1-70b"},
+               {"qwen3-32b.json", "qwen3-32b"},
+               {"qwen3-235b-a22b.json", "qwen3-235b-a22b"},
+               {"mixtral-8x7b.json", "mixtral-8x7b"},
+               {"deepseek-v3.json", "deepseek-v3"},
+               {"gpt-oss-120b.json", "gpt-oss-120b"}};
+  for (const auto& c : cases) {
+    SCOPED_TRACE(c.file);
+    ExpectSameArchitecture(Import(c.file), Catalog(c.catalog));
+  }
+}
+
+TEST(HfConfigTest, MistralAndQwen2) {
+  const ModelDims mistral = Import("mistral-7b-v0.3.json");
+  EXPECT_EQ(mistral.family, "mistral");
+  EXPECT_EQ(mistral.head_dim, 128);
+  EXPECT_EQ(mistral.vocab, 32768);
+  EXPECT_FALSE(mistral.is_moe());
+  EXPECT_NEAR(mistral.TotalParams() / 7.25e9, 1.0, 0.03);
+  const ModelDims qwen2 = Import("qwen2.5-72b.json");
+  EXPECT_EQ(qwen2.family, "qwen");
+  EXPECT_EQ(qwen2.intermediate, 29568);
+  EXPECT_NEAR(qwen2.TotalParams() / 72.7e9, 1.0, 0.03);
+}
+
+TEST(HfConfigTest, FamiliesAndDescriptions) {
+  absl::StatusOr<ModelSpec> spec =
+      ModelSpecFromHfConfig(ReadHf("deepseek-v3.json"));
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->family(), "deepseek");
+  EXPECT_EQ(spec->head_dim(), 192);
+  EXPECT_THAT(spec->description(), HasSubstr("deepseek_v3"));
+  spec = ModelSpecFromHfConfig(ReadHf("gpt-oss-120b.json"));
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->family(), "gpt-oss");
+}
+
+TEST(HfConfigTest, NamePathUsedWhenPresent) {
+  absl::StatusOr<ModelSpec> spec = ModelSpecFromHfConfig(
+      R"({"_name_or_path": "org/tiny", "model_type": "llama", "hidden_size": 64,
+          "num_hidden_layers": 2, "num_attention_heads": 4, "intermediate_size": 128,
+          "vocab_size": 100})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->name(), "org/tiny");
+  EXPECT_EQ(spec->num_key_value_heads(), 4);  // defaults to the attention heads
+}
+
+TEST(HfConfigTest, UnsupportedModelTypeIsNamed) {
+  absl::StatusOr<ModelSpec> spec =
+      ModelSpecFromHfConfig(ReadHf("bert-base-uncased.json"));
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      spec.status().message(),
+      HasSubstr(
+          "hf_config_json: unsupported model_type \"bert\"; supported: llama, "
+          "mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss"));
+}
+
+TEST(HfConfigTest, MissingAndMistypedKeysAreNamed) {
+  absl::StatusOr<ModelSpec> spec = ModelSpecFromHfConfig(
+      R"({"model_type": "llama", "hidden_size": 64, "num_attention_heads": 4,
+          "intermediate_size": 128, "vocab_size": 100})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "hf_config_json.num_hidden_layers is missing");
+
+  spec = ModelSpecFromHfConfig(
+      R"({"model_type": "llama", "hidden_size": "big", "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "hf_config_json.hidden_size must be an integer, got \"big\"");
+
+  spec = ModelSpecFromHfConfig(
+      R"({"model_type": "llama", "hidden_size": 1e12, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("hf_config_json.hidden_size is out of range"));
+
+  spec = ModelSpecFromHfConfig(
+      R"({"model_type": "mixtral", "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+          "num_experts_per_tok": 2})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "hf_config_json.num_local_experts is missing");
+
+  spec = ModelSpecFromHfConfig(
+      R"({"model_type": "llama", "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+          "tie_word_embeddings": "yes"})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("hf_config_json.tie_word_embeddings"));
+}
+
+TEST(HfConfigTest, NonPositiveSizesUseHfKeyNames) {
+  absl::StatusOr<ModelSpec> spec = ModelSpecFromHfConfig(
+      R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 0,
+          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "hf_config_json.num_hidden_layers must be > 0, got 0");
+  spec = ModelSpecFromHfConfig(
+      R"({"model_type": "qwen3", "hidden_size": 64, "num_hidden_layers": 2,
+          "num_attention_heads": 4, "intermediate_size": 128, "vocab_size": 100,
+          "head_dim": -16})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(spec.status().message(),
+            "hf_config_json.head_dim must be >= 0, got -16");
+}
+
+TEST(HfConfigTest, MalformedJson) {
+  for (const char* text : {"", "{", "[1, 2]", "{\"model_type\": 3}", "nul"}) {
+    absl::StatusOr<ModelSpec> spec = ModelSpecFromHfConfig(text);
+    ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(spec.status().message(), HasSubstr("hf_config_json")) << text;
+  }
+}
+
+TEST(HfConfigTest, Qwen3MoeDenseLayerPrefix) {
+  const std::string base =
+      R"({"model_type": "qwen3_moe", "hidden_size": 64, "num_hidden_layers": 4,
+          "num_attention_heads": 4, "num_key_value_heads": 2, "head_dim": 16,
+          "intermediate_size": 128, "moe_intermediate_size": 32, "num_experts": 8,
+          "num_experts_per_tok": 2, "vocab_size": 100, )";
+  absl::StatusOr<ModelSpec> spec =
+      ModelSpecFromHfConfig(base + R"("mlp_only_layers": [0, 1]})");
+  ASSERT_TRUE(spec.ok()) << spec.status();
+  EXPECT_EQ(spec->first_k_dense_layers(), 2);
+  spec = ModelSpecFromHfConfig(base + R"("mlp_only_layers": [3]})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("hf_config_json.mlp_only_layers"));
+  spec = ModelSpecFromHfConfig(base + R"("decoder_sparse_step": 2})");
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("hf_config_json.decoder_sparse_step"));
+}
+
+TEST(HfConfigTest, ThroughResolveModel) {
+  shardplan::v1::ModelSource source;
+  source.set_hf_config_json(ReadHf("bert-base-uncased.json"));
+  absl::StatusOr<ModelSpec> spec = ResolveModel(source);
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(
+      spec.status().message(),
+      HasSubstr("model.hf_config_json: unsupported model_type \"bert\""));
+  source.set_hf_config_json(ReadHf("qwen3-32b.json"));
+  spec = ResolveModel(source);
+  ASSERT_TRUE(spec.ok());
+  EXPECT_EQ(spec->hidden_size(), 5120);
+}
+
+}  // namespace
+}  // namespace shardplan::simulator

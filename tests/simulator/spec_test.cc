@@ -1,0 +1,448 @@
+// Tests for simulator/spec.cc: spec text parsing (JSON, YAML), the embedded
+// catalog and its parameter counts, validation into compact types and the
+// conversions back to proto.
+#include "simulator/spec.h"
+
+#include <fstream>
+#include <map>
+#include <random>
+#include <sstream>
+#include <string>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+namespace {
+
+using ::shardplan::v1::ClusterSpec;
+using ::shardplan::v1::EvaluateRequest;
+using ::shardplan::v1::HardwareSpec;
+using ::shardplan::v1::ModelSpec;
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+TEST(CatalogTest, HasEveryContractModelAndHardware) {
+  std::vector<std::string> names;
+  for (const ModelSpec& spec : CatalogModels()) names.push_back(spec.name());
+  EXPECT_THAT(names,
+              ElementsAre("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+                          "llama-3.3-70b", "qwen3-32b", "qwen3-235b-a22b",
+                          "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
+                          "gpt-oss-120b", "moe-1.6t"));
+  std::vector<std::string> hardware;
+  for (const HardwareSpec& spec : CatalogHardware())
+    hardware.push_back(spec.name());
+  EXPECT_THAT(hardware, ElementsAre("h100-sxm-80gb", "h200-sxm-141gb"));
+  for (const ModelSpec& spec : CatalogModels()) {
+    EXPECT_FALSE(spec.description().empty()) << spec.name();
+    EXPECT_FALSE(spec.family().empty()) << spec.name();
+  }
+}
+
+// Published parameter counts (model cards / papers), within 3%.
+TEST(CatalogTest, ParameterCountsMatchPublishedFigures) {
+  const std::map<std::string, std::pair<double, double>> published = {
+      // name: {total, active (0 = dense)}
+      {"llama-3.1-8b", {8.03e9, 0}},
+      {"llama-3.1-70b", {70.6e9, 0}},
+      {"llama-3.1-405b", {405.9e9, 0}},
+      {"llama-3.3-70b", {70.6e9, 0}},
+      {"qwen3-32b", {32.8e9, 0}},
+      {"qwen3-235b-a22b", {235e9, 22e9}},
+      {"mixtral-8x7b", {46.7e9, 12.9e9}},
+      {"mixtral-8x22b", {141e9, 39e9}},
+      {"deepseek-v3", {671e9, 37e9}},
+      // gpt-oss: the card's 5.13B active counts the unembedding only; we add
+      // the 0.58B
+      // input embedding table (ActiveParams counts embeddings like TotalParams
+      // does).
+      {"gpt-oss-120b", {116.8e9, 5.71e9}},
+      {"moe-1.6t", {1.6e12, 0}},
+  };
+  for (const ModelSpec& spec : CatalogModels()) {
+    SCOPED_TRACE(spec.name());
+    absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(spec, "model.spec");
+    ASSERT_TRUE(dims.ok()) << dims.status();
+    const auto it = published.find(spec.name());
+    ASSERT_NE(it, published.end());
+    EXPECT_NEAR(dims->TotalParams() / it->second.first, 1.0, 0.03)
+        << dims->TotalParams() / 1e9 << "B";
+    if (it->second.second > 0) {
+      // Active counts are quoted loosely (with or without embeddings): 10%.
+      EXPECT_NEAR(dims->ActiveParams() / it->second.second, 1.0, 0.10)
+          << dims->ActiveParams() / 1e9 << "B";
+    } else if (!dims->is_moe()) {
+      EXPECT_DOUBLE_EQ(dims->ActiveParams(), dims->TotalParams());
+    }
+  }
+}
+
+TEST(CatalogTest, MoeOnePointSixTIsWithinTwoPercent) {
+  absl::StatusOr<ModelSpec> spec = FindCatalogModel("moe-1.6t");
+  ASSERT_TRUE(spec.ok());
+  absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(*spec, "");
+  ASSERT_TRUE(dims.ok());
+  EXPECT_NEAR(dims->TotalParams() / 1.6e12, 1.0, 0.02);
+  EXPECT_TRUE(dims->is_moe());
+}
+
+TEST(CatalogTest, DeepSeekV3IsMlaMoe) {
+  absl::StatusOr<ModelSpec> spec = FindCatalogModel("deepseek-v3");
+  ASSERT_TRUE(spec.ok());
+  absl::StatusOr<ModelDims> m = ModelDimsFromSpec(*spec, "");
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->is_mla());
+  EXPECT_EQ(m->kv_lora_rank, 512);
+  EXPECT_EQ(m->q_lora_rank, 1536);
+  EXPECT_EQ(m->qk_rope_head_dim, 64);
+  EXPECT_EQ(m->qk_nope_head_dim, 128);
+  EXPECT_EQ(m->v_head_dim, 128);
+  EXPECT_EQ(m->experts, 256);
+  EXPECT_EQ(m->experts_per_token, 8);
+  EXPECT_EQ(m->shared_experts, 1);
+  EXPECT_EQ(m->dense_layers(), 3);
+  EXPECT_EQ(m->moe_layers(), 58);
+}
+
+TEST(CatalogTest, HardwareFigures) {
+  absl::StatusOr<HardwareSpec> h100 = FindCatalogHardware("h100-sxm-80gb");
+  ASSERT_TRUE(h100.ok());
+  EXPECT_EQ(h100->peak_bf16_flops_per_s(), 989e12);
+  EXPECT_EQ(h100->peak_fp8_flops_per_s(), 1979e12);
+  EXPECT_EQ(h100->hbm_bytes(), 80e9);
+  EXPECT_EQ(h100->hbm_bytes_per_s(), 3.35e12);
+  EXPECT_EQ(h100->intra_node_bytes_per_s(), 450e9);
+  EXPECT_EQ(h100->inter_node_bytes_per_s(), 50e9);
+  EXPECT_EQ(h100->default_gpus_per_node(), 8);
+  absl::StatusOr<HardwareSpec> h200 = FindCatalogHardware("h200-sxm-141gb");
+  ASSERT_TRUE(h200.ok());
+  EXPECT_EQ(h200->hbm_bytes(), 141e9);
+  EXPECT_EQ(h200->hbm_bytes_per_s(), 4.8e12);
+  EXPECT_EQ(h200->peak_bf16_flops_per_s(), h100->peak_bf16_flops_per_s());
+}
+
+TEST(CatalogTest, UnknownNamesListKnownOnes) {
+  absl::StatusOr<ModelSpec> model = FindCatalogModel("gpt-5");
+  EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(model.status().message(), HasSubstr("llama-3.1-70b"));
+  absl::StatusOr<HardwareSpec> hw = FindCatalogHardware("a100");
+  EXPECT_EQ(hw.status().code(), absl::StatusCode::kNotFound);
+  EXPECT_THAT(hw.status().message(), HasSubstr("h200-sxm-141gb"));
+}
+
+TEST(SpecTextTest, JsonAndYamlGiveTheSameMessage) {
+  const std::string json = R"({
+    "model": {"catalogName": "llama-3.1-8b"},
+    "cluster": {"hardware": "h100-sxm-80gb", "numGpus": 8},
+    "workload": {"inputTokens": 1024, "outputTokens": 128, "maxTtftMs": 500.5},
+    "plan": {"tp": 8, "operatorSharding": [{"operator": "qkv", "dim": "column"}],
+             "stageLayers": []}
+  })";
+  const std::string yaml = R"(
+model: {catalogName: llama-3.1-8b}
+cluster:
+  hardware: h100-sxm-80gb
+  num_gpus: 8          # snake_case accepted too
+workload: {inputTokens: 1024, outputTokens: 128, maxTtftMs: 500.5}
+plan:
+  tp: 8
+  operatorSharding:
+    - operator: qkv
+      dim: column
+)";
+  EvaluateRequest from_json;
+  EvaluateRequest from_yaml;
+  ASSERT_TRUE(ParseSpecText(json, &from_json).ok());
+  ASSERT_TRUE(ParseSpecText(yaml, &from_yaml).ok());
+  EXPECT_EQ(from_json.SerializeAsString(), from_yaml.SerializeAsString());
+  EXPECT_EQ(from_yaml.cluster().num_gpus(), 8);
+  EXPECT_EQ(from_yaml.workload().max_ttft_ms(), 500.5);
+}
+
+TEST(SpecTextTest, YamlStringFieldsKeepNumberLookingText) {
+  ModelSpec spec;
+  ASSERT_TRUE(
+      ParseSpecText("name: 1.5\nfamily: 'true'\nhiddenSize: '64'\n", &spec)
+          .ok());
+  EXPECT_EQ(spec.name(), "1.5");
+  EXPECT_EQ(spec.family(), "true");
+  EXPECT_EQ(spec.hidden_size(), 64);
+}
+
+TEST(SpecTextTest, YamlHfConfigAsBlockScalar) {
+  EvaluateRequest request;
+  const std::string yaml =
+      "model:\n"
+      "  hfConfigJson: |\n"
+      "    {\"model_type\": \"llama\", \"hidden_size\": 64}\n";
+  ASSERT_TRUE(ParseSpecText(yaml, &request).ok());
+  EXPECT_THAT(request.model().hf_config_json(),
+              HasSubstr("\"model_type\": \"llama\""));
+}
+
+TEST(SpecTextTest, ToJsonUsesCamelCase) {
+  ModelSpec spec;
+  spec.set_hidden_size(4096);
+  spec.set_num_key_value_heads(8);
+  const std::string json = ToJson(spec, /*pretty=*/false);
+  EXPECT_THAT(json, HasSubstr("\"hiddenSize\":4096"));
+  EXPECT_THAT(json, HasSubstr("\"numKeyValueHeads\":8"));
+  ModelSpec back;
+  ASSERT_TRUE(ParseSpecText(json, &back).ok());
+  EXPECT_EQ(back.SerializeAsString(), spec.SerializeAsString());
+}
+
+TEST(SpecTextTest, CatalogSpecsRoundTripThroughJson) {
+  for (const ModelSpec& spec : CatalogModels()) {
+    ModelSpec back;
+    ASSERT_TRUE(ParseSpecText(ToJson(spec), &back).ok()) << spec.name();
+    EXPECT_EQ(back.SerializeAsString(), spec.SerializeAsString())
+        << spec.name();
+  }
+}
+
+TEST(ProblemTest, ExampleRequestResolves) {
+  EvaluateRequest request;
+  ASSERT_TRUE(ParseSpecText(ReadFile(std::string(SHARDPLAN_TEST_DATA_DIR) +
+                                     "/llama70b_16gpu.yaml"),
+                            &request)
+                  .ok());
+  absl::StatusOr<Problem> problem =
+      ProblemFromProto(request.model(), request.cluster(), request.workload());
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->model.name, "llama-3.1-70b");
+  EXPECT_EQ(problem->model.head_dim, 128);
+  EXPECT_EQ(problem->cluster.num_gpus, 16);
+  EXPECT_EQ(problem->cluster.num_nodes(), 2);
+  EXPECT_EQ(problem->cluster.hardware.hbm_bytes, 80e9);
+  EXPECT_EQ(
+      problem->cluster.hardware.peak_flops_per_s[static_cast<int>(Dtype::kFp8)],
+      1979e12);
+  ASSERT_EQ(problem->cluster.node_groups.size(), 1u);
+  EXPECT_EQ(problem->cluster.node_groups[0].name, "rack-a");
+  EXPECT_EQ(problem->workload.input_tokens, 2048);
+  EXPECT_DOUBLE_EQ(problem->workload.max_ttft_s, 2.0);
+  EXPECT_DOUBLE_EQ(problem->workload.max_tpot_s, 0.05);
+  absl::StatusOr<PlanDims> plan = PlanDimsFromProto(request.plan());
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->dp, 2);
+  EXPECT_EQ(plan->tp, 8);
+  EXPECT_EQ(plan->pp, 1);
+  EXPECT_EQ(plan->ep, 1);
+  EXPECT_EQ(plan->dims, MegatronShardDims());
+}
+
+TEST(ProblemTest, DefaultsHardwareAndSmallClusters) {
+  ClusterSpec cluster;
+  cluster.set_num_gpus(2);  // part of one node
+  absl::StatusOr<ClusterDims> dims = ClusterDimsFromProto(cluster);
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  EXPECT_EQ(dims->hardware.name, "h100-sxm-80gb");
+  EXPECT_EQ(dims->gpus_per_node, 2);
+  EXPECT_EQ(dims->num_nodes(), 1);
+  cluster.set_num_gpus(32);
+  dims = ClusterDimsFromProto(cluster);
+  ASSERT_TRUE(dims.ok());
+  EXPECT_EQ(dims->gpus_per_node, 8);
+  EXPECT_EQ(dims->num_nodes(), 4);
+}
+
+TEST(ProblemTest, InlineHardwareSpec) {
+  ClusterSpec cluster;
+  cluster.set_num_gpus(8);
+  HardwareSpec* hw = cluster.mutable_hardware_spec();
+  hw->set_peak_bf16_flops_per_s(1e15);
+  hw->set_hbm_bytes(96e9);
+  hw->set_hbm_bytes_per_s(4e12);
+  hw->set_intra_node_bytes_per_s(400e9);
+  hw->set_inter_node_bytes_per_s(50e9);
+  absl::StatusOr<ClusterDims> dims = ClusterDimsFromProto(cluster);
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  EXPECT_EQ(dims->hardware.name, "custom");
+  EXPECT_EQ(dims->hardware.hbm_bytes, 96e9);
+  // No FP8 figure: FP8 at the BF16 rate.
+  EXPECT_EQ(dims->hardware.peak_flops_per_s[static_cast<int>(Dtype::kFp8)],
+            1e15);
+  EXPECT_EQ(dims->gpus_per_node, 8);
+}
+
+Problem ExampleProblem() {
+  EvaluateRequest request;
+  EXPECT_TRUE(ParseSpecText(ReadFile(std::string(SHARDPLAN_TEST_DATA_DIR) +
+                                     "/llama70b_16gpu.yaml"),
+                            &request)
+                  .ok());
+  return *ProblemFromProto(request.model(), request.cluster(),
+                           request.workload());
+}
+
+TEST(PlanProtoTest, RoundTripListsEveryOperator) {
+  const Problem problem = ExampleProblem();
+  PlanDims plan;
+  plan.dp = 1;
+  plan.tp = 4;
+  plan.pp = 4;
+  plan.micro_batches = 8;
+  plan.batch_size = 64;
+  plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;
+  plan.num_stage_layers = 4;
+  plan.stage_layers[0] = 19;
+  plan.stage_layers[1] = 21;
+  plan.stage_layers[2] = 20;
+  plan.stage_layers[3] = 20;
+  const shardplan::v1::Plan proto = PlanToProto(plan, problem);
+  ASSERT_EQ(proto.operator_sharding_size(), kNumOpKinds);
+  EXPECT_EQ(proto.operator_sharding(2).operator_(), "attention");
+  EXPECT_EQ(proto.operator_sharding(2).dim(), "batch");
+  absl::StatusOr<PlanDims> back = PlanDimsFromProto(proto);
+  ASSERT_TRUE(back.ok()) << back.status();
+  EXPECT_EQ(*back, plan);
+  // Placement: tp innermost, then pp: stage s of replica 0 = ranks [4s, 4s+4).
+  ASSERT_EQ(proto.placement_size(), 4);
+  EXPECT_EQ(proto.placement(1).first_layer(), 19);
+  EXPECT_EQ(proto.placement(1).num_layers(), 21);
+  EXPECT_THAT(proto.placement(1).nodes(), ElementsAre(0));
+  EXPECT_THAT(proto.placement(2).nodes(), ElementsAre(1));
+  EXPECT_EQ(proto.placement(3).node_group(), "rack-a");
+  EXPECT_FALSE(proto.placement(3).tp_spans_nodes());
+}
+
+TEST(PlanProtoTest, UniformStagesInPlacement) {
+  const Problem problem = ExampleProblem();  // 80 layers, 2 nodes of 8
+  PlanDims plan;
+  plan.dp = 1;
+  plan.tp = 16;
+  plan.pp = 1;
+  shardplan::v1::Plan proto = PlanToProto(plan, problem);
+  EXPECT_EQ(proto.micro_batches(),
+            0);  // 0 = pp, kept so that the plan round-trips
+  EXPECT_EQ(proto.stage_layers_size(), 0);
+  ASSERT_EQ(proto.placement_size(), 1);
+  EXPECT_THAT(proto.placement(0).nodes(), ElementsAre(0, 1));
+  EXPECT_TRUE(proto.placement(0).tp_spans_nodes());
+  EXPECT_EQ(proto.placement(0).num_layers(), 80);
+
+  plan.tp = 2;
+  plan.pp = 3;  // not a divisor of 16, but PlanToProto must still not fail
+  plan.dp = 2;
+  proto = PlanToProto(plan, problem);
+  ASSERT_EQ(proto.placement_size(), 6);
+  int total = 0;
+  for (int s = 0; s < 3; ++s) total += proto.placement(s).num_layers();
+  EXPECT_EQ(total, 80);
+  EXPECT_EQ(proto.placement(0).num_layers(), 27);
+  EXPECT_EQ(proto.placement(2).num_layers(), 26);
+  EXPECT_EQ(proto.placement(5).replica(), 1);
+}
+
+// PlanDimsFromProto(PlanToProto(plan)) == plan for any in-range plan (the
+// server's elite store relies on it).
+TEST(PlanProtoTest, RandomPlansRoundTripExactly) {
+  const Problem problem = ExampleProblem();
+  std::mt19937 rng(2024);
+  for (int i = 0; i < 2000; ++i) {
+    PlanDims plan;
+    plan.dp = 1 + rng() % 16;
+    plan.tp = 1 + rng() % 16;
+    plan.pp = 1 + rng() % 8;
+    plan.ep = 1 + rng() % 8;
+    for (ShardDim& d : plan.dims)
+      d = static_cast<ShardDim>(rng() % kNumShardDims);
+    plan.micro_batches = rng() % 3 == 0 ? 0 : 1 + rng() % 16;
+    plan.batch_size = rng() % 3 == 0 ? 0 : 1 + rng() % kMaxBatchSize;
+    if (rng() % 2 == 0) {
+      plan.num_stage_layers = plan.pp;
+      for (int s = 0; s < plan.pp; ++s) plan.stage_layers[s] = 1 + rng() % 20;
+    }
+    absl::StatusOr<PlanDims> back =
+        PlanDimsFromProto(PlanToProto(plan, problem));
+    ASSERT_TRUE(back.ok()) << back.status();
+    ASSERT_EQ(*back, plan) << i;
+  }
+}
+
+TEST(PredictionProtoTest, CarriesEveryField) {
+  const Problem problem = ExampleProblem();
+  Evaluation e;
+  e.feasible = true;
+  e.output_tokens_per_s = 12000;
+  e.output_tokens_per_s_per_gpu = 750;
+  e.ttft_s = 0.4;
+  e.tpot_s = 0.025;
+  e.prefill_s = 0.2;
+  e.decode_iteration_s = 0.025;
+  e.batch_size = 128;
+  e.weights_bytes = 17.6e9;
+  e.kv_cache_bytes = 20e9;
+  e.activations_bytes = 1e9;
+  e.capacity_bytes = 80e9;
+  e.decode[static_cast<int>(OpKind::kMlpUp)] = {0.001f, 0.004f, 0.0f};
+  e.decode[static_cast<int>(OpKind::kAttnOut)] = {0.0005f, 0.001f, 0.002f};
+  e.prefill[static_cast<int>(OpKind::kQkv)] = {0.01f, 0.002f, 0.0f};
+  e.nvlink_decode_bytes = 1e6;
+  e.ib_prefill_bytes = 2e6;
+  e.bottleneck = Bottleneck::kMemory;
+  e.bottleneck_op = OpKind::kMlpUp;
+  const shardplan::v1::Prediction p = PredictionToProto(e, problem);
+  EXPECT_TRUE(p.feasible());
+  EXPECT_EQ(p.infeasible_reason(), "");
+  EXPECT_DOUBLE_EQ(p.output_tokens_per_s(), 12000);
+  EXPECT_DOUBLE_EQ(p.ttft_ms(), 400);
+  EXPECT_DOUBLE_EQ(p.tpot_ms(), 25);
+  EXPECT_EQ(p.batch_size(), 128);
+  EXPECT_DOUBLE_EQ(p.memory_per_gpu().total_bytes(), 38.6e9);
+  EXPECT_DOUBLE_EQ(p.memory_per_gpu().capacity_bytes(), 80e9);
+  ASSERT_EQ(p.operators_size(), 3);
+  EXPECT_EQ(p.operators(0).operator_(), "attn_out");
+  EXPECT_EQ(p.operators(0).phase(), "decode");
+  EXPECT_NEAR(p.operators(0).total_seconds(), 0.003, 1e-9);
+  EXPECT_EQ(p.operators(2).operator_(), "qkv");
+  EXPECT_EQ(p.operators(2).phase(), "prefill");
+  ASSERT_EQ(p.communication_size(), 2);
+  EXPECT_EQ(p.communication(0).link(), "nvlink");
+  EXPECT_DOUBLE_EQ(p.communication(0).decode_bytes(), 1e6);
+  EXPECT_EQ(p.communication(1).link(), "infiniband");
+  EXPECT_DOUBLE_EQ(p.communication(1).prefill_bytes(), 2e6);
+  EXPECT_EQ(p.bottleneck(), "memory (mlp_up)");
+  EXPECT_DOUBLE_EQ(p.prefill_seconds(), 0.2);
+  EXPECT_DOUBLE_EQ(p.decode_iteration_seconds(), 0.025);
+  EXPECT_THAT(ToJson(p), HasSubstr("\"outputTokensPerS\""));
+}
+
+TEST(PredictionProtoTest, InfeasibleCarriesReason) {
+  Evaluation e;
+  e.feasible = false;
+  e.reason = InfeasibleReason::kWeightsExceedMemory;
+  e.reason_value = 141.2e9;
+  e.reason_limit = 80e9;
+  const shardplan::v1::Prediction p = PredictionToProto(e, ExampleProblem());
+  EXPECT_FALSE(p.feasible());
+  EXPECT_EQ(p.infeasible_reason(),
+            "weights need 141.2 GB per GPU, 80.0 GB available");
+}
+
+TEST(ModelSpecTest, DimsRoundTrip) {
+  for (const ModelSpec& spec : CatalogModels()) {
+    absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(spec, "model.spec");
+    ASSERT_TRUE(dims.ok()) << spec.name();
+    absl::StatusOr<ModelDims> again =
+        ModelDimsFromSpec(ModelSpecFromDims(*dims), "model.spec");
+    ASSERT_TRUE(again.ok()) << spec.name();
+    EXPECT_EQ(again->TotalParams(), dims->TotalParams()) << spec.name();
+    EXPECT_EQ(again->head_dim, dims->head_dim) << spec.name();
+    EXPECT_EQ(again->kv_heads, dims->kv_heads) << spec.name();
+  }
+}
+
+}  // namespace
+}  // namespace shardplan::simulator
