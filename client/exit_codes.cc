@@ -74,8 +74,8 @@ std::string DescribeGrpcError(const grpc::Status& status,
           "\n  Raise --deadline-seconds, or lower --max-seconds / "
           "--max-evaluations so the search ends sooner.");
     case grpc::StatusCode::CANCELLED:
-      return absl::StrCat(rpc, " was cancelled", message.empty() ? "" : ": ",
-                          message);
+      return absl::StrCat(rpc, " was cancelled (", message,
+                          "); the server stops the search.");
     case grpc::StatusCode::UNIMPLEMENTED:
       return absl::StrCat(
           "the server at ", server, " does not implement ", rpc,

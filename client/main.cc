@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
 #include <iostream>
 #include <memory>
@@ -16,6 +17,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "client/emit.h"
 #include "client/exit_codes.h"
 #include "client/render.h"
@@ -64,6 +66,68 @@ class SignalCanceller {
   sigset_t set_;
   std::mutex mu_;
   grpc::ClientContext* context_ = nullptr;
+};
+
+// The live progress line on a terminal (stderr): redrawn on every update and
+// every 250 ms in between, so the elapsed time keeps moving during long
+// searches.
+class ProgressTicker {
+ public:
+  ProgressTicker(bool enabled, std::string method)
+      : enabled_(enabled), method_(std::move(method)), start_(Clock::now()) {
+    if (enabled_) thread_ = std::thread([this] { Loop(); });
+  }
+  ~ProgressTicker() { Stop(); }
+  void Update(const shardplan::v1::PlanUpdate& update) {
+    if (!enabled_) return;
+    std::lock_guard<std::mutex> lock(mu_);
+    last_ = update;
+    have_ = true;
+    DrawLocked();
+  }
+  // Stops the ticker and clears the line. Idempotent.
+  void Stop() {
+    if (!enabled_) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      if (stopped_) return;
+      stopped_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+    std::cerr << "\r\033[K" << std::flush;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  void DrawLocked() {
+    const double elapsed =
+        std::chrono::duration<double>(Clock::now() - start_).count();
+    if (have_) {
+      std::cerr << "\r\033[K" << ProgressLine(last_, method_, elapsed)
+                << std::flush;
+    } else {
+      std::cerr << "\r\033[K" << method_ << "  waiting for the first plan  "
+                << absl::StrFormat("%.1f s", elapsed) << std::flush;
+    }
+  }
+  void Loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    while (!stopped_) {
+      cv_.wait_for(lock, std::chrono::milliseconds(250));
+      if (!stopped_) DrawLocked();
+    }
+  }
+
+  const bool enabled_;
+  const std::string method_;
+  const Clock::time_point start_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopped_ = false;
+  bool have_ = false;
+  shardplan::v1::PlanUpdate last_;
+  std::thread thread_;
 };
 
 struct GlobalFlags {
@@ -163,15 +227,16 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
   shardplan::v1::PlanUpdate update;
   shardplan::v1::PlanUpdate last;
   bool any = false;
+  ProgressTicker ticker(progress, search.method);
   while (reader->Read(&update)) {
     any = true;
     if (json) std::cout << ToJsonLine(update) << "\n" << std::flush;
-    if (progress) std::cerr << "\r\033[K" << ProgressLine(update) << std::flush;
+    ticker.Update(update);
     last = update;
   }
   const grpc::Status status = reader->Finish();
   canceller.Unwatch();
-  if (progress && any) std::cerr << "\r\033[K" << std::flush;
+  ticker.Stop();
   if (!status.ok()) return ReportRpcError(status, g, "PlanSharding");
   if (!any) {
     std::cerr

@@ -198,18 +198,19 @@ std::string FormatBytes(double bytes) {
   return fmt::format("{:.0f} B", bytes);
 }
 
-std::string ProgressLine(const PlanUpdate& update) {
-  const std::string method = update.summary().method().empty()
-                                 ? std::string("search")
-                                 : update.summary().method();
-  std::string best =
+std::string ProgressLine(const PlanUpdate& update, absl::string_view method,
+                         double elapsed_seconds) {
+  std::string name = update.summary().method();
+  if (name.empty()) name = std::string(method.empty() ? "search" : method);
+  const std::string best =
       update.prediction().feasible()
           ? absl::StrCat(FormatCount(update.prediction().output_tokens_per_s()),
                          " tok/s")
           : std::string("no feasible plan yet");
-  return fmt::format("{}  {} evals  best {}  {:.2f}x vs Megatron  {:.1f} s",
-                     method, FormatCount(update.evaluations()), best,
-                     update.speedup_vs_baseline(), update.elapsed_seconds());
+  return fmt::format(
+      "{}  {} evals  best {}  {:.2f}x vs Megatron  {:.1f} s", name,
+      FormatCount(update.evaluations()), best, update.speedup_vs_baseline(),
+      elapsed_seconds >= 0 ? elapsed_seconds : update.elapsed_seconds());
 }
 
 std::string RenderPlan(const Plan& plan, bool moe) {

@@ -25,7 +25,12 @@ std::string ToJsonLine(const google::protobuf::Message& message);
 
 // The live progress line shown on a terminal while a search streams:
 // "rl  1,234 evals  best 12,345 tok/s  1.07x vs Megatron  12.3 s".
-std::string ProgressLine(const shardplan::v1::PlanUpdate& update);
+// `method` names the search when the update carries no summary yet;
+// `elapsed_seconds` >= 0 replaces the update's own (the line keeps ticking
+// between updates).
+std::string ProgressLine(const shardplan::v1::PlanUpdate& update,
+                         absl::string_view method = "",
+                         double elapsed_seconds = -1);
 
 // A byte count as "12.3 GB" (powers of 1000, like GPU datasheets).
 std::string FormatBytes(double bytes);

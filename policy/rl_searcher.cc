@@ -241,13 +241,22 @@ class Policy {
                 const EliteHistory& elite) {
     if (optimizer_ == nullptr || actions.empty()) return 0;
     const int n = static_cast<int>(actions.size());
-    double mean = 0, sq = 0;
-    for (double r : rewards) mean += r;
-    mean /= n;
-    for (double r : rewards) sq += (r - mean) * (r - mean);
-    const double sd = std::sqrt(sq / n) + 1e-3;
-    std::vector<float> adv(n);
-    for (int i = 0; i < n; ++i) adv[i] = static_cast<float>((rewards[i] - mean) / sd);
+    // Centred-rank advantages in [-1, 1] (ties share their mean rank): robust to the scale
+    // gap between infeasible penalties and feasible rewards; the batch acts as the baseline.
+    std::vector<int> order(n);
+    for (int i = 0; i < n; ++i) order[i] = i;
+    std::stable_sort(order.begin(), order.end(),
+                     [&](int a, int b) { return rewards[a] < rewards[b]; });
+    std::vector<float> adv(n, 0.0f);
+    for (int i = 0; i < n;) {
+      int j = i;
+      while (j + 1 < n && rewards[order[j + 1]] == rewards[order[i]]) ++j;
+      const double rank = 0.5 * (i + j);
+      for (int k = i; k <= j; ++k) {
+        adv[order[k]] = n > 1 ? static_cast<float>(2.0 * rank / (n - 1) - 1.0) : 0.0f;
+      }
+      i = j + 1;
+    }
     std::vector<Decisions> all = actions;
     const int num_elite = options_.self_imitation_coef > 0 ? elite.size() : 0;
     for (int i = 0; i < num_elite; ++i) all.push_back(elite.entries()[i].decisions);
@@ -326,8 +335,23 @@ class Policy {
             torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8).to(torch::kBool);
         logits = logits.masked_fill(invalid, -1e9);
       }
-      const torch::Tensor logp = torch::log_softmax(logits, 1);  // [n, C]
-      const torch::Tensor p = logp.exp();
+      // Mixture with the uniform distribution over the valid choices (exploration that
+      // stays on-policy: log-probabilities and entropy are those of the mixture).
+      torch::Tensor p = torch::softmax(logits, 1);  // [n, C]
+      if (options_.explore_epsilon > 0) {
+        torch::Tensor valid;
+        if (i == kDegreesDecision) {
+          valid = torch::ones_like(p);
+        } else {
+          valid = torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8)
+                      .to(torch::kFloat32)
+                      .neg()
+                      .add(1.0);
+        }
+        p = (1 - options_.explore_epsilon) * p +
+            options_.explore_epsilon * valid / valid.sum(1, /*keepdim=*/true);
+      }
+      const torch::Tensor logp = torch::log(p + 1e-12);
       if (sample) {
         const torch::Tensor pc = p.contiguous();
         const float* pd = pc.data_ptr<float>();

@@ -20,6 +20,7 @@ struct RlOptions {
   bool use_elite_tokens = true;  // false: the encoder sees the context token only (ablation)
   double learning_rate = 3e-3;   // 0: no learning (the initial policy's sampling; ablation)
   double entropy_coef = 0.01;
+  double explore_epsilon = 0.1;  // per decision: mix this much of the uniform valid choice
   int ppo_epochs = 1;           // 1: plain REINFORCE step; > 1: clipped-ratio epochs
   double ppo_clip = 0.2;
   double self_imitation_coef = 0.5;  // weight of the elite plans' log-likelihood

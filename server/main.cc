@@ -13,6 +13,9 @@
 #include "absl/flags/flag.h"
 #include "absl/flags/parse.h"
 #include "absl/flags/usage.h"
+#include "absl/flags/usage_config.h"
+#include "absl/strings/match.h"
+#include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "glog/logging.h"
 #include "server/server.h"
@@ -66,8 +69,14 @@ int main(int argc, char** argv) {
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
+  // --help lists this file's flags (absl would look for shardplan-server.cc otherwise).
+  absl::FlagsUsageConfig usage_config;
+  usage_config.contains_help_flags = [](absl::string_view file) {
+    return absl::EndsWith(file, "server/main.cc");
+  };
+  absl::SetFlagsUsageConfig(usage_config);
   absl::SetProgramUsageMessage(
-      "shardplan-server: gRPC service that searches sharding plans for LLM inference.\n"
+      "gRPC service that searches sharding plans for LLM inference.\n"
       "Usage: shardplan-server [--grpc_address=HOST:PORT] [--metrics_address=HOST:PORT] "
       "[--store=FILE] ...\nLogging: GLOG_v=1, GLOG_log_dir=DIR (default: stderr).");
   absl::ParseCommandLine(argc, argv);

@@ -120,5 +120,13 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << report->Markdown();
+  absl::StatusOr<std::vector<sim::CrossCheckRow>> cross =
+      sim::CrossCheckPublicThroughput(profiles.front().calibration);
+  if (!cross.ok()) {
+    std::cerr << cross.status() << "\n";
+    return 1;
+  }
+  std::cout << "\nPublished maximum throughput (cross-check, not fitted):\n\n"
+            << sim::CrossCheckMarkdown(*cross);
   return 0;
 }

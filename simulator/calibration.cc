@@ -43,8 +43,8 @@ Calibration SharedFit() {
   c.gemm_half_efficiency_tokens = 16.98;
   c.hbm_efficiency = 0.95;
   c.attention_efficiency = 0.2062;
-  c.intra_node_efficiency =
-      0.8;  // not fitted (datasheet-level NCCL bus bandwidth)
+  // not fitted (datasheet-level NCCL bus bandwidth)
+  c.intra_node_efficiency = 0.8;
   c.inter_node_efficiency = 0.8;  // not fitted (no multi-node rows)
   c.collective_latency_scale = 0.2169;
   c.decode_step_overhead_s = 0.0;
@@ -156,8 +156,7 @@ std::vector<double> Ranks(const std::vector<double>& v) {
 
 }  // namespace
 
-// --- Profiles
-// ------------------------------------------------------------------------------
+// --- Profiles ---
 
 const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
@@ -185,8 +184,7 @@ absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
                       absl::StrJoin(names, ", ")));
 }
 
-// --- Rows
-// ----------------------------------------------------------------------------------
+// --- Rows ---
 
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(
     absl::string_view csv_text) {
@@ -448,8 +446,84 @@ std::string AccuracyReport::Markdown() const {
   return s;
 }
 
-// --- Fit
-// -----------------------------------------------------------------------------------
+// --- Public cross-check ---
+
+const std::vector<PublicThroughputPoint>& PublicThroughputPoints() {
+  // TensorRT-LLM performance overview, H100 SXM 80GB, FP8 ModelOpt checkpoints,
+  // offline maximum throughput (trtllm-bench throughput, all requests queued),
+  // total output tok/s.
+  static const char* const kUrl =
+      "https://github.com/NVIDIA/TensorRT-LLM/blob/"
+      "00f37686aa854010d68bcbd0f4ab000221541ca6/docs/source/performance/"
+      "perf-overview.md";
+  static const std::vector<PublicThroughputPoint>* const kPoints =
+      new std::vector<PublicThroughputPoint>{
+          {"llama-3.1-8b", "fp8", 1, 1, 128, 2048, 22714, kUrl},
+          {"llama-3.1-8b", "fp8", 1, 1, 1000, 1000, 15220, kUrl},
+          {"llama-3.1-8b", "fp8", 1, 1, 2048, 128, 3450, kUrl},
+          {"llama-3.1-8b", "fp8", 1, 1, 5000, 500, 3459, kUrl},
+          {"llama-3.3-70b", "fp8", 2, 1, 128, 2048, 6651, kUrl},
+          {"llama-3.3-70b", "fp8", 2, 1, 1000, 1000, 4205, kUrl},
+          {"llama-3.3-70b", "fp8", 2, 1, 2048, 128, 762, kUrl},
+          {"llama-3.3-70b", "fp8", 2, 1, 5000, 500, 898, kUrl},
+          {"llama-3.1-405b", "fp8", 8, 1, 128, 2048, 4340, kUrl},
+          {"llama-3.1-405b", "fp8", 8, 1, 1000, 1000, 2919, kUrl},
+          {"llama-3.1-405b", "fp8", 8, 1, 2048, 128, 453, kUrl},
+          {"qwen3-235b-a22b", "fp8", 8, 8, 128, 2048, 19658, kUrl},
+          {"qwen3-235b-a22b", "fp8", 8, 8, 1000, 1000, 14898, kUrl},
+          {"qwen3-235b-a22b", "fp8", 8, 8, 5000, 500, 3225, kUrl},
+      };
+  return *kPoints;
+}
+
+absl::StatusOr<std::vector<CrossCheckRow>> CrossCheckPublicThroughput(
+    const Calibration& calibration) {
+  std::vector<CrossCheckRow> out;
+  for (const PublicThroughputPoint& p : PublicThroughputPoints()) {
+    shardplan::v1::ModelSource model;
+    model.set_catalog_name(p.model);
+    shardplan::v1::ClusterSpec cluster;
+    cluster.set_hardware("h100-sxm-80gb");
+    cluster.set_num_gpus(p.tp);
+    cluster.set_gpus_per_node(std::min(8, p.tp));
+    shardplan::v1::Workload workload;
+    workload.set_input_tokens(p.isl);
+    workload.set_output_tokens(p.osl);
+    workload.set_concurrency(0);
+    workload.set_weight_dtype(p.dtype);
+    workload.set_kv_cache_dtype(p.dtype);
+    ASSIGN_OR_RETURN(Problem problem,
+                     ProblemFromProto(model, cluster, workload));
+    ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> cost,
+                     CostModel::Create(std::move(problem), calibration));
+    PlanDims plan;
+    plan.tp = p.tp;
+    plan.ep = p.ep;
+    RETURN_IF_ERROR(cost->ValidatePlan(plan));
+    const Evaluation e = cost->Evaluate(plan);
+    out.push_back({p, e.output_tokens_per_s, e.batch_size});
+  }
+  return out;
+}
+
+std::string CrossCheckMarkdown(const std::vector<CrossCheckRow>& rows) {
+  std::string s =
+      "| model | H100s | dtype | ISL/OSL | published tok/s | predicted tok/s | "
+      "ratio | batch |\n|---|---|---|---|---|---|---|---|\n";
+  for (const CrossCheckRow& r : rows) {
+    absl::StrAppendFormat(
+        &s, "| %s | %d | %s | %d/%d | %.0f | %.0f | %.2f | %d |\n",
+        r.point.model, r.point.tp, r.point.dtype, r.point.isl, r.point.osl,
+        r.point.output_tokens_per_s, r.predicted_tokens_per_s,
+        r.predicted_tokens_per_s / r.point.output_tokens_per_s,
+        r.predicted_batch);
+  }
+  absl::StrAppend(&s, "\nSource of every published figure: ",
+                  PublicThroughputPoints().front().source, "\n");
+  return s;
+}
+
+// --- Fit ---
 
 namespace {
 

@@ -20,8 +20,7 @@
 
 namespace shardplan::simulator {
 
-// --- Profiles
-// ----------------------------------------------------------------------------
+// --- Profiles ---
 
 struct CalibrationProfile {
   std::string name;    // "h100-trtllm", "h100-sglang", "h100-vllm"
@@ -36,8 +35,7 @@ const CalibrationProfile& DefaultCalibrationProfile();
 absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     absl::string_view name);
 
-// --- Measured rows
-// -----------------------------------------------------------------------
+// --- Measured rows ---
 
 struct MeasuredRow {
   int line = 0;  // 1-based line in the CSV (header = 1)
@@ -94,8 +92,7 @@ absl::StatusOr<std::vector<RowPrediction>> PredictRows(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 
-// --- Accuracy report
-// ---------------------------------------------------------------------
+// --- Accuracy report ---
 
 struct AccuracyGroup {
   std::string model;   // catalog name
@@ -134,13 +131,38 @@ absl::StatusOr<AccuracyReport> ComputeAccuracy(
 // points.
 double Spearman(const std::vector<double>& a, const std::vector<double>& b);
 
-// --- Fit
-// ---------------------------------------------------------------------------------
+// --- Public cross-check ---
+
+// A published H100 maximum-throughput measurement (offline, all requests
+// queued), used as a cross-check only (never fitted).
+struct PublicThroughputPoint {
+  std::string model;  // catalog name
+  std::string dtype;  // weights and KV cache
+  int tp = 1;
+  int ep = 1;
+  int isl = 0;
+  int osl = 0;
+  double output_tokens_per_s = 0;  // whole deployment
+  std::string source;              // URL
+};
+const std::vector<PublicThroughputPoint>& PublicThroughputPoints();
+
+struct CrossCheckRow {
+  PublicThroughputPoint point;
+  double predicted_tokens_per_s = 0;  // best batch (concurrency 0, no SLO)
+  int predicted_batch = 0;
+};
+absl::StatusOr<std::vector<CrossCheckRow>> CrossCheckPublicThroughput(
+    const Calibration& calibration = DefaultCalibration());
+// Markdown table of the cross-check.
+std::string CrossCheckMarkdown(const std::vector<CrossCheckRow>& rows);
+
+// --- Fit ---
 
 struct FitOptions {
   int max_rounds = 60;
-  double ttft_weight =
-      1.0;  // weight of |log TTFT error| against |log TPOT error|
+  // weight of |log TTFT error| against |log TPOT error|
+  double ttft_weight = 1.0;
 };
 
 // Fits the shared efficiency parameters and, per engine, layer_overhead_s and

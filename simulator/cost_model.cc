@@ -87,25 +87,29 @@ struct CostConstants {
   int layers = 0, dense_layers = 0, moe_layers = 0;
   bool moe = false, mla = false, tied = false;
   // Weights per layer, in elements.
-  double w_q =
-      0;  // query projection (split by heads under column, by input under row)
-  double w_kv =
-      0;  // GQA K and V projections (replicate when tp > kv_heads, column)
+  // query projection (split by heads under column, by input under row)
+  double w_q = 0;
+  // GQA K and V projections (replicate when tp > kv_heads, column)
+  double w_kv = 0;
   double w_latent = 0;  // MLA down-projections (replicated under column)
   double w_attn_out = 0, w_mlp_up = 0, w_mlp_down = 0, w_router = 0;
   double w_expert_up = 0, w_expert_down = 0;  // one expert
   double w_embedding = 0;                     // also the LM head
   // Activations per token, in elements.
   double qkv_out = 0, attn_out = 0;
-  double kv_per_token_layer =
-      0;  // KV cache elements per token per layer (all heads)
+  // KV cache elements per token per layer (all heads)
+  double kv_per_token_layer = 0;
   double attn_decode_flops = 0;  // per query token per context token per layer
-  double attn_prefill_flops =
-      0;  // per request per (sequence length)^2 per layer
+  // per request per (sequence length)^2 per layer
+  double attn_prefill_flops = 0;
   // Dtypes.
   double weight_bytes = 2, kv_bytes = 2;
   // Achievable rates.
-  double gemm_flops_per_s = 0, attention_flops_per_s = 0, hbm_bytes_per_s = 0;
+  double gemm_flops_per_s = 0, hbm_bytes_per_s = 0;
+  // Attention math: prefill (flash attention, fitted attention_efficiency) and
+  // decode (batched GEMV-like per head; when compute bound, e.g. MLA, it
+  // reaches GEMM-class efficiency, so it uses gemm_efficiency).
+  double attention_prefill_flops_per_s = 0, attention_decode_flops_per_s = 0;
   double nv_bytes_per_s = 0, ib_bytes_per_s = 0, nv_latency_s = 0,
          ib_latency_s = 0;
   int gpus_per_node = 8, num_gpus = 1;
@@ -120,8 +124,8 @@ namespace {
 
 struct Group {
   int n = 1;
-  int per_node =
-      1;  // members of the group inside one node (n: all inside one node)
+  // members of the group inside one node (n: all inside one node)
+  int per_node = 1;
 };
 
 struct Traffic {
@@ -346,7 +350,9 @@ class Pass {
         break;
     }
     const int ia = static_cast<int>(OpKind::kAttention);
-    r_.compute[ia] += flops * flop_share / k_.attention_flops_per_s;
+    r_.compute[ia] += flops * flop_share /
+                      (decode_ ? k_.attention_decode_flops_per_s
+                               : k_.attention_prefill_flops_per_s);
     r_.memory[ia] +=
         (kv_bytes * kv_share +
          T * flop_share * (k_.qkv_out + k_.attn_out) * kActivationBytes) /
@@ -395,8 +401,8 @@ class Pass {
     // is sliced locally) and sends each to the distinct expert groups it is
     // routed to.
     const double domain_tokens = p_.dp * T;
-    const double dests =
-        p_.dispatch_fanout * k_.top_k;  // distinct destination groups per token
+    // distinct destination groups per token
+    const double dests = p_.dispatch_fanout * k_.top_k;
     const double a2a_bytes = T / n * dests * k_.hidden * kActivationBytes;
     Comm(OpKind::kExpertUp, Collective::kAllToAll, a2a_bytes, p_.ep_group);
     // Tokens at one expert group: token-expert pairs, distinct tokens,
@@ -527,8 +533,8 @@ class Pass {
 struct Residuals {
   Layout dense = Layout::kFull;
   Layout moe = Layout::kFull;
-  Layout first =
-      Layout::kFull;  // what the embedding produces for the first layer
+  // what the embedding produces for the first layer
+  Layout first = Layout::kFull;
   Layout last = Layout::kFull;  // what the LM head receives
 };
 
@@ -587,8 +593,8 @@ Group MakeTpGroup(int tp, int gpus_per_node) {
   } else if (tp > gpus_per_node && tp % gpus_per_node == 0) {
     g.per_node = gpus_per_node;
   } else {
-    g.per_node =
-        1;  // groups straddle node boundaries unevenly: assume the worst
+    // groups straddle node boundaries unevenly: assume the worst
+    g.per_node = 1;
   }
   return g;
 }
@@ -638,8 +644,8 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan) {
     p.dispatch_fanout =
         p.ep * (1.0 - std::pow(1.0 - 1.0 / p.ep, k.top_k)) / k.top_k;
   } else {
-    p.dispatch_fanout =
-        1.0 / std::max(1.0, k.top_k);  // ep == 1: every token goes to one group
+    // ep == 1: every token goes to one group
+    p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);
   }
   return p;
 }
@@ -1229,8 +1235,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       k->w_q = h * nh * qk;
       k->w_latent = h * latent;
     }
-    k->w_kv =
-        md.kv_lora_rank * nh * (md.qk_nope_head_dim + v);  // split by heads
+    // split by heads
+    k->w_kv = md.kv_lora_rank * nh * (md.qk_nope_head_dim + v);
     k->w_attn_out = nh * v * h;
     k->qkv_out = nh * (2 * qk + v);
     k->attn_out = nh * v;
@@ -1238,8 +1244,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
     // Decode with absorbed projections: scores over the latent + rope, values
     // in the latent.
     k->attn_decode_flops = 2 * nh * (latent + md.kv_lora_rank);
-    k->attn_prefill_flops =
-        nh * (qk + v);  // causal: 2 * nh * (qk + v) * S^2 / 2
+    // causal: 2 * nh * (qk + v) * S^2 / 2
+    k->attn_prefill_flops = nh * (qk + v);
   } else {
     const double hd = md.head_dim;
     k->w_q = h * nh * hd;
@@ -1265,9 +1271,11 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s =
       internal::GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;
-  k->attention_flops_per_s =
+  k->attention_prefill_flops_per_s =
       hd.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] *
       cal.attention_efficiency;
+  k->attention_decode_flops_per_s =
+      hd.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] * cal.gemm_efficiency;
   k->hbm_bytes_per_s = hd.hbm_bytes_per_s * cal.hbm_efficiency;
   k->nv_bytes_per_s = hd.intra_node_bytes_per_s * cal.intra_node_efficiency;
   k->ib_bytes_per_s = hd.inter_node_bytes_per_s * cal.inter_node_efficiency;
@@ -1431,14 +1439,33 @@ absl::Status CostModel::ValidatePlan(const PlanDims& plan) const {
   return absl::OkStatus();
 }
 
-Evaluation CostModel::EvaluateBatch(const PlanDims& plan, int batch) const {
-  internal::PlanState state;
-  internal::PreparePlan(*constants_, plan, &state);
-  return internal::EvaluateState(*constants_, state, batch);
-}
-
 Evaluation CostModel::Evaluate(const PlanDims& plan) const {
   const internal::CostConstants& k = *constants_;
+  // Evaluate requires a plan that passed ValidatePlan; this cheap guard keeps a
+  // caller's mistake from indexing out of bounds or dividing by zero (the
+  // result is infeasible).
+  bool evaluable = plan.dp >= 1 && plan.tp >= 1 && plan.pp >= 1 &&
+                   plan.ep >= 1 && plan.pp <= kMaxPipelineStages &&
+                   plan.pp <= k.layers && plan.batch_size >= 0 &&
+                   plan.batch_size <= kMaxBatchSize && plan.micro_batches >= 0;
+  for (int i = 0; evaluable && i < kNumOpKinds; ++i) {
+    const int d = static_cast<int>(plan.dims[i]);
+    evaluable = d >= 0 && d < kNumShardDims;
+  }
+  if (evaluable && plan.num_stage_layers != 0) {
+    int sum = 0;
+    evaluable = plan.num_stage_layers == plan.pp;
+    for (int i = 0; evaluable && i < plan.pp; ++i) {
+      evaluable = plan.stage_layers[i] >= 1;
+      sum += plan.stage_layers[i];
+    }
+    evaluable = evaluable && sum == k.layers;
+  }
+  if (!evaluable) {
+    Evaluation e;
+    e.capacity_bytes = k.capacity_bytes;
+    return e;  // feasible = false, reason kNone ("infeasible")
+  }
   internal::PlanState state;
   internal::PreparePlan(k, plan, &state);
   if (plan.batch_size > 0)

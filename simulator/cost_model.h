@@ -77,9 +77,6 @@ class CostModel {
  private:
   friend class internal::CostModelInspector;
   CostModel(Problem problem, const Calibration& calibration);
-  // Evaluate with a fixed decode batch per replica (> 0).
-  Evaluation EvaluateBatch(const PlanDims& plan, int batch) const;
-
   Problem problem_;
   Calibration calibration_;
   std::unique_ptr<const internal::CostConstants> constants_;

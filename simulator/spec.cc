@@ -69,8 +69,7 @@ constexpr int64_t kMaxYamlNodes = 200000;
 constexpr int kMaxPlacementEntries = 1024;
 constexpr absl::string_view kDefaultHardware = "h100-sxm-80gb";
 
-// --- Spec text
-// -----------------------------------------------------------------------------
+// --- Spec text ---------------------------------------------------------------
 
 // The JSON parser reports field errors as "(model.spec.num_layers): invalid
 // value ..."; we turn that into "model.spec.num_layers: invalid value ..." and
@@ -306,8 +305,7 @@ absl::StatusOr<std::string> YamlTextToJsonText(absl::string_view text,
   }
 }
 
-// --- Validation helpers
-// --------------------------------------------------------------------
+// --- Validation helpers ------------------------------------------------------
 
 std::string Path(absl::string_view prefix, absl::string_view field) {
   if (prefix.empty()) return std::string(field);
@@ -368,8 +366,7 @@ std::vector<std::string> Names(const std::vector<T>& specs) {
   return names;
 }
 
-// --- Catalog
-// -------------------------------------------------------------------------------
+// --- Catalog -----------------------------------------------------------------
 
 template <typename T>
 std::vector<T> LoadCatalog(const internal::CatalogFile* files, int n) {
@@ -392,8 +389,7 @@ std::vector<T> LoadCatalog(const internal::CatalogFile* files, int n) {
 
 }  // namespace
 
-// === Spec text
-// =================================================================================
+// === Spec text ===============================================================
 
 absl::Status ParseSpecText(absl::string_view text,
                            google::protobuf::Message* message) {
@@ -431,8 +427,7 @@ std::string ToJson(const google::protobuf::Message& message, bool pretty) {
   return out;
 }
 
-// === Catalog
-// ===================================================================================
+// === Catalog =================================================================
 
 const std::vector<ModelSpec>& CatalogModels() {
   static const std::vector<ModelSpec>* const models =
@@ -466,8 +461,7 @@ absl::StatusOr<HardwareSpec> FindCatalogHardware(absl::string_view name) {
       absl::StrJoin(Names(CatalogHardware()), ", ")));
 }
 
-// === Proto -> compact
-// ==========================================================================
+// === Proto -> compact ========================================================
 
 absl::StatusOr<ModelSpec> ResolveModel(const ModelSource& source) {
   switch (source.source_case()) {
@@ -876,8 +870,7 @@ absl::StatusOr<PlanDims> PlanDimsFromProto(const Plan& plan) {
   return d;
 }
 
-// === Compact -> proto
-// ==========================================================================
+// === Compact -> proto ========================================================
 
 ModelSpec ModelSpecFromDims(const ModelDims& m) {
   ModelSpec spec;

@@ -115,8 +115,14 @@ absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeModel(const Case
 absl::StatusOr<Run> RunOne(const std::string& method, const simulator::CostModel& model,
                            SearchOptions options, policy::RlOptions* rl_options = nullptr) {
   std::unique_ptr<policy::Searcher> searcher;
-  if (rl_options != nullptr) {
-    searcher = std::make_unique<policy::RlSearcher>(*rl_options, method);
+  if (rl_options != nullptr && method.rfind("rl", 0) == 0) {
+    policy::RlOptions o = *rl_options;
+    if (method == "rl-no-elite") o.use_elite_tokens = false;
+    if (method == "rl-no-learning") {
+      o.learning_rate = 0;
+      o.self_imitation_coef = 0;
+    }
+    searcher = std::make_unique<policy::RlSearcher>(o, method);
   } else {
     ASSIGN_OR_RETURN(searcher, policy::CreateSearcher(method));
   }
@@ -160,7 +166,7 @@ int Main(int argc, char** argv) {
   int budget = 3000;
   int pool_threads = 1;
   int isl = 2048, osl = 512, concurrency = 0;
-  double exhaustive_limit = 2e6;
+  double exhaustive_limit = 2e7;
   std::string csv_path, md_path, png_path;
   bool warm = true;
   int timing_batch = 256;
@@ -178,6 +184,14 @@ int Main(int argc, char** argv) {
   app.add_option("--png", png_path, "draw convergence curves with gnuplot");
   app.add_option("--warm", warm, "run the warm-start experiment");
   app.add_option("--timing_batch", timing_batch, "RL batch for the time split (0: skip)");
+  policy::RlOptions rl;
+  app.add_option("--rl_batch", rl.batch_size, "RL plans per iteration");
+  app.add_option("--rl_lr", rl.learning_rate, "RL learning rate");
+  app.add_option("--rl_entropy", rl.entropy_coef, "RL entropy bonus");
+  app.add_option("--rl_epsilon", rl.explore_epsilon, "RL uniform exploration per decision");
+  app.add_option("--rl_sil", rl.self_imitation_coef, "RL self-imitation weight");
+  app.add_option("--rl_epochs", rl.ppo_epochs, "RL epochs per batch (>1: PPO clip)");
+  app.add_option("--rl_layers", rl.encoder_layers, "RL encoder layers");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Case> cases;
@@ -256,7 +270,7 @@ int Main(int argc, char** argv) {
       const int n = method == "megatron" ? 1 : seeds;
       for (int s = 1; s <= n; ++s) {
         options.seed = static_cast<uint32_t>(s);
-        auto run = RunOne(method, **model, options);
+        auto run = RunOne(method, **model, options, &rl);
         if (!run.ok()) {
           std::fprintf(stderr, "%s %s seed %d: %s\n", c.name().c_str(), method.c_str(), s,
                        run.status().ToString().c_str());
@@ -328,7 +342,7 @@ int Main(int argc, char** argv) {
       SearchOptions wo = options;
       wo.seed = 1001;
       wo.warm_start = &ws;
-      auto run = RunOne("rl", **model, wo);
+      auto run = RunOne("rl", **model, wo, &rl);
       if (run.ok()) {
         const int e = EvalsTo(run->trace, 0.99 * cold.best);
         const double frac = e > 0 ? static_cast<double>(e) / cold.evaluations : -1;
@@ -463,7 +477,7 @@ int Main(int argc, char** argv) {
       }
       auto model = MakeModel(c, isl, osl, concurrency);
       if (!model.ok()) continue;
-      policy::RlOptions o;
+      policy::RlOptions o = rl;
       o.batch_size = timing_batch;
       SearchOptions to;
       to.max_evaluations = budget;

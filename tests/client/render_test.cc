@@ -112,6 +112,13 @@ TEST(RenderTest, InfeasiblePlanSaysWhy) {
   EXPECT_THAT(ProgressLine(u), HasSubstr("no feasible plan yet"));
 }
 
+TEST(RenderTest, ProgressLineNamesTheRequestedMethodAndTicks) {
+  PlanUpdate u = SampleUpdate();
+  u.clear_summary();
+  EXPECT_EQ(ProgressLine(u, "anneal", 9.87),
+            "anneal  1,234 evals  best 12,346 tok/s  1.07x vs Megatron  9.9 s");
+}
+
 TEST(RenderTest, ProgressLineShowsEvaluationsBestSpeedupElapsed) {
   EXPECT_EQ(ProgressLine(SampleUpdate()),
             "rl  1,234 evals  best 12,346 tok/s  1.07x vs Megatron  3.2 s");

@@ -89,6 +89,11 @@ grep -q "no-such-model" "${WORK}/err" || fail "invalid model: value not named: $
 expect_rc 4 "${CLI}" evaluate --server "${SERVER}" --model llama-3.1-8b --gpus 8 --tp 8 --op attention=diagonal
 grep -q "diagonal" "${WORK}/err" || fail "bad dim not named: $(cat "${WORK}/err")"
 
+# Deadline: a long search with a 1 s deadline ends with DEADLINE_EXCEEDED (exit 6).
+expect_rc 6 "${CLI}" plan --server "${SERVER}" --model llama-3.1-405b --gpus 64 --method rl \
+  --max-evaluations 100000 --max-seconds 60 --deadline-seconds 1
+grep -q "deadline-seconds" "${WORK}/err" || fail "deadline message: $(cat "${WORK}/err")"
+
 # Unreachable: a port we just bound and released has no listener.
 FREE_PORT=$("${PY}" -c "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])")
 expect_rc 3 "${CLI}" health --server "127.0.0.1:${FREE_PORT}"

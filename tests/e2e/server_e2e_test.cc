@@ -163,15 +163,25 @@ TEST_F(ServerE2eTest, StreamsBaselineFirstThenBetterPlansAndAFinalSummary) {
     EXPECT_GE(result.updates[i].prediction().output_tokens_per_s(),
               result.updates[i - 1].prediction().output_tokens_per_s());
   }
-  // One structured log line for the call.
-  EXPECT_THAT(server_->log(), HasSubstr("method=PlanSharding search=rl model=llama-3.1-70b "
-                                        "gpus=16 outcome=OK duration_ms="));
+  // One structured log line for the call (written when gRPC is done with it).
+  const std::string line =
+      "method=PlanSharding search=rl model=llama-3.1-70b gpus=16 outcome=OK duration_ms=";
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline && server_->log().find(line) == std::string::npos) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_THAT(server_->log(), HasSubstr(line));
 }
 
-TEST_F(ServerE2eTest, CancelMidStreamFreesTheWorker) {
+class CancelE2eTest : public ServerE2eTest,
+                      public ::testing::WithParamInterface<std::string> {};
+
+TEST_P(CancelE2eTest, CancelMidStreamFreesTheWorker) {
   StartOrDie({"--max_concurrent_searches=1"});
   grpc::ClientContext context;
-  auto reader = stub_->PlanSharding(&context, LongRequest());
+  PlanRequest request = LongRequest();
+  request.mutable_options()->set_method(GetParam());
+  auto reader = stub_->PlanSharding(&context, request);
   PlanUpdate update;
   ASSERT_TRUE(reader->Read(&update));
   ASSERT_TRUE(WaitForMetrics(*server_, [](const std::string& m) {
@@ -187,17 +197,21 @@ TEST_F(ServerE2eTest, CancelMidStreamFreesTheWorker) {
     return Gauge(m, "shardplan_active_searches") == 0;
   }, absl::Seconds(5))) << server_->Metrics();
   const absl::Duration freed_after = absl::Now() - cancelled_at;
-  std::printf("[ measure  ] worker freed %.1f ms after the client cancelled\n",
-              absl::ToDoubleMilliseconds(freed_after));
+  std::printf("[ measure  ] %s: worker freed %.1f ms after the client cancelled (as seen "
+              "through /metrics)\n",
+              GetParam().c_str(), absl::ToDoubleMilliseconds(freed_after));
   const std::string metrics = server_->Metrics();
   EXPECT_EQ(Gauge(metrics, "shardplan_search_evaluations{slot=\"0\"}"), 0) << "slot reset";
   EXPECT_EQ(Gauge(metrics, "shardplan_search_best_speedup{slot=\"0\"}"), 0);
-  EXPECT_GE(Gauge(metrics, "shardplan_plan_requests_total{method=\"random\",code=\"CANCELLED\"}"),
+  EXPECT_GE(Gauge(metrics, absl::StrCat("shardplan_plan_requests_total{code=\"CANCELLED\",method=\"",
+                                        GetParam(), "\"}")),
             1);
   // The slot takes a new search at once.
   StreamResult next = Plan(*stub_, Request("llama-3.1-8b", 8, 1024, 256, "random", 64));
   EXPECT_TRUE(next.status.ok()) << next.status.error_message();
 }
+
+INSTANTIATE_TEST_SUITE_P(Methods, CancelE2eTest, ::testing::Values("random", "rl"));
 
 TEST_F(ServerE2eTest, InvalidRequestsGetInvalidArgumentAndTheServerStaysUp) {
   StartOrDie();
@@ -249,7 +263,7 @@ TEST_F(ServerE2eTest, InvalidRequestsGetInvalidArgumentAndTheServerStaysUp) {
   ASSERT_TRUE(health->Check(&context, health_request, &health_response).ok());
   EXPECT_EQ(health_response.status(), grpc::health::v1::HealthCheckResponse::SERVING);
   const std::string metrics = server_->Metrics();
-  EXPECT_GE(Gauge(metrics, "shardplan_plan_requests_total{method=\"unknown\",code=\"INVALID_ARGUMENT\"}"), 1);
+  EXPECT_GE(Gauge(metrics, "shardplan_plan_requests_total{code=\"INVALID_ARGUMENT\",method=\"unknown\"}"), 1);
   EXPECT_GE(Gauge(metrics, "shardplan_evaluate_requests_total{code=\"INVALID_ARGUMENT\"}"), 1);
   EXPECT_GE(Gauge(metrics, "shardplan_evaluate_requests_total{code=\"OK\"}"), 1);
 }
@@ -287,7 +301,7 @@ TEST_F(ServerE2eTest, ResourceExhaustedBeyondTheQueue) {
            Gauge(m, "shardplan_queued_searches") == 0;
   }));
   EXPECT_GE(Gauge(server_->Metrics(),
-                  "shardplan_plan_requests_total{method=\"random\",code=\"RESOURCE_EXHAUSTED\"}"),
+                  "shardplan_plan_requests_total{code=\"RESOURCE_EXHAUSTED\",method=\"random\"}"),
             1);
 }
 
@@ -375,12 +389,14 @@ TEST_F(ServerE2eTest, SigkillWhileWritingNeverLosesFinishedSearches) {
     sqlite3_finalize(stmt);
     sqlite3_close(db);
   }
-  // Every search that had finished is there: an exact warm-start hit for each.
+  // Every search that had finished is there: an exact warm-start hit for each (anneal
+  // seeds its chains from the stored plans; random search ignores warm starts).
   ASSERT_TRUE(server_->Start({absl::StrCat("--store=", store), "--workers=0"}));
   auto stub = server_->Stub();
   for (size_t i = 0; i < finished.size(); ++i) {
     PlanRequest again = finished[i];
-    again.mutable_options()->set_max_evaluations(8);
+    again.mutable_options()->set_method("anneal");
+    again.mutable_options()->set_max_evaluations(16);
     StreamResult result = Plan(*stub, again);
     ASSERT_TRUE(result.status.ok()) << result.status.error_message();
     EXPECT_EQ(result.updates.back().summary().warm_start_source(), "exact")
@@ -393,6 +409,11 @@ TEST_F(ServerE2eTest, MetricsShowEverySeriesWithSaneValues) {
   StartOrDie({"--max_concurrent_searches=2"});
   StreamResult result = Plan(*stub_, Request("llama-3.1-70b", 16, 2048, 512, "rl", 256));
   ASSERT_TRUE(result.status.ok());
+  // The worker frees its slot, and gRPC completes the call, just after the final update.
+  ASSERT_TRUE(WaitForMetrics(*server_, [](const std::string& m) {
+    return Gauge(m, "shardplan_active_searches") == 0 &&
+           Gauge(m, "shardplan_plan_requests_total{code=\"OK\",method=\"rl\"}") == 1;
+  })) << server_->Metrics();
   const std::string metrics = server_->Metrics();
   for (const char* name :
        {"shardplan_plan_requests_total", "shardplan_evaluate_requests_total",
@@ -403,7 +424,7 @@ TEST_F(ServerE2eTest, MetricsShowEverySeriesWithSaneValues) {
         "shardplan_elite_store_plans", "shardplan_warm_starts_total"}) {
     EXPECT_THAT(metrics, HasSubstr(absl::StrCat("# TYPE ", name, " "))) << name;
   }
-  EXPECT_EQ(Gauge(metrics, "shardplan_plan_requests_total{method=\"rl\",code=\"OK\"}"), 1);
+  EXPECT_EQ(Gauge(metrics, "shardplan_plan_requests_total{code=\"OK\",method=\"rl\"}"), 1);
   EXPECT_EQ(Gauge(metrics, "shardplan_active_searches"), 0);
   EXPECT_EQ(Gauge(metrics, "shardplan_queued_searches"), 0);
   EXPECT_GE(Gauge(metrics, "shardplan_cost_model_evaluations_total"),

@@ -117,6 +117,24 @@ TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
   }
 }
 
+// Published H100 maximum-throughput figures (TensorRT-LLM perf overview; URL in
+// PublicThroughputPoints), never fitted: the default profile predicts each
+// within 25%.
+TEST(CalibrationCrossCheckTest, PublishedMaxThroughputWithinQuarter) {
+  absl::StatusOr<std::vector<CrossCheckRow>> rows =
+      CrossCheckPublicThroughput();
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), PublicThroughputPoints().size());
+  for (const CrossCheckRow& r : *rows) {
+    EXPECT_THAT(r.point.source, ::testing::StartsWith("https://"));
+    const double ratio = r.predicted_tokens_per_s / r.point.output_tokens_per_s;
+    EXPECT_GT(ratio, 0.75) << r.point.model << " " << r.point.isl << "/"
+                           << r.point.osl;
+    EXPECT_LT(ratio, 1.25) << r.point.model << " " << r.point.isl << "/"
+                           << r.point.osl;
+  }
+}
+
 TEST(CalibrationParseTest, RejectsMalformedCsv) {
   EXPECT_FALSE(ParseMeasurements("id,backend\nx,y\n").ok());  // missing columns
   const std::string header =

@@ -221,8 +221,8 @@ TEST(CostModelTest, ExpertParallelDispatchAndCombineAreAllToAll) {
   auto model =
       Make({.model = "qwen3-235b-a22b", .gpus = 8, .weight_dtype = "fp8"});
   ASSERT_NE(model, nullptr);
-  PlanDims plan =
-      Plan(8, 1, 1, 8);  // attention data parallel, experts over 8 ranks
+  // attention data parallel, experts over 8 ranks
+  PlanDims plan = Plan(8, 1, 1, 8);
   plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;
   ASSERT_TRUE(model->ValidatePlan(plan).ok());
   const std::vector<CollectiveRecord> records =
@@ -339,6 +339,24 @@ TEST(CostModelTest, KvHeadsReplicateBeyondKvHeadCount) {
   EXPECT_DOUBLE_EQ(e16.kv_cache_bytes, e8.kv_cache_bytes);
 }
 
+// DeepSeek-V3 MLA: the KV cache is the latent, kv_lora_rank + qk_rope_head_dim
+// = 512 + 64 = 576 elements per token per layer, replicated over a head-split
+// (column) tp group:
+//   16 requests x 2304 tokens x 61 layers x 576 x 2 bytes = 2,590,507,008 bytes
+//   per GPU.
+// A batch-split attention keeps ceil(16 / 8) = 2 requests per rank: 323,813,376
+// bytes.
+TEST(CostModelTest, GoldenMlaLatentKvCache) {
+  auto model = Make({.model = "deepseek-v3", .gpus = 32});
+  ASSERT_NE(model, nullptr);
+  PlanDims plan = Plan(4, 8, 1, 32, 16);
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  EXPECT_DOUBLE_EQ(model->Evaluate(plan).kv_cache_bytes, 2590507008.0);
+  plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;
+  ASSERT_TRUE(model->ValidatePlan(plan).ok());
+  EXPECT_DOUBLE_EQ(model->Evaluate(plan).kv_cache_bytes, 323813376.0);
+}
+
 TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
   auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
   ASSERT_NE(model, nullptr);
@@ -392,6 +410,20 @@ TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
   auto moe = Make({.model = "mixtral-8x7b", .gpus = 8});
   EXPECT_THAT(std::string(moe->ValidatePlan(Plan(1, 8, 1, 16)).message()),
               StartsWith("plan.ep must divide num_experts"));
+}
+
+TEST(CostModelTest, UnvalidatedGarbagePlanIsInfeasibleNotACrash) {
+  auto model = Make({.model = "llama-3.1-8b", .gpus = 8});
+  PlanDims p = Plan(8, 1, 1);
+  p.pp = 1000;
+  EXPECT_FALSE(model->Evaluate(p).feasible);
+  p = Plan(0, 0, 1);
+  EXPECT_FALSE(model->Evaluate(p).feasible);
+  p = Plan(4, 1, 2);
+  p.num_stage_layers = 2;
+  p.stage_layers[0] = -5;
+  p.stage_layers[1] = 37;
+  EXPECT_FALSE(model->Evaluate(p).feasible);
 }
 
 TEST(CostModelTest, Llama405bOnOneGpuIsInfeasibleWithReason) {
