@@ -5,7 +5,7 @@ ASAN_DIR ?= build/asan
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?=
 
-.PHONY: all deps configure build demo check test asan-test clean
+.PHONY: all deps configure build demo check test asan-test fuzz clean
 
 all: build
 
@@ -27,10 +27,19 @@ asan-test: deps
 	@cmake --build $(ASAN_DIR) -j $(JOBS) --target simulator_test
 	@$(ASAN_DIR)/bin/simulator_test --gtest_brief=1
 
+# libFuzzer targets (tests/fuzz) built by clang with ASan+UBSan in their own directory, each
+# run FUZZ_SECONDS on a scratch copy of its seed corpus; fails on any crash or invariant failure.
+FUZZ_DIR ?= build/fuzz
+FUZZ_SECONDS ?= 40
+fuzz: deps
+	@cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDPLAN_FUZZ=ON -DSHARDPLAN_WITH_TORCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_spec_text fuzz_hf_config fuzz_cost_model fuzz_server_validation
+	@bash tests/fuzz/run_fuzzers.sh $(FUZZ_DIR)/bin $(FUZZ_SECONDS)
+
 test: build
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE bench
 
-check: build asan-test
+check: build asan-test fuzz
 	@cd $(BUILD_DIR) && ctest --output-on-failure -j $(JOBS) -LE bench
 
 clean:

@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <array>
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
@@ -14,10 +15,9 @@
 #include <string>
 #include <thread>
 
-#include "CLI/CLI.hpp"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "client/cli.h"
 #include "client/emit.h"
 #include "client/exit_codes.h"
 #include "client/render.h"
@@ -28,13 +28,6 @@
 
 namespace shardplan::client {
 namespace {
-
-constexpr const char* kExitCodesHelp =
-    "Exit codes: 0 ok, 1 other error, 2 bad usage or input file, 3 server "
-    "unreachable or "
-    "not serving, 4 request rejected (INVALID_ARGUMENT), 5 server busy "
-    "(RESOURCE_EXHAUSTED), "
-    "6 deadline exceeded, 130 interrupted.";
 
 // Ctrl-C / SIGTERM cancel the RPC in flight (the server stops the search)
 // instead of killing the process mid-stream. Signals are blocked before gRPC
@@ -128,13 +121,6 @@ class ProgressTicker {
   bool have_ = false;
   shardplan::v1::PlanUpdate last_;
   std::thread thread_;
-};
-
-struct GlobalFlags {
-  std::string server = "127.0.0.1:50051";
-  double deadline_seconds = 0;
-  std::string output = "table";
-  std::string emit;
 };
 
 void SetDeadline(grpc::ClientContext* context, double seconds) {
@@ -323,196 +309,38 @@ int RunHealth(const GlobalFlags& g, const std::string& service) {
              : kExitUnreachable;
 }
 
-// Validators whose messages quote the offending value ("must be a positive
-// integer, got "abc"); CLI11's PositiveNumber prints its numeric range instead.
-CLI::Validator IntAtLeast(int64_t min) {
-  return CLI::Validator(
-      [min](std::string& value) -> std::string {
-        int64_t n = 0;
-        if (!absl::SimpleAtoi(value, &n) || n < min) {
-          return absl::StrCat(
-              "must be ", min == 0 ? "an integer >= 0" : "a positive integer",
-              ", got \"", value, "\"");
-        }
-        return "";
-      },
-      min == 0 ? "INT>=0" : "INT>0");
-}
-
-CLI::Validator NumberAtLeastZero() {
-  return CLI::Validator(
-      [](std::string& value) -> std::string {
-        double d = 0;
-        if (!absl::SimpleAtod(value, &d) || !(d >= 0) || d > 1e12) {
-          return absl::StrCat("must be a number >= 0, got \"", value, "\"");
-        }
-        return "";
-      },
-      "NUMBER>=0");
-}
-
-void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
-                       CLI::Option** hardware_opts) {
-  auto* model = cmd->add_option("--model", f->model,
-                                "Catalog model name (see `shardplan catalog`)");
-  auto* model_file = cmd->add_option(
-      "--model-file", f->model_file,
-      "ModelSpec file, proto JSON or YAML (camelCase field names)");
-  auto* hf = cmd->add_option("--hf-config", f->hf_config,
-                             "A Hugging Face config.json");
-  model->excludes(model_file)->excludes(hf);
-  model_file->excludes(hf);
-  hardware_opts[0] = cmd->add_option("--hardware", f->hardware, "GPU type")
-                         ->capture_default_str();
-  hardware_opts[1] = cmd->add_option("--gpus", f->gpus, "Number of GPUs")
-                         ->check(IntAtLeast(1));
-  hardware_opts[2] =
-      cmd->add_option("--gpus-per-node", f->gpus_per_node,
-                      "GPUs per node (default: the hardware's, 8)")
-          ->check(IntAtLeast(1));
-  cmd->add_option("--cluster-file", f->cluster_file,
-                  "ClusterSpec file, proto JSON or YAML");
-  cmd->add_option("--isl", f->isl, "Mean input (prompt) tokens")
-      ->check(IntAtLeast(1))
-      ->capture_default_str();
-  cmd->add_option("--osl", f->osl, "Mean output tokens")
-      ->check(IntAtLeast(1))
-      ->capture_default_str();
-  cmd->add_option("--concurrency", f->concurrency,
-                  "Concurrent requests per replica (0 = the best batch)")
-      ->check(IntAtLeast(0));
-  cmd->add_option("--max-ttft-ms", f->max_ttft_ms, "TTFT SLO in ms (0 = none)")
-      ->check(NumberAtLeastZero());
-  cmd->add_option("--max-tpot-ms", f->max_tpot_ms, "TPOT SLO in ms (0 = none)")
-      ->check(NumberAtLeastZero());
-  cmd->add_option("--weight-dtype", f->weight_dtype,
-                  "bf16 (default), fp8 or fp4")
-      ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
-  cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
-                  "bf16 (default), fp8 or fp4")
-      ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
-}
-
-void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
-                      bool with_emit, bool yaml_output) {
-  cmd->add_option("--server", g->server, "shardplan-server address HOST:PORT")
-      ->capture_default_str();
-  cmd->add_option(
-         "--deadline-seconds", g->deadline_seconds,
-         "Give up after this many seconds (0 = none for plan, 30 s otherwise)")
-      ->check(NumberAtLeastZero());
-  if (with_output) {
-    if (yaml_output) {
-      cmd->add_option(
-             "--output,-o", g->output,
-             "table (default), json (one PlanUpdate per line), yaml (manifest)")
-          ->check(CLI::IsMember({"table", "json", "yaml"}));
-    } else {
-      cmd->add_option("--output,-o", g->output, "table (default) or json")
-          ->check(CLI::IsMember({"table", "json"}));
-    }
-  }
-  if (with_emit) {
-    cmd->add_option(
-           "--emit", g->emit,
-           "Print the launch command of the plan for vllm, sglang or trtllm")
-        ->check(CLI::IsMember({"vllm", "sglang", "trtllm"}));
-  }
-}
-
 int Main(int argc, char** argv) {
   SignalCanceller canceller;
-  CLI::App app{
-      "shardplan: find and evaluate distributed-inference plans (parallelism "
-      "degrees and "
-      "per-operator sharding) with shardplan-server."};
-  app.footer(kExitCodesHelp);
-  app.require_subcommand(1);
-
-  GlobalFlags g;
-  ProblemFlags problem;
-  SearchFlags search;
-  PlanFlags plan_flags;
-  std::string health_service;
-  CLI::Option* plan_hw[3] = {};
-  CLI::Option* eval_hw[3] = {};
-
-  CLI::App* plan =
-      app.add_subcommand("plan", "Search for the best plan; streams progress");
-  AddGlobalOptions(plan, &g, true, true, true);
-  AddProblemOptions(plan, &problem, plan_hw);
-  plan->add_option("--method", search.method, "Search method")
-      ->check(CLI::IsMember(
-          {"rl", "megatron", "random", "anneal", "genetic", "exhaustive"}))
-      ->capture_default_str();
-  plan->add_option("--max-evaluations", search.max_evaluations,
-                   "Cost-model evaluations (0 = server default)")
-      ->check(IntAtLeast(0));
-  plan->add_option("--max-seconds", search.max_seconds,
-                   "Search time limit (0 = server default)")
-      ->check(NumberAtLeastZero());
-  plan->add_option("--seed", search.seed, "Random seed");
-  plan->add_flag("--no-warm-start", search.no_warm_start,
-                 "Do not seed the search with what earlier searches learned");
-
-  CLI::App* evaluate = app.add_subcommand("evaluate", "Predict one given plan");
-  AddGlobalOptions(evaluate, &g, true, true, false);
-  AddProblemOptions(evaluate, &problem, eval_hw);
-  evaluate->add_option("--tp", plan_flags.tp, "Tensor-parallel degree")
-      ->check(IntAtLeast(1))
-      ->capture_default_str();
-  evaluate->add_option("--pp", plan_flags.pp, "Pipeline-parallel degree")
-      ->check(IntAtLeast(1))
-      ->capture_default_str();
-  evaluate->add_option("--dp", plan_flags.dp, "Data-parallel degree (replicas)")
-      ->check(IntAtLeast(1))
-      ->capture_default_str();
-  evaluate->add_option("--ep", plan_flags.ep, "Expert-parallel degree (MoE)")
-      ->check(IntAtLeast(1))
-      ->capture_default_str();
-  evaluate->add_option(
-      "--op", plan_flags.ops,
-      "Operator sharding NAME=DIM, repeatable (e.g. --op attention=batch)");
-  evaluate
-      ->add_option("--stage-layers", plan_flags.stage_layers,
-                   "Layers per pipeline stage (default: uniform)")
-      ->delimiter(',');
-  evaluate
-      ->add_option("--batch-size", plan_flags.batch_size,
-                   "Decode batch per replica (0 = concurrency or the best)")
-      ->check(IntAtLeast(0));
-  evaluate
-      ->add_option("--micro-batches", plan_flags.micro_batches,
-                   "Micro-batches (0 = pp)")
-      ->check(IntAtLeast(0));
-
-  CLI::App* catalog =
-      app.add_subcommand("catalog", "List the built-in models and hardware");
-  AddGlobalOptions(catalog, &g, true, false, false);
-
-  CLI::App* health =
-      app.add_subcommand("health", "Check the server's gRPC health status");
-  AddGlobalOptions(health, &g, false, false, false);
-  health->add_option("--service", health_service,
-                     "Service name (\"\" = the whole server)");
-
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {
-    const int code = app.exit(e);
-    return code == 0 ? kExitOk : kExitUsage;
+  if (argc <= 1) {
+    // No subcommand: show what there is.
+    absl::StatusOr<CommandLine> help = ParseCommandLine(
+        2, std::array<const char*, 2>{argv[0], "--help"}.data());
+    if (help.ok()) std::cerr << help->help;
+    return kExitUsage;
   }
-
-  if (plan->parsed()) {
-    problem.hardware_set = plan_hw[0]->count() > 0;
-    return RunPlan(g, problem, search, canceller);
+  absl::StatusOr<CommandLine> cl = ParseCommandLine(argc, argv);
+  if (!cl.ok()) {
+    std::cerr << "shardplan: " << cl.status().message()
+              << "\nRun with --help for more information.\n";
+    return kExitUsage;
   }
-  if (evaluate->parsed()) {
-    problem.hardware_set = eval_hw[0]->count() > 0;
-    return RunEvaluate(g, problem, plan_flags, canceller);
+  if (!cl->help.empty()) {
+    std::cout << cl->help << std::flush;
+    return kExitOk;
   }
-  if (catalog->parsed()) return RunCatalog(g);
-  if (health->parsed()) return RunHealth(g, health_service);
+  const GlobalFlags& g = cl->global;
+  switch (cl->command) {
+    case Command::kPlan:
+      return RunPlan(g, cl->problem, cl->search, canceller);
+    case Command::kEvaluate:
+      return RunEvaluate(g, cl->problem, cl->plan, canceller);
+    case Command::kCatalog:
+      return RunCatalog(g);
+    case Command::kHealth:
+      return RunHealth(g, cl->health_service);
+    case Command::kNone:
+      break;
+  }
   return kExitUsage;
 }
 

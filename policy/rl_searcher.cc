@@ -13,6 +13,7 @@
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -178,7 +179,11 @@ std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space, const Deci
 class Policy {
  public:
   Policy(const RlOptions& options, const PlanSpace& space, std::mt19937_64& rng)
-      : options_(options), space_(space), net_(options), rng_(rng) {
+      : options_(options),
+        space_(space),
+        net_(options),
+        rng_(rng),
+        epsilon_(options.explore_epsilon) {
     InitWeights(net_, rng_);
     const std::vector<float> ctx = ContextFeatures(space.model().problem());
     context_ = torch::from_blob(const_cast<float*>(ctx.data()), {1, 1, kContextFeatures},
@@ -200,6 +205,8 @@ class Policy {
   }
 
   PolicyNet& net() { return net_; }
+  double epsilon() const { return epsilon_; }
+  void set_epsilon(double e) { epsilon_ = e; }
 
   // Elite tokens for this iteration (empty when the ablation disables them).
   void SetElite(const EliteHistory& elite) {
@@ -338,7 +345,7 @@ class Policy {
       // Mixture with the uniform distribution over the valid choices (exploration that
       // stays on-policy: log-probabilities and entropy are those of the mixture).
       torch::Tensor p = torch::softmax(logits, 1);  // [n, C]
-      if (options_.explore_epsilon > 0) {
+      if (epsilon_ > 0) {
         torch::Tensor valid;
         if (i == kDegreesDecision) {
           valid = torch::ones_like(p);
@@ -348,8 +355,7 @@ class Policy {
                       .neg()
                       .add(1.0);
         }
-        p = (1 - options_.explore_epsilon) * p +
-            options_.explore_epsilon * valid / valid.sum(1, /*keepdim=*/true);
+        p = (1 - epsilon_) * p + epsilon_ * valid / valid.sum(1, /*keepdim=*/true);
       }
       const torch::Tensor logp = torch::log(p + 1e-12);
       if (sample) {
@@ -402,6 +408,7 @@ class Policy {
   torch::Tensor degree_features_;
   torch::Tensor elite_tokens_;
   std::unique_ptr<torch::optim::Adam> optimizer_;
+  double epsilon_ = 0;
 };
 
 absl::Status LoadWeights(PolicyNet& net, const std::string& bytes) {
@@ -459,7 +466,35 @@ absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& mode
     while (!run.Done()) {
       Clock::time_point t = Clock::now();
       policy.SetElite(run.elite());
-      std::vector<Decisions> actions = policy.Sample(batch);
+      // Oversample, then keep the plans this search has not scored yet first: repeats cost
+      // no evaluation but teach little. When few samples are new, the policy's uniform
+      // exploration rises (and decays back once new plans flow again).
+      std::vector<Decisions> candidates = policy.Sample(2 * batch);
+      double next_epsilon = policy.epsilon();
+      std::vector<Decisions> actions;
+      std::vector<Decisions> repeats;
+      actions.reserve(batch);
+      {
+        std::unordered_set<uint64_t> taken;
+        for (const Decisions& d : candidates) {
+          const uint64_t h = PlanSpace::Hash(d);
+          if (run.IsCached(d) || !taken.insert(h).second) {
+            repeats.push_back(d);
+          } else if (static_cast<int>(actions.size()) < batch) {
+            actions.push_back(d);
+          }
+        }
+        const double novel = static_cast<double>(taken.size()) / candidates.size();
+        const double base = options_.explore_epsilon;
+        if (base > 0) {
+          next_epsilon = novel < 0.25 ? std::min(0.5, policy.epsilon() * 1.3)
+                                      : std::max(base, policy.epsilon() / 1.3);
+        }
+        for (size_t i = 0; i < repeats.size() && static_cast<int>(actions.size()) < batch;
+             ++i) {
+          actions.push_back(repeats[i]);
+        }
+      }
       stats_.policy_seconds += Since(t);
       if (cancel.cancelled()) break;
       t = Clock::now();
@@ -477,6 +512,7 @@ absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& mode
       if (cancel.cancelled()) break;
       // The update conditions on the elite the batch was sampled with.
       policy.Update(actions, rewards, run.elite());
+      policy.set_epsilon(next_epsilon);  // the update used the sampling distribution's
       stats_.policy_seconds += Since(t);
       ++stats_.iterations;
       run.ReportProgress(1);

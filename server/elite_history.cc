@@ -10,7 +10,8 @@
 
 namespace shardplan::server {
 
-EliteHistory::EliteHistory(std::unique_ptr<EliteStore> store, ServerMetrics& metrics)
+EliteHistory::EliteHistory(std::unique_ptr<EliteStore> store,
+                           ServerMetrics& metrics)
     : metrics_(metrics), store_(std::move(store)) {
   absl::MutexLock lock(&mu_);
   UpdateGauge();
@@ -25,8 +26,10 @@ bool EliteHistory::enabled() const { return Get() != nullptr; }
 
 void EliteHistory::Disable(const absl::Status& status) {
   if (store_ == nullptr) return;
-  LOG(WARNING) << "elite store " << store_->path()
-               << " failed; warm starts are off until restart, searches go on cold: " << status;
+  LOG(WARNING)
+      << "elite store " << store_->path()
+      << " failed; warm starts are off until restart, searches go on cold: "
+      << status;
   store_.reset();
 }
 
@@ -59,17 +62,21 @@ EliteHistory::Found EliteHistory::Find(const ProblemKey& key, bool wanted) {
     WarmStartData& hit = **data;
     policy::WarmStart warm;
     warm.elite_plans.reserve(hit.plans.size());
-    for (const StoredPlan& plan : hit.plans) warm.elite_plans.push_back(plan.plan);
+    for (const StoredPlan& plan : hit.plans)
+      warm.elite_plans.push_back(plan.plan);
     warm.policy_weights = std::move(hit.policy_weights);
-    warm.source = hit.exact ? "exact" : absl::StrCat("nearest:", hit.fingerprint);
+    warm.source =
+        hit.exact ? "exact" : absl::StrCat("nearest:", hit.fingerprint);
     found.warm_start = std::move(warm);
-    found.result = std::string(hit.exact ? kWarmStartHitExact : kWarmStartHitNearest);
+    found.result =
+        std::string(hit.exact ? kWarmStartHitExact : kWarmStartHitNearest);
   }
   metrics_.CountWarmStart(found.result);
   return found;
 }
 
-void EliteHistory::Record(const ProblemKey& key, const simulator::Problem& problem,
+void EliteHistory::Record(const ProblemKey& key,
+                          const simulator::Problem& problem,
                           const std::vector<StoredPlan>& plans,
                           const std::string& policy_weights) {
   std::shared_ptr<EliteStore> store = Get();

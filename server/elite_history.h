@@ -1,8 +1,9 @@
-// The server's use of the elite store: warm-start lookups and writes after a search, with the
-// "store off" state. A store that cannot be opened, read or written turns warm starts off
-// for the rest of the process with one logged warning; searches go on cold. Keeps the
-// shardplan_elite_store_plans gauge and counts shardplan_warm_starts_total{result}.
-// Called only on worker threads (and at startup/shutdown), never on gRPC threads.
+// The server's use of the elite store: warm-start lookups and writes after a
+// search, with the "store off" state. A store that cannot be opened, read or
+// written turns warm starts off for the rest of the process with one logged
+// warning; searches go on cold. Keeps the shardplan_elite_store_plans gauge and
+// counts shardplan_warm_starts_total{result}. Called only on worker threads
+// (and at startup/shutdown), never on gRPC threads.
 #ifndef SHARDPLAN_SERVER_ELITE_HISTORY_H_
 #define SHARDPLAN_SERVER_ELITE_HISTORY_H_
 
@@ -23,7 +24,8 @@ namespace shardplan::server {
 
 class EliteHistory {
  public:
-  // `store` may be null (could not be opened: warm starts are off). `metrics` outlives this.
+  // `store` may be null (could not be opened: warm starts are off). `metrics`
+  // outlives this.
   EliteHistory(std::unique_ptr<EliteStore> store, ServerMetrics& metrics);
 
   struct Found {
@@ -31,14 +33,15 @@ class EliteHistory {
     std::string result;                           // a kWarmStart* metric label
   };
   // Looks up warm-start state for `key` (when `wanted`), counts the outcome in
-  // shardplan_warm_starts_total and returns it. The WarmStart's source is "exact" or
-  // "nearest:<fingerprint>".
+  // shardplan_warm_starts_total and returns it. The WarmStart's source is
+  // "exact" or "nearest:<fingerprint>".
   Found Find(const ProblemKey& key, bool wanted);
 
-  // Persists the search's plans (and policy weights, when non-empty); durable on return.
-  // A failure disables the store (logged once). Thread-safe.
+  // Persists the search's plans (and policy weights, when non-empty); durable
+  // on return. A failure disables the store (logged once). Thread-safe.
   void Record(const ProblemKey& key, const simulator::Problem& problem,
-              const std::vector<StoredPlan>& plans, const std::string& policy_weights);
+              const std::vector<StoredPlan>& plans,
+              const std::string& policy_weights);
 
   // Checkpoints the WAL (shutdown).
   void Flush();
@@ -51,7 +54,8 @@ class EliteHistory {
 
   ServerMetrics& metrics_;
   mutable absl::Mutex mu_;
-  // The store serialises its own calls; mu_ only guards the pointer (Disable resets it).
+  // The store serialises its own calls; mu_ only guards the pointer (Disable
+  // resets it).
   std::shared_ptr<EliteStore> store_ ABSL_GUARDED_BY(mu_);
   std::shared_ptr<EliteStore> Get() const;
 };

@@ -42,30 +42,35 @@ int RoundLog2(double value) {
   return static_cast<int>(std::lround(std::log2(value)));
 }
 
-int OptionalBucket(double value) { return value > 0 ? 1 + RoundLog2(std::max(1.0, value)) : 0; }
+int OptionalBucket(double value) {
+  return value > 0 ? 1 + RoundLog2(std::max(1.0, value)) : 0;
+}
 
 std::string CanonicalModel(const simulator::ModelDims& m) {
-  // Every architecture field, in a fixed order; the display name is left out so that an
-  // inline spec of a catalog model shares its history.
-  return absl::StrCat("family=", m.family, ";hidden=", m.hidden, ";layers=", m.layers,
-                      ";heads=", m.heads, ";kv_heads=", m.kv_heads, ";head_dim=", m.head_dim,
-                      ";intermediate=", m.intermediate, ";vocab=", m.vocab,
-                      ";tie=", m.tie_embeddings, ";experts=", m.experts,
-                      ";experts_per_token=", m.experts_per_token,
-                      ";moe_intermediate=", m.moe_intermediate, ";shared=", m.shared_experts,
-                      ";first_k_dense=", m.first_k_dense, ";kv_lora=", m.kv_lora_rank,
-                      ";q_lora=", m.q_lora_rank, ";rope=", m.qk_rope_head_dim,
-                      ";nope=", m.qk_nope_head_dim, ";v_head=", m.v_head_dim);
+  // Every architecture field, in a fixed order; the display name is left out so
+  // that an inline spec of a catalog model shares its history.
+  return absl::StrCat(
+      "family=", m.family, ";hidden=", m.hidden, ";layers=", m.layers,
+      ";heads=", m.heads, ";kv_heads=", m.kv_heads, ";head_dim=", m.head_dim,
+      ";intermediate=", m.intermediate, ";vocab=", m.vocab,
+      ";tie=", m.tie_embeddings, ";experts=", m.experts,
+      ";experts_per_token=", m.experts_per_token,
+      ";moe_intermediate=", m.moe_intermediate, ";shared=", m.shared_experts,
+      ";first_k_dense=", m.first_k_dense, ";kv_lora=", m.kv_lora_rank,
+      ";q_lora=", m.q_lora_rank, ";rope=", m.qk_rope_head_dim,
+      ";nope=", m.qk_nope_head_dim, ";v_head=", m.v_head_dim);
 }
 
 std::string CanonicalHardware(const simulator::HardwareDims& h) {
   std::string out = absl::StrCat("name=", h.name);
-  for (double flops : h.peak_flops_per_s) absl::StrAppend(&out, ";peak=", absl::StrFormat("%.17g", flops));
-  absl::StrAppend(&out, absl::StrFormat(";hbm=%.17g;hbm_bw=%.17g;intra=%.17g;inter=%.17g;"
-                                        "intra_lat=%.17g;inter_lat=%.17g",
-                                        h.hbm_bytes, h.hbm_bytes_per_s, h.intra_node_bytes_per_s,
-                                        h.inter_node_bytes_per_s, h.intra_node_latency_s,
-                                        h.inter_node_latency_s));
+  for (double flops : h.peak_flops_per_s)
+    absl::StrAppend(&out, ";peak=", absl::StrFormat("%.17g", flops));
+  absl::StrAppend(
+      &out, absl::StrFormat(";hbm=%.17g;hbm_bw=%.17g;intra=%.17g;inter=%.17g;"
+                            "intra_lat=%.17g;inter_lat=%.17g",
+                            h.hbm_bytes, h.hbm_bytes_per_s,
+                            h.intra_node_bytes_per_s, h.inter_node_bytes_per_s,
+                            h.intra_node_latency_s, h.inter_node_latency_s));
   return out;
 }
 
@@ -77,8 +82,8 @@ using Stmt = std::unique_ptr<sqlite3_stmt, StmtDeleter>;
 
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   const char* message = db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc);
-  const std::string text = absl::StrCat("elite store: ", what, ": ", message, " (sqlite code ",
-                                        rc, ")");
+  const std::string text = absl::StrCat("elite store: ", what, ": ", message,
+                                        " (sqlite code ", rc, ")");
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -95,18 +100,22 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
 absl::StatusOr<Stmt> Prepare(sqlite3* db, const char* sql) {
   sqlite3_stmt* stmt = nullptr;
   const int rc = sqlite3_prepare_v2(db, sql, -1, &stmt, nullptr);
-  if (rc != SQLITE_OK) return SqliteError(db, rc, absl::StrCat("prepare \"", sql, "\""));
+  if (rc != SQLITE_OK)
+    return SqliteError(db, rc, absl::StrCat("prepare \"", sql, "\""));
   return Stmt(stmt);
 }
 
 void BindText(sqlite3_stmt* stmt, int index, const std::string& text) {
-  sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()), SQLITE_TRANSIENT);
+  sqlite3_bind_text(stmt, index, text.data(), static_cast<int>(text.size()),
+                    SQLITE_TRANSIENT);
 }
 
 std::string ColumnText(sqlite3_stmt* stmt, int column) {
   const unsigned char* text = sqlite3_column_text(stmt, column);
   const int size = sqlite3_column_bytes(stmt, column);
-  return text == nullptr ? std::string() : std::string(reinterpret_cast<const char*>(text), size);
+  return text == nullptr
+             ? std::string()
+             : std::string(reinterpret_cast<const char*>(text), size);
 }
 
 // Runs a statement that returns no rows.
@@ -116,8 +125,8 @@ absl::Status StepDone(sqlite3* db, sqlite3_stmt* stmt, absl::string_view what) {
   return absl::OkStatus();
 }
 
-// The schema, as the steps that lead from version i to i + 1 (index i). Never edit a
-// released step: add a new one and bump kSchemaVersion.
+// The schema, as the steps that lead from version i to i + 1 (index i). Never
+// edit a released step: add a new one and bump kSchemaVersion.
 const std::vector<const char*>& MigrationSteps() {
   static const auto* steps = new std::vector<const char*>{
       // 0 -> 1: problems, their top-K plans, policy weights per family.
@@ -146,9 +155,11 @@ const std::vector<const char*>& MigrationSteps() {
       "  family_key TEXT PRIMARY KEY,"
       "  weights BLOB NOT NULL,"
       "  updated_at_ms INTEGER NOT NULL);",
-      // 1 -> 2: throughput kept beside the reward (readable without parsing the prediction),
+      // 1 -> 2: throughput kept beside the reward (readable without parsing the
+      // prediction),
       // and an index for nearest-problem lookups.
-      "ALTER TABLE plans ADD COLUMN output_tokens_per_s REAL NOT NULL DEFAULT 0;"
+      "ALTER TABLE plans ADD COLUMN output_tokens_per_s REAL NOT NULL DEFAULT "
+      "0;"
       "CREATE INDEX problems_by_family ON problems(family_key);",
   };
   return *steps;
@@ -173,8 +184,10 @@ ProblemKey KeyFromRow(sqlite3_stmt* stmt) {
 }
 
 constexpr char kProblemColumns[] =
-    "fingerprint, family_key, model_key, model_name, input_tokens_log2, output_tokens_log2, "
-    "concurrency_bucket, ttft_bucket, tpot_bucket, weight_dtype, kv_cache_dtype, "
+    "fingerprint, family_key, model_key, model_name, input_tokens_log2, "
+    "output_tokens_log2, "
+    "concurrency_bucket, ttft_bucket, tpot_bucket, weight_dtype, "
+    "kv_cache_dtype, "
     "cost_model_version, updated_at_ms";
 
 }  // namespace
@@ -185,23 +198,27 @@ ProblemKey MakeProblemKey(const simulator::Problem& problem) {
   const simulator::WorkloadDims& workload = problem.workload;
   key.model_name = problem.model.name;
   key.model_key = Hex64(Fnv1a64(CanonicalModel(problem.model)));
-  key.family_key =
-      absl::StrCat(problem.model.family.empty() ? "unknown" : problem.model.family, "|",
-                   cluster.hardware.name, "|", cluster.num_gpus, "x", cluster.gpus_per_node);
+  key.family_key = absl::StrCat(
+      problem.model.family.empty() ? "unknown" : problem.model.family, "|",
+      cluster.hardware.name, "|", cluster.num_gpus, "x", cluster.gpus_per_node);
   key.input_tokens_log2 = RoundLog2(workload.input_tokens);
   key.output_tokens_log2 = RoundLog2(workload.output_tokens);
-  key.concurrency_bucket = workload.concurrency > 0 ? 1 + RoundLog2(workload.concurrency) : 0;
+  key.concurrency_bucket =
+      workload.concurrency > 0 ? 1 + RoundLog2(workload.concurrency) : 0;
   key.ttft_bucket = OptionalBucket(workload.max_ttft_s * 1e3);
   key.tpot_bucket = OptionalBucket(workload.max_tpot_s * 1e3);
   key.weight_dtype = std::string(simulator::DtypeName(workload.weight_dtype));
-  key.kv_cache_dtype = std::string(simulator::DtypeName(workload.kv_cache_dtype));
+  key.kv_cache_dtype =
+      std::string(simulator::DtypeName(workload.kv_cache_dtype));
   key.cost_model_version = simulator::kCostModelVersion;
   const std::string canonical = absl::StrCat(
-      "cost_model=", key.cost_model_version, "|model:", CanonicalModel(problem.model),
-      "|cluster:", CanonicalHardware(cluster.hardware), ";gpus=", cluster.num_gpus,
-      ";per_node=", cluster.gpus_per_node, "|workload:isl=", key.input_tokens_log2,
-      ";osl=", key.output_tokens_log2, ";conc=", key.concurrency_bucket,
-      ";ttft=", key.ttft_bucket, ";tpot=", key.tpot_bucket, ";w=", key.weight_dtype,
+      "cost_model=", key.cost_model_version,
+      "|model:", CanonicalModel(problem.model),
+      "|cluster:", CanonicalHardware(cluster.hardware),
+      ";gpus=", cluster.num_gpus, ";per_node=", cluster.gpus_per_node,
+      "|workload:isl=", key.input_tokens_log2, ";osl=", key.output_tokens_log2,
+      ";conc=", key.concurrency_bucket, ";ttft=", key.ttft_bucket,
+      ";tpot=", key.tpot_bucket, ";w=", key.weight_dtype,
       ";kv=", key.kv_cache_dtype);
   key.fingerprint = Hex64(Fnv1a64(canonical));
   return key;
@@ -211,7 +228,8 @@ double WorkloadDistance(const ProblemKey& a, const ProblemKey& b) {
   double d = std::abs(a.input_tokens_log2 - b.input_tokens_log2) +
              std::abs(a.output_tokens_log2 - b.output_tokens_log2) +
              std::abs(a.concurrency_bucket - b.concurrency_bucket) +
-             std::abs(a.ttft_bucket - b.ttft_bucket) + std::abs(a.tpot_bucket - b.tpot_bucket);
+             std::abs(a.ttft_bucket - b.ttft_bucket) +
+             std::abs(a.tpot_bucket - b.tpot_bucket);
   if (a.weight_dtype != b.weight_dtype) d += 2;
   if (a.kv_cache_dtype != b.kv_cache_dtype) d += 2;
   if (a.model_key != b.model_key) d += 8;
@@ -219,7 +237,8 @@ double WorkloadDistance(const ProblemKey& a, const ProblemKey& b) {
   return d;
 }
 
-EliteStore::EliteStore(const Options& options, sqlite3* db) : options_(options), db_(db) {}
+EliteStore::EliteStore(const Options& options, sqlite3* db)
+    : options_(options), db_(db) {}
 
 EliteStore::~EliteStore() {
   absl::MutexLock lock(&mu_);
@@ -238,14 +257,18 @@ absl::Status EliteStore::Exec(const char* sql) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<EliteStore>> EliteStore::Open(const Options& options) {
-  if (options.path.empty()) return absl::InvalidArgumentError("elite store: empty path");
+absl::StatusOr<std::unique_ptr<EliteStore>> EliteStore::Open(
+    const Options& options) {
+  if (options.path.empty())
+    return absl::InvalidArgumentError("elite store: empty path");
   sqlite3* db = nullptr;
-  const int rc = sqlite3_open_v2(options.path.c_str(), &db,
-                                 SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
-                                 nullptr);
+  const int rc = sqlite3_open_v2(
+      options.path.c_str(), &db,
+      SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_FULLMUTEX,
+      nullptr);
   if (rc != SQLITE_OK) {
-    absl::Status status = SqliteError(db, rc, absl::StrCat("open ", options.path));
+    absl::Status status =
+        SqliteError(db, rc, absl::StrCat("open ", options.path));
     sqlite3_close_v2(db);
     return status;
   }
@@ -253,23 +276,26 @@ absl::StatusOr<std::unique_ptr<EliteStore>> EliteStore::Open(const Options& opti
   absl::MutexLock lock(&store->mu_);
   sqlite3_busy_timeout(db, options.busy_timeout_ms);
   sqlite3_extended_result_codes(db, 1);
-  // journal_mode answers with the mode in force; anything but "wal" (read-only medium,
-  // a file that is not a database) means the crash-safety argument does not hold.
+  // journal_mode answers with the mode in force; anything but "wal" (read-only
+  // medium, a file that is not a database) means the crash-safety argument does
+  // not hold.
   {
     ASSIGN_OR_RETURN(Stmt stmt, Prepare(db, "PRAGMA journal_mode=WAL"));
     const int step = sqlite3_step(stmt.get());
-    if (step != SQLITE_ROW) return SqliteError(db, step, "PRAGMA journal_mode=WAL");
+    if (step != SQLITE_ROW)
+      return SqliteError(db, step, "PRAGMA journal_mode=WAL");
     const std::string mode = ColumnText(stmt.get(), 0);
     if (mode != "wal") {
-      return absl::UnavailableError(absl::StrCat("elite store: ", options.path,
-                                                 " cannot use WAL journaling (mode \"", mode,
-                                                 "\")"));
+      return absl::UnavailableError(
+          absl::StrCat("elite store: ", options.path,
+                       " cannot use WAL journaling (mode \"", mode, "\")"));
     }
   }
   RETURN_IF_ERROR(store->Exec("PRAGMA synchronous=FULL"));
   if (options.max_page_count > 0) {
     RETURN_IF_ERROR(store->Exec(
-        absl::StrCat("PRAGMA max_page_count=", options.max_page_count).c_str()));
+        absl::StrCat("PRAGMA max_page_count=", options.max_page_count)
+            .c_str()));
   }
   RETURN_IF_ERROR(store->Migrate());
   return store;
@@ -278,10 +304,13 @@ absl::StatusOr<std::unique_ptr<EliteStore>> EliteStore::Open(const Options& opti
 absl::Status EliteStore::Migrate() {
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto migrate = [&]() -> absl::Status {
-    RETURN_IF_ERROR(Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT NULL)"));
+    RETURN_IF_ERROR(
+        Exec("CREATE TABLE IF NOT EXISTS schema_version (version INTEGER NOT "
+             "NULL)"));
     int version = 0;
     {
-      ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, "SELECT MAX(version) FROM schema_version"));
+      ASSIGN_OR_RETURN(Stmt stmt,
+                       Prepare(db_, "SELECT MAX(version) FROM schema_version"));
       const int rc = sqlite3_step(stmt.get());
       if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read schema_version");
       version = sqlite3_column_int(stmt.get(), 0);
@@ -290,21 +319,24 @@ absl::Status EliteStore::Migrate() {
       return absl::FailedPreconditionError(absl::StrCat(
           "elite store ", options_.path, " has schema version ", version,
           ", newer than this server supports (", kSchemaVersion,
-          "); it was written by a newer shardplan-server. Use that version, or point --store "
+          "); it was written by a newer shardplan-server. Use that version, or "
+          "point --store "
           "at another file. The file was not modified."));
     }
     const auto& steps = MigrationSteps();
     for (int v = version; v < kSchemaVersion; ++v) {
-      RETURN_IF_ERROR(Annotate(Exec(steps[v]), absl::StrCat("migration ", v, " -> ", v + 1)));
+      RETURN_IF_ERROR(Annotate(Exec(steps[v]),
+                               absl::StrCat("migration ", v, " -> ", v + 1)));
     }
     if (version != kSchemaVersion) {
       RETURN_IF_ERROR(Exec("DELETE FROM schema_version"));
       RETURN_IF_ERROR(
-          Exec(absl::StrCat("INSERT INTO schema_version(version) VALUES (", kSchemaVersion, ")")
+          Exec(absl::StrCat("INSERT INTO schema_version(version) VALUES (",
+                            kSchemaVersion, ")")
                    .c_str()));
       if (version > 0) {
-        LOG(INFO) << "elite store " << options_.path << ": migrated schema " << version
-                  << " -> " << kSchemaVersion;
+        LOG(INFO) << "elite store " << options_.path << ": migrated schema "
+                  << version << " -> " << kSchemaVersion;
       }
     }
     return absl::OkStatus();
@@ -317,11 +349,13 @@ absl::Status EliteStore::Migrate() {
   return Exec("COMMIT");
 }
 
-absl::StatusOr<std::vector<StoredPlan>> EliteStore::LoadPlans(const std::string& fingerprint) {
-  ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_,
-                                      "SELECT plan_json, reward, output_tokens_per_s, "
-                                      "prediction_json FROM plans WHERE fingerprint = ?1 "
-                                      "ORDER BY reward DESC, plan_json"));
+absl::StatusOr<std::vector<StoredPlan>> EliteStore::LoadPlans(
+    const std::string& fingerprint) {
+  ASSIGN_OR_RETURN(Stmt stmt,
+                   Prepare(db_,
+                           "SELECT plan_json, reward, output_tokens_per_s, "
+                           "prediction_json FROM plans WHERE fingerprint = ?1 "
+                           "ORDER BY reward DESC, plan_json"));
   BindText(stmt.get(), 1, fingerprint);
   std::vector<StoredPlan> plans;
   while (true) {
@@ -332,10 +366,11 @@ absl::StatusOr<std::vector<StoredPlan>> EliteStore::LoadPlans(const std::string&
     const std::string json = ColumnText(stmt.get(), 0);
     absl::Status parsed = simulator::ParseSpecText(json, &proto);
     absl::StatusOr<simulator::PlanDims> plan =
-        parsed.ok() ? simulator::PlanDimsFromProto(proto) : absl::StatusOr<simulator::PlanDims>(parsed);
+        parsed.ok() ? simulator::PlanDimsFromProto(proto)
+                    : absl::StatusOr<simulator::PlanDims>(parsed);
     if (!plan.ok()) {
-      LOG(WARNING) << "elite store: skipping unreadable plan of " << fingerprint << ": "
-                   << plan.status();
+      LOG(WARNING) << "elite store: skipping unreadable plan of " << fingerprint
+                   << ": " << plan.status();
       continue;
     }
     StoredPlan stored;
@@ -348,7 +383,8 @@ absl::StatusOr<std::vector<StoredPlan>> EliteStore::LoadPlans(const std::string&
   return plans;
 }
 
-absl::StatusOr<std::optional<WarmStartData>> EliteStore::Lookup(const ProblemKey& key) {
+absl::StatusOr<std::optional<WarmStartData>> EliteStore::Lookup(
+    const ProblemKey& key) {
   absl::MutexLock lock(&mu_);
   std::optional<ProblemKey> best;
   double best_distance = std::numeric_limits<double>::infinity();
@@ -356,10 +392,13 @@ absl::StatusOr<std::optional<WarmStartData>> EliteStore::Lookup(const ProblemKey
   {
     ASSIGN_OR_RETURN(
         Stmt stmt,
-        Prepare(db_, absl::StrCat("SELECT ", kProblemColumns,
-                                  " FROM problems WHERE family_key = ?1 AND EXISTS (SELECT 1 "
-                                  "FROM plans WHERE plans.fingerprint = problems.fingerprint)")
-                         .c_str()));
+        Prepare(
+            db_,
+            absl::StrCat(
+                "SELECT ", kProblemColumns,
+                " FROM problems WHERE family_key = ?1 AND EXISTS (SELECT 1 "
+                "FROM plans WHERE plans.fingerprint = problems.fingerprint)")
+                .c_str()));
     BindText(stmt.get(), 1, key.family_key);
     while (true) {
       const int rc = sqlite3_step(stmt.get());
@@ -367,9 +406,11 @@ absl::StatusOr<std::optional<WarmStartData>> EliteStore::Lookup(const ProblemKey
       if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read problems");
       ProblemKey candidate = KeyFromRow(stmt.get());
       const int64_t updated = sqlite3_column_int64(stmt.get(), 12);
-      const double distance =
-          candidate.fingerprint == key.fingerprint ? -1 : WorkloadDistance(key, candidate);
-      if (distance < best_distance || (distance == best_distance && updated > best_updated)) {
+      const double distance = candidate.fingerprint == key.fingerprint
+                                  ? -1
+                                  : WorkloadDistance(key, candidate);
+      if (distance < best_distance ||
+          (distance == best_distance && updated > best_updated)) {
         best = std::move(candidate);
         best_distance = distance;
         best_updated = updated;
@@ -383,14 +424,17 @@ absl::StatusOr<std::optional<WarmStartData>> EliteStore::Lookup(const ProblemKey
   data.distance = data.exact ? 0 : best_distance;
   ASSIGN_OR_RETURN(data.plans, LoadPlans(best->fingerprint));
   {
-    ASSIGN_OR_RETURN(Stmt stmt,
-                     Prepare(db_, "SELECT weights FROM policy_weights WHERE family_key = ?1"));
+    ASSIGN_OR_RETURN(
+        Stmt stmt,
+        Prepare(db_,
+                "SELECT weights FROM policy_weights WHERE family_key = ?1"));
     BindText(stmt.get(), 1, key.family_key);
     const int rc = sqlite3_step(stmt.get());
     if (rc == SQLITE_ROW) {
       const void* blob = sqlite3_column_blob(stmt.get(), 0);
       const int size = sqlite3_column_bytes(stmt.get(), 0);
-      if (blob != nullptr) data.policy_weights.assign(static_cast<const char*>(blob), size);
+      if (blob != nullptr)
+        data.policy_weights.assign(static_cast<const char*>(blob), size);
     } else if (rc != SQLITE_DONE) {
       return SqliteError(db_, rc, "read policy_weights");
     }
@@ -398,7 +442,8 @@ absl::StatusOr<std::optional<WarmStartData>> EliteStore::Lookup(const ProblemKey
   return std::optional<WarmStartData>(std::move(data));
 }
 
-absl::Status EliteStore::Record(const ProblemKey& key, const simulator::Problem& problem,
+absl::Status EliteStore::Record(const ProblemKey& key,
+                                const simulator::Problem& problem,
                                 absl::Span<const StoredPlan> plans,
                                 const std::string& policy_weights) {
   // Serialise outside the lock.
@@ -415,15 +460,19 @@ absl::Status EliteStore::Record(const ProblemKey& key, const simulator::Problem&
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto write = [&]() -> absl::Status {
     {
-      ASSIGN_OR_RETURN(
-          Stmt stmt,
-          Prepare(db_,
-                  "INSERT INTO problems (fingerprint, family_key, model_key, model_name, "
-                  "input_tokens_log2, output_tokens_log2, concurrency_bucket, ttft_bucket, "
-                  "tpot_bucket, weight_dtype, kv_cache_dtype, cost_model_version, searches, "
-                  "updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, 1, "
-                  "?13) ON CONFLICT(fingerprint) DO UPDATE SET searches = searches + 1, "
-                  "updated_at_ms = excluded.updated_at_ms"));
+      ASSIGN_OR_RETURN(Stmt stmt,
+                       Prepare(db_,
+                               "INSERT INTO problems (fingerprint, family_key, "
+                               "model_key, model_name, "
+                               "input_tokens_log2, output_tokens_log2, "
+                               "concurrency_bucket, ttft_bucket, "
+                               "tpot_bucket, weight_dtype, kv_cache_dtype, "
+                               "cost_model_version, searches, "
+                               "updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
+                               "?7, ?8, ?9, ?10, ?11, ?12, 1, "
+                               "?13) ON CONFLICT(fingerprint) DO UPDATE SET "
+                               "searches = searches + 1, "
+                               "updated_at_ms = excluded.updated_at_ms"));
       sqlite3_stmt* s = stmt.get();
       BindText(s, 1, key.fingerprint);
       BindText(s, 2, key.family_key);
@@ -441,13 +490,16 @@ absl::Status EliteStore::Record(const ProblemKey& key, const simulator::Problem&
       RETURN_IF_ERROR(StepDone(db_, s, "write problem"));
     }
     {
-      ASSIGN_OR_RETURN(
-          Stmt stmt,
-          Prepare(db_,
-                  "INSERT INTO plans (fingerprint, plan_json, reward, prediction_json, "
-                  "output_tokens_per_s) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT(fingerprint, "
-                  "plan_json) DO UPDATE SET reward = excluded.reward, prediction_json = "
-                  "excluded.prediction_json, output_tokens_per_s = excluded.output_tokens_per_s"));
+      ASSIGN_OR_RETURN(Stmt stmt,
+                       Prepare(db_,
+                               "INSERT INTO plans (fingerprint, plan_json, "
+                               "reward, prediction_json, "
+                               "output_tokens_per_s) VALUES (?1, ?2, ?3, ?4, "
+                               "?5) ON CONFLICT(fingerprint, "
+                               "plan_json) DO UPDATE SET reward = "
+                               "excluded.reward, prediction_json = "
+                               "excluded.prediction_json, output_tokens_per_s "
+                               "= excluded.output_tokens_per_s"));
       for (size_t i = 0; i < plans.size(); ++i) {
         sqlite3_stmt* s = stmt.get();
         sqlite3_reset(s);
@@ -460,25 +512,29 @@ absl::Status EliteStore::Record(const ProblemKey& key, const simulator::Problem&
       }
     }
     {
-      ASSIGN_OR_RETURN(Stmt stmt,
-                       Prepare(db_,
-                               "DELETE FROM plans WHERE fingerprint = ?1 AND rowid NOT IN "
-                               "(SELECT rowid FROM plans WHERE fingerprint = ?1 ORDER BY "
-                               "reward DESC, plan_json LIMIT ?2)"));
+      ASSIGN_OR_RETURN(
+          Stmt stmt,
+          Prepare(db_,
+                  "DELETE FROM plans WHERE fingerprint = ?1 AND rowid NOT IN "
+                  "(SELECT rowid FROM plans WHERE fingerprint = ?1 ORDER BY "
+                  "reward DESC, plan_json LIMIT ?2)"));
       BindText(stmt.get(), 1, key.fingerprint);
       sqlite3_bind_int(stmt.get(), 2, std::max(1, options_.top_k));
       RETURN_IF_ERROR(StepDone(db_, stmt.get(), "trim plans"));
     }
     if (!policy_weights.empty()) {
-      ASSIGN_OR_RETURN(Stmt stmt,
-                       Prepare(db_,
-                               "INSERT INTO policy_weights (family_key, weights, updated_at_ms) "
-                               "VALUES (?1, ?2, ?3) ON CONFLICT(family_key) DO UPDATE SET "
-                               "weights = excluded.weights, updated_at_ms = "
-                               "excluded.updated_at_ms"));
+      ASSIGN_OR_RETURN(
+          Stmt stmt,
+          Prepare(
+              db_,
+              "INSERT INTO policy_weights (family_key, weights, updated_at_ms) "
+              "VALUES (?1, ?2, ?3) ON CONFLICT(family_key) DO UPDATE SET "
+              "weights = excluded.weights, updated_at_ms = "
+              "excluded.updated_at_ms"));
       BindText(stmt.get(), 1, key.family_key);
       sqlite3_bind_blob(stmt.get(), 2, policy_weights.data(),
-                        static_cast<int>(policy_weights.size()), SQLITE_TRANSIENT);
+                        static_cast<int>(policy_weights.size()),
+                        SQLITE_TRANSIENT);
       sqlite3_bind_int64(stmt.get(), 3, now_ms);
       RETURN_IF_ERROR(StepDone(db_, stmt.get(), "write policy weights"));
     }

@@ -1,14 +1,16 @@
-// The persistent elite history: per problem, the top-K plans a search found (with reward and
-// prediction), and per problem family the policy weights, in one SQLite file. Searches read
-// it for warm starts and write it after they end, both on worker threads.
+// The persistent elite history: per problem, the top-K plans a search found
+// (with reward and prediction), and per problem family the policy weights, in
+// one SQLite file. Searches read it for warm starts and write it after they
+// end, both on worker threads.
 //
-// Crash safety: WAL journal, synchronous=FULL, one transaction per finished search. A commit
-// is durable once sqlite3_step(COMMIT) returns (the WAL frame is fsync'ed), and the server
-// sends a search's final update only after its commit, so a client that saw `final: true`
-// can rely on the search being in the store even if the server is SIGKILLed or the machine
-// loses power right after. A kill during a write loses at most that uncommitted transaction;
-// WAL recovery on the next open discards it and the file stays consistent (checked by the
-// e2e SIGKILL loop with PRAGMA integrity_check).
+// Crash safety: WAL journal, synchronous=FULL, one transaction per finished
+// search. A commit is durable once sqlite3_step(COMMIT) returns (the WAL frame
+// is fsync'ed), and the server sends a search's final update only after its
+// commit, so a client that saw `final: true` can rely on the search being in
+// the store even if the server is SIGKILLed or the machine loses power right
+// after. A kill during a write loses at most that uncommitted transaction; WAL
+// recovery on the next open discards it and the file stays consistent (checked
+// by the e2e SIGKILL loop with PRAGMA integrity_check).
 #ifndef SHARDPLAN_SERVER_ELITE_STORE_H_
 #define SHARDPLAN_SERVER_ELITE_STORE_H_
 
@@ -29,13 +31,17 @@ struct sqlite3;
 
 namespace shardplan::server {
 
-// Where a problem sits in the store. Buckets make nearby workloads share a key: lengths are
-// rounded to the nearest power of two (log2 kept), concurrency and SLOs likewise (0 = none).
+// Where a problem sits in the store. Buckets make nearby workloads share a key:
+// lengths are rounded to the nearest power of two (log2 kept), concurrency and
+// SLOs likewise (0 = none).
 struct ProblemKey {
-  std::string fingerprint;  // 16 hex digits: hash of everything below + cost-model version
-  std::string family_key;   // model family + cluster shape: "llama|h100-sxm-80gb|16x8"
-  std::string model_key;    // hash of the model's architecture fields (name excluded)
-  std::string model_name;   // for humans reading the file
+  std::string fingerprint;  // 16 hex digits: hash of everything below +
+                            // cost-model version
+  std::string
+      family_key;  // model family + cluster shape: "llama|h100-sxm-80gb|16x8"
+  std::string
+      model_key;  // hash of the model's architecture fields (name excluded)
+  std::string model_name;  // for humans reading the file
   int input_tokens_log2 = 0;
   int output_tokens_log2 = 0;
   int concurrency_bucket = 0;  // 0 = auto, else 1 + round(log2(concurrency))
@@ -49,8 +55,9 @@ struct ProblemKey {
 // Deterministic across processes and platforms (FNV-1a over a canonical text).
 ProblemKey MakeProblemKey(const simulator::Problem& problem);
 
-// The documented similarity used for nearest lookups between two problems of the same family
-// (same model family, hardware, num_gpus, gpus_per_node; otherwise not comparable):
+// The documented similarity used for nearest lookups between two problems of
+// the same family (same model family, hardware, num_gpus, gpus_per_node;
+// otherwise not comparable):
 //   |Δ log2 input_tokens| + |Δ log2 output_tokens| + |Δ concurrency bucket|
 //   + |Δ TTFT bucket| + |Δ TPOT bucket| + 2 per differing dtype
 //   + 8 when the architectures differ (another model of the family)
@@ -79,36 +86,40 @@ class EliteStore {
 
   struct Options {
     std::string path;
-    int top_k = 16;               // plans kept per problem
-    int busy_timeout_ms = 5000;   // another process holding the write lock
-    int64_t max_page_count = 0;   // tests only: > 0 caps the file (simulates a full disk)
+    int top_k = 16;              // plans kept per problem
+    int busy_timeout_ms = 5000;  // another process holding the write lock
+    int64_t max_page_count =
+        0;  // tests only: > 0 caps the file (simulates a full disk)
   };
 
   // Opens or creates the store and migrates its schema to kSchemaVersion in one
-  // transaction. FAILED_PRECONDITION when the file has a newer schema than this server
-  // knows (it is left untouched); UNAVAILABLE/INTERNAL when it cannot be opened, is not a
-  // database, or is read-only.
-  static absl::StatusOr<std::unique_ptr<EliteStore>> Open(const Options& options);
+  // transaction. FAILED_PRECONDITION when the file has a newer schema than this
+  // server knows (it is left untouched); UNAVAILABLE/INTERNAL when it cannot be
+  // opened, is not a database, or is read-only.
+  static absl::StatusOr<std::unique_ptr<EliteStore>> Open(
+      const Options& options);
   ~EliteStore();
   EliteStore(const EliteStore&) = delete;
   EliteStore& operator=(const EliteStore&) = delete;
 
-  // Warm-start data for `key`: the exact fingerprint if stored, else the nearest problem of
-  // the same family by WorkloadDistance (ties: most recently updated), else nullopt.
-  // Plans that no longer parse are skipped. Thread-safe.
+  // Warm-start data for `key`: the exact fingerprint if stored, else the
+  // nearest problem of the same family by WorkloadDistance (ties: most recently
+  // updated), else nullopt. Plans that no longer parse are skipped.
+  // Thread-safe.
   absl::StatusOr<std::optional<WarmStartData>> Lookup(const ProblemKey& key);
 
-  // Merges `plans` into the problem's top-K (distinct plans, by reward), and replaces the
-  // family's policy weights when `policy_weights` is non-empty; one transaction, durable on
-  // return. Plans are serialised against `problem` (proto3 JSON, placement dropped).
-  // Thread-safe.
+  // Merges `plans` into the problem's top-K (distinct plans, by reward), and
+  // replaces the family's policy weights when `policy_weights` is non-empty;
+  // one transaction, durable on return. Plans are serialised against `problem`
+  // (proto3 JSON, placement dropped). Thread-safe.
   absl::Status Record(const ProblemKey& key, const simulator::Problem& problem,
-                      absl::Span<const StoredPlan> plans, const std::string& policy_weights);
+                      absl::Span<const StoredPlan> plans,
+                      const std::string& policy_weights);
 
   // Total plans stored (for shardplan_elite_store_plans).
   absl::StatusOr<int64_t> CountPlans();
-  // Checkpoints the WAL into the main file (called at shutdown); the data is durable
-  // without it.
+  // Checkpoints the WAL into the main file (called at shutdown); the data is
+  // durable without it.
   absl::Status Flush();
 
   const std::string& path() const { return options_.path; }
@@ -117,8 +128,8 @@ class EliteStore {
   EliteStore(const Options& options, sqlite3* db);
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<StoredPlan>> LoadPlans(const std::string& fingerprint)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<std::vector<StoredPlan>> LoadPlans(
+      const std::string& fingerprint) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   absl::Mutex mu_;

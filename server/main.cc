@@ -1,6 +1,6 @@
-// shardplan-server: serves the ShardingPlanner gRPC service (see README.md and --help).
-// SIGTERM/SIGINT drain it: health NOT_SERVING, searches cancelled, open streams ended with a
-// final update, store flushed, exit 0.
+// shardplan-server: serves the ShardingPlanner gRPC service (see README.md and
+// --help). SIGTERM/SIGINT drain it: health NOT_SERVING, searches cancelled,
+// open streams ended with a final update, store flushed, exit 0.
 #include <pthread.h>
 #include <signal.h>
 
@@ -20,56 +20,73 @@
 #include "glog/logging.h"
 #include "server/server.h"
 
-// No flag may share a name with a glog flag (v, logtostderr, ...): glog is configured by
-// its GLOG_* environment variables.
+// No flag may share a name with a glog flag (v, logtostderr, ...): glog is
+// configured by its GLOG_* environment variables.
 ABSL_FLAG(std::string, grpc_address, "127.0.0.1:50051",
-          "host:port the gRPC service listens on. Port 0 picks a free port (see --ready_file). "
+          "host:port the gRPC service listens on. Port 0 picks a free port "
+          "(see --ready_file). "
           "Use 0.0.0.0:PORT to accept remote clients.");
 ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
-          "host:port of the Prometheus /metrics endpoint. Port 0 picks a free port; empty "
+          "host:port of the Prometheus /metrics endpoint. Port 0 picks a free "
+          "port; empty "
           "disables the endpoint.");
 ABSL_FLAG(std::string, store, "./shardplan-store.db",
-          "SQLite file of the persistent elite history (best plans per problem, policy "
-          "weights per problem family), created if missing. Empty disables warm starts. A "
-          "store that cannot be opened or written turns warm starts off with a warning; "
+          "SQLite file of the persistent elite history (best plans per "
+          "problem, policy "
+          "weights per problem family), created if missing. Empty disables "
+          "warm starts. A "
+          "store that cannot be opened or written turns warm starts off with a "
+          "warning; "
           "serving goes on.");
 ABSL_FLAG(int, workers, 1,
-          "Cost-model evaluation threads shared by all running searches, in addition to each "
-          "search's own thread (0: every search evaluates on its own thread only). Results do "
+          "Cost-model evaluation threads shared by all running searches, in "
+          "addition to each "
+          "search's own thread (0: every search evaluates on its own thread "
+          "only). Results do "
           "not depend on it.");
 ABSL_FLAG(int, max_concurrent_searches, 2,
           "Searches that run at once, each on its own worker slot "
           "(shardplan_search_*{slot} series).");
-ABSL_FLAG(int, max_queued_searches, 16,
-          "Admitted searches that may wait for a free slot; one more is refused with "
-          "RESOURCE_EXHAUSTED.");
+ABSL_FLAG(
+    int, max_queued_searches, 16,
+    "Admitted searches that may wait for a free slot; one more is refused with "
+    "RESOURCE_EXHAUSTED.");
 ABSL_FLAG(double, default_max_seconds, 30,
-          "Wall-clock budget of a search whose request leaves options.max_seconds at 0.");
+          "Wall-clock budget of a search whose request leaves "
+          "options.max_seconds at 0.");
 ABSL_FLAG(double, max_seconds_limit, 600,
-          "Largest options.max_seconds a request may ask for (INVALID_ARGUMENT above).");
+          "Largest options.max_seconds a request may ask for (INVALID_ARGUMENT "
+          "above).");
 ABSL_FLAG(int, default_max_evaluations, 2000,
-          "Cost-model evaluations of a search whose request leaves options.max_evaluations "
+          "Cost-model evaluations of a search whose request leaves "
+          "options.max_evaluations "
           "at 0.");
 ABSL_FLAG(int, max_evaluations_limit, 100000,
-          "Largest options.max_evaluations a request may ask for (INVALID_ARGUMENT above).");
-ABSL_FLAG(int, elite_size, 16, "Plans kept per problem in the elite history (top-K).");
+          "Largest options.max_evaluations a request may ask for "
+          "(INVALID_ARGUMENT above).");
+ABSL_FLAG(int, elite_size, 16,
+          "Plans kept per problem in the elite history (top-K).");
 ABSL_FLAG(std::string, ready_file, "",
           "When set, written once the server serves: "
-          "{\"grpc_port\":N,\"metrics_port\":M,\"pid\":P} with the bound ports (useful "
+          "{\"grpc_port\":N,\"metrics_port\":M,\"pid\":P} with the bound ports "
+          "(useful "
           "with port 0). Written atomically.");
 ABSL_FLAG(double, shutdown_grace_seconds, 10,
-          "On SIGTERM/SIGINT, how long open calls may take to end (after their searches "
+          "On SIGTERM/SIGINT, how long open calls may take to end (after their "
+          "searches "
           "were cancelled) before they are cut.");
 
 int main(int argc, char** argv) {
-  // Before any thread exists: SIGTERM/SIGINT are delivered only to the sigwait thread.
+  // Before any thread exists: SIGTERM/SIGINT are delivered only to the sigwait
+  // thread.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
-  // --help lists this file's flags (absl would look for shardplan-server.cc otherwise).
+  // --help lists this file's flags (absl would look for shardplan-server.cc
+  // otherwise).
   absl::FlagsUsageConfig usage_config;
   usage_config.contains_help_flags = [](absl::string_view file) {
     return absl::EndsWith(file, "server/main.cc");
@@ -77,8 +94,10 @@ int main(int argc, char** argv) {
   absl::SetFlagsUsageConfig(usage_config);
   absl::SetProgramUsageMessage(
       "gRPC service that searches sharding plans for LLM inference.\n"
-      "Usage: shardplan-server [--grpc_address=HOST:PORT] [--metrics_address=HOST:PORT] "
-      "[--store=FILE] ...\nLogging: GLOG_v=1, GLOG_log_dir=DIR (default: stderr).");
+      "Usage: shardplan-server [--grpc_address=HOST:PORT] "
+      "[--metrics_address=HOST:PORT] "
+      "[--store=FILE] ...\nLogging: GLOG_v=1, GLOG_log_dir=DIR (default: "
+      "stderr).");
   absl::ParseCommandLine(argc, argv);
   if (std::getenv("GLOG_log_dir") == nullptr) FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
@@ -88,14 +107,18 @@ int main(int argc, char** argv) {
   options.metrics_address = absl::GetFlag(FLAGS_metrics_address);
   options.store_path = absl::GetFlag(FLAGS_store);
   options.eval_threads = absl::GetFlag(FLAGS_workers);
-  options.max_concurrent_searches = absl::GetFlag(FLAGS_max_concurrent_searches);
+  options.max_concurrent_searches =
+      absl::GetFlag(FLAGS_max_concurrent_searches);
   options.max_queued_searches = absl::GetFlag(FLAGS_max_queued_searches);
   options.limits.default_max_seconds = absl::GetFlag(FLAGS_default_max_seconds);
   options.limits.max_seconds_limit = absl::GetFlag(FLAGS_max_seconds_limit);
-  options.limits.default_max_evaluations = absl::GetFlag(FLAGS_default_max_evaluations);
-  options.limits.max_evaluations_limit = absl::GetFlag(FLAGS_max_evaluations_limit);
+  options.limits.default_max_evaluations =
+      absl::GetFlag(FLAGS_default_max_evaluations);
+  options.limits.max_evaluations_limit =
+      absl::GetFlag(FLAGS_max_evaluations_limit);
   options.elite_size = absl::GetFlag(FLAGS_elite_size);
-  options.shutdown_grace = absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
+  options.shutdown_grace =
+      absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
 
   absl::StatusOr<std::unique_ptr<shardplan::server::PlannerServer>> server =
       shardplan::server::PlannerServer::Start(options);
@@ -124,7 +147,8 @@ int main(int argc, char** argv) {
   });
   stop.WaitForNotification();
   signal_thread.join();
-  LOG(INFO) << "signal " << received << " (" << strsignal(received) << "): draining";
+  LOG(INFO) << "signal " << received << " (" << strsignal(received)
+            << "): draining";
   (*server)->Shutdown();
   server->reset();
   google::ShutdownGoogleLogging();

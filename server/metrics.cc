@@ -10,8 +10,8 @@
 namespace shardplan::server {
 namespace {
 
-// The codes a PlanSharding / EvaluatePlan call commonly ends with; their series exist from
-// startup. Others are added on first use.
+// The codes a PlanSharding / EvaluatePlan call commonly ends with; their series
+// exist from startup. Others are added on first use.
 const std::vector<absl::StatusCode>& CommonCodes() {
   static const auto* codes = new std::vector<absl::StatusCode>{
       absl::StatusCode::kOk,
@@ -27,111 +27,132 @@ const std::vector<absl::StatusCode>& CommonCodes() {
 
 }  // namespace
 
-ServerMetrics::ServerMetrics(int num_slots, const std::vector<std::string>& methods)
+ServerMetrics::ServerMetrics(int num_slots,
+                             const std::vector<std::string>& methods)
     : registry_(std::make_shared<prometheus::Registry>()) {
-  plan_requests_family_ = &prometheus::BuildCounter()
-                               .Name("shardplan_plan_requests_total")
-                               .Help("PlanSharding calls finished, by search method and gRPC "
-                                     "status code.")
-                               .Register(*registry_);
-  evaluate_requests_family_ = &prometheus::BuildCounter()
-                                   .Name("shardplan_evaluate_requests_total")
-                                   .Help("EvaluatePlan calls finished, by gRPC status code.")
-                                   .Register(*registry_);
+  plan_requests_family_ =
+      &prometheus::BuildCounter()
+           .Name("shardplan_plan_requests_total")
+           .Help(
+               "PlanSharding calls finished, by search method and gRPC "
+               "status code.")
+           .Register(*registry_);
+  evaluate_requests_family_ =
+      &prometheus::BuildCounter()
+           .Name("shardplan_evaluate_requests_total")
+           .Help("EvaluatePlan calls finished, by gRPC status code.")
+           .Register(*registry_);
   active_searches_ = &prometheus::BuildGauge()
                           .Name("shardplan_active_searches")
                           .Help("Searches running on a worker slot now.")
                           .Register(*registry_)
                           .Add({});
-  queued_searches_ = &prometheus::BuildGauge()
-                          .Name("shardplan_queued_searches")
-                          .Help("Admitted searches waiting for a free worker slot.")
-                          .Register(*registry_)
-                          .Add({});
-  cost_model_evaluations_ = &prometheus::BuildCounter()
-                                 .Name("shardplan_cost_model_evaluations_total")
-                                 .Help("Cost-model evaluations (searches, baselines and "
-                                       "EvaluatePlan).")
-                                 .Register(*registry_)
-                                 .Add({});
-  rl_iterations_ = &prometheus::BuildCounter()
-                        .Name("shardplan_rl_iterations_total")
-                        .Help("Search iterations (RL policy-gradient steps; baselines report "
-                              "their own rounds).")
-                        .Register(*registry_)
-                        .Add({});
-  auto& best_family = prometheus::BuildGauge()
-                          .Name("shardplan_search_best_speedup")
-                          .Help("Best plan's throughput over the Megatron baseline's, of the "
-                                "search running on each worker slot (0 when idle).")
-                          .Register(*registry_);
-  auto& evals_family = prometheus::BuildGauge()
-                           .Name("shardplan_search_evaluations")
-                           .Help("Cost-model evaluations so far of the search running on each "
-                                 "worker slot (0 when idle).")
-                           .Register(*registry_);
+  queued_searches_ =
+      &prometheus::BuildGauge()
+           .Name("shardplan_queued_searches")
+           .Help("Admitted searches waiting for a free worker slot.")
+           .Register(*registry_)
+           .Add({});
+  cost_model_evaluations_ =
+      &prometheus::BuildCounter()
+           .Name("shardplan_cost_model_evaluations_total")
+           .Help(
+               "Cost-model evaluations (searches, baselines and "
+               "EvaluatePlan).")
+           .Register(*registry_)
+           .Add({});
+  rl_iterations_ =
+      &prometheus::BuildCounter()
+           .Name("shardplan_rl_iterations_total")
+           .Help(
+               "Search iterations (RL policy-gradient steps; baselines report "
+               "their own rounds).")
+           .Register(*registry_)
+           .Add({});
+  auto& best_family =
+      prometheus::BuildGauge()
+          .Name("shardplan_search_best_speedup")
+          .Help(
+              "Best plan's throughput over the Megatron baseline's, of the "
+              "search running on each worker slot (0 when idle).")
+          .Register(*registry_);
+  auto& evals_family =
+      prometheus::BuildGauge()
+          .Name("shardplan_search_evaluations")
+          .Help(
+              "Cost-model evaluations so far of the search running on each "
+              "worker slot (0 when idle).")
+          .Register(*registry_);
   for (int slot = 0; slot < num_slots; ++slot) {
     const std::string label = absl::StrCat(slot);
     slot_best_speedup_.push_back(&best_family.Add({{"slot", label}}));
     slot_evaluations_.push_back(&evals_family.Add({{"slot", label}}));
   }
-  search_duration_ =
-      &prometheus::BuildHistogram()
-           .Name("shardplan_search_duration_seconds")
-           .Help("Wall time of a search on its worker slot, from start to its last report.")
-           .Register(*registry_)
-           .Add({}, prometheus::Histogram::BucketBoundaries{0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5,
-                                                            5, 10, 30, 60, 120, 300, 600});
-  time_to_first_plan_ =
-      &prometheus::BuildHistogram()
-           .Name("shardplan_time_to_first_plan_seconds")
-           .Help("From a PlanSharding call's arrival to its first plan (the Megatron "
-                 "baseline) being handed to gRPC for writing.")
-           .Register(*registry_)
-           .Add({}, prometheus::Histogram::BucketBoundaries{0.0005, 0.001, 0.0025, 0.005, 0.01,
-                                                            0.025, 0.05, 0.1, 0.25, 0.5, 1});
+  search_duration_ = &prometheus::BuildHistogram()
+                          .Name("shardplan_search_duration_seconds")
+                          .Help(
+                              "Wall time of a search on its worker slot, from "
+                              "start to its last report.")
+                          .Register(*registry_)
+                          .Add({}, prometheus::Histogram::BucketBoundaries{
+                                       0.01, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5,
+                                       10, 30, 60, 120, 300, 600});
+  time_to_first_plan_ = &prometheus::BuildHistogram()
+                             .Name("shardplan_time_to_first_plan_seconds")
+                             .Help(
+                                 "From a PlanSharding call's arrival to its "
+                                 "first plan (the Megatron "
+                                 "baseline) being handed to gRPC for writing.")
+                             .Register(*registry_)
+                             .Add({}, prometheus::Histogram::BucketBoundaries{
+                                          0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                          0.025, 0.05, 0.1, 0.25, 0.5, 1});
   elite_store_plans_ = &prometheus::BuildGauge()
                             .Name("shardplan_elite_store_plans")
                             .Help("Plans kept in the persistent elite store.")
                             .Register(*registry_)
                             .Add({});
-  warm_starts_family_ = &prometheus::BuildCounter()
-                             .Name("shardplan_warm_starts_total")
-                             .Help("Searches by warm-start outcome: hit_exact, hit_nearest, "
-                                   "miss, disabled (store off or request opted out).")
-                             .Register(*registry_);
+  warm_starts_family_ =
+      &prometheus::BuildCounter()
+           .Name("shardplan_warm_starts_total")
+           .Help(
+               "Searches by warm-start outcome: hit_exact, hit_nearest, "
+               "miss, disabled (store off or request opted out).")
+           .Register(*registry_);
 
   absl::MutexLock lock(&mu_);
   std::vector<std::string> method_labels = methods;
   method_labels.push_back("unknown");
   for (const std::string& method : method_labels) {
     for (absl::StatusCode code : CommonCodes()) {
-      plan_requests_[{method, CodeName(code)}] =
-          &plan_requests_family_->Add({{"method", method}, {"code", CodeName(code)}});
+      plan_requests_[{method, CodeName(code)}] = &plan_requests_family_->Add(
+          {{"method", method}, {"code", CodeName(code)}});
     }
   }
   for (absl::StatusCode code : CommonCodes()) {
     evaluate_requests_[CodeName(code)] =
         &evaluate_requests_family_->Add({{"code", CodeName(code)}});
   }
-  for (absl::string_view result :
-       {kWarmStartHitExact, kWarmStartHitNearest, kWarmStartMiss, kWarmStartDisabled}) {
+  for (absl::string_view result : {kWarmStartHitExact, kWarmStartHitNearest,
+                                   kWarmStartMiss, kWarmStartDisabled}) {
     warm_starts_[std::string(result)] =
         &warm_starts_family_->Add({{"result", std::string(result)}});
   }
 }
 
-void ServerMetrics::CountPlanRequest(absl::string_view method, absl::StatusCode code) {
+void ServerMetrics::CountPlanRequest(absl::string_view method,
+                                     absl::StatusCode code) {
   const std::string code_name = CodeName(code);
   absl::MutexLock lock(&mu_);
   auto it = plan_requests_.find({std::string(method), code_name});
   if (it == plan_requests_.end()) {
-    // Only known methods reach here (validation maps others to "unknown"), so the label set
-    // stays bounded by methods x 17 codes.
+    // Only known methods reach here (validation maps others to "unknown"), so
+    // the label set stays bounded by methods x 17 codes.
     it = plan_requests_
-             .emplace(std::make_pair(std::string(method), code_name),
-                      &plan_requests_family_->Add(
-                          {{"method", std::string(method)}, {"code", code_name}}))
+             .emplace(
+                 std::make_pair(std::string(method), code_name),
+                 &plan_requests_family_->Add(
+                     {{"method", std::string(method)}, {"code", code_name}}))
              .first;
   }
   it->second->Increment();
@@ -143,7 +164,8 @@ void ServerMetrics::CountEvaluateRequest(absl::StatusCode code) {
   auto it = evaluate_requests_.find(code_name);
   if (it == evaluate_requests_.end()) {
     it = evaluate_requests_
-             .emplace(code_name, &evaluate_requests_family_->Add({{"code", code_name}}))
+             .emplace(code_name,
+                      &evaluate_requests_family_->Add({{"code", code_name}}))
              .first;
   }
   it->second->Increment();

@@ -1,7 +1,8 @@
-// Prometheus metrics of the planning server (STYLE.md §6; names are part of CONTRACT.md).
-// ServerMetrics owns the registry, builds every family at construction and pre-creates the
-// children for the known label values, so every series exists (at 0) from startup. It is
-// created once by the server and passed by reference; it is not a singleton.
+// Prometheus metrics of the planning server (STYLE.md §6; names are part of
+// CONTRACT.md). ServerMetrics owns the registry, builds every family at
+// construction and pre-creates the children for the known label values, so
+// every series exists (at 0) from startup. It is created once by the server and
+// passed by reference; it is not a singleton.
 #ifndef SHARDPLAN_SERVER_METRICS_H_
 #define SHARDPLAN_SERVER_METRICS_H_
 
@@ -28,26 +29,30 @@ inline constexpr absl::string_view kWarmStartHitNearest = "hit_nearest";
 inline constexpr absl::string_view kWarmStartMiss = "miss";
 inline constexpr absl::string_view kWarmStartDisabled = "disabled";
 
-// Thread-safe: prometheus-cpp metrics are atomic; the lazily added children (an unexpected
-// method/code pair) go through Family::Add, which locks.
+// Thread-safe: prometheus-cpp metrics are atomic; the lazily added children (an
+// unexpected method/code pair) go through Family::Add, which locks.
 class ServerMetrics {
  public:
-  // `num_slots` worker slots get one series each in the per-slot gauges; `methods` are the
-  // known search methods (label `method`), "unknown" is added for requests naming none.
+  // `num_slots` worker slots get one series each in the per-slot gauges;
+  // `methods` are the known search methods (label `method`), "unknown" is added
+  // for requests naming none.
   ServerMetrics(int num_slots, const std::vector<std::string>& methods);
   ServerMetrics(const ServerMetrics&) = delete;
   ServerMetrics& operator=(const ServerMetrics&) = delete;
 
   std::shared_ptr<prometheus::Registry> registry() const { return registry_; }
 
-  // shardplan_plan_requests_total{method,code}: one per finished PlanSharding call.
+  // shardplan_plan_requests_total{method,code}: one per finished PlanSharding
+  // call.
   void CountPlanRequest(absl::string_view method, absl::StatusCode code);
   // shardplan_evaluate_requests_total{code}.
   void CountEvaluateRequest(absl::StatusCode code);
 
   prometheus::Gauge& active_searches() { return *active_searches_; }
   prometheus::Gauge& queued_searches() { return *queued_searches_; }
-  prometheus::Counter& cost_model_evaluations() { return *cost_model_evaluations_; }
+  prometheus::Counter& cost_model_evaluations() {
+    return *cost_model_evaluations_;
+  }
   prometheus::Counter& rl_iterations() { return *rl_iterations_; }
   prometheus::Histogram& search_duration() { return *search_duration_; }
   prometheus::Histogram& time_to_first_plan() { return *time_to_first_plan_; }
@@ -59,7 +64,8 @@ class ServerMetrics {
   // Resets both gauges of `slot` to 0 (its search ended).
   void ResetSlot(int slot);
 
-  // shardplan_warm_starts_total{result}; `result` is one of the kWarmStart* values.
+  // shardplan_warm_starts_total{result}; `result` is one of the kWarmStart*
+  // values.
   void CountWarmStart(absl::string_view result);
 
   int num_slots() const { return static_cast<int>(slot_best_speedup_.size()); }
@@ -81,9 +87,10 @@ class ServerMetrics {
 
   absl::Mutex mu_;
   // Pre-created (and lazily added) children, keyed by label values.
-  std::map<std::pair<std::string, std::string>, prometheus::Counter*> plan_requests_
+  std::map<std::pair<std::string, std::string>, prometheus::Counter*>
+      plan_requests_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, prometheus::Counter*> evaluate_requests_
       ABSL_GUARDED_BY(mu_);
-  std::map<std::string, prometheus::Counter*> evaluate_requests_ ABSL_GUARDED_BY(mu_);
   std::map<std::string, prometheus::Counter*> warm_starts_ ABSL_GUARDED_BY(mu_);
 };
 

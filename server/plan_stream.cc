@@ -38,8 +38,9 @@ int64_t ElapsedMs(absl::Time start) {
 // A call that ends before any search: validation error, queue full, draining.
 class FailedPlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
  public:
-  FailedPlanStream(ServerMetrics& metrics, absl::Status status, std::string method,
-                   std::string model, int gpus, absl::Time start)
+  FailedPlanStream(ServerMetrics& metrics, absl::Status status,
+                   std::string method, std::string model, int gpus,
+                   absl::Time start)
       : metrics_(metrics),
         status_(std::move(status)),
         method_(std::move(method)),
@@ -52,8 +53,8 @@ class FailedPlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     metrics_.CountPlanRequest(method_, status_.code());
     LOG(INFO) << "method=PlanSharding search=" << method_ << " model=" << model_
               << " gpus=" << gpus_ << " outcome=" << CodeName(status_.code())
-              << " duration_ms=" << ElapsedMs(start_) << " error=\"" << status_.message()
-              << "\"";
+              << " duration_ms=" << ElapsedMs(start_) << " error=\""
+              << status_.message() << "\"";
     delete this;
   }
 
@@ -72,7 +73,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
  public:
   PlanStream(const ServiceDeps& deps, grpc::CallbackServerContext* context,
              ValidatedPlanRequest request, absl::Time start)
-      : deps_(deps), context_(context), request_(std::move(request)), start_(start) {}
+      : deps_(deps),
+        context_(context),
+        request_(std::move(request)),
+        start_(start) {}
 
   // The rest of StartPlanStream, once constructed.
   void Begin() {
@@ -86,16 +90,19 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     PlanUpdate baseline = MakeUpdate(baseline_, /*evaluations=*/1, "baseline");
     {
       absl::MutexLock lock(&mu_);
-      // Queued before the job exists so that it is written first whatever the job does.
+      // Queued before the job exists so that it is written first whatever the
+      // job does.
       queue_.PushBaseline(std::move(baseline));
     }
     absl::Status admitted = absl::OkStatus();
     if (!deps_.registry->Add(this)) {
-      admitted = absl::UnavailableError("the server is shutting down; retry on another instance");
+      admitted = absl::UnavailableError(
+          "the server is shutting down; retry on another instance");
     } else {
       registered_ = true;
-      absl::StatusOr<uint64_t> job = deps_.scheduler->Submit(SearchScheduler::Job{
-          [this](int slot) { RunSearch(slot); }, [this] { Dropped(); }});
+      absl::StatusOr<uint64_t> job =
+          deps_.scheduler->Submit(SearchScheduler::Job{
+              [this](int slot) { RunSearch(slot); }, [this] { Dropped(); }});
       if (job.ok()) {
         absl::MutexLock lock(&mu_);
         job_id_ = *job;
@@ -111,12 +118,13 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       Pump();
       return;
     }
-    // The reactor is not bound to the call until the handler returns, so `this` cannot be
-    // deleted by OnDone before then; locals anyway.
+    // The reactor is not bound to the call until the handler returns, so `this`
+    // cannot be deleted by OnDone before then; locals anyway.
     ServerMetrics* metrics = deps_.metrics;
     const absl::Time start = start_;
     Pump();
-    metrics->time_to_first_plan().Observe(absl::ToDoubleSeconds(absl::Now() - start));
+    metrics->time_to_first_plan().Observe(
+        absl::ToDoubleSeconds(absl::Now() - start));
   }
 
   void OnWriteDone(bool ok) override {
@@ -133,7 +141,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     {
       absl::MutexLock lock(&mu_);
       client_cancelled_ = true;
-      deadline_exceeded_ = context_->deadline() <= std::chrono::system_clock::now();
+      deadline_exceeded_ =
+          context_->deadline() <= std::chrono::system_clock::now();
       job_id = job_id_;
     }
     token_.Cancel();
@@ -158,18 +167,21 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     deps_.metrics->CountPlanRequest(request_.method, code);
     const simulator::Problem& problem = request_.cost_model->problem();
     LOG(INFO) << "method=PlanSharding search=" << request_.method
-              << " model=" << request_.model_name << " gpus=" << problem.cluster.num_gpus
-              << " outcome=" << CodeName(code) << " duration_ms=" << ElapsedMs(start_)
+              << " model=" << request_.model_name
+              << " gpus=" << problem.cluster.num_gpus
+              << " outcome=" << CodeName(code)
+              << " duration_ms=" << ElapsedMs(start_)
               << " evaluations=" << summary_.evaluations()
-              << " best_speedup=" << summary_.best_speedup()
-              << " warm_start=" << (summary_.warm_start_source().empty()
-                                        ? "none"
-                                        : summary_.warm_start_source())
+              << " best_speedup=" << summary_.best_speedup() << " warm_start="
+              << (summary_.warm_start_source().empty()
+                      ? "none"
+                      : summary_.warm_start_source())
               << " stop_reason=" << summary_.stop_reason();
     delete this;
   }
 
-  // Called by StreamRegistry::Drain with the registry's lock held: only flags, no Finish.
+  // Called by StreamRegistry::Drain with the registry's lock held: only flags,
+  // no Finish.
   void CancelForShutdown() {
     {
       absl::MutexLock lock(&mu_);
@@ -179,24 +191,26 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   }
 
  private:
-  // Observer on the worker thread: forwards strict improvements over what was streamed
-  // (the baseline included) and feeds the metrics.
+  // Observer on the worker thread: forwards strict improvements over what was
+  // streamed (the baseline included) and feeds the metrics.
   class Observer final : public policy::SearchObserver {
    public:
     Observer(PlanStream& stream, int slot) : stream_(stream), slot_(slot) {}
     void OnImprovement(const policy::Improvement& improvement) override {
-      stream_.last_evaluations_ = std::max(stream_.last_evaluations_, improvement.evaluations);
+      stream_.last_evaluations_ =
+          std::max(stream_.last_evaluations_, improvement.evaluations);
       const double tps = Throughput(improvement.best.evaluation);
       if (tps <= stream_.best_tps_) return;
       stream_.best_ = improvement.best;
       stream_.best_tps_ = tps;
       stream_.improvements_.push_back(improvement.best);
-      if (static_cast<int>(stream_.improvements_.size()) > stream_.deps_.elite_size) {
+      if (static_cast<int>(stream_.improvements_.size()) >
+          stream_.deps_.elite_size) {
         stream_.improvements_.erase(stream_.improvements_.begin());
       }
       stream_.deps_.metrics->slot_best_speedup(slot_).Set(stream_.Speedup(tps));
-      PlanUpdate update =
-          stream_.MakeUpdate(improvement.best, improvement.evaluations, "improvement");
+      PlanUpdate update = stream_.MakeUpdate(
+          improvement.best, improvement.evaluations, "improvement");
       {
         absl::MutexLock lock(&stream_.mu_);
         stream_.queue_.PushImprovement(std::move(update));
@@ -211,7 +225,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       if (progress.iterations_delta > 0) {
         metrics.rl_iterations().Increment(progress.iterations_delta);
       }
-      stream_.last_evaluations_ = std::max(stream_.last_evaluations_, progress.evaluations);
+      stream_.last_evaluations_ =
+          std::max(stream_.last_evaluations_, progress.evaluations);
       metrics.slot_evaluations(slot_).Set(progress.evaluations);
     }
 
@@ -220,14 +235,17 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     const int slot_;
   };
 
-  double Speedup(double tps) const { return baseline_tps_ > 0 ? tps / baseline_tps_ : 0.0; }
+  double Speedup(double tps) const {
+    return baseline_tps_ > 0 ? tps / baseline_tps_ : 0.0;
+  }
 
   PlanUpdate MakeUpdate(const policy::ScoredPlan& scored, int evaluations,
                         absl::string_view kind) const {
     const simulator::Problem& problem = request_.cost_model->problem();
     PlanUpdate update;
     *update.mutable_plan() = simulator::PlanToProto(scored.plan, problem);
-    *update.mutable_prediction() = simulator::PredictionToProto(scored.evaluation, problem);
+    *update.mutable_prediction() =
+        simulator::PredictionToProto(scored.evaluation, problem);
     update.set_evaluations(evaluations);
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     update.set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
@@ -237,13 +255,16 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
 
   absl::Status CancelStatusLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (deadline_exceeded_) {
-      return absl::DeadlineExceededError("the client's deadline expired; search stopped");
+      return absl::DeadlineExceededError(
+          "the client's deadline expired; search stopped");
     }
-    return absl::CancelledError("the client cancelled the call; search stopped");
+    return absl::CancelledError(
+        "the client cancelled the call; search stopped");
   }
 
-  // Starts whatever the queue says is next. Called without mu_ held; may Finish, after
-  // which `this` can be deleted at any time (callers return right after).
+  // Starts whatever the queue says is next. Called without mu_ held; may
+  // Finish, after which `this` can be deleted at any time (callers return right
+  // after).
   void Pump() {
     UpdateQueue::Action action;
     {
@@ -261,7 +282,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
         StartWrite(action.update);
         return;
       case UpdateQueue::ActionKind::kWriteAndFinish:
-        StartWriteAndFinish(action.update, grpc::WriteOptions(), ToGrpcStatus(action.status));
+        StartWriteAndFinish(action.update, grpc::WriteOptions(),
+                            ToGrpcStatus(action.status));
         return;
       case UpdateQueue::ActionKind::kFinish:
         Finish(ToGrpcStatus(action.status));
@@ -269,7 +291,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     }
   }
 
-  // The scheduler dropped the waiting job (server drain): end with the baseline as best.
+  // The scheduler dropped the waiting job (server drain): end with the baseline
+  // as best.
   void Dropped() {
     stop_reason_ = "shutdown";
     PlanUpdate final_update = MakeFinal(0, 0, 0, false, "");
@@ -280,8 +303,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     Pump();
   }
 
-  PlanUpdate MakeFinal(int evaluations, int iterations, double space_size, bool warm_started,
-                       const std::string& warm_source) {
+  PlanUpdate MakeFinal(int evaluations, int iterations, double space_size,
+                       bool warm_started, const std::string& warm_source) {
     PlanUpdate update = MakeUpdate(best_, evaluations, "final");
     update.set_final(true);
     summary_.set_method(request_.method);
@@ -302,7 +325,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     stored.reward = scored.reward;
     stored.output_tokens_per_s = Throughput(scored.evaluation);
     stored.prediction_json = simulator::ToJson(
-        simulator::PredictionToProto(scored.evaluation, request_.cost_model->problem()),
+        simulator::PredictionToProto(scored.evaluation,
+                                     request_.cost_model->problem()),
         /*pretty=*/false);
     return stored;
   }
@@ -326,20 +350,21 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
           deps_.searcher_factory(request_.method);
       if (!searcher.ok()) {
         status = absl::InternalError(
-            absl::StrCat("cannot create searcher \"", request_.method, "\": ",
-                         searcher.status().message()));
+            absl::StrCat("cannot create searcher \"", request_.method,
+                         "\": ", searcher.status().message()));
       } else {
         found = deps_.history->Find(key, request_.warm_start);
         policy::SearchOptions options;
         options.max_evaluations = request_.max_evaluations;
         options.max_seconds = request_.max_seconds;
         options.seed = request_.seed;
-        options.warm_start = found.warm_start.has_value() ? &*found.warm_start : nullptr;
+        options.warm_start =
+            found.warm_start.has_value() ? &*found.warm_start : nullptr;
         options.pool = deps_.eval_pool;
         options.elite_size = deps_.elite_size;
         Observer observer(*this, slot);
-        absl::StatusOr<policy::SearchResult> searched =
-            (*searcher)->Search(*request_.cost_model, options, token_, observer);
+        absl::StatusOr<policy::SearchResult> searched = (*searcher)->Search(
+            *request_.cost_model, options, token_, observer);
         if (searched.ok()) {
           result = *std::move(searched);
         } else {
@@ -347,27 +372,30 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
         }
       }
     }
-    metrics.search_duration().Observe(absl::ToDoubleSeconds(absl::Now() - search_start));
+    metrics.search_duration().Observe(
+        absl::ToDoubleSeconds(absl::Now() - search_start));
 
-    // The result's best may never have been reported as an improvement (or have been
-    // reported below the baseline): take it if it beats what was streamed.
+    // The result's best may never have been reported as an improvement (or have
+    // been reported below the baseline): take it if it beats what was streamed.
     if (result.has_value() && Throughput(result->best.evaluation) > best_tps_) {
       best_ = result->best;
       best_tps_ = Throughput(result->best.evaluation);
     }
 
-    // Persist before the final update goes out: a client that saw `final` can rely on the
-    // store having the search (see elite_store.h).
+    // Persist before the final update goes out: a client that saw `final` can
+    // rely on the store having the search (see elite_store.h).
     std::vector<StoredPlan> to_store;
     std::string weights;
     if (result.has_value()) {
       for (const policy::ScoredPlan& scored : result->elite) {
         if (scored.evaluation.feasible) to_store.push_back(ToStored(scored));
       }
-      if (result->best.evaluation.feasible) to_store.push_back(ToStored(result->best));
+      if (result->best.evaluation.feasible)
+        to_store.push_back(ToStored(result->best));
       weights = result->policy_weights;
     } else if (absl::IsCancelled(status)) {
-      for (const policy::ScoredPlan& scored : improvements_) to_store.push_back(ToStored(scored));
+      for (const policy::ScoredPlan& scored : improvements_)
+        to_store.push_back(ToStored(scored));
     }
     if (baseline_.evaluation.feasible && !to_store.empty()) {
       to_store.push_back(ToStored(baseline_));
@@ -384,7 +412,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     if (result.has_value()) {
       stop_reason_ = result->stop_reason;
     } else if (absl::IsCancelled(status) && shutdown) {
-      stop_reason_ = "shutdown";  // the stream ends normally with the best so far
+      stop_reason_ =
+          "shutdown";  // the stream ends normally with the best so far
     } else if (absl::IsCancelled(status)) {
       stop_reason_ = "cancelled";
       absl::MutexLock lock(&mu_);
@@ -393,13 +422,15 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       stop_reason_ = "error";
       final_status = status;
     }
-    const int evaluations = result.has_value() ? result->evaluations : last_evaluations_;
+    const int evaluations =
+        result.has_value() ? result->evaluations : last_evaluations_;
     const bool warm_started = result.has_value() ? result->warm_started
                                                  : found.warm_start.has_value();
-    PlanUpdate final_update = MakeFinal(
-        evaluations, result.has_value() ? result->iterations : 0,
-        result.has_value() ? result->space_size : 0, warm_started,
-        found.warm_start.has_value() ? found.warm_start->source : std::string());
+    PlanUpdate final_update =
+        MakeFinal(evaluations, result.has_value() ? result->iterations : 0,
+                  result.has_value() ? result->space_size : 0, warm_started,
+                  found.warm_start.has_value() ? found.warm_start->source
+                                               : std::string());
     {
       absl::MutexLock lock(&mu_);
       queue_.PushFinal(std::move(final_update), final_status);
@@ -414,8 +445,9 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   policy::CancellationToken token_;
   bool registered_ = false;  // set before any other thread sees the stream
 
-  // Search state: written by the worker thread only (before the final update is queued),
-  // or by Begin/Dropped when no worker ever runs; read in OnDone after Finish.
+  // Search state: written by the worker thread only (before the final update is
+  // queued), or by Begin/Dropped when no worker ever runs; read in OnDone after
+  // Finish.
   policy::ScoredPlan baseline_;
   double baseline_tps_ = 0;
   policy::ScoredPlan best_;
@@ -431,7 +463,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   bool client_cancelled_ ABSL_GUARDED_BY(mu_) = false;
   bool deadline_exceeded_ ABSL_GUARDED_BY(mu_) = false;
   bool shutdown_ ABSL_GUARDED_BY(mu_) = false;
-  absl::StatusCode final_code_ ABSL_GUARDED_BY(mu_) = absl::StatusCode::kUnknown;
+  absl::StatusCode final_code_ ABSL_GUARDED_BY(mu_) =
+      absl::StatusCode::kUnknown;
 
   friend class StreamRegistry;
 };
@@ -451,7 +484,8 @@ void StreamRegistry::Remove(PlanStream* stream) {
 void StreamRegistry::Drain() {
   absl::MutexLock lock(&mu_);
   draining_ = true;
-  // Streams cannot be deleted while the lock is held (OnDone removes them first).
+  // Streams cannot be deleted while the lock is held (OnDone removes them
+  // first).
   for (PlanStream* stream : streams_) stream->CancelForShutdown();
 }
 
@@ -465,17 +499,19 @@ int StreamRegistry::size() const {
   return static_cast<int>(streams_.size());
 }
 
-grpc::ServerWriteReactor<PlanUpdate>* StartPlanStream(const ServiceDeps& deps,
-                                                      grpc::CallbackServerContext* context,
-                                                      const PlanRequest& request) {
+grpc::ServerWriteReactor<PlanUpdate>* StartPlanStream(
+    const ServiceDeps& deps, grpc::CallbackServerContext* context,
+    const PlanRequest& request) {
   const absl::Time start = absl::Now();
-  absl::StatusOr<ValidatedPlanRequest> validated = ValidatePlanRequest(request, deps.limits);
+  absl::StatusOr<ValidatedPlanRequest> validated =
+      ValidatePlanRequest(request, deps.limits);
   if (!validated.ok()) {
     const std::string model = request.model().source_case() ==
                                       shardplan::v1::ModelSource::kCatalogName
                                   ? request.model().catalog_name()
                                   : "custom";
-    return new FailedPlanStream(*deps.metrics, validated.status(), MethodLabel(request), model,
+    return new FailedPlanStream(*deps.metrics, validated.status(),
+                                MethodLabel(request), model,
                                 request.cluster().num_gpus(), start);
   }
   auto* stream = new PlanStream(deps, context, *std::move(validated), start);

@@ -1,9 +1,10 @@
-// One PlanSharding call: a grpc::ServerWriteReactor (STYLE.md §5) that writes the Megatron
-// baseline at once, runs the search as a job on the SearchScheduler, streams improvements
-// through a coalescing UpdateQueue (one write in flight), and ends with a final update and
-// summary. Cancellation (client cancel, deadline, server drain) only sets the search's token;
-// Finish runs exactly once, after the worker handed over its final status; the reactor is
-// deleted in OnDone.
+// One PlanSharding call: a grpc::ServerWriteReactor (STYLE.md §5) that writes
+// the Megatron baseline at once, runs the search as a job on the
+// SearchScheduler, streams improvements through a coalescing UpdateQueue (one
+// write in flight), and ends with a final update and summary. Cancellation
+// (client cancel, deadline, server drain) only sets the search's token; Finish
+// runs exactly once, after the worker handed over its final status; the reactor
+// is deleted in OnDone.
 #ifndef SHARDPLAN_SERVER_PLAN_STREAM_H_
 #define SHARDPLAN_SERVER_PLAN_STREAM_H_
 
@@ -29,18 +30,20 @@ namespace shardplan::server {
 // Makes a searcher for a validated method name ("rl", ...). The server uses
 // policy::CreateSearcher; tests inject fakes.
 using SearcherFactory =
-    std::function<absl::StatusOr<std::unique_ptr<policy::Searcher>>(absl::string_view method)>;
+    std::function<absl::StatusOr<std::unique_ptr<policy::Searcher>>(
+        absl::string_view method)>;
 
 class PlanStream;
 
-// The open PlanSharding streams, so that a drain can cancel them all. Thread-safe.
+// The open PlanSharding streams, so that a drain can cancel them all.
+// Thread-safe.
 class StreamRegistry {
  public:
   // False once Drain began (the caller answers UNAVAILABLE).
   bool Add(PlanStream* stream);
   void Remove(PlanStream* stream);
-  // Refuses new streams and cancels the search of every open one (their streams then end
-  // with a final update). Does not wait.
+  // Refuses new streams and cancels the search of every open one (their streams
+  // then end with a final update). Does not wait.
   void Drain();
   bool draining() const;
   int size() const;
@@ -63,9 +66,10 @@ struct ServiceDeps {
   int elite_size = 16;
 };
 
-// Handles one PlanSharding call from the gRPC thread: validates, and returns the reactor
-// that serves it (already finished with INVALID_ARGUMENT / RESOURCE_EXHAUSTED / UNAVAILABLE
-// when the call cannot proceed). Never blocks; one cost-model evaluation (the baseline).
+// Handles one PlanSharding call from the gRPC thread: validates, and returns
+// the reactor that serves it (already finished with INVALID_ARGUMENT /
+// RESOURCE_EXHAUSTED / UNAVAILABLE when the call cannot proceed). Never blocks;
+// one cost-model evaluation (the baseline).
 grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* StartPlanStream(
     const ServiceDeps& deps, grpc::CallbackServerContext* context,
     const shardplan::v1::PlanRequest& request);

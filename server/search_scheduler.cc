@@ -8,7 +8,8 @@
 
 namespace shardplan::server {
 
-SearchScheduler::SearchScheduler(int slots, int max_queued, CountsListener listener)
+SearchScheduler::SearchScheduler(int slots, int max_queued,
+                                 CountsListener listener)
     : num_slots_(std::max(1, slots)),
       max_queued_(std::max(0, max_queued)),
       listener_(std::move(listener)) {
@@ -27,13 +28,16 @@ SearchScheduler::~SearchScheduler() { Shutdown(); }
 absl::StatusOr<uint64_t> SearchScheduler::Submit(Job job) {
   absl::MutexLock lock(&mu_);
   if (shutting_down_) {
-    return absl::UnavailableError("the server is shutting down; retry on another instance");
+    return absl::UnavailableError(
+        "the server is shutting down; retry on another instance");
   }
-  // Workers take jobs as soon as they are idle, so running + waiting is what is admitted.
+  // Workers take jobs as soon as they are idle, so running + waiting is what is
+  // admitted.
   if (running_ + static_cast<int>(queue_.size()) >= num_slots_ + max_queued_) {
     return absl::ResourceExhaustedError(absl::StrCat(
-        "search queue full: ", running_, " searches running (--max_concurrent_searches=",
-        num_slots_, ") and ", queue_.size(), " waiting (--max_queued_searches=", max_queued_,
+        "search queue full: ", running_,
+        " searches running (--max_concurrent_searches=", num_slots_, ") and ",
+        queue_.size(), " waiting (--max_queued_searches=", max_queued_,
         "); retry later"));
   }
   const uint64_t id = next_id_++;

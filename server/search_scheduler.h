@@ -1,7 +1,7 @@
-// The fixed-size worker pool searches run on, with admission control: at most `slots`
-// searches run at once, at most `max_queued` more wait, and a further one is refused with
-// RESOURCE_EXHAUSTED before anything is queued. gRPC threads only call Submit/Remove, which
-// never block beyond a short mutex hold.
+// The fixed-size worker pool searches run on, with admission control: at most
+// `slots` searches run at once, at most `max_queued` more wait, and a further
+// one is refused with RESOURCE_EXHAUSTED before anything is queued. gRPC
+// threads only call Submit/Remove, which never block beyond a short mutex hold.
 #ifndef SHARDPLAN_SERVER_SEARCH_SCHEDULER_H_
 #define SHARDPLAN_SERVER_SEARCH_SCHEDULER_H_
 
@@ -20,16 +20,18 @@ namespace shardplan::server {
 
 class SearchScheduler {
  public:
-  // A unit of work. `run(slot)` runs on a worker thread with the slot index in [0, slots);
-  // `dropped()` runs instead (on the thread calling Shutdown) when the job never starts
-  // because the scheduler shuts down. Exactly one of the two runs, unless Remove() took the
-  // job back first, in which case neither does.
+  // A unit of work. `run(slot)` runs on a worker thread with the slot index in
+  // [0, slots); `dropped()` runs instead (on the thread calling Shutdown) when
+  // the job never starts because the scheduler shuts down. Exactly one of the
+  // two runs, unless Remove() took the job back first, in which case neither
+  // does.
   struct Job {
     std::function<void(int slot)> run;
     std::function<void()> dropped;
   };
 
-  // Observes the counts (for gauges); called with the scheduler's lock held, must be quick.
+  // Observes the counts (for gauges); called with the scheduler's lock held,
+  // must be quick.
   using CountsListener = std::function<void(int running, int queued)>;
 
   // Starts `slots` worker threads (>= 1).
@@ -39,21 +41,23 @@ class SearchScheduler {
   SearchScheduler(const SearchScheduler&) = delete;
   SearchScheduler& operator=(const SearchScheduler&) = delete;
 
-  // Admits `job` and returns its id, or RESOURCE_EXHAUSTED when `slots` jobs run and
-  // `max_queued` wait, or UNAVAILABLE after Shutdown began. Never blocks.
+  // Admits `job` and returns its id, or RESOURCE_EXHAUSTED when `slots` jobs
+  // run and `max_queued` wait, or UNAVAILABLE after Shutdown began. Never
+  // blocks.
   absl::StatusOr<uint64_t> Submit(Job job);
 
-  // Takes a job that is still waiting out of the queue (its client went away). Returns true
-  // when it did (neither run nor dropped will be called), false when the job already started
-  // or was dropped. Never blocks.
+  // Takes a job that is still waiting out of the queue (its client went away).
+  // Returns true when it did (neither run nor dropped will be called), false
+  // when the job already started or was dropped. Never blocks.
   bool Remove(uint64_t id);
 
-  // Stops admitting (Submit returns UNAVAILABLE) and calls `dropped` for every waiting job,
-  // on the calling thread. Running jobs go on. Idempotent; never blocks on a job.
+  // Stops admitting (Submit returns UNAVAILABLE) and calls `dropped` for every
+  // waiting job, on the calling thread. Running jobs go on. Idempotent; never
+  // blocks on a job.
   void Drain();
 
-  // Drain(), then waits for the running jobs to return and joins the workers. Idempotent.
-  // Callers cancel running jobs first.
+  // Drain(), then waits for the running jobs to return and joins the workers.
+  // Idempotent. Callers cancel running jobs first.
   void Shutdown();
 
   int slots() const { return static_cast<int>(workers_.size()); }

@@ -26,38 +26,45 @@ namespace {
 
 constexpr char kServiceName[] = "shardplan.v1.ShardingPlanner";
 
-// gRPC 1.51's default health service is built on upb, so grpc.health.v1 is not in the
-// protobuf generated pool that reflection answers from. Referencing the descriptor of our
-// own compiled health.proto (proto/CMakeLists.txt) links it in and registers it, so that
-// grpcurl / buf curl can call Health with no proto files (CONTRACT.md).
+// gRPC 1.51's default health service is built on upb, so grpc.health.v1 is not
+// in the protobuf generated pool that reflection answers from. Referencing the
+// descriptor of our own compiled health.proto (proto/CMakeLists.txt) links it
+// in and registers it, so that grpcurl / buf curl can call Health with no proto
+// files (CONTRACT.md).
 const google::protobuf::FileDescriptor* HealthProtoFile() {
   return grpc::health::v1::HealthCheckRequest::descriptor()->file();
 }
 
 }  // namespace
 
-PlannerServer::PlannerServer(ServerOptions options) : options_(std::move(options)) {}
+PlannerServer::PlannerServer(ServerOptions options)
+    : options_(std::move(options)) {}
 
 PlannerServer::~PlannerServer() { Shutdown(); }
 
-absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(ServerOptions options) {
+absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
+    ServerOptions options) {
   if (options.max_concurrent_searches < 1) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_concurrent_searches must be >= 1, got ", options.max_concurrent_searches));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_concurrent_searches must be >= 1, got ",
+                     options.max_concurrent_searches));
   }
   if (options.max_queued_searches < 0) {
     return absl::InvalidArgumentError(
-        absl::StrCat("--max_queued_searches must be >= 0, got ", options.max_queued_searches));
+        absl::StrCat("--max_queued_searches must be >= 0, got ",
+                     options.max_queued_searches));
   }
   if (options.eval_threads < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--workers must be >= 0, got ", options.eval_threads));
   }
-  if (options.limits.max_evaluations_limit < 1 || options.limits.default_max_evaluations < 1) {
+  if (options.limits.max_evaluations_limit < 1 ||
+      options.limits.default_max_evaluations < 1) {
     return absl::InvalidArgumentError(
         "--max_evaluations_limit and --default_max_evaluations must be >= 1");
   }
-  if (!(options.limits.default_max_seconds > 0) || !(options.limits.max_seconds_limit > 0)) {
+  if (!(options.limits.default_max_seconds > 0) ||
+      !(options.limits.max_seconds_limit > 0)) {
     return absl::InvalidArgumentError(
         "--default_max_seconds and --max_seconds_limit must be > 0");
   }
@@ -69,8 +76,8 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(ServerOption
   std::unique_ptr<PlannerServer> server(new PlannerServer(std::move(options)));
   const ServerOptions& opts = server->options_;
 
-  server->metrics_ =
-      std::make_unique<ServerMetrics>(opts.max_concurrent_searches, policy::SearchMethods());
+  server->metrics_ = std::make_unique<ServerMetrics>(
+      opts.max_concurrent_searches, policy::SearchMethods());
 
   std::unique_ptr<EliteStore> store;
   if (opts.store_path.empty()) {
@@ -79,7 +86,8 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(ServerOption
     EliteStore::Options store_options;
     store_options.path = opts.store_path;
     store_options.top_k = opts.elite_size;
-    absl::StatusOr<std::unique_ptr<EliteStore>> opened = EliteStore::Open(store_options);
+    absl::StatusOr<std::unique_ptr<EliteStore>> opened =
+        EliteStore::Open(store_options);
     if (opened.ok()) {
       store = *std::move(opened);
       LOG(INFO) << "elite store " << opts.store_path << " open (schema "
@@ -90,14 +98,16 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(ServerOption
                    << opened.status();
     }
   }
-  server->history_ = std::make_unique<EliteHistory>(std::move(store), *server->metrics_);
+  server->history_ =
+      std::make_unique<EliteHistory>(std::move(store), *server->metrics_);
 
   if (opts.eval_threads > 0) {
     server->eval_pool_ = std::make_unique<policy::EvalPool>(opts.eval_threads);
   }
   ServerMetrics* metrics = server->metrics_.get();
   server->scheduler_ = std::make_unique<SearchScheduler>(
-      opts.max_concurrent_searches, opts.max_queued_searches, [metrics](int running, int queued) {
+      opts.max_concurrent_searches, opts.max_queued_searches,
+      [metrics](int running, int queued) {
         metrics->active_searches().Set(running);
         metrics->queued_searches().Set(queued);
       });
@@ -130,22 +140,25 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(ServerOption
   }
 
   if (!opts.metrics_address.empty()) {
-    // prometheus-cpp (civetweb) reports bind failures by throwing; our code never throws.
+    // prometheus-cpp (civetweb) reports bind failures by throwing; our code
+    // never throws.
     try {
-      server->exposer_ = std::make_unique<prometheus::Exposer>(opts.metrics_address);
+      server->exposer_ =
+          std::make_unique<prometheus::Exposer>(opts.metrics_address);
       server->exposer_->RegisterCollectable(server->metrics_->registry());
       const std::vector<int> ports = server->exposer_->GetListeningPorts();
       server->metrics_port_ = ports.empty() ? 0 : ports.front();
     } catch (const std::exception& e) {
       server->exposer_.reset();
       server->Shutdown();
-      return absl::UnavailableError(absl::StrCat("cannot serve /metrics on ",
-                                                 opts.metrics_address, ": ", e.what(),
-                                                 "; see --metrics_address"));
+      return absl::UnavailableError(
+          absl::StrCat("cannot serve /metrics on ", opts.metrics_address, ": ",
+                       e.what(), "; see --metrics_address"));
     }
   }
 
-  grpc::HealthCheckServiceInterface* health = server->server_->GetHealthCheckService();
+  grpc::HealthCheckServiceInterface* health =
+      server->server_->GetHealthCheckService();
   if (health != nullptr) {
     health->SetServingStatus(true);
     health->SetServingStatus(kServiceName, true);
@@ -153,8 +166,8 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(ServerOption
   LOG(INFO) << "shardplan-server serving gRPC on port " << server->grpc_port_
             << " (address " << opts.grpc_address << "), /metrics on port "
             << server->metrics_port_ << ", " << opts.max_concurrent_searches
-            << " search slots, queue " << opts.max_queued_searches << ", eval threads "
-            << opts.eval_threads;
+            << " search slots, queue " << opts.max_queued_searches
+            << ", eval threads " << opts.eval_threads;
   return server;
 }
 
@@ -162,14 +175,18 @@ absl::Status PlannerServer::WriteReadyFile(const std::string& path) const {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
   {
     std::ofstream out(tmp, std::ios::trunc);
-    out << "{\"grpc_port\":" << grpc_port_ << ",\"metrics_port\":" << metrics_port_
-        << ",\"pid\":" << getpid() << "}\n";
+    out << "{\"grpc_port\":" << grpc_port_
+        << ",\"metrics_port\":" << metrics_port_ << ",\"pid\":" << getpid()
+        << "}\n";
     out.flush();
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ready file ", tmp));
+    if (!out)
+      return absl::UnavailableError(
+          absl::StrCat("cannot write ready file ", tmp));
   }
   if (std::rename(tmp.c_str(), path.c_str()) != 0) {
     std::remove(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot rename ready file to ", path));
+    return absl::UnavailableError(
+        absl::StrCat("cannot rename ready file to ", path));
   }
   return absl::OkStatus();
 }
@@ -180,18 +197,22 @@ void PlannerServer::Shutdown() {
   shut_down_ = true;
   const absl::Time start = absl::Now();
   if (server_ != nullptr) {
-    grpc::HealthCheckServiceInterface* health = server_->GetHealthCheckService();
+    grpc::HealthCheckServiceInterface* health =
+        server_->GetHealthCheckService();
     if (health != nullptr) {
       health->SetServingStatus(false);
       health->SetServingStatus(kServiceName, false);
     }
   }
-  // Running searches stop within one iteration; their streams get a final update.
+  // Running searches stop within one iteration; their streams get a final
+  // update.
   registry_.Drain();
-  // Waiting searches never start; their streams get a final update with the baseline.
+  // Waiting searches never start; their streams get a final update with the
+  // baseline.
   if (scheduler_ != nullptr) scheduler_->Drain();
   if (server_ != nullptr) {
-    server_->Shutdown(absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
+    server_->Shutdown(
+        absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
   }
   if (scheduler_ != nullptr) scheduler_->Shutdown();
   if (history_ != nullptr) history_->Flush();

@@ -1,6 +1,7 @@
-// The planning server assembled: metrics, elite store, worker pool, the ShardingPlanner
-// service with gRPC health and reflection, and the Prometheus /metrics endpoint. main.cc
-// wraps it with flags and signal handling; tests run it in-process.
+// The planning server assembled: metrics, elite store, worker pool, the
+// ShardingPlanner service with gRPC health and reflection, and the Prometheus
+// /metrics endpoint. main.cc wraps it with flags and signal handling; tests run
+// it in-process.
 #ifndef SHARDPLAN_SERVER_SERVER_H_
 #define SHARDPLAN_SERVER_SERVER_H_
 
@@ -38,7 +39,8 @@ struct ServerOptions {
   std::string store_path;
   int max_concurrent_searches = 2;  // worker slots
   int max_queued_searches = 16;
-  int eval_threads = 0;  // shared EvalPool threads (0: searches evaluate on their own thread)
+  int eval_threads =
+      0;  // shared EvalPool threads (0: searches evaluate on their own thread)
   RequestLimits limits;
   int elite_size = 16;
   // Null: policy::CreateSearcher.
@@ -49,29 +51,33 @@ struct ServerOptions {
 
 class PlannerServer {
  public:
-  // Opens the store (a failure only turns warm starts off, logged), starts the worker pool,
-  // binds gRPC and /metrics and marks health SERVING. UNAVAILABLE when a port cannot be
-  // bound; INVALID_ARGUMENT for nonsensical options.
-  static absl::StatusOr<std::unique_ptr<PlannerServer>> Start(ServerOptions options);
+  // Opens the store (a failure only turns warm starts off, logged), starts the
+  // worker pool, binds gRPC and /metrics and marks health SERVING. UNAVAILABLE
+  // when a port cannot be bound; INVALID_ARGUMENT for nonsensical options.
+  static absl::StatusOr<std::unique_ptr<PlannerServer>> Start(
+      ServerOptions options);
   // Shuts down if not done yet.
   ~PlannerServer();
   PlannerServer(const PlannerServer&) = delete;
   PlannerServer& operator=(const PlannerServer&) = delete;
 
   int grpc_port() const { return grpc_port_; }
-  int metrics_port() const { return metrics_port_; }  // 0 without metrics endpoint
+  int metrics_port() const {
+    return metrics_port_;
+  }  // 0 without metrics endpoint
   ServerMetrics& metrics() { return *metrics_; }
   EliteHistory& history() { return *history_; }
   SearchScheduler& scheduler() { return *scheduler_; }
   StreamRegistry& registry() { return registry_; }
 
-  // Writes {"grpc_port":N,"metrics_port":M,"pid":P} to `path` atomically (temp + rename).
+  // Writes {"grpc_port":N,"metrics_port":M,"pid":P} to `path` atomically (temp
+  // + rename).
   absl::Status WriteReadyFile(const std::string& path) const;
 
-  // The drain: health NOT_SERVING, refuse new searches, cancel every search (open streams
-  // end with a final update), gRPC Shutdown with the grace deadline, join the workers,
-  // checkpoint the store. Idempotent; blocks up to the grace period plus the searches'
-  // cancellation latency.
+  // The drain: health NOT_SERVING, refuse new searches, cancel every search
+  // (open streams end with a final update), gRPC Shutdown with the grace
+  // deadline, join the workers, checkpoint the store. Idempotent; blocks up to
+  // the grace period plus the searches' cancellation latency.
   void Shutdown();
 
  private:

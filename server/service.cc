@@ -17,59 +17,75 @@ namespace shardplan::server {
 
 PlannerService::PlannerService(ServiceDeps deps) : deps_(std::move(deps)) {}
 
-grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* PlannerService::PlanSharding(
-    grpc::CallbackServerContext* context, const shardplan::v1::PlanRequest* request) {
+grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>*
+PlannerService::PlanSharding(grpc::CallbackServerContext* context,
+                             const shardplan::v1::PlanRequest* request) {
   return StartPlanStream(deps_, context, *request);
 }
 
 grpc::ServerUnaryReactor* PlannerService::EvaluatePlan(
-    grpc::CallbackServerContext* context, const shardplan::v1::EvaluateRequest* request,
+    grpc::CallbackServerContext* context,
+    const shardplan::v1::EvaluateRequest* request,
     shardplan::v1::EvaluateResponse* response) {
   const absl::Time start = absl::Now();
   absl::Status status = absl::OkStatus();
   std::string model = "custom";
   int gpus = request->cluster().num_gpus();
-  absl::StatusOr<ValidatedEvaluateRequest> validated = ValidateEvaluateRequest(*request);
+  absl::StatusOr<ValidatedEvaluateRequest> validated =
+      ValidateEvaluateRequest(*request);
   if (!validated.ok()) {
     status = validated.status();
-    if (request->model().source_case() == shardplan::v1::ModelSource::kCatalogName) {
+    if (request->model().source_case() ==
+        shardplan::v1::ModelSource::kCatalogName) {
       model = request->model().catalog_name();
     }
   } else {
     const simulator::Problem& problem = validated->cost_model->problem();
     model = validated->model_name;
     gpus = problem.cluster.num_gpus;
-    const simulator::Evaluation evaluation = validated->cost_model->Evaluate(validated->plan);
+    const simulator::Evaluation evaluation =
+        validated->cost_model->Evaluate(validated->plan);
     deps_.metrics->cost_model_evaluations().Increment();
-    *response->mutable_plan() = simulator::PlanToProto(validated->plan, problem);
-    *response->mutable_prediction() = simulator::PredictionToProto(evaluation, problem);
+    *response->mutable_plan() =
+        simulator::PlanToProto(validated->plan, problem);
+    *response->mutable_prediction() =
+        simulator::PredictionToProto(evaluation, problem);
     *response->mutable_model() = simulator::ModelSpecFromDims(problem.model);
   }
   deps_.metrics->CountEvaluateRequest(status.code());
   LOG(INFO) << "method=EvaluatePlan model=" << model << " gpus=" << gpus
-            << " outcome=" << CodeName(status.code())
-            << " duration_ms=" << absl::ToDoubleMilliseconds(absl::Now() - start)
-            << (status.ok() ? "" : " error=\"" + std::string(status.message()) + "\"");
+            << " outcome=" << CodeName(status.code()) << " duration_ms="
+            << absl::ToDoubleMilliseconds(absl::Now() - start)
+            << (status.ok()
+                    ? ""
+                    : " error=\"" + std::string(status.message()) + "\"");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
 
 grpc::ServerUnaryReactor* PlannerService::ListCatalog(
-    grpc::CallbackServerContext* context, const shardplan::v1::ListCatalogRequest* /*request*/,
+    grpc::CallbackServerContext* context,
+    const shardplan::v1::ListCatalogRequest* /*request*/,
     shardplan::v1::ListCatalogResponse* response) {
   const absl::Time start = absl::Now();
-  for (const auto& model : simulator::CatalogModels()) *response->add_models() = model;
-  for (const auto& hardware : simulator::CatalogHardware()) *response->add_hardware() = hardware;
-  for (const std::string& method : policy::SearchMethods()) response->add_methods(method);
+  for (const auto& model : simulator::CatalogModels())
+    *response->add_models() = model;
+  for (const auto& hardware : simulator::CatalogHardware())
+    *response->add_hardware() = hardware;
+  for (const std::string& method : policy::SearchMethods())
+    response->add_methods(method);
   for (int d = 0; d < simulator::kNumDtypes; ++d) {
-    response->add_dtypes(std::string(simulator::DtypeName(static_cast<simulator::Dtype>(d))));
+    response->add_dtypes(
+        std::string(simulator::DtypeName(static_cast<simulator::Dtype>(d))));
   }
   for (int op = 0; op < simulator::kNumOpKinds; ++op) {
-    response->add_operators(std::string(simulator::OpKindName(static_cast<simulator::OpKind>(op))));
+    response->add_operators(
+        std::string(simulator::OpKindName(static_cast<simulator::OpKind>(op))));
   }
   for (int dim = 0; dim < simulator::kNumShardDims; ++dim) {
-    response->add_dims(std::string(simulator::ShardDimName(static_cast<simulator::ShardDim>(dim))));
+    response->add_dims(std::string(
+        simulator::ShardDimName(static_cast<simulator::ShardDim>(dim))));
   }
   LOG(INFO) << "method=ListCatalog model=- gpus=0 outcome=OK duration_ms="
             << absl::ToDoubleMilliseconds(absl::Now() - start);

@@ -1,6 +1,7 @@
-// The ShardingPlanner gRPC service (callback API): PlanSharding streams (server/plan_stream.h),
-// EvaluatePlan and ListCatalog answered inline on the gRPC thread (one cost-model call, no
-// blocking), so running searches never starve them.
+// The ShardingPlanner gRPC service (callback API): PlanSharding streams
+// (server/plan_stream.h), EvaluatePlan and ListCatalog answered inline on the
+// gRPC thread (one cost-model call, no blocking), so running searches never
+// starve them.
 #ifndef SHARDPLAN_SERVER_SERVICE_H_
 #define SHARDPLAN_SERVER_SERVICE_H_
 
@@ -10,19 +11,23 @@
 
 namespace shardplan::server {
 
-class PlannerService final : public shardplan::v1::ShardingPlanner::CallbackService {
+class PlannerService final
+    : public shardplan::v1::ShardingPlanner::CallbackService {
  public:
   // `deps` (and everything it points to) outlives the service and every call.
   explicit PlannerService(ServiceDeps deps);
 
   grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* PlanSharding(
-      grpc::CallbackServerContext* context, const shardplan::v1::PlanRequest* request) override;
-  grpc::ServerUnaryReactor* EvaluatePlan(grpc::CallbackServerContext* context,
-                                         const shardplan::v1::EvaluateRequest* request,
-                                         shardplan::v1::EvaluateResponse* response) override;
-  grpc::ServerUnaryReactor* ListCatalog(grpc::CallbackServerContext* context,
-                                        const shardplan::v1::ListCatalogRequest* request,
-                                        shardplan::v1::ListCatalogResponse* response) override;
+      grpc::CallbackServerContext* context,
+      const shardplan::v1::PlanRequest* request) override;
+  grpc::ServerUnaryReactor* EvaluatePlan(
+      grpc::CallbackServerContext* context,
+      const shardplan::v1::EvaluateRequest* request,
+      shardplan::v1::EvaluateResponse* response) override;
+  grpc::ServerUnaryReactor* ListCatalog(
+      grpc::CallbackServerContext* context,
+      const shardplan::v1::ListCatalogRequest* request,
+      shardplan::v1::ListCatalogResponse* response) override;
 
   const ServiceDeps& deps() const { return deps_; }
 

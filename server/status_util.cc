@@ -9,13 +9,16 @@ namespace shardplan::server {
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
-  // absl::StatusCode and grpc::StatusCode share the numeric values of google.rpc.Code.
+  // absl::StatusCode and grpc::StatusCode share the numeric values of
+  // google.rpc.Code.
   const int code = static_cast<int>(status.code());
   if (code < static_cast<int>(grpc::StatusCode::OK) ||
       code > static_cast<int>(grpc::StatusCode::UNAUTHENTICATED)) {
-    return grpc::Status(grpc::StatusCode::UNKNOWN, std::string(status.message()));
+    return grpc::Status(grpc::StatusCode::UNKNOWN,
+                        std::string(status.message()));
   }
-  return grpc::Status(static_cast<grpc::StatusCode>(code), std::string(status.message()));
+  return grpc::Status(static_cast<grpc::StatusCode>(code),
+                      std::string(status.message()));
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {
@@ -24,7 +27,9 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
                       status.error_message());
 }
 
-std::string CodeName(absl::StatusCode code) { return absl::StatusCodeToString(code); }
+std::string CodeName(absl::StatusCode code) {
+  return absl::StatusCodeToString(code);
+}
 
 std::string CodeName(grpc::StatusCode code) {
   return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));

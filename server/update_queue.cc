@@ -15,9 +15,11 @@ void UpdateQueue::PushImprovement(shardplan::v1::PlanUpdate update) {
   improvement_ = std::move(update);
 }
 
-void UpdateQueue::PushFinal(shardplan::v1::PlanUpdate update, absl::Status status) {
+void UpdateQueue::PushFinal(shardplan::v1::PlanUpdate update,
+                            absl::Status status) {
   if (final_status_.has_value()) return;
-  // The final update carries the best plan, so an unsent improvement is redundant.
+  // The final update carries the best plan, so an unsent improvement is
+  // redundant.
   if (improvement_.has_value()) ++coalesced_;
   improvement_.reset();
   if (status.ok()) final_ = std::move(update);
@@ -35,11 +37,13 @@ UpdateQueue::Action UpdateQueue::Next() {
   Action action;
   if (finished_ || write_in_flight_) return action;
   if (broken_) {
-    // The client is gone: nothing more is written; finish once the status is known.
+    // The client is gone: nothing more is written; finish once the status is
+    // known.
     if (!final_status_.has_value()) return action;
     action.kind = ActionKind::kFinish;
-    action.status = final_status_->ok() ? absl::CancelledError("the client went away")
-                                        : *final_status_;
+    action.status = final_status_->ok()
+                        ? absl::CancelledError("the client went away")
+                        : *final_status_;
     finished_ = true;
     return action;
   }

@@ -20,14 +20,17 @@ using shardplan::v1::ModelSource;
 absl::Status CheckModelSource(const ModelSource& model, bool has_model) {
   if (!has_model || model.source_case() == ModelSource::SOURCE_NOT_SET) {
     return absl::InvalidArgumentError(
-        "model is required: set model.catalog_name, model.spec or model.hf_config_json");
+        "model is required: set model.catalog_name, model.spec or "
+        "model.hf_config_json");
   }
   return absl::OkStatus();
 }
 
-std::string ModelName(const ModelSource& model, const simulator::Problem& problem) {
+std::string ModelName(const ModelSource& model,
+                      const simulator::Problem& problem) {
   if (!problem.model.name.empty()) return problem.model.name;
-  if (model.source_case() == ModelSource::kCatalogName) return model.catalog_name();
+  if (model.source_case() == ModelSource::kCatalogName)
+    return model.catalog_name();
   return "custom";
 }
 
@@ -39,15 +42,18 @@ bool IsKnownMethod(const std::string& method) {
 }
 
 absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
-    const ModelSource& model, bool has_model, const shardplan::v1::ClusterSpec& cluster,
-    bool has_cluster, const shardplan::v1::Workload& workload, bool has_workload) {
+    const ModelSource& model, bool has_model,
+    const shardplan::v1::ClusterSpec& cluster, bool has_cluster,
+    const shardplan::v1::Workload& workload, bool has_workload) {
   RETURN_IF_ERROR(CheckModelSource(model, has_model));
   if (!has_cluster) {
     return absl::InvalidArgumentError(
-        "cluster is required: set cluster.hardware (e.g. \"h100-sxm-80gb\") and "
+        "cluster is required: set cluster.hardware (e.g. \"h100-sxm-80gb\") "
+        "and "
         "cluster.num_gpus");
   }
-  // An absent workload is the empty one; the simulator names its missing fields.
+  // An absent workload is the empty one; the simulator names its missing
+  // fields.
   (void)has_workload;
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(model, cluster, workload));
@@ -57,8 +63,8 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
 }
 
 // Any failure below is the caller's input: make sure it reaches the client as
-// INVALID_ARGUMENT whatever code a lower layer chose (e.g. NOT_FOUND for an unknown catalog
-// name), keeping the message with its field path.
+// INVALID_ARGUMENT whatever code a lower layer chose (e.g. NOT_FOUND for an
+// unknown catalog name), keeping the message with its field path.
 absl::Status AsInvalidArgument(const absl::Status& status) {
   if (status.ok() || absl::IsInvalidArgument(status)) return status;
   return absl::InvalidArgumentError(status.message());
@@ -72,48 +78,54 @@ std::string MethodLabel(const shardplan::v1::PlanRequest& request) {
   return IsKnownMethod(method) ? method : "unknown";
 }
 
-absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(const shardplan::v1::PlanRequest& request,
-                                                         const RequestLimits& limits) {
+absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
+    const shardplan::v1::PlanRequest& request, const RequestLimits& limits) {
   ValidatedPlanRequest out;
   const shardplan::v1::SearchOptions& options = request.options();
-  // Options first: they are cheap, and their messages do not depend on the specs.
+  // Options first: they are cheap, and their messages do not depend on the
+  // specs.
   out.method = options.method().empty() ? "rl" : options.method();
   if (!IsKnownMethod(out.method)) {
     return absl::InvalidArgumentError(
-        absl::StrCat("options.method must be one of ", absl::StrJoin(policy::SearchMethods(), ", "),
-                     "; got \"", options.method(), "\""));
+        absl::StrCat("options.method must be one of ",
+                     absl::StrJoin(policy::SearchMethods(), ", "), "; got \"",
+                     options.method(), "\""));
   }
   if (options.max_evaluations() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "options.max_evaluations must be >= 0 (0 = server default), got ", options.max_evaluations()));
+        "options.max_evaluations must be >= 0 (0 = server default), got ",
+        options.max_evaluations()));
   }
   if (options.max_evaluations() > limits.max_evaluations_limit) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.max_evaluations must be <= ", limits.max_evaluations_limit,
-                     " (--max_evaluations_limit), got ", options.max_evaluations()));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.max_evaluations must be <= ", limits.max_evaluations_limit,
+        " (--max_evaluations_limit), got ", options.max_evaluations()));
   }
   const double max_seconds = options.max_seconds();
   if (!std::isfinite(max_seconds) || max_seconds < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "options.max_seconds must be a finite number >= 0 (0 = server default), got ",
-        max_seconds));
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.max_seconds must be a finite number >= 0 (0 = "
+                     "server default), got ",
+                     max_seconds));
   }
   if (max_seconds > limits.max_seconds_limit) {
-    return absl::InvalidArgumentError(absl::StrCat("options.max_seconds must be <= ",
-                                                   limits.max_seconds_limit,
-                                                   " (--max_seconds_limit), got ", max_seconds));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.max_seconds must be <= ", limits.max_seconds_limit,
+        " (--max_seconds_limit), got ", max_seconds));
   }
   out.max_evaluations = options.max_evaluations() > 0
                             ? options.max_evaluations()
-                            : std::min(limits.default_max_evaluations, limits.max_evaluations_limit);
+                            : std::min(limits.default_max_evaluations,
+                                       limits.max_evaluations_limit);
   out.max_seconds = max_seconds > 0 ? max_seconds
-                                    : std::min(limits.default_max_seconds, limits.max_seconds_limit);
+                                    : std::min(limits.default_max_seconds,
+                                               limits.max_seconds_limit);
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 
-  auto cost_model =
-      BuildCostModel(request.model(), request.has_model(), request.cluster(), request.has_cluster(),
-                     request.workload(), request.has_workload());
+  auto cost_model = BuildCostModel(request.model(), request.has_model(),
+                                   request.cluster(), request.has_cluster(),
+                                   request.workload(), request.has_workload());
   if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
   out.cost_model = *std::move(cost_model);
   out.model_name = ModelName(request.model(), out.cost_model->problem());
@@ -123,15 +135,16 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(const shardplan::v1::Pl
 absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
     const shardplan::v1::EvaluateRequest& request) {
   ValidatedEvaluateRequest out;
-  auto cost_model =
-      BuildCostModel(request.model(), request.has_model(), request.cluster(), request.has_cluster(),
-                     request.workload(), request.has_workload());
+  auto cost_model = BuildCostModel(request.model(), request.has_model(),
+                                   request.cluster(), request.has_cluster(),
+                                   request.workload(), request.has_workload());
   if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
   out.cost_model = *std::move(cost_model);
   out.model_name = ModelName(request.model(), out.cost_model->problem());
   if (!request.has_plan()) {
     return absl::InvalidArgumentError(
-        "plan is required: set at least plan.dp, plan.tp and plan.pp (their product must equal "
+        "plan is required: set at least plan.dp, plan.tp and plan.pp (their "
+        "product must equal "
         "cluster.num_gpus)");
   }
   auto plan = simulator::PlanDimsFromProto(request.plan());

@@ -1,8 +1,10 @@
-// Validation of the server's requests (STYLE.md §4): the envelope (required fields, budgets
-// against the server's limits, known methods) here, the model/cluster/workload/plan specs by
-// the simulator's conversions. Each function checks the whole request and returns the
-// validated value, or INVALID_ARGUMENT whose message starts with the field path
-// ("options.max_evaluations must be <= 100000 (--max_evaluations_limit), got 200000").
+// Validation of the server's requests (STYLE.md §4): the envelope (required
+// fields, budgets against the server's limits, known methods) here, the
+// model/cluster/workload/plan specs by the simulator's conversions. Each
+// function checks the whole request and returns the validated value, or
+// INVALID_ARGUMENT whose message starts with the field path
+// ("options.max_evaluations must be <= 100000 (--max_evaluations_limit), got
+// 200000").
 #ifndef SHARDPLAN_SERVER_VALIDATION_H_
 #define SHARDPLAN_SERVER_VALIDATION_H_
 
@@ -26,11 +28,12 @@ struct RequestLimits {
 };
 
 struct ValidatedPlanRequest {
-  std::shared_ptr<const simulator::CostModel> cost_model;  // immutable, shared with the search
-  std::string model_name;                                   // for logs
-  std::string method;                                       // known method ("rl" default)
-  int max_evaluations = 0;                                  // defaults applied, > 0
-  double max_seconds = 0;                                   // defaults applied, > 0
+  std::shared_ptr<const simulator::CostModel>
+      cost_model;           // immutable, shared with the search
+  std::string model_name;   // for logs
+  std::string method;       // known method ("rl" default)
+  int max_evaluations = 0;  // defaults applied, > 0
+  double max_seconds = 0;   // defaults applied, > 0
   uint32_t seed = 1;
   bool warm_start = true;
 };
@@ -41,13 +44,14 @@ struct ValidatedEvaluateRequest {
   std::string model_name;
 };
 
-// `method` after defaulting ("" -> "rl"), for metric labels of requests that fail
-// validation: a known method, or "unknown".
+// `method` after defaulting ("" -> "rl"), for metric labels of requests that
+// fail validation: a known method, or "unknown".
 std::string MethodLabel(const shardplan::v1::PlanRequest& request);
 
-// INVALID_ARGUMENT with the field path on any problem. Cost: one CostModel::Create.
-absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(const shardplan::v1::PlanRequest& request,
-                                                         const RequestLimits& limits);
+// INVALID_ARGUMENT with the field path on any problem. Cost: one
+// CostModel::Create.
+absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
+    const shardplan::v1::PlanRequest& request, const RequestLimits& limits);
 absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
     const shardplan::v1::EvaluateRequest& request);
 

@@ -70,6 +70,8 @@ class SearchRun {
     distinct_ = 0;
   }
 
+  // Whether the plan has been scored in this search (a repeat costs no evaluation).
+  bool IsCached(const Decisions& d) const { return cache_.count(PlanSpace::Hash(d)) > 0; }
   int evaluations() const { return evaluations_; }
   int remaining() const { return std::max(0, options_.max_evaluations - evaluations_); }
   double ElapsedSeconds() const;

@@ -1,6 +1,7 @@
-// Runs the real shardplan-server binary for end-to-end tests: spawned on 127.0.0.1:0 with a
-// temp --ready_file, waited on with a deadline (no fixed ports, no bare sleeps), stopped
-// with a signal. Plus small helpers: gRPC stubs, an HTTP GET of /metrics, metric lookup.
+// Runs the real shardplan-server binary for end-to-end tests: spawned on
+// 127.0.0.1:0 with a temp --ready_file, waited on with a deadline (no fixed
+// ports, no bare sleeps), stopped with a signal. Plus small helpers: gRPC
+// stubs, an HTTP GET of /metrics, metric lookup.
 #ifndef SHARDPLAN_TESTS_E2E_SERVER_PROCESS_H_
 #define SHARDPLAN_TESTS_E2E_SERVER_PROCESS_H_
 
@@ -41,14 +42,18 @@ class TempDir {
  public:
   TempDir() {
     const char* base = getenv("TEST_TMPDIR");
-    std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp", "/shardplan-e2e-XXXXXX");
+    std::string pattern =
+        absl::StrCat(base != nullptr ? base : "/tmp", "/shardplan-e2e-XXXXXX");
     path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
   }
   ~TempDir() {
-    if (!path_.empty()) (void)!system(absl::StrCat("rm -rf '", path_, "'").c_str());
+    if (!path_.empty())
+      (void)!system(absl::StrCat("rm -rf '", path_, "'").c_str());
   }
   const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return absl::StrCat(path_, "/", name); }
+  std::string File(const std::string& name) const {
+    return absl::StrCat(path_, "/", name);
+  }
 
  private:
   std::string path_;
@@ -63,8 +68,10 @@ inline std::string ReadFile(const std::string& path) {
 
 class ServerProcess {
  public:
-  // `binary` is the shardplan-server path; `dir` holds the ready file and the log.
-  ServerProcess(std::string binary, std::string dir) : binary_(std::move(binary)), dir_(dir) {}
+  // `binary` is the shardplan-server path; `dir` holds the ready file and the
+  // log.
+  ServerProcess(std::string binary, std::string dir)
+      : binary_(std::move(binary)), dir_(dir) {}
   ~ServerProcess() {
     if (pid_ > 0) {
       kill(pid_, SIGKILL);
@@ -73,16 +80,17 @@ class ServerProcess {
     }
   }
 
-  // Spawns the server with `extra_args` after the loopback/ready-file defaults and waits up
-  // to `timeout` for its ready file. Returns false (log in log_path()) if it does not come up.
+  // Spawns the server with `extra_args` after the loopback/ready-file defaults
+  // and waits up to `timeout` for its ready file. Returns false (log in
+  // log_path()) if it does not come up.
   bool Start(const std::vector<std::string>& extra_args,
              absl::Duration timeout = absl::Seconds(60)) {
     ++starts_;
     ready_path_ = absl::StrCat(dir_, "/ready-", starts_, ".json");
     log_path_ = absl::StrCat(dir_, "/server-", starts_, ".log");
-    std::vector<std::string> args = {binary_, "--grpc_address=127.0.0.1:0",
-                                     "--metrics_address=127.0.0.1:0",
-                                     absl::StrCat("--ready_file=", ready_path_)};
+    std::vector<std::string> args = {
+        binary_, "--grpc_address=127.0.0.1:0", "--metrics_address=127.0.0.1:0",
+        absl::StrCat("--ready_file=", ready_path_)};
     args.insert(args.end(), extra_args.begin(), extra_args.end());
     std::vector<char*> argv;
     for (std::string& arg : args) argv.push_back(arg.data());
@@ -92,7 +100,8 @@ class ServerProcess {
     posix_spawn_file_actions_addopen(&actions, 1, log_path_.c_str(),
                                      O_WRONLY | O_CREAT | O_TRUNC, 0644);
     posix_spawn_file_actions_adddup2(&actions, 1, 2);
-    const int rc = posix_spawn(&pid_, binary_.c_str(), &actions, nullptr, argv.data(), environ);
+    const int rc = posix_spawn(&pid_, binary_.c_str(), &actions, nullptr,
+                               argv.data(), environ);
     posix_spawn_file_actions_destroy(&actions);
     if (rc != 0) {
       pid_ = -1;
@@ -102,7 +111,8 @@ class ServerProcess {
     while (absl::Now() < deadline) {
       const std::string ready = ReadFile(ready_path_);
       std::smatch match;
-      static const std::regex kReady(R"re("grpc_port":(\d+),"metrics_port":(\d+))re");
+      static const std::regex kReady(
+          R"re("grpc_port":(\d+),"metrics_port":(\d+))re");
       if (std::regex_search(ready, match, kReady)) {
         grpc_port_ = std::stoi(match[1]);
         metrics_port_ = std::stoi(match[2]);
@@ -115,14 +125,16 @@ class ServerProcess {
         pid_ = -1;
         return false;
       }
-      absl::SleepFor(absl::Milliseconds(10));  // polling the ready file, deadline-bounded
+      absl::SleepFor(
+          absl::Milliseconds(10));  // polling the ready file, deadline-bounded
     }
     return false;
   }
 
-  // Sends `signal` and waits up to `timeout` for the exit; returns the wait status, or
-  // nullopt on timeout (the process is then SIGKILLed).
-  std::optional<int> Stop(int signal, absl::Duration timeout = absl::Seconds(30)) {
+  // Sends `signal` and waits up to `timeout` for the exit; returns the wait
+  // status, or nullopt on timeout (the process is then SIGKILLed).
+  std::optional<int> Stop(int signal,
+                          absl::Duration timeout = absl::Seconds(30)) {
     if (pid_ <= 0) return std::nullopt;
     kill(pid_, signal);
     const absl::Time deadline = absl::Now() + timeout;
@@ -178,14 +190,16 @@ class ServerProcess {
     }
     const std::string request =
         absl::StrCat("GET ", path, " HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n");
-    if (send(fd, request.data(), request.size(), 0) != static_cast<ssize_t>(request.size())) {
+    if (send(fd, request.data(), request.size(), 0) !=
+        static_cast<ssize_t>(request.size())) {
       close(fd);
       return "";
     }
     std::string response;
     char buffer[8192];
     ssize_t n;
-    while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0) response.append(buffer, n);
+    while ((n = recv(fd, buffer, sizeof(buffer), 0)) > 0)
+      response.append(buffer, n);
     close(fd);
     const size_t body = response.find("\r\n\r\n");
     return body == std::string::npos ? "" : response.substr(body + 4);
@@ -203,9 +217,11 @@ class ServerProcess {
   std::shared_ptr<grpc::Channel> channel_;
 };
 
-// The value of the series `series` (name plus its exact label set as printed, e.g.
-// `shardplan_search_evaluations{slot="0"}`) in a Prometheus text exposition.
-inline std::optional<double> MetricValue(const std::string& text, const std::string& series) {
+// The value of the series `series` (name plus its exact label set as printed,
+// e.g. `shardplan_search_evaluations{slot="0"}`) in a Prometheus text
+// exposition.
+inline std::optional<double> MetricValue(const std::string& text,
+                                         const std::string& series) {
   for (absl::string_view line : absl::StrSplit(text, '\n')) {
     if (line.empty() || line[0] == '#') continue;
     if (!absl::StartsWith(line, series)) continue;

@@ -55,8 +55,8 @@ int SchemaVersionOf(const std::string& path) {
   sqlite3_open(path.c_str(), &db);
   sqlite3_stmt* stmt = nullptr;
   int version = -1;
-  if (sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1, &stmt, nullptr) ==
-          SQLITE_OK &&
+  if (sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1,
+                         &stmt, nullptr) == SQLITE_OK &&
       sqlite3_step(stmt) == SQLITE_ROW) {
     version = sqlite3_column_int(stmt, 0);
   }
@@ -89,7 +89,8 @@ TEST(ProblemKeyTest, FingerprintIsStableAndBucketed) {
 
   simulator::Problem renamed = *a;
   renamed.model.name = "my-llama";
-  EXPECT_EQ(MakeProblemKey(renamed).fingerprint, key.fingerprint) << "name is not hashed";
+  EXPECT_EQ(MakeProblemKey(renamed).fingerprint, key.fingerprint)
+      << "name is not hashed";
   simulator::Problem deeper = *a;
   deeper.model.layers += 1;
   EXPECT_NE(MakeProblemKey(deeper).fingerprint, key.fingerprint);
@@ -134,7 +135,8 @@ TEST(EliteStoreTest, RoundTripKeepsPlansBestFirst) {
   for (size_t i = 0; i < plans.size(); ++i) {
     EXPECT_EQ(data.plans[i].plan, plans[i].plan) << i;
     EXPECT_DOUBLE_EQ(data.plans[i].reward, plans[i].reward);
-    EXPECT_DOUBLE_EQ(data.plans[i].output_tokens_per_s, plans[i].output_tokens_per_s);
+    EXPECT_DOUBLE_EQ(data.plans[i].output_tokens_per_s,
+                     plans[i].output_tokens_per_s);
     EXPECT_EQ(data.plans[i].prediction_json, plans[i].prediction_json);
   }
 }
@@ -149,7 +151,8 @@ TEST(EliteStoreTest, KeepsTopKDistinctPlans) {
   std::vector<StoredPlan> plans = Plans(4);
   ASSERT_TRUE(store->Record(key, *problem, plans, "").ok());
   EXPECT_EQ(*store->CountPlans(), 2);
-  // The same plans again (not duplicated), then a better one displaces the second.
+  // The same plans again (not duplicated), then a better one displaces the
+  // second.
   ASSERT_TRUE(store->Record(key, *problem, plans, "").ok());
   EXPECT_EQ(*store->CountPlans(), 2);
   StoredPlan better = plans[3];
@@ -179,13 +182,15 @@ TEST(EliteStoreTest, NearestProblemOfTheSameFamily) {
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(found->has_value());
   EXPECT_FALSE((*found)->exact);
-  EXPECT_EQ((*found)->fingerprint, MakeProblemKey(*p1024).fingerprint) << "distance 1 < 2";
+  EXPECT_EQ((*found)->fingerprint, MakeProblemKey(*p1024).fingerprint)
+      << "distance 1 < 2";
   EXPECT_DOUBLE_EQ((*found)->distance, 1);
   EXPECT_EQ((*found)->plans.size(), 1u);
 
   auto other_shape = store->Lookup(MakeProblemKey(*p16));
   ASSERT_TRUE(other_shape.ok());
-  EXPECT_FALSE(other_shape->has_value()) << "another cluster shape is not comparable";
+  EXPECT_FALSE(other_shape->has_value())
+      << "another cluster shape is not comparable";
 }
 
 TEST(EliteStoreTest, MigratesAVersionOneStore) {
@@ -198,24 +203,36 @@ TEST(EliteStoreTest, MigratesAVersionOneStore) {
     // A store as version 1 of the schema left it.
     sqlite3* db = nullptr;
     ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ExecOrDie(db,
-              "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-              "INSERT INTO schema_version VALUES (1);"
-              "CREATE TABLE problems (fingerprint TEXT PRIMARY KEY, family_key TEXT NOT NULL,"
-              " model_key TEXT NOT NULL, model_name TEXT NOT NULL, input_tokens_log2 INTEGER "
-              "NOT NULL, output_tokens_log2 INTEGER NOT NULL, concurrency_bucket INTEGER NOT "
-              "NULL, ttft_bucket INTEGER NOT NULL, tpot_bucket INTEGER NOT NULL, weight_dtype "
-              "TEXT NOT NULL, kv_cache_dtype TEXT NOT NULL, cost_model_version INTEGER NOT "
-              "NULL, searches INTEGER NOT NULL DEFAULT 0, updated_at_ms INTEGER NOT NULL);"
-              "CREATE TABLE plans (fingerprint TEXT NOT NULL REFERENCES "
-              "problems(fingerprint), plan_json TEXT NOT NULL, reward REAL NOT NULL, "
-              "prediction_json TEXT NOT NULL, PRIMARY KEY (fingerprint, plan_json));"
-              "CREATE TABLE policy_weights (family_key TEXT PRIMARY KEY, weights BLOB NOT "
-              "NULL, updated_at_ms INTEGER NOT NULL);");
-    ExecOrDie(db, "INSERT INTO problems VALUES ('" + key.fingerprint + "', '" + key.family_key +
-                      "', '" + key.model_key + "', 'llama-3.1-8b', 11, 9, 0, 0, 0, 'bf16', "
-                      "'bf16', " + std::to_string(key.cost_model_version) + ", 1, 1);"
-                      "INSERT INTO plans VALUES ('" + key.fingerprint +
+    ExecOrDie(
+        db,
+        "CREATE TABLE schema_version (version INTEGER NOT NULL);"
+        "INSERT INTO schema_version VALUES (1);"
+        "CREATE TABLE problems (fingerprint TEXT PRIMARY KEY, family_key TEXT "
+        "NOT NULL,"
+        " model_key TEXT NOT NULL, model_name TEXT NOT NULL, input_tokens_log2 "
+        "INTEGER "
+        "NOT NULL, output_tokens_log2 INTEGER NOT NULL, concurrency_bucket "
+        "INTEGER NOT "
+        "NULL, ttft_bucket INTEGER NOT NULL, tpot_bucket INTEGER NOT NULL, "
+        "weight_dtype "
+        "TEXT NOT NULL, kv_cache_dtype TEXT NOT NULL, cost_model_version "
+        "INTEGER NOT "
+        "NULL, searches INTEGER NOT NULL DEFAULT 0, updated_at_ms INTEGER NOT "
+        "NULL);"
+        "CREATE TABLE plans (fingerprint TEXT NOT NULL REFERENCES "
+        "problems(fingerprint), plan_json TEXT NOT NULL, reward REAL NOT NULL, "
+        "prediction_json TEXT NOT NULL, PRIMARY KEY (fingerprint, plan_json));"
+        "CREATE TABLE policy_weights (family_key TEXT PRIMARY KEY, weights "
+        "BLOB NOT "
+        "NULL, updated_at_ms INTEGER NOT NULL);");
+    ExecOrDie(db, "INSERT INTO problems VALUES ('" + key.fingerprint + "', '" +
+                      key.family_key + "', '" + key.model_key +
+                      "', 'llama-3.1-8b', 11, 9, 0, 0, 0, 'bf16', "
+                      "'bf16', " +
+                      std::to_string(key.cost_model_version) +
+                      ", 1, 1);"
+                      "INSERT INTO plans VALUES ('" +
+                      key.fingerprint +
                       "', '{\"dp\":2,\"tp\":4,\"pp\":1}', 0.5, '{}');");
     sqlite3_close(db);
   }
@@ -228,7 +245,8 @@ TEST(EliteStoreTest, MigratesAVersionOneStore) {
   ASSERT_EQ((*found)->plans.size(), 1u);
   EXPECT_EQ((*found)->plans[0].plan.tp, 4);
   EXPECT_EQ((*found)->plans[0].plan.dp, 2);
-  EXPECT_DOUBLE_EQ((*found)->plans[0].output_tokens_per_s, 0) << "new column's default";
+  EXPECT_DOUBLE_EQ((*found)->plans[0].output_tokens_per_s, 0)
+      << "new column's default";
   // And the migrated store takes new writes.
   EXPECT_TRUE(store->Record(key, *problem, Plans(2), "").ok());
 }
@@ -249,7 +267,8 @@ TEST(EliteStoreTest, RefusesANewerSchemaAndLeavesItAlone) {
   absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
   ASSERT_FALSE(store.ok());
   EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(store.status().message()), HasSubstr("schema version 99"));
+  EXPECT_THAT(std::string(store.status().message()),
+              HasSubstr("schema version 99"));
   EXPECT_THAT(std::string(store.status().message()), HasSubstr("newer"));
   EXPECT_EQ(SchemaVersionOf(path), 99);
 }
@@ -283,10 +302,12 @@ TEST(EliteHistoryTest, NoStoreMeansWarmStartDisabled) {
   EXPECT_FALSE(history.enabled());
   auto problem = MakeProblem("llama-3.1-8b", 8);
   ASSERT_TRUE(problem.ok());
-  EliteHistory::Found found = history.Find(MakeProblemKey(*problem), /*wanted=*/true);
+  EliteHistory::Found found =
+      history.Find(MakeProblemKey(*problem), /*wanted=*/true);
   EXPECT_EQ(found.result, kWarmStartDisabled);
   EXPECT_FALSE(found.warm_start.has_value());
-  history.Record(MakeProblemKey(*problem), *problem, Plans(1), "");  // a no-op, no crash
+  history.Record(MakeProblemKey(*problem), *problem, Plans(1),
+                 "");  // a no-op, no crash
 }
 
 TEST(EliteHistoryTest, HitsAndMisses) {
@@ -308,8 +329,10 @@ TEST(EliteHistoryTest, HitsAndMisses) {
   EliteHistory::Found nearest = history.Find(MakeProblemKey(*p4096), true);
   EXPECT_EQ(nearest.result, kWarmStartHitNearest);
   ASSERT_TRUE(nearest.warm_start.has_value());
-  EXPECT_EQ(nearest.warm_start->source, "nearest:" + MakeProblemKey(*p2048).fingerprint);
-  EXPECT_EQ(history.Find(MakeProblemKey(*p2048), /*wanted=*/false).result, kWarmStartDisabled);
+  EXPECT_EQ(nearest.warm_start->source,
+            "nearest:" + MakeProblemKey(*p2048).fingerprint);
+  EXPECT_EQ(history.Find(MakeProblemKey(*p2048), /*wanted=*/false).result,
+            kWarmStartDisabled);
 }
 
 TEST(EliteHistoryTest, AFullDiskTurnsWarmStartsOff) {
@@ -318,7 +341,8 @@ TEST(EliteHistoryTest, AFullDiskTurnsWarmStartsOff) {
   EliteStore::Options options;
   options.path = dir.File("small.db");
   ASSERT_NE(OpenOrDie(options.path), nullptr);  // schema created, store closed
-  options.max_page_count = 20;  // ~80 KB: the big write below fails with SQLITE_FULL
+  options.max_page_count =
+      20;  // ~80 KB: the big write below fails with SQLITE_FULL
   absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
   ASSERT_TRUE(store.ok()) << store.status();
   EliteHistory history(*std::move(store), metrics);
@@ -327,9 +351,11 @@ TEST(EliteHistoryTest, AFullDiskTurnsWarmStartsOff) {
   ASSERT_TRUE(problem.ok());
   std::vector<StoredPlan> plans = Plans(4);
   for (StoredPlan& plan : plans) plan.prediction_json = std::string(20000, 'p');
-  history.Record(MakeProblemKey(*problem), *problem, plans, std::string(100000, 'w'));
+  history.Record(MakeProblemKey(*problem), *problem, plans,
+                 std::string(100000, 'w'));
   EXPECT_FALSE(history.enabled());
-  EXPECT_EQ(history.Find(MakeProblemKey(*problem), true).result, kWarmStartDisabled);
+  EXPECT_EQ(history.Find(MakeProblemKey(*problem), true).result,
+            kWarmStartDisabled);
 }
 
 }  // namespace

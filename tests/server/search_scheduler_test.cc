@@ -32,11 +32,12 @@ struct BlockingJob {
 TEST(SearchSchedulerTest, AdmitsSlotsPlusQueueThenRefuses) {
   absl::Mutex mu;
   int last_running = -1, last_queued = -1;
-  SearchScheduler scheduler(/*slots=*/1, /*max_queued=*/1, [&](int running, int queued) {
-    absl::MutexLock lock(&mu);
-    last_running = running;
-    last_queued = queued;
-  });
+  SearchScheduler scheduler(/*slots=*/1, /*max_queued=*/1,
+                            [&](int running, int queued) {
+                              absl::MutexLock lock(&mu);
+                              last_running = running;
+                              last_queued = queued;
+                            });
   BlockingJob a, b, c;
   ASSERT_TRUE(scheduler.Submit(a.Make()).ok());
   a.started.WaitForNotification();
@@ -52,7 +53,8 @@ TEST(SearchSchedulerTest, AdmitsSlotsPlusQueueThenRefuses) {
   absl::StatusOr<uint64_t> refused = scheduler.Submit(c.Make());
   ASSERT_FALSE(refused.ok());
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_NE(refused.status().message().find("--max_queued_searches"), std::string::npos);
+  EXPECT_NE(refused.status().message().find("--max_queued_searches"),
+            std::string::npos);
 
   a.release.Notify();
   b.started.WaitForNotification();  // the queued job takes the freed slot
@@ -112,7 +114,8 @@ TEST(SearchSchedulerTest, SlotsRunConcurrentlyWithDistinctIndices) {
     seen[job.slot] = true;
   }
   BlockingJob extra;
-  EXPECT_EQ(scheduler.Submit(extra.Make()).status().code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_EQ(scheduler.Submit(extra.Make()).status().code(),
+            absl::StatusCode::kResourceExhausted);
   for (BlockingJob& job : jobs) job.release.Notify();
   scheduler.Shutdown();
 }

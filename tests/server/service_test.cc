@@ -1,6 +1,6 @@
-// The service in-process on 127.0.0.1:0 with a scripted fake searcher: stream order and
-// contents, validation errors, admission control, cancellation, drain, warm start, slow
-// readers.
+// The service in-process on 127.0.0.1:0 with a scripted fake searcher: stream
+// order and contents, validation errors, admission control, cancellation,
+// drain, warm start, slow readers.
 #include "server/service.h"
 
 #include <memory>
@@ -22,15 +22,16 @@
 namespace shardplan::server {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using shardplan::v1::PlanUpdate;
 using testing::FakeScript;
 using testing::FakeSearcher;
+using ::testing::HasSubstr;
 using testing::MakePlanRequest;
+using ::testing::StartsWith;
 using testing::TempDir;
 
-// Polls `condition` until it holds or 10 s pass (conditions on other threads' progress).
+// Polls `condition` until it holds or 10 s pass (conditions on other threads'
+// progress).
 template <typename F>
 bool Eventually(F condition) {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
@@ -56,12 +57,14 @@ class ServiceTest : public ::testing::Test {
       return absl::StatusOr<std::unique_ptr<policy::Searcher>>(
           std::make_unique<FakeSearcher>(script_));
     };
-    absl::StatusOr<std::unique_ptr<PlannerServer>> server = PlannerServer::Start(options);
+    absl::StatusOr<std::unique_ptr<PlannerServer>> server =
+        PlannerServer::Start(options);
     ASSERT_TRUE(server.ok()) << server.status();
     server_ = *std::move(server);
     ASSERT_GT(server_->grpc_port(), 0);
-    channel_ = grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
-                                   grpc::InsecureChannelCredentials());
+    channel_ =
+        grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                            grpc::InsecureChannelCredentials());
     stub_ = shardplan::v1::ShardingPlanner::NewStub(channel_);
   }
 
@@ -75,7 +78,8 @@ class ServiceTest : public ::testing::Test {
   };
   StreamResult Plan(const shardplan::v1::PlanRequest& request) {
     grpc::ClientContext context;
-    context.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::seconds(20));
     StreamResult result;
     auto reader = stub_->PlanSharding(&context, request);
     PlanUpdate update;
@@ -102,7 +106,8 @@ TEST_F(ServiceTest, StreamsBaselineImprovementsAndFinal) {
   EXPECT_FALSE(baseline.final());
   EXPECT_DOUBLE_EQ(baseline.speedup_vs_baseline(), 1.0);
   EXPECT_GT(baseline.prediction().output_tokens_per_s(), 0);
-  EXPECT_GT(baseline.plan().placement_size(), 0) << "plans carry their placement";
+  EXPECT_GT(baseline.plan().placement_size(), 0)
+      << "plans carry their placement";
   double previous = 1.0;
   for (size_t i = 1; i + 1 < result.updates.size(); ++i) {
     EXPECT_EQ(result.updates[i].kind(), "improvement");
@@ -129,7 +134,8 @@ TEST_F(ServiceTest, InvalidRequestsGetInvalidArgumentAndServerStaysUp) {
   request.mutable_options()->set_max_evaluations(5000);
   StreamResult result = Plan(request);
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
-  EXPECT_THAT(result.status.error_message(), StartsWith("options.max_evaluations"));
+  EXPECT_THAT(result.status.error_message(),
+              StartsWith("options.max_evaluations"));
   EXPECT_TRUE(result.updates.empty());
 
   request = MakePlanRequest("llama-3.1-8b", 8);
@@ -172,7 +178,8 @@ TEST_F(ServiceTest, ListCatalog) {
   ASSERT_TRUE(stub_->ListCatalog(&context, {}, &response).ok());
   EXPECT_GE(response.models_size(), 10);
   EXPECT_GE(response.hardware_size(), 2);
-  EXPECT_THAT(std::vector<std::string>(response.methods().begin(), response.methods().end()),
+  EXPECT_THAT(std::vector<std::string>(response.methods().begin(),
+                                       response.methods().end()),
               ::testing::Contains("rl"));
   EXPECT_EQ(response.dtypes_size(), 3);
   EXPECT_EQ(response.operators_size(), simulator::kNumOpKinds);
@@ -190,7 +197,8 @@ TEST_F(ServiceTest, AdmissionControlRefusesBeyondTheQueue) {
   EXPECT_EQ(update.kind(), "baseline");
   ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
   auto b = stub_->PlanSharding(&b_ctx, MakePlanRequest("llama-3.1-8b", 8));
-  ASSERT_TRUE(b->Read(&update)) << "a queued search still gets its baseline at once";
+  ASSERT_TRUE(b->Read(&update))
+      << "a queued search still gets its baseline at once";
   EXPECT_EQ(update.kind(), "baseline");
   EXPECT_DOUBLE_EQ(server_->metrics().queued_searches().Value(), 1);
   EXPECT_DOUBLE_EQ(server_->metrics().active_searches().Value(), 1);
@@ -199,7 +207,8 @@ TEST_F(ServiceTest, AdmissionControlRefusesBeyondTheQueue) {
   EXPECT_EQ(c.status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
   EXPECT_THAT(c.status.error_message(), HasSubstr("queue full"));
 
-  // Cancelling the queued call removes it; cancelling the running one frees the slot.
+  // Cancelling the queued call removes it; cancelling the running one frees the
+  // slot.
   b_ctx.TryCancel();
   EXPECT_EQ(b->Finish().error_code(), grpc::StatusCode::CANCELLED);
   ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 0; }));
@@ -216,8 +225,10 @@ TEST_F(ServiceTest, ClientDeadlineStopsTheSearch) {
   StartServer(1, 1);
   script_.block_until_cancelled = true;
   grpc::ClientContext context;
-  context.set_deadline(std::chrono::system_clock::now() + std::chrono::milliseconds(300));
-  auto reader = stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::milliseconds(300));
+  auto reader =
+      stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
   PlanUpdate update;
   while (reader->Read(&update)) {
   }
@@ -231,11 +242,13 @@ TEST_F(ServiceTest, ShutdownEndsOpenStreamsWithAFinalUpdate) {
   script_.block_until_cancelled = true;
   script_.improvements = 1;
   grpc::ClientContext running_ctx, queued_ctx;
-  auto running = stub_->PlanSharding(&running_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  auto running =
+      stub_->PlanSharding(&running_ctx, MakePlanRequest("llama-3.1-8b", 8));
   PlanUpdate update;
   ASSERT_TRUE(running->Read(&update));
   ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
-  auto queued = stub_->PlanSharding(&queued_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  auto queued =
+      stub_->PlanSharding(&queued_ctx, MakePlanRequest("llama-3.1-8b", 8));
   ASSERT_TRUE(queued->Read(&update));
 
   std::thread stopper([&] { server_->Shutdown(); });
@@ -250,13 +263,15 @@ TEST_F(ServiceTest, ShutdownEndsOpenStreamsWithAFinalUpdate) {
   ASSERT_FALSE(running_updates.empty());
   EXPECT_TRUE(running_updates.back().final());
   EXPECT_EQ(running_updates.back().summary().stop_reason(), "shutdown");
-  EXPECT_NEAR(running_updates.back().speedup_vs_baseline(), 1.1, 1e-9) << "best so far";
+  EXPECT_NEAR(running_updates.back().speedup_vs_baseline(), 1.1, 1e-9)
+      << "best so far";
   ASSERT_FALSE(queued_updates.empty());
   EXPECT_TRUE(queued_updates.back().final());
   EXPECT_EQ(queued_updates.back().summary().stop_reason(), "shutdown");
   EXPECT_EQ(script_.started(), 1);
 
-  // New calls are refused (the channel fails to connect or the server says UNAVAILABLE).
+  // New calls are refused (the channel fails to connect or the server says
+  // UNAVAILABLE).
   StreamResult after = Plan(MakePlanRequest("llama-3.1-8b", 8));
   EXPECT_EQ(after.status.error_code(), grpc::StatusCode::UNAVAILABLE);
 }
@@ -276,9 +291,11 @@ TEST_F(ServiceTest, SecondSearchWarmStartsFromTheStore) {
 
   StreamResult nearby = Plan(MakePlanRequest("llama-3.1-8b", 8, 4096, 512));
   ASSERT_TRUE(nearby.status.ok());
-  EXPECT_THAT(nearby.updates.back().summary().warm_start_source(), StartsWith("nearest:"));
+  EXPECT_THAT(nearby.updates.back().summary().warm_start_source(),
+              StartsWith("nearest:"));
 
-  shardplan::v1::PlanRequest cold = MakePlanRequest("llama-3.1-8b", 8, 2048, 512);
+  shardplan::v1::PlanRequest cold =
+      MakePlanRequest("llama-3.1-8b", 8, 2048, 512);
   cold.mutable_options()->set_warm_start(false);
   StreamResult opted_out = Plan(cold);
   ASSERT_TRUE(opted_out.status.ok());
@@ -315,20 +332,25 @@ TEST_F(ServiceTest, SlowReaderGetsCoalescedUpdates) {
   absl::Notification reported;
   script_.finished_improvements = &reported;
   grpc::ClientContext context;
-  auto reader = stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
-  reported.WaitForNotification();  // nothing read until the search reported everything
+  auto reader =
+      stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
+  reported.WaitForNotification();  // nothing read until the search reported
+                                   // everything
   std::vector<PlanUpdate> updates;
   PlanUpdate update;
   while (reader->Read(&update)) updates.push_back(update);
   ASSERT_TRUE(reader->Finish().ok());
   ASSERT_GE(updates.size(), 2u);
-  EXPECT_LT(updates.size(), static_cast<size_t>(kImprovements)) << "coalesced, not buffered";
+  EXPECT_LT(updates.size(), static_cast<size_t>(kImprovements))
+      << "coalesced, not buffered";
   EXPECT_EQ(updates.front().kind(), "baseline");
   EXPECT_TRUE(updates.back().final());
-  EXPECT_NEAR(updates.back().speedup_vs_baseline(), 1.0 + 0.1 * kImprovements, 1e-6)
+  EXPECT_NEAR(updates.back().speedup_vs_baseline(), 1.0 + 0.1 * kImprovements,
+              1e-6)
       << "the latest best always arrives";
   for (size_t i = 1; i < updates.size(); ++i) {
-    EXPECT_GE(updates[i].speedup_vs_baseline(), updates[i - 1].speedup_vs_baseline());
+    EXPECT_GE(updates[i].speedup_vs_baseline(),
+              updates[i - 1].speedup_vs_baseline());
   }
 }
 

@@ -8,11 +8,14 @@
 namespace shardplan::server {
 namespace {
 
-TEST(StatusUtilTest, OkMapsToOk) { EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok()); }
+TEST(StatusUtilTest, OkMapsToOk) {
+  EXPECT_TRUE(ToGrpcStatus(absl::OkStatus()).ok());
+}
 
 TEST(StatusUtilTest, EveryCodeKeepsItsValueAndMessage) {
   for (int code = 1; code <= 16; ++code) {
-    const absl::Status status(static_cast<absl::StatusCode>(code), "field x must be > 0");
+    const absl::Status status(static_cast<absl::StatusCode>(code),
+                              "field x must be > 0");
     const grpc::Status converted = ToGrpcStatus(status);
     EXPECT_EQ(static_cast<int>(converted.error_code()), code);
     EXPECT_EQ(converted.error_message(), "field x must be > 0");
@@ -39,7 +42,8 @@ TEST(StatusUtilTest, OutOfRangeCodeBecomesUnknown) {
 
 TEST(StatusUtilTest, CodeNames) {
   EXPECT_EQ(CodeName(absl::StatusCode::kInvalidArgument), "INVALID_ARGUMENT");
-  EXPECT_EQ(CodeName(grpc::StatusCode::RESOURCE_EXHAUSTED), "RESOURCE_EXHAUSTED");
+  EXPECT_EQ(CodeName(grpc::StatusCode::RESOURCE_EXHAUSTED),
+            "RESOURCE_EXHAUSTED");
   EXPECT_EQ(CodeName(absl::StatusCode::kOk), "OK");
 }
 

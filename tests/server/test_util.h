@@ -1,5 +1,6 @@
-// Helpers for the server tests: requests and problems on catalog models, temp dirs, and a
-// fake Searcher whose behaviour each test scripts (no LibTorch, no real search).
+// Helpers for the server tests: requests and problems on catalog models, temp
+// dirs, and a fake Searcher whose behaviour each test scripts (no LibTorch, no
+// real search).
 #ifndef SHARDPLAN_TESTS_SERVER_TEST_UTIL_H_
 #define SHARDPLAN_TESTS_SERVER_TEST_UTIL_H_
 
@@ -26,7 +27,8 @@
 
 namespace shardplan::server::testing {
 
-inline shardplan::v1::PlanRequest MakePlanRequest(const std::string& model, int gpus,
+inline shardplan::v1::PlanRequest MakePlanRequest(const std::string& model,
+                                                  int gpus,
                                                   int input_tokens = 2048,
                                                   int output_tokens = 512) {
   shardplan::v1::PlanRequest request;
@@ -41,11 +43,14 @@ inline shardplan::v1::PlanRequest MakePlanRequest(const std::string& model, int 
   return request;
 }
 
-inline absl::StatusOr<simulator::Problem> MakeProblem(const std::string& model, int gpus,
+inline absl::StatusOr<simulator::Problem> MakeProblem(const std::string& model,
+                                                      int gpus,
                                                       int input_tokens = 2048,
                                                       int output_tokens = 512) {
-  shardplan::v1::PlanRequest request = MakePlanRequest(model, gpus, input_tokens, output_tokens);
-  return simulator::ProblemFromProto(request.model(), request.cluster(), request.workload());
+  shardplan::v1::PlanRequest request =
+      MakePlanRequest(model, gpus, input_tokens, output_tokens);
+  return simulator::ProblemFromProto(request.model(), request.cluster(),
+                                     request.workload());
 }
 
 // A fresh directory under TEST_TMPDIR (or /tmp), removed by the destructor.
@@ -53,7 +58,8 @@ class TempDir {
  public:
   TempDir() {
     const char* base = getenv("TEST_TMPDIR");
-    std::string pattern = absl::StrCat(base != nullptr ? base : "/tmp", "/shardplan-XXXXXX");
+    std::string pattern =
+        absl::StrCat(base != nullptr ? base : "/tmp", "/shardplan-XXXXXX");
     path_ = mkdtemp(pattern.data()) != nullptr ? pattern : "";
   }
   ~TempDir() {
@@ -63,23 +69,27 @@ class TempDir {
     }
   }
   const std::string& path() const { return path_; }
-  std::string File(const std::string& name) const { return absl::StrCat(path_, "/", name); }
+  std::string File(const std::string& name) const {
+    return absl::StrCat(path_, "/", name);
+  }
 
  private:
   std::string path_;
 };
 
-// What the fake searcher does; shared by every searcher the factory makes. Thread-safe.
+// What the fake searcher does; shared by every searcher the factory makes.
+// Thread-safe.
 struct FakeScript {
-  int improvements = 3;          // reported before returning (each 10% better)
+  int improvements = 3;  // reported before returning (each 10% better)
   bool block_until_cancelled = false;
-  bool fail_internal = false;    // return INTERNAL instead of a result
-  absl::Notification* finished_improvements = nullptr;  // notified after the reports
+  bool fail_internal = false;  // return INTERNAL instead of a result
+  absl::Notification* finished_improvements =
+      nullptr;  // notified after the reports
 
   absl::Mutex mu;
   int searches_started ABSL_GUARDED_BY(mu) = 0;
   int searches_cancelled ABSL_GUARDED_BY(mu) = 0;
-  std::vector<std::string> warm_sources ABSL_GUARDED_BY(mu);      // "" = cold
+  std::vector<std::string> warm_sources ABSL_GUARDED_BY(mu);  // "" = cold
   std::vector<int> warm_plan_counts ABSL_GUARDED_BY(mu);
 
   int started() {
@@ -96,26 +106,28 @@ struct FakeScript {
   }
 };
 
-// Reports `improvements` plans whose predicted throughput is the baseline's times 1.1, 1.2,
-// ...; the plans are valid alternatives (different batch sizes of the Megatron plan) so they
-// round-trip through the store.
+// Reports `improvements` plans whose predicted throughput is the baseline's
+// times 1.1, 1.2,
+// ...; the plans are valid alternatives (different batch sizes of the Megatron
+// plan) so they round-trip through the store.
 class FakeSearcher final : public policy::Searcher {
  public:
   explicit FakeSearcher(FakeScript& script) : script_(script) {}
   absl::string_view method() const override { return "random"; }
 
-  absl::StatusOr<policy::SearchResult> Search(const simulator::CostModel& model,
-                                              const policy::SearchOptions& options,
-                                              const policy::CancellationToken& cancel,
-                                              policy::SearchObserver& observer) override {
+  absl::StatusOr<policy::SearchResult> Search(
+      const simulator::CostModel& model, const policy::SearchOptions& options,
+      const policy::CancellationToken& cancel,
+      policy::SearchObserver& observer) override {
     {
       absl::MutexLock lock(&script_.mu);
       ++script_.searches_started;
-      script_.warm_sources.push_back(options.warm_start != nullptr ? options.warm_start->source
-                                                                   : "");
+      script_.warm_sources.push_back(
+          options.warm_start != nullptr ? options.warm_start->source : "");
       script_.warm_plan_counts.push_back(
-          options.warm_start != nullptr ? static_cast<int>(options.warm_start->elite_plans.size())
-                                        : 0);
+          options.warm_start != nullptr
+              ? static_cast<int>(options.warm_start->elite_plans.size())
+              : 0);
     }
     policy::SearchResult result;
     result.baseline.plan = simulator::MegatronPlan(model);
@@ -130,7 +142,8 @@ class FakeSearcher final : public policy::Searcher {
       scored.reward = std::log(1.0 + 0.1 * i);
       result.best = scored;
       result.elite.insert(result.elite.begin(), scored);
-      if (static_cast<int>(result.elite.size()) > options.elite_size) result.elite.pop_back();
+      if (static_cast<int>(result.elite.size()) > options.elite_size)
+        result.elite.pop_back();
       policy::Improvement improvement;
       improvement.best = scored;
       improvement.evaluations = i * 10;
@@ -143,7 +156,8 @@ class FakeSearcher final : public policy::Searcher {
       progress.best_speedup = 1.0 + 0.1 * i;
       observer.OnProgress(progress);
     }
-    if (script_.finished_improvements != nullptr) script_.finished_improvements->Notify();
+    if (script_.finished_improvements != nullptr)
+      script_.finished_improvements->Notify();
     if (script_.block_until_cancelled) {
       while (!cancel.WaitForCancellation(absl::Milliseconds(50))) {
       }

@@ -45,8 +45,10 @@ TEST(UpdateQueueTest, BaselineThenImprovementThenFinal) {
 TEST(UpdateQueueTest, SlowReaderCoalescesToTheLatestBest) {
   UpdateQueue queue;
   queue.PushBaseline(Update("baseline", 1.0));
-  ASSERT_EQ(queue.Next().kind, Kind::kWrite);  // baseline in flight, reader is slow
-  for (int i = 1; i <= 1000; ++i) queue.PushImprovement(Update("improvement", 1.0 + i * 0.001));
+  ASSERT_EQ(queue.Next().kind,
+            Kind::kWrite);  // baseline in flight, reader is slow
+  for (int i = 1; i <= 1000; ++i)
+    queue.PushImprovement(Update("improvement", 1.0 + i * 0.001));
   EXPECT_EQ(queue.coalesced(), 999);
   queue.WriteDone(true);
   UpdateQueue::Action action = queue.Next();
@@ -60,7 +62,8 @@ TEST(UpdateQueueTest, SlowReaderCoalescesToTheLatestBest) {
 TEST(UpdateQueueTest, BaselineIsNeverCoalescedAway) {
   UpdateQueue queue;
   queue.PushBaseline(Update("baseline", 1.0));
-  queue.PushImprovement(Update("improvement", 1.5));  // before the first write started
+  queue.PushImprovement(
+      Update("improvement", 1.5));  // before the first write started
   UpdateQueue::Action action = queue.Next();
   ASSERT_EQ(action.kind, Kind::kWrite);
   EXPECT_EQ(action.update->kind(), "baseline");
@@ -87,7 +90,8 @@ TEST(UpdateQueueTest, ErrorStatusFinishesWithoutWriting) {
   UpdateQueue queue;
   queue.PushBaseline(Update("baseline", 1.0));
   ASSERT_EQ(queue.Next().kind, Kind::kWrite);
-  queue.PushFinal(Update("final", 1.0), absl::CancelledError("client cancelled"));
+  queue.PushFinal(Update("final", 1.0),
+                  absl::CancelledError("client cancelled"));
   EXPECT_EQ(queue.Next().kind, Kind::kNone) << "waits for the write in flight";
   queue.WriteDone(true);
   UpdateQueue::Action action = queue.Next();
@@ -101,7 +105,8 @@ TEST(UpdateQueueTest, BrokenStreamDropsUpdatesAndFinishesOnce) {
   ASSERT_EQ(queue.Next().kind, Kind::kWrite);
   queue.WriteDone(false);  // the client went away
   queue.PushImprovement(Update("improvement", 1.5));
-  EXPECT_EQ(queue.Next().kind, Kind::kNone) << "waits for the worker's final status";
+  EXPECT_EQ(queue.Next().kind, Kind::kNone)
+      << "waits for the worker's final status";
   queue.PushFinal(Update("final", 1.5), absl::OkStatus());
   UpdateQueue::Action action = queue.Next();
   ASSERT_EQ(action.kind, Kind::kFinish);

@@ -13,8 +13,8 @@ namespace shardplan::server {
 namespace {
 
 using ::testing::HasSubstr;
-using ::testing::StartsWith;
 using testing::MakePlanRequest;
+using ::testing::StartsWith;
 
 RequestLimits Limits() {
   RequestLimits limits;
@@ -32,7 +32,8 @@ absl::Status Check(const shardplan::v1::PlanRequest& request) {
 TEST(ValidationTest, ValidRequestGetsDefaults) {
   shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
   request.mutable_options()->Clear();
-  absl::StatusOr<ValidatedPlanRequest> validated = ValidatePlanRequest(request, Limits());
+  absl::StatusOr<ValidatedPlanRequest> validated =
+      ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(validated.ok()) << validated.status();
   EXPECT_EQ(validated->method, "rl");
   EXPECT_EQ(validated->max_evaluations, 500);
@@ -49,7 +50,8 @@ TEST(ValidationTest, ExplicitOptionsAreKept) {
   request.mutable_options()->set_max_seconds(60);
   request.mutable_options()->set_seed(7);
   request.mutable_options()->set_warm_start(false);
-  absl::StatusOr<ValidatedPlanRequest> validated = ValidatePlanRequest(request, Limits());
+  absl::StatusOr<ValidatedPlanRequest> validated =
+      ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(validated.ok()) << validated.status();
   EXPECT_EQ(validated->method, "anneal");
   EXPECT_EQ(validated->max_evaluations, 1000);
@@ -74,7 +76,8 @@ TEST(ValidationTest, BudgetsAgainstLimits) {
   absl::Status status = Check(request);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(status.message(),
-            "options.max_evaluations must be <= 1000 (--max_evaluations_limit), got 1001");
+            "options.max_evaluations must be <= 1000 "
+            "(--max_evaluations_limit), got 1001");
 
   request.mutable_options()->set_max_evaluations(-1);
   EXPECT_THAT(std::string(Check(request).message()),
@@ -85,8 +88,10 @@ TEST(ValidationTest, BudgetsAgainstLimits) {
   EXPECT_THAT(std::string(Check(request).message()),
               StartsWith("options.max_seconds must be <= 60"));
   request.mutable_options()->set_max_seconds(-1);
-  EXPECT_THAT(std::string(Check(request).message()), StartsWith("options.max_seconds"));
-  request.mutable_options()->set_max_seconds(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("options.max_seconds"));
+  request.mutable_options()->set_max_seconds(
+      std::numeric_limits<double>::quiet_NaN());
   EXPECT_THAT(std::string(Check(request).message()), HasSubstr("finite"));
 }
 
@@ -136,7 +141,8 @@ TEST(ValidationTest, EvaluateRequestNeedsAValidPlan) {
 
   request.mutable_plan()->set_dp(1);
   request.mutable_plan()->set_tp(8);
-  absl::StatusOr<ValidatedEvaluateRequest> validated = ValidateEvaluateRequest(request);
+  absl::StatusOr<ValidatedEvaluateRequest> validated =
+      ValidateEvaluateRequest(request);
   ASSERT_TRUE(validated.ok()) << validated.status();
   EXPECT_EQ(validated->plan.tp, 8);
 }

@@ -1,0 +1,47 @@
+// The `shardplan` command line: subcommands plan, evaluate, catalog, health and
+// their flags, parsed into plain structs (no I/O, no RPC), so that parsing is
+// unit-tested.
+#ifndef SHARDPLAN_CLIENT_CLI_H_
+#define SHARDPLAN_CLIENT_CLI_H_
+
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "client/request_builder.h"
+
+namespace shardplan::client {
+
+// Flags every subcommand has (some only where they make sense).
+struct GlobalFlags {
+  std::string server = "127.0.0.1:50051";
+  double deadline_seconds =
+      0;  // 0 = none for plan, 30 s evaluate/catalog, 5 s health
+  std::string output = "table";  // table | json | yaml (plan only)
+  std::string emit;              // "" | vllm | sglang | trtllm
+};
+
+enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth };
+
+struct CommandLine {
+  Command command = Command::kNone;
+  GlobalFlags global;
+  ProblemFlags problem;
+  SearchFlags search;
+  PlanFlags plan;
+  std::string health_service;
+  // Non-empty when --help was asked for: print it and exit 0.
+  std::string help;
+};
+
+// The exit codes, as printed at the end of --help.
+extern const char kExitCodesHelp[];
+
+// Parses `argv` (argv[0] is the program name). INVALID_ARGUMENT with CLI11's
+// message, which names the flag and quotes the offending value (`--gpus: must
+// be a positive integer, got "abc"`), for anything the user typed wrong. Never
+// throws.
+absl::StatusOr<CommandLine> ParseCommandLine(int argc, const char* const* argv);
+
+}  // namespace shardplan::client
+
+#endif  // SHARDPLAN_CLIENT_CLI_H_
