@@ -62,6 +62,10 @@ constexpr int kMaxMicroBatches = 4096;
 constexpr int kMaxStageLayers = kMaxLayers;
 constexpr double kMaxSloMs = 1e9;  // ~11.5 days
 constexpr size_t kMaxSpecTextBytes = 16u << 20;
+// Smallest hardware figures accepted (HardwareDimsFromSpec).
+constexpr double kMinFlopsPerS = 1e9;
+constexpr double kMinBytes = 1e6;
+constexpr double kMinBytesPerS = 1e6;
 constexpr int kMaxYamlDepth = 64;
 constexpr int64_t kMaxYamlNodes = 200000;
 // Placement entries listed per plan; larger plans repeat the same layout per
@@ -653,25 +657,35 @@ absl::StatusOr<HardwareDims> HardwareDimsFromSpec(const HardwareSpec& spec,
                                                   absl::string_view prefix) {
   HardwareDims hw;
   hw.name = spec.name().empty() ? "custom" : spec.name();
+  // Lower bounds far below any real accelerator (1 GFLOP/s, 1 MB, 1 MB/s):
+  // smaller positive figures (found by tests/fuzz: 1e-174 B/s) overflow the
+  // per-operator seconds of the prediction, which are floats.
   RETURN_IF_ERROR(CheckDouble(spec.peak_bf16_flops_per_s(),
-                              Path(prefix, "peak_bf16_flops_per_s"), 0, 1e18,
+                              Path(prefix, "peak_bf16_flops_per_s"),
+                              kMinFlopsPerS, 1e18,
                               /*positive=*/true));
-  RETURN_IF_ERROR(CheckDouble(spec.peak_fp8_flops_per_s(),
-                              Path(prefix, "peak_fp8_flops_per_s"), 0, 1e18,
-                              false));
-  RETURN_IF_ERROR(CheckDouble(spec.peak_fp4_flops_per_s(),
-                              Path(prefix, "peak_fp4_flops_per_s"), 0, 1e18,
-                              false));
-  RETURN_IF_ERROR(
-      CheckDouble(spec.hbm_bytes(), Path(prefix, "hbm_bytes"), 0, 1e14, true));
+  // FP8/FP4 peaks are optional: 0, or a real figure.
+  if (spec.peak_fp8_flops_per_s() != 0) {
+    RETURN_IF_ERROR(CheckDouble(spec.peak_fp8_flops_per_s(),
+                                Path(prefix, "peak_fp8_flops_per_s"),
+                                kMinFlopsPerS, 1e18, false));
+  }
+  if (spec.peak_fp4_flops_per_s() != 0) {
+    RETURN_IF_ERROR(CheckDouble(spec.peak_fp4_flops_per_s(),
+                                Path(prefix, "peak_fp4_flops_per_s"),
+                                kMinFlopsPerS, 1e18, false));
+  }
+  RETURN_IF_ERROR(CheckDouble(spec.hbm_bytes(), Path(prefix, "hbm_bytes"),
+                              kMinBytes, 1e14, true));
   RETURN_IF_ERROR(CheckDouble(spec.hbm_bytes_per_s(),
-                              Path(prefix, "hbm_bytes_per_s"), 0, 1e15, true));
+                              Path(prefix, "hbm_bytes_per_s"), kMinBytesPerS,
+                              1e15, true));
   RETURN_IF_ERROR(CheckDouble(spec.intra_node_bytes_per_s(),
-                              Path(prefix, "intra_node_bytes_per_s"), 0, 1e15,
-                              true));
+                              Path(prefix, "intra_node_bytes_per_s"),
+                              kMinBytesPerS, 1e15, true));
   RETURN_IF_ERROR(CheckDouble(spec.inter_node_bytes_per_s(),
-                              Path(prefix, "inter_node_bytes_per_s"), 0, 1e15,
-                              true));
+                              Path(prefix, "inter_node_bytes_per_s"),
+                              kMinBytesPerS, 1e15, true));
   RETURN_IF_ERROR(CheckDouble(spec.intra_node_latency_s(),
                               Path(prefix, "intra_node_latency_s"), 0, 1.0,
                               false));

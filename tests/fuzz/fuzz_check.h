@@ -1,12 +1,14 @@
-// Invariants the fuzz targets check on every successful evaluation, and the request path the
-// server runs for EvaluatePlan (validate, evaluate, convert back to proto). A violated
-// invariant prints what failed and aborts, which libFuzzer reports as a crash.
+// Invariants the fuzz targets check on every successful evaluation, and the
+// request path the server runs for EvaluatePlan (validate, evaluate, convert
+// back to proto). A violated invariant prints what failed and aborts, which
+// libFuzzer reports as a crash.
 #ifndef SHARDPLAN_TESTS_FUZZ_FUZZ_CHECK_H_
 #define SHARDPLAN_TESTS_FUZZ_FUZZ_CHECK_H_
 
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 
 #include "absl/status/statusor.h"
 #include "shardplan/v1/shardplan.pb.h"
@@ -16,35 +18,53 @@
 
 namespace shardplan::fuzz {
 
+// What the current input means (e.g. the request as JSON), printed with a
+// violation so that a crash can be turned into a regression test without
+// decoding the bytes.
+inline std::string& InputDescription() {
+  static std::string* description = new std::string();
+  return *description;
+}
+
 // Aborts with `what` when `ok` is false.
-inline void Require(bool ok, const char* what, double value = 0, double limit = 0) {
+inline void Require(bool ok, const char* what, double value = 0,
+                    double limit = 0) {
   if (ok) return;
-  std::fprintf(stderr, "fuzz invariant violated: %s (value %.17g, limit %.17g)\n", what, value,
-               limit);
+  std::fprintf(
+      stderr,
+      "fuzz invariant violated: %s (value %.17g, limit %.17g)\ninput: %s\n",
+      what, value, limit, InputDescription().c_str());
   std::abort();
 }
 
 inline bool FiniteNonNegative(double x) { return std::isfinite(x) && x >= 0; }
 
-// `a` <= `b` up to a relative tolerance (the cost model sums in different orders).
-inline bool LessOrClose(double a, double b) { return a <= b + 1e-9 * std::fabs(b) + 1e-9; }
+// `a` <= `b` up to a relative tolerance (the cost model sums in different
+// orders).
+inline bool LessOrClose(double a, double b) {
+  return a <= b + 1e-9 * std::fabs(b) + 1e-9;
+}
 
 // The invariants of any Evaluation of a validated plan.
-inline void CheckEvaluation(const simulator::Evaluation& e, const simulator::Problem& problem) {
-  Require(FiniteNonNegative(e.output_tokens_per_s), "output_tokens_per_s finite and >= 0",
-          e.output_tokens_per_s);
+inline void CheckEvaluation(const simulator::Evaluation& e,
+                            const simulator::Problem& problem) {
+  Require(FiniteNonNegative(e.output_tokens_per_s),
+          "output_tokens_per_s finite and >= 0", e.output_tokens_per_s);
   Require(FiniteNonNegative(e.output_tokens_per_s_per_gpu),
-          "output_tokens_per_s_per_gpu finite and >= 0", e.output_tokens_per_s_per_gpu);
+          "output_tokens_per_s_per_gpu finite and >= 0",
+          e.output_tokens_per_s_per_gpu);
   Require(std::isfinite(e.reason_value) && std::isfinite(e.reason_limit),
           "reason value/limit finite", e.reason_value, e.reason_limit);
-  Require(FiniteNonNegative(e.weights_bytes), "weights_bytes finite and >= 0", e.weights_bytes);
+  Require(FiniteNonNegative(e.weights_bytes), "weights_bytes finite and >= 0",
+          e.weights_bytes);
   Require(FiniteNonNegative(e.kv_cache_bytes), "kv_cache_bytes finite and >= 0",
           e.kv_cache_bytes);
-  Require(FiniteNonNegative(e.activations_bytes), "activations_bytes finite and >= 0",
-          e.activations_bytes);
+  Require(FiniteNonNegative(e.activations_bytes),
+          "activations_bytes finite and >= 0", e.activations_bytes);
   Require(FiniteNonNegative(e.capacity_bytes), "capacity_bytes finite and >= 0",
           e.capacity_bytes);
-  Require(FiniteNonNegative(e.nvlink_decode_bytes) && FiniteNonNegative(e.ib_decode_bytes) &&
+  Require(FiniteNonNegative(e.nvlink_decode_bytes) &&
+              FiniteNonNegative(e.ib_decode_bytes) &&
               FiniteNonNegative(e.nvlink_prefill_bytes) &&
               FiniteNonNegative(e.ib_prefill_bytes),
           "link bytes finite and >= 0");
@@ -58,45 +78,56 @@ inline void CheckEvaluation(const simulator::Evaluation& e, const simulator::Pro
   Require(e.batch_size >= 0 && e.batch_size <= simulator::kMaxBatchSize,
           "batch_size in [0, kMaxBatchSize]", e.batch_size);
   if (!e.feasible) {
-    Require(e.reason != simulator::InfeasibleReason::kNone, "infeasible has a reason");
+    Require(e.reason != simulator::InfeasibleReason::kNone,
+            "infeasible has a reason");
     return;
   }
-  Require(e.reason == simulator::InfeasibleReason::kNone, "feasible has no reason");
+  Require(e.reason == simulator::InfeasibleReason::kNone,
+          "feasible has no reason");
   Require(e.output_tokens_per_s > 0, "feasible => output_tokens_per_s > 0",
           e.output_tokens_per_s);
   Require(e.batch_size > 0, "feasible => batch_size > 0", e.batch_size);
-  Require(FiniteNonNegative(e.ttft_s) && e.ttft_s > 0, "feasible => ttft_s finite and > 0",
-          e.ttft_s);
-  Require(FiniteNonNegative(e.tpot_s) && e.tpot_s > 0, "feasible => tpot_s finite and > 0",
-          e.tpot_s);
-  Require(FiniteNonNegative(e.prefill_s), "feasible => prefill_s finite", e.prefill_s);
-  Require(FiniteNonNegative(e.decode_iteration_s), "feasible => decode_iteration_s finite",
-          e.decode_iteration_s);
-  Require(e.capacity_bytes > 0, "feasible => capacity_bytes > 0", e.capacity_bytes);
-  Require(LessOrClose(e.weights_bytes + e.kv_cache_bytes + e.activations_bytes, e.capacity_bytes),
+  Require(FiniteNonNegative(e.ttft_s) && e.ttft_s > 0,
+          "feasible => ttft_s finite and > 0", e.ttft_s);
+  Require(FiniteNonNegative(e.tpot_s) && e.tpot_s > 0,
+          "feasible => tpot_s finite and > 0", e.tpot_s);
+  Require(FiniteNonNegative(e.prefill_s), "feasible => prefill_s finite",
+          e.prefill_s);
+  Require(FiniteNonNegative(e.decode_iteration_s),
+          "feasible => decode_iteration_s finite", e.decode_iteration_s);
+  Require(e.capacity_bytes > 0, "feasible => capacity_bytes > 0",
+          e.capacity_bytes);
+  Require(LessOrClose(e.weights_bytes + e.kv_cache_bytes + e.activations_bytes,
+                      e.capacity_bytes),
           "feasible => weights + kv cache + activations <= capacity",
-          e.weights_bytes + e.kv_cache_bytes + e.activations_bytes, e.capacity_bytes);
+          e.weights_bytes + e.kv_cache_bytes + e.activations_bytes,
+          e.capacity_bytes);
   Require(LessOrClose(e.capacity_bytes, problem.cluster.hardware.hbm_bytes),
-          "capacity <= hbm_bytes", e.capacity_bytes, problem.cluster.hardware.hbm_bytes);
+          "capacity <= hbm_bytes", e.capacity_bytes,
+          problem.cluster.hardware.hbm_bytes);
   const simulator::WorkloadDims& w = problem.workload;
   if (w.max_ttft_s > 0) {
-    Require(LessOrClose(e.ttft_s, w.max_ttft_s), "feasible => ttft within SLO", e.ttft_s,
-            w.max_ttft_s);
+    Require(LessOrClose(e.ttft_s, w.max_ttft_s), "feasible => ttft within SLO",
+            e.ttft_s, w.max_ttft_s);
   }
   if (w.max_tpot_s > 0) {
-    Require(LessOrClose(e.tpot_s, w.max_tpot_s), "feasible => tpot within SLO", e.tpot_s,
-            w.max_tpot_s);
+    Require(LessOrClose(e.tpot_s, w.max_tpot_s), "feasible => tpot within SLO",
+            e.tpot_s, w.max_tpot_s);
   }
   if (w.concurrency > 0) {
-    // A fixed concurrency is evaluated as given unless the plan sets its own batch.
-    Require(e.batch_size > 0, "fixed concurrency evaluates a batch", e.batch_size);
+    // A fixed concurrency is evaluated as given unless the plan sets its own
+    // batch.
+    Require(e.batch_size > 0, "fixed concurrency evaluates a batch",
+            e.batch_size);
   }
 }
 
-// Evaluates a validated `plan` twice (determinism), checks the invariants, converts the
-// result to the response protos as the server does, and checks that the plan the server
-// would return is accepted again and predicts the same throughput.
-inline void EvaluateAndCheck(const simulator::CostModel& model, const simulator::PlanDims& plan) {
+// Evaluates a validated `plan` twice (determinism), checks the invariants,
+// converts the result to the response protos as the server does, and checks
+// that the plan the server would return is accepted again and predicts the same
+// throughput.
+inline void EvaluateAndCheck(const simulator::CostModel& model,
+                             const simulator::PlanDims& plan) {
   const simulator::Problem& problem = model.problem();
   const simulator::Evaluation e = model.Evaluate(plan);
   CheckEvaluation(e, problem);
@@ -104,22 +135,27 @@ inline void EvaluateAndCheck(const simulator::CostModel& model, const simulator:
   Require(e.feasible == again.feasible &&
               e.output_tokens_per_s == again.output_tokens_per_s &&
               e.batch_size == again.batch_size,
-          "Evaluate is deterministic", e.output_tokens_per_s, again.output_tokens_per_s);
+          "Evaluate is deterministic", e.output_tokens_per_s,
+          again.output_tokens_per_s);
 
   const shardplan::v1::Plan plan_proto = simulator::PlanToProto(plan, problem);
-  const shardplan::v1::Prediction prediction = simulator::PredictionToProto(e, problem);
+  const shardplan::v1::Prediction prediction =
+      simulator::PredictionToProto(e, problem);
   (void)prediction.ByteSizeLong();
   (void)simulator::ModelSpecFromDims(problem.model).ByteSizeLong();
   (void)simulator::InfeasibleReasonText(e);
 
-  absl::StatusOr<simulator::PlanDims> round_trip = simulator::PlanDimsFromProto(plan_proto);
+  absl::StatusOr<simulator::PlanDims> round_trip =
+      simulator::PlanDimsFromProto(plan_proto);
   Require(round_trip.ok(), "PlanDimsFromProto(PlanToProto(plan)) is OK");
-  Require(model.ValidatePlan(*round_trip).ok(), "ValidatePlan(round-tripped plan) is OK");
+  Require(model.ValidatePlan(*round_trip).ok(),
+          "ValidatePlan(round-tripped plan) is OK");
   const simulator::Evaluation e2 = model.Evaluate(*round_trip);
   Require(e2.feasible == e.feasible, "round-tripped plan: same feasibility");
   Require(std::fabs(e2.output_tokens_per_s - e.output_tokens_per_s) <=
               1e-9 * std::fabs(e.output_tokens_per_s),
-          "round-tripped plan: same throughput", e2.output_tokens_per_s, e.output_tokens_per_s);
+          "round-tripped plan: same throughput", e2.output_tokens_per_s,
+          e.output_tokens_per_s);
 }
 
 }  // namespace shardplan::fuzz

@@ -1,9 +1,11 @@
-// libFuzzer target: the server's request validation (server/validation.h) of both RPCs that
-// take input, PlanSharding (ValidatePlanRequest) and EvaluatePlan (ValidateEvaluateRequest).
-// The bytes are read as a spec text (JSON/YAML) when they parse as one, and always as the
-// protobuf wire format gRPC delivers. A request that validates goes on as the handler does:
-// EvaluatePlan evaluates and converts back to proto (fuzz_check.h's invariants);
-// PlanSharding's budgets must respect the limits. ListCatalog takes no input.
+// libFuzzer target: the server's request validation (server/validation.h) of
+// both RPCs that take input, PlanSharding (ValidatePlanRequest) and
+// EvaluatePlan (ValidateEvaluateRequest). The bytes are read as a spec text
+// (JSON/YAML) when they parse as one, and always as the protobuf wire format
+// gRPC delivers. A request that validates goes on as the handler does:
+// EvaluatePlan evaluates and converts back to proto (fuzz_check.h's
+// invariants); PlanSharding's budgets must respect the limits. ListCatalog
+// takes no input.
 #include <cstddef>
 #include <cstdint>
 
@@ -29,11 +31,13 @@ void CheckPlanRequest(const v1::PlanRequest& request) {
             "ValidatePlanRequest fails only with INVALID_ARGUMENT");
     return;
   }
-  Require(validated->cost_model != nullptr, "validated PlanRequest has a cost model");
+  Require(validated->cost_model != nullptr,
+          "validated PlanRequest has a cost model");
   Require(validated->max_evaluations > 0 &&
               validated->max_evaluations <= limits.max_evaluations_limit,
           "max_evaluations in (0, limit]", validated->max_evaluations);
-  Require(validated->max_seconds > 0 && validated->max_seconds <= limits.max_seconds_limit,
+  Require(validated->max_seconds > 0 &&
+              validated->max_seconds <= limits.max_seconds_limit,
           "max_seconds in (0, limit]", validated->max_seconds);
   sim::PlanDims plan;
   plan.dp = validated->cost_model->problem().cluster.num_gpus;
@@ -49,7 +53,8 @@ void CheckEvaluateRequest(const v1::EvaluateRequest& request) {
             "ValidateEvaluateRequest fails only with INVALID_ARGUMENT");
     return;
   }
-  Require(validated->cost_model != nullptr, "validated EvaluateRequest has a cost model");
+  Require(validated->cost_model != nullptr,
+          "validated EvaluateRequest has a cost model");
   shardplan::fuzz::EvaluateAndCheck(*validated->cost_model, validated->plan);
 }
 
@@ -61,13 +66,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     v1::PlanRequest request;
     if (sim::ParseSpecText(text, &request).ok()) CheckPlanRequest(request);
     request.Clear();
-    if (request.ParseFromArray(data, static_cast<int>(size))) CheckPlanRequest(request);
+    if (request.ParseFromArray(data, static_cast<int>(size)))
+      CheckPlanRequest(request);
   }
   {
     v1::EvaluateRequest request;
     if (sim::ParseSpecText(text, &request).ok()) CheckEvaluateRequest(request);
     request.Clear();
-    if (request.ParseFromArray(data, static_cast<int>(size))) CheckEvaluateRequest(request);
+    if (request.ParseFromArray(data, static_cast<int>(size)))
+      CheckEvaluateRequest(request);
   }
   return 0;
 }

@@ -1,7 +1,8 @@
-// libFuzzer target: arbitrary bytes as a spec file (proto3 JSON or YAML) parsed into an
-// EvaluateRequest and a PlanRequest; whatever parses goes down the simulator's request path
-// (ProblemFromProto, PlanDimsFromProto, CostModel::Create/ValidatePlan/Evaluate, back to
-// proto) with the invariants of fuzz_check.h.
+// libFuzzer target: arbitrary bytes as a spec file (proto3 JSON or YAML) parsed
+// into an EvaluateRequest and a PlanRequest; whatever parses goes down the
+// simulator's request path (ProblemFromProto, PlanDimsFromProto,
+// CostModel::Create/ValidatePlan/Evaluate, back to proto) with the invariants
+// of fuzz_check.h.
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -21,7 +22,8 @@ namespace v1 = shardplan::v1;
 std::unique_ptr<const sim::CostModel> BuildModel(const v1::ModelSource& model,
                                                  const v1::ClusterSpec& cluster,
                                                  const v1::Workload& workload) {
-  absl::StatusOr<sim::Problem> problem = sim::ProblemFromProto(model, cluster, workload);
+  absl::StatusOr<sim::Problem> problem =
+      sim::ProblemFromProto(model, cluster, workload);
   if (!problem.ok()) return nullptr;
   auto cost_model = sim::CostModel::Create(*std::move(problem));
   if (!cost_model.ok()) return nullptr;
@@ -50,7 +52,8 @@ void RunPlanRequest(absl::string_view text) {
   if (model == nullptr) return;
   sim::PlanDims plan;
   plan.dp = model->problem().cluster.num_gpus;
-  if (model->ValidatePlan(plan).ok()) shardplan::fuzz::EvaluateAndCheck(*model, plan);
+  if (model->ValidatePlan(plan).ok())
+    shardplan::fuzz::EvaluateAndCheck(*model, plan);
 }
 
 }  // namespace

@@ -1,6 +1,7 @@
 // policy::SearchMethods() for the fuzz build, which has no LibTorch and so no
-// shardplan_policy: server/validation.cc needs only this registry. Keep the list in step
-// with policy/searcher.cc (tests/fuzz/CMakeLists.txt checks it at configure time).
+// shardplan_policy: server/validation.cc needs only this registry. Keep the
+// list in step with policy/searcher.cc (tests/fuzz/CMakeLists.txt checks it at
+// configure time).
 #include <string>
 #include <vector>
 
