@@ -1,7 +1,7 @@
-// Baseline searchers (policy/baselines.h). All share the plan space, the budget and the
-// de-duplicating evaluation of internal::SearchRun, and draw every random number from one
-// std::mt19937_64 seeded with options.seed on the searching thread (deterministic whatever
-// the pool size).
+// Baseline searchers (policy/baselines.h). All share the plan space, the budget
+// and the de-duplicating evaluation of internal::SearchRun, and draw every
+// random number from one std::mt19937_64 seeded with options.seed on the
+// searching thread (deterministic whatever the pool size).
 #include "policy/baselines.h"
 
 #include <algorithm>
@@ -18,9 +18,10 @@ namespace {
 
 using internal::SearchRun;
 
-// Changes one decision (chosen among those with more than one valid choice) to another
-// valid value, then repairs the later decisions.
-Decisions Mutate(const PlanSpace& space, const Decisions& in, std::mt19937_64& rng) {
+// Changes one decision (chosen among those with more than one valid choice) to
+// another valid value, then repairs the later decisions.
+Decisions Mutate(const PlanSpace& space, const Decisions& in,
+                 std::mt19937_64& rng) {
   Decisions d = in;
   int candidates[kNumDecisions];
   int n = 0;
@@ -121,9 +122,11 @@ class AnnealSearcher : public Searcher {
     std::vector<Decisions> proposals(kChains);
     while (!run.Done()) {
       const double progress =
-          std::min(1.0, static_cast<double>(run.evaluations()) / options.max_evaluations);
+          std::min(1.0, static_cast<double>(run.evaluations()) /
+                            options.max_evaluations);
       const double temperature = kT0 * std::pow(kT1 / kT0, progress);
-      for (int c = 0; c < kChains; ++c) proposals[c] = Mutate(space, state[c], rng);
+      for (int c = 0; c < kChains; ++c)
+        proposals[c] = Mutate(space, state[c], rng);
       std::vector<ScoredPlan> s = run.Evaluate(proposals);
       for (size_t c = 0; c < s.size(); ++c) {
         const double delta = s[c].reward - energy[c];
@@ -163,7 +166,8 @@ class GeneticSearcher : public Searcher {
       population.push_back(space.SampleUniform(rng));
     }
     std::vector<ScoredPlan> scored = run.Evaluate(population);
-    std::vector<double> fitness(population.size(), internal::kInfeasiblePenalty - 2);
+    std::vector<double> fitness(population.size(),
+                                internal::kInfeasiblePenalty - 2);
     for (size_t i = 0; i < scored.size(); ++i) fitness[i] = scored[i].reward;
     run.ReportProgress(1);
     auto tournament = [&]() {
@@ -190,8 +194,8 @@ class GeneticSearcher : public Searcher {
         const Decisions& a = population[tournament()];
         const Decisions& b = population[tournament()];
         Decisions child = a;
-        // Uniform crossover; the degree tuple decides which later choices are valid, so
-        // later genes that become invalid are repaired.
+        // Uniform crossover; the degree tuple decides which later choices are
+        // valid, so later genes that become invalid are repaired.
         for (int i = 0; i < kNumDecisions; ++i) {
           if (rng() & 1) child[i] = b[i];
         }
@@ -223,12 +227,14 @@ class ExhaustiveSearcher : public Searcher {
     RETURN_IF_ERROR(run.Start());
     const double size = run.space().Size();
     const double limit =
-        std::min(options.exhaustive_limit, static_cast<double>(options.max_evaluations) - 1);
+        std::min(options.exhaustive_limit,
+                 static_cast<double>(options.max_evaluations) - 1);
     if (size > limit) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "exhaustive: space has %.0f plans, limit %.0f (options.max_evaluations - 1 and "
-          "exhaustive_limit %.0f)",
-          size, limit, options.exhaustive_limit));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("exhaustive: space has %.0f plans, limit %.0f "
+                          "(options.max_evaluations - 1 and "
+                          "exhaustive_limit %.0f)",
+                          size, limit, options.exhaustive_limit));
     }
     run.DisableCache();
     std::vector<Decisions> batch;
@@ -252,10 +258,18 @@ class ExhaustiveSearcher : public Searcher {
 
 }  // namespace
 
-std::unique_ptr<Searcher> NewMegatronSearcher() { return std::make_unique<MegatronSearcher>(); }
-std::unique_ptr<Searcher> NewRandomSearcher() { return std::make_unique<RandomSearcher>(); }
-std::unique_ptr<Searcher> NewAnnealSearcher() { return std::make_unique<AnnealSearcher>(); }
-std::unique_ptr<Searcher> NewGeneticSearcher() { return std::make_unique<GeneticSearcher>(); }
+std::unique_ptr<Searcher> NewMegatronSearcher() {
+  return std::make_unique<MegatronSearcher>();
+}
+std::unique_ptr<Searcher> NewRandomSearcher() {
+  return std::make_unique<RandomSearcher>();
+}
+std::unique_ptr<Searcher> NewAnnealSearcher() {
+  return std::make_unique<AnnealSearcher>();
+}
+std::unique_ptr<Searcher> NewGeneticSearcher() {
+  return std::make_unique<GeneticSearcher>();
+}
 std::unique_ptr<Searcher> NewExhaustiveSearcher() {
   return std::make_unique<ExhaustiveSearcher>();
 }

@@ -1,6 +1,7 @@
-// The baseline searchers over the shared plan space: megatron (the heuristic plan, evaluated),
-// random, anneal (simulated annealing), genetic and exhaustive. Created through
-// CreateSearcher (policy/searcher.h); declared here for tests and the benchmark.
+// The baseline searchers over the shared plan space: megatron (the heuristic
+// plan, evaluated), random, anneal (simulated annealing), genetic and
+// exhaustive. Created through CreateSearcher (policy/searcher.h); declared here
+// for tests and the benchmark.
 #ifndef SHARDPLAN_POLICY_BASELINES_H_
 #define SHARDPLAN_POLICY_BASELINES_H_
 
@@ -14,15 +15,18 @@ namespace shardplan::policy {
 std::unique_ptr<Searcher> NewMegatronSearcher();
 // Batches of 256 plans sampled uniformly decision by decision under the masks.
 std::unique_ptr<Searcher> NewRandomSearcher();
-// 8 parallel Metropolis chains (half from the Megatron plan, half random); a move changes
-// one decision under the masks and repairs the later ones; geometric cooling from 0.3 to
-// 0.003 in reward units over the evaluation budget.
+// 8 parallel Metropolis chains (half from the Megatron plan, half random); a
+// move changes one decision under the masks and repairs the later ones;
+// geometric cooling from 0.3 to 0.003 in reward units over the evaluation
+// budget.
 std::unique_ptr<Searcher> NewAnnealSearcher();
-// Population 64, tournament selection (size 3), uniform crossover on decision vectors with
-// mask repair, one-decision mutation (p = 0.5), 2 elites carried over.
+// Population 64, tournament selection (size 3), uniform crossover on decision
+// vectors with mask repair, one-decision mutation (p = 0.5), 2 elites carried
+// over.
 std::unique_ptr<Searcher> NewGeneticSearcher();
-// Every plan in the space, in lexicographic decision order. INVALID_ARGUMENT "space has N
-// plans, limit M" when N > min(exhaustive_limit, max_evaluations - 1).
+// Every plan in the space, in lexicographic decision order. INVALID_ARGUMENT
+// "space has N plans, limit M" when N > min(exhaustive_limit, max_evaluations -
+// 1).
 std::unique_ptr<Searcher> NewExhaustiveSearcher();
 
 }  // namespace shardplan::policy

@@ -1,5 +1,6 @@
-// The elite history: the top-K distinct plans seen by a search, ordered by reward. The RL
-// policy attends over it; searches return it for persistence (warm start).
+// The elite history: the top-K distinct plans seen by a search, ordered by
+// reward. The RL policy attends over it; searches return it for persistence
+// (warm start).
 #ifndef SHARDPLAN_POLICY_ELITE_HISTORY_H_
 #define SHARDPLAN_POLICY_ELITE_HISTORY_H_
 
@@ -17,14 +18,15 @@ struct EliteEntry {
   uint64_t hash = 0;
 };
 
-// Not thread-safe (owned by one search). Ordering is deterministic: reward descending, then
-// hash ascending.
+// Not thread-safe (owned by one search). Ordering is deterministic: reward
+// descending, then hash ascending.
 class EliteHistory {
  public:
-  explicit EliteHistory(int capacity) : capacity_(capacity < 1 ? 1 : capacity) {}
+  explicit EliteHistory(int capacity)
+      : capacity_(capacity < 1 ? 1 : capacity) {}
 
-  // Inserts the plan unless an equal plan (same hash) is present or it ranks below a full
-  // history. Returns whether the history changed.
+  // Inserts the plan unless an equal plan (same hash) is present or it ranks
+  // below a full history. Returns whether the history changed.
   bool Insert(const ScoredPlan& scored, const Decisions& decisions);
 
   int capacity() const { return capacity_; }

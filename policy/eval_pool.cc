@@ -19,7 +19,8 @@ struct EvalPool::Job {
 
 EvalPool::EvalPool(int num_threads) {
   threads_.reserve(std::max(0, num_threads));
-  for (int i = 0; i < num_threads; ++i) threads_.emplace_back([this] { WorkerLoop(); });
+  for (int i = 0; i < num_threads; ++i)
+    threads_.emplace_back([this] { WorkerLoop(); });
 }
 
 EvalPool::~EvalPool() {
@@ -37,7 +38,8 @@ void EvalPool::RunChunks(Job& job) {
     if (c >= job.num_chunks) break;
     const size_t begin = static_cast<size_t>(c) * job.chunk;
     const size_t end = std::min(job.plans.size(), begin + job.chunk);
-    for (size_t i = begin; i < end; ++i) job.out[i] = job.model->Evaluate(job.plans[i]);
+    for (size_t i = begin; i < end; ++i)
+      job.out[i] = job.model->Evaluate(job.plans[i]);
     ++ran;
   }
   if (ran > 0) {
@@ -52,13 +54,12 @@ void EvalPool::WorkerLoop() {
     {
       absl::MutexLock lock(&mu_);
       mu_.Await(absl::Condition(
-          +[](EvalPool* pool) {
-            return pool->stop_ || !pool->queue_.empty();
-          },
+          +[](EvalPool* pool) { return pool->stop_ || !pool->queue_.empty(); },
           this));
       if (queue_.empty()) return;  // stop_ and nothing left
       job = queue_.front();
-      // A job whose chunks are all taken leaves the queue; its owner waits for `done`.
+      // A job whose chunks are all taken leaves the queue; its owner waits for
+      // `done`.
       if (job->next.load(std::memory_order_relaxed) >= job->num_chunks) {
         queue_.pop_front();
         continue;
@@ -79,8 +80,10 @@ void EvalPool::Evaluate(const simulator::CostModel& model,
   job->plans = plans;
   job->out = out;
   const int parts = std::max(1, num_threads() + 1) * 4;
-  job->chunk = std::max<int>(8, static_cast<int>((plans.size() + parts - 1) / parts));
-  job->num_chunks = static_cast<int>((plans.size() + job->chunk - 1) / job->chunk);
+  job->chunk =
+      std::max<int>(8, static_cast<int>((plans.size() + parts - 1) / parts));
+  job->num_chunks =
+      static_cast<int>((plans.size() + job->chunk - 1) / job->chunk);
   if (!threads_.empty() && job->num_chunks > 1) {
     absl::MutexLock lock(&mu_);
     queue_.push_back(job);
@@ -88,8 +91,7 @@ void EvalPool::Evaluate(const simulator::CostModel& model,
   RunChunks(*job);
   absl::MutexLock lock(&job->mu);
   job->mu.Await(absl::Condition(
-      +[](Job* j) { return j->done == j->num_chunks; },
-      job.get()));
+      +[](Job* j) { return j->done == j->num_chunks; }, job.get()));
 }
 
 }  // namespace shardplan::policy

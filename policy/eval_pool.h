@@ -1,5 +1,6 @@
-// A fixed pool of threads that evaluates batches of plans on a CostModel in parallel.
-// Results come back in input order, so a search is deterministic whatever the thread count.
+// A fixed pool of threads that evaluates batches of plans on a CostModel in
+// parallel. Results come back in input order, so a search is deterministic
+// whatever the thread count.
 #ifndef SHARDPLAN_POLICY_EVAL_POOL_H_
 #define SHARDPLAN_POLICY_EVAL_POOL_H_
 
@@ -16,9 +17,10 @@
 
 namespace shardplan::policy {
 
-// Thread-safe: several searches may call Evaluate concurrently; their batches share the
-// workers. The calling thread works on its own batch too, so a pool of 0 threads evaluates
-// inline. Destruction joins the workers (no Evaluate may be running).
+// Thread-safe: several searches may call Evaluate concurrently; their batches
+// share the workers. The calling thread works on its own batch too, so a pool
+// of 0 threads evaluates inline. Destruction joins the workers (no Evaluate may
+// be running).
 class EvalPool {
  public:
   // `num_threads` extra worker threads (0: the caller does all the work).
@@ -29,9 +31,11 @@ class EvalPool {
 
   int num_threads() const { return static_cast<int>(threads_.size()); }
 
-  // out[i] = model.Evaluate(plans[i]) for every i; returns when all are done. `out` must
-  // have plans.size() elements. Plans must have passed model.ValidatePlan.
-  void Evaluate(const simulator::CostModel& model, absl::Span<const simulator::PlanDims> plans,
+  // out[i] = model.Evaluate(plans[i]) for every i; returns when all are done.
+  // `out` must have plans.size() elements. Plans must have passed
+  // model.ValidatePlan.
+  void Evaluate(const simulator::CostModel& model,
+                absl::Span<const simulator::PlanDims> plans,
                 absl::Span<simulator::Evaluation> out);
 
  private:

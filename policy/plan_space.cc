@@ -1,4 +1,5 @@
-// Plan space: degree-tuple enumeration, mask tables and encoding (policy/plan_space.h).
+// Plan space: degree-tuple enumeration, mask tables and encoding
+// (policy/plan_space.h).
 #include "policy/plan_space.h"
 
 #include <algorithm>
@@ -41,24 +42,26 @@ bool IsExpertOp(OpKind op) {
 
 int Popcount(uint64_t x) { return __builtin_popcountll(x); }
 
-// Lower bound of the bytes per GPU a replica needs for `batch` requests: every weight is
-// stored at least once over all GPUs, and a replica's tp*pp GPUs together hold at least the
-// prompt's KV cache of each request.
-double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g, int batch) {
+// Lower bound of the bytes per GPU a replica needs for `batch` requests: every
+// weight is stored at least once over all GPUs, and a replica's tp*pp GPUs
+// together hold at least the prompt's KV cache of each request.
+double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
+                             int batch) {
   const simulator::ModelDims& m = p.model;
-  const double weight_bytes = m.TotalParams() *
-                              simulator::BytesPerElement(p.workload.weight_dtype) /
-                              std::max(1, p.cluster.num_gpus);
+  const double weight_bytes =
+      m.TotalParams() * simulator::BytesPerElement(p.workload.weight_dtype) /
+      std::max(1, p.cluster.num_gpus);
   double kv_per_token_layer = 0;
   if (m.is_mla()) {
     kv_per_token_layer = m.kv_lora_rank + m.qk_rope_head_dim;
   } else {
     kv_per_token_layer = 2.0 * m.kv_heads * m.head_dim;
   }
-  const double kv_bytes = static_cast<double>(batch) * p.workload.input_tokens * m.layers *
-                          kv_per_token_layer *
-                          simulator::BytesPerElement(p.workload.kv_cache_dtype) /
-                          std::max(1, g.tp * g.pp);
+  const double kv_bytes =
+      static_cast<double>(batch) * p.workload.input_tokens * m.layers *
+      kv_per_token_layer *
+      simulator::BytesPerElement(p.workload.kv_cache_dtype) /
+      std::max(1, g.tp * g.pp);
   return weight_bytes + kv_bytes;
 }
 
@@ -74,7 +77,8 @@ int MaxChoices(int decision) {
 absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
     const simulator::CostModel& model, const PlanSpaceOptions& options) {
   if (NumBatchChoices() > 64) {
-    return absl::InternalError("too many batch-size candidates for the plan space");
+    return absl::InternalError(
+        "too many batch-size candidates for the plan space");
   }
   std::unique_ptr<PlanSpace> space(new PlanSpace());
   space->model_ = &model;
@@ -88,9 +92,11 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
   for (int tp = 1; tp <= n; ++tp) {
     if (n % tp != 0) continue;
     if (m.heads > 0 && m.heads % tp != 0) continue;
-    if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0) continue;
+    if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
+      continue;
     for (int pp = 1; pp <= n / tp; ++pp) {
-      if ((n / tp) % pp != 0 || pp > m.layers || pp > simulator::kMaxPipelineStages) {
+      if ((n / tp) % pp != 0 || pp > m.layers ||
+          pp > simulator::kMaxPipelineStages) {
         continue;
       }
       const int dp = n / (tp * pp);
@@ -110,7 +116,8 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
         std::array<uint64_t, simulator::kNumOpKinds> op_mask{};
         for (int o = 0; o < simulator::kNumOpKinds; ++o) {
           const OpKind op = static_cast<OpKind>(o);
-          const uint64_t fixed = uint64_t{1} << static_cast<int>(megatron_dims[o]);
+          const uint64_t fixed = uint64_t{1}
+                                 << static_cast<int>(megatron_dims[o]);
           const int group = IsExpertOp(op) ? g.tp_expert() : tp;
           if (!OpExists(m, op) || group <= 1) {
             op_mask[o] = fixed;
@@ -133,7 +140,8 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
         // Micro-batches (meaningless without a pipeline) and batch sizes.
         uint64_t micro_mask = 0;
         std::array<uint64_t, kMicroBatchMultipliers.size()> batch_mask{};
-        for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
+        for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size());
+             ++k) {
           if (pp == 1 && k > 0) continue;
           PlanDims variant = plan;
           variant.micro_batches = kMicroBatchMultipliers[k] * pp;
@@ -155,9 +163,10 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
               }
               bmask |= uint64_t{1} << b;
             }
-            // Keep the smallest valid batch so the tuple stays representable (its plans
-            // are infeasible, which the cost model reports).
-            if (bmask == 0 && smallest_valid >= 0) bmask = uint64_t{1} << smallest_valid;
+            // Keep the smallest valid batch so the tuple stays representable
+            // (its plans are infeasible, which the cost model reports).
+            if (bmask == 0 && smallest_valid >= 0)
+              bmask = uint64_t{1} << smallest_valid;
           }
           if (bmask == 0) continue;
           micro_mask |= uint64_t{1} << k;
@@ -172,8 +181,8 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
     }
   }
   if (space->degrees_.empty()) {
-    return absl::FailedPreconditionError(
-        absl::StrFormat("no valid (dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "no valid (dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
   }
   double size = 0;
   for (size_t t = 0; t < space->degrees_.size(); ++t) {
@@ -181,7 +190,8 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
     for (uint64_t mask : space->op_masks_[t]) ops *= Popcount(mask);
     double tail = 0;
     for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
-      if (space->micro_masks_[t] >> k & 1) tail += Popcount(space->batch_masks_[t][k]);
+      if (space->micro_masks_[t] >> k & 1)
+        tail += Popcount(space->batch_masks_[t][k]);
     }
     size += ops * tail;
   }
@@ -194,15 +204,18 @@ int PlanSpace::NumChoices(int decision) const {
   return MaxChoices(decision);
 }
 
-uint64_t PlanSpace::MaskBits(int decision, absl::Span<const int32_t> prefix) const {
+uint64_t PlanSpace::MaskBits(int decision,
+                             absl::Span<const int32_t> prefix) const {
   DCHECK_NE(decision, kDegreesDecision);
   const int t = prefix[kDegreesDecision];
-  if (decision < kMicroBatchesDecision) return op_masks_[t][decision - kFirstOpDecision];
+  if (decision < kMicroBatchesDecision)
+    return op_masks_[t][decision - kFirstOpDecision];
   if (decision == kMicroBatchesDecision) return micro_masks_[t];
   return batch_masks_[t][prefix[kMicroBatchesDecision]];
 }
 
-std::vector<uint8_t> PlanSpace::Mask(int decision, absl::Span<const int32_t> prefix) const {
+std::vector<uint8_t> PlanSpace::Mask(int decision,
+                                     absl::Span<const int32_t> prefix) const {
   std::vector<uint8_t> mask(NumChoices(decision), 0);
   if (decision == kDegreesDecision) {
     std::fill(mask.begin(), mask.end(), 1);
@@ -213,7 +226,8 @@ std::vector<uint8_t> PlanSpace::Mask(int decision, absl::Span<const int32_t> pre
   return mask;
 }
 
-bool PlanSpace::IsAllowed(int decision, absl::Span<const int32_t> prefix, int choice) const {
+bool PlanSpace::IsAllowed(int decision, absl::Span<const int32_t> prefix,
+                          int choice) const {
   if (choice < 0 || choice >= NumChoices(decision)) return false;
   if (decision == kDegreesDecision) return true;
   return (MaskBits(decision, prefix) >> choice) & 1;
@@ -236,29 +250,34 @@ PlanDims PlanSpace::Decode(const Decisions& decisions) const {
   for (int o = 0; o < simulator::kNumOpKinds; ++o) {
     plan.dims[o] = static_cast<ShardDim>(decisions[kFirstOpDecision + o]);
   }
-  plan.micro_batches = kMicroBatchMultipliers[decisions[kMicroBatchesDecision]] * g.pp;
+  plan.micro_batches =
+      kMicroBatchMultipliers[decisions[kMicroBatchesDecision]] * g.pp;
   const int b = decisions[kBatchDecision];
-  plan.batch_size = b == AutoBatchChoice() ? 0 : simulator::BatchSizeCandidates()[b];
+  plan.batch_size =
+      b == AutoBatchChoice() ? 0 : simulator::BatchSizeCandidates()[b];
   return plan;
 }
 
-absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan, int resolved_batch) const {
+absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
+                                            int resolved_batch) const {
   Decisions d{};
   int t = -1;
   for (size_t i = 0; i < degrees_.size(); ++i) {
     const Degrees& g = degrees_[i];
-    if (g.dp == plan.dp && g.tp == plan.tp && g.pp == plan.pp && g.ep == plan.ep) {
+    if (g.dp == plan.dp && g.tp == plan.tp && g.pp == plan.pp &&
+        g.ep == plan.ep) {
       t = static_cast<int>(i);
       break;
     }
   }
   if (t < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("degrees (dp %d, tp %d, pp %d, ep %d) are not in the plan space",
-                        plan.dp, plan.tp, plan.pp, plan.ep));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "degrees (dp %d, tp %d, pp %d, ep %d) are not in the plan space",
+        plan.dp, plan.tp, plan.pp, plan.ep));
   }
   if (plan.num_stage_layers != 0) {
-    return absl::InvalidArgumentError("explicit stage splits are not in the plan space");
+    return absl::InvalidArgumentError(
+        "explicit stage splits are not in the plan space");
   }
   d[kDegreesDecision] = t;
   for (int o = 0; o < simulator::kNumOpKinds; ++o) {
@@ -266,10 +285,10 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan, int resolved_b
     int dim = static_cast<int>(plan.dims[o]);
     if (Popcount(mask) == 1) dim = __builtin_ctzll(mask);
     if (!((mask >> dim) & 1)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s dim %s is not in the plan space",
-          simulator::OpKindName(static_cast<OpKind>(o)),
-          simulator::ShardDimName(plan.dims[o])));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s dim %s is not in the plan space",
+                          simulator::OpKindName(static_cast<OpKind>(o)),
+                          simulator::ShardDimName(plan.dims[o])));
     }
     d[kFirstOpDecision + o] = dim;
   }
@@ -286,7 +305,8 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan, int resolved_b
   const bool concurrency_fixed = model_->problem().workload.concurrency > 0;
   int b = -1;
   if (concurrency_fixed) {
-    if (plan.batch_size == 0 || plan.batch_size == model_->problem().workload.concurrency) {
+    if (plan.batch_size == 0 ||
+        plan.batch_size == model_->problem().workload.concurrency) {
       b = AutoBatchChoice();
     }
   } else {
@@ -297,8 +317,8 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan, int resolved_b
     }
   }
   if (b < 0 || !((batch_masks_[t][k] >> b) & 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("batch_size %d is not in the plan space", plan.batch_size));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "batch_size %d is not in the plan space", plan.batch_size));
   }
   d[kBatchDecision] = b;
   return d;
@@ -333,7 +353,8 @@ int SampleBit(uint64_t mask, std::mt19937_64& rng) {
 }
 }  // namespace
 
-void PlanSpace::CompleteUniform(Decisions& d, int from, std::mt19937_64& rng) const {
+void PlanSpace::CompleteUniform(Decisions& d, int from,
+                                std::mt19937_64& rng) const {
   for (int i = from; i < kNumDecisions; ++i) {
     if (i == kDegreesDecision) {
       d[i] = static_cast<int32_t>(rng() % degrees_.size());
@@ -346,7 +367,8 @@ void PlanSpace::CompleteUniform(Decisions& d, int from, std::mt19937_64& rng) co
 void PlanSpace::Repair(Decisions& d, int from, std::mt19937_64& rng) const {
   for (int i = std::max(from, 1); i < kNumDecisions; ++i) {
     const uint64_t mask = MaskBits(i, d);
-    if (!((mask >> d[i]) & 1) || d[i] < 0 || d[i] >= 64) d[i] = SampleBit(mask, rng);
+    if (!((mask >> d[i]) & 1) || d[i] < 0 || d[i] >= 64)
+      d[i] = SampleBit(mask, rng);
   }
 }
 
@@ -356,11 +378,13 @@ Decisions PlanSpace::SampleUniform(std::mt19937_64& rng) const {
   return d;
 }
 
-bool PlanSpace::ForEachFrom(Decisions& d, int decision,
-                            const std::function<bool(const Decisions&)>& fn) const {
+bool PlanSpace::ForEachFrom(
+    Decisions& d, int decision,
+    const std::function<bool(const Decisions&)>& fn) const {
   if (decision == kNumDecisions) return fn(d);
   const int n = NumChoices(decision);
-  const uint64_t mask = decision == kDegreesDecision ? ~uint64_t{0} : MaskBits(decision, d);
+  const uint64_t mask =
+      decision == kDegreesDecision ? ~uint64_t{0} : MaskBits(decision, d);
   for (int c = 0; c < n; ++c) {
     if (decision != kDegreesDecision && !((mask >> c) & 1)) continue;
     d[decision] = c;
@@ -369,10 +393,13 @@ bool PlanSpace::ForEachFrom(Decisions& d, int decision,
   return true;
 }
 
-std::array<float, PlanSpace::kDegreeFeatures> PlanSpace::DegreeFeatures(int i) const {
+std::array<float, PlanSpace::kDegreeFeatures> PlanSpace::DegreeFeatures(
+    int i) const {
   const Degrees& g = degrees_[i];
   const int gpn = std::max(1, model_->problem().cluster.gpus_per_node);
-  auto lg = [](double x) { return static_cast<float>(std::log2(std::max(1.0, x)) / 10.0); };
+  auto lg = [](double x) {
+    return static_cast<float>(std::log2(std::max(1.0, x)) / 10.0);
+  };
   return {lg(g.dp),
           lg(g.tp),
           lg(g.pp),

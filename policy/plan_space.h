@@ -1,8 +1,9 @@
-// The discrete plan space every searcher works in: a plan is a fixed-length vector of
-// decisions taken in a fixed order (the (dp, tp, pp, ep) tuple, then each operator's
-// sharding dimension, then micro-batches, then the decode batch size), with masks so that
-// only plans CostModel::ValidatePlan accepts can be produced, decode/encode to PlanDims, a
-// canonical hash for de-duplication and the size of the space. Torch-free.
+// The discrete plan space every searcher works in: a plan is a fixed-length
+// vector of decisions taken in a fixed order (the (dp, tp, pp, ep) tuple, then
+// each operator's sharding dimension, then micro-batches, then the decode batch
+// size), with masks so that only plans CostModel::ValidatePlan accepts can be
+// produced, decode/encode to PlanDims, a canonical hash for de-duplication and
+// the size of the space. Torch-free.
 #ifndef SHARDPLAN_POLICY_PLAN_SPACE_H_
 #define SHARDPLAN_POLICY_PLAN_SPACE_H_
 
@@ -23,16 +24,18 @@ namespace shardplan::policy {
 // Decision indices, in the order they are taken.
 inline constexpr int kDegreesDecision = 0;
 inline constexpr int kFirstOpDecision = 1;  // + static_cast<int>(OpKind)
-inline constexpr int kMicroBatchesDecision = kFirstOpDecision + simulator::kNumOpKinds;
+inline constexpr int kMicroBatchesDecision =
+    kFirstOpDecision + simulator::kNumOpKinds;
 inline constexpr int kBatchDecision = kMicroBatchesDecision + 1;
 inline constexpr int kNumDecisions = kBatchDecision + 1;
 
 // Micro-batches offered: pp times one of these.
 inline constexpr std::array<int, 3> kMicroBatchMultipliers = {1, 2, 4};
-// Problem-independent number of choices per decision, used to size network heads (the
-// degrees decision has a problem-dependent count; see PlanSpace::NumChoices).
-// Batch: index i < BatchSizeCandidates().size() is that candidate; the last index is
-// "0" (the workload's concurrency), offered only when the workload fixes the concurrency.
+// Problem-independent number of choices per decision, used to size network
+// heads (the degrees decision has a problem-dependent count; see
+// PlanSpace::NumChoices). Batch: index i < BatchSizeCandidates().size() is that
+// candidate; the last index is "0" (the workload's concurrency), offered only
+// when the workload fixes the concurrency.
 int MaxChoices(int decision);
 
 // A plan as decisions; entry d is the chosen index for decision d.
@@ -43,69 +46,77 @@ struct Degrees {
   int tp = 1;
   int pp = 1;
   int ep = 1;
-  // (dp * tp) / ep: the tensor-parallel width inside an expert group (1 for dense models).
+  // (dp * tp) / ep: the tensor-parallel width inside an expert group (1 for
+  // dense models).
   int tp_expert() const { return ep > 0 ? dp * tp / ep : 1; }
 };
 
 struct PlanSpaceOptions {
-  // Mask batch sizes whose KV cache certainly cannot fit beside the weights (a cheap,
-  // conservative bound; the cost model still decides feasibility).
+  // Mask batch sizes whose KV cache certainly cannot fit beside the weights (a
+  // cheap, conservative bound; the cost model still decides feasibility).
   bool memory_bound_batches = true;
 };
 
-// Immutable after Create; all methods are const and thread-safe. Holds a pointer to the
-// CostModel, which must outlive it.
+// Immutable after Create; all methods are const and thread-safe. Holds a
+// pointer to the CostModel, which must outlive it.
 class PlanSpace {
  public:
-  // Enumerates the valid degree tuples and derives each decision's mask table, checking
-  // every single-decision variation against model.ValidatePlan. FAILED_PRECONDITION when no
-  // degree tuple is valid for the problem.
+  // Enumerates the valid degree tuples and derives each decision's mask table,
+  // checking every single-decision variation against model.ValidatePlan.
+  // FAILED_PRECONDITION when no degree tuple is valid for the problem.
   static absl::StatusOr<std::unique_ptr<const PlanSpace>> Create(
       const simulator::CostModel& model, const PlanSpaceOptions& options = {});
 
   const simulator::CostModel& model() const { return *model_; }
   const std::vector<Degrees>& degrees() const { return degrees_; }
 
-  // Number of choice indices of `decision` (the degrees decision: number of valid tuples;
-  // otherwise MaxChoices(decision)). Which of them are valid depends on the prefix.
+  // Number of choice indices of `decision` (the degrees decision: number of
+  // valid tuples; otherwise MaxChoices(decision)). Which of them are valid
+  // depends on the prefix.
   int NumChoices(int decision) const;
-  // Valid choices of `decision` given the decisions before it (prefix[0, decision)); mask[i]
-  // is 1 when choice i is valid. At least one choice is always valid.
-  std::vector<uint8_t> Mask(int decision, absl::Span<const int32_t> prefix) const;
+  // Valid choices of `decision` given the decisions before it (prefix[0,
+  // decision)); mask[i] is 1 when choice i is valid. At least one choice is
+  // always valid.
+  std::vector<uint8_t> Mask(int decision,
+                            absl::Span<const int32_t> prefix) const;
   // The same as a bit set (bit i = choice i), for decisions other than degrees.
   uint64_t MaskBits(int decision, absl::Span<const int32_t> prefix) const;
   // Whether `choice` is valid for `decision` given the prefix.
-  bool IsAllowed(int decision, absl::Span<const int32_t> prefix, int choice) const;
+  bool IsAllowed(int decision, absl::Span<const int32_t> prefix,
+                 int choice) const;
   // Whether every decision follows the masks.
   bool IsValid(const Decisions& decisions) const;
 
-  // Decisions -> plan (uniform stage split). The decisions must be valid (IsValid).
+  // Decisions -> plan (uniform stage split). The decisions must be valid
+  // (IsValid).
   simulator::PlanDims Decode(const Decisions& decisions) const;
-  // Plan -> decisions. Operators whose dimension is fixed by the mask (absent operators,
-  // groups of one rank) are canonicalised. batch_size 0 with concurrency 0 takes
-  // `resolved_batch` (the batch the cost model picked). INVALID_ARGUMENT when the plan is
-  // not representable in this space.
+  // Plan -> decisions. Operators whose dimension is fixed by the mask (absent
+  // operators, groups of one rank) are canonicalised. batch_size 0 with
+  // concurrency 0 takes `resolved_batch` (the batch the cost model picked).
+  // INVALID_ARGUMENT when the plan is not representable in this space.
   absl::StatusOr<Decisions> Encode(const simulator::PlanDims& plan,
                                    int resolved_batch = 0) const;
   // Canonical hash of a valid decision vector (equal plans hash equal).
   static uint64_t Hash(const Decisions& decisions);
 
-  // Completes decisions [from, kNumDecisions) by sampling each uniformly among the choices
-  // valid for its prefix.
-  void CompleteUniform(Decisions& decisions, int from, std::mt19937_64& rng) const;
-  // Keeps decisions [from, ...) that stay valid after an earlier change; resamples the rest.
+  // Completes decisions [from, kNumDecisions) by sampling each uniformly among
+  // the choices valid for its prefix.
+  void CompleteUniform(Decisions& decisions, int from,
+                       std::mt19937_64& rng) const;
+  // Keeps decisions [from, ...) that stay valid after an earlier change;
+  // resamples the rest.
   void Repair(Decisions& decisions, int from, std::mt19937_64& rng) const;
   Decisions SampleUniform(std::mt19937_64& rng) const;
 
   // Number of distinct valid plans (exact; may exceed 2^53 only as a double).
   double Size() const { return size_; }
-  // Calls `fn(decisions)` for every valid plan in lexicographic order until it returns
-  // false.
+  // Calls `fn(decisions)` for every valid plan in lexicographic order until it
+  // returns false.
   template <typename Fn>
   void ForEach(Fn fn) const;
 
-  // Problem-independent features of degree tuple i (log-scaled, roughly in [0, 1]),
-  // kDegreeFeatures of them; for the RL policy.
+  // Problem-independent features of degree tuple i (log-scaled, roughly in [0,
+  // 1]), kDegreeFeatures of them; for the RL policy.
   static constexpr int kDegreeFeatures = 8;
   std::array<float, kDegreeFeatures> DegreeFeatures(int i) const;
 
@@ -116,8 +127,8 @@ class PlanSpace {
 
   const simulator::CostModel* model_ = nullptr;
   std::vector<Degrees> degrees_;
-  // Per degree tuple: allowed dims per operator (bits over ShardDim), allowed micro-batch
-  // multipliers, and allowed batch choices per multiplier.
+  // Per degree tuple: allowed dims per operator (bits over ShardDim), allowed
+  // micro-batch multipliers, and allowed batch choices per multiplier.
   std::vector<std::array<uint64_t, simulator::kNumOpKinds>> op_masks_;
   std::vector<uint64_t> micro_masks_;
   std::vector<std::array<uint64_t, kMicroBatchMultipliers.size()>> batch_masks_;

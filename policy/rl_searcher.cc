@@ -1,7 +1,8 @@
-// The Learn-to-Shard RL searcher (policy/rl_searcher.h). The only policy/ file that includes
-// LibTorch. Every random number (weight initialisation, sampling) comes from one
-// std::mt19937_64 seeded with options.seed, and LibTorch runs on one intra-op thread, so a
-// search is deterministic for a seed whatever the evaluation pool's size.
+// The Learn-to-Shard RL searcher (policy/rl_searcher.h). The only policy/ file
+// that includes LibTorch. Every random number (weight initialisation, sampling)
+// comes from one std::mt19937_64 seeded with options.seed, and LibTorch runs on
+// one intra-op thread, so a search is deterministic for a seed whatever the
+// evaluation pool's size.
 #include "policy/rl_searcher.h"
 
 #include <torch/torch.h>
@@ -30,7 +31,8 @@ namespace {
 using internal::SearchRun;
 
 constexpr int kContextFeatures = 32;
-constexpr int kPlanFeatures = PlanSpace::kDegreeFeatures + simulator::kNumOpKinds * 5 + 3 + 2 + 3;
+constexpr int kPlanFeatures =
+    PlanSpace::kDegreeFeatures + simulator::kNumOpKinds * 5 + 3 + 2 + 3;
 constexpr int kHeads = 4;
 
 void SetTorchThreadsOnce() {
@@ -93,13 +95,15 @@ std::vector<float> ContextFeatures(const simulator::Problem& p) {
   return f;
 }
 
-// The policy network. Shapes depend only on RlOptions and the fixed MaxChoices of each
-// decision, never on the problem, so weights transfer across problems.
+// The policy network. Shapes depend only on RlOptions and the fixed MaxChoices
+// of each decision, never on the problem, so weights transfer across problems.
 struct PolicyNetImpl : torch::nn::Module {
   explicit PolicyNetImpl(const RlOptions& o)
       : d(o.d_model),
-        context_proj(register_module("context_proj", torch::nn::Linear(kContextFeatures, d))),
-        elite_proj(register_module("elite_proj", torch::nn::Linear(kPlanFeatures, d))),
+        context_proj(register_module("context_proj",
+                                     torch::nn::Linear(kContextFeatures, d))),
+        elite_proj(
+            register_module("elite_proj", torch::nn::Linear(kPlanFeatures, d))),
         encoder(register_module(
             "encoder",
             torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
@@ -108,17 +112,20 @@ struct PolicyNetImpl : torch::nn::Module {
                     .dropout(0.0),
                 std::max(1, o.encoder_layers))))),
         summary(register_module("summary", torch::nn::Linear(2 * d, d))),
-        degree_key(register_module("degree_key",
-                                   torch::nn::Sequential(
-                                       torch::nn::Linear(PlanSpace::kDegreeFeatures, d),
-                                       torch::nn::Tanh(), torch::nn::Linear(d, d)))),
-        degree_query_head(register_module("degree_query_head", torch::nn::Linear(d, d))),
-        cell(register_module("cell", torch::nn::GRUCell(torch::nn::GRUCellOptions(d, d)))) {
+        degree_key(register_module(
+            "degree_key", torch::nn::Sequential(
+                              torch::nn::Linear(PlanSpace::kDegreeFeatures, d),
+                              torch::nn::Tanh(), torch::nn::Linear(d, d)))),
+        degree_query_head(
+            register_module("degree_query_head", torch::nn::Linear(d, d))),
+        cell(register_module(
+            "cell", torch::nn::GRUCell(torch::nn::GRUCellOptions(d, d)))) {
     for (int i = 1; i < kNumDecisions; ++i) {
       heads.push_back(register_module(absl::StrCat("head", i),
                                       torch::nn::Linear(d, MaxChoices(i))));
-      embeddings.push_back(register_module(absl::StrCat("embedding", i),
-                                           torch::nn::Embedding(MaxChoices(i), d)));
+      embeddings.push_back(
+          register_module(absl::StrCat("embedding", i),
+                          torch::nn::Embedding(MaxChoices(i), d)));
     }
   }
 
@@ -135,16 +142,17 @@ struct PolicyNetImpl : torch::nn::Module {
 };
 TORCH_MODULE(PolicyNet);
 
-// Deterministic initialisation from our own generator (LibTorch's global generator is shared
-// by concurrent searches). Output heads start at zero: the initial policy is uniform over
-// the valid choices of each decision.
+// Deterministic initialisation from our own generator (LibTorch's global
+// generator is shared by concurrent searches). Output heads start at zero: the
+// initial policy is uniform over the valid choices of each decision.
 void InitWeights(PolicyNet& net, std::mt19937_64& rng) {
   torch::NoGradGuard no_grad;
   for (auto& item : net->named_parameters()) {
     torch::Tensor& p = item.value();
     const std::string& name = item.key();
     std::vector<float> values(p.numel(), 0.0f);
-    const bool is_head = name.rfind("head", 0) == 0 || name.rfind("degree_query_head", 0) == 0;
+    const bool is_head =
+        name.rfind("head", 0) == 0 || name.rfind("degree_query_head", 0) == 0;
     if (p.dim() >= 2 && !is_head) {
       const double a = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
       std::uniform_real_distribution<double> u(-a, a);
@@ -157,13 +165,15 @@ void InitWeights(PolicyNet& net, std::mt19937_64& rng) {
   }
 }
 
-std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space, const Decisions& d,
-                                              const ScoredPlan& s, float norm_reward,
-                                              float rank) {
+std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space,
+                                              const Decisions& d,
+                                              const ScoredPlan& s,
+                                              float norm_reward, float rank) {
   std::array<float, kPlanFeatures> f{};
   int k = 0;
   for (float x : space.DegreeFeatures(d[kDegreesDecision])) f[k++] = x;
-  for (int o = 0; o < simulator::kNumOpKinds; ++o) f[k + o * 5 + d[kFirstOpDecision + o]] = 1;
+  for (int o = 0; o < simulator::kNumOpKinds; ++o)
+    f[k + o * 5 + d[kFirstOpDecision + o]] = 1;
   k += simulator::kNumOpKinds * 5;
   f[k + d[kMicroBatchesDecision]] = 1;
   k += 3;
@@ -186,8 +196,8 @@ class Policy {
         epsilon_(options.explore_epsilon) {
     InitWeights(net_, rng_);
     const std::vector<float> ctx = ContextFeatures(space.model().problem());
-    context_ = torch::from_blob(const_cast<float*>(ctx.data()), {1, 1, kContextFeatures},
-                                torch::kFloat32)
+    context_ = torch::from_blob(const_cast<float*>(ctx.data()),
+                                {1, 1, kContextFeatures}, torch::kFloat32)
                    .clone();
     const int t = space.NumChoices(kDegreesDecision);
     std::vector<float> df;
@@ -195,12 +205,14 @@ class Policy {
     for (int i = 0; i < t; ++i) {
       for (float x : space.DegreeFeatures(i)) df.push_back(x);
     }
-    degree_features_ = torch::from_blob(df.data(), {t, PlanSpace::kDegreeFeatures},
-                                        torch::kFloat32)
-                           .clone();
+    degree_features_ =
+        torch::from_blob(df.data(), {t, PlanSpace::kDegreeFeatures},
+                         torch::kFloat32)
+            .clone();
     if (options_.learning_rate > 0) {
       optimizer_ = std::make_unique<torch::optim::Adam>(
-          net_->parameters(), torch::optim::AdamOptions(options_.learning_rate));
+          net_->parameters(),
+          torch::optim::AdamOptions(options_.learning_rate));
     }
   }
 
@@ -216,20 +228,24 @@ class Policy {
     double mean = 0, sq = 0;
     for (const EliteEntry& e : entries) mean += e.scored.reward;
     mean /= entries.size();
-    for (const EliteEntry& e : entries) sq += (e.scored.reward - mean) * (e.scored.reward - mean);
+    for (const EliteEntry& e : entries)
+      sq += (e.scored.reward - mean) * (e.scored.reward - mean);
     const double sd = std::sqrt(sq / entries.size()) + 0.05;
     std::vector<float> buf;
     buf.reserve(entries.size() * kPlanFeatures);
     for (size_t i = 0; i < entries.size(); ++i) {
       const float r = static_cast<float>(
           std::clamp((entries[i].scored.reward - mean) / sd, -3.0, 3.0));
-      const float rank = static_cast<float>(i) / std::max<size_t>(1, entries.size());
-      for (float x : PlanFeatures(space_, entries[i].decisions, entries[i].scored, r, rank)) {
+      const float rank =
+          static_cast<float>(i) / std::max<size_t>(1, entries.size());
+      for (float x : PlanFeatures(space_, entries[i].decisions,
+                                  entries[i].scored, r, rank)) {
         buf.push_back(x);
       }
     }
     elite_tokens_ = torch::from_blob(buf.data(),
-                                     {static_cast<int64_t>(entries.size()), 1, kPlanFeatures},
+                                     {static_cast<int64_t>(entries.size()), 1,
+                                      kPlanFeatures},
                                      torch::kFloat32)
                         .clone();
   }
@@ -242,14 +258,15 @@ class Policy {
     return actions;
   }
 
-  // One policy-gradient update on the sampled plans and their rewards, plus self-imitation
-  // of the elite plans. Returns the mean entropy.
-  double Update(const std::vector<Decisions>& actions, const std::vector<double>& rewards,
-                const EliteHistory& elite) {
+  // One policy-gradient update on the sampled plans and their rewards, plus
+  // self-imitation of the elite plans. Returns the mean entropy.
+  double Update(const std::vector<Decisions>& actions,
+                const std::vector<double>& rewards, const EliteHistory& elite) {
     if (optimizer_ == nullptr || actions.empty()) return 0;
     const int n = static_cast<int>(actions.size());
-    // Centred-rank advantages in [-1, 1] (ties share their mean rank): robust to the scale
-    // gap between infeasible penalties and feasible rewards; the batch acts as the baseline.
+    // Centred-rank advantages in [-1, 1] (ties share their mean rank): robust
+    // to the scale gap between infeasible penalties and feasible rewards; the
+    // batch acts as the baseline.
     std::vector<int> order(n);
     for (int i = 0; i < n; ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
@@ -260,14 +277,17 @@ class Policy {
       while (j + 1 < n && rewards[order[j + 1]] == rewards[order[i]]) ++j;
       const double rank = 0.5 * (i + j);
       for (int k = i; k <= j; ++k) {
-        adv[order[k]] = n > 1 ? static_cast<float>(2.0 * rank / (n - 1) - 1.0) : 0.0f;
+        adv[order[k]] =
+            n > 1 ? static_cast<float>(2.0 * rank / (n - 1) - 1.0) : 0.0f;
       }
       i = j + 1;
     }
     std::vector<Decisions> all = actions;
     const int num_elite = options_.self_imitation_coef > 0 ? elite.size() : 0;
-    for (int i = 0; i < num_elite; ++i) all.push_back(elite.entries()[i].decisions);
-    const torch::Tensor advantage = torch::from_blob(adv.data(), {n}, torch::kFloat32).clone();
+    for (int i = 0; i < num_elite; ++i)
+      all.push_back(elite.entries()[i].decisions);
+    const torch::Tensor advantage =
+        torch::from_blob(adv.data(), {n}, torch::kFloat32).clone();
     torch::Tensor old_logp;
     double entropy_mean = 0;
     for (int epoch = 0; epoch < std::max(1, options_.ppo_epochs); ++epoch) {
@@ -277,16 +297,19 @@ class Policy {
       if (options_.ppo_epochs > 1) {
         if (epoch == 0) old_logp = logp_s.detach();
         const torch::Tensor ratio = torch::exp(logp_s - old_logp);
-        pg = -torch::min(ratio * advantage, torch::clamp(ratio, 1 - options_.ppo_clip,
-                                                         1 + options_.ppo_clip) *
-                                                advantage)
+        pg = -torch::min(ratio * advantage,
+                         torch::clamp(ratio, 1 - options_.ppo_clip,
+                                      1 + options_.ppo_clip) *
+                             advantage)
                   .mean();
       } else {
         pg = -(logp_s * advantage).mean();
       }
-      torch::Tensor loss = pg - options_.entropy_coef * entropy.slice(0, 0, n).mean();
+      torch::Tensor loss =
+          pg - options_.entropy_coef * entropy.slice(0, 0, n).mean();
       if (num_elite > 0) {
-        loss = loss - options_.self_imitation_coef * logp.slice(0, n, n + num_elite).mean() /
+        loss = loss - options_.self_imitation_coef *
+                          logp.slice(0, n, n + num_elite).mean() /
                           kNumDecisions;
       }
       optimizer_->zero_grad();
@@ -303,32 +326,37 @@ class Policy {
   torch::Tensor Encode() {
     torch::Tensor tokens = net_->context_proj->forward(context_);  // [1, 1, d]
     if (elite_tokens_.defined()) {
-      tokens = torch::cat({tokens, net_->elite_proj->forward(elite_tokens_)}, 0);
+      tokens =
+          torch::cat({tokens, net_->elite_proj->forward(elite_tokens_)}, 0);
     }
     const torch::Tensor out = net_->encoder->forward(tokens);  // [S, 1, d]
-    const torch::Tensor ctx = out[0];                            // [1, d]
+    const torch::Tensor ctx = out[0];                          // [1, d]
     const torch::Tensor rest =
         out.size(0) > 1 ? out.slice(0, 1).mean(0) : torch::zeros_like(ctx);
     return torch::tanh(net_->summary->forward(torch::cat({ctx, rest}, 1)));
   }
 
-  // Autoregressive decoding. sample: fills `actions` by sampling; otherwise teacher-forces
-  // `actions`. Returns (sum of log-probabilities [n], sum of entropies [n]).
-  std::pair<torch::Tensor, torch::Tensor> Run(std::vector<Decisions>& actions, bool sample) {
+  // Autoregressive decoding. sample: fills `actions` by sampling; otherwise
+  // teacher-forces `actions`. Returns (sum of log-probabilities [n], sum of
+  // entropies [n]).
+  std::pair<torch::Tensor, torch::Tensor> Run(std::vector<Decisions>& actions,
+                                              bool sample) {
     const int n = static_cast<int>(actions.size());
     const torch::Tensor h = Encode();                // [1, d]
     torch::Tensor state = h.expand({n, h.size(1)});  // [n, d]
     torch::Tensor logp_sum = torch::zeros({n});
     torch::Tensor entropy_sum = torch::zeros({n});
-    const torch::Tensor keys = net_->degree_key->forward(degree_features_);  // [T, d]
+    const torch::Tensor keys =
+        net_->degree_key->forward(degree_features_);  // [T, d]
     std::vector<int64_t> choice(n);
     std::vector<uint8_t> mask_buf;
     for (int i = 0; i < kNumDecisions; ++i) {
       torch::Tensor logits;
       int c_max = 0;
       if (i == kDegreesDecision) {
-        logits = torch::matmul(net_->degree_query_head->forward(state), keys.t()) /
-                 std::sqrt(static_cast<double>(net_->d));
+        logits =
+            torch::matmul(net_->degree_query_head->forward(state), keys.t()) /
+            std::sqrt(static_cast<double>(net_->d));
         c_max = static_cast<int>(keys.size(0));
       } else {
         logits = net_->heads[i - 1]->forward(state);
@@ -336,14 +364,17 @@ class Policy {
         mask_buf.assign(static_cast<size_t>(n) * c_max, 0);
         for (int r = 0; r < n; ++r) {
           const uint64_t bits = space_.MaskBits(i, actions[r]);
-          for (int c = 0; c < c_max; ++c) mask_buf[r * c_max + c] = (bits >> c) & 1 ? 0 : 1;
+          for (int c = 0; c < c_max; ++c)
+            mask_buf[r * c_max + c] = (bits >> c) & 1 ? 0 : 1;
         }
         const torch::Tensor invalid =
-            torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8).to(torch::kBool);
+            torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8)
+                .to(torch::kBool);
         logits = logits.masked_fill(invalid, -1e9);
       }
-      // Mixture with the uniform distribution over the valid choices (exploration that
-      // stays on-policy: log-probabilities and entropy are those of the mixture).
+      // Mixture with the uniform distribution over the valid choices
+      // (exploration that stays on-policy: log-probabilities and entropy are
+      // those of the mixture).
       torch::Tensor p = torch::softmax(logits, 1);  // [n, C]
       if (epsilon_ > 0) {
         torch::Tensor valid;
@@ -355,7 +386,8 @@ class Policy {
                       .neg()
                       .add(1.0);
         }
-        p = (1 - epsilon_) * p + epsilon_ * valid / valid.sum(1, /*keepdim=*/true);
+        p = (1 - epsilon_) * p +
+            epsilon_ * valid / valid.sum(1, /*keepdim=*/true);
       }
       const torch::Tensor logp = torch::log(p + 1e-12);
       if (sample) {
@@ -370,26 +402,30 @@ class Policy {
           for (int c = 0; c < c_max; ++c) {
             const double pr = pd[r * c_max + c];
             if (pr <= 0) continue;
-            if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c)) last_valid = c;
+            if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c))
+              last_valid = c;
             acc += pr;
             if (x < acc && pick < 0) {
               pick = c;
               break;
             }
           }
-          if (pick < 0 || (i != kDegreesDecision && !space_.IsAllowed(i, actions[r], pick))) {
+          if (pick < 0 || (i != kDegreesDecision &&
+                           !space_.IsAllowed(i, actions[r], pick))) {
             pick = last_valid;
           }
           if (pick < 0) {  // numerically degenerate: first valid choice
             for (int c = 0; c < c_max && pick < 0; ++c) {
-              if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c)) pick = c;
+              if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c))
+                pick = c;
             }
           }
           actions[r][i] = pick;
         }
       }
       for (int r = 0; r < n; ++r) choice[r] = actions[r][i];
-      const torch::Tensor idx = torch::from_blob(choice.data(), {n}, torch::kInt64).clone();
+      const torch::Tensor idx =
+          torch::from_blob(choice.data(), {n}, torch::kInt64).clone();
       logp_sum = logp_sum + logp.gather(1, idx.unsqueeze(1)).squeeze(1);
       entropy_sum = entropy_sum - (p * logp).sum(1);
       const torch::Tensor input = i == kDegreesDecision
@@ -443,10 +479,9 @@ RlSearcher::RlSearcher(const RlOptions& options, std::string method)
     : options_(options), method_(std::move(method)) {}
 RlSearcher::~RlSearcher() = default;
 
-absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& model,
-                                                const SearchOptions& options,
-                                                const CancellationToken& cancel,
-                                                SearchObserver& observer) {
+absl::StatusOr<SearchResult> RlSearcher::Search(
+    const simulator::CostModel& model, const SearchOptions& options,
+    const CancellationToken& cancel, SearchObserver& observer) {
   stats_ = RlStats();
   const Clock::time_point start = Clock::now();
   try {
@@ -456,8 +491,10 @@ absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& mode
     std::mt19937_64 rng(options.seed);
     Policy policy(options_, run.space(), rng);
     bool warm = false;
-    if (options.warm_start != nullptr && !options.warm_start->policy_weights.empty()) {
-      RETURN_IF_ERROR(LoadWeights(policy.net(), options.warm_start->policy_weights));
+    if (options.warm_start != nullptr &&
+        !options.warm_start->policy_weights.empty()) {
+      RETURN_IF_ERROR(
+          LoadWeights(policy.net(), options.warm_start->policy_weights));
       warm = true;
     }
     if (!run.EvaluateWarmStart().empty()) warm = true;
@@ -466,9 +503,10 @@ absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& mode
     while (!run.Done()) {
       Clock::time_point t = Clock::now();
       policy.SetElite(run.elite());
-      // Oversample, then keep the plans this search has not scored yet first: repeats cost
-      // no evaluation but teach little. When few samples are new, the policy's uniform
-      // exploration rises (and decays back once new plans flow again).
+      // Oversample, then keep the plans this search has not scored yet first:
+      // repeats cost no evaluation but teach little. When few samples are new,
+      // the policy's uniform exploration rises (and decays back once new plans
+      // flow again).
       std::vector<Decisions> candidates = policy.Sample(2 * batch);
       double next_epsilon = policy.epsilon();
       std::vector<Decisions> actions;
@@ -484,13 +522,15 @@ absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& mode
             actions.push_back(d);
           }
         }
-        const double novel = static_cast<double>(taken.size()) / candidates.size();
+        const double novel =
+            static_cast<double>(taken.size()) / candidates.size();
         const double base = options_.explore_epsilon;
         if (base > 0) {
           next_epsilon = novel < 0.25 ? std::min(0.5, policy.epsilon() * 1.3)
                                       : std::max(base, policy.epsilon() / 1.3);
         }
-        for (size_t i = 0; i < repeats.size() && static_cast<int>(actions.size()) < batch;
+        for (size_t i = 0;
+             i < repeats.size() && static_cast<int>(actions.size()) < batch;
              ++i) {
           actions.push_back(repeats[i]);
         }
@@ -512,7 +552,8 @@ absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& mode
       if (cancel.cancelled()) break;
       // The update conditions on the elite the batch was sampled with.
       policy.Update(actions, rewards, run.elite());
-      policy.set_epsilon(next_epsilon);  // the update used the sampling distribution's
+      policy.set_epsilon(
+          next_epsilon);  // the update used the sampling distribution's
       stats_.policy_seconds += Since(t);
       ++stats_.iterations;
       run.ReportProgress(1);
@@ -522,7 +563,8 @@ absl::StatusOr<SearchResult> RlSearcher::Search(const simulator::CostModel& mode
     return run.Finish(std::move(weights));
   } catch (const std::exception& e) {
     stats_.total_seconds = Since(start);
-    return absl::InternalError(absl::StrCat("rl search failed in LibTorch: ", e.what()));
+    return absl::InternalError(
+        absl::StrCat("rl search failed in LibTorch: ", e.what()));
   }
 }
 

@@ -1,8 +1,9 @@
-// The Learn-to-Shard RL searcher (method "rl"): a small transformer encoder over a context
-// token (model, cluster, workload features) and one token per elite plan; an autoregressive
-// decoder emits each decision of the plan space in turn under the masks; REINFORCE with a
-// baseline and an entropy bonus (PPO-style clipped epochs optional) plus self-imitation of the
-// elite. LibTorch on CPU, behind a pimpl: this header exposes no torch types.
+// The Learn-to-Shard RL searcher (method "rl"): a small transformer encoder
+// over a context token (model, cluster, workload features) and one token per
+// elite plan; an autoregressive decoder emits each decision of the plan space
+// in turn under the masks; REINFORCE with a baseline and an entropy bonus
+// (PPO-style clipped epochs optional) plus self-imitation of the elite.
+// LibTorch on CPU, behind a pimpl: this header exposes no torch types.
 #ifndef SHARDPLAN_POLICY_RL_SEARCHER_H_
 #define SHARDPLAN_POLICY_RL_SEARCHER_H_
 
@@ -16,25 +17,31 @@
 namespace shardplan::policy {
 
 struct RlOptions {
-  int batch_size = 128;          // plans sampled per iteration
-  bool use_elite_tokens = true;  // false: the encoder sees the context token only (ablation)
-  double learning_rate = 3e-3;   // 0: no learning (the initial policy's sampling; ablation)
+  int batch_size = 32;  // plans evaluated per iteration (sampled 2x, new first)
+  bool use_elite_tokens =
+      true;  // false: the encoder sees the context token only (ablation)
+  double learning_rate =
+      1e-2;  // 0: no learning (the initial policy's sampling; ablation)
   double entropy_coef = 0.01;
-  double explore_epsilon = 0.1;  // per decision: mix this much of the uniform valid choice
-  int ppo_epochs = 1;           // 1: plain REINFORCE step; > 1: clipped-ratio epochs
+  double explore_epsilon =
+      0.1;  // per decision: mix this much of the uniform valid choice
+  int ppo_epochs = 1;  // 1: plain REINFORCE step; > 1: clipped-ratio epochs
   double ppo_clip = 0.2;
-  double self_imitation_coef = 0.5;  // weight of the elite plans' log-likelihood
+  double self_imitation_coef =
+      0.5;  // weight of the elite plans' log-likelihood
   int d_model = 64;
   int encoder_layers = 2;
 };
 
-// Per-run timing, for reporting (iteration time, evaluations/s, network vs cost model).
+// Per-run timing, for reporting (iteration time, evaluations/s, network vs cost
+// model).
 struct RlStats {
   int iterations = 0;
   double policy_seconds = 0;      // sampling, encoder and gradient steps
   double cost_model_seconds = 0;  // evaluating the sampled plans
   double total_seconds = 0;
-  std::vector<double> mean_rewards;  // per iteration: mean reward of the sampled batch
+  std::vector<double>
+      mean_rewards;  // per iteration: mean reward of the sampled batch
 };
 
 class RlSearcher : public Searcher {
@@ -42,9 +49,10 @@ class RlSearcher : public Searcher {
   explicit RlSearcher(const RlOptions& options = {}, std::string method = "rl");
   ~RlSearcher() override;
   absl::string_view method() const override { return method_; }
-  // See Searcher::Search. Warm start: options.warm_start->elite_plans are re-evaluated and
-  // inserted in the elite history, policy_weights (bytes of a previous SearchResult) loaded;
-  // weights that do not load are INVALID_ARGUMENT. SearchResult::policy_weights is filled.
+  // See Searcher::Search. Warm start: options.warm_start->elite_plans are
+  // re-evaluated and inserted in the elite history, policy_weights (bytes of a
+  // previous SearchResult) loaded; weights that do not load are
+  // INVALID_ARGUMENT. SearchResult::policy_weights is filled.
   absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
                                       const SearchOptions& options,
                                       const CancellationToken& cancel,

@@ -14,7 +14,8 @@ const std::vector<std::string>& SearchMethods() {
   return *methods;
 }
 
-absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(absl::string_view method) {
+absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(
+    absl::string_view method) {
   if (method == "rl") return std::unique_ptr<Searcher>(new RlSearcher());
   if (method == "megatron") return NewMegatronSearcher();
   if (method == "random") return NewRandomSearcher();
@@ -33,9 +34,9 @@ absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(absl::string_view metho
     o.self_imitation_coef = 0;
     return std::unique_ptr<Searcher>(new RlSearcher(o, "rl-no-learning"));
   }
-  return absl::InvalidArgumentError(
-      absl::StrFormat("options.method: unknown method \"%s\"; expected one of %s", method,
-                      absl::StrJoin(SearchMethods(), ", ")));
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "options.method: unknown method \"%s\"; expected one of %s", method,
+      absl::StrJoin(SearchMethods(), ", ")));
 }
 
 }  // namespace shardplan::policy

@@ -1,6 +1,7 @@
-// The one interface every plan searcher implements (RL and the baselines), with the budget,
-// cancellation token, warm-start state and observer it takes. No gRPC, no Prometheus, no
-// LibTorch types: server/ translates observer calls into stream updates and metrics.
+// The one interface every plan searcher implements (RL and the baselines), with
+// the budget, cancellation token, warm-start state and observer it takes. No
+// gRPC, no Prometheus, no LibTorch types: server/ translates observer calls
+// into stream updates and metrics.
 #ifndef SHARDPLAN_POLICY_SEARCHER_H_
 #define SHARDPLAN_POLICY_SEARCHER_H_
 
@@ -21,15 +22,16 @@ namespace shardplan::policy {
 
 class EvalPool;  // policy/eval_pool.h
 
-// Cooperative cancellation: set once by any thread, polled by searchers at least once per
-// iteration. Thread-safe.
+// Cooperative cancellation: set once by any thread, polled by searchers at
+// least once per iteration. Thread-safe.
 class CancellationToken {
  public:
   void Cancel() {
     if (!cancelled_.exchange(true)) notification_.Notify();
   }
   bool cancelled() const { return cancelled_.load(std::memory_order_relaxed); }
-  // Blocks until cancelled or `timeout` elapses; returns whether it was cancelled.
+  // Blocks until cancelled or `timeout` elapses; returns whether it was
+  // cancelled.
   bool WaitForCancellation(absl::Duration timeout) const {
     return notification_.WaitForNotificationWithTimeout(timeout);
   }
@@ -39,8 +41,8 @@ class CancellationToken {
   absl::Notification notification_;
 };
 
-// A plan with its prediction and reward (log of throughput over the baseline's; a penalty
-// for infeasible plans).
+// A plan with its prediction and reward (log of throughput over the baseline's;
+// a penalty for infeasible plans).
 struct ScoredPlan {
   simulator::PlanDims plan;
   simulator::Evaluation evaluation;
@@ -62,22 +64,26 @@ struct SearchProgress {
   double elapsed_seconds = 0;
 };
 
-// Receives a searcher's reports. Called on the searcher's thread; implementations must be
-// quick and must not call back into the searcher.
+// Receives a searcher's reports. Called on the searcher's thread;
+// implementations must be quick and must not call back into the searcher.
 class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
   // Each time the best plan improves (the first feasible plan counts).
-  virtual void OnImprovement(const Improvement& improvement) { (void)improvement; }
-  // At least once per iteration (or every few hundred evaluations for baselines).
+  virtual void OnImprovement(const Improvement& improvement) {
+    (void)improvement;
+  }
+  // At least once per iteration (or every few hundred evaluations for
+  // baselines).
   virtual void OnProgress(const SearchProgress& progress) { (void)progress; }
 };
 
 // What a previous search left behind. Plans are re-evaluated before use.
 struct WarmStart {
   std::vector<simulator::PlanDims> elite_plans;
-  std::string policy_weights;  // RL only: bytes from SearchResult::policy_weights
-  std::string source;          // for reporting: "exact", "nearest:<fingerprint>"
+  std::string
+      policy_weights;  // RL only: bytes from SearchResult::policy_weights
+  std::string source;  // for reporting: "exact", "nearest:<fingerprint>"
 };
 
 struct SearchOptions {
@@ -85,9 +91,10 @@ struct SearchOptions {
   double max_seconds = 30;
   uint32_t seed = 1;
   const WarmStart* warm_start = nullptr;  // optional, not owned
-  EvalPool* pool = nullptr;               // optional, not owned; null: evaluate inline
-  int elite_size = 16;                    // K of the top-K elite history
-  // exhaustive: the largest space it enumerates (it also needs max_evaluations > size).
+  EvalPool* pool = nullptr;  // optional, not owned; null: evaluate inline
+  int elite_size = 16;       // K of the top-K elite history
+  // exhaustive: the largest space it enumerates (it also needs max_evaluations
+  // > size).
   double exhaustive_limit = 2e6;
 };
 
@@ -98,21 +105,24 @@ struct SearchResult {
   int iterations = 0;
   double elapsed_seconds = 0;
   std::vector<ScoredPlan> elite;  // top-K distinct plans, best first
-  std::string policy_weights;     // RL only: serialised network, for the next warm start
-  std::string stop_reason;        // "budget", "time", "cancelled", "exhausted"
-  double space_size = 0;          // distinct valid plans in the space
+  std::string
+      policy_weights;  // RL only: serialised network, for the next warm start
+  std::string stop_reason;  // "budget", "time", "cancelled", "exhausted"
+  double space_size = 0;    // distinct valid plans in the space
   bool warm_started = false;
 };
 
-// A search method. Instances are single-use per Search call but reusable sequentially.
+// A search method. Instances are single-use per Search call but reusable
+// sequentially.
 class Searcher {
  public:
   virtual ~Searcher() = default;
   virtual absl::string_view method() const = 0;
-  // Searches `model`'s problem within `options`' budget. Deterministic for a given seed
-  // (and pool-size independent). Returns the best plan found; CANCELLED when `cancel` fired
-  // (the best so far has been reported through the observer); INVALID_ARGUMENT for a bad
-  // option (e.g. exhaustive over a too-large space); INTERNAL on LibTorch failures.
+  // Searches `model`'s problem within `options`' budget. Deterministic for a
+  // given seed (and pool-size independent). Returns the best plan found;
+  // CANCELLED when `cancel` fired (the best so far has been reported through
+  // the observer); INVALID_ARGUMENT for a bad option (e.g. exhaustive over a
+  // too-large space); INTERNAL on LibTorch failures.
   virtual absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
                                               const SearchOptions& options,
                                               const CancellationToken& cancel,
@@ -122,7 +132,8 @@ class Searcher {
 // "rl", "megatron", "random", "anneal", "genetic", "exhaustive".
 const std::vector<std::string>& SearchMethods();
 // INVALID_ARGUMENT naming the unknown method and the known ones.
-absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(absl::string_view method);
+absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(
+    absl::string_view method);
 
 }  // namespace shardplan::policy
 

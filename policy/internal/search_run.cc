@@ -12,18 +12,22 @@
 
 namespace shardplan::policy::internal {
 
-double RewardFor(const simulator::Evaluation& e, double reference_tokens_per_s) {
+double RewardFor(const simulator::Evaluation& e,
+                 double reference_tokens_per_s) {
   if (e.feasible && e.output_tokens_per_s > 0) {
     return std::max(kFeasibleFloor,
-                    std::log(e.output_tokens_per_s / std::max(1e-9, reference_tokens_per_s)));
+                    std::log(e.output_tokens_per_s /
+                             std::max(1e-9, reference_tokens_per_s)));
   }
   double over = 1;
-  if (e.reason_limit > 0 && e.reason_value > 0) over = e.reason_value / e.reason_limit;
+  if (e.reason_limit > 0 && e.reason_value > 0)
+    over = e.reason_value / e.reason_limit;
   if (!std::isfinite(over)) over = 100;
   return kInfeasiblePenalty - std::min(2.0, std::log(std::max(1.0, over)));
 }
 
-SearchRun::SearchRun(const simulator::CostModel& model, const SearchOptions& options,
+SearchRun::SearchRun(const simulator::CostModel& model,
+                     const SearchOptions& options,
                      const CancellationToken& cancel, SearchObserver& observer)
     : model_(model),
       options_(options),
@@ -33,23 +37,27 @@ SearchRun::SearchRun(const simulator::CostModel& model, const SearchOptions& opt
       elite_(options.elite_size) {}
 
 double SearchRun::ElapsedSeconds() const {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                       start_)
+      .count();
 }
 
 absl::Status SearchRun::Start() {
   if (options_.max_evaluations < 1) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "options.max_evaluations must be >= 1, got %d", options_.max_evaluations));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("options.max_evaluations must be >= 1, got %d",
+                        options_.max_evaluations));
   }
   if (!(options_.max_seconds > 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("options.max_seconds must be > 0, got %g", options_.max_seconds));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "options.max_seconds must be > 0, got %g", options_.max_seconds));
   }
   ASSIGN_OR_RETURN(space_, PlanSpace::Create(model_));
   const simulator::PlanDims plan = simulator::MegatronPlan(model_);
   const simulator::Evaluation e = model_.Evaluate(plan);
   ++evaluations_;
-  reference_ = e.feasible && e.output_tokens_per_s > 0 ? e.output_tokens_per_s : 1.0;
+  reference_ =
+      e.feasible && e.output_tokens_per_s > 0 ? e.output_tokens_per_s : 1.0;
   baseline_ = Score(plan, e);
   absl::StatusOr<Decisions> d = space_->Encode(plan, e.batch_size);
   if (d.ok()) {
@@ -82,9 +90,10 @@ void SearchRun::Consider(const ScoredPlan& scored, const Decisions* decisions) {
   imp.best = scored;
   imp.evaluations = evaluations_;
   imp.elapsed_seconds = ElapsedSeconds();
-  imp.speedup_vs_baseline = baseline_.evaluation.feasible
-                                ? scored.evaluation.output_tokens_per_s / reference_
-                                : 0.0;
+  imp.speedup_vs_baseline =
+      baseline_.evaluation.feasible
+          ? scored.evaluation.output_tokens_per_s / reference_
+          : 0.0;
   observer_.OnImprovement(imp);
 }
 
@@ -97,7 +106,8 @@ std::vector<Decisions> SearchRun::EvaluateWarmStart() {
     if (!model_.ValidatePlan(plan).ok()) continue;
     absl::StatusOr<Decisions> d = space_->Encode(plan);
     if (!d.ok()) {
-      // A batch of 0 resolves to the cost model's choice: evaluate once to learn it.
+      // A batch of 0 resolves to the cost model's choice: evaluate once to
+      // learn it.
       const simulator::Evaluation e = model_.Evaluate(plan);
       ++evaluations_;
       d = space_->Encode(plan, e.batch_size);
@@ -107,8 +117,9 @@ std::vector<Decisions> SearchRun::EvaluateWarmStart() {
     if (s.empty()) break;
     scored.emplace_back(s[0].reward, *d);
   }
-  std::stable_sort(scored.begin(), scored.end(),
-                   [](const auto& a, const auto& b) { return a.first > b.first; });
+  std::stable_sort(
+      scored.begin(), scored.end(),
+      [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [r, d] : scored) out.push_back(d);
   return out;
 }
@@ -120,7 +131,8 @@ std::vector<ScoredPlan> SearchRun::Evaluate(absl::Span<const Decisions> batch,
   if (fresh != nullptr) fresh->clear();
   // Pass 1: find the new plans (first occurrence only) within the budget.
   plan_buffer_.clear();
-  std::vector<int> slot(batch.size(), -1);  // index into plan_buffer_, or -1: cached
+  std::vector<int> slot(batch.size(),
+                        -1);  // index into plan_buffer_, or -1: cached
   std::unordered_map<uint64_t, int> in_batch;
   size_t n = 0;
   int budget = remaining();
@@ -169,7 +181,8 @@ std::vector<ScoredPlan> SearchRun::Evaluate(absl::Span<const Decisions> batch,
     out.push_back(std::move(s));
     if (fresh != nullptr) fresh->push_back(1);
   }
-  stalled_batches_ = plan_buffer_.empty() && !batch.empty() ? stalled_batches_ + 1 : 0;
+  stalled_batches_ =
+      plan_buffer_.empty() && !batch.empty() ? stalled_batches_ + 1 : 0;
   return out;
 }
 

@@ -1,6 +1,7 @@
-// Shared bookkeeping of one Search call, used by every searcher: plan space, the Megatron
-// baseline, budget (evaluations, seconds, cancellation), evaluation through the pool with a
-// de-duplicating cache, rewards, elite history and observer reports.
+// Shared bookkeeping of one Search call, used by every searcher: plan space,
+// the Megatron baseline, budget (evaluations, seconds, cancellation),
+// evaluation through the pool with a de-duplicating cache, rewards, elite
+// history and observer reports.
 #ifndef SHARDPLAN_POLICY_INTERNAL_SEARCH_RUN_H_
 #define SHARDPLAN_POLICY_INTERNAL_SEARCH_RUN_H_
 
@@ -21,13 +22,14 @@
 
 namespace shardplan::policy::internal {
 
-// Reward of an evaluation against the reference throughput (the Megatron plan's, or 1
-// token/s when that plan is infeasible): log(throughput / reference), floored at
-// kFeasibleFloor; infeasible plans get kInfeasiblePenalty minus up to 2 by how far over
-// the limit they are.
+// Reward of an evaluation against the reference throughput (the Megatron
+// plan's, or 1 token/s when that plan is infeasible): log(throughput /
+// reference), floored at kFeasibleFloor; infeasible plans get
+// kInfeasiblePenalty minus up to 2 by how far over the limit they are.
 inline constexpr double kFeasibleFloor = -3.5;
 inline constexpr double kInfeasiblePenalty = -4.0;
-double RewardFor(const simulator::Evaluation& evaluation, double reference_tokens_per_s);
+double RewardFor(const simulator::Evaluation& evaluation,
+                 double reference_tokens_per_s);
 
 class SearchRun {
  public:
@@ -42,38 +44,47 @@ class SearchRun {
   const PlanSpace& space() const { return *space_; }
   const ScoredPlan& baseline() const { return baseline_; }
   // The baseline as decisions, when it is representable in the space.
-  const std::optional<Decisions>& baseline_decisions() const { return baseline_decisions_; }
+  const std::optional<Decisions>& baseline_decisions() const {
+    return baseline_decisions_;
+  }
   double reference_tokens_per_s() const { return reference_; }
 
-  // Re-evaluates the warm-start plans (each counts against the budget) and returns the
-  // decisions of those representable in the space, best first.
+  // Re-evaluates the warm-start plans (each counts against the budget) and
+  // returns the decisions of those representable in the space, best first.
   std::vector<Decisions> EvaluateWarmStart();
 
-  // Scores `batch` in order. Plans seen before in this search come from the cache for free;
-  // new ones cost one evaluation each and run on the pool. When the budget runs out midway
-  // the result is truncated (it has fewer entries than `batch`). `fresh` (optional) gets
-  // whether each returned entry cost an evaluation. Updates the best plan, the elite history
-  // and reports improvements in input order.
+  // Scores `batch` in order. Plans seen before in this search come from the
+  // cache for free; new ones cost one evaluation each and run on the pool. When
+  // the budget runs out midway the result is truncated (it has fewer entries
+  // than `batch`). `fresh` (optional) gets whether each returned entry cost an
+  // evaluation. Updates the best plan, the elite history and reports
+  // improvements in input order.
   std::vector<ScoredPlan> Evaluate(absl::Span<const Decisions> batch,
                                    std::vector<uint8_t>* fresh = nullptr);
 
-  // Whether the search must stop (budget, time, cancellation, or the space is exhausted);
-  // sets the stop reason. Cheap; call at least once per iteration.
+  // Whether the search must stop (budget, time, cancellation, or the space is
+  // exhausted); sets the stop reason. Cheap; call at least once per iteration.
   bool Done();
   // Reports progress (evaluations since the previous report) to the observer.
   void ReportProgress(int iterations_delta);
   // Marks the search as stopped because nothing new can be found.
   void MarkExhausted() { exhausted_ = true; }
-  // Exhaustive enumeration never revisits a plan: it turns the cache off to save memory.
+  // Exhaustive enumeration never revisits a plan: it turns the cache off to
+  // save memory.
   void DisableCache() {
     use_cache_ = false;
     distinct_ = 0;
   }
 
-  // Whether the plan has been scored in this search (a repeat costs no evaluation).
-  bool IsCached(const Decisions& d) const { return cache_.count(PlanSpace::Hash(d)) > 0; }
+  // Whether the plan has been scored in this search (a repeat costs no
+  // evaluation).
+  bool IsCached(const Decisions& d) const {
+    return cache_.count(PlanSpace::Hash(d)) > 0;
+  }
   int evaluations() const { return evaluations_; }
-  int remaining() const { return std::max(0, options_.max_evaluations - evaluations_); }
+  int remaining() const {
+    return std::max(0, options_.max_evaluations - evaluations_);
+  }
   double ElapsedSeconds() const;
   const ScoredPlan& best() const { return best_; }
   bool has_feasible() const { return has_feasible_; }
@@ -81,12 +92,14 @@ class SearchRun {
   void set_warm_started(bool w) { warm_started_ = w; }
   void set_iterations(int n) { iterations_ = n; }
 
-  // The result (or CANCELLED when cancelled). `stop_reason` unless set by Done().
+  // The result (or CANCELLED when cancelled). `stop_reason` unless set by
+  // Done().
   absl::StatusOr<SearchResult> Finish(std::string policy_weights = "");
 
  private:
   void Consider(const ScoredPlan& scored, const Decisions* decisions);
-  ScoredPlan Score(const simulator::PlanDims& plan, const simulator::Evaluation& e) const;
+  ScoredPlan Score(const simulator::PlanDims& plan,
+                   const simulator::Evaluation& e) const;
 
   const simulator::CostModel& model_;
   SearchOptions options_;

@@ -1,8 +1,10 @@
-// shardplan-bench-search: every search method on the same cases, seeds and evaluation
-// budget. Prints a markdown table (medians over seeds), writes CSV rows and a convergence
-// PNG (gnuplot), plus the warm-start experiment and the policy-vs-cost-model time split.
+// shardplan-bench-search: every search method on the same cases, seeds and
+// evaluation budget. Prints a markdown table (medians over seeds), writes CSV
+// rows and a convergence PNG (gnuplot), plus the warm-start experiment and the
+// policy-vs-cost-model time split.
 //
-//   shardplan-bench-search [--cases llama-3.1-70b@16,deepseek-v3@32] [--seeds 5]
+//   shardplan-bench-search [--cases llama-3.1-70b@16,deepseek-v3@32] [--seeds
+//   5]
 //       [--budget 3000] [--csv FILE] [--md FILE] [--png FILE]
 #include <algorithm>
 #include <chrono>
@@ -39,11 +41,14 @@ using policy::SearchOptions;
 using policy::SearchResult;
 
 const char* const kDefaultCases =
-    "llama-3.1-8b@4,llama-3.1-8b@8,llama-3.1-70b@8,llama-3.1-70b@16,llama-3.1-70b@32,"
+    "llama-3.1-8b@4,llama-3.1-8b@8,llama-3.1-70b@8,llama-3.1-70b@16,llama-3.1-"
+    "70b@32,"
     "llama-3.1-405b@32,llama-3.1-405b@64,mixtral-8x22b@16,mixtral-8x22b@64,"
-    "qwen3-235b-a22b@16,qwen3-235b-a22b@64,deepseek-v3@32,deepseek-v3@128,moe-1.6t@256,"
+    "qwen3-235b-a22b@16,qwen3-235b-a22b@64,deepseek-v3@32,deepseek-v3@128,moe-"
+    "1.6t@256,"
     "moe-1.6t@1024";
-const std::vector<std::string> kMetaheuristics = {"random", "anneal", "genetic"};
+const std::vector<std::string> kMetaheuristics = {"random", "anneal",
+                                                  "genetic"};
 
 struct Case {
   std::string model;
@@ -54,7 +59,8 @@ struct Case {
 class TraceObserver : public SearchObserver {
  public:
   void OnImprovement(const Improvement& imp) override {
-    trace.emplace_back(imp.evaluations, imp.best.evaluation.output_tokens_per_s);
+    trace.emplace_back(imp.evaluations,
+                       imp.best.evaluation.output_tokens_per_s);
   }
   std::vector<std::pair<int, double>> trace;  // (evaluations, best tokens/s)
 };
@@ -94,9 +100,8 @@ double BestAt(const std::vector<std::pair<int, double>>& trace, int evals) {
   return best;
 }
 
-absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeModel(const Case& c, int isl,
-                                                                      int osl,
-                                                                      int concurrency) {
+absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeModel(
+    const Case& c, int isl, int osl, int concurrency) {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(c.model);
   shardplan::v1::ClusterSpec cluster;
@@ -112,8 +117,10 @@ absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeModel(const Case
   return simulator::CostModel::Create(std::move(problem));
 }
 
-absl::StatusOr<Run> RunOne(const std::string& method, const simulator::CostModel& model,
-                           SearchOptions options, policy::RlOptions* rl_options = nullptr) {
+absl::StatusOr<Run> RunOne(const std::string& method,
+                           const simulator::CostModel& model,
+                           SearchOptions options,
+                           policy::RlOptions* rl_options = nullptr) {
   std::unique_ptr<policy::Searcher> searcher;
   if (rl_options != nullptr && method.rfind("rl", 0) == 0) {
     policy::RlOptions o = *rl_options;
@@ -129,13 +136,17 @@ absl::StatusOr<Run> RunOne(const std::string& method, const simulator::CostModel
   CancellationToken cancel;
   TraceObserver observer;
   const auto start = std::chrono::steady_clock::now();
-  ASSIGN_OR_RETURN(SearchResult result, searcher->Search(model, options, cancel, observer));
+  ASSIGN_OR_RETURN(SearchResult result,
+                   searcher->Search(model, options, cancel, observer));
   Run run;
   run.method = method;
   run.seed = options.seed;
   run.wall_s =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-  run.best = result.best.evaluation.feasible ? result.best.evaluation.output_tokens_per_s : 0;
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  run.best = result.best.evaluation.feasible
+                 ? result.best.evaluation.output_tokens_per_s
+                 : 0;
   run.evaluations = result.evaluations;
   run.trace = observer.trace;
   run.evals_to_99 = run.best > 0 ? EvalsTo(run.trace, 0.99 * run.best) : -1;
@@ -150,18 +161,21 @@ struct Row {
   std::string case_name;
   bool moe = false;
   std::string method;
-  double best = 0;           // median over seeds
+  double best = 0;  // median over seeds
   double ratio_megatron = 0;
   double ratio_meta = 0;
-  double evals_to_99 = 0;    // median
-  double wall_s = 0;         // median
-  double gap_optimum = -1;   // 1 - best/optimum, when known
+  double evals_to_99 = 0;   // median
+  double wall_s = 0;        // median
+  double gap_optimum = -1;  // 1 - best/optimum, when known
 };
 
 int Main(int argc, char** argv) {
-  CLI::App app("shardplan-bench-search: search methods on the same cost model and budget");
+  CLI::App app(
+      "shardplan-bench-search: search methods on the same cost model and "
+      "budget");
   std::string cases_flag = kDefaultCases;
-  std::string methods_flag = "megatron,random,anneal,genetic,rl,rl-no-elite,rl-no-learning";
+  std::string methods_flag =
+      "megatron,random,anneal,genetic,rl,rl-no-elite,rl-no-learning";
   int seeds = 5;
   int budget = 3000;
   int pool_threads = 1;
@@ -173,47 +187,58 @@ int Main(int argc, char** argv) {
   app.add_option("--cases", cases_flag, "comma list of model@gpus");
   app.add_option("--methods", methods_flag, "comma list of methods");
   app.add_option("--seeds", seeds, "seeds per method (1..N)");
-  app.add_option("--budget", budget, "evaluations per search, baseline included");
+  app.add_option("--budget", budget,
+                 "evaluations per search, baseline included");
   app.add_option("--pool_threads", pool_threads, "extra evaluation threads");
   app.add_option("--isl", isl, "input tokens");
   app.add_option("--osl", osl, "output tokens");
   app.add_option("--concurrency", concurrency, "0: best batch");
-  app.add_option("--exhaustive_limit", exhaustive_limit, "largest space to enumerate");
+  app.add_option("--exhaustive_limit", exhaustive_limit,
+                 "largest space to enumerate");
   app.add_option("--csv", csv_path, "write per-run rows as CSV");
   app.add_option("--md", md_path, "write the markdown report");
   app.add_option("--png", png_path, "draw convergence curves with gnuplot");
   app.add_option("--warm", warm, "run the warm-start experiment");
-  app.add_option("--timing_batch", timing_batch, "RL batch for the time split (0: skip)");
+  app.add_option("--timing_batch", timing_batch,
+                 "RL batch for the time split (0: skip)");
   policy::RlOptions rl;
   app.add_option("--rl_batch", rl.batch_size, "RL plans per iteration");
   app.add_option("--rl_lr", rl.learning_rate, "RL learning rate");
   app.add_option("--rl_entropy", rl.entropy_coef, "RL entropy bonus");
-  app.add_option("--rl_epsilon", rl.explore_epsilon, "RL uniform exploration per decision");
-  app.add_option("--rl_sil", rl.self_imitation_coef, "RL self-imitation weight");
-  app.add_option("--rl_epochs", rl.ppo_epochs, "RL epochs per batch (>1: PPO clip)");
+  app.add_option("--rl_epsilon", rl.explore_epsilon,
+                 "RL uniform exploration per decision");
+  app.add_option("--rl_sil", rl.self_imitation_coef,
+                 "RL self-imitation weight");
+  app.add_option("--rl_epochs", rl.ppo_epochs,
+                 "RL epochs per batch (>1: PPO clip)");
   app.add_option("--rl_layers", rl.encoder_layers, "RL encoder layers");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Case> cases;
-  for (absl::string_view item : absl::StrSplit(cases_flag, ',', absl::SkipEmpty())) {
+  for (absl::string_view item :
+       absl::StrSplit(cases_flag, ',', absl::SkipEmpty())) {
     std::vector<std::string> parts = absl::StrSplit(item, '@');
     if (parts.size() != 2) {
-      std::fprintf(stderr, "bad case %s (want model@gpus)\n", std::string(item).c_str());
+      std::fprintf(stderr, "bad case %s (want model@gpus)\n",
+                   std::string(item).c_str());
       return 2;
     }
     cases.push_back(Case{parts[0], std::atoi(parts[1].c_str())});
   }
-  std::vector<std::string> methods = absl::StrSplit(methods_flag, ',', absl::SkipEmpty());
+  std::vector<std::string> methods =
+      absl::StrSplit(methods_flag, ',', absl::SkipEmpty());
   policy::EvalPool pool(pool_threads);
   std::string md;
   std::ofstream csv;
   if (!csv_path.empty()) {
     csv.open(csv_path);
-    csv << "case,model,gpus,moe,method,seed,best_tokens_per_s,ratio_megatron,evaluations,"
+    csv << "case,model,gpus,moe,method,seed,best_tokens_per_s,ratio_megatron,"
+           "evaluations,"
            "evals_to_99,wall_s,space_size,optimum_tokens_per_s\n";
   }
   std::vector<Row> rows;
-  // Convergence data: per case, per method, median best-so-far/megatron on a grid.
+  // Convergence data: per case, per method, median best-so-far/megatron on a
+  // grid.
   std::map<std::string, std::map<std::string, std::vector<double>>> curves;
   const int grid_step = std::max(1, budget / 100);
   std::vector<std::string> warm_lines;
@@ -223,20 +248,23 @@ int Main(int argc, char** argv) {
   for (const Case& c : cases) {
     auto model = MakeModel(c, isl, osl, concurrency);
     if (!model.ok()) {
-      std::fprintf(stderr, "%s: %s\n", c.name().c_str(), model.status().ToString().c_str());
+      std::fprintf(stderr, "%s: %s\n", c.name().c_str(),
+                   model.status().ToString().c_str());
       return 1;
     }
     const bool moe = (*model)->problem().model.is_moe();
     auto space = policy::PlanSpace::Create(**model);
     if (!space.ok()) {
-      std::fprintf(stderr, "%s: %s\n", c.name().c_str(), space.status().ToString().c_str());
+      std::fprintf(stderr, "%s: %s\n", c.name().c_str(),
+                   space.status().ToString().c_str());
       return 1;
     }
     const double size = (*space)->Size();
-    space_lines.push_back(absl::StrFormat("| %s | %d | %.4g |", c.name(),
-                                          (*space)->NumChoices(policy::kDegreesDecision),
-                                          size));
-    std::fprintf(stderr, "%s: space %.4g plans, %d degree tuples\n", c.name().c_str(), size,
+    space_lines.push_back(
+        absl::StrFormat("| %s | %d | %.4g |", c.name(),
+                        (*space)->NumChoices(policy::kDegreesDecision), size));
+    std::fprintf(stderr, "%s: space %.4g plans, %d degree tuples\n",
+                 c.name().c_str(), size,
                  (*space)->NumChoices(policy::kDegreesDecision));
     SearchOptions options;
     options.max_evaluations = budget;
@@ -251,16 +279,19 @@ int Main(int argc, char** argv) {
       auto run = RunOne("exhaustive", **model, ex);
       if (run.ok()) {
         optimum = run->best;
-        Row row{c.name(), moe, "exhaustive", run->best, 0, 0, 0, run->wall_s, 0.0};
+        Row row{c.name(), moe, "exhaustive", run->best, 0,
+                0,        0,   run->wall_s,  0.0};
         row.evals_to_99 = run->evals_to_99;
         rows.push_back(row);
         if (csv.is_open()) {
-          csv << absl::StrFormat("%s,%s,%d,%d,exhaustive,0,%.6g,,%d,%d,%.3f,%.6g,%.6g\n",
-                                 c.name(), c.model, c.gpus, moe, run->best, run->evaluations,
-                                 run->evals_to_99, run->wall_s, size, optimum);
+          csv << absl::StrFormat(
+              "%s,%s,%d,%d,exhaustive,0,%.6g,,%d,%d,%.3f,%.6g,%.6g\n", c.name(),
+              c.model, c.gpus, moe, run->best, run->evaluations,
+              run->evals_to_99, run->wall_s, size, optimum);
         }
       } else {
-        std::fprintf(stderr, "exhaustive: %s\n", run.status().ToString().c_str());
+        std::fprintf(stderr, "exhaustive: %s\n",
+                     run.status().ToString().c_str());
       }
     }
 
@@ -272,8 +303,8 @@ int Main(int argc, char** argv) {
         options.seed = static_cast<uint32_t>(s);
         auto run = RunOne(method, **model, options, &rl);
         if (!run.ok()) {
-          std::fprintf(stderr, "%s %s seed %d: %s\n", c.name().c_str(), method.c_str(), s,
-                       run.status().ToString().c_str());
+          std::fprintf(stderr, "%s %s seed %d: %s\n", c.name().c_str(),
+                       method.c_str(), s, run.status().ToString().c_str());
           return 1;
         }
         if (method == "megatron") megatron = run->best;
@@ -282,11 +313,14 @@ int Main(int argc, char** argv) {
     }
     if (megatron <= 0) {
       megatron = by_method.count("megatron")
-                     ? by_method["megatron"][0].result.baseline.evaluation.output_tokens_per_s
+                     ? by_method["megatron"][0]
+                           .result.baseline.evaluation.output_tokens_per_s
                      : 0;
     }
     if (megatron <= 0 && !by_method.empty()) {
-      megatron = by_method.begin()->second[0].result.baseline.evaluation.output_tokens_per_s;
+      megatron = by_method.begin()
+                     ->second[0]
+                     .result.baseline.evaluation.output_tokens_per_s;
     }
     double best_meta = 0;
     for (const std::string& m : kMetaheuristics) {
@@ -303,11 +337,12 @@ int Main(int argc, char** argv) {
         e99.push_back(r.evals_to_99);
         wall.push_back(r.wall_s);
         if (csv.is_open()) {
-          csv << absl::StrFormat("%s,%s,%d,%d,%s,%u,%.6g,%.6g,%d,%d,%.3f,%.6g,%s\n", c.name(),
-                                 c.model, c.gpus, moe, method, r.seed, r.best,
-                                 megatron > 0 ? r.best / megatron : 0, r.evaluations,
-                                 r.evals_to_99, r.wall_s, size,
-                                 optimum > 0 ? absl::StrFormat("%.6g", optimum) : "");
+          csv << absl::StrFormat(
+              "%s,%s,%d,%d,%s,%u,%.6g,%.6g,%d,%d,%.3f,%.6g,%s\n", c.name(),
+              c.model, c.gpus, moe, method, r.seed, r.best,
+              megatron > 0 ? r.best / megatron : 0, r.evaluations,
+              r.evals_to_99, r.wall_s, size,
+              optimum > 0 ? absl::StrFormat("%.6g", optimum) : "");
         }
       }
       Row row;
@@ -331,12 +366,14 @@ int Main(int argc, char** argv) {
       curves[c.name()][method] = curve;
     }
 
-    // Warm start: seed 1's cold RL run leaves its elite and weights; a warm run with another
-    // seed must reach 99% of the cold final best within 20% of the cold run's evaluations.
+    // Warm start: seed 1's cold RL run leaves its elite and weights; a warm run
+    // with another seed must reach 99% of the cold final best within 20% of the
+    // cold run's evaluations.
     if (warm && by_method.count("rl")) {
       const Run& cold = by_method["rl"][0];
       policy::WarmStart ws;
-      for (const policy::ScoredPlan& p : cold.result.elite) ws.elite_plans.push_back(p.plan);
+      for (const policy::ScoredPlan& p : cold.result.elite)
+        ws.elite_plans.push_back(p.plan);
       ws.policy_weights = cold.result.policy_weights;
       ws.source = "exact";
       SearchOptions wo = options;
@@ -345,51 +382,58 @@ int Main(int argc, char** argv) {
       auto run = RunOne("rl", **model, wo, &rl);
       if (run.ok()) {
         const int e = EvalsTo(run->trace, 0.99 * cold.best);
-        const double frac = e > 0 ? static_cast<double>(e) / cold.evaluations : -1;
-        warm_lines.push_back(absl::StrFormat(
-            "| %s | %.6g | %d | %.6g | %d | %.1f%% | %s |", c.name(), cold.best,
-            cold.evaluations, run->best, e, 100 * frac,
-            e > 0 && frac <= 0.2 ? "yes" : "no"));
+        const double frac =
+            e > 0 ? static_cast<double>(e) / cold.evaluations : -1;
+        warm_lines.push_back(
+            absl::StrFormat("| %s | %.6g | %d | %.6g | %d | %.1f%% | %s |",
+                            c.name(), cold.best, cold.evaluations, run->best, e,
+                            100 * frac, e > 0 && frac <= 0.2 ? "yes" : "no"));
         rows.push_back(Row{c.name(), moe, "rl-warm", run->best,
                            megatron > 0 ? run->best / megatron : 0,
                            best_meta > 0 ? run->best / best_meta : 0,
                            static_cast<double>(run->evals_to_99), run->wall_s,
                            optimum > 0 ? 1 - run->best / optimum : -1});
         if (csv.is_open()) {
-          csv << absl::StrFormat("%s,%s,%d,%d,rl-warm,1001,%.6g,%.6g,%d,%d,%.3f,%.6g,%s\n",
-                                 c.name(), c.model, c.gpus, moe, run->best,
-                                 megatron > 0 ? run->best / megatron : 0, run->evaluations,
-                                 run->evals_to_99, run->wall_s, size,
-                                 optimum > 0 ? absl::StrFormat("%.6g", optimum) : "");
+          csv << absl::StrFormat(
+              "%s,%s,%d,%d,rl-warm,1001,%.6g,%.6g,%d,%d,%.3f,%.6g,%s\n",
+              c.name(), c.model, c.gpus, moe, run->best,
+              megatron > 0 ? run->best / megatron : 0, run->evaluations,
+              run->evals_to_99, run->wall_s, size,
+              optimum > 0 ? absl::StrFormat("%.6g", optimum) : "");
         }
       }
     }
     std::fprintf(stderr, "%s done (%.0f s so far)\n", c.name().c_str(),
-                 std::chrono::duration<double>(std::chrono::steady_clock::now() -
-                                               bench_start)
+                 std::chrono::duration<double>(
+                     std::chrono::steady_clock::now() - bench_start)
                      .count());
   }
 
-  // --- Report ---------------------------------------------------------------------------
+  // --- Report
+  // ---------------------------------------------------------------------------
   md += absl::StrFormat(
-      "Budget %d evaluations per search (baseline included), %d seeds (medians), workload "
+      "Budget %d evaluations per search (baseline included), %d seeds "
+      "(medians), workload "
       "isl %d osl %d concurrency %d, H100 SXM 80 GB nodes of 8.\n\n",
       budget, seeds, isl, osl, concurrency);
-  md += "| case | method | best tok/s | x megatron | x best metaheuristic | evals to 99% | "
-        "wall s | gap to optimum |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
+  md +=
+      "| case | method | best tok/s | x megatron | x best metaheuristic | "
+      "evals to 99% | "
+      "wall s | gap to optimum |\n|---|---|---:|---:|---:|---:|---:|---:|\n";
   for (const Row& r : rows) {
-    md += absl::StrFormat("| %s | %s | %.0f | %s | %s | %.0f | %.2f | %s |\n", r.case_name,
-                          r.method, r.best,
-                          r.ratio_megatron > 0 ? absl::StrFormat("%.3f", r.ratio_megatron)
-                                               : "-",
-                          r.ratio_meta > 0 ? absl::StrFormat("%.3f", r.ratio_meta) : "-",
-                          r.evals_to_99, r.wall_s,
-                          r.gap_optimum >= 0 ? absl::StrFormat("%.2f%%", 100 * r.gap_optimum)
-                                             : "-");
+    md += absl::StrFormat(
+        "| %s | %s | %.0f | %s | %s | %.0f | %.2f | %s |\n", r.case_name,
+        r.method, r.best,
+        r.ratio_megatron > 0 ? absl::StrFormat("%.3f", r.ratio_megatron) : "-",
+        r.ratio_meta > 0 ? absl::StrFormat("%.3f", r.ratio_meta) : "-",
+        r.evals_to_99, r.wall_s,
+        r.gap_optimum >= 0 ? absl::StrFormat("%.2f%%", 100 * r.gap_optimum)
+                           : "-");
   }
   // Summary against the targets.
   double log_moe = 0, log_all = 0;
-  int n_moe = 0, n_all = 0, rl_ge_megatron = 0, rl_ge_meta = 0, rl_faster = 0, n_meta = 0;
+  int n_moe = 0, n_all = 0, rl_ge_megatron = 0, rl_ge_meta = 0, rl_faster = 0,
+      n_meta = 0;
   std::map<std::string, std::map<std::string, const Row*>> index;
   for (const Row& r : rows) index[r.case_name][r.method] = &r;
   for (auto& [name, m] : index) {
@@ -416,7 +460,8 @@ int Main(int argc, char** argv) {
       if (ge) ++rl_ge_meta;
     }
   }
-  // Evaluations for RL to reach each metaheuristic's final (median) level, from the curves.
+  // Evaluations for RL to reach each metaheuristic's final (median) level, from
+  // the curves.
   std::string speed_lines;
   for (auto& [name, per_method] : curves) {
     if (!per_method.count("rl")) continue;
@@ -429,7 +474,8 @@ int Main(int argc, char** argv) {
       const double final_level = mc.empty() ? 0 : mc.back();
       auto first_at = [&](const std::vector<double>& v) {
         for (size_t i = 0; i < v.size(); ++i) {
-          if (v[i] >= final_level * (1 - 1e-9)) return static_cast<int>((i + 1) * grid_step);
+          if (v[i] >= final_level * (1 - 1e-9))
+            return static_cast<int>((i + 1) * grid_step);
         }
         return -1;
       };
@@ -438,36 +484,49 @@ int Main(int argc, char** argv) {
       parts.push_back(absl::StrFormat("%s %d vs %d", meta, e_rl, e_meta));
     }
     if (all_faster) ++rl_faster;
-    speed_lines += absl::StrFormat("| %s | %s | %s |\n", name, absl::StrJoin(parts, "; "),
-                                   all_faster ? "yes" : "no");
+    speed_lines +=
+        absl::StrFormat("| %s | %s | %s |\n", name, absl::StrJoin(parts, "; "),
+                        all_faster ? "yes" : "no");
   }
   md += "\n**Targets.** ";
   md += absl::StrFormat(
-      "RL >= megatron on %d of %d cases; geometric mean RL/megatron %.3fx over MoE cases "
-      "(%d), %.3fx over all (%d); RL median >= every metaheuristic median on %d of %d "
-      "cases; RL reaches each metaheuristic's final level first on %d of %d cases.\n",
+      "RL >= megatron on %d of %d cases; geometric mean RL/megatron %.3fx over "
+      "MoE cases "
+      "(%d), %.3fx over all (%d); RL median >= every metaheuristic median on "
+      "%d of %d "
+      "cases; RL reaches each metaheuristic's final level first on %d of %d "
+      "cases.\n",
       rl_ge_megatron, n_all, n_moe ? std::exp(log_moe / n_moe) : 0.0, n_moe,
-      n_all ? std::exp(log_all / n_all) : 0.0, n_all, rl_ge_meta, n_meta, rl_faster,
-      static_cast<int>(curves.size()));
+      n_all ? std::exp(log_all / n_all) : 0.0, n_all, rl_ge_meta, n_meta,
+      rl_faster, static_cast<int>(curves.size()));
   md += "\nEvaluations (grid of " + std::to_string(grid_step) +
-        ") for the median RL curve vs the metaheuristic's own median curve to reach that "
-        "metaheuristic's final median level:\n\n| case | rl vs metaheuristic | rl first |\n"
+        ") for the median RL curve vs the metaheuristic's own median curve to "
+        "reach that "
+        "metaheuristic's final median level:\n\n| case | rl vs metaheuristic | "
+        "rl first |\n"
         "|---|---|---|\n" +
         speed_lines;
-  md += "\nPlan-space size per case:\n\n| case | degree tuples | plans |\n|---|---:|---:|\n";
+  md +=
+      "\nPlan-space size per case:\n\n| case | degree tuples | plans "
+      "|\n|---|---:|---:|\n";
   for (const std::string& l : space_lines) md += l + "\n";
   if (!warm_lines.empty()) {
-    md += "\nWarm start (cold rl seed 1 -> warm rl seed 1001 with its elite and weights):\n\n"
-          "| case | cold best | cold evals | warm best | warm evals to 99% of cold | "
-          "fraction | <= 20% |\n|---|---:|---:|---:|---:|---:|---|\n";
+    md +=
+        "\nWarm start (cold rl seed 1 -> warm rl seed 1001 with its elite and "
+        "weights):\n\n"
+        "| case | cold best | cold evals | warm best | warm evals to 99% of "
+        "cold | "
+        "fraction | <= 20% |\n|---|---:|---:|---:|---:|---:|---|\n";
     for (const std::string& l : warm_lines) md += l + "\n";
   }
 
   // Policy network vs cost model time per iteration at batch `timing_batch`.
   if (timing_batch > 0) {
     md += absl::StrFormat(
-        "\nRL time per iteration at batch %d (%d evaluation thread(s) + caller; LibTorch one "
-        "thread):\n\n| case | iterations | policy ms/iter | cost model ms/iter | "
+        "\nRL time per iteration at batch %d (%d evaluation thread(s) + "
+        "caller; LibTorch one "
+        "thread):\n\n| case | iterations | policy ms/iter | cost model ms/iter "
+        "| "
         "evaluations/s |\n|---|---:|---:|---:|---:|\n",
         timing_batch, pool_threads);
     for (const Case& c : cases) {
@@ -487,13 +546,15 @@ int Main(int argc, char** argv) {
       if (!run.ok()) continue;
       const policy::RlStats& st = run->rl_stats;
       const int it = std::max(1, st.iterations);
-      md += absl::StrFormat("| %s | %d | %.2f | %.2f | %.0f |\n", c.name(), st.iterations,
-                            1e3 * st.policy_seconds / it, 1e3 * st.cost_model_seconds / it,
-                            run->evaluations / std::max(1e-9, st.total_seconds));
+      md += absl::StrFormat(
+          "| %s | %d | %.2f | %.2f | %.0f |\n", c.name(), st.iterations,
+          1e3 * st.policy_seconds / it, 1e3 * st.cost_model_seconds / it,
+          run->evaluations / std::max(1e-9, st.total_seconds));
     }
   }
-  const double total =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - bench_start).count();
+  const double total = std::chrono::duration<double>(
+                           std::chrono::steady_clock::now() - bench_start)
+                           .count();
   md += absl::StrFormat("\nTotal wall time %.0f s.\n", total);
   std::fputs(md.c_str(), stdout);
   if (!md_path.empty()) std::ofstream(md_path) << md;
@@ -505,7 +566,8 @@ int Main(int argc, char** argv) {
     for (const std::string& m : methods) plot_methods.push_back(m);
     for (auto& [name, per_method] : curves) {
       out << "# " << name << "\n";
-      const size_t points = per_method.empty() ? 0 : per_method.begin()->second.size();
+      const size_t points =
+          per_method.empty() ? 0 : per_method.begin()->second.size();
       for (size_t i = 0; i < points; ++i) {
         out << (i + 1) * grid_step;
         for (const std::string& m : plot_methods) {
@@ -521,15 +583,17 @@ int Main(int argc, char** argv) {
     const int rows_n = (n + cols - 1) / cols;
     std::string gp = absl::StrFormat(
         "set terminal pngcairo size %d,%d font ',10'\nset output '%s'\n"
-        "set multiplot layout %d,%d title 'best-so-far / megatron vs evaluations (median "
+        "set multiplot layout %d,%d title 'best-so-far / megatron vs "
+        "evaluations (median "
         "over seeds)'\nset key bottom right\nset grid\n",
         500 * cols, 380 * rows_n, png_path, rows_n, cols);
     int block = 0;
     for (auto& [name, per_method] : curves) {
       gp += absl::StrFormat("set title '%s'\nplot ", name);
       for (size_t m = 0; m < plot_methods.size(); ++m) {
-        gp += absl::StrFormat("%s'%s' index %d using 1:%d with lines lw 2 title '%s'",
-                              m ? ", " : "", dat, block, m + 2, plot_methods[m]);
+        gp += absl::StrFormat(
+            "%s'%s' index %d using 1:%d with lines lw 2 title '%s'",
+            m ? ", " : "", dat, block, m + 2, plot_methods[m]);
       }
       gp += "\n";
       ++block;

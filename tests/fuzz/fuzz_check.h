@@ -122,6 +122,27 @@ inline void CheckEvaluation(const simulator::Evaluation& e,
   }
 }
 
+// Counts of evaluated and feasible plans, printed at exit when
+// SHARDPLAN_FUZZ_STATS is set (to see how much of a corpus reaches the cost
+// model).
+struct EvaluationStats {
+  long evaluated = 0;
+  long feasible = 0;
+};
+inline EvaluationStats& Stats() {
+  static EvaluationStats* stats = [] {
+    auto* s = new EvaluationStats();
+    if (std::getenv("SHARDPLAN_FUZZ_STATS") != nullptr) {
+      std::atexit([] {
+        std::fprintf(stderr, "fuzz stats: %ld plans evaluated, %ld feasible\n",
+                     Stats().evaluated, Stats().feasible);
+      });
+    }
+    return s;
+  }();
+  return *stats;
+}
+
 // Evaluates a validated `plan` twice (determinism), checks the invariants,
 // converts the result to the response protos as the server does, and checks
 // that the plan the server would return is accepted again and predicts the same
@@ -130,6 +151,8 @@ inline void EvaluateAndCheck(const simulator::CostModel& model,
                              const simulator::PlanDims& plan) {
   const simulator::Problem& problem = model.problem();
   const simulator::Evaluation e = model.Evaluate(plan);
+  ++Stats().evaluated;
+  if (e.feasible) ++Stats().feasible;
   CheckEvaluation(e, problem);
   const simulator::Evaluation again = model.Evaluate(plan);
   Require(e.feasible == again.feasible &&

@@ -9,7 +9,13 @@ set -uo pipefail
 BIN_DIR="${1:?usage: run_fuzzers.sh <bin dir> [seconds per target] [scratch dir]}"
 SECONDS_PER_TARGET="${2:-40}"
 FUZZ_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-SCRATCH="${3:-$(mktemp -d "${TMPDIR:-/tmp}/shardplan-fuzz.XXXXXX")}"
+if [ -n "${3:-}" ]; then
+  SCRATCH="$3"
+  OWN_SCRATCH=0
+else
+  SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/shardplan-fuzz.XXXXXX")"
+  OWN_SCRATCH=1
+fi
 TARGETS=(fuzz_spec_text fuzz_hf_config fuzz_cost_model fuzz_server_validation)
 
 dict_for() {
@@ -50,4 +56,4 @@ if [ ${#failed[@]} -ne 0 ]; then
   echo "fuzz: ${#failed[@]} target(s) failed: ${failed[*]}"
   exit 1
 fi
-rm -rf "$SCRATCH"
+if [ "$OWN_SCRATCH" -eq 1 ]; then rm -rf "$SCRATCH"; fi

@@ -1,5 +1,5 @@
-// EvalPool: results in input order, identical to inline evaluation, for any thread count and
-// with concurrent callers.
+// EvalPool: results in input order, identical to inline evaluation, for any
+// thread count and with concurrent callers.
 #include "policy/eval_pool.h"
 
 #include <random>
@@ -13,8 +13,10 @@
 namespace shardplan::policy {
 namespace {
 
-bool SameEvaluation(const simulator::Evaluation& a, const simulator::Evaluation& b) {
-  return a.feasible == b.feasible && a.output_tokens_per_s == b.output_tokens_per_s &&
+bool SameEvaluation(const simulator::Evaluation& a,
+                    const simulator::Evaluation& b) {
+  return a.feasible == b.feasible &&
+         a.output_tokens_per_s == b.output_tokens_per_s &&
          a.tpot_s == b.tpot_s && a.batch_size == b.batch_size;
 }
 
@@ -25,7 +27,8 @@ TEST(EvalPoolTest, MatchesInlineEvaluationInInputOrder) {
   ASSERT_TRUE(space.ok());
   std::mt19937_64 rng(5);
   std::vector<simulator::PlanDims> plans;
-  for (int i = 0; i < 1000; ++i) plans.push_back((*space)->Decode((*space)->SampleUniform(rng)));
+  for (int i = 0; i < 1000; ++i)
+    plans.push_back((*space)->Decode((*space)->SampleUniform(rng)));
   std::vector<simulator::Evaluation> expected;
   for (const auto& p : plans) expected.push_back((*model)->Evaluate(p));
   for (int threads : {0, 1, 3}) {
@@ -33,7 +36,8 @@ TEST(EvalPoolTest, MatchesInlineEvaluationInInputOrder) {
     std::vector<simulator::Evaluation> out(plans.size());
     pool.Evaluate(**model, plans, absl::MakeSpan(out));
     for (size_t i = 0; i < plans.size(); ++i) {
-      ASSERT_TRUE(SameEvaluation(out[i], expected[i])) << "threads " << threads << " i " << i;
+      ASSERT_TRUE(SameEvaluation(out[i], expected[i]))
+          << "threads " << threads << " i " << i;
     }
   }
   // Two callers at once share the workers.

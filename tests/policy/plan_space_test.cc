@@ -1,5 +1,6 @@
-// Plan space: masks only yield plans CostModel::ValidatePlan accepts (property test over
-// many samples and problems, MoE included), encode/decode round trips, hashing, size.
+// Plan space: masks only yield plans CostModel::ValidatePlan accepts (property
+// test over many samples and problems, MoE included), encode/decode round
+// trips, hashing, size.
 #include "policy/plan_space.h"
 
 #include <random>
@@ -26,17 +27,19 @@ struct Case {
 
 const std::vector<Case>& Cases() {
   static const auto* cases = new std::vector<Case>{
-      {"llama-3.1-8b", 4, 0},      {"llama-3.1-70b", 16, 0}, {"llama-3.1-405b", 64, 0},
-      {"mixtral-8x22b", 16, 0},    {"qwen3-235b-a22b", 64, 0}, {"deepseek-v3", 32, 0},
-      {"moe-1.6t", 256, 0},        {"llama-3.1-70b", 8, 64}, {"mixtral-8x7b", 8, 32},
-      {"gpt-oss-120b", 8, 0}};
+      {"llama-3.1-8b", 4, 0},     {"llama-3.1-70b", 16, 0},
+      {"llama-3.1-405b", 64, 0},  {"mixtral-8x22b", 16, 0},
+      {"qwen3-235b-a22b", 64, 0}, {"deepseek-v3", 32, 0},
+      {"moe-1.6t", 256, 0},       {"llama-3.1-70b", 8, 64},
+      {"mixtral-8x7b", 8, 32},    {"gpt-oss-120b", 8, 0}};
   return *cases;
 }
 
 TEST(PlanSpaceTest, MaskFollowingSamplesAlwaysPassValidatePlan) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.model + " on " + std::to_string(c.gpus));
-    auto model = testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
+    auto model =
+        testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
     ASSERT_TRUE(model.ok()) << model.status();
     auto space = PlanSpace::Create(**model);
     ASSERT_TRUE(space.ok()) << space.status();
@@ -45,8 +48,9 @@ TEST(PlanSpaceTest, MaskFollowingSamplesAlwaysPassValidatePlan) {
     std::mt19937_64 rng(7);
     Decisions walk = (*space)->SampleUniform(rng);
     for (int i = 0; i < 3000; ++i) {
-      // Alternate fresh samples and one-decision changes with repair (what anneal and
-      // genetic do) so that prefixes are exercised from both directions.
+      // Alternate fresh samples and one-decision changes with repair (what
+      // anneal and genetic do) so that prefixes are exercised from both
+      // directions.
       Decisions d = (*space)->SampleUniform(rng);
       if (i % 2 == 1) {
         const int decision = static_cast<int>(rng() % kNumDecisions);
@@ -71,7 +75,8 @@ TEST(PlanSpaceTest, MaskFollowingSamplesAlwaysPassValidatePlan) {
 TEST(PlanSpaceTest, EncodeInvertsDecode) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.model);
-    auto model = testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
+    auto model =
+        testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
     ASSERT_TRUE(model.ok()) << model.status();
     auto space = PlanSpace::Create(**model);
     ASSERT_TRUE(space.ok()) << space.status();
@@ -88,7 +93,8 @@ TEST(PlanSpaceTest, EncodeInvertsDecode) {
 TEST(PlanSpaceTest, MegatronPlanIsInTheSpaceWhenFeasible) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.model);
-    auto model = testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
+    auto model =
+        testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
     ASSERT_TRUE(model.ok()) << model.status();
     auto space = PlanSpace::Create(**model);
     ASSERT_TRUE(space.ok());
@@ -117,8 +123,10 @@ TEST(PlanSpaceTest, DistinctPlansHashDistinctly) {
 }
 
 TEST(PlanSpaceTest, ForEachVisitsExactlySizePlans) {
-  for (int gpus : {1, 2}) {
-    auto model = testing::MakeCostModel("llama-3.1-8b", gpus);
+  for (const auto& [gpus, concurrency] :
+       std::vector<std::pair<int, int>>{{1, 0}, {2, 32}}) {
+    auto model =
+        testing::MakeCostModel("llama-3.1-8b", gpus, 2048, 512, concurrency);
     ASSERT_TRUE(model.ok()) << model.status();
     auto space = PlanSpace::Create(**model);
     ASSERT_TRUE(space.ok());
@@ -142,10 +150,11 @@ TEST(PlanSpaceTest, DenseModelsHaveNoExpertParallelismOrExpertChoices) {
   for (size_t t = 0; t < (*space)->degrees().size(); ++t) {
     EXPECT_EQ((*space)->degrees()[t].ep, 1);
     d[kDegreesDecision] = static_cast<int>(t);
-    for (simulator::OpKind op : {simulator::OpKind::kRouter, simulator::OpKind::kExpertUp,
-                                 simulator::OpKind::kExpertDown}) {
-      EXPECT_EQ(__builtin_popcountll(
-                    (*space)->MaskBits(kFirstOpDecision + static_cast<int>(op), d)),
+    for (simulator::OpKind op :
+         {simulator::OpKind::kRouter, simulator::OpKind::kExpertUp,
+          simulator::OpKind::kExpertDown}) {
+      EXPECT_EQ(__builtin_popcountll((*space)->MaskBits(
+                    kFirstOpDecision + static_cast<int>(op), d)),
                 1);
     }
   }

@@ -1,5 +1,6 @@
-// The RL searcher: learning raises the sampled plans' mean reward, warm-start state round
-// trips, bad weights are rejected, and it is never worse than the Megatron baseline.
+// The RL searcher: learning raises the sampled plans' mean reward, warm-start
+// state round trips, bad weights are rejected, and it is never worse than the
+// Megatron baseline.
 #include "policy/rl_searcher.h"
 
 #include <numeric>
@@ -14,7 +15,8 @@ namespace shardplan::policy {
 namespace {
 
 double Mean(const std::vector<double>& v, size_t begin, size_t end) {
-  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) / (end - begin);
+  return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) /
+         (end - begin);
 }
 
 TEST(RlSearcherTest, MeanRewardRisesOverIterations) {
@@ -58,8 +60,8 @@ TEST(RlSearcherTest, WarmStartStateRoundTrips) {
   warm.policy_weights = first->policy_weights;
   options.warm_start = &warm;
   options.max_evaluations = 100;
-  // With learning off, the weights come back unchanged and the same seed samples the same
-  // plans: saving and loading lose nothing.
+  // With learning off, the weights come back unchanged and the same seed
+  // samples the same plans: saving and loading lose nothing.
   RlOptions frozen;
   frozen.learning_rate = 0;
   RlSearcher a(frozen), b(frozen);
@@ -76,7 +78,8 @@ TEST(RlSearcherTest, WarmStartStateRoundTrips) {
   ASSERT_TRUE(rb.ok()) << rb.status();
   EXPECT_EQ(ra->best.plan, rb->best.plan);
   ASSERT_EQ(ra->elite.size(), rb->elite.size());
-  for (size_t i = 0; i < ra->elite.size(); ++i) EXPECT_EQ(ra->elite[i].plan, rb->elite[i].plan);
+  for (size_t i = 0; i < ra->elite.size(); ++i)
+    EXPECT_EQ(ra->elite[i].plan, rb->elite[i].plan);
 }
 
 TEST(RlSearcherTest, CorruptWeightsAreInvalidArgument) {

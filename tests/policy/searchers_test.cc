@@ -1,7 +1,6 @@
-// Every searcher behind CreateSearcher: determinism for a seed (whatever the pool size), valid
-// plans, budget, exhaustive limits and optimum, cancellation latency.
-#include "policy/searcher.h"
-
+// Every searcher behind CreateSearcher: determinism for a seed (whatever the
+// pool size), valid plans, budget, exhaustive limits and optimum, cancellation
+// latency.
 #include <chrono>
 #include <memory>
 #include <string>
@@ -12,6 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/eval_pool.h"
+#include "policy/searcher.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
@@ -21,7 +21,9 @@ using ::testing::HasSubstr;
 
 class RecordingObserver : public SearchObserver {
  public:
-  void OnImprovement(const Improvement& imp) override { improvements.push_back(imp); }
+  void OnImprovement(const Improvement& imp) override {
+    improvements.push_back(imp);
+  }
   void OnProgress(const SearchProgress& p) override {
     ++progress_calls;
     delta_sum += p.evaluations_delta;
@@ -33,12 +35,14 @@ class RecordingObserver : public SearchObserver {
 
 absl::StatusOr<SearchResult> RunSearch(const std::string& method,
                                        const simulator::CostModel& model,
-                                       SearchOptions options, RecordingObserver* observer) {
+                                       SearchOptions options,
+                                       RecordingObserver* observer) {
   auto searcher = CreateSearcher(method);
   if (!searcher.ok()) return searcher.status();
   CancellationToken cancel;
   RecordingObserver local;
-  return (*searcher)->Search(model, options, cancel, observer ? *observer : local);
+  return (*searcher)->Search(model, options, cancel,
+                             observer ? *observer : local);
 }
 
 TEST(SearchersTest, UnknownMethodIsInvalidArgument) {
@@ -46,14 +50,17 @@ TEST(SearchersTest, UnknownMethodIsInvalidArgument) {
   ASSERT_FALSE(s.ok());
   EXPECT_EQ(s.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(s.status().message(), HasSubstr("gradient-descent"));
-  EXPECT_THAT(SearchMethods(), ::testing::ElementsAre("rl", "megatron", "random", "anneal",
-                                                      "genetic", "exhaustive"));
+  EXPECT_THAT(SearchMethods(),
+              ::testing::ElementsAre("rl", "megatron", "random", "anneal",
+                                     "genetic", "exhaustive"));
 }
 
 TEST(SearchersTest, SameSeedSameResultWhateverThePoolSize) {
   auto model = testing::MakeCostModel("mixtral-8x7b", 8);
   ASSERT_TRUE(model.ok()) << model.status();
-  auto small = testing::MakeCostModel("llama-3.1-8b", 2);
+  // A fixed concurrency leaves one batch choice: a space small enough to
+  // enumerate.
+  auto small = testing::MakeCostModel("llama-3.1-8b", 2, 2048, 512, 32);
   ASSERT_TRUE(small.ok()) << small.status();
   EvalPool pool(2);
   for (const std::string& method : SearchMethods()) {
@@ -73,7 +80,8 @@ TEST(SearchersTest, SameSeedSameResultWhateverThePoolSize) {
     EXPECT_EQ(a->best.reward, b->best.reward);
     EXPECT_EQ(a->evaluations, b->evaluations);
     ASSERT_EQ(a->elite.size(), b->elite.size());
-    for (size_t i = 0; i < a->elite.size(); ++i) EXPECT_EQ(a->elite[i].plan, b->elite[i].plan);
+    for (size_t i = 0; i < a->elite.size(); ++i)
+      EXPECT_EQ(a->elite[i].plan, b->elite[i].plan);
     ASSERT_EQ(o1.improvements.size(), o2.improvements.size());
     for (size_t i = 0; i < o1.improvements.size(); ++i) {
       EXPECT_EQ(o1.improvements[i].evaluations, o2.improvements[i].evaluations);
@@ -82,8 +90,10 @@ TEST(SearchersTest, SameSeedSameResultWhateverThePoolSize) {
 }
 
 TEST(SearchersTest, EveryMethodReturnsValidPlansWithinBudget) {
-  for (const auto& [name, gpus] : std::vector<std::pair<std::string, int>>{
-           {"llama-3.1-70b", 16}, {"qwen3-235b-a22b", 16}, {"deepseek-v3", 32}}) {
+  for (const auto& [name, gpus] :
+       std::vector<std::pair<std::string, int>>{{"llama-3.1-70b", 16},
+                                                {"qwen3-235b-a22b", 16},
+                                                {"deepseek-v3", 32}}) {
     auto model = testing::MakeCostModel(name, gpus);
     ASSERT_TRUE(model.ok()) << model.status();
     for (const std::string& method : SearchMethods()) {
@@ -100,7 +110,8 @@ TEST(SearchersTest, EveryMethodReturnsValidPlansWithinBudget) {
       EXPECT_GE(observer.progress_calls, 1);
       EXPECT_TRUE((*model)->ValidatePlan(r->best.plan).ok());
       EXPECT_TRUE((*model)->ValidatePlan(r->baseline.plan).ok());
-      for (const ScoredPlan& s : r->elite) EXPECT_TRUE((*model)->ValidatePlan(s.plan).ok());
+      for (const ScoredPlan& s : r->elite)
+        EXPECT_TRUE((*model)->ValidatePlan(s.plan).ok());
       for (size_t i = 1; i < r->elite.size(); ++i) {
         EXPECT_GE(r->elite[i - 1].reward, r->elite[i].reward);
       }
@@ -141,7 +152,7 @@ TEST(SearchersTest, ExhaustiveFailsAboveTheLimit) {
 }
 
 TEST(SearchersTest, ExhaustiveIsTheOptimumOfASmallSpace) {
-  auto model = testing::MakeCostModel("llama-3.1-8b", 2);
+  auto model = testing::MakeCostModel("llama-3.1-8b", 2, 2048, 512, 32);
   ASSERT_TRUE(model.ok()) << model.status();
   SearchOptions options;
   options.max_evaluations = 100000;
@@ -157,8 +168,8 @@ TEST(SearchersTest, ExhaustiveIsTheOptimumOfASmallSpace) {
   }
 }
 
-// Cancel() from another thread once the search is running; Search must return CANCELLED
-// within 100 ms (steady clock from Cancel() to the return).
+// Cancel() from another thread once the search is running; Search must return
+// CANCELLED within 100 ms (steady clock from Cancel() to the return).
 TEST(SearchersTest, CancellationStopsEverySearchQuickly) {
   auto model = testing::MakeCostModel("deepseek-v3", 32);
   ASSERT_TRUE(model.ok()) << model.status();
@@ -194,7 +205,8 @@ TEST(SearchersTest, CancellationStopsEverySearchQuickly) {
     ASSERT_FALSE(r.ok());
     EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
     const double ms =
-        std::chrono::duration<double, std::milli>(returned_at - cancelled_at).count();
+        std::chrono::duration<double, std::milli>(returned_at - cancelled_at)
+            .count();
     EXPECT_LT(ms, 100.0);
   }
 }

@@ -1,5 +1,5 @@
-// Problems for the policy tests: catalog models on H100 clusters, built through the real
-// spec conversion and CostModel.
+// Problems for the policy tests: catalog models on H100 clusters, built through
+// the real spec conversion and CostModel.
 #ifndef SHARDPLAN_TESTS_POLICY_TEST_UTIL_H_
 #define SHARDPLAN_TESTS_POLICY_TEST_UTIL_H_
 
@@ -14,9 +14,9 @@
 
 namespace shardplan::policy::testing {
 
-inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeCostModel(
-    const std::string& model, int gpus, int input_tokens = 2048, int output_tokens = 512,
-    int concurrency = 0) {
+inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
+MakeCostModel(const std::string& model, int gpus, int input_tokens = 2048,
+              int output_tokens = 512, int concurrency = 0) {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;
