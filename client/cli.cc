@@ -89,6 +89,21 @@ void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
                       bool with_emit, bool yaml_output) {
   cmd->add_option("--server", g->server, "shardplan-server address HOST:PORT")
       ->capture_default_str();
+  cmd->add_flag("--tls", g->tls,
+               "Connect with TLS (implied by the other --tls-* options)");
+  cmd->add_option("--tls-ca", g->tls_ca,
+                  "PEM CA bundle that signed the server's certificate "
+                  "(default: system roots)");
+  cmd->add_option("--tls-cert", g->tls_cert,
+                  "PEM client certificate for mutual TLS (with --tls-key)");
+  cmd->add_option("--tls-key", g->tls_key,
+                  "PEM client private key for mutual TLS (with --tls-cert)");
+  cmd->add_option("--tls-server-name", g->tls_server_name,
+                  "Name expected in the server's certificate (default: the "
+                  "host of --server)");
+  cmd->add_option("--token-file", g->token_file,
+                  "File whose first line is the bearer token sent as "
+                  "\"authorization: Bearer ...\" (default: $SHARDPLAN_TOKEN)");
   cmd->add_option(
          "--deadline-seconds", g->deadline_seconds,
          "Give up after this many seconds (0 = none for plan, 30 s otherwise)")

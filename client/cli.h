@@ -18,6 +18,19 @@ struct GlobalFlags {
       0;  // 0 = none for plan, 30 s evaluate/catalog, 5 s health
   std::string output = "table";  // table | json | yaml (plan only)
   std::string emit;              // "" | vllm | sglang | trtllm
+  // Transport security (client/main.cc). Any of tls_ca/tls_cert/tls_key/
+  // tls_server_name (or --tls) switches to TLS; tls_cert+tls_key: mutual TLS.
+  bool tls = false;
+  std::string tls_ca;           // PEM roots ("" = system roots)
+  std::string tls_cert;         // PEM client certificate chain (mTLS)
+  std::string tls_key;          // PEM client private key (mTLS)
+  std::string tls_server_name;  // overrides the name checked in the cert
+  // Bearer token: first token line of this file, else $SHARDPLAN_TOKEN.
+  std::string token_file;
+  bool UseTls() const {
+    return tls || !tls_ca.empty() || !tls_cert.empty() || !tls_key.empty() ||
+           !tls_server_name.empty();
+  }
 };
 
 enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth };

@@ -9,13 +9,20 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
 
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
 #include "client/cli.h"
 #include "client/emit.h"
@@ -131,12 +138,96 @@ void SetDeadline(grpc::ClientContext* context, double seconds) {
   }
 }
 
+// Channel credentials and bearer token of this run, loaded once by
+// LoadConnection from the TLS/token flags.
+struct Connection {
+  std::shared_ptr<grpc::ChannelCredentials> credentials;
+  std::string tls_server_name;
+  std::string token;  // never printed
+};
+Connection& TheConnection() {
+  static Connection* connection = new Connection();
+  return *connection;
+}
+
+absl::StatusOr<std::string> ReadPem(const std::string& path,
+                                    const char* flag) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(flag, ": cannot open ", path));
+  }
+  std::stringstream buffer;
+  buffer << in.rdbuf();
+  return buffer.str();
+}
+
+// INVALID_ARGUMENT (exit 2) naming the flag when a file cannot be read.
+absl::Status LoadConnection(const GlobalFlags& g) {
+  Connection& c = TheConnection();
+  c.credentials = grpc::InsecureChannelCredentials();
+  if (g.UseTls()) {
+    if (g.tls_cert.empty() != g.tls_key.empty()) {
+      return absl::InvalidArgumentError(
+          "--tls-cert and --tls-key must be given together");
+    }
+    grpc::SslCredentialsOptions ssl;
+    if (!g.tls_ca.empty()) {
+      absl::StatusOr<std::string> ca = ReadPem(g.tls_ca, "--tls-ca");
+      if (!ca.ok()) return ca.status();
+      ssl.pem_root_certs = *ca;
+    }
+    if (!g.tls_cert.empty()) {
+      absl::StatusOr<std::string> cert = ReadPem(g.tls_cert, "--tls-cert");
+      if (!cert.ok()) return cert.status();
+      absl::StatusOr<std::string> key = ReadPem(g.tls_key, "--tls-key");
+      if (!key.ok()) return key.status();
+      ssl.pem_cert_chain = *cert;
+      ssl.pem_private_key = *key;
+    }
+    c.credentials = grpc::SslCredentials(ssl);
+    c.tls_server_name = g.tls_server_name;
+  }
+  c.token.clear();
+  if (!g.token_file.empty()) {
+    absl::StatusOr<std::string> text = ReadPem(g.token_file, "--token-file");
+    if (!text.ok()) return text.status();
+    for (absl::string_view line : absl::StrSplit(*text, '\n')) {
+      line = absl::StripAsciiWhitespace(line);
+      if (line.empty() || line[0] == '#') continue;
+      c.token = std::string(line);
+      break;
+    }
+    if (c.token.empty()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--token-file: ", g.token_file, " holds no token"));
+    }
+  } else if (const char* env = std::getenv("SHARDPLAN_TOKEN");
+             env != nullptr && *env != '\0') {
+    c.token = std::string(absl::StripAsciiWhitespace(env));
+  }
+  return absl::OkStatus();
+}
+
+// Adds the bearer token, if any, to a call.
+void Authorize(grpc::ClientContext* context) {
+  const std::string& token = TheConnection().token;
+  if (!token.empty()) context->AddMetadata("authorization", "Bearer " + token);
+}
+
 std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
   grpc::ChannelArguments args;
   // Plans and catalogs are small, but a spec with a large HF config may not be.
   args.SetMaxReceiveMessageSize(64 << 20);
-  return grpc::CreateCustomChannel(server, grpc::InsecureChannelCredentials(),
-                                   args);
+  const Connection& c = TheConnection();
+  if (!c.tls_server_name.empty()) {
+    args.SetSslTargetNameOverride(c.tls_server_name);
+  }
+  return grpc::CreateCustomChannel(
+      server,
+      c.credentials != nullptr ? c.credentials
+                               : grpc::InsecureChannelCredentials(),
+      args);
 }
 
 int ReportRpcError(const grpc::Status& status, const GlobalFlags& g,
@@ -206,6 +297,7 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
 
   auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
   grpc::ClientContext context;
+  Authorize(&context);
   SetDeadline(&context, g.deadline_seconds);
   canceller.Watch(&context);
   std::unique_ptr<grpc::ClientReader<shardplan::v1::PlanUpdate>> reader =
@@ -257,6 +349,7 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
   const RenderContext rc = ContextFor(request->model(), request->cluster());
   auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
   grpc::ClientContext context;
+  Authorize(&context);
   SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 30);
   canceller.Watch(&context);
   shardplan::v1::EvaluateResponse response;
@@ -280,6 +373,7 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
 int RunCatalog(const GlobalFlags& g) {
   auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
   grpc::ClientContext context;
+  Authorize(&context);
   SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 10);
   shardplan::v1::ListCatalogResponse response;
   const grpc::Status status = stub->ListCatalog(
@@ -294,6 +388,7 @@ int RunCatalog(const GlobalFlags& g) {
 int RunHealth(const GlobalFlags& g, const std::string& service) {
   auto stub = grpc::health::v1::Health::NewStub(Connect(g.server));
   grpc::ClientContext context;
+  Authorize(&context);
   SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 5);
   grpc::health::v1::HealthCheckRequest request;
   request.set_service(service);
@@ -329,6 +424,10 @@ int Main(int argc, char** argv) {
     return kExitOk;
   }
   const GlobalFlags& g = cl->global;
+  if (absl::Status loaded = LoadConnection(g); !loaded.ok()) {
+    std::cerr << "shardplan: " << loaded.message() << "\n";
+    return kExitUsage;
+  }
   switch (cl->command) {
     case Command::kPlan:
       return RunPlan(g, cl->problem, cl->search, canceller);

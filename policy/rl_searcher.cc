@@ -258,6 +258,23 @@ class Policy {
     return actions;
   }
 
+  // Behaviour cloning of the elite (the Megatron plan and any warm-start plans)
+  // before the first sample, so that the search starts around the known good
+  // plans.
+  void Imitate(const EliteHistory& elite, int steps) {
+    if (optimizer_ == nullptr || elite.empty() || steps <= 0) return;
+    std::vector<Decisions> plans;
+    for (const EliteEntry& e : elite.entries()) plans.push_back(e.decisions);
+    for (int k = 0; k < steps; ++k) {
+      auto [logp, entropy] = Run(plans, /*sample=*/false);
+      const torch::Tensor loss = -logp.mean() / kNumDecisions;
+      optimizer_->zero_grad();
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(net_->parameters(), 1.0);
+      optimizer_->step();
+    }
+  }
+
   // One policy-gradient update on the sampled plans and their rewards, plus
   // self-imitation of the elite plans. Returns the mean entropy.
   double Update(const std::vector<Decisions>& actions,
@@ -500,6 +517,8 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
     if (!run.EvaluateWarmStart().empty()) warm = true;
     run.set_warm_started(warm);
     const int batch = std::max(1, options_.batch_size);
+    policy.SetElite(run.elite());
+    policy.Imitate(run.elite(), options_.imitation_steps);
     while (!run.Done()) {
       Clock::time_point t = Clock::now();
       policy.SetElite(run.elite());

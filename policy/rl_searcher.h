@@ -17,18 +17,24 @@
 namespace shardplan::policy {
 
 struct RlOptions {
-  int batch_size = 32;  // plans evaluated per iteration (sampled 2x, new first)
-  bool use_elite_tokens =
-      true;  // false: the encoder sees the context token only (ablation)
-  double learning_rate =
-      1e-2;  // 0: no learning (the initial policy's sampling; ablation)
+  // Plans evaluated per iteration (2x are sampled; ones not yet scored go
+  // first).
+  int batch_size = 32;
+  // false: the encoder sees the context token only (ablation "rl-no-elite").
+  bool use_elite_tokens = true;
+  // 0: no learning, the initial policy's sampling (ablation "rl-no-learning").
+  double learning_rate = 1e-2;
   double entropy_coef = 0.01;
-  double explore_epsilon =
-      0.1;  // per decision: mix this much of the uniform valid choice
-  int ppo_epochs = 1;  // 1: plain REINFORCE step; > 1: clipped-ratio epochs
+  // Per decision: mix this much of the uniform distribution over valid choices
+  // (raised adaptively while few sampled plans are new).
+  double explore_epsilon = 0.1;
+  // 1: plain REINFORCE step; > 1: PPO clipped-ratio epochs on each batch.
+  int ppo_epochs = 1;
   double ppo_clip = 0.2;
-  double self_imitation_coef =
-      0.5;  // weight of the elite plans' log-likelihood
+  // Weight of the elite plans' log-likelihood (self-imitation).
+  double self_imitation_coef = 0.5;
+  // Behaviour-cloning steps on the initial elite (Megatron + warm start).
+  int imitation_steps = 0;
   int d_model = 64;
   int encoder_layers = 2;
 };

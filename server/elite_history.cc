@@ -26,6 +26,14 @@ bool EliteHistory::enabled() const { return Get() != nullptr; }
 
 void EliteHistory::Disable(const absl::Status& status) {
   if (store_ == nullptr) return;
+  if (store_->recovers_from_failures()) {
+    // PostgreSQL: only this call failed; the store reconnects by itself.
+    LOG(WARNING) << "elite store " << store_->path()
+                 << " unavailable; this search runs without it (warm start "
+                    "off / result not shared), retried on later searches: "
+                 << status;
+    return;
+  }
   LOG(WARNING)
       << "elite store " << store_->path()
       << " failed; warm starts are off until restart, searches go on cold: "

@@ -1,9 +1,12 @@
 // The server's use of the elite store: warm-start lookups and writes after a
 // search, with the "store off" state. A store that cannot be opened, read or
 // written turns warm starts off for the rest of the process with one logged
-// warning; searches go on cold. Keeps the shardplan_elite_store_plans gauge and
-// counts shardplan_warm_starts_total{result}. Called only on worker threads
-// (and at startup/shutdown), never on gRPC threads.
+// warning; searches go on cold. A store that recovers by itself (PostgreSQL,
+// EliteStore::recovers_from_failures) is kept: a failed call only makes that
+// search cold (warm start "disabled") and logs a warning. Keeps the
+// shardplan_elite_store_plans gauge and counts
+// shardplan_warm_starts_total{result}. Called only on worker threads (and at
+// startup/shutdown), never on gRPC threads.
 #ifndef SHARDPLAN_SERVER_ELITE_HISTORY_H_
 #define SHARDPLAN_SERVER_ELITE_HISTORY_H_
 

@@ -1,16 +1,9 @@
 // The persistent elite history: per problem, the top-K plans a search found
-// (with reward and prediction), and per problem family the policy weights, in
-// one SQLite file. Searches read it for warm starts and write it after they
-// end, both on worker threads.
-//
-// Crash safety: WAL journal, synchronous=FULL, one transaction per finished
-// search. A commit is durable once sqlite3_step(COMMIT) returns (the WAL frame
-// is fsync'ed), and the server sends a search's final update only after its
-// commit, so a client that saw `final: true` can rely on the search being in
-// the store even if the server is SIGKILLed or the machine loses power right
-// after. A kill during a write loses at most that uncommitted transaction; WAL
-// recovery on the next open discards it and the file stays consistent (checked
-// by the e2e SIGKILL loop with PRAGMA integrity_check).
+// (with reward and prediction), and per problem family the policy weights.
+// Searches read it for warm starts and write it after they end, both on worker
+// threads. This header is the backend-neutral interface; see sqlite_store.h
+// (crash-safety argument for the embedded file) and postgres_store.h (shared
+// by several replicas: consistency under concurrent writers, reconnects).
 #ifndef SHARDPLAN_SERVER_ELITE_STORE_H_
 #define SHARDPLAN_SERVER_ELITE_STORE_H_
 
@@ -18,16 +11,14 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
-#include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/synchronization/mutex.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "simulator/types.h"
-
-struct sqlite3;
 
 namespace shardplan::server {
 
@@ -80,25 +71,38 @@ struct WarmStartData {
   std::string policy_weights;     // of the family, possibly empty
 };
 
+// The store interface. Two backends: SQLite (server/sqlite_store.h, the
+// embedded default, one file per server) and PostgreSQL
+// (server/postgres_store.h, shared by several replicas). Both keep the same
+// schema (a `schema_version` table and the same migration steps), the same
+// top-K semantics and the same lookup rules; tests/server/
+// elite_store_conformance_test.cc runs one suite over both.
 class EliteStore {
  public:
   static constexpr int kSchemaVersion = 2;
 
   struct Options {
+    // A file path = SQLite; `postgresql://...` or `postgres://...` (a libpq
+    // connection URI) = PostgreSQL.
     std::string path;
     int top_k = 16;              // plans kept per problem
-    int busy_timeout_ms = 5000;  // another process holding the write lock
+    int busy_timeout_ms = 5000;  // SQLite: another process holding the lock
     int64_t max_page_count =
-        0;  // tests only: > 0 caps the file (simulates a full disk)
+        0;  // SQLite tests only: > 0 caps the file (simulates a full disk)
+    // PostgreSQL: after a failed connection attempt, the next one waits this
+    // long, doubling up to the maximum (calls in between fail at once).
+    int reconnect_backoff_initial_ms = 200;
+    int reconnect_backoff_max_ms = 3000;
   };
 
-  // Opens or creates the store and migrates its schema to kSchemaVersion in one
-  // transaction. FAILED_PRECONDITION when the file has a newer schema than this
-  // server knows (it is left untouched); UNAVAILABLE/INTERNAL when it cannot be
-  // opened, is not a database, or is read-only.
+  // Opens or creates the store (the backend chosen by `options.path`, see
+  // IsPostgresUrl) and migrates its schema to kSchemaVersion in one
+  // transaction. FAILED_PRECONDITION when the store has a newer schema than
+  // this server knows (it is left untouched); UNAVAILABLE/INTERNAL when it
+  // cannot be opened, is not a database, or is read-only.
   static absl::StatusOr<std::unique_ptr<EliteStore>> Open(
       const Options& options);
-  ~EliteStore();
+  virtual ~EliteStore() = default;
   EliteStore(const EliteStore&) = delete;
   EliteStore& operator=(const EliteStore&) = delete;
 
@@ -106,35 +110,53 @@ class EliteStore {
   // nearest problem of the same family by WorkloadDistance (ties: most recently
   // updated), else nullopt. Plans that no longer parse are skipped.
   // Thread-safe.
-  absl::StatusOr<std::optional<WarmStartData>> Lookup(const ProblemKey& key);
+  virtual absl::StatusOr<std::optional<WarmStartData>> Lookup(
+      const ProblemKey& key) = 0;
 
   // Merges `plans` into the problem's top-K (distinct plans, by reward), and
   // replaces the family's policy weights when `policy_weights` is non-empty;
   // one transaction, durable on return. Plans are serialised against `problem`
-  // (proto3 JSON, placement dropped). Thread-safe.
-  absl::Status Record(const ProblemKey& key, const simulator::Problem& problem,
-                      absl::Span<const StoredPlan> plans,
-                      const std::string& policy_weights);
+  // (proto3 JSON, placement dropped). Thread-safe; concurrent writers (threads
+  // or processes sharing the store) never lose or duplicate plans.
+  virtual absl::Status Record(const ProblemKey& key,
+                              const simulator::Problem& problem,
+                              absl::Span<const StoredPlan> plans,
+                              const std::string& policy_weights) = 0;
 
   // Total plans stored (for shardplan_elite_store_plans).
-  absl::StatusOr<int64_t> CountPlans();
-  // Checkpoints the WAL into the main file (called at shutdown); the data is
-  // durable without it.
-  absl::Status Flush();
+  virtual absl::StatusOr<int64_t> CountPlans() = 0;
+  // Makes the data durable beyond what a commit already does (SQLite: WAL
+  // checkpoint at shutdown; PostgreSQL: nothing).
+  virtual absl::Status Flush() = 0;
 
-  const std::string& path() const { return options_.path; }
+  // True when a failed call does not mean the store is broken for good: the
+  // backend reconnects by itself (PostgreSQL). The server then keeps the store
+  // and only runs the affected searches cold; a SQLite failure (disk full,
+  // corrupt file) turns the store off until restart.
+  virtual bool recovers_from_failures() const { return false; }
+
+  // For logs: the file path, or the connection URI without its password.
+  const std::string& path() const { return display_path_; }
+
+ protected:
+  explicit EliteStore(std::string display_path)
+      : display_path_(std::move(display_path)) {}
 
  private:
-  EliteStore(const Options& options, sqlite3* db);
-  absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<StoredPlan>> LoadPlans(
-      const std::string& fingerprint) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-
-  const Options options_;
-  absl::Mutex mu_;
-  sqlite3* db_ ABSL_GUARDED_BY(mu_);
+  const std::string display_path_;
 };
+
+// True for `postgresql://...` and `postgres://...` store locations.
+bool IsPostgresUrl(absl::string_view path);
+// `path` with any password in a connection URI replaced by "***" (for logs).
+std::string RedactStorePath(absl::string_view path);
+
+// The serialised form of a stored plan (proto3 JSON, placement dropped) and
+// back; shared by the backends. Parsing fails for plans this build no longer
+// understands.
+std::string PlanToStoredJson(const simulator::PlanDims& plan,
+                             const simulator::Problem& problem);
+absl::StatusOr<simulator::PlanDims> PlanFromStoredJson(const std::string& json);
 
 }  // namespace shardplan::server
 

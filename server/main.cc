@@ -18,7 +18,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "glog/logging.h"
+#include "absl/time/clock.h"
 #include "server/server.h"
+#include "server/store_recovery.h"
 
 // No flag may share a name with a glog flag (v, logtostderr, ...): glog is
 // configured by its GLOG_* environment variables.
@@ -31,9 +33,12 @@ ABSL_FLAG(std::string, metrics_address, "127.0.0.1:9464",
           "port; empty "
           "disables the endpoint.");
 ABSL_FLAG(std::string, store, "./shardplan-store.db",
-          "SQLite file of the persistent elite history (best plans per "
-          "problem, policy "
-          "weights per problem family), created if missing. Empty disables "
+          "Persistent elite history (best plans per problem, policy weights "
+          "per problem family): a SQLite file, or postgresql://... / "
+          "postgres://... (a libpq URI) for a PostgreSQL database shared by "
+          "several replicas (a database that goes down only turns warm starts "
+          "off until it is back). A SQLite file is created if missing. "
+          "Empty disables "
           "warm starts. A "
           "store that cannot be opened or written turns warm starts off with a "
           "warning; "
@@ -76,6 +81,34 @@ ABSL_FLAG(double, shutdown_grace_seconds, 10,
           "searches "
           "were cancelled) before they are cut.");
 
+ABSL_FLAG(std::string, tls_cert, "",
+          "PEM certificate chain of the server. With --tls_key the gRPC port "
+          "speaks TLS only (plaintext clients are refused).");
+ABSL_FLAG(std::string, tls_key, "", "PEM private key matching --tls_cert.");
+ABSL_FLAG(std::string, tls_client_ca, "",
+          "PEM CA bundle: enables mutual TLS; every client must present a "
+          "certificate signed by it (needs --tls_cert/--tls_key).");
+ABSL_FLAG(std::string, auth_token_file, "",
+          "File with accepted bearer tokens, one per line ('#' comments). "
+          "When set, every ShardingPlanner RPC needs the metadata "
+          "\"authorization: Bearer <token>\" (UNAUTHENTICATED otherwise); "
+          "health checks and reflection stay open. Tokens are never logged.");
+ABSL_FLAG(int, max_num_gpus, 16384,
+          "Largest cluster.num_gpus accepted (INVALID_ARGUMENT above; 0 = no "
+          "cap).");
+ABSL_FLAG(int, max_layers, 1024,
+          "Largest model.num_layers accepted (INVALID_ARGUMENT above; 0 = no "
+          "cap).");
+ABSL_FLAG(int, max_experts, 4096,
+          "Largest model.num_experts accepted (INVALID_ARGUMENT above; 0 = no "
+          "cap).");
+ABSL_FLAG(int, max_request_bytes, 4 << 20,
+          "Largest request message in bytes (gRPC max receive message size; "
+          "RESOURCE_EXHAUSTED above).");
+ABSL_FLAG(int, max_searches_per_peer, 8,
+          "PlanSharding calls one client address may have open at once, "
+          "running or queued (RESOURCE_EXHAUSTED above; 0 = no cap).");
+
 int main(int argc, char** argv) {
   // Before any thread exists: SIGTERM/SIGINT are delivered only to the sigwait
   // thread.
@@ -117,6 +150,22 @@ int main(int argc, char** argv) {
   options.limits.max_evaluations_limit =
       absl::GetFlag(FLAGS_max_evaluations_limit);
   options.elite_size = absl::GetFlag(FLAGS_elite_size);
+  options.tls.cert = absl::GetFlag(FLAGS_tls_cert);
+  options.tls.key = absl::GetFlag(FLAGS_tls_key);
+  options.tls.client_ca = absl::GetFlag(FLAGS_tls_client_ca);
+  options.auth_token_file = absl::GetFlag(FLAGS_auth_token_file);
+  options.limits.max_num_gpus = absl::GetFlag(FLAGS_max_num_gpus);
+  options.limits.max_layers = absl::GetFlag(FLAGS_max_layers);
+  options.limits.max_experts = absl::GetFlag(FLAGS_max_experts);
+  options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
+  options.max_searches_per_peer = absl::GetFlag(FLAGS_max_searches_per_peer);
+  // A corrupt store file is moved aside before the store opens (a fresh one is
+  // created); a failure to move it only leaves warm starts off.
+  {
+    absl::StatusOr<std::string> moved = shardplan::server::QuarantineCorruptStore(
+        options.store_path, absl::Now());
+    if (!moved.ok()) LOG(WARNING) << moved.status();
+  }
   options.shutdown_grace =
       absl::Seconds(absl::GetFlag(FLAGS_shutdown_grace_seconds));
 

@@ -68,6 +68,20 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
     return absl::InvalidArgumentError(
         "--default_max_seconds and --max_seconds_limit must be > 0");
   }
+  if (options.max_request_bytes < 1024) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_request_bytes must be >= 1024, got ", options.max_request_bytes));
+  }
+  absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
+      MakeServerCredentials(options.tls);
+  if (!credentials.ok()) return credentials.status();
+  std::unique_ptr<TokenAuthenticator> authenticator;
+  if (!options.auth_token_file.empty()) {
+    absl::StatusOr<std::unique_ptr<TokenAuthenticator>> loaded =
+        TokenAuthenticator::FromFile(options.auth_token_file);
+    if (!loaded.ok()) return loaded.status();
+    authenticator = *std::move(loaded);
+  }
   if (!options.searcher_factory) {
     options.searcher_factory = [](absl::string_view method) {
       return policy::CreateSearcher(method);
@@ -90,10 +104,10 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
         EliteStore::Open(store_options);
     if (opened.ok()) {
       store = *std::move(opened);
-      LOG(INFO) << "elite store " << opts.store_path << " open (schema "
-                << EliteStore::kSchemaVersion << ")";
+      LOG(INFO) << "elite store " << RedactStorePath(opts.store_path)
+                << " open (schema " << EliteStore::kSchemaVersion << ")";
     } else {
-      LOG(WARNING) << "elite store " << opts.store_path
+      LOG(WARNING) << "elite store " << RedactStorePath(opts.store_path)
                    << " cannot be used; warm starts are off, serving goes on: "
                    << opened.status();
     }
@@ -121,14 +135,31 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   deps.eval_pool = server->eval_pool_.get();
   deps.limits = opts.limits;
   deps.elite_size = opts.elite_size;
-  server->service_ = std::make_unique<PlannerService>(std::move(deps));
+  server->authenticator_ = std::move(authenticator);
+  server->peer_limiter_ =
+      std::make_unique<PeerLimiter>(opts.max_searches_per_peer);
+  AccessControl access;
+  access.authenticator = server->authenticator_.get();
+  access.peer_limiter = server->peer_limiter_.get();
+  server->service_ =
+      std::make_unique<PlannerService>(std::move(deps), access);
 
   CHECK(HealthProtoFile() != nullptr);
   grpc::EnableDefaultHealthCheckService(true);
   grpc::reflection::InitProtoReflectionServerBuilderPlugin();
   grpc::ServerBuilder builder;
-  builder.AddListeningPort(opts.grpc_address, grpc::InsecureServerCredentials(),
+  builder.AddListeningPort(opts.grpc_address, *credentials,
                            &server->grpc_port_);
+  builder.SetMaxReceiveMessageSize(opts.max_request_bytes);
+  {
+    std::vector<
+        std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+        interceptors;
+    interceptors.push_back(MakePeerCountingInterceptorFactory(
+        server->peer_limiter_.get(),
+        absl::StrCat("/", kServiceName, "/PlanSharding")));
+    builder.experimental().SetInterceptorCreators(std::move(interceptors));
+  }
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->grpc_port_ == 0) {
@@ -167,7 +198,14 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
             << " (address " << opts.grpc_address << "), /metrics on port "
             << server->metrics_port_ << ", " << opts.max_concurrent_searches
             << " search slots, queue " << opts.max_queued_searches
-            << ", eval threads " << opts.eval_threads;
+            << ", eval threads " << opts.eval_threads << ", "
+            << (opts.tls.cert.empty() ? "plaintext"
+                : opts.tls.client_ca.empty() ? "TLS"
+                                             : "mutual TLS")
+            << ", bearer tokens "
+            << (server->authenticator_ != nullptr
+                    ? absl::StrCat(server->authenticator_->size(), " loaded")
+                    : std::string("off"));
   return server;
 }
 

@@ -14,7 +14,9 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
+#include "server/auth.h"
 #include "server/elite_history.h"
+#include "server/limits.h"
 #include "server/metrics.h"
 #include "server/plan_stream.h"
 #include "server/search_scheduler.h"
@@ -47,6 +49,12 @@ struct ServerOptions {
   SearcherFactory searcher_factory;
   // How long Shutdown waits for open calls to end before cancelling them.
   absl::Duration shutdown_grace = absl::Seconds(10);
+  // Security and limits (server/auth.h, server/limits.h). Empty cert/key:
+  // plaintext; client_ca: mutual TLS. Empty auth_token_file: no token needed.
+  TlsFiles tls;
+  std::string auth_token_file;
+  int max_searches_per_peer = 8;  // open PlanSharding calls per address; 0 = off
+  int max_request_bytes = 4 << 20;  // gRPC max receive message size
 };
 
 class PlannerServer {
@@ -89,6 +97,8 @@ class PlannerServer {
   std::unique_ptr<policy::EvalPool> eval_pool_;
   std::unique_ptr<SearchScheduler> scheduler_;
   StreamRegistry registry_;
+  std::unique_ptr<TokenAuthenticator> authenticator_;
+  std::unique_ptr<PeerLimiter> peer_limiter_;
   std::unique_ptr<PlannerService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<prometheus::Exposer> exposer_;

@@ -15,11 +15,52 @@
 
 namespace shardplan::server {
 
+namespace {
+
+// A PlanSharding call refused before validation (authentication, per-peer
+// cap): finished at once with `status`, deleted when gRPC is done with it.
+class RefusedPlanStream final
+    : public grpc::ServerWriteReactor<shardplan::v1::PlanUpdate> {
+ public:
+  explicit RefusedPlanStream(const absl::Status& status) {
+    Finish(ToGrpcStatus(status));
+  }
+  void OnDone() override { delete this; }
+};
+
+absl::Status CheckToken(const AccessControl& access,
+                        const grpc::CallbackServerContext& context) {
+  if (access.authenticator == nullptr) return absl::OkStatus();
+  return access.authenticator->Check(context);
+}
+
+// One log line per refused call; never the token, never the metadata.
+void LogRefused(absl::string_view method, const absl::Status& status,
+                const grpc::CallbackServerContext& context) {
+  LOG(INFO) << "method=" << method << " outcome=" << CodeName(status.code())
+            << " peer=" << context.peer() << " error=\"" << status.message()
+            << "\"";
+}
+
+}  // namespace
+
 PlannerService::PlannerService(ServiceDeps deps) : deps_(std::move(deps)) {}
+
+PlannerService::PlannerService(ServiceDeps deps, AccessControl access)
+    : deps_(std::move(deps)), access_(access) {}
 
 grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>*
 PlannerService::PlanSharding(grpc::CallbackServerContext* context,
                              const shardplan::v1::PlanRequest* request) {
+  absl::Status allowed = CheckToken(access_, *context);
+  if (allowed.ok() && access_.peer_limiter != nullptr) {
+    allowed = access_.peer_limiter->Check(PeerAddress(context->peer()));
+  }
+  if (!allowed.ok()) {
+    deps_.metrics->CountPlanRequest(MethodLabel(*request), allowed.code());
+    LogRefused("PlanSharding", allowed, *context);
+    return new RefusedPlanStream(allowed);
+  }
   return StartPlanStream(deps_, context, *request);
 }
 
@@ -28,11 +69,19 @@ grpc::ServerUnaryReactor* PlannerService::EvaluatePlan(
     const shardplan::v1::EvaluateRequest* request,
     shardplan::v1::EvaluateResponse* response) {
   const absl::Time start = absl::Now();
+  absl::Status allowed = CheckToken(access_, *context);
+  if (!allowed.ok()) {
+    deps_.metrics->CountEvaluateRequest(allowed.code());
+    LogRefused("EvaluatePlan", allowed, *context);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
   absl::Status status = absl::OkStatus();
   std::string model = "custom";
   int gpus = request->cluster().num_gpus();
   absl::StatusOr<ValidatedEvaluateRequest> validated =
-      ValidateEvaluateRequest(*request);
+      ValidateEvaluateRequest(*request, deps_.limits);
   if (!validated.ok()) {
     status = validated.status();
     if (request->model().source_case() ==
@@ -69,6 +118,13 @@ grpc::ServerUnaryReactor* PlannerService::ListCatalog(
     const shardplan::v1::ListCatalogRequest* /*request*/,
     shardplan::v1::ListCatalogResponse* response) {
   const absl::Time start = absl::Now();
+  absl::Status allowed = CheckToken(access_, *context);
+  if (!allowed.ok()) {
+    LogRefused("ListCatalog", allowed, *context);
+    grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
   for (const auto& model : simulator::CatalogModels())
     *response->add_models() = model;
   for (const auto& hardware : simulator::CatalogHardware())

@@ -6,16 +6,27 @@
 #define SHARDPLAN_SERVER_SERVICE_H_
 
 #include "grpcpp/grpcpp.h"
+#include "server/auth.h"
+#include "server/limits.h"
 #include "server/plan_stream.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 
 namespace shardplan::server {
+
+// Access control of the ShardingPlanner methods (health and reflection are
+// other services and stay open). Null members: the check is off.
+struct AccessControl {
+  const TokenAuthenticator* authenticator = nullptr;  // --auth_token_file
+  const PeerLimiter* peer_limiter = nullptr;  // --max_searches_per_peer
+};
 
 class PlannerService final
     : public shardplan::v1::ShardingPlanner::CallbackService {
  public:
   // `deps` (and everything it points to) outlives the service and every call.
   explicit PlannerService(ServiceDeps deps);
+  // `access` (and what it points to) outlives the service and every call.
+  PlannerService(ServiceDeps deps, AccessControl access);
 
   grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* PlanSharding(
       grpc::CallbackServerContext* context,
@@ -33,6 +44,7 @@ class PlannerService final
 
  private:
   const ServiceDeps deps_;
+  const AccessControl access_;
 };
 
 }  // namespace shardplan::server

@@ -44,7 +44,8 @@ bool IsKnownMethod(const std::string& method) {
 absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
     const ModelSource& model, bool has_model,
     const shardplan::v1::ClusterSpec& cluster, bool has_cluster,
-    const shardplan::v1::Workload& workload, bool has_workload) {
+    const shardplan::v1::Workload& workload, bool has_workload,
+    const RequestLimits& limits) {
   RETURN_IF_ERROR(CheckModelSource(model, has_model));
   if (!has_cluster) {
     return absl::InvalidArgumentError(
@@ -55,8 +56,15 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
   // An absent workload is the empty one; the simulator names its missing
   // fields.
   (void)has_workload;
+  // Cheap early check of the field as sent, before any spec is parsed.
+  if (limits.max_num_gpus > 0 && cluster.num_gpus() > limits.max_num_gpus) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.num_gpus ", cluster.num_gpus(), " exceeds the server limit ",
+        limits.max_num_gpus, " (--max_num_gpus)"));
+  }
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(model, cluster, workload));
+  RETURN_IF_ERROR(CheckProblemLimits(problem, limits));
   ASSIGN_OR_RETURN(std::unique_ptr<const simulator::CostModel> cost_model,
                    simulator::CostModel::Create(std::move(problem)));
   return std::shared_ptr<const simulator::CostModel>(std::move(cost_model));
@@ -71,6 +79,27 @@ absl::Status AsInvalidArgument(const absl::Status& status) {
 }
 
 }  // namespace
+
+absl::Status CheckProblemLimits(const simulator::Problem& problem,
+                                const RequestLimits& limits) {
+  if (limits.max_num_gpus > 0 &&
+      problem.cluster.num_gpus > limits.max_num_gpus) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cluster.num_gpus ", problem.cluster.num_gpus,
+        " exceeds the server limit ", limits.max_num_gpus, " (--max_num_gpus)"));
+  }
+  if (limits.max_layers > 0 && problem.model.layers > limits.max_layers) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.num_layers ", problem.model.layers, " exceeds the server limit ",
+        limits.max_layers, " (--max_layers)"));
+  }
+  if (limits.max_experts > 0 && problem.model.experts > limits.max_experts) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "model.num_experts ", problem.model.experts,
+        " exceeds the server limit ", limits.max_experts, " (--max_experts)"));
+  }
+  return absl::OkStatus();
+}
 
 std::string MethodLabel(const shardplan::v1::PlanRequest& request) {
   const std::string method =
@@ -125,7 +154,8 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
 
   auto cost_model = BuildCostModel(request.model(), request.has_model(),
                                    request.cluster(), request.has_cluster(),
-                                   request.workload(), request.has_workload());
+                                   request.workload(), request.has_workload(),
+                                   limits);
   if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
   out.cost_model = *std::move(cost_model);
   out.model_name = ModelName(request.model(), out.cost_model->problem());
@@ -134,10 +164,16 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
 
 absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
     const shardplan::v1::EvaluateRequest& request) {
+  return ValidateEvaluateRequest(request, RequestLimits());
+}
+
+absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
+    const shardplan::v1::EvaluateRequest& request, const RequestLimits& limits) {
   ValidatedEvaluateRequest out;
   auto cost_model = BuildCostModel(request.model(), request.has_model(),
                                    request.cluster(), request.has_cluster(),
-                                   request.workload(), request.has_workload());
+                                   request.workload(), request.has_workload(),
+                                   limits);
   if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
   out.cost_model = *std::move(cost_model);
   out.model_name = ModelName(request.model(), out.cost_model->problem());

@@ -25,7 +25,17 @@ struct RequestLimits {
   int max_evaluations_limit = 100000;
   double default_max_seconds = 30;
   double max_seconds_limit = 600;
+  // Problem size caps (--max_num_gpus, --max_layers, --max_experts); a request
+  // above one gets INVALID_ARGUMENT naming the cap and its flag. <= 0: no cap.
+  int max_num_gpus = 16384;
+  int max_layers = 1024;
+  int max_experts = 4096;
 };
+
+// OK, or INVALID_ARGUMENT such as "cluster.num_gpus 20000 exceeds the server
+// limit 16384 (--max_num_gpus)".
+absl::Status CheckProblemLimits(const simulator::Problem& problem,
+                                const RequestLimits& limits);
 
 struct ValidatedPlanRequest {
   std::shared_ptr<const simulator::CostModel>
@@ -54,6 +64,9 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
     const shardplan::v1::PlanRequest& request, const RequestLimits& limits);
 absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
     const shardplan::v1::EvaluateRequest& request);
+// The same with the server's problem size caps.
+absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
+    const shardplan::v1::EvaluateRequest& request, const RequestLimits& limits);
 
 }  // namespace shardplan::server
 

@@ -11,6 +11,9 @@ shardplan_python_stubs`) into build/client/python; put that directory on PYTHONP
     PYTHONPATH=build/client/python python3 client/python/shardplan_client.py \
         --server 127.0.0.1:50051 --model llama-3.1-70b --gpus 16 --max-seconds 10
 
+TLS and tokens: --tls-ca CA.pem (server certificate), --tls-cert/--tls-key (mutual TLS),
+--token TOKEN or $SHARDPLAN_TOKEN (sent as "authorization: Bearer TOKEN").
+
 Needs python3-grpcio and python3-protobuf (Debian packages). Exit status: 0 when the stream
 ended with a final update, 1 on a gRPC error (the code and the server's message, which names
 the offending field for INVALID_ARGUMENT, are printed to stderr).
@@ -18,6 +21,7 @@ the offending field for INVALID_ARGUMENT, are printed to stderr).
 
 import argparse
 import json
+import os
 import sys
 
 import grpc
@@ -55,6 +59,27 @@ def describe(update):
             f"ep={plan.ep}  {best}  x{update.speedup_vs_baseline:.3f} vs Megatron")
 
 
+def open_channel(args):
+    """A plaintext channel, or TLS (mutual TLS with --tls-cert/--tls-key)."""
+    if not (args.tls or args.tls_ca or args.tls_cert or args.tls_key
+            or args.tls_server_name):
+        return grpc.insecure_channel(args.server)
+
+    def read(path):
+        if not path:
+            return None
+        with open(path, "rb") as f:
+            return f.read()
+
+    credentials = grpc.ssl_channel_credentials(
+        root_certificates=read(args.tls_ca), private_key=read(args.tls_key),
+        certificate_chain=read(args.tls_cert))
+    options = []
+    if args.tls_server_name:
+        options.append(("grpc.ssl_target_name_override", args.tls_server_name))
+    return grpc.secure_channel(args.server, credentials, options=options)
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", default="127.0.0.1:50051")
@@ -74,14 +99,27 @@ def main(argv=None):
                         help="gRPC deadline for the whole stream, seconds")
     parser.add_argument("--json", action="store_true",
                         help="print each update as one line of proto JSON instead")
+    parser.add_argument("--tls-ca", help="PEM CA bundle of the server's certificate "
+                        "(switches to TLS; without it: system roots with --tls)")
+    parser.add_argument("--tls", action="store_true", help="connect with TLS")
+    parser.add_argument("--tls-cert", help="PEM client certificate (mutual TLS)")
+    parser.add_argument("--tls-key", help="PEM client private key (mutual TLS)")
+    parser.add_argument("--tls-server-name",
+                        help="name expected in the server's certificate")
+    parser.add_argument("--token", default=os.environ.get("SHARDPLAN_TOKEN"),
+                        help="bearer token (default: $SHARDPLAN_TOKEN)")
     args = parser.parse_args(argv)
 
-    with grpc.insecure_channel(args.server) as channel:
+    # Bearer token: plain call metadata, so that it also works on a plaintext
+    # loopback channel (gRPC's call credentials insist on TLS).
+    metadata = [("authorization", "Bearer " + args.token)] if args.token else None
+    with open_channel(args) as channel:
         stub = shardplan_pb2_grpc.ShardingPlannerStub(channel)
         final = None
         try:
             # A server-streaming call returns an iterator; cancel it with .cancel().
-            for update in stub.PlanSharding(build_request(args), timeout=args.timeout):
+            for update in stub.PlanSharding(build_request(args), timeout=args.timeout,
+                                            metadata=metadata):
                 if args.json:
                     print(json.dumps(json_format.MessageToDict(update), separators=(",", ":")))
                 else:

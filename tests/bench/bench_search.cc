@@ -128,6 +128,7 @@ absl::StatusOr<Run> RunOne(const std::string& method,
     if (method == "rl-no-learning") {
       o.learning_rate = 0;
       o.self_imitation_coef = 0;
+      o.imitation_steps = 0;
     }
     searcher = std::make_unique<policy::RlSearcher>(o, method);
   } else {
@@ -168,6 +169,28 @@ struct Row {
   double wall_s = 0;        // median
   double gap_optimum = -1;  // 1 - best/optimum, when known
 };
+
+std::string DescribePlan(const policy::ScoredPlan& s) {
+  const simulator::PlanDims& p = s.plan;
+  const simulator::Evaluation& e = s.evaluation;
+  std::vector<std::string> dims;
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+    dims.push_back(
+        std::string(simulator::ShardDimName(p.dims[o])).substr(0, 3));
+  }
+  double comm = 0, total = 0;
+  for (const simulator::OpCost& c : e.decode) {
+    comm += c.comm_s;
+    total += c.comm_s + std::max(c.compute_s, c.memory_s);
+  }
+  return absl::StrFormat(
+      "dp%d tp%d pp%d ep%d mb%d [%s] | %d | %.1f | %.1f | %.1f%% | %s | %.0f",
+      p.dp, p.tp, p.pp, p.ep, p.micro_batches, absl::StrJoin(dims, " "),
+      e.batch_size, e.weights_bytes / 1e9, e.kv_cache_bytes / 1e9,
+      total > 0 ? 100 * comm / total : 0.0,
+      std::string(simulator::BottleneckName(e.bottleneck)),
+      e.output_tokens_per_s);
+}
 
 int Main(int argc, char** argv) {
   CLI::App app(
@@ -212,6 +235,8 @@ int Main(int argc, char** argv) {
   app.add_option("--rl_epochs", rl.ppo_epochs,
                  "RL epochs per batch (>1: PPO clip)");
   app.add_option("--rl_layers", rl.encoder_layers, "RL encoder layers");
+  app.add_option("--rl_imitation", rl.imitation_steps,
+                 "RL initial elite-cloning steps");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Case> cases;
@@ -243,6 +268,7 @@ int Main(int argc, char** argv) {
   const int grid_step = std::max(1, budget / 100);
   std::vector<std::string> warm_lines;
   std::vector<std::string> space_lines;
+  std::vector<std::string> plan_lines;
   const auto bench_start = std::chrono::steady_clock::now();
 
   for (const Case& c : cases) {
@@ -364,6 +390,15 @@ int Main(int argc, char** argv) {
         curve.push_back(megatron > 0 ? Median(at) / megatron : 0);
       }
       curves[c.name()][method] = curve;
+    }
+
+    if (by_method.count("rl") && by_method.count("megatron")) {
+      plan_lines.push_back(
+          absl::StrFormat("| %s | megatron | %s |", c.name(),
+                          DescribePlan(by_method["megatron"][0].result.best)));
+      plan_lines.push_back(
+          absl::StrFormat("| %s | rl (seed 1) | %s |", c.name(),
+                          DescribePlan(by_method["rl"][0].result.best)));
     }
 
     // Warm start: seed 1's cold RL run leaves its elite and weights; a warm run
@@ -510,6 +545,15 @@ int Main(int argc, char** argv) {
       "\nPlan-space size per case:\n\n| case | degree tuples | plans "
       "|\n|---|---:|---:|\n";
   for (const std::string& l : space_lines) md += l + "\n";
+  if (!plan_lines.empty()) {
+    md +=
+        "\nBest plans (dims: embedding qkv attention attn_out mlp_up mlp_down "
+        "router expert_up expert_down lm_head; decode: batch per replica, "
+        "weights and KV GB per GPU, communication share of a decode step):\n\n"
+        "| case | method | plan | batch | weights GB | KV GB | decode comm | "
+        "bottleneck | tok/s |\n|---|---|---|---:|---:|---:|---:|---|---:|\n";
+    for (const std::string& l : plan_lines) md += l + "\n";
+  }
   if (!warm_lines.empty()) {
     md +=
         "\nWarm start (cold rl seed 1 -> warm rl seed 1001 with its elite and "
@@ -582,7 +626,8 @@ int Main(int argc, char** argv) {
     const int cols = n <= 2 ? n : (n <= 6 ? 3 : 4);
     const int rows_n = (n + cols - 1) / cols;
     std::string gp = absl::StrFormat(
-        "set terminal pngcairo size %d,%d font ',10'\nset output '%s'\n"
+        "set terminal pngcairo noenhanced size %d,%d font ',10'\n"
+        "set output '%s'\n"
         "set multiplot layout %d,%d title 'best-so-far / megatron vs "
         "evaluations (median "
         "over seeds)'\nset key bottom right\nset grid\n",

@@ -118,6 +118,62 @@ def main(root):
     check("DynamicUser=yes" in unit or re.search(r"^User=(?!root)", unit, re.M),
           "systemd unit: runs as root")
 
+    check_postgres(deploy, docs)
+
+
+def check_postgres(deploy, docs):
+    """H-pg: N replicas on a shared PostgreSQL store (kubernetes/postgres/, compose)."""
+    for required in ["kubernetes/postgres/kustomization.yaml",
+                     "kubernetes/postgres/deployment.yaml",
+                     "kubernetes/postgres/service.yaml",
+                     "kubernetes/postgres/secret.example.yaml",
+                     "docker-compose.postgres.yaml", "prometheus/prometheus-replicas.yml"]:
+        check(required in docs, f"deploy/{required} missing or unparsable")
+    if failures:
+        return
+    kustomization = docs["kubernetes/postgres/kustomization.yaml"][0]
+    for name in ["deployment.yaml", "service.yaml"]:
+        check(name in kustomization["resources"],
+              f"kubernetes/postgres/kustomization.yaml does not list {name}")
+    check("secret.example.yaml" not in kustomization["resources"],
+          "kubernetes/postgres: the example Secret must not be applied")
+    deployment = docs["kubernetes/postgres/deployment.yaml"][0]
+    check(deployment["spec"]["replicas"] >= 2, "postgres deployment: fewer than 2 replicas")
+    pod = deployment["spec"]["template"]
+    container = pod["spec"]["containers"][0]
+    check("--store=$(SHARDPLAN_STORE_URL)" in container["args"],
+          "postgres deployment: --store is not $(SHARDPLAN_STORE_URL)")
+    secret = docs["kubernetes/postgres/secret.example.yaml"][0]
+    env = {e["name"]: e for e in container.get("env", [])}
+    ref = env.get("SHARDPLAN_STORE_URL", {}).get("valueFrom", {}).get("secretKeyRef", {})
+    check(ref.get("name") == secret["metadata"]["name"] and ref.get("key") in secret["stringData"],
+          "postgres deployment: SHARDPLAN_STORE_URL not from the Secret")
+    check(secret["stringData"][ref.get("key", "url")].startswith("postgresql://"),
+          "postgres Secret: url is not a postgresql:// URI")
+    check(not any("persistentVolumeClaim" in v for v in pod["spec"].get("volumes", [])),
+          "postgres deployment: replicas must not share a PVC")
+    check(pod["spec"]["securityContext"].get("runAsNonRoot") is True,
+          "postgres deployment: not runAsNonRoot")
+    check("grpc" in container.get("readinessProbe", {}),
+          "postgres deployment: readinessProbe is not grpc")
+    service = docs["kubernetes/postgres/service.yaml"][0]
+    check(service["spec"]["selector"] == pod["metadata"]["labels"],
+          "postgres service does not select the replicas")
+    compose = docs["docker-compose.postgres.yaml"][0]
+    check(set(compose["services"]) >= {"postgres", "shardplan-server"},
+          "docker-compose.postgres: needs postgres and shardplan-server")
+    server = compose["services"]["shardplan-server"]
+    check(server.get("deploy", {}).get("replicas", 1) >= 2,
+          "docker-compose.postgres: fewer than 2 replicas")
+    check(any(str(c).startswith("--store=postgresql://") for c in server.get("command", [])),
+          "docker-compose.postgres: server not pointed at PostgreSQL")
+    for service in compose["services"].values():
+        for volume in service.get("volumes", []):
+            source = volume.split(":")[0]
+            if source.startswith("./"):
+                check((deploy / source).exists(),
+                      f"docker-compose.postgres mounts missing {source}")
+
 
 if __name__ == "__main__":
     main(sys.argv[1])

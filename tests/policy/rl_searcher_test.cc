@@ -26,7 +26,7 @@ TEST(RlSearcherTest, MeanRewardRisesOverIterations) {
     SCOPED_TRACE(seed);
     RlSearcher searcher;
     SearchOptions options;
-    options.max_evaluations = 2000;
+    options.max_evaluations = 1200;
     options.seed = seed;
     CancellationToken cancel;
     SearchObserver observer;
@@ -36,7 +36,7 @@ TEST(RlSearcherTest, MeanRewardRisesOverIterations) {
     ASSERT_GE(m.size(), 8u);
     const double early = Mean(m, 0, 3);
     const double late = Mean(m, m.size() - 3, m.size());
-    EXPECT_GT(late, early + 0.1) << "early " << early << " late " << late;
+    EXPECT_GT(late, early + 0.5) << "early " << early << " late " << late;
   }
 }
 
