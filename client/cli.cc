@@ -90,7 +90,7 @@ void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
   cmd->add_option("--server", g->server, "shardplan-server address HOST:PORT")
       ->capture_default_str();
   cmd->add_flag("--tls", g->tls,
-               "Connect with TLS (implied by the other --tls-* options)");
+                "Connect with TLS (implied by the other --tls-* options)");
   cmd->add_option("--tls-ca", g->tls_ca,
                   "PEM CA bundle that signed the server's certificate "
                   "(default: system roots)");

@@ -11,10 +11,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <sstream>
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 
@@ -22,8 +22,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/str_split.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "client/cli.h"
 #include "client/emit.h"
 #include "client/exit_codes.h"
@@ -150,8 +150,7 @@ Connection& TheConnection() {
   return *connection;
 }
 
-absl::StatusOr<std::string> ReadPem(const std::string& path,
-                                    const char* flag) {
+absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
   std::ifstream in(path, std::ios::binary);
   if (!in) {
     return absl::InvalidArgumentError(
@@ -223,11 +222,11 @@ std::shared_ptr<grpc::Channel> Connect(const std::string& server) {
   if (!c.tls_server_name.empty()) {
     args.SetSslTargetNameOverride(c.tls_server_name);
   }
-  return grpc::CreateCustomChannel(
-      server,
-      c.credentials != nullptr ? c.credentials
-                               : grpc::InsecureChannelCredentials(),
-      args);
+  return grpc::CreateCustomChannel(server,
+                                   c.credentials != nullptr
+                                       ? c.credentials
+                                       : grpc::InsecureChannelCredentials(),
+                                   args);
 }
 
 int ReportRpcError(const grpc::Status& status, const GlobalFlags& g,

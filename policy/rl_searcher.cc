@@ -119,7 +119,11 @@ struct PolicyNetImpl : torch::nn::Module {
         degree_query_head(
             register_module("degree_query_head", torch::nn::Linear(d, d))),
         cell(register_module(
-            "cell", torch::nn::GRUCell(torch::nn::GRUCellOptions(d, d)))) {
+            "cell", torch::nn::GRUCell(torch::nn::GRUCellOptions(d, d)))),
+        copy_query(register_module("copy_query", torch::nn::Linear(d, d))),
+        copy_key(register_module("copy_key", torch::nn::Linear(d, d))),
+        copy_gate(
+            register_module("copy_gate", torch::nn::Linear(d, kNumDecisions))) {
     for (int i = 1; i < kNumDecisions; ++i) {
       heads.push_back(register_module(absl::StrCat("head", i),
                                       torch::nn::Linear(d, MaxChoices(i))));
@@ -137,6 +141,12 @@ struct PolicyNetImpl : torch::nn::Module {
   torch::nn::Sequential degree_key;
   torch::nn::Linear degree_query_head;
   torch::nn::GRUCell cell;
+  // Pointer/copy mechanism over the elite: the decoder state attends over the
+  // per-elite encoder outputs (query . key) and a per-decision gate mixes
+  // "copy the attended elite plans' value" with the generative head.
+  torch::nn::Linear copy_query;
+  torch::nn::Linear copy_key;
+  torch::nn::Linear copy_gate;           // [d] -> one gate logit per decision
   std::vector<torch::nn::Linear> heads;  // decision i -> heads[i - 1]
   std::vector<torch::nn::Embedding> embeddings;
 };
@@ -160,6 +170,12 @@ void InitWeights(PolicyNet& net, std::mt19937_64& rng) {
     } else if (p.dim() == 1 && name.find("norm") != std::string::npos &&
                name.find("weight") != std::string::npos) {
       std::fill(values.begin(), values.end(), 1.0f);
+    }
+    if (name == "copy_gate.bias") {
+      // The initial policy copies an elite value with probability ~0.12 per
+      // decision (sigmoid(-2)); -1 converged faster but stalled on
+      // deepseek-v3@128, -3 was noisier (bench, 5 seeds).
+      std::fill(values.begin(), values.end(), -2.0f);
     }
     p.copy_(torch::from_blob(values.data(), p.sizes(), torch::kFloat32));
   }
@@ -223,8 +239,10 @@ class Policy {
   // Elite tokens for this iteration (empty when the ablation disables them).
   void SetElite(const EliteHistory& elite) {
     elite_tokens_ = torch::Tensor();
+    elite_decisions_.clear();
     if (!options_.use_elite_tokens || elite.empty()) return;
     const auto& entries = elite.entries();
+    for (const EliteEntry& e : entries) elite_decisions_.push_back(e.decisions);
     double mean = 0, sq = 0;
     for (const EliteEntry& e : entries) mean += e.scored.reward;
     mean /= entries.size();
@@ -266,8 +284,8 @@ class Policy {
     std::vector<Decisions> plans;
     for (const EliteEntry& e : elite.entries()) plans.push_back(e.decisions);
     for (int k = 0; k < steps; ++k) {
-      auto [logp, entropy] = Run(plans, /*sample=*/false);
-      const torch::Tensor loss = -logp.mean() / kNumDecisions;
+      const torch::Tensor loss =
+          -Run(plans, /*sample=*/false).gen_logp.mean() / kNumDecisions;
       optimizer_->zero_grad();
       loss.backward();
       torch::nn::utils::clip_grad_norm_(net_->parameters(), 1.0);
@@ -308,8 +326,9 @@ class Policy {
     torch::Tensor old_logp;
     double entropy_mean = 0;
     for (int epoch = 0; epoch < std::max(1, options_.ppo_epochs); ++epoch) {
-      auto [logp, entropy] = Run(all, /*sample=*/false);
-      const torch::Tensor logp_s = logp.slice(0, 0, n);
+      const Decoded out = Run(all, /*sample=*/false);
+      const torch::Tensor& entropy = out.entropy;
+      const torch::Tensor logp_s = out.logp.slice(0, 0, n);
       torch::Tensor pg;
       if (options_.ppo_epochs > 1) {
         if (epoch == 0) old_logp = logp_s.detach();
@@ -325,8 +344,11 @@ class Policy {
       torch::Tensor loss =
           pg - options_.entropy_coef * entropy.slice(0, 0, n).mean();
       if (num_elite > 0) {
+        // Self-imitation trains the generative head (and the shared decoder)
+        // only: imitating the elite through the copy path would just teach the
+        // gate to copy, collapsing the search onto the elite.
         loss = loss - options_.self_imitation_coef *
-                          logp.slice(0, n, n + num_elite).mean() /
+                          out.gen_logp.slice(0, n, n + num_elite).mean() /
                           kNumDecisions;
       }
       optimizer_->zero_grad();
@@ -339,8 +361,15 @@ class Policy {
   }
 
  private:
-  // Encoder over [context, elite...] -> [1, d] summary.
-  torch::Tensor Encode() {
+  struct Decoded {
+    torch::Tensor logp;      // [n] sum over decisions of the policy's log-prob
+    torch::Tensor entropy;   // [n] sum of the per-decision entropies
+    torch::Tensor gen_logp;  // [n] the same without the copy path
+  };
+
+  // Encoder over [context, elite...] -> [1, d] summary; `elite_out` receives
+  // the per-elite outputs [K, d] (undefined without elite tokens).
+  torch::Tensor Encode(torch::Tensor& elite_out) {
     torch::Tensor tokens = net_->context_proj->forward(context_);  // [1, 1, d]
     if (elite_tokens_.defined()) {
       tokens =
@@ -348,6 +377,7 @@ class Policy {
     }
     const torch::Tensor out = net_->encoder->forward(tokens);  // [S, 1, d]
     const torch::Tensor ctx = out[0];                          // [1, d]
+    elite_out = out.size(0) > 1 ? out.slice(0, 1).squeeze(1) : torch::Tensor();
     const torch::Tensor rest =
         out.size(0) > 1 ? out.slice(0, 1).mean(0) : torch::zeros_like(ctx);
     return torch::tanh(net_->summary->forward(torch::cat({ctx, rest}, 1)));
@@ -355,14 +385,21 @@ class Policy {
 
   // Autoregressive decoding. sample: fills `actions` by sampling; otherwise
   // teacher-forces `actions`. Returns (sum of log-probabilities [n], sum of
-  // entropies [n]).
-  std::pair<torch::Tensor, torch::Tensor> Run(std::vector<Decisions>& actions,
-                                              bool sample) {
+  // entropies [n], log-probabilities without the copy path [n]).
+  Decoded Run(std::vector<Decisions>& actions, bool sample) {
     const int n = static_cast<int>(actions.size());
-    const torch::Tensor h = Encode();                // [1, d]
+    torch::Tensor elite_out;
+    const torch::Tensor h = Encode(elite_out);  // [1, d]
+    const bool copy = elite_out.defined() && !elite_decisions_.empty();
+    const int num_elite = static_cast<int>(elite_decisions_.size());
+    torch::Tensor elite_keys;  // [K, d]
+    if (copy) elite_keys = net_->copy_key->forward(elite_out);
+    const double scale = std::sqrt(static_cast<double>(net_->d));
+    std::vector<float> onehot_buf;
     torch::Tensor state = h.expand({n, h.size(1)});  // [n, d]
     torch::Tensor logp_sum = torch::zeros({n});
     torch::Tensor entropy_sum = torch::zeros({n});
+    torch::Tensor gen_logp_sum = torch::zeros({n});
     const torch::Tensor keys =
         net_->degree_key->forward(degree_features_);  // [T, d]
     std::vector<int64_t> choice(n);
@@ -389,22 +426,54 @@ class Policy {
                 .to(torch::kBool);
         logits = logits.masked_fill(invalid, -1e9);
       }
-      // Mixture with the uniform distribution over the valid choices
-      // (exploration that stays on-policy: log-probabilities and entropy are
-      // those of the mixture).
+      // The decision's distribution: generative head, mixed with the copy
+      // distribution and then with the uniform distribution over the valid
+      // choices. Log-probabilities and entropy are those of the final mixture,
+      // so the update stays on-policy.
       torch::Tensor p = torch::softmax(logits, 1);  // [n, C]
-      if (epsilon_ > 0) {
-        torch::Tensor valid;
-        if (i == kDegreesDecision) {
-          valid = torch::ones_like(p);
-        } else {
-          valid = torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8)
-                      .to(torch::kFloat32)
-                      .neg()
-                      .add(1.0);
+      torch::Tensor valid;
+      if (i == kDegreesDecision) {
+        valid = torch::ones_like(p);
+      } else {
+        valid = torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8)
+                    .to(torch::kFloat32)
+                    .neg()
+                    .add(1.0);
+      }
+      const torch::Tensor uniform = valid / valid.sum(1, /*keepdim=*/true);
+      torch::Tensor p_gen = p;
+      if (copy) {
+        // Copy distribution: attention over the elite plans, each voting for
+        // its own value of this decision, restricted to the values valid for
+        // this row's prefix and renormalised. Rows where no attended elite
+        // value is valid fall back to the generative head.
+        const torch::Tensor attn = torch::softmax(
+            torch::matmul(net_->copy_query->forward(state), elite_keys.t()) /
+                scale,
+            1);  // [n, K]
+        onehot_buf.assign(static_cast<size_t>(num_elite) * c_max, 0.0f);
+        for (int k = 0; k < num_elite; ++k) {
+          const int v = elite_decisions_[k][i];
+          if (v >= 0 && v < c_max) onehot_buf[k * c_max + v] = 1.0f;
         }
-        p = (1 - epsilon_) * p +
-            epsilon_ * valid / valid.sum(1, /*keepdim=*/true);
+        const torch::Tensor onehot =
+            torch::from_blob(onehot_buf.data(), {num_elite, c_max},
+                             torch::kFloat32)
+                .clone();
+        const torch::Tensor votes = torch::matmul(attn, onehot) * valid;
+        const torch::Tensor mass = votes.sum(1, /*keepdim=*/true);  // [n, 1]
+        const torch::Tensor has = (mass > 1e-6).to(torch::kFloat32);
+        const torch::Tensor gate =
+            torch::sigmoid(net_->copy_gate->forward(state).select(1, i))
+                .unsqueeze(1) *
+            has;  // [n, 1]
+        p = (1 - gate) * p + gate * votes / mass.clamp_min(1e-6);
+      }
+      if (epsilon_ > 0) {
+        // Mixture with the uniform distribution over the valid choices
+        // (exploration that stays on-policy).
+        p = (1 - epsilon_) * p + epsilon_ * uniform;
+        if (!sample) p_gen = (1 - epsilon_) * p_gen + epsilon_ * uniform;
       }
       const torch::Tensor logp = torch::log(p + 1e-12);
       if (sample) {
@@ -444,13 +513,18 @@ class Policy {
       const torch::Tensor idx =
           torch::from_blob(choice.data(), {n}, torch::kInt64).clone();
       logp_sum = logp_sum + logp.gather(1, idx.unsqueeze(1)).squeeze(1);
+      if (!sample) {
+        gen_logp_sum = gen_logp_sum + (copy ? torch::log(p_gen + 1e-12) : logp)
+                                          .gather(1, idx.unsqueeze(1))
+                                          .squeeze(1);
+      }
       entropy_sum = entropy_sum - (p * logp).sum(1);
       const torch::Tensor input = i == kDegreesDecision
                                       ? keys.index_select(0, idx)
                                       : net_->embeddings[i - 1]->forward(idx);
       state = net_->cell->forward(input, state);
     }
-    return {logp_sum, entropy_sum};
+    return {logp_sum, entropy_sum, gen_logp_sum};
   }
 
   RlOptions options_;
@@ -460,6 +534,7 @@ class Policy {
   torch::Tensor context_;
   torch::Tensor degree_features_;
   torch::Tensor elite_tokens_;
+  std::vector<Decisions> elite_decisions_;  // the elite behind elite_tokens_
   std::unique_ptr<torch::optim::Adam> optimizer_;
   double epsilon_ = 0;
 };

@@ -1,7 +1,9 @@
 // The Learn-to-Shard RL searcher (method "rl"): a small transformer encoder
 // over a context token (model, cluster, workload features) and one token per
 // elite plan; an autoregressive decoder emits each decision of the plan space
-// in turn under the masks; REINFORCE with a baseline and an entropy bonus
+// in turn under the masks, each decision a learned mixture of a generative head
+// and a pointer that copies the value of an attended elite plan (crossover-like
+// moves); REINFORCE with a baseline and an entropy bonus
 // (PPO-style clipped epochs optional) plus self-imitation of the elite.
 // LibTorch on CPU, behind a pimpl: this header exposes no torch types.
 #ifndef SHARDPLAN_POLICY_RL_SEARCHER_H_
@@ -20,7 +22,8 @@ struct RlOptions {
   // Plans evaluated per iteration (2x are sampled; ones not yet scored go
   // first).
   int batch_size = 32;
-  // false: the encoder sees the context token only (ablation "rl-no-elite").
+  // false: the encoder sees the context token only and the decoder has no
+  // elite to copy from (ablation "rl-no-elite").
   bool use_elite_tokens = true;
   // 0: no learning, the initial policy's sampling (ablation "rl-no-learning").
   double learning_rate = 1e-2;

@@ -15,10 +15,8 @@ bool ConstantTimeEquals(absl::string_view a, absl::string_view b) {
   const size_t n = a.size() > b.size() ? a.size() : b.size();
   unsigned diff = a.size() == b.size() ? 0u : 1u;
   for (size_t i = 0; i < n; ++i) {
-    const unsigned char x =
-        i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
-    const unsigned char y =
-        i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
+    const unsigned char x = i < a.size() ? static_cast<unsigned char>(a[i]) : 0;
+    const unsigned char y = i < b.size() ? static_cast<unsigned char>(b[i]) : 0;
     diff |= static_cast<unsigned>(x ^ y);
   }
   return diff == 0;
@@ -51,9 +49,9 @@ TokenAuthenticator::FromFile(const std::string& path) {
     tokens.emplace_back(line);
   }
   if (tokens.empty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "--auth_token_file: ", path,
-        " holds no token (one per line; '#' starts a comment)"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("--auth_token_file: ", path,
+                     " holds no token (one per line; '#' starts a comment)"));
   }
   return std::make_unique<TokenAuthenticator>(std::move(tokens));
 }
@@ -123,7 +121,8 @@ absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> MakeServerCredentials(
     options.client_certificate_request =
         GRPC_SSL_REQUEST_AND_REQUIRE_CLIENT_CERTIFICATE_AND_VERIFY;
   } else {
-    options.client_certificate_request = GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
+    options.client_certificate_request =
+        GRPC_SSL_DONT_REQUEST_CLIENT_CERTIFICATE;
   }
   return grpc::SslServerCredentials(options);
 }

@@ -58,10 +58,11 @@ class PeerCountingInterceptor : public grpc::experimental::Interceptor {
   ~PeerCountingInterceptor() override {
     if (counted_) limiter_->Remove(address_);
   }
-  void Intercept(grpc::experimental::InterceptorBatchMethods* methods) override {
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
     // The peer is known once the call's initial metadata has arrived, before
     // the handler runs.
-    if (!counted_ &&
+    if (!counted_ && !released_ &&
         methods->QueryInterceptionHookPoint(
             grpc::experimental::InterceptionHookPoints::
                 POST_RECV_INITIAL_METADATA)) {
@@ -69,13 +70,23 @@ class PeerCountingInterceptor : public grpc::experimental::Interceptor {
       limiter_->Add(address_);
       counted_ = true;
     }
+    // Released before the status leaves the server, so that a client that
+    // starts its next call after seeing the status is never counted twice.
+    if (counted_ &&
+        methods->QueryInterceptionHookPoint(
+            grpc::experimental::InterceptionHookPoints::PRE_SEND_STATUS)) {
+      limiter_->Remove(address_);
+      counted_ = false;
+      released_ = true;
+    }
     methods->Proceed();
   }
 
  private:
   PeerLimiter* const limiter_;
   grpc::experimental::ServerRpcInfo* const info_;
-  bool counted_ = false;
+  bool counted_ = false;   // added to the limiter, not yet removed
+  bool released_ = false;  // the status was sent
   std::string address_;
 };
 

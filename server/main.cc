@@ -17,8 +17,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
-#include "glog/logging.h"
 #include "absl/time/clock.h"
+#include "glog/logging.h"
 #include "server/server.h"
 #include "server/store_recovery.h"
 
@@ -162,8 +162,9 @@ int main(int argc, char** argv) {
   // A corrupt store file is moved aside before the store opens (a fresh one is
   // created); a failure to move it only leaves warm starts off.
   {
-    absl::StatusOr<std::string> moved = shardplan::server::QuarantineCorruptStore(
-        options.store_path, absl::Now());
+    absl::StatusOr<std::string> moved =
+        shardplan::server::QuarantineCorruptStore(options.store_path,
+                                                  absl::Now());
     if (!moved.ok()) LOG(WARNING) << moved.status();
   }
   options.shutdown_grace =

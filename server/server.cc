@@ -69,8 +69,9 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
         "--default_max_seconds and --max_seconds_limit must be > 0");
   }
   if (options.max_request_bytes < 1024) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--max_request_bytes must be >= 1024, got ", options.max_request_bytes));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_request_bytes must be >= 1024, got ",
+                     options.max_request_bytes));
   }
   absl::StatusOr<std::shared_ptr<grpc::ServerCredentials>> credentials =
       MakeServerCredentials(options.tls);
@@ -141,8 +142,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   AccessControl access;
   access.authenticator = server->authenticator_.get();
   access.peer_limiter = server->peer_limiter_.get();
-  server->service_ =
-      std::make_unique<PlannerService>(std::move(deps), access);
+  server->service_ = std::make_unique<PlannerService>(std::move(deps), access);
 
   CHECK(HealthProtoFile() != nullptr);
   grpc::EnableDefaultHealthCheckService(true);
@@ -199,7 +199,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
             << server->metrics_port_ << ", " << opts.max_concurrent_searches
             << " search slots, queue " << opts.max_queued_searches
             << ", eval threads " << opts.eval_threads << ", "
-            << (opts.tls.cert.empty() ? "plaintext"
+            << (opts.tls.cert.empty()        ? "plaintext"
                 : opts.tls.client_ca.empty() ? "TLS"
                                              : "mutual TLS")
             << ", bearer tokens "

@@ -53,7 +53,8 @@ struct ServerOptions {
   // plaintext; client_ca: mutual TLS. Empty auth_token_file: no token needed.
   TlsFiles tls;
   std::string auth_token_file;
-  int max_searches_per_peer = 8;  // open PlanSharding calls per address; 0 = off
+  int max_searches_per_peer =
+      8;  // open PlanSharding calls per address; 0 = off
   int max_request_bytes = 4 << 20;  // gRPC max receive message size
 };
 

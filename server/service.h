@@ -17,7 +17,7 @@ namespace shardplan::server {
 // other services and stay open). Null members: the check is off.
 struct AccessControl {
   const TokenAuthenticator* authenticator = nullptr;  // --auth_token_file
-  const PeerLimiter* peer_limiter = nullptr;  // --max_searches_per_peer
+  const PeerLimiter* peer_limiter = nullptr;          // --max_searches_per_peer
 };
 
 class PlannerService final

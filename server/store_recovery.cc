@@ -48,7 +48,8 @@ std::string CorruptionReason(const std::string& path) {
     sqlite3_finalize(stmt);
   }
   const int primary = rc & 0xff;
-  if (reason.empty() && (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)) {
+  if (reason.empty() &&
+      (primary == SQLITE_CORRUPT || primary == SQLITE_NOTADB)) {
     reason = sqlite3_errstr(rc);
   }
   sqlite3_close(db);
@@ -75,13 +76,12 @@ absl::StatusOr<std::string> QuarantineCorruptStore(const std::string& path,
   const std::string reason = CorruptionReason(path);
   if (reason.empty()) return std::string();
   const std::string moved = absl::StrCat(
-      path, ".corrupt-", absl::FormatTime("%Y%m%dT%H%M%SZ", now,
-                                          absl::UTCTimeZone()));
+      path, ".corrupt-",
+      absl::FormatTime("%Y%m%dT%H%M%SZ", now, absl::UTCTimeZone()));
   if (std::rename(path.c_str(), moved.c_str()) != 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("elite store ", path, " is corrupt (", reason,
-                     ") and cannot be moved aside to ", moved, ": ",
-                     std::strerror(errno)));
+    return absl::FailedPreconditionError(absl::StrCat(
+        "elite store ", path, " is corrupt (", reason,
+        ") and cannot be moved aside to ", moved, ": ", std::strerror(errno)));
   }
   for (const char* suffix : {"-wal", "-shm"}) {
     const std::string side = absl::StrCat(path, suffix);

@@ -84,9 +84,10 @@ absl::Status CheckProblemLimits(const simulator::Problem& problem,
                                 const RequestLimits& limits) {
   if (limits.max_num_gpus > 0 &&
       problem.cluster.num_gpus > limits.max_num_gpus) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster.num_gpus ", problem.cluster.num_gpus,
-        " exceeds the server limit ", limits.max_num_gpus, " (--max_num_gpus)"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cluster.num_gpus ", problem.cluster.num_gpus,
+                     " exceeds the server limit ", limits.max_num_gpus,
+                     " (--max_num_gpus)"));
   }
   if (limits.max_layers > 0 && problem.model.layers > limits.max_layers) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -152,10 +153,10 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 
-  auto cost_model = BuildCostModel(request.model(), request.has_model(),
-                                   request.cluster(), request.has_cluster(),
-                                   request.workload(), request.has_workload(),
-                                   limits);
+  auto cost_model =
+      BuildCostModel(request.model(), request.has_model(), request.cluster(),
+                     request.has_cluster(), request.workload(),
+                     request.has_workload(), limits);
   if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
   out.cost_model = *std::move(cost_model);
   out.model_name = ModelName(request.model(), out.cost_model->problem());
@@ -168,12 +169,13 @@ absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
 }
 
 absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
-    const shardplan::v1::EvaluateRequest& request, const RequestLimits& limits) {
+    const shardplan::v1::EvaluateRequest& request,
+    const RequestLimits& limits) {
   ValidatedEvaluateRequest out;
-  auto cost_model = BuildCostModel(request.model(), request.has_model(),
-                                   request.cluster(), request.has_cluster(),
-                                   request.workload(), request.has_workload(),
-                                   limits);
+  auto cost_model =
+      BuildCostModel(request.model(), request.has_model(), request.cluster(),
+                     request.has_cluster(), request.workload(),
+                     request.has_workload(), limits);
   if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
   out.cost_model = *std::move(cost_model);
   out.model_name = ModelName(request.model(), out.cost_model->problem());

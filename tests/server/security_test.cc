@@ -24,11 +24,11 @@
 namespace shardplan::server {
 namespace {
 
-using ::testing::HasSubstr;
-using ::testing::Not;
 using testing::FakeScript;
 using testing::FakeSearcher;
+using ::testing::HasSubstr;
 using testing::MakePlanRequest;
+using ::testing::Not;
 using testing::TempDir;
 
 void WriteFile(const std::string& path, const std::string& text) {
@@ -59,9 +59,9 @@ TEST(TokenAuthenticatorTest, AcceptsOnlyListedBearerTokens) {
   EXPECT_EQ((*auth)->size(), 2);
   EXPECT_TRUE((*auth)->CheckAuthorizationValue("Bearer alpha-token").ok());
   EXPECT_TRUE((*auth)->CheckAuthorizationValue("bearer beta-token").ok());
-  for (const char* bad : {"", "Bearer", "Bearer ", "Bearer alpha",
-                          "Basic alpha-token", "alpha-token",
-                          "Bearer # ops team", "Bearer alpha-token2"}) {
+  for (const char* bad :
+       {"", "Bearer", "Bearer ", "Bearer alpha", "Basic alpha-token",
+        "alpha-token", "Bearer # ops team", "Bearer alpha-token2"}) {
     absl::Status status = (*auth)->CheckAuthorizationValue(bad);
     EXPECT_TRUE(absl::IsUnauthenticated(status)) << bad << ": " << status;
     EXPECT_THAT(status.message(), Not(HasSubstr("alpha")))
@@ -84,7 +84,8 @@ TEST(TlsCredentialsTest, NeedsCertAndKeyTogether) {
   EXPECT_TRUE(MakeServerCredentials({}).ok());
   TlsFiles only_cert;
   only_cert.cert = "/x.pem";
-  EXPECT_TRUE(absl::IsInvalidArgument(MakeServerCredentials(only_cert).status()));
+  EXPECT_TRUE(
+      absl::IsInvalidArgument(MakeServerCredentials(only_cert).status()));
   TlsFiles only_ca;
   only_ca.client_ca = "/ca.pem";
   EXPECT_TRUE(absl::IsInvalidArgument(MakeServerCredentials(only_ca).status()));
@@ -127,8 +128,9 @@ TEST(ProblemLimitsTest, RequestsAboveACapNameTheCapAndItsFlag) {
   limits.max_num_gpus = 64;
   auto gpus = ValidatePlanRequest(MakePlanRequest("llama-3.1-8b", 128), limits);
   ASSERT_TRUE(absl::IsInvalidArgument(gpus.status())) << gpus.status();
-  EXPECT_EQ(gpus.status().message(),
-            "cluster.num_gpus 128 exceeds the server limit 64 (--max_num_gpus)");
+  EXPECT_EQ(
+      gpus.status().message(),
+      "cluster.num_gpus 128 exceeds the server limit 64 (--max_num_gpus)");
   EXPECT_TRUE(
       ValidatePlanRequest(MakePlanRequest("llama-3.1-8b", 64), limits).ok());
 
@@ -255,9 +257,8 @@ TEST_F(SecureServiceTest, EveryPlannerRpcNeedsTheToken) {
       shardplan::v1::EvaluateResponse response;
       grpc::Status status = stub_->EvaluatePlan(&context, request, &response);
       // With the right token the empty request reaches validation.
-      EXPECT_EQ(status.error_code(), good
-                                         ? grpc::StatusCode::INVALID_ARGUMENT
-                                         : grpc::StatusCode::UNAUTHENTICATED);
+      EXPECT_EQ(status.error_code(), good ? grpc::StatusCode::INVALID_ARGUMENT
+                                          : grpc::StatusCode::UNAUTHENTICATED);
     }
     {
       grpc::ClientContext context;
