@@ -1,6 +1,7 @@
-// The analytical H100 cost model: given a validated Problem, predicts throughput, latency,
-// memory and a per-operator breakdown for any plan. See ../shared/DESIGN.md for the physics
-// and README.md for the calibration against measured H100 serving numbers.
+// The analytical H100 cost model: given a validated Problem, predicts
+// throughput, latency, memory and a per-operator breakdown for any plan. See
+// ../shared/DESIGN.md for the physics and README.md for the calibration against
+// measured H100 serving numbers.
 #ifndef SHARDPLAN_SIMULATOR_COST_MODEL_H_
 #define SHARDPLAN_SIMULATOR_COST_MODEL_H_
 
@@ -13,42 +14,52 @@
 
 namespace shardplan::simulator {
 
-// Achievable-efficiency parameters, fitted by the calibration (simulator/calibration.h).
-// Every field is a physically meaningful fraction or overhead.
+// Achievable-efficiency parameters, fitted by the calibration
+// (simulator/calibration.h). Every field is a physically meaningful fraction or
+// overhead.
 struct Calibration {
-  double gemm_efficiency = 0.70;             // fraction of peak FLOP/s for large GEMMs
-  double gemm_half_efficiency_tokens = 64;   // GEMM efficiency halves at this many tokens
-  double hbm_efficiency = 0.85;              // fraction of peak HBM bandwidth when streaming
-  double attention_efficiency = 0.5;         // fraction of peak for attention math
-  double intra_node_efficiency = 0.8;        // NCCL bus bandwidth / link bandwidth (NVLink)
-  double inter_node_efficiency = 0.8;        // same, InfiniBand
-  double collective_latency_scale = 1.0;     // multiplies the hardware per-step latency
-  double decode_step_overhead_s = 0.0;       // launch/scheduling per decode iteration
-  double layer_overhead_s = 0.0;             // kernel launches per layer per step
-  double prefill_overhead_s = 0.0;           // per request, before its first token
-  // TTFT queueing: a new request waits behind this fraction of the prefills of the other
-  // (batch - 1) requests of its replica; the same fraction of the prefill work leaves the
-  // decode iterations (TPOT). 0: staggered arrivals, prefills interleave with decode steps;
-  // 1: requests arrive together and are prefilled before decoding (closed-loop waves).
+  double gemm_efficiency = 0.70;  // fraction of peak FLOP/s for large GEMMs
+  double gemm_half_efficiency_tokens =
+      64;  // GEMM efficiency halves at this many tokens
+  double hbm_efficiency =
+      0.85;  // fraction of peak HBM bandwidth when streaming
+  double attention_efficiency = 0.5;  // fraction of peak for attention math
+  double intra_node_efficiency =
+      0.8;  // NCCL bus bandwidth / link bandwidth (NVLink)
+  double inter_node_efficiency = 0.8;  // same, InfiniBand
+  double collective_latency_scale =
+      1.0;  // multiplies the hardware per-step latency
+  double decode_step_overhead_s =
+      0.0;                          // launch/scheduling per decode iteration
+  double layer_overhead_s = 0.0;    // kernel launches per layer per step
+  double prefill_overhead_s = 0.0;  // per request, before its first token
+  // TTFT queueing: a new request waits behind this fraction of the prefills of
+  // the other (batch - 1) requests of its replica; the same fraction of the
+  // prefill work leaves the decode iterations (TPOT). 0: staggered arrivals,
+  // prefills interleave with decode steps; 1: requests arrive together and are
+  // prefilled before decoding (closed-loop waves).
   double prefill_queue_fraction = 0.5;
-  // TTFT: decode iterations a new request waits before and while its prefill is scheduled
-  // (iteration-level scheduling, chunked prefill sharing the step's token budget).
+  // TTFT: decode iterations a new request waits before and while its prefill is
+  // scheduled (iteration-level scheduling, chunked prefill sharing the step's
+  // token budget).
   double ttft_wait_iterations = 1.0;
 };
 
 // The calibration shipped with this version (constants produced by the fit).
 const Calibration& DefaultCalibration();
 
-// Decode batch sizes (per replica) the plan space offers and the batch choice scans, ascending:
-// 1, 2, 4, 8, 12, 16, 24, 32, 48, ... up to kMaxBatchSize.
+// Decode batch sizes (per replica) the plan space offers and the batch choice
+// scans, ascending: 1, 2, 4, 8, 12, 16, 24, 32, 48, ... up to kMaxBatchSize.
 const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
 inline constexpr int kCostModelVersion = 1;
 
 namespace internal {
-struct CostConstants;      // per-problem constants precomputed by Create (cost_model.cc)
-class CostModelInspector;  // test access to intermediate results (internal/cost_layers.h)
+struct CostConstants;      // per-problem constants precomputed by Create
+                           // (cost_model.cc)
+class CostModelInspector;  // test access to intermediate results
+                           // (internal/cost_layers.h)
 }  // namespace internal
 
 // Immutable after Create; Evaluate is thread-safe and allocation-free.
@@ -56,22 +67,25 @@ class CostModel {
  public:
   ~CostModel();
 
-  // Precomputes per-problem constants. INVALID_ARGUMENT on an inconsistent problem.
+  // Precomputes per-problem constants. INVALID_ARGUMENT on an inconsistent
+  // problem.
   static absl::StatusOr<std::unique_ptr<const CostModel>> Create(
       Problem problem, const Calibration& calibration = DefaultCalibration());
 
   const Problem& problem() const { return problem_; }
   const Calibration& calibration() const { return calibration_; }
 
-  // Structural validity of `plan` for this problem: degrees positive with product = GPUs,
-  // divisibility (heads by tp, experts by ep, ...), dims allowed for each operator, stage
-  // split, micro-batches, batch size. INVALID_ARGUMENT whose message starts with the field
-  // path ("plan.tp must divide num_attention_heads (64), got 3").
+  // Structural validity of `plan` for this problem: degrees positive with
+  // product = GPUs, divisibility (heads by tp, experts by ep, ...), dims
+  // allowed for each operator, stage split, micro-batches, batch size.
+  // INVALID_ARGUMENT whose message starts with the field path ("plan.tp must
+  // divide num_attention_heads (64), got 3").
   absl::Status ValidatePlan(const PlanDims& plan) const;
 
-  // Predicts `plan`, which must have passed ValidatePlan. Pure and deterministic; no heap
-  // allocation. A plan that does not fit memory or the SLOs comes back feasible = false with
-  // its reason. With batch_size == 0 and concurrency == 0, picks the best batch.
+  // Predicts `plan`, which must have passed ValidatePlan. Pure and
+  // deterministic; no heap allocation. A plan that does not fit memory or the
+  // SLOs comes back feasible = false with its reason. With batch_size == 0 and
+  // concurrency == 0, picks the best batch.
   Evaluation Evaluate(const PlanDims& plan) const;
 
  private:

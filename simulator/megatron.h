@@ -1,6 +1,7 @@
-// The Megatron-style heuristic plan people deploy today; the baseline every search reports
-// its speedup against. Rules (documented in README.md):
-//  (the exact rules are in MegatronPlan's comment in megatron.cc and in README.md).
+// The Megatron-style heuristic plan people deploy today; the baseline every
+// search reports its speedup against. Rules (documented in README.md):
+//  (the exact rules are in MegatronPlan's comment in megatron.cc and in
+//  README.md).
 #ifndef SHARDPLAN_SIMULATOR_MEGATRON_H_
 #define SHARDPLAN_SIMULATOR_MEGATRON_H_
 
@@ -10,8 +11,9 @@
 
 namespace shardplan::simulator {
 
-// The heuristic plan for `model`'s problem; always passes ValidatePlan. The plan may still be
-// infeasible (e.g. the model does not fit the cluster at all): the Evaluation says why.
+// The heuristic plan for `model`'s problem; always passes ValidatePlan. The
+// plan may still be infeasible (e.g. the model does not fit the cluster at
+// all): the Evaluation says why.
 PlanDims MegatronPlan(const CostModel& model);
 
 }  // namespace shardplan::simulator

@@ -1,6 +1,7 @@
-// Conversions between the API's proto messages and the simulator's compact types, with
-// validation that names the offending field; spec-file parsing (JSON, YAML, Hugging Face
-// config.json); and the built-in catalog of models and hardware.
+// Conversions between the API's proto messages and the simulator's compact
+// types, with validation that names the offending field; spec-file parsing
+// (JSON, YAML, Hugging Face config.json); and the built-in catalog of models
+// and hardware.
 #ifndef SHARDPLAN_SIMULATOR_SPEC_H_
 #define SHARDPLAN_SIMULATOR_SPEC_H_
 
@@ -16,47 +17,63 @@
 
 namespace shardplan::simulator {
 
-// --- Spec files --------------------------------------------------------------------------
-// Parses `text` (proto3 JSON, or YAML with the same field names) into `message`, replacing
-// its contents. INVALID_ARGUMENT with the parser's message (line/field) on malformed input
-// or unknown fields.
-absl::Status ParseSpecText(absl::string_view text, google::protobuf::Message* message);
+// --- Spec files
+// --------------------------------------------------------------------------
+// Parses `text` (proto3 JSON, or YAML with the same field names) into
+// `message`, replacing its contents. INVALID_ARGUMENT with the parser's message
+// (line/field) on malformed input or unknown fields.
+absl::Status ParseSpecText(absl::string_view text,
+                           google::protobuf::Message* message);
 // Serialises `message` as proto3 JSON (lowerCamelCase names, defaults omitted).
-std::string ToJson(const google::protobuf::Message& message, bool pretty = true);
+std::string ToJson(const google::protobuf::Message& message,
+                   bool pretty = true);
 
-// Imports a Hugging Face config.json (model_type llama, mistral, mixtral, qwen2, qwen3,
-// qwen3_moe, deepseek_v3, gpt_oss). INVALID_ARGUMENT naming an unsupported model_type or a
-// missing/invalid key.
-absl::StatusOr<shardplan::v1::ModelSpec> ModelSpecFromHfConfig(absl::string_view config_json);
+// Imports a Hugging Face config.json (model_type llama, mistral, mixtral,
+// qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss). INVALID_ARGUMENT naming an
+// unsupported model_type or a missing/invalid key.
+absl::StatusOr<shardplan::v1::ModelSpec> ModelSpecFromHfConfig(
+    absl::string_view config_json);
 
-// --- Catalog -----------------------------------------------------------------------------
+// --- Catalog
+// -----------------------------------------------------------------------------
 // Built-in models and hardware, compiled in from simulator/catalog/*.yaml.
 const std::vector<shardplan::v1::ModelSpec>& CatalogModels();
 const std::vector<shardplan::v1::HardwareSpec>& CatalogHardware();
 // NOT_FOUND listing the known names.
-absl::StatusOr<shardplan::v1::ModelSpec> FindCatalogModel(absl::string_view name);
-absl::StatusOr<shardplan::v1::HardwareSpec> FindCatalogHardware(absl::string_view name);
+absl::StatusOr<shardplan::v1::ModelSpec> FindCatalogModel(
+    absl::string_view name);
+absl::StatusOr<shardplan::v1::HardwareSpec> FindCatalogHardware(
+    absl::string_view name);
 
-// --- Proto -> compact, validated ---------------------------------------------------------
-// Each returns INVALID_ARGUMENT with a field path relative to the request
-// ("model.spec.hidden_size must be > 0, got 0"; "cluster.num_gpus (12) must be a multiple
-// of cluster.gpus_per_node (8)"). NaN, infinities and absurd sizes are rejected.
-absl::StatusOr<shardplan::v1::ModelSpec> ResolveModel(const shardplan::v1::ModelSource& source);
-absl::StatusOr<ModelDims> ModelDimsFromSpec(const shardplan::v1::ModelSpec& spec,
-                                            absl::string_view field_path);
-absl::StatusOr<ClusterDims> ClusterDimsFromProto(const shardplan::v1::ClusterSpec& cluster);
-absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const shardplan::v1::Workload& workload);
+// --- Proto -> compact, validated
+// --------------------------------------------------------- Each returns
+// INVALID_ARGUMENT with a field path relative to the request
+// ("model.spec.hidden_size must be > 0, got 0"; "cluster.num_gpus (12) must be
+// a multiple of cluster.gpus_per_node (8)"). NaN, infinities and absurd sizes
+// are rejected.
+absl::StatusOr<shardplan::v1::ModelSpec> ResolveModel(
+    const shardplan::v1::ModelSource& source);
+absl::StatusOr<ModelDims> ModelDimsFromSpec(
+    const shardplan::v1::ModelSpec& spec, absl::string_view field_path);
+absl::StatusOr<ClusterDims> ClusterDimsFromProto(
+    const shardplan::v1::ClusterSpec& cluster);
+absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(
+    const shardplan::v1::Workload& workload);
 // All three of the above, as used by EvaluateRequest and PlanRequest.
-absl::StatusOr<Problem> ProblemFromProto(const shardplan::v1::ModelSource& model,
-                                         const shardplan::v1::ClusterSpec& cluster,
-                                         const shardplan::v1::Workload& workload);
-// Plan message -> PlanDims (unset operators take the Megatron default). Checks names and
-// ranges only; CostModel::ValidatePlan checks the plan against the problem.
+absl::StatusOr<Problem> ProblemFromProto(
+    const shardplan::v1::ModelSource& model,
+    const shardplan::v1::ClusterSpec& cluster,
+    const shardplan::v1::Workload& workload);
+// Plan message -> PlanDims (unset operators take the Megatron default). Checks
+// names and ranges only; CostModel::ValidatePlan checks the plan against the
+// problem.
 absl::StatusOr<PlanDims> PlanDimsFromProto(const shardplan::v1::Plan& plan);
 
-// --- Compact -> proto --------------------------------------------------------------------
+// --- Compact -> proto
+// --------------------------------------------------------------------
 shardplan::v1::ModelSpec ModelSpecFromDims(const ModelDims& model);
-// The plan with every operator listed, defaults made explicit and placement derived.
+// The plan with every operator listed, defaults made explicit and placement
+// derived.
 shardplan::v1::Plan PlanToProto(const PlanDims& plan, const Problem& problem);
 shardplan::v1::Prediction PredictionToProto(const Evaluation& evaluation,
                                             const Problem& problem);

@@ -1,5 +1,6 @@
-// RETURN_IF_ERROR / ASSIGN_OR_RETURN for absl::Status and absl::StatusOr, shared by every
-// module (simulator is the lowest C++ module). Abseil 20220623 ships no status macros.
+// RETURN_IF_ERROR / ASSIGN_OR_RETURN for absl::Status and absl::StatusOr,
+// shared by every module (simulator is the lowest C++ module). Abseil 20220623
+// ships no status macros.
 #ifndef SHARDPLAN_SIMULATOR_STATUS_MACROS_H_
 #define SHARDPLAN_SIMULATOR_STATUS_MACROS_H_
 
@@ -12,16 +13,16 @@
 #define SHARDPLAN_STATUS_CONCAT_(a, b) SHARDPLAN_STATUS_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                                 \
-  do {                                                        \
-    const absl::Status shardplan_status_ = (expr);            \
-    if (!shardplan_status_.ok()) return shardplan_status_;    \
+#define RETURN_IF_ERROR(expr)                              \
+  do {                                                     \
+    const absl::Status shardplan_status_ = (expr);         \
+    if (!shardplan_status_.ok()) return shardplan_status_; \
   } while (0)
 
-// `ASSIGN_OR_RETURN(auto x, Foo());` declares/assigns `x` from an OK StatusOr, or returns
-// its status.
-#define ASSIGN_OR_RETURN(lhs, expr)                                              \
-  SHARDPLAN_ASSIGN_OR_RETURN_IMPL_(                                              \
+// `ASSIGN_OR_RETURN(auto x, Foo());` declares/assigns `x` from an OK StatusOr,
+// or returns its status.
+#define ASSIGN_OR_RETURN(lhs, expr) \
+  SHARDPLAN_ASSIGN_OR_RETURN_IMPL_( \
       SHARDPLAN_STATUS_CONCAT_(shardplan_statusor_, __LINE__), lhs, expr)
 
 #define SHARDPLAN_ASSIGN_OR_RETURN_IMPL_(statusor, lhs, expr) \
@@ -32,10 +33,11 @@
 namespace shardplan {
 
 // Returns `status` with `prefix: ` prepended to its message, keeping the code.
-inline absl::Status Annotate(const absl::Status& status, absl::string_view prefix) {
+inline absl::Status Annotate(const absl::Status& status,
+                             absl::string_view prefix) {
   if (status.ok()) return status;
-  return absl::Status(status.code(),
-                      std::string(prefix) + ": " + std::string(status.message()));
+  return absl::Status(status.code(), std::string(prefix) + ": " +
+                                         std::string(status.message()));
 }
 
 }  // namespace shardplan

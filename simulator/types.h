@@ -1,6 +1,6 @@
-// Compact, proto-free types the cost model works on: the validated problem (model, cluster,
-// workload), a plan, and the evaluation of a plan. Built from the proto messages by
-// simulator/spec.h; read by policy/ and server/.
+// Compact, proto-free types the cost model works on: the validated problem
+// (model, cluster, workload), a plan, and the evaluation of a plan. Built from
+// the proto messages by simulator/spec.h; read by policy/ and server/.
 #ifndef SHARDPLAN_SIMULATOR_TYPES_H_
 #define SHARDPLAN_SIMULATOR_TYPES_H_
 
@@ -21,11 +21,14 @@ inline constexpr int kNumDtypes = 3;
 double BytesPerElement(Dtype dtype);
 // "bf16", "fp8", "fp4".
 absl::string_view DtypeName(Dtype dtype);
-// Parses a dtype name; "" gives `fallback`. INVALID_ARGUMENT names `field_path` and the value.
-absl::StatusOr<Dtype> ParseDtype(absl::string_view name, absl::string_view field_path,
+// Parses a dtype name; "" gives `fallback`. INVALID_ARGUMENT names `field_path`
+// and the value.
+absl::StatusOr<Dtype> ParseDtype(absl::string_view name,
+                                 absl::string_view field_path,
                                  Dtype fallback = Dtype::kBf16);
 
-// The operator kinds of a layer whose sharding dimension a plan chooses, in decision order.
+// The operator kinds of a layer whose sharding dimension a plan chooses, in
+// decision order.
 enum class OpKind : uint8_t {
   kEmbedding = 0,
   kQkv,         // Q, K, V projections (MLA: the down/up projections)
@@ -42,7 +45,8 @@ inline constexpr int kNumOpKinds = 10;
 // "embedding", "qkv", "attention", "attn_out", "mlp_up", "mlp_down", "router",
 // "expert_up", "expert_down", "lm_head".
 absl::string_view OpKindName(OpKind op);
-absl::StatusOr<OpKind> ParseOpKind(absl::string_view name, absl::string_view field_path);
+absl::StatusOr<OpKind> ParseOpKind(absl::string_view name,
+                                   absl::string_view field_path);
 
 // How an operator's work is split over the ranks of its tensor-parallel group.
 enum class ShardDim : uint8_t {
@@ -54,12 +58,13 @@ enum class ShardDim : uint8_t {
 };
 inline constexpr int kNumShardDims = 5;
 absl::string_view ShardDimName(ShardDim dim);
-absl::StatusOr<ShardDim> ParseShardDim(absl::string_view name, absl::string_view field_path);
+absl::StatusOr<ShardDim> ParseShardDim(absl::string_view name,
+                                       absl::string_view field_path);
 
 using ShardDims = std::array<ShardDim, kNumOpKinds>;
-// Megatron's pattern: embedding row (vocab split), qkv column, attention column (heads),
-// attn_out row, mlp_up column, mlp_down row, router replicate, expert_up column,
-// expert_down row, lm_head column (vocab split).
+// Megatron's pattern: embedding row (vocab split), qkv column, attention column
+// (heads), attn_out row, mlp_up column, mlp_down row, router replicate,
+// expert_up column, expert_down row, lm_head column (vocab split).
 ShardDims MegatronShardDims();
 
 struct ModelDims {
@@ -90,7 +95,8 @@ struct ModelDims {
   bool is_mla() const { return kv_lora_rank > 0; }
   int dense_layers() const { return is_moe() ? first_k_dense : layers; }
   int moe_layers() const { return layers - dense_layers(); }
-  // Parameter counts (embeddings and LM head included once, or twice when untied).
+  // Parameter counts (embeddings and LM head included once, or twice when
+  // untied).
   double TotalParams() const;
   double ActiveParams() const;
 };
@@ -122,9 +128,9 @@ struct ClusterDims {
 struct WorkloadDims {
   int input_tokens = 0;
   int output_tokens = 0;
-  int concurrency = 0;     // 0: choose the best batch
-  double max_ttft_s = 0;   // 0: no SLO
-  double max_tpot_s = 0;   // 0: no SLO
+  int concurrency = 0;    // 0: choose the best batch
+  double max_ttft_s = 0;  // 0: no SLO
+  double max_tpot_s = 0;  // 0: no SLO
   Dtype weight_dtype = Dtype::kBf16;
   Dtype kv_cache_dtype = Dtype::kBf16;
 };
@@ -147,8 +153,10 @@ struct PlanDims {
   int ep = 1;
   ShardDims dims = MegatronShardDims();
   int micro_batches = 0;  // 0: pp
-  int batch_size = 0;     // 0: workload concurrency, or the best batch when that is 0
-  // Explicit layers per stage when num_stage_layers == pp; 0: as uniform as possible.
+  int batch_size =
+      0;  // 0: workload concurrency, or the best batch when that is 0
+  // Explicit layers per stage when num_stage_layers == pp; 0: as uniform as
+  // possible.
   int num_stage_layers = 0;
   std::array<int16_t, kMaxPipelineStages> stage_layers{};
 
@@ -159,16 +167,23 @@ struct PlanDims {
 enum class InfeasibleReason : uint8_t {
   kNone = 0,
   kWeightsExceedMemory,   // value: weight bytes per GPU, limit: capacity
-  kKvCacheExceedsMemory,  // the batch's KV cache does not fit beside the weights
+  kKvCacheExceedsMemory,  // the batch's KV cache does not fit beside the
+                          // weights
   kTtftSlo,               // value: predicted TTFT s, limit: max TTFT s
   kTpotSlo,               // value: predicted TPOT s, limit: max TPOT s
   kNoBatchFits,           // concurrency 0 and no batch meets memory and SLOs
 };
 
-enum class Bottleneck : uint8_t { kCompute = 0, kMemory, kCommunication, kPipeline };
+enum class Bottleneck : uint8_t {
+  kCompute = 0,
+  kMemory,
+  kCommunication,
+  kPipeline
+};
 absl::string_view BottleneckName(Bottleneck b);
 
-// Seconds one operator kind costs per step (summed over the layers of the slowest stage).
+// Seconds one operator kind costs per step (summed over the layers of the
+// slowest stage).
 struct OpCost {
   float compute_s = 0;
   float memory_s = 0;
