@@ -11,7 +11,8 @@ SERVER="$BUILD_DIR/bin/shardplan-server"
 CLI="$BUILD_DIR/bin/shardplan"
 DEMO_DIR="$BUILD_DIR/demo"
 SCRIPTS="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-MODEL=(--model llama-3.1-70b --gpus 16 --isl 2048 --osl 512)
+# A realistic interactive-serving SLO: without one, throughput alone favours huge batches.
+MODEL=(--model llama-3.1-70b --gpus 16 --isl 2048 --osl 512 --max-tpot-ms 50)
 
 for binary in "$SERVER" "$CLI"; do
   if [ ! -x "$binary" ]; then
