@@ -55,30 +55,44 @@ Decisions Mutate(const PlanSpace& space, const Decisions& in,
   return d;
 }
 
-class MegatronSearcher : public Searcher {
+// What every baseline shares: a SearchRun (the Megatron plan evaluated first,
+// the budget, de-duplication, reporting), the method's own loop in Run(), then
+// the result.
+class RunSearcher : public Searcher {
  public:
-  absl::string_view method() const override { return "megatron"; }
   absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
                                       const SearchOptions& options,
                                       const CancellationToken& cancel,
-                                      SearchObserver& observer) override {
+                                      SearchObserver& observer) final {
     SearchRun run(model, options, cancel, observer);
     RETURN_IF_ERROR(run.Start());
+    RETURN_IF_ERROR(Run(run, options));
+    return run.Finish();
+  }
+
+ protected:
+  // The method's search loop over `run`; an error ends the search with it.
+  virtual absl::Status Run(SearchRun& run, const SearchOptions& options) = 0;
+};
+
+class MegatronSearcher : public RunSearcher {
+ public:
+  absl::string_view method() const override { return "megatron"; }
+
+ protected:
+  absl::Status Run(SearchRun& run, const SearchOptions& /*options*/) override {
     run.MarkExhausted();
     run.ReportProgress(1);
-    return run.Finish();
+    return absl::OkStatus();
   }
 };
 
-class RandomSearcher : public Searcher {
+class RandomSearcher : public RunSearcher {
  public:
   absl::string_view method() const override { return "random"; }
-  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
-                                      const SearchOptions& options,
-                                      const CancellationToken& cancel,
-                                      SearchObserver& observer) override {
-    SearchRun run(model, options, cancel, observer);
-    RETURN_IF_ERROR(run.Start());
+
+ protected:
+  absl::Status Run(SearchRun& run, const SearchOptions& options) override {
     std::mt19937_64 rng(options.seed);
     std::vector<Decisions> batch(256);
     while (!run.Done()) {
@@ -86,19 +100,16 @@ class RandomSearcher : public Searcher {
       run.Evaluate(batch);
       run.ReportProgress(1);
     }
-    return run.Finish();
+    return absl::OkStatus();
   }
 };
 
-class AnnealSearcher : public Searcher {
+class AnnealSearcher : public RunSearcher {
  public:
   absl::string_view method() const override { return "anneal"; }
-  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
-                                      const SearchOptions& options,
-                                      const CancellationToken& cancel,
-                                      SearchObserver& observer) override {
-    SearchRun run(model, options, cancel, observer);
-    RETURN_IF_ERROR(run.Start());
+
+ protected:
+  absl::Status Run(SearchRun& run, const SearchOptions& options) override {
     const PlanSpace& space = run.space();
     std::mt19937_64 rng(options.seed);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
@@ -138,19 +149,16 @@ class AnnealSearcher : public Searcher {
       }
       run.ReportProgress(1);
     }
-    return run.Finish();
+    return absl::OkStatus();
   }
 };
 
-class GeneticSearcher : public Searcher {
+class GeneticSearcher : public RunSearcher {
  public:
   absl::string_view method() const override { return "genetic"; }
-  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
-                                      const SearchOptions& options,
-                                      const CancellationToken& cancel,
-                                      SearchObserver& observer) override {
-    SearchRun run(model, options, cancel, observer);
-    RETURN_IF_ERROR(run.Start());
+
+ protected:
+  absl::Status Run(SearchRun& run, const SearchOptions& options) override {
     const PlanSpace& space = run.space();
     std::mt19937_64 rng(options.seed);
     std::uniform_real_distribution<double> uniform(0.0, 1.0);
@@ -212,19 +220,16 @@ class GeneticSearcher : public Searcher {
       fitness = std::move(next_fitness);
       run.ReportProgress(1);
     }
-    return run.Finish();
+    return absl::OkStatus();
   }
 };
 
-class ExhaustiveSearcher : public Searcher {
+class ExhaustiveSearcher : public RunSearcher {
  public:
   absl::string_view method() const override { return "exhaustive"; }
-  absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
-                                      const SearchOptions& options,
-                                      const CancellationToken& cancel,
-                                      SearchObserver& observer) override {
-    SearchRun run(model, options, cancel, observer);
-    RETURN_IF_ERROR(run.Start());
+
+ protected:
+  absl::Status Run(SearchRun& run, const SearchOptions& options) override {
     const double size = run.space().Size();
     const double limit =
         std::min(options.exhaustive_limit,
@@ -252,7 +257,7 @@ class ExhaustiveSearcher : public Searcher {
       run.ReportProgress(1);
     }
     run.MarkExhausted();
-    return run.Finish();
+    return absl::OkStatus();
   }
 };
 
