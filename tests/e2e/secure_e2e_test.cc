@@ -68,8 +68,8 @@ PlanRequest Request(const std::string& method, int max_evaluations,
 }
 
 // A search that runs until cancelled (for this test's purposes).
-// A search that outlives every test step: RL costs milliseconds per iteration, so
-// 100,000 evaluations take far longer than the test (random or anneal could
+// A search that outlives every test step: RL costs milliseconds per iteration,
+// so 100,000 evaluations take far longer than the test (random or anneal could
 // exhaust that budget in under a second on a fast machine and free the slot).
 PlanRequest LongRequest() { return Request("rl", 100000, 120, 16); }
 

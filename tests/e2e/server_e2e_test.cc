@@ -59,9 +59,11 @@ PlanRequest Request(const std::string& model, int gpus, int isl, int osl,
   return request;
 }
 
-// A search that runs until cancelled (within the test's patience).
+// A search that runs until cancelled (within the test's patience). RL costs
+// milliseconds per iteration, so 100,000 evaluations outlast every test step;
+// random or anneal can exhaust that budget in under a second on a fast machine.
 PlanRequest LongRequest(int isl = 2048) {
-  return Request("llama-3.1-70b", 16, isl, 512, "random", 100000, 120);
+  return Request("llama-3.1-70b", 16, isl, 512, "rl", 100000, 120);
 }
 
 struct StreamResult {
@@ -234,8 +236,11 @@ TEST_P(CancelE2eTest, CancelMidStreamFreesTheWorker) {
   EXPECT_TRUE(next.status.ok()) << next.status.error_message();
 }
 
-INSTANTIATE_TEST_SUITE_P(Methods, CancelE2eTest,
-                         ::testing::Values("random", "rl"));
+// Only rl searches run long enough here to be cancelled mid-stream for sure
+// (the baselines finish a 100,000-evaluation budget in well under a second);
+// their cancellation is covered by policy_test's
+// CancellationStopsEverySearchQuickly.
+INSTANTIATE_TEST_SUITE_P(Methods, CancelE2eTest, ::testing::Values("rl"));
 
 TEST_F(ServerE2eTest, InvalidRequestsGetInvalidArgumentAndTheServerStaysUp) {
   StartOrDie();
@@ -352,7 +357,7 @@ TEST_F(ServerE2eTest, ResourceExhaustedBeyondTheQueue) {
   }));
   EXPECT_GE(Gauge(server_->Metrics(),
                   "shardplan_plan_requests_total{code=\"RESOURCE_EXHAUSTED\","
-                  "method=\"random\"}"),
+                  "method=\"rl\"}"),
             1);
 }
 
