@@ -72,8 +72,10 @@ absl::StatusOr<PlanDims> PlanDimsFromProto(const shardplan::v1::Plan& plan);
 // --- Compact -> proto
 // --------------------------------------------------------------------
 shardplan::v1::ModelSpec ModelSpecFromDims(const ModelDims& model);
-// The plan with every operator listed, defaults made explicit and placement
-// derived.
+// The plan with every operator listed and placement derived. micro_batches,
+// batch_size and stage_layers stay as given (0 = default), so that
+// PlanDimsFromProto(PlanToProto(p)) == p; the batch actually used is in the
+// prediction.
 shardplan::v1::Plan PlanToProto(const PlanDims& plan, const Problem& problem);
 shardplan::v1::Prediction PredictionToProto(const Evaluation& evaluation,
                                             const Problem& problem);
