@@ -21,25 +21,8 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::MakeProblem;
+using testing::Plans;
 using testing::TempDir;
-
-// Distinct valid plans for 8 GPUs, with descending rewards.
-std::vector<StoredPlan> Plans(int n, double top_reward = 1.0) {
-  const int tps[] = {1, 2, 4, 8};
-  std::vector<StoredPlan> plans;
-  for (int i = 0; i < n; ++i) {
-    StoredPlan stored;
-    stored.plan.tp = tps[i % 4];
-    stored.plan.dp = 8 / stored.plan.tp;
-    stored.plan.batch_size = 16 * (1 + i / 4);
-    stored.plan.micro_batches = 1;  // explicit, as the store writes it back
-    stored.reward = top_reward - 0.1 * i;
-    stored.output_tokens_per_s = 1000.0 - i;
-    stored.prediction_json = "{\"feasible\":true}";
-    plans.push_back(stored);
-  }
-  return plans;
-}
 
 std::unique_ptr<EliteStore> OpenOrDie(const std::string& path, int top_k = 16) {
   EliteStore::Options options;

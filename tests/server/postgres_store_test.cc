@@ -35,26 +35,9 @@ namespace {
 
 using ::testing::HasSubstr;
 using testing::MakeProblem;
+using testing::Plans;
 using testing::TempDir;
 using testing_pg::PostgresInstance;
-
-// `n` distinct valid plans for 8 GPUs; rewards descending from `top_reward`.
-std::vector<StoredPlan> Plans(int n, double top_reward = 1.0) {
-  const int tps[] = {1, 2, 4, 8};
-  std::vector<StoredPlan> plans;
-  for (int i = 0; i < n; ++i) {
-    StoredPlan stored;
-    stored.plan.tp = tps[i % 4];
-    stored.plan.dp = 8 / stored.plan.tp;
-    stored.plan.batch_size = 16 * (1 + i / 4);
-    stored.plan.micro_batches = 1;
-    stored.reward = top_reward - 0.01 * i;
-    stored.output_tokens_per_s = 1000.0 - i;
-    stored.prediction_json = absl::StrCat("{\"feasible\":true,\"i\":", i, "}");
-    plans.push_back(stored);
-  }
-  return plans;
-}
 
 // The one PostgreSQL server of this test process (started on first use,
 // stopped and removed at exit).

@@ -19,6 +19,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "policy/searcher.h"
+#include "server/elite_store.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
@@ -180,6 +181,26 @@ class FakeSearcher final : public policy::Searcher {
  private:
   FakeScript& script_;
 };
+
+// `n` distinct valid plans for 8 GPUs, rewards descending from `top_reward`,
+// each with its own prediction JSON (so store round trips are checked per
+// plan).
+inline std::vector<StoredPlan> Plans(int n, double top_reward = 1.0) {
+  const int tps[] = {1, 2, 4, 8};
+  std::vector<StoredPlan> plans;
+  for (int i = 0; i < n; ++i) {
+    StoredPlan stored;
+    stored.plan.tp = tps[i % 4];
+    stored.plan.dp = 8 / stored.plan.tp;
+    stored.plan.batch_size = 16 * (1 + i / 4);
+    stored.plan.micro_batches = 1;  // explicit, as the store writes it back
+    stored.reward = top_reward - 0.1 * i;
+    stored.output_tokens_per_s = 1000.0 - i;
+    stored.prediction_json = absl::StrCat("{\"feasible\":true,\"i\":", i, "}");
+    plans.push_back(stored);
+  }
+  return plans;
+}
 
 }  // namespace shardplan::server::testing
 
