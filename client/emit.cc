@@ -114,9 +114,14 @@ bool AllAttentionBatch(const Plan& plan) {
   return true;
 }
 
-int NumNodes(const Degrees& d, const EmitContext& context) {
+// Nodes that `gpus` GPUs occupy.
+int NodesFor(int gpus, const EmitContext& context) {
   const int per_node = Positive(context.gpus_per_node);
-  return std::max(1, (d.gpus() + per_node - 1) / per_node);
+  return std::max(1, (gpus + per_node - 1) / per_node);
+}
+
+int NumNodes(const Degrees& d, const EmitContext& context) {
+  return NodesFor(d.gpus(), context);
 }
 
 bool UnevenStages(const Plan& plan) {
@@ -124,6 +129,25 @@ bool UnevenStages(const Plan& plan) {
   const auto [lo, hi] = std::minmax_element(plan.stage_layers().begin(),
                                             plan.stage_layers().end());
   return *hi - *lo > 1;
+}
+
+// For engines that always split pipeline stages evenly.
+void WarnUnevenStages(const Plan& plan, absl::string_view engine, Builder& b) {
+  if (!UnevenStages(plan)) return;
+  b.warnings.push_back(absl::StrCat(
+      engine,
+      " splits pipeline stages evenly; the plan's uneven stage_layers (",
+      absl::StrJoin(plan.stage_layers(), ","), ") are not expressed."));
+}
+
+// One command serves one replica of `replica_gpus` GPUs.
+void CommentReplicaCopies(int copies, int replica_gpus,
+                          absl::string_view balancer, Builder& b) {
+  if (copies <= 1) return;
+  b.comments.push_back(
+      fmt::format("Run {} copies of this command (one per replica, {} GPUs "
+                  "each) behind {}.",
+                  copies, replica_gpus, std::string(balancer)));
 }
 
 }  // namespace
@@ -321,23 +345,11 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
       if (batch > 0) b.Flag("--max-running-requests", batch * (moe ? d.dp : 1));
       if (wdt == "fp8") b.Flag("--quantization", "fp8");
       if (kvdt == "fp8") b.Flag("--kv-cache-dtype", "fp8_e4m3");
-      if (UnevenStages(plan)) {
-        b.warnings.push_back(
-            "SGLang splits pipeline stages evenly; the plan's uneven "
-            "stage_layers (" +
-            absl::StrJoin(plan.stage_layers(), ",") + ") are not expressed.");
-      }
-      if (copies > 1) {
-        b.comments.push_back(
-            fmt::format("Run {} copies of this command (one per replica, {} "
-                        "GPUs each) behind "
-                        "sglang_router or another load balancer.",
-                        copies, d.tp * d.pp));
-      }
+      WarnUnevenStages(plan, "SGLang", b);
+      CommentReplicaCopies(copies, d.tp * d.pp,
+                           "sglang_router or another load balancer", b);
       const int server_gpus = s_tp * d.pp;
-      const int server_nodes =
-          std::max(1, (server_gpus + Positive(context.gpus_per_node) - 1) /
-                          Positive(context.gpus_per_node));
+      const int server_nodes = NodesFor(server_gpus, context);
       if (server_nodes > 1) {
         b.Flag("--nnodes", server_nodes);
         b.Flag("--node-rank", "$NODE_RANK");
@@ -400,23 +412,10 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
             "checkpoint (e.g. one made with NVIDIA ModelOpt) instead of {}.",
             wdt == "fp8" ? "FP8" : "NVFP4", model_id));
       }
-      if (UnevenStages(plan)) {
-        b.warnings.push_back(
-            "TensorRT-LLM splits pipeline stages evenly; the plan's uneven "
-            "stage_layers (" +
-            absl::StrJoin(plan.stage_layers(), ",") + ") are not expressed.");
-      }
-      if (copies > 1) {
-        b.comments.push_back(
-            fmt::format("Run {} copies of this command (one per replica, {} "
-                        "GPUs each) behind a load "
-                        "balancer.",
-                        copies, d.tp * d.pp));
-      }
+      WarnUnevenStages(plan, "TensorRT-LLM", b);
+      CommentReplicaCopies(copies, d.tp * d.pp, "a load balancer", b);
       const int server_gpus = t_tp * d.pp;
-      const int server_nodes =
-          std::max(1, (server_gpus + Positive(context.gpus_per_node) - 1) /
-                          Positive(context.gpus_per_node));
+      const int server_nodes = NodesFor(server_gpus, context);
       if (server_nodes > 1) {
         b.comments.push_back(
             fmt::format("Spans {} nodes: launch under MPI, e.g. `mpirun -n {} "
