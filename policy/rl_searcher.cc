@@ -3,17 +3,28 @@
 // comes from one std::mt19937_64 seeded with options.seed, and LibTorch runs on
 // one intra-op thread, so a search is deterministic for a seed whatever the
 // evaluation pool's size.
+//
+// Cost per iteration is what the speed target is about: the network
+// runs ONCE per iteration, not once per sampled plan. The encoder and every
+// head produce small tables (anchor and gate probabilities per elite plan,
+// the distribution over degree tuples, and per sampled tuple the distribution
+// of every later decision); plans are sampled from those tables in plain C++,
+// and the gradient step gathers each plan's probabilities from the same
+// tables. The parameters live in one flat buffer so that Adam and gradient
+// clipping are a handful of tensor operations, not a few per parameter.
 #include "policy/rl_searcher.h"
 
 #include <torch/torch.h>
 
 #include <algorithm>
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <exception>
 #include <mutex>
 #include <random>
 #include <sstream>
+#include <unordered_map>
 #include <unordered_set>
 #include <utility>
 #include <vector>
@@ -34,6 +45,26 @@ constexpr int kContextFeatures = 32;
 constexpr int kPlanFeatures =
     PlanSpace::kDegreeFeatures + simulator::kNumOpKinds * 5 + 3 + 2 + 3;
 constexpr int kHeads = 4;
+// Decisions after the degree tuple, each with one output head.
+constexpr int kNumHeads = kNumDecisions - 1;
+// Table slots: one per operator decision and the micro-batch decision, and one
+// per micro-batch multiplier for the batch decision (its mask depends on it).
+constexpr int kSlots = kBatchDecision - 1 + kMicroBatchMultipliers.size();
+// Bumped whenever the parameter layout changes: saved weights of another
+// layout are ignored (a warm start then keeps its elite plans only).
+constexpr int64_t kArchVersion = 4;
+
+int MaxTableChoices() {
+  int c = 0;
+  for (int i = 1; i < kNumDecisions; ++i) c = std::max(c, MaxChoices(i));
+  return c;
+}
+
+int SlotOf(int decision, const Decisions& a) {
+  return decision < kBatchDecision
+             ? decision - 1
+             : kBatchDecision - 1 + a[kMicroBatchesDecision];
+}
 
 void SetTorchThreadsOnce() {
   static std::once_flag once;
@@ -95,92 +126,6 @@ std::vector<float> ContextFeatures(const simulator::Problem& p) {
   return f;
 }
 
-// The policy network. Shapes depend only on RlOptions and the fixed MaxChoices
-// of each decision, never on the problem, so weights transfer across problems.
-struct PolicyNetImpl : torch::nn::Module {
-  explicit PolicyNetImpl(const RlOptions& o)
-      : d(o.d_model),
-        context_proj(register_module("context_proj",
-                                     torch::nn::Linear(kContextFeatures, d))),
-        elite_proj(
-            register_module("elite_proj", torch::nn::Linear(kPlanFeatures, d))),
-        encoder(register_module(
-            "encoder",
-            torch::nn::TransformerEncoder(torch::nn::TransformerEncoderOptions(
-                torch::nn::TransformerEncoderLayerOptions(d, kHeads)
-                    .dim_feedforward(2 * d)
-                    .dropout(0.0),
-                std::max(1, o.encoder_layers))))),
-        summary(register_module("summary", torch::nn::Linear(2 * d, d))),
-        degree_key(register_module(
-            "degree_key", torch::nn::Sequential(
-                              torch::nn::Linear(PlanSpace::kDegreeFeatures, d),
-                              torch::nn::Tanh(), torch::nn::Linear(d, d)))),
-        degree_query_head(
-            register_module("degree_query_head", torch::nn::Linear(d, d))),
-        cell(register_module(
-            "cell", torch::nn::GRUCell(torch::nn::GRUCellOptions(d, d)))),
-        copy_query(register_module("copy_query", torch::nn::Linear(d, d))),
-        copy_key(register_module("copy_key", torch::nn::Linear(d, d))),
-        copy_gate(
-            register_module("copy_gate", torch::nn::Linear(d, kNumDecisions))) {
-    for (int i = 1; i < kNumDecisions; ++i) {
-      heads.push_back(register_module(absl::StrCat("head", i),
-                                      torch::nn::Linear(d, MaxChoices(i))));
-      embeddings.push_back(
-          register_module(absl::StrCat("embedding", i),
-                          torch::nn::Embedding(MaxChoices(i), d)));
-    }
-  }
-
-  int d;
-  torch::nn::Linear context_proj;
-  torch::nn::Linear elite_proj;
-  torch::nn::TransformerEncoder encoder;
-  torch::nn::Linear summary;
-  torch::nn::Sequential degree_key;
-  torch::nn::Linear degree_query_head;
-  torch::nn::GRUCell cell;
-  // Pointer/copy mechanism over the elite: the decoder state attends over the
-  // per-elite encoder outputs (query . key) and a per-decision gate mixes
-  // "copy the attended elite plans' value" with the generative head.
-  torch::nn::Linear copy_query;
-  torch::nn::Linear copy_key;
-  torch::nn::Linear copy_gate;           // [d] -> one gate logit per decision
-  std::vector<torch::nn::Linear> heads;  // decision i -> heads[i - 1]
-  std::vector<torch::nn::Embedding> embeddings;
-};
-TORCH_MODULE(PolicyNet);
-
-// Deterministic initialisation from our own generator (LibTorch's global
-// generator is shared by concurrent searches). Output heads start at zero: the
-// initial policy is uniform over the valid choices of each decision.
-void InitWeights(PolicyNet& net, std::mt19937_64& rng) {
-  torch::NoGradGuard no_grad;
-  for (auto& item : net->named_parameters()) {
-    torch::Tensor& p = item.value();
-    const std::string& name = item.key();
-    std::vector<float> values(p.numel(), 0.0f);
-    const bool is_head =
-        name.rfind("head", 0) == 0 || name.rfind("degree_query_head", 0) == 0;
-    if (p.dim() >= 2 && !is_head) {
-      const double a = 1.0 / std::sqrt(static_cast<double>(p.size(1)));
-      std::uniform_real_distribution<double> u(-a, a);
-      for (float& v : values) v = static_cast<float>(u(rng));
-    } else if (p.dim() == 1 && name.find("norm") != std::string::npos &&
-               name.find("weight") != std::string::npos) {
-      std::fill(values.begin(), values.end(), 1.0f);
-    }
-    if (name == "copy_gate.bias") {
-      // The initial policy copies an elite value with probability ~0.12 per
-      // decision (sigmoid(-2)); -1 converged faster but stalled on
-      // deepseek-v3@128, -3 was noisier (bench, 5 seeds).
-      std::fill(values.begin(), values.end(), -2.0f);
-    }
-    p.copy_(torch::from_blob(values.data(), p.sizes(), torch::kFloat32));
-  }
-}
-
 std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space,
                                               const Decisions& d,
                                               const ScoredPlan& s,
@@ -202,47 +147,290 @@ std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space,
   return f;
 }
 
+torch::Tensor FloatTensor(const std::vector<float>& v,
+                          std::vector<int64_t> shape) {
+  return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32)
+      .clone();
+}
+torch::Tensor LongTensor(const std::vector<int64_t>& v) {
+  return torch::from_blob(const_cast<int64_t*>(v.data()),
+                          {static_cast<int64_t>(v.size())}, torch::kInt64)
+      .clone();
+}
+
+// The network's weights: one flat parameter vector `theta` and, for the
+// forward pass, leaf tensors that share its storage (so autograd accumulates
+// every gradient into one flat `grad`, and Adam runs on the flat vectors).
+// Shapes depend only on RlOptions and the fixed MaxChoices of each decision,
+// never on the problem, so weights transfer across problems.
+class PolicyNet {
+ public:
+  PolicyNet(const PolicyNet&) = delete;
+  PolicyNet& operator=(const PolicyNet&) = delete;
+  struct Layer {  // pre-LayerNorm transformer encoder layer
+    torch::Tensor ln1_w, ln1_b, qkv_w, qkv_b, out_w, out_b;
+    torch::Tensor ln2_w, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b;
+  };
+
+  PolicyNet(const RlOptions& o, std::mt19937_64& rng)
+      : d_(std::max(kHeads, o.d_model / kHeads * kHeads)),
+        layers_(std::max(1, o.encoder_layers)),
+        choices_(MaxTableChoices()) {
+    const int64_t d = d_, f = 2 * d_;
+    Add(&ctx_w, kContextFeatures, d, kUniform);
+    Add(&ctx_b, 0, d, kZero);
+    Add(&elite_w, kPlanFeatures, d, kUniform);
+    Add(&elite_b, 0, d, kZero);
+    for (Layer& l : layers_) {
+      Add(&l.ln1_w, 0, d, kOne);
+      Add(&l.ln1_b, 0, d, kZero);
+      Add(&l.qkv_w, d, 3 * d, kUniform);
+      Add(&l.qkv_b, 0, 3 * d, kZero);
+      Add(&l.out_w, d, d, kUniform);
+      Add(&l.out_b, 0, d, kZero);
+      Add(&l.ln2_w, 0, d, kOne);
+      Add(&l.ln2_b, 0, d, kZero);
+      Add(&l.ff1_w, d, f, kUniform);
+      Add(&l.ff1_b, 0, f, kZero);
+      Add(&l.ff2_w, f, d, kUniform);
+      Add(&l.ff2_b, 0, d, kZero);
+    }
+    Add(&lnf_w, 0, d, kOne);
+    Add(&lnf_b, 0, d, kZero);
+    // Zero-initialised output weights: the initial policy picks anchors and
+    // degree tuples uniformly and every later decision uniformly among its
+    // valid choices.
+    Add(&anchor_w, d, 1, kZero);
+    Add(&anchor_b, 0, 1, kZero);
+    // Two gates per elite plan and decision: for plans that keep the anchor's
+    // degree tuple, and for plans that moved to another tuple (where the
+    // anchor's later values mean something else, e.g. a batch per replica).
+    Add(&gate_w, d, 2 * kNumDecisions, kUniform);
+    // Initially each decision copies the anchor elite plan's value with
+    // probability sigmoid(copy_gate_bias): local moves around the elite.
+    Add(&gate_b, 0, 2 * kNumDecisions, kGateBias);
+    Add(&key1_w, PlanSpace::kDegreeFeatures, d, kUniform);
+    Add(&key1_b, 0, d, kZero);
+    Add(&key2_w, d, d, kUniform);
+    Add(&key2_b, 0, d, kZero);
+    Add(&query_w, d, d, kZero);
+    Add(&locality, 0, 1, kLocality);
+    Add(&zs_w, d, d, kUniform);
+    Add(&zk_w, d, d, kUniform);
+    Add(&z_b, 0, d, kZero);
+    Add(&head_w, d, kNumHeads * choices_, kZero);
+    Add(&head_b, 0, kNumHeads * choices_, kZero);
+
+    std::vector<float> values(size_, 0.0f);
+    for (const Slot& s : slots_) {
+      float* v = values.data() + s.offset;
+      const int64_t n = s.rows > 0 ? s.rows * s.cols : s.cols;
+      if (s.init == kUniform) {
+        const double a = 1.0 / std::sqrt(static_cast<double>(s.rows));
+        std::uniform_real_distribution<double> u(-a, a);
+        for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(u(rng));
+      } else if (s.init == kOne) {
+        std::fill(v, v + n, 1.0f);
+      } else if (s.init == kGateBias) {
+        std::fill(v, v + n / 2, static_cast<float>(o.copy_gate_bias));
+        std::fill(v + n / 2, v + n,
+                  static_cast<float>(o.copy_gate_bias_after_move));
+      } else if (s.init == kLocality) {  // softplus(x) ~ x for large x
+        std::fill(v, v + n, static_cast<float>(o.tuple_locality));
+      }
+    }
+    theta_ = FloatTensor(values, {size_});
+    grad_ = torch::zeros({size_});
+    adam_m_ = torch::zeros({size_});
+    adam_v_ = torch::zeros({size_});
+    for (const Slot& s : slots_) {
+      torch::Tensor view =
+          theta_.narrow(0, s.offset, s.rows > 0 ? s.rows * s.cols : s.cols);
+      *s.tensor = (s.rows > 0 ? view.view({s.rows, s.cols}) : view)
+                      .detach()
+                      .requires_grad_(true);
+      torch::Tensor g =
+          grad_.narrow(0, s.offset, s.rows > 0 ? s.rows * s.cols : s.cols);
+      s.tensor->mutable_grad() = s.rows > 0 ? g.view({s.rows, s.cols}) : g;
+    }
+  }
+
+  int d() const { return d_; }
+  int choices() const { return choices_; }
+  const std::vector<Layer>& layers() const { return layers_; }
+
+  // Clipped Adam step on the gradient accumulated since ZeroGrad.
+  void Step(double lr) {
+    torch::NoGradGuard no_grad;
+    const double norm = grad_.norm().item<double>();
+    if (!std::isfinite(norm)) {
+      grad_.zero_();
+      return;
+    }
+    if (norm > 1.0) grad_.mul_(1.0 / norm);
+    constexpr double kB1 = 0.9, kB2 = 0.999, kEps = 1e-8;
+    ++step_;
+    adam_m_.mul_(kB1).add_(grad_, 1 - kB1);
+    adam_v_.mul_(kB2).addcmul_(grad_, grad_, 1 - kB2);
+    const double bc1 = 1 - std::pow(kB1, step_);
+    const double bc2 = 1 - std::pow(kB2, step_);
+    theta_.addcdiv_(adam_m_, (adam_v_.sqrt() / std::sqrt(bc2)).add_(kEps),
+                    -lr / bc1);
+  }
+  void ZeroGrad() { grad_.zero_(); }
+
+  std::string Save() const {
+    std::ostringstream out;
+    torch::serialize::OutputArchive archive;
+    archive.write("arch", Arch());
+    archive.write("theta", theta_);
+    archive.save_to(out);
+    return out.str();
+  }
+
+  // INVALID_ARGUMENT when the bytes are not a LibTorch archive; weights of
+  // another layout (another RlOptions or an older version) are ignored with
+  // a warning and false.
+  absl::StatusOr<bool> Load(const std::string& bytes) {
+    torch::Tensor arch, theta;
+    try {
+      std::istringstream in(bytes);
+      torch::serialize::InputArchive archive;
+      archive.load_from(in);
+      if (!archive.try_read("arch", arch) ||
+          !archive.try_read("theta", theta) || !arch.equal(Arch()) ||
+          theta.numel() != size_ || theta.scalar_type() != torch::kFloat32) {
+        LOG(WARNING) << "warm_start.policy_weights have another network "
+                        "layout; starting from fresh weights";
+        return false;
+      }
+    } catch (const std::exception& e) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("warm_start.policy_weights do not load: ", e.what()));
+    }
+    torch::NoGradGuard no_grad;
+    theta_.copy_(theta.reshape({size_}));
+    return true;
+  }
+
+  torch::Tensor ctx_w, ctx_b, elite_w, elite_b, lnf_w, lnf_b, anchor_w,
+      anchor_b, gate_w, gate_b, key1_w, key1_b, key2_w, key2_b, query_w,
+      locality, zs_w, zk_w, z_b, head_w, head_b;
+
+ private:
+  enum Init { kUniform, kZero, kOne, kGateBias, kLocality };
+  struct Slot {
+    torch::Tensor* tensor;
+    int64_t offset, rows, cols;  // rows 0: a vector of `cols`
+    Init init;
+  };
+  void Add(torch::Tensor* t, int64_t rows, int64_t cols, Init init) {
+    slots_.push_back({t, size_, rows, cols, init});
+    size_ += rows > 0 ? rows * cols : cols;
+  }
+  torch::Tensor Arch() const {
+    const std::vector<int64_t> a = {kArchVersion,
+                                    d_,
+                                    kHeads,
+                                    static_cast<int64_t>(layers_.size()),
+                                    kContextFeatures,
+                                    kPlanFeatures,
+                                    kNumDecisions,
+                                    choices_,
+                                    size_};
+    return LongTensor(a);
+  }
+
+  int d_;
+  std::vector<Layer> layers_;
+  int choices_;
+  std::vector<Slot> slots_;
+  int64_t size_ = 0;
+  torch::Tensor theta_, grad_, adam_m_, adam_v_;
+  int64_t step_ = 0;
+};
+
+// One sampled plan and what its log-probability needs besides the tables.
+struct SampledPlan {
+  Decisions a{};
+  int anchor = -1;   // elite plan it copies from (-1: none)
+  int gate_row = 0;  // 2 * anchor (+ 1 when the tuple moved): its gates
+  int row = 0;       // index of its degree tuple among the tabulated ones
+  // Per decision: the anchor's value is valid here (cm), and was chosen (ce);
+  // probability of the chosen value under the uniform exploration.
+  std::array<float, kNumDecisions> cm{}, ce{}, uniform{};
+};
+
+// One iteration's forward pass.
+struct Forward {
+  torch::Tensor anchor_logp;  // [K]
+  torch::Tensor gate;         // [K, D] copy probability per elite, decision
+  torch::Tensor deg_logp;     // [T] generative log-probabilities over tuples
+  // [K, T] the same for a plan anchored on elite k: the generative logits
+  // minus a learned multiple of the squared distance to the anchor's tuple
+  // (a change of parallel degrees tends to a nearby tuple).
+  torch::Tensor deg_anchor_logp;
+  torch::Tensor context;     // [1, d] encoder output of the context token
+  torch::Tensor keys;        // [T, d] degree-tuple embeddings
+  torch::Tensor table_logp;  // [U, kSlots, C] per tabulated tuple
+  // Detached copies for sampling.
+  std::vector<float> anchor_p, gate_p, deg_cdf, deg_anchor_cdf, table_p;
+};
+
 class Policy {
  public:
   Policy(const RlOptions& options, const PlanSpace& space, std::mt19937_64& rng)
       : options_(options),
         space_(space),
-        net_(options),
+        net_(options, rng),
         rng_(rng),
         epsilon_(options.explore_epsilon) {
-    InitWeights(net_, rng_);
     const std::vector<float> ctx = ContextFeatures(space.model().problem());
-    context_ = torch::from_blob(const_cast<float*>(ctx.data()),
-                                {1, 1, kContextFeatures}, torch::kFloat32)
-                   .clone();
+    context_ = FloatTensor(ctx, {1, kContextFeatures});
     const int t = space.NumChoices(kDegreesDecision);
     std::vector<float> df;
     df.reserve(t * PlanSpace::kDegreeFeatures);
     for (int i = 0; i < t; ++i) {
       for (float x : space.DegreeFeatures(i)) df.push_back(x);
     }
-    degree_features_ =
-        torch::from_blob(df.data(), {t, PlanSpace::kDegreeFeatures},
-                         torch::kFloat32)
-            .clone();
-    if (options_.learning_rate > 0) {
-      optimizer_ = std::make_unique<torch::optim::Adam>(
-          net_->parameters(),
-          torch::optim::AdamOptions(options_.learning_rate));
+    degree_features_ = FloatTensor(df, {t, PlanSpace::kDegreeFeatures});
+    tuple_distance_ = torch::cdist(degree_features_, degree_features_).pow(2);
+    // Invalid choices of every slot of every tuple, [T, kSlots, C].
+    const int c = net_.choices();
+    std::vector<uint8_t> invalid(static_cast<size_t>(t) * kSlots * c, 1);
+    for (int i = 0; i < t; ++i) {
+      Decisions a{};
+      a[kDegreesDecision] = i;
+      for (int s = 0; s < kSlots; ++s) {
+        const int decision = s < kBatchDecision - 1 ? s + 1 : kBatchDecision;
+        if (decision == kBatchDecision)
+          a[kMicroBatchesDecision] = s - (kBatchDecision - 1);
+        const uint64_t bits = space.MaskBits(decision, a);
+        for (int k = 0; k < c; ++k) {
+          if ((bits >> k) & 1) invalid[(i * kSlots + s) * c + k] = 0;
+        }
+      }
     }
+    invalid_ = torch::from_blob(invalid.data(), {t, kSlots, c}, torch::kUInt8)
+                   .to(torch::kBool);
+    std::vector<int64_t> slot_head(kSlots);
+    for (int s = 0; s < kSlots; ++s)
+      slot_head[s] = std::min(s, kBatchDecision - 1);
+    slot_head_ = LongTensor(slot_head);
   }
 
   PolicyNet& net() { return net_; }
   double epsilon() const { return epsilon_; }
   void set_epsilon(double e) { epsilon_ = e; }
 
-  // Elite tokens for this iteration (empty when the ablation disables them).
-  void SetElite(const EliteHistory& elite) {
+  // Fixes the elite the next samples and update condition on.
+  void SetElite(const std::vector<EliteEntry>& entries) {
     elite_tokens_ = torch::Tensor();
-    elite_decisions_.clear();
-    if (!options_.use_elite_tokens || elite.empty()) return;
-    const auto& entries = elite.entries();
-    for (const EliteEntry& e : entries) elite_decisions_.push_back(e.decisions);
+    elite_.clear();
+    imitated_.clear();
+    for (const EliteEntry& e : entries) imitated_.push_back(e.decisions);
+    if (!options_.use_elite_tokens || entries.empty()) return;
+    elite_ = imitated_;
     double mean = 0, sq = 0;
     for (const EliteEntry& e : entries) mean += e.scored.reward;
     mean /= entries.size();
@@ -261,47 +449,205 @@ class Policy {
         buf.push_back(x);
       }
     }
-    elite_tokens_ = torch::from_blob(buf.data(),
-                                     {static_cast<int64_t>(entries.size()), 1,
-                                      kPlanFeatures},
-                                     torch::kFloat32)
-                        .clone();
+    elite_tokens_ =
+        FloatTensor(buf, {static_cast<int64_t>(entries.size()), kPlanFeatures});
   }
 
-  // Samples `n` plans (no gradient).
-  std::vector<Decisions> Sample(int n) {
-    torch::InferenceMode guard;
-    std::vector<Decisions> actions(n);
-    Run(actions, /*sample=*/true);
-    return actions;
+  // Runs the network once and samples `n` plans from it. The forward pass is
+  // kept for Update (same elite, same tables).
+  std::vector<SampledPlan> Draw(int n) {
+    Encode(forward_);
+    std::vector<SampledPlan> out(n);
+    std::uniform_real_distribution<double> u(0.0, 1.0);
+    const int t = space_.NumChoices(kDegreesDecision);
+    const int k = static_cast<int>(elite_.size());
+    for (SampledPlan& s : out) {
+      s.anchor = k > 0 ? Pick(forward_.anchor_p.data(), k, u(rng_)) : -1;
+      const float g =
+          s.anchor >= 0 ? forward_.gate_p[2 * s.anchor * kNumDecisions] : 0.0f;
+      const double copy = (1 - epsilon_) * g;
+      const double x = u(rng_);
+      int choice;
+      if (x < copy) {
+        choice = elite_[s.anchor][kDegreesDecision];
+      } else if (x < copy + epsilon_) {
+        choice = static_cast<int>(rng_() % t);
+      } else {
+        const float* cdf = s.anchor >= 0
+                               ? forward_.deg_anchor_cdf.data() + s.anchor * t
+                               : forward_.deg_cdf.data();
+        choice = static_cast<int>(
+            std::upper_bound(cdf, cdf + t, u(rng_) * cdf[t - 1]) - cdf);
+        choice = std::min(choice, t - 1);
+      }
+      s.a[kDegreesDecision] = choice;
+      s.gate_row =
+          s.anchor >= 0
+              ? 2 * s.anchor + (elite_[s.anchor][kDegreesDecision] != choice)
+              : 0;
+      s.cm[kDegreesDecision] = s.anchor >= 0 ? 1.0f : 0.0f;
+      s.ce[kDegreesDecision] =
+          s.anchor >= 0 && elite_[s.anchor][kDegreesDecision] == choice ? 1.0f
+                                                                        : 0.0f;
+      s.uniform[kDegreesDecision] = 1.0f / t;
+    }
+    // Tabulate the later decisions for the sampled tuples and the elite's.
+    rows_.clear();
+    row_of_.clear();
+    for (SampledPlan& s : out) s.row = RowOf(s.a[kDegreesDecision]);
+    for (const Decisions& e : imitated_) RowOf(e[kDegreesDecision]);
+    Tabulate(forward_);
+    const int c = net_.choices();
+    for (SampledPlan& s : out) {
+      for (int i = 1; i < kNumDecisions; ++i) {
+        const uint64_t bits = space_.MaskBits(i, s.a);
+        const float* p =
+            forward_.table_p.data() + (s.row * kSlots + SlotOf(i, s.a)) * c;
+        const int anchor_value = s.anchor >= 0 ? elite_[s.anchor][i] : -1;
+        const bool copyable = anchor_value >= 0 && anchor_value < c &&
+                              ((bits >> anchor_value) & 1);
+        const double copy =
+            copyable ? (1 - epsilon_) *
+                           forward_.gate_p[s.gate_row * kNumDecisions + i]
+                     : 0.0;
+        const int valid = __builtin_popcountll(bits);
+        const double x = u(rng_);
+        int choice = -1;
+        if (x < copy) {
+          choice = anchor_value;
+        } else if (x < copy + epsilon_) {
+          int r = static_cast<int>(rng_() % valid);
+          for (int v = 0; v < c; ++v) {
+            if (((bits >> v) & 1) && r-- == 0) {
+              choice = v;
+              break;
+            }
+          }
+        } else {
+          double mass = 0;
+          for (int v = 0; v < c; ++v) {
+            if ((bits >> v) & 1) mass += p[v];
+          }
+          const double y = u(rng_) * mass;
+          double acc = 0;
+          for (int v = 0; v < c; ++v) {
+            if (!((bits >> v) & 1)) continue;
+            choice = v;  // the last valid choice absorbs rounding
+            acc += p[v];
+            if (y < acc) break;
+          }
+        }
+        s.a[i] = choice;
+        s.cm[i] = copyable ? 1.0f : 0.0f;
+        s.ce[i] = copyable && choice == anchor_value ? 1.0f : 0.0f;
+        s.uniform[i] = 1.0f / valid;
+      }
+    }
+    return out;
   }
 
   // Behaviour cloning of the elite (the Megatron plan and any warm-start plans)
   // before the first sample, so that the search starts around the known good
   // plans.
-  void Imitate(const EliteHistory& elite, int steps) {
-    if (optimizer_ == nullptr || elite.empty() || steps <= 0) return;
-    std::vector<Decisions> plans;
-    for (const EliteEntry& e : elite.entries()) plans.push_back(e.decisions);
+  void Imitate(int steps) {
+    if (options_.learning_rate <= 0 || imitated_.empty() || steps <= 0) return;
     for (int k = 0; k < steps; ++k) {
-      const torch::Tensor loss =
-          -Run(plans, /*sample=*/false).gen_logp.mean() / kNumDecisions;
-      optimizer_->zero_grad();
-      loss.backward();
-      torch::nn::utils::clip_grad_norm_(net_->parameters(), 1.0);
-      optimizer_->step();
+      rows_.clear();
+      row_of_.clear();
+      for (const Decisions& e : imitated_) RowOf(e[kDegreesDecision]);
+      Forward f;
+      Encode(f);
+      Tabulate(f);
+      Backward(-GenerativeLogp(f, imitated_).mean() / kNumDecisions);
     }
   }
 
-  // One policy-gradient update on the sampled plans and their rewards, plus
-  // self-imitation of the elite plans. Returns the mean entropy.
-  double Update(const std::vector<Decisions>& actions,
-                const std::vector<double>& rewards, const EliteHistory& elite) {
-    if (optimizer_ == nullptr || actions.empty()) return 0;
-    const int n = static_cast<int>(actions.size());
-    // Centred-rank advantages in [-1, 1] (ties share their mean rank): robust
-    // to the scale gap between infeasible penalties and feasible rewards; the
-    // batch acts as the baseline.
+  // One policy-gradient step on the plans of the last Draw call that were
+  // evaluated, plus self-imitation of the elite. Returns the mean entropy.
+  double Update(const std::vector<SampledPlan>& samples,
+                const std::vector<double>& rewards) {
+    // Fewer than two novel plans carry no ranking.
+    if (options_.learning_rate <= 0 || samples.size() < 2) return 0;
+    const int n = static_cast<int>(samples.size());
+    const torch::Tensor advantage = FloatTensor(RankAdvantages(rewards), {n});
+    // Entropy weights: how many samples use each (tuple, slot) row.
+    const int rows = static_cast<int>(rows_.size());
+    std::vector<float> weight(static_cast<size_t>(rows) * kSlots, 0.0f);
+    for (const SampledPlan& s : samples) {
+      for (int i = 1; i < kNumDecisions; ++i)
+        weight[s.row * kSlots + SlotOf(i, s.a)] += 1.0f / n;
+    }
+    const torch::Tensor entropy_weight = FloatTensor(weight, {rows, kSlots});
+    std::vector<float> anchor_share(elite_.size(), 0.0f);
+    for (const SampledPlan& s : samples) {
+      if (s.anchor >= 0) anchor_share[s.anchor] += 1.0f / n;
+    }
+    const torch::Tensor anchor_weight =
+        FloatTensor(anchor_share, {static_cast<int64_t>(anchor_share.size())});
+    torch::Tensor old_logp;
+    double entropy_mean = 0;
+    const int epochs = std::max(1, options_.ppo_epochs);
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      if (epoch > 0) {  // PPO: re-run the network after each step
+        Encode(forward_);
+        Tabulate(forward_);
+      }
+      const Forward& f = forward_;
+      const torch::Tensor logp = LogProb(f, samples);  // [n]
+      torch::Tensor pg;
+      if (epochs > 1) {
+        if (epoch == 0) old_logp = logp.detach();
+        const torch::Tensor ratio = torch::exp(logp - old_logp);
+        pg = -torch::min(ratio * advantage,
+                         torch::clamp(ratio, 1 - options_.ppo_clip,
+                                      1 + options_.ppo_clip) *
+                             advantage)
+                  .mean();
+      } else {
+        pg = -(logp * advantage).mean();
+      }
+      // Entropy of the generative distributions the samples were drawn from.
+      const torch::Tensor table_entropy =
+          -(f.table_logp.exp() * f.table_logp).sum(2);  // [U, kSlots]
+      torch::Tensor deg_entropy;
+      if (f.deg_anchor_logp.defined()) {
+        deg_entropy = (-(f.deg_anchor_logp.exp() * f.deg_anchor_logp).sum(1) *
+                       anchor_weight)
+                          .sum();
+      } else {
+        deg_entropy = -(f.deg_logp.exp() * f.deg_logp).sum();
+      }
+      const torch::Tensor entropy =
+          deg_entropy + (table_entropy * entropy_weight).sum();
+      torch::Tensor loss = pg - options_.entropy_coef * entropy;
+      if (options_.self_imitation_coef > 0 && !imitated_.empty()) {
+        // Self-imitation trains the generative heads only: imitating the elite
+        // through the copy path would just teach the gates to copy, collapsing
+        // the search onto the elite.
+        loss = loss - options_.self_imitation_coef *
+                          GenerativeLogp(f, imitated_).mean() / kNumDecisions;
+      }
+      Backward(loss);
+      entropy_mean = entropy.item<double>();
+    }
+    return entropy_mean;
+  }
+
+ private:
+  static int Pick(const float* p, int n, double x) {
+    double acc = 0;
+    for (int i = 0; i < n; ++i) {
+      acc += p[i];
+      if (x < acc) return i;
+    }
+    return n - 1;
+  }
+
+  // Centred-rank advantages in [-1, 1] (ties share their mean rank): robust
+  // to the scale gap between infeasible penalties and feasible rewards; the
+  // batch acts as the baseline.
+  static std::vector<float> RankAdvantages(const std::vector<double>& rewards) {
+    const int n = static_cast<int>(rewards.size());
     std::vector<int> order(n);
     for (int i = 0; i < n; ++i) order[i] = i;
     std::stable_sort(order.begin(), order.end(),
@@ -317,214 +663,196 @@ class Policy {
       }
       i = j + 1;
     }
-    std::vector<Decisions> all = actions;
-    const int num_elite = options_.self_imitation_coef > 0 ? elite.size() : 0;
-    for (int i = 0; i < num_elite; ++i)
-      all.push_back(elite.entries()[i].decisions);
-    const torch::Tensor advantage =
-        torch::from_blob(adv.data(), {n}, torch::kFloat32).clone();
-    torch::Tensor old_logp;
-    double entropy_mean = 0;
-    for (int epoch = 0; epoch < std::max(1, options_.ppo_epochs); ++epoch) {
-      const Decoded out = Run(all, /*sample=*/false);
-      const torch::Tensor& entropy = out.entropy;
-      const torch::Tensor logp_s = out.logp.slice(0, 0, n);
-      torch::Tensor pg;
-      if (options_.ppo_epochs > 1) {
-        if (epoch == 0) old_logp = logp_s.detach();
-        const torch::Tensor ratio = torch::exp(logp_s - old_logp);
-        pg = -torch::min(ratio * advantage,
-                         torch::clamp(ratio, 1 - options_.ppo_clip,
-                                      1 + options_.ppo_clip) *
-                             advantage)
-                  .mean();
-      } else {
-        pg = -(logp_s * advantage).mean();
-      }
-      torch::Tensor loss =
-          pg - options_.entropy_coef * entropy.slice(0, 0, n).mean();
-      if (num_elite > 0) {
-        // Self-imitation trains the generative head (and the shared decoder)
-        // only: imitating the elite through the copy path would just teach the
-        // gate to copy, collapsing the search onto the elite.
-        loss = loss - options_.self_imitation_coef *
-                          out.gen_logp.slice(0, n, n + num_elite).mean() /
-                          kNumDecisions;
-      }
-      optimizer_->zero_grad();
-      loss.backward();
-      torch::nn::utils::clip_grad_norm_(net_->parameters(), 1.0);
-      optimizer_->step();
-      entropy_mean = entropy.slice(0, 0, n).mean().item<double>();
-    }
-    return entropy_mean;
+    return adv;
   }
 
- private:
-  struct Decoded {
-    torch::Tensor logp;      // [n] sum over decisions of the policy's log-prob
-    torch::Tensor entropy;   // [n] sum of the per-decision entropies
-    torch::Tensor gen_logp;  // [n] the same without the copy path
-  };
+  int RowOf(int tuple) {
+    auto [it, inserted] =
+        row_of_.emplace(tuple, static_cast<int>(rows_.size()));
+    if (inserted) rows_.push_back(tuple);
+    return it->second;
+  }
 
-  // Encoder over [context, elite...] -> [1, d] summary; `elite_out` receives
-  // the per-elite outputs [K, d] (undefined without elite tokens).
-  torch::Tensor Encode(torch::Tensor& elite_out) {
-    torch::Tensor tokens = net_->context_proj->forward(context_);  // [1, 1, d]
+  // Encoder over [context, elite...], anchor and gate heads, and the
+  // distribution over degree tuples.
+  void Encode(Forward& f) {
+    PolicyNet& w = net_;
+    const int d = w.d();
+    torch::Tensor x = torch::addmm(w.ctx_b, context_, w.ctx_w);  // [1, d]
     if (elite_tokens_.defined()) {
-      tokens =
-          torch::cat({tokens, net_->elite_proj->forward(elite_tokens_)}, 0);
+      x = torch::cat({x, torch::addmm(w.elite_b, elite_tokens_, w.elite_w)});
     }
-    const torch::Tensor out = net_->encoder->forward(tokens);  // [S, 1, d]
-    const torch::Tensor ctx = out[0];                          // [1, d]
-    elite_out = out.size(0) > 1 ? out.slice(0, 1).squeeze(1) : torch::Tensor();
-    const torch::Tensor rest =
-        out.size(0) > 1 ? out.slice(0, 1).mean(0) : torch::zeros_like(ctx);
-    return torch::tanh(net_->summary->forward(torch::cat({ctx, rest}, 1)));
+    const int64_t s = x.size(0);
+    const int dh = d / kHeads;
+    const double scale = 1.0 / std::sqrt(static_cast<double>(dh));
+    for (const PolicyNet::Layer& l : w.layers()) {
+      const torch::Tensor h = torch::layer_norm(x, {d}, l.ln1_w, l.ln1_b);
+      const torch::Tensor qkv = torch::addmm(l.qkv_b, h, l.qkv_w)
+                                    .view({s, 3, kHeads, dh})
+                                    .permute({1, 2, 0, 3});  // [3, H, S, dh]
+      const torch::Tensor att =
+          torch::softmax(torch::bmm(qkv[0], qkv[1].transpose(1, 2)) * scale,
+                         -1);  // [H, S, S]
+      const torch::Tensor o =
+          torch::bmm(att, qkv[2]).permute({1, 0, 2}).reshape({s, d});
+      x = x + torch::addmm(l.out_b, o, l.out_w);
+      const torch::Tensor h2 = torch::layer_norm(x, {d}, l.ln2_w, l.ln2_b);
+      x = x + torch::addmm(l.ff2_b,
+                           torch::relu(torch::addmm(l.ff1_b, h2, l.ff1_w)),
+                           l.ff2_w);
+    }
+    x = torch::layer_norm(x, {d}, w.lnf_w, w.lnf_b);
+    f.context = x.slice(0, 0, 1);
+    if (s > 1) {
+      const torch::Tensor e = x.slice(0, 1);  // [K, d]
+      f.anchor_logp = torch::log_softmax(
+          torch::addmm(w.anchor_b, e, w.anchor_w).view(-1), 0);
+      f.gate = torch::sigmoid(torch::addmm(w.gate_b, e, w.gate_w))
+                   .view({-1, kNumDecisions});  // [2K, D]
+      f.anchor_p = ToVector(f.anchor_logp.exp());
+      f.gate_p = ToVector(f.gate);
+    } else {
+      f.anchor_logp = f.gate = torch::Tensor();
+      f.anchor_p.clear();
+      f.gate_p.clear();
+    }
+    f.keys = torch::addmm(
+        w.key2_b,
+        torch::tanh(torch::addmm(w.key1_b, degree_features_, w.key1_w)),
+        w.key2_w);  // [T, d]
+    f.deg_logp = torch::log_softmax(
+        torch::matmul(f.keys, torch::matmul(f.context, w.query_w).t())
+                .view(-1) *
+            (1.0 / std::sqrt(static_cast<double>(d))),
+        0);
+    f.deg_cdf = Cumulative(f.deg_logp, 1);
+    if (!elite_.empty()) {
+      std::vector<int64_t> tuples;
+      for (const Decisions& e : elite_) tuples.push_back(e[kDegreesDecision]);
+      const torch::Tensor distance =
+          tuple_distance_.index_select(0, LongTensor(tuples));  // [K, T]
+      f.deg_anchor_logp = torch::log_softmax(
+          f.deg_logp.unsqueeze(0) - torch::softplus(w.locality) * distance, 1);
+      f.deg_anchor_cdf = Cumulative(f.deg_anchor_logp, elite_.size());
+    } else {
+      f.deg_anchor_logp = torch::Tensor();
+      f.deg_anchor_cdf.clear();
+    }
   }
 
-  // Autoregressive decoding. sample: fills `actions` by sampling; otherwise
-  // teacher-forces `actions`. Returns (sum of log-probabilities [n], sum of
-  // entropies [n], log-probabilities without the copy path [n]).
-  Decoded Run(std::vector<Decisions>& actions, bool sample) {
-    const int n = static_cast<int>(actions.size());
-    torch::Tensor elite_out;
-    const torch::Tensor h = Encode(elite_out);  // [1, d]
-    const bool copy = elite_out.defined() && !elite_decisions_.empty();
-    const int num_elite = static_cast<int>(elite_decisions_.size());
-    torch::Tensor elite_keys;  // [K, d]
-    if (copy) elite_keys = net_->copy_key->forward(elite_out);
-    const double scale = std::sqrt(static_cast<double>(net_->d));
-    std::vector<float> onehot_buf;
-    torch::Tensor state = h.expand({n, h.size(1)});  // [n, d]
-    torch::Tensor logp_sum = torch::zeros({n});
-    torch::Tensor entropy_sum = torch::zeros({n});
-    torch::Tensor gen_logp_sum = torch::zeros({n});
-    const torch::Tensor keys =
-        net_->degree_key->forward(degree_features_);  // [T, d]
-    std::vector<int64_t> choice(n);
-    std::vector<uint8_t> mask_buf;
-    for (int i = 0; i < kNumDecisions; ++i) {
-      torch::Tensor logits;
-      int c_max = 0;
-      if (i == kDegreesDecision) {
-        logits =
-            torch::matmul(net_->degree_query_head->forward(state), keys.t()) /
-            std::sqrt(static_cast<double>(net_->d));
-        c_max = static_cast<int>(keys.size(0));
-      } else {
-        logits = net_->heads[i - 1]->forward(state);
-        c_max = MaxChoices(i);
-        mask_buf.assign(static_cast<size_t>(n) * c_max, 0);
-        for (int r = 0; r < n; ++r) {
-          const uint64_t bits = space_.MaskBits(i, actions[r]);
-          for (int c = 0; c < c_max; ++c)
-            mask_buf[r * c_max + c] = (bits >> c) & 1 ? 0 : 1;
-        }
-        const torch::Tensor invalid =
-            torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8)
-                .to(torch::kBool);
-        logits = logits.masked_fill(invalid, -1e9);
-      }
-      // The decision's distribution: generative head, mixed with the copy
-      // distribution and then with the uniform distribution over the valid
-      // choices. Log-probabilities and entropy are those of the final mixture,
-      // so the update stays on-policy.
-      torch::Tensor p = torch::softmax(logits, 1);  // [n, C]
-      torch::Tensor valid;
-      if (i == kDegreesDecision) {
-        valid = torch::ones_like(p);
-      } else {
-        valid = torch::from_blob(mask_buf.data(), {n, c_max}, torch::kUInt8)
-                    .to(torch::kFloat32)
-                    .neg()
-                    .add(1.0);
-      }
-      const torch::Tensor uniform = valid / valid.sum(1, /*keepdim=*/true);
-      torch::Tensor p_gen = p;
-      if (copy) {
-        // Copy distribution: attention over the elite plans, each voting for
-        // its own value of this decision, restricted to the values valid for
-        // this row's prefix and renormalised. Rows where no attended elite
-        // value is valid fall back to the generative head.
-        const torch::Tensor attn = torch::softmax(
-            torch::matmul(net_->copy_query->forward(state), elite_keys.t()) /
-                scale,
-            1);  // [n, K]
-        onehot_buf.assign(static_cast<size_t>(num_elite) * c_max, 0.0f);
-        for (int k = 0; k < num_elite; ++k) {
-          const int v = elite_decisions_[k][i];
-          if (v >= 0 && v < c_max) onehot_buf[k * c_max + v] = 1.0f;
-        }
-        const torch::Tensor onehot =
-            torch::from_blob(onehot_buf.data(), {num_elite, c_max},
-                             torch::kFloat32)
-                .clone();
-        const torch::Tensor votes = torch::matmul(attn, onehot) * valid;
-        const torch::Tensor mass = votes.sum(1, /*keepdim=*/true);  // [n, 1]
-        const torch::Tensor has = (mass > 1e-6).to(torch::kFloat32);
-        const torch::Tensor gate =
-            torch::sigmoid(net_->copy_gate->forward(state).select(1, i))
-                .unsqueeze(1) *
-            has;  // [n, 1]
-        p = (1 - gate) * p + gate * votes / mass.clamp_min(1e-6);
-      }
-      if (epsilon_ > 0) {
-        // Mixture with the uniform distribution over the valid choices
-        // (exploration that stays on-policy).
-        p = (1 - epsilon_) * p + epsilon_ * uniform;
-        if (!sample) p_gen = (1 - epsilon_) * p_gen + epsilon_ * uniform;
-      }
-      const torch::Tensor logp = torch::log(p + 1e-12);
-      if (sample) {
-        const torch::Tensor pc = p.contiguous();
-        const float* pd = pc.data_ptr<float>();
-        std::uniform_real_distribution<double> u(0.0, 1.0);
-        for (int r = 0; r < n; ++r) {
-          const double x = u(rng_);
-          double acc = 0;
-          int pick = -1;
-          int last_valid = -1;
-          for (int c = 0; c < c_max; ++c) {
-            const double pr = pd[r * c_max + c];
-            if (pr <= 0) continue;
-            if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c))
-              last_valid = c;
-            acc += pr;
-            if (x < acc && pick < 0) {
-              pick = c;
-              break;
-            }
-          }
-          if (pick < 0 || (i != kDegreesDecision &&
-                           !space_.IsAllowed(i, actions[r], pick))) {
-            pick = last_valid;
-          }
-          if (pick < 0) {  // numerically degenerate: first valid choice
-            for (int c = 0; c < c_max && pick < 0; ++c) {
-              if (i == kDegreesDecision || space_.IsAllowed(i, actions[r], c))
-                pick = c;
-            }
-          }
-          actions[r][i] = pick;
-        }
-      }
-      for (int r = 0; r < n; ++r) choice[r] = actions[r][i];
-      const torch::Tensor idx =
-          torch::from_blob(choice.data(), {n}, torch::kInt64).clone();
-      logp_sum = logp_sum + logp.gather(1, idx.unsqueeze(1)).squeeze(1);
-      if (!sample) {
-        gen_logp_sum = gen_logp_sum + (copy ? torch::log(p_gen + 1e-12) : logp)
-                                          .gather(1, idx.unsqueeze(1))
-                                          .squeeze(1);
-      }
-      entropy_sum = entropy_sum - (p * logp).sum(1);
-      const torch::Tensor input = i == kDegreesDecision
-                                      ? keys.index_select(0, idx)
-                                      : net_->embeddings[i - 1]->forward(idx);
-      state = net_->cell->forward(input, state);
+  // Per row of `logp` ([rows, T] log-probabilities), the running sums of the
+  // probabilities.
+  static std::vector<float> Cumulative(const torch::Tensor& logp, size_t rows) {
+    std::vector<float> cdf = ToVector(logp.exp());
+    const size_t t = cdf.size() / std::max<size_t>(1, rows);
+    for (size_t r = 0; r < rows; ++r) {
+      for (size_t i = 1; i < t; ++i) cdf[r * t + i] += cdf[r * t + i - 1];
     }
-    return {logp_sum, entropy_sum, gen_logp_sum};
+    return cdf;
+  }
+
+  // Generative log-probabilities of every later decision for the tuples in
+  // rows_: [U, kSlots, C], invalid choices at ~-1e9.
+  void Tabulate(Forward& f) {
+    PolicyNet& w = net_;
+    const torch::Tensor rows =
+        LongTensor(std::vector<int64_t>(rows_.begin(), rows_.end()));
+    const int64_t u = rows.size(0);
+    const torch::Tensor z =
+        torch::tanh(torch::addmm(w.z_b, f.keys.index_select(0, rows), w.zk_w) +
+                    torch::matmul(f.context, w.zs_w));  // [U, d]
+    const torch::Tensor logits = torch::addmm(w.head_b, z, w.head_w)
+                                     .view({u, kNumHeads, w.choices()})
+                                     .index_select(1, slot_head_);
+    f.table_logp = torch::log_softmax(
+        logits.masked_fill(invalid_.index_select(0, rows), -1e9), 2);
+    f.table_p = ToVector(f.table_logp.exp());
+  }
+
+  static std::vector<float> ToVector(const torch::Tensor& t) {
+    const torch::Tensor c = t.detach().contiguous();
+    const float* p = c.data_ptr<float>();
+    return std::vector<float>(p, p + c.numel());
+  }
+
+  // Per plan: [log p(tuple), log p(decision i | tuple) for i >= 1] of the
+  // generative heads, [n, D]; the tuple's under plan b's anchor anchors[b]
+  // when given. Plans' tuples must be in rows_.
+  torch::Tensor GatherGenerative(
+      const Forward& f, const std::vector<Decisions>& plans,
+      const std::vector<int64_t>* anchors = nullptr) {
+    const int n = static_cast<int>(plans.size());
+    const int c = net_.choices();
+    const int t = space_.NumChoices(kDegreesDecision);
+    const bool anchored = anchors != nullptr && f.deg_anchor_logp.defined();
+    std::vector<int64_t> deg(n), table(static_cast<size_t>(n) * kNumHeads);
+    for (int b = 0; b < n; ++b) {
+      const Decisions& a = plans[b];
+      deg[b] = a[kDegreesDecision] + (anchored ? (*anchors)[b] * t : 0);
+      const int row = row_of_.at(a[kDegreesDecision]);
+      for (int i = 1; i < kNumDecisions; ++i)
+        table[b * kNumHeads + i - 1] = (row * kSlots + SlotOf(i, a)) * c + a[i];
+    }
+    const torch::Tensor deg_logp =
+        anchored ? f.deg_anchor_logp.view(-1) : f.deg_logp;
+    return torch::cat({deg_logp.index_select(0, LongTensor(deg)).unsqueeze(1),
+                       f.table_logp.view(-1)
+                           .index_select(0, LongTensor(table))
+                           .view({n, kNumHeads})},
+                      1);
+  }
+
+  // Log-likelihood of plans under the generative heads alone, [n].
+  torch::Tensor GenerativeLogp(const Forward& f,
+                               const std::vector<Decisions>& plans) {
+    return GatherGenerative(f, plans).sum(1);
+  }
+
+  // Log-probability of each sample under the sampling distribution: anchor,
+  // then per decision the mixture (1-eps) [g copy + (1 - g) generative] +
+  // eps uniform, [n].
+  torch::Tensor LogProb(const Forward& f,
+                        const std::vector<SampledPlan>& samples) {
+    const int n = static_cast<int>(samples.size());
+    std::vector<Decisions> plans;
+    std::vector<float> cm, ce, uni;
+    std::vector<int64_t> anchor, gate_row;
+    plans.reserve(n);
+    cm.reserve(n * kNumDecisions);
+    ce.reserve(n * kNumDecisions);
+    uni.reserve(n * kNumDecisions);
+    for (const SampledPlan& s : samples) {
+      plans.push_back(s.a);
+      cm.insert(cm.end(), s.cm.begin(), s.cm.end());
+      ce.insert(ce.end(), s.ce.begin(), s.ce.end());
+      uni.insert(uni.end(), s.uniform.begin(), s.uniform.end());
+      anchor.push_back(std::max(0, s.anchor));
+      gate_row.push_back(s.gate_row);
+    }
+    const torch::Tensor gen =
+        GatherGenerative(f, plans, &anchor).exp();  // [n, D]
+    const double e = epsilon_;
+    torch::Tensor p = gen;
+    torch::Tensor anchor_logp;
+    if (f.gate.defined()) {
+      const torch::Tensor idx = LongTensor(anchor);
+      const torch::Tensor g =
+          f.gate.index_select(0, LongTensor(gate_row));  // [n, D]
+      const torch::Tensor cmt = FloatTensor(cm, {n, kNumDecisions});
+      const torch::Tensor cet = FloatTensor(ce, {n, kNumDecisions});
+      p = p + g * (cet - cmt * gen);
+      anchor_logp = f.anchor_logp.index_select(0, idx);
+    }
+    p = (1 - e) * p + e * FloatTensor(uni, {n, kNumDecisions});
+    torch::Tensor logp = torch::log(p.clamp_min(1e-30)).sum(1);
+    if (anchor_logp.defined()) logp = logp + anchor_logp;
+    return logp;
+  }
+
+  void Backward(const torch::Tensor& loss) {
+    net_.ZeroGrad();
+    loss.backward();
+    net_.Step(options_.learning_rate);
   }
 
   RlOptions options_;
@@ -533,32 +861,18 @@ class Policy {
   std::mt19937_64& rng_;
   torch::Tensor context_;
   torch::Tensor degree_features_;
+  torch::Tensor tuple_distance_;  // [T, T] squared feature distances
+  torch::Tensor invalid_;         // [T, kSlots, C]
+  torch::Tensor slot_head_;       // [kSlots] head of each slot
   torch::Tensor elite_tokens_;
-  std::vector<Decisions> elite_decisions_;  // the elite behind elite_tokens_
-  std::unique_ptr<torch::optim::Adam> optimizer_;
+  std::vector<Decisions> elite_;     // anchors: the elite behind elite_tokens_
+  std::vector<Decisions> imitated_;  // the elite, for self-imitation
+  // Degree tuples tabulated in the current forward pass, and their rows.
+  std::vector<int> rows_;
+  std::unordered_map<int, int> row_of_;
+  Forward forward_;
   double epsilon_ = 0;
 };
-
-absl::Status LoadWeights(PolicyNet& net, const std::string& bytes) {
-  try {
-    std::istringstream in(bytes);
-    torch::serialize::InputArchive archive;
-    archive.load_from(in);
-    net->load(archive);
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("warm_start.policy_weights do not load: ", e.what()));
-  }
-  return absl::OkStatus();
-}
-
-std::string SaveWeights(PolicyNet& net) {
-  std::ostringstream out;
-  torch::serialize::OutputArchive archive;
-  net->save(archive);
-  archive.save_to(out);
-  return out.str();
-}
 
 using Clock = std::chrono::steady_clock;
 double Since(Clock::time_point t) {
@@ -585,37 +899,63 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
     bool warm = false;
     if (options.warm_start != nullptr &&
         !options.warm_start->policy_weights.empty()) {
-      RETURN_IF_ERROR(
-          LoadWeights(policy.net(), options.warm_start->policy_weights));
-      warm = true;
+      ASSIGN_OR_RETURN(warm,
+                       policy.net().Load(options.warm_start->policy_weights));
     }
     if (!run.EvaluateWarmStart().empty()) warm = true;
     run.set_warm_started(warm);
     const int batch = std::max(1, options_.batch_size);
-    policy.SetElite(run.elite());
-    policy.Imitate(run.elite(), options_.imitation_steps);
+    // The elite the policy attends over and copies from: the best plans
+    // seen, at most anchors_per_tuple of each degree tuple, so that good plans
+    // of other tuples stay available as starting points when one tuple's
+    // variants would otherwise fill the whole top-K.
+    const int tuples = run.space().NumChoices(kDegreesDecision);
+    const int per_tuple = options_.anchors_per_tuple > 0
+                              ? options_.anchors_per_tuple
+                              : options.elite_size;
+    std::vector<EliteHistory> by_tuple(tuples, EliteHistory(per_tuple));
+    auto anchors = [&]() {
+      for (const EliteEntry& e : run.elite().entries())
+        by_tuple[e.decisions[kDegreesDecision]].Insert(e.scored, e.decisions);
+      std::vector<EliteEntry> all;
+      for (const EliteHistory& h : by_tuple)
+        all.insert(all.end(), h.entries().begin(), h.entries().end());
+      std::sort(all.begin(), all.end(),
+                [](const EliteEntry& a, const EliteEntry& b) {
+                  if (a.scored.reward != b.scored.reward)
+                    return a.scored.reward > b.scored.reward;
+                  return a.hash < b.hash;
+                });
+      if (static_cast<int>(all.size()) > options.elite_size)
+        all.resize(std::max(1, options.elite_size));
+      return all;
+    };
+    policy.SetElite(anchors());
+    policy.Imitate(options_.imitation_steps);
     while (!run.Done()) {
       Clock::time_point t = Clock::now();
-      policy.SetElite(run.elite());
+      policy.SetElite(anchors());
       // Oversample, then keep the plans this search has not scored yet first:
-      // repeats cost no evaluation but teach little. When few samples are new,
-      // the policy's uniform exploration rises (and decays back once new plans
+      // repeats cost no evaluation and carry no new information, so only the
+      // novel plans enter the policy gradient. When few samples are new, the
+      // policy's uniform exploration rises (and decays back once new plans
       // flow again).
-      std::vector<Decisions> candidates = policy.Sample(2 * batch);
+      std::vector<SampledPlan> candidates = policy.Draw(2 * batch);
       double next_epsilon = policy.epsilon();
-      std::vector<Decisions> actions;
-      std::vector<Decisions> repeats;
-      actions.reserve(batch);
+      std::vector<SampledPlan> kept;
+      kept.reserve(batch);
+      size_t novel_kept = 0;
       {
         std::unordered_set<uint64_t> taken;
-        for (const Decisions& d : candidates) {
-          const uint64_t h = PlanSpace::Hash(d);
-          if (run.IsCached(d) || !taken.insert(h).second) {
-            repeats.push_back(d);
-          } else if (static_cast<int>(actions.size()) < batch) {
-            actions.push_back(d);
+        std::vector<const SampledPlan*> repeats;
+        for (const SampledPlan& s : candidates) {
+          if (run.IsCached(s.a) || !taken.insert(PlanSpace::Hash(s.a)).second) {
+            repeats.push_back(&s);
+          } else if (static_cast<int>(kept.size()) < batch) {
+            kept.push_back(s);
           }
         }
+        novel_kept = kept.size();
         const double novel =
             static_cast<double>(taken.size()) / candidates.size();
         const double base = options_.explore_epsilon;
@@ -624,18 +964,20 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
                                       : std::max(base, policy.epsilon() / 1.3);
         }
         for (size_t i = 0;
-             i < repeats.size() && static_cast<int>(actions.size()) < batch;
-             ++i) {
-          actions.push_back(repeats[i]);
+             i < repeats.size() && static_cast<int>(kept.size()) < batch; ++i) {
+          kept.push_back(*repeats[i]);
         }
       }
+      std::vector<Decisions> actions;
+      for (const SampledPlan& s : kept) actions.push_back(s.a);
       stats_.policy_seconds += Since(t);
       if (cancel.cancelled()) break;
       t = Clock::now();
       std::vector<ScoredPlan> scored = run.Evaluate(actions);
       stats_.cost_model_seconds += Since(t);
+      for (size_t i = 0; i < scored.size(); ++i)
+        by_tuple[actions[i][kDegreesDecision]].Insert(scored[i], actions[i]);
       t = Clock::now();
-      actions.resize(scored.size());
       std::vector<double> rewards(scored.size());
       double sum = 0;
       for (size_t i = 0; i < scored.size(); ++i) {
@@ -644,15 +986,19 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       }
       if (!scored.empty()) stats_.mean_rewards.push_back(sum / scored.size());
       if (cancel.cancelled()) break;
-      // The update conditions on the elite the batch was sampled with.
-      policy.Update(actions, rewards, run.elite());
+      // The update uses the forward pass (and elite) the batch was sampled
+      // with.
+      const size_t novel = std::min(novel_kept, scored.size());
+      kept.resize(novel);
+      rewards.resize(novel);
+      policy.Update(kept, rewards);
       policy.set_epsilon(
           next_epsilon);  // the update used the sampling distribution's
       stats_.policy_seconds += Since(t);
       ++stats_.iterations;
       run.ReportProgress(1);
     }
-    std::string weights = SaveWeights(policy.net());
+    std::string weights = policy.net().Save();
     stats_.total_seconds = Since(start);
     return run.Finish(std::move(weights));
   } catch (const std::exception& e) {

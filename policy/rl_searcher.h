@@ -38,6 +38,20 @@ struct RlOptions {
   double self_imitation_coef = 0.5;
   // Behaviour-cloning steps on the initial elite (Megatron + warm start).
   int imitation_steps = 0;
+  // Initial logit of every copy gate: sigmoid(bias) is the initial chance that
+  // a decision copies the anchor elite plan's value.
+  double copy_gate_bias = 2.0;
+  // The same for the decisions after a move to another degree tuple.
+  double copy_gate_bias_after_move = 0.0;
+  // Initial weight of the squared distance between degree-tuple features
+  // (log2 of each degree / 10) when a plan changes its anchor's tuple: 40
+  // makes a tuple that differs by a factor of 2 in two degrees ~2x likelier
+  // than one that differs by 4x in two.
+  double tuple_locality = 40.0;
+  // The policy's elite (anchors and elite tokens): the top SearchOptions::
+  // elite_size plans with at most this many per degree tuple (0: no cap, the
+  // search's own top-K elite).
+  int anchors_per_tuple = 2;
   int d_model = 64;
   int encoder_layers = 2;
 };

@@ -27,16 +27,18 @@ void PrintProfiles(
   for (const auto& p : profiles) {
     const auto& c = p.calibration;
     std::cout << absl::StrFormat(
-        "%s (%s): gemm_efficiency %.4f, gemm_half_efficiency_tokens %.2f, "
+        "%s (%s): gemm_efficiency %.10g, gemm_half_efficiency_tokens %.10g, "
         "hbm_efficiency "
-        "%.4f, attention_efficiency %.4f, collective_latency_scale %.4f, "
-        "decode_step_overhead_s %.4g, prefill_overhead_s %.4g, "
-        "layer_overhead_s %.4g, "
-        "prefill_queue_fraction %.4f, ttft_wait_iterations %.4f\n",
+        "%.10g, attention_efficiency %.10g, collective_latency_scale %.10g, "
+        "decode_step_overhead_s %.10g, prefill_overhead_s %.10g, "
+        "layer_overhead_s %.10g, "
+        "prefill_queue_fraction %.10g, ttft_wait_iterations %.10g, "
+        "ttft_inflight_prefills %.10g\n",
         p.name, p.engine, c.gemm_efficiency, c.gemm_half_efficiency_tokens,
         c.hbm_efficiency, c.attention_efficiency, c.collective_latency_scale,
         c.decode_step_overhead_s, c.prefill_overhead_s, c.layer_overhead_s,
-        c.prefill_queue_fraction, c.ttft_wait_iterations);
+        c.prefill_queue_fraction, c.ttft_wait_iterations,
+        c.ttft_inflight_prefills);
   }
 }
 
@@ -102,14 +104,15 @@ int main(int argc, char** argv) {
     }
     std::cout << "line,model,engine,isl,osl,c,tp,ep,held_out,ttft_ms,pred_ttft_"
                  "ms,tpot_ms,"
-                 "pred_tpot_ms\n";
+                 "pred_tpot_ms,pred_prefill_ms\n";
     for (size_t i = 0; i < data->rows.size(); ++i) {
       const sim::MeasuredRow& r = data->rows[i];
       std::cout << absl::StrFormat(
-          "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f\n", r.line,
+          "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f,%.2f\n", r.line,
           r.catalog_model, r.engine, r.isl, r.osl, r.concurrency, r.tp,
           r.moe_ep, r.held_out() ? 1 : 0, r.ttft_s * 1e3,
-          (*pred)[i].ttft_s * 1e3, r.tpot_s * 1e3, (*pred)[i].tpot_s * 1e3);
+          (*pred)[i].ttft_s * 1e3, r.tpot_s * 1e3, (*pred)[i].tpot_s * 1e3,
+          (*pred)[i].prefill_s * 1e3);
     }
     std::cout << "\n";
   }

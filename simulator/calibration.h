@@ -84,6 +84,7 @@ struct RowPrediction {
   double ttft_s = 0;
   double tpot_s = 0;
   bool feasible = false;
+  double prefill_s = 0;  // one request's prefill through all stages
 };
 
 // Predicts every row with the profile of its engine (`profiles` indexed like
@@ -165,10 +166,10 @@ struct FitOptions {
   double ttft_weight = 1.0;
 };
 
-// Fits the shared efficiency parameters and, per engine, layer_overhead_s and
-// prefill_queue_fraction, on the rows that are not held out, starting from
-// `start`. Deterministic (coordinate descent on mean absolute log error with
-// shrinking steps).
+// Fits the shared efficiency and TTFT parameters and, per engine,
+// prefill_overhead_s and prefill_queue_fraction, on the rows that are not held
+// out, starting from `start`. Deterministic (coordinate descent on the mean
+// absolute percentage error of TPOT and TTFT with shrinking steps).
 absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
     const ParsedMeasurements& data,
     const std::vector<CalibrationProfile>& start,

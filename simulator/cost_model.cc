@@ -50,8 +50,8 @@
 //               overhead;
 //   TPOT = iteration; throughput = dp * B / iteration;
 //   TTFT = prefill of one request through all stages + queueing behind
-//          prefill_queue_fraction * (B - 1) other prefills + the decode
-//          iteration it rides.
+//          ttft_inflight_prefills * (B - 1) / B + prefill_queue_fraction *
+//          (B - 1) other prefills + ttft_wait_iterations decode iterations.
 // Memory per GPU: weight shard of the worst stage + KV cache for B contexts of
 // ISL+OSL tokens
 // + activation workspace, against (1 - kMemoryReserveFraction) of HBM.
@@ -913,9 +913,12 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   e.decode_iteration_s = iteration;
   e.tpot_s = iteration;
   e.prefill_s = s.prefill_chain_s;
+  const double others = (B - 1) / B;  // 0 at batch 1: nobody to wait for
   e.ttft_s = s.prefill_chain_s +
-             k.cal.prefill_queue_fraction * (B - 1) * s.prefill_max_stage_s +
-             k.cal.ttft_wait_iterations * iteration * (B - 1) / B;
+             (k.cal.ttft_inflight_prefills * others +
+              k.cal.prefill_queue_fraction * (B - 1)) *
+                 s.prefill_max_stage_s +
+             k.cal.ttft_wait_iterations * iteration * others;
   e.output_tokens_per_s = p.dp * B / iteration;
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / k.num_gpus;
 
@@ -1196,7 +1199,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.collective_latency_scale >= 0) ||
       !(cal.decode_step_overhead_s >= 0) || !(cal.layer_overhead_s >= 0) ||
       !(cal.prefill_overhead_s >= 0) || !(cal.prefill_queue_fraction >= 0) ||
-      !(cal.ttft_wait_iterations >= 0)) {
+      !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }

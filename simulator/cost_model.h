@@ -43,6 +43,16 @@ struct Calibration {
   // scheduled (iteration-level scheduling, chunked prefill sharing the step's
   // token budget).
   double ttft_wait_iterations = 1.0;
+  // TTFT: prefills of other requests a new request waits for even when
+  // requests do not arrive together: the prefill already running or batched
+  // into the same iteration as its own (continuous batching mixes a prefill
+  // into an iteration with decodes and, on average, another request's
+  // prefill). Scaled by (B - 1) / B: nobody else to wait for at batch 1.
+  // AIConfigurator's aggregated-serving model charges TTFT = 2 x the mixed
+  // prefill+decode step (https://github.com/ai-dynamo/aiconfigurator/blob/
+  // 00ae653b588ef03c8db1b6d7565222080723782e/src/aiconfigurator/sdk/backends/
+  // trtllm_backend.py), i.e. one prefill besides its own; 1 is the prior.
+  double ttft_inflight_prefills = 1.0;
 };
 
 // The calibration shipped with this version (constants produced by the fit).
@@ -53,7 +63,7 @@ const Calibration& DefaultCalibration();
 const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
-inline constexpr int kCostModelVersion = 1;
+inline constexpr int kCostModelVersion = 2;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

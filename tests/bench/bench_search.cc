@@ -235,6 +235,14 @@ int Main(int argc, char** argv) {
   app.add_option("--rl_epochs", rl.ppo_epochs,
                  "RL epochs per batch (>1: PPO clip)");
   app.add_option("--rl_layers", rl.encoder_layers, "RL encoder layers");
+  app.add_option("--rl_copy_bias", rl.copy_gate_bias,
+                 "RL initial copy-gate logit");
+  app.add_option("--rl_move_bias", rl.copy_gate_bias_after_move,
+                 "RL initial copy-gate logit after a tuple move");
+  app.add_option("--rl_per_tuple", rl.anchors_per_tuple,
+                 "RL elite plans per degree tuple (0: no cap)");
+  app.add_option("--rl_locality", rl.tuple_locality,
+                 "RL initial degree-tuple locality weight");
   app.add_option("--rl_imitation", rl.imitation_steps,
                  "RL initial elite-cloning steps");
   CLI11_PARSE(app, argc, argv);
@@ -399,6 +407,12 @@ int Main(int argc, char** argv) {
       plan_lines.push_back(
           absl::StrFormat("| %s | rl (seed 1) | %s |", c.name(),
                           DescribePlan(by_method["rl"][0].result.best)));
+      for (const char* m : {"anneal", "genetic"}) {
+        if (by_method.count(m) == 0) continue;
+        plan_lines.push_back(
+            absl::StrFormat("| %s | %s (seed 1) | %s |", c.name(), m,
+                            DescribePlan(by_method[m][0].result.best)));
+      }
     }
 
     // Warm start: seed 1's cold RL run leaves its elite and weights; a warm run

@@ -73,16 +73,19 @@ TEST_F(CalibrationTest, HeldOutTpotRanksLayouts) {
 }
 
 // TTFT: the held-out rows of the fitted models meet the 25% target. The
-// held-out model's (Llama-3.1-8B) TTFT is measured with far more noise than any
-// deployment parameter explains (at fixed layout it falls as concurrency rises
-// from 8 to 32, and at concurrency 8 it grows 2-3x from OSL 128 to 512); its
-// error is reported (README) and bounded here, not tuned.
+// held-out model (Llama-3.1-8B, 35.9%) does not: at concurrency <= 32 its
+// measured TTFT is a + OSL * TPOT / concurrency, one inter-completion interval
+// of queueing (fitted OSL slope x concurrency: median 0.97 over its 36
+// layout/ISL/concurrency groups), while the Qwen3 trtllm rows of the same
+// engine version (1.0.0rc3) have none (median -0.03 and 0.00 over 61 groups),
+// so no term fitted on them can predict it (README, "Calibration"). The error
+// is reported and bounded here, not tuned.
 TEST_F(CalibrationTest, HeldOutTtft) {
   for (const AccuracyGroup& g : report_.groups) {
     if (g.split == "held-out rows") {
       EXPECT_LE(g.ttft_mape, 25.0) << g.model << " " << g.engine;
     } else if (g.split == "held-out model") {
-      EXPECT_LE(g.ttft_mape, 40.0) << g.model << " " << g.engine;
+      EXPECT_LE(g.ttft_mape, 37.0) << g.model << " " << g.engine;
     }
   }
 }
@@ -114,6 +117,8 @@ TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
     EXPECT_LE(c.hbm_efficiency, 1.0);
     EXPECT_GE(c.prefill_queue_fraction, 0.0);
     EXPECT_LE(c.prefill_queue_fraction, 1.0);
+    EXPECT_GE(c.ttft_inflight_prefills, 0.0);  // prefills, a few at most
+    EXPECT_LE(c.ttft_inflight_prefills, 4.0);
   }
 }
 

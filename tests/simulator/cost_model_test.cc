@@ -610,6 +610,47 @@ TEST(CostModelTest, CreateRejectsBadCalibration) {
   Calibration nan;
   nan.gemm_efficiency = std::nan("");
   EXPECT_FALSE(CostModel::Create(model->problem(), nan).ok());
+  Calibration negative;
+  negative.ttft_inflight_prefills = -1;
+  EXPECT_EQ(CostModel::Create(model->problem(), negative).status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+// TTFT term by term (pp = 1, so the prefill's worst stage is the whole
+// prefill): each in-flight prefill adds (B - 1) / B of one request's prefill,
+// each queued one (prefill_queue_fraction) (B - 1) prefills, each wait
+// iteration (B - 1) / B decode iterations; nothing at batch 1.
+TEST(CostModelTest, TtftTermsAddUp) {
+  auto base = Make({.model = "llama-3.1-8b", .gpus = 1});
+  ASSERT_NE(base, nullptr);
+  Calibration c;  // struct defaults, then only the TTFT terms varied
+  c.prefill_overhead_s = 0;
+  c.prefill_queue_fraction = 0;
+  c.ttft_wait_iterations = 0;
+  c.ttft_inflight_prefills = 0;
+  for (int batch : {1, 4, 16}) {
+    const PlanDims plan = Plan(1, 1, 1, 1, batch);
+    auto eval = [&](const Calibration& cal) {
+      absl::StatusOr<std::unique_ptr<const CostModel>> m =
+          CostModel::Create(base->problem(), cal);
+      EXPECT_TRUE(m.ok()) << m.status();
+      return (*m)->Evaluate(plan);
+    };
+    const Evaluation bare = eval(c);
+    EXPECT_DOUBLE_EQ(bare.ttft_s, bare.prefill_s) << batch;
+    const double others = (batch - 1.0) / batch;
+    Calibration inflight = c;
+    inflight.ttft_inflight_prefills = 1.5;
+    const Evaluation a = eval(inflight);
+    EXPECT_NEAR(a.ttft_s - bare.ttft_s, 1.5 * others * bare.prefill_s, 1e-12)
+        << batch;
+    EXPECT_EQ(a.tpot_s, bare.tpot_s) << batch;  // TTFT only
+    Calibration wait = c;
+    wait.ttft_wait_iterations = 2;
+    const Evaluation w = eval(wait);
+    EXPECT_NEAR(w.ttft_s - bare.ttft_s, 2 * others * bare.tpot_s, 1e-12)
+        << batch;
+  }
 }
 
 }  // namespace
