@@ -52,7 +52,7 @@ constexpr int kNumHeads = kNumDecisions - 1;
 constexpr int kSlots = kBatchDecision - 1 + kMicroBatchMultipliers.size();
 // Bumped whenever the parameter layout changes: saved weights of another
 // layout are ignored (a warm start then keeps its elite plans only).
-constexpr int64_t kArchVersion = 4;
+constexpr int64_t kArchVersion = 5;
 
 int MaxTableChoices() {
   int c = 0;
@@ -202,6 +202,7 @@ class PolicyNet {
     // valid choices.
     Add(&anchor_w, d, 1, kZero);
     Add(&anchor_b, 0, 1, kZero);
+    Add(&free_anchor, 0, 1, kZero);
     // Two gates per elite plan and decision: for plans that keep the anchor's
     // degree tuple, and for plans that moved to another tuple (where the
     // anchor's later values mean something else, e.g. a batch per replica).
@@ -314,8 +315,8 @@ class PolicyNet {
   }
 
   torch::Tensor ctx_w, ctx_b, elite_w, elite_b, lnf_w, lnf_b, anchor_w,
-      anchor_b, gate_w, gate_b, key1_w, key1_b, key2_w, key2_b, query_w,
-      locality, zs_w, zk_w, z_b, head_w, head_b;
+      anchor_b, free_anchor, gate_w, gate_b, key1_w, key1_b, key2_w, key2_b,
+      query_w, locality, zs_w, zk_w, z_b, head_w, head_b;
 
  private:
   enum Init { kUniform, kZero, kOne, kGateBias, kLocality };
@@ -353,7 +354,7 @@ class PolicyNet {
 // One sampled plan and what its log-probability needs besides the tables.
 struct SampledPlan {
   Decisions a{};
-  int anchor = -1;   // elite plan it copies from (-1: none)
+  int anchor = -1;   // elite plan it copies from (K: free; -1: no elite)
   int gate_row = 0;  // 2 * anchor (+ 1 when the tuple moved): its gates
   int row = 0;       // index of its degree tuple among the tabulated ones
   // Per decision: the anchor's value is valid here (cm), and was chosen (ce);
@@ -363,12 +364,12 @@ struct SampledPlan {
 
 // One iteration's forward pass.
 struct Forward {
-  torch::Tensor anchor_logp;  // [K]
+  torch::Tensor anchor_logp;  // [K + 1], the free choice last
   torch::Tensor gate;         // [K, D] copy probability per elite, decision
   torch::Tensor deg_logp;     // [T] generative log-probabilities over tuples
-  // [K, T] the same for a plan anchored on elite k: the generative logits
+  // [K + 1, T] the same for a plan anchored on elite k: the generative logits
   // minus a learned multiple of the squared distance to the anchor's tuple
-  // (a change of parallel degrees tends to a nearby tuple).
+  // (a change of parallel degrees tends to a nearby tuple); row K = deg_logp.
   torch::Tensor deg_anchor_logp;
   torch::Tensor context;     // [1, d] encoder output of the context token
   torch::Tensor keys;        // [T, d] degree-tuple embeddings
@@ -462,9 +463,11 @@ class Policy {
     const int t = space_.NumChoices(kDegreesDecision);
     const int k = static_cast<int>(elite_.size());
     for (SampledPlan& s : out) {
-      s.anchor = k > 0 ? Pick(forward_.anchor_p.data(), k, u(rng_)) : -1;
+      // Anchor k < K copies from elite plan k; K is the free choice.
+      s.anchor = k > 0 ? Pick(forward_.anchor_p.data(), k + 1, u(rng_)) : -1;
+      const bool copies = s.anchor >= 0 && s.anchor < k;
       const float g =
-          s.anchor >= 0 ? forward_.gate_p[2 * s.anchor * kNumDecisions] : 0.0f;
+          copies ? forward_.gate_p[2 * s.anchor * kNumDecisions] : 0.0f;
       const double copy = (1 - epsilon_) * g;
       const double x = u(rng_);
       int choice;
@@ -482,13 +485,11 @@ class Policy {
       }
       s.a[kDegreesDecision] = choice;
       s.gate_row =
-          s.anchor >= 0
-              ? 2 * s.anchor + (elite_[s.anchor][kDegreesDecision] != choice)
-              : 0;
-      s.cm[kDegreesDecision] = s.anchor >= 0 ? 1.0f : 0.0f;
+          copies ? 2 * s.anchor + (elite_[s.anchor][kDegreesDecision] != choice)
+                 : 0;
+      s.cm[kDegreesDecision] = copies ? 1.0f : 0.0f;
       s.ce[kDegreesDecision] =
-          s.anchor >= 0 && elite_[s.anchor][kDegreesDecision] == choice ? 1.0f
-                                                                        : 0.0f;
+          copies && elite_[s.anchor][kDegreesDecision] == choice ? 1.0f : 0.0f;
       s.uniform[kDegreesDecision] = 1.0f / t;
     }
     // Tabulate the later decisions for the sampled tuples and the elite's.
@@ -503,7 +504,13 @@ class Policy {
         const uint64_t bits = space_.MaskBits(i, s.a);
         const float* p =
             forward_.table_p.data() + (s.row * kSlots + SlotOf(i, s.a)) * c;
-        const int anchor_value = s.anchor >= 0 ? elite_[s.anchor][i] : -1;
+        int anchor_value =
+            s.anchor >= 0 && s.anchor < k ? elite_[s.anchor][i] : -1;
+        if (i == kBatchDecision && anchor_value >= 0 && (s.gate_row & 1)) {
+          anchor_value =
+              TranslateBatch(anchor_value, elite_[s.anchor][kDegreesDecision],
+                             s.a[kDegreesDecision]);
+        }
         const bool copyable = anchor_value >= 0 && anchor_value < c &&
                               ((bits >> anchor_value) & 1);
         const double copy =
@@ -578,7 +585,7 @@ class Policy {
         weight[s.row * kSlots + SlotOf(i, s.a)] += 1.0f / n;
     }
     const torch::Tensor entropy_weight = FloatTensor(weight, {rows, kSlots});
-    std::vector<float> anchor_share(elite_.size(), 0.0f);
+    std::vector<float> anchor_share(elite_.size() + 1, 0.0f);
     for (const SampledPlan& s : samples) {
       if (s.anchor >= 0) anchor_share[s.anchor] += 1.0f / n;
     }
@@ -666,6 +673,30 @@ class Policy {
     return adv;
   }
 
+  // The copy of a batch size after a move to another degree tuple keeps the
+  // decode batch per GPU of a replica (tp * pp GPUs), not per replica: the
+  // anchor's KV-cache use per GPU is what made its batch good.
+  static int TranslateBatch(int value, const Degrees& from, const Degrees& to) {
+    const std::vector<int>& batches = simulator::BatchSizeCandidates();
+    if (value < 0 || value >= static_cast<int>(batches.size())) return value;
+    const double target = static_cast<double>(batches[value]) * to.tp * to.pp /
+                          (static_cast<double>(from.tp) * from.pp);
+    int best = value;
+    double best_gap = 1e300;
+    for (size_t b = 0; b < batches.size(); ++b) {
+      const double gap = std::abs(std::log(batches[b] / target));
+      if (gap < best_gap) {
+        best_gap = gap;
+        best = static_cast<int>(b);
+      }
+    }
+    return best;
+  }
+  int TranslateBatch(int value, int from_tuple, int to_tuple) const {
+    return TranslateBatch(value, space_.degrees()[from_tuple],
+                          space_.degrees()[to_tuple]);
+  }
+
   int RowOf(int tuple) {
     auto [it, inserted] =
         row_of_.emplace(tuple, static_cast<int>(rows_.size()));
@@ -705,8 +736,12 @@ class Policy {
     f.context = x.slice(0, 0, 1);
     if (s > 1) {
       const torch::Tensor e = x.slice(0, 1);  // [K, d]
+      // [K + 1]: the last entry is the free choice (no anchor), so the policy
+      // learns how much to sample away from the elite.
       f.anchor_logp = torch::log_softmax(
-          torch::addmm(w.anchor_b, e, w.anchor_w).view(-1), 0);
+          torch::cat({torch::addmm(w.anchor_b, e, w.anchor_w).view(-1),
+                      w.free_anchor}),
+          0);
       f.gate = torch::sigmoid(torch::addmm(w.gate_b, e, w.gate_w))
                    .view({-1, kNumDecisions});  // [2K, D]
       f.anchor_p = ToVector(f.anchor_logp.exp());
@@ -731,9 +766,12 @@ class Policy {
       for (const Decisions& e : elite_) tuples.push_back(e[kDegreesDecision]);
       const torch::Tensor distance =
           tuple_distance_.index_select(0, LongTensor(tuples));  // [K, T]
-      f.deg_anchor_logp = torch::log_softmax(
-          f.deg_logp.unsqueeze(0) - torch::softplus(w.locality) * distance, 1);
-      f.deg_anchor_cdf = Cumulative(f.deg_anchor_logp, elite_.size());
+      f.deg_anchor_logp = torch::cat(
+          {torch::log_softmax(
+               f.deg_logp.unsqueeze(0) - torch::softplus(w.locality) * distance,
+               1),
+           f.deg_logp.unsqueeze(0)});  // [K + 1, T], the free choice last
+      f.deg_anchor_cdf = Cumulative(f.deg_anchor_logp, elite_.size() + 1);
     } else {
       f.deg_anchor_logp = torch::Tensor();
       f.deg_anchor_cdf.clear();
@@ -926,8 +964,9 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
                     return a.scored.reward > b.scored.reward;
                   return a.hash < b.hash;
                 });
-      if (static_cast<int>(all.size()) > options.elite_size)
-        all.resize(std::max(1, options.elite_size));
+      const int k =
+          options_.anchors > 0 ? options_.anchors : options.elite_size;
+      if (static_cast<int>(all.size()) > k) all.resize(std::max(1, k));
       return all;
     };
     policy.SetElite(anchors());

@@ -52,6 +52,8 @@ struct RlOptions {
   // elite_size plans with at most this many per degree tuple (0: no cap, the
   // search's own top-K elite).
   int anchors_per_tuple = 2;
+  // Number of plans in the policy's elite (0: SearchOptions::elite_size).
+  int anchors = 0;
   int d_model = 64;
   int encoder_layers = 2;
 };

@@ -200,6 +200,7 @@ int Main(int argc, char** argv) {
   std::string methods_flag =
       "megatron,random,anneal,genetic,rl,rl-no-elite,rl-no-learning";
   int seeds = 5;
+  int first_seed = 1;
   int budget = 3000;
   int pool_threads = 1;
   int isl = 2048, osl = 512, concurrency = 0;
@@ -209,7 +210,9 @@ int Main(int argc, char** argv) {
   int timing_batch = 256;
   app.add_option("--cases", cases_flag, "comma list of model@gpus");
   app.add_option("--methods", methods_flag, "comma list of methods");
-  app.add_option("--seeds", seeds, "seeds per method (1..N)");
+  app.add_option("--seeds", seeds, "seeds per method");
+  app.add_option("--first_seed", first_seed,
+                 "first seed (seeds first_seed .. first_seed + seeds - 1)");
   app.add_option("--budget", budget,
                  "evaluations per search, baseline included");
   app.add_option("--pool_threads", pool_threads, "extra evaluation threads");
@@ -239,6 +242,8 @@ int Main(int argc, char** argv) {
                  "RL initial copy-gate logit");
   app.add_option("--rl_move_bias", rl.copy_gate_bias_after_move,
                  "RL initial copy-gate logit after a tuple move");
+  app.add_option("--rl_anchors", rl.anchors,
+                 "RL elite plans attended over (0: the search's elite size)");
   app.add_option("--rl_per_tuple", rl.anchors_per_tuple,
                  "RL elite plans per degree tuple (0: no cap)");
   app.add_option("--rl_locality", rl.tuple_locality,
@@ -333,7 +338,7 @@ int Main(int argc, char** argv) {
     double megatron = 0;
     for (const std::string& method : methods) {
       const int n = method == "megatron" ? 1 : seeds;
-      for (int s = 1; s <= n; ++s) {
+      for (int s = first_seed; s < first_seed + n; ++s) {
         options.seed = static_cast<uint32_t>(s);
         auto run = RunOne(method, **model, options, &rl);
         if (!run.ok()) {
@@ -405,12 +410,12 @@ int Main(int argc, char** argv) {
           absl::StrFormat("| %s | megatron | %s |", c.name(),
                           DescribePlan(by_method["megatron"][0].result.best)));
       plan_lines.push_back(
-          absl::StrFormat("| %s | rl (seed 1) | %s |", c.name(),
+          absl::StrFormat("| %s | rl (first seed) | %s |", c.name(),
                           DescribePlan(by_method["rl"][0].result.best)));
       for (const char* m : {"anneal", "genetic"}) {
         if (by_method.count(m) == 0) continue;
         plan_lines.push_back(
-            absl::StrFormat("| %s | %s (seed 1) | %s |", c.name(), m,
+            absl::StrFormat("| %s | %s (first seed) | %s |", c.name(), m,
                             DescribePlan(by_method[m][0].result.best)));
       }
     }
@@ -462,9 +467,9 @@ int Main(int argc, char** argv) {
   // ---------------------------------------------------------------------------
   md += absl::StrFormat(
       "Budget %d evaluations per search (baseline included), %d seeds "
-      "(medians), workload "
+      "(%d..%d, medians), workload "
       "isl %d osl %d concurrency %d, H100 SXM 80 GB nodes of 8.\n\n",
-      budget, seeds, isl, osl, concurrency);
+      budget, seeds, first_seed, first_seed + seeds - 1, isl, osl, concurrency);
   md +=
       "| case | method | best tok/s | x megatron | x best metaheuristic | "
       "evals to 99% | "
@@ -570,7 +575,8 @@ int Main(int argc, char** argv) {
   }
   if (!warm_lines.empty()) {
     md +=
-        "\nWarm start (cold rl seed 1 -> warm rl seed 1001 with its elite and "
+        "\nWarm start (cold rl first seed -> warm rl seed 1001 with its elite "
+        "and "
         "weights):\n\n"
         "| case | cold best | cold evals | warm best | warm evals to 99% of "
         "cold | "
