@@ -202,7 +202,7 @@ class PolicyNet {
     // valid choices.
     Add(&anchor_w, d, 1, kZero);
     Add(&anchor_b, 0, 1, kZero);
-    Add(&free_anchor, 0, 1, kZero);
+    Add(&free_anchor, 0, 1, kFreeAnchor);
     // Two gates per elite plan and decision: for plans that keep the anchor's
     // degree tuple, and for plans that moved to another tuple (where the
     // anchor's later values mean something else, e.g. a batch per replica).
@@ -238,6 +238,8 @@ class PolicyNet {
                   static_cast<float>(o.copy_gate_bias_after_move));
       } else if (s.init == kLocality) {  // softplus(x) ~ x for large x
         std::fill(v, v + n, static_cast<float>(o.tuple_locality));
+      } else if (s.init == kFreeAnchor) {
+        std::fill(v, v + n, static_cast<float>(o.free_anchor_logit));
       }
     }
     theta_ = FloatTensor(values, {size_});
@@ -319,7 +321,7 @@ class PolicyNet {
       query_w, locality, zs_w, zk_w, z_b, head_w, head_b;
 
  private:
-  enum Init { kUniform, kZero, kOne, kGateBias, kLocality };
+  enum Init { kUniform, kZero, kOne, kGateBias, kLocality, kFreeAnchor };
   struct Slot {
     torch::Tensor* tensor;
     int64_t offset, rows, cols;  // rows 0: a vector of `cols`
@@ -365,8 +367,10 @@ struct SampledPlan {
 // One iteration's forward pass.
 struct Forward {
   torch::Tensor anchor_logp;  // [K + 1], the free choice last
-  torch::Tensor gate;         // [K, D] copy probability per elite, decision
-  torch::Tensor deg_logp;     // [T] generative log-probabilities over tuples
+  // [2K, D] copy probability per elite plan and decision: row 2k for plans
+  // that keep elite k's tuple, 2k + 1 after a move to another tuple.
+  torch::Tensor gate;
+  torch::Tensor deg_logp;  // [T] generative log-probabilities over tuples
   // [K + 1, T] the same for a plan anchored on elite k: the generative logits
   // minus a learned multiple of the squared distance to the anchor's tuple
   // (a change of parallel degrees tends to a nearby tuple); row K = deg_logp.
@@ -517,7 +521,7 @@ class Policy {
             copyable ? (1 - epsilon_) *
                            forward_.gate_p[s.gate_row * kNumDecisions + i]
                      : 0.0;
-        const int valid = __builtin_popcountll(bits);
+        const int valid = std::max(1, __builtin_popcountll(bits));
         const double x = u(rng_);
         int choice = -1;
         if (x < copy) {

@@ -1,10 +1,11 @@
 // The Learn-to-Shard RL searcher (method "rl"): a small transformer encoder
 // over a context token (model, cluster, workload features) and one token per
-// elite plan; an autoregressive decoder emits each decision of the plan space
-// in turn under the masks, each decision a learned mixture of a generative head
-// and a pointer that copies the value of an attended elite plan (crossover-like
-// moves); REINFORCE with a baseline and an entropy bonus
-// (PPO-style clipped epochs optional) plus self-imitation of the elite.
+// elite plan; heads pick an anchor among the elite plans (or none), the
+// degree tuple, and every later decision under the masks, each decision a
+// learned mixture of copying the anchor's value and a generative head
+// (crossover/mutation-like moves the policy learns to make); REINFORCE with a
+// batch baseline and an entropy bonus (PPO-style clipped epochs optional)
+// plus self-imitation of the elite. The network runs once per iteration.
 // LibTorch on CPU, behind a pimpl: this header exposes no torch types.
 #ifndef SHARDPLAN_POLICY_RL_SEARCHER_H_
 #define SHARDPLAN_POLICY_RL_SEARCHER_H_
@@ -22,8 +23,8 @@ struct RlOptions {
   // Plans evaluated per iteration (2x are sampled; ones not yet scored go
   // first).
   int batch_size = 32;
-  // false: the encoder sees the context token only and the decoder has no
-  // elite to copy from (ablation "rl-no-elite").
+  // false: the encoder sees the context token only and there are no anchors
+  // to copy from (ablation "rl-no-elite").
   bool use_elite_tokens = true;
   // 0: no learning, the initial policy's sampling (ablation "rl-no-learning").
   double learning_rate = 1e-2;
@@ -45,13 +46,16 @@ struct RlOptions {
   double copy_gate_bias_after_move = 0.0;
   // Initial weight of the squared distance between degree-tuple features
   // (log2 of each degree / 10) when a plan changes its anchor's tuple: 40
-  // makes a tuple that differs by a factor of 2 in two degrees ~2x likelier
-  // than one that differs by 4x in two.
+  // makes dp x2, tp /2 (squared distance 0.03) ~37x likelier than dp x4,
+  // tp /4 (0.12).
   double tuple_locality = 40.0;
   // The policy's elite (anchors and elite tokens): the top SearchOptions::
   // elite_size plans with at most this many per degree tuple (0: no cap, the
   // search's own top-K elite).
   int anchors_per_tuple = 2;
+  // Initial logit of sampling a plan without an anchor (the elite plans'
+  // anchor logits start at 0).
+  double free_anchor_logit = 0.0;
   // Number of plans in the policy's elite (0: SearchOptions::elite_size).
   int anchors = 0;
   int d_model = 64;

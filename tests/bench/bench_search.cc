@@ -245,6 +245,8 @@ int Main(int argc, char** argv) {
                  "RL initial copy-gate logit after a tuple move");
   app.add_option("--rl_anchors", rl.anchors,
                  "RL elite plans attended over (0: the search's elite size)");
+  app.add_option("--rl_free_anchor", rl.free_anchor_logit,
+                 "RL initial logit of sampling without an anchor");
   app.add_option("--rl_per_tuple", rl.anchors_per_tuple,
                  "RL elite plans per degree tuple (0: no cap)");
   app.add_option("--rl_locality", rl.tuple_locality,
