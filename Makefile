@@ -39,7 +39,7 @@ asan-test: deps
 # instrumented). tests/tsan.supp lists what is suppressed and why.
 TSAN_DIR ?= build/tsan
 TSAN_ENV = TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1"
-TSAN_POLICY_FILTER ?= -RlSearcherTest.*
+TSAN_POLICY_FILTER ?= *
 tsan-test: deps
 	@cmake -S . -B $(TSAN_DIR) $(SAN_CMAKE_FLAGS) -DSHARDPLAN_TSAN=ON >/dev/null
 	@cmake --build $(TSAN_DIR) -j $(JOBS) --target server_test policy_test
