@@ -1,6 +1,6 @@
 // The RL searcher: learning raises the sampled plans' mean reward, warm-start
-// state round trips, bad weights are rejected, and it is never worse than the
-// Megatron baseline.
+// state round trips, bad weights are rejected, weights of another layout are
+// ignored, and it is never worse than the Megatron baseline.
 #include "policy/rl_searcher.h"
 
 #include <numeric>
@@ -106,6 +106,35 @@ TEST(RlSearcherTest, CorruptWeightsAreInvalidArgument) {
   ASSERT_FALSE(r.ok());
   EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(r.status().message(), ::testing::HasSubstr("policy_weights"));
+}
+
+TEST(RlSearcherTest, WeightsOfAnotherLayoutAreIgnored) {
+  // Stored weights of another network layout (another version or RlOptions)
+  // must not fail a search: it starts from fresh weights instead.
+  auto model = testing::MakeCostModel("llama-3.1-8b", 4);
+  ASSERT_TRUE(model.ok()) << model.status();
+  SearchOptions options;
+  options.max_evaluations = 200;
+  CancellationToken cancel;
+  SearchObserver observer;
+  RlOptions narrow;
+  narrow.d_model = 32;
+  RlSearcher small(narrow);
+  auto first = small.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(first.ok()) << first.status();
+  WarmStart warm;
+  warm.policy_weights = first->policy_weights;
+  options.warm_start = &warm;
+  RlSearcher searcher;  // d_model 64
+  auto r = searcher.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->warm_started);
+  EXPECT_NE(r->policy_weights, first->policy_weights);
+  // The same weights load into a searcher of their own layout.
+  RlSearcher same(narrow);
+  auto again = same.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_TRUE(again->warm_started);
 }
 
 TEST(RlSearcherTest, WeightsTransferAcrossProblems) {
