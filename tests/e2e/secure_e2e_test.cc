@@ -34,18 +34,6 @@ using shardplan::v1::PlanUpdate;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-std::pair<int, std::string> Shell(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen(("( " + command + " ) 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
-    output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 void WriteFile(const std::string& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << text;
@@ -155,7 +143,7 @@ bool MakeCertificates(const std::string& dir, std::string* log) {
       "-keyout intruder.key -out intruder.csr; "
       "openssl x509 -req -in intruder.csr -CA other-ca.pem -CAkey other-ca.key "
       "-CAcreateserial -days 2 -out intruder.pem");
-  auto [rc, output] = Shell(script);
+  auto [rc, output] = RunShell(script);
   *log = output;
   return rc == 0;
 }
@@ -221,12 +209,12 @@ TEST_F(SecureE2eTest, TlsServesTlsClientsAndRefusesPlaintext) {
   EXPECT_EQ(plain.error_code(), grpc::StatusCode::UNAVAILABLE)
       << plain.error_message();
   // The CLI with --tls-ca.
-  auto [rc, out] = Shell(absl::StrCat(SHARDPLAN_CLI_BINARY,
-                                      " health --server localhost:", port,
-                                      " --tls-ca ", dir_.File("ca.pem")));
+  auto [rc, out] = RunShell(absl::StrCat(SHARDPLAN_CLI_BINARY,
+                                         " health --server localhost:", port,
+                                         " --tls-ca ", dir_.File("ca.pem")));
   EXPECT_EQ(rc, 0) << out;
   EXPECT_THAT(out, HasSubstr("SERVING"));
-  auto [rc_plain, out_plain] = Shell(
+  auto [rc_plain, out_plain] = RunShell(
       absl::StrCat(SHARDPLAN_CLI_BINARY,
                    " health --deadline-seconds 3 --server 127.0.0.1:", port));
   EXPECT_EQ(rc_plain, 3) << out_plain;
@@ -247,12 +235,12 @@ TEST_F(SecureE2eTest, MutualTlsRequiresAClientCertificateFromTheCa) {
   EXPECT_EQ(wrong_ca.error_code(), grpc::StatusCode::UNAVAILABLE)
       << wrong_ca.error_message();
   EXPECT_NE(Catalog(PlainChannel(port)).error_code(), grpc::StatusCode::OK);
-  auto [rc, out] = Shell(absl::StrCat(
+  auto [rc, out] = RunShell(absl::StrCat(
       SHARDPLAN_CLI_BINARY, " catalog --output json --server localhost:", port,
       " --tls-ca ", dir_.File("ca.pem"), " --tls-cert ",
       dir_.File("client.pem"), " --tls-key ", dir_.File("client.key")));
   EXPECT_EQ(rc, 0) << out;
-  auto [rc_nocert, out_nocert] = Shell(absl::StrCat(
+  auto [rc_nocert, out_nocert] = RunShell(absl::StrCat(
       SHARDPLAN_CLI_BINARY, " catalog --deadline-seconds 3 --server localhost:",
       port, " --tls-ca ", dir_.File("ca.pem")));
   EXPECT_NE(rc_nocert, 0) << out_nocert;
@@ -283,19 +271,19 @@ TEST_F(SecureE2eTest, BearerTokensGuardEveryPlannerRpcButNotHealth) {
   const std::string server_flag =
       absl::StrCat(" --server 127.0.0.1:", server_.grpc_port());
   auto [rc_file, out_file] =
-      Shell(absl::StrCat(SHARDPLAN_CLI_BINARY, " catalog", server_flag,
-                         " --token-file ", dir_.File("tokens")));
+      RunShell(absl::StrCat(SHARDPLAN_CLI_BINARY, " catalog", server_flag,
+                            " --token-file ", dir_.File("tokens")));
   EXPECT_EQ(rc_file, 0) << out_file;
   auto [rc_env, out_env] =
-      Shell(absl::StrCat("SHARDPLAN_TOKEN=", token, " ", SHARDPLAN_CLI_BINARY,
-                         " catalog", server_flag));
+      RunShell(absl::StrCat("SHARDPLAN_TOKEN=", token, " ",
+                            SHARDPLAN_CLI_BINARY, " catalog", server_flag));
   EXPECT_EQ(rc_env, 0) << out_env;
   auto [rc_none, out_none] =
-      Shell(absl::StrCat(SHARDPLAN_CLI_BINARY, " catalog", server_flag));
+      RunShell(absl::StrCat(SHARDPLAN_CLI_BINARY, " catalog", server_flag));
   EXPECT_NE(rc_none, 0);
   EXPECT_THAT(out_none, HasSubstr("UNAUTHENTICATED"));
   auto [rc_health, out_health] =
-      Shell(absl::StrCat(SHARDPLAN_CLI_BINARY, " health", server_flag));
+      RunShell(absl::StrCat(SHARDPLAN_CLI_BINARY, " health", server_flag));
   EXPECT_EQ(rc_health, 0) << out_health;
   // Tokens never reach the log, not even the refused ones.
   ASSERT_EQ(server_.Stop(SIGTERM).value_or(-1), 0);
@@ -306,13 +294,13 @@ TEST_F(SecureE2eTest, BearerTokensGuardEveryPlannerRpcButNotHealth) {
 }
 
 TEST_F(SecureE2eTest, GrpcAndMetricsBindLoopbackByDefault) {
-  auto [rc, help] = Shell(absl::StrCat(SHARDPLAN_SERVER_BINARY, " --help"));
+  auto [rc, help] = RunShell(absl::StrCat(SHARDPLAN_SERVER_BINARY, " --help"));
   EXPECT_THAT(help, HasSubstr("default: \"127.0.0.1:50051\""));
   EXPECT_THAT(help, HasSubstr("default: \"127.0.0.1:9464\""));
   StartOrDie({"--store="});
   // Both listeners are bound to 127.0.0.1 only (ss shows the local address;
   // the ServerProcess passes 127.0.0.1:0, the defaults are checked above).
-  auto [ss_rc, sockets] = Shell(absl::StrCat(
+  auto [ss_rc, sockets] = RunShell(absl::StrCat(
       "ss -ltnpH | grep 'pid=", server_.pid(), ",' | awk '{print $4}'"));
   if (ss_rc == 0) {
     int listeners = 0;
@@ -443,7 +431,7 @@ TEST_F(SecureE2eTest, FullDiskKeepsServingAndKeepsWhatWasCommitted) {
   StartOrDie({absl::StrCat("--store=", store)});
   auto stub = server_.Stub();
   // Fill the rest of the file system.
-  Shell(absl::StrCat("dd if=/dev/zero of=", mnt, "/filler bs=4k count=64"));
+  RunShell(absl::StrCat("dd if=/dev/zero of=", mnt, "/filler bs=4k count=64"));
   int ok = 0;
   for (int i = 0; i < 8; ++i) {
     PlanRequest request = Request("random", 50);

@@ -105,19 +105,6 @@ double Gauge(const std::string& metrics, const std::string& series) {
   return MetricValue(metrics, series).value_or(-1);
 }
 
-// Runs a shell command, returns its exit status and combined output.
-std::pair<int, std::string> RunShell(const std::string& command) {
-  std::string output;
-  FILE* pipe = popen((command + " 2>&1").c_str(), "r");
-  if (pipe == nullptr) return {-1, ""};
-  char buffer[4096];
-  size_t n;
-  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
-    output.append(buffer, n);
-  const int status = pclose(pipe);
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
-}
-
 class ServerE2eTest : public ::testing::Test {
  protected:
   void SetUp() override {

@@ -15,12 +15,14 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
 #include <regex>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -58,6 +60,20 @@ class TempDir {
  private:
   std::string path_;
 };
+
+// Runs a shell command (stderr of the whole command merged into stdout);
+// returns its exit status (-1 if it did not exit normally) and the output.
+inline std::pair<int, std::string> RunShell(const std::string& command) {
+  std::string output;
+  FILE* pipe = popen(("( " + command + " ) 2>&1").c_str(), "r");
+  if (pipe == nullptr) return {-1, ""};
+  char buffer[4096];
+  size_t n;
+  while ((n = fread(buffer, 1, sizeof(buffer), pipe)) > 0)
+    output.append(buffer, n);
+  const int status = pclose(pipe);
+  return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, output};
+}
 
 inline std::string ReadFile(const std::string& path) {
   std::ifstream in(path);
