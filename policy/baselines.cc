@@ -40,16 +40,7 @@ Decisions Mutate(const PlanSpace& space, const Decisions& in,
     if (c >= d[i]) ++c;
     d[i] = c;
   } else {
-    const uint64_t mask = space.MaskBits(i, d) & ~(uint64_t{1} << d[i]);
-    int pick = static_cast<int>(rng() % __builtin_popcountll(mask));
-    for (int c = 0; c < 64; ++c) {
-      if ((mask >> c) & 1) {
-        if (pick-- == 0) {
-          d[i] = c;
-          break;
-        }
-      }
-    }
+    d[i] = SampleBit(space.MaskBits(i, d) & ~(uint64_t{1} << d[i]), rng);
   }
   space.Repair(d, i + 1, rng);
   return d;

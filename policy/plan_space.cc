@@ -339,9 +339,9 @@ uint64_t PlanSpace::Hash(const Decisions& decisions) {
   return h;
 }
 
-namespace {
 int SampleBit(uint64_t mask, std::mt19937_64& rng) {
   const int count = Popcount(mask);
+  if (count == 0) return -1;
   int pick = static_cast<int>(rng() % static_cast<uint64_t>(count));
   for (int i = 0; i < 64; ++i) {
     if ((mask >> i) & 1) {
@@ -349,9 +349,8 @@ int SampleBit(uint64_t mask, std::mt19937_64& rng) {
       --pick;
     }
   }
-  return 0;
+  return -1;
 }
-}  // namespace
 
 void PlanSpace::CompleteUniform(Decisions& d, int from,
                                 std::mt19937_64& rng) const {

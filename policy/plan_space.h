@@ -41,6 +41,10 @@ int MaxChoices(int decision);
 // A plan as decisions; entry d is the chosen index for decision d.
 using Decisions = std::array<int32_t, kNumDecisions>;
 
+// One of the set bits of `mask` (a choice index), uniformly: one draw from
+// `rng`. -1 when the mask is empty.
+int SampleBit(uint64_t mask, std::mt19937_64& rng);
+
 struct Degrees {
   int dp = 1;
   int tp = 1;

@@ -527,13 +527,7 @@ class Policy {
         if (x < copy) {
           choice = anchor_value;
         } else if (x < copy + epsilon_) {
-          int r = static_cast<int>(rng_() % valid);
-          for (int v = 0; v < c; ++v) {
-            if (((bits >> v) & 1) && r-- == 0) {
-              choice = v;
-              break;
-            }
-          }
+          choice = SampleBit(bits, rng_);
         } else {
           double mass = 0;
           for (int v = 0; v < c; ++v) {
