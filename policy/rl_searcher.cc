@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <exception>
+#include <functional>
 #include <mutex>
 #include <random>
 #include <sstream>
@@ -31,6 +32,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
+#include "policy/decision_mixture.h"
 #include "policy/elite_history.h"
 #include "policy/internal/search_run.h"
 #include "policy/plan_space.h"
@@ -52,7 +54,7 @@ constexpr int kNumHeads = kNumDecisions - 1;
 constexpr int kSlots = kBatchDecision - 1 + kMicroBatchMultipliers.size();
 // Bumped whenever the parameter layout changes: saved weights of another
 // layout are ignored (a warm start then keeps its elite plans only).
-constexpr int64_t kArchVersion = 5;
+constexpr int64_t kArchVersion = 6;
 
 int MaxTableChoices() {
   int c = 0;
@@ -210,6 +212,7 @@ class PolicyNet {
     // Initially each decision copies the anchor elite plan's value with
     // probability sigmoid(copy_gate_bias): local moves around the elite.
     Add(&gate_b, 0, 2 * kNumDecisions, kGateBias);
+    Add(&cross_b, 0, kNumDecisions, kCrossBias);
     Add(&key1_w, PlanSpace::kDegreeFeatures, d, kUniform);
     Add(&key1_b, 0, d, kZero);
     Add(&key2_w, d, d, kUniform);
@@ -238,6 +241,8 @@ class PolicyNet {
                   static_cast<float>(o.copy_gate_bias_after_move));
       } else if (s.init == kLocality) {  // softplus(x) ~ x for large x
         std::fill(v, v + n, static_cast<float>(o.tuple_locality));
+      } else if (s.init == kCrossBias) {
+        std::fill(v, v + n, static_cast<float>(o.crossover_gate_bias));
       } else if (s.init == kFreeAnchor) {
         std::fill(v, v + n, static_cast<float>(o.free_anchor_logit));
       }
@@ -246,6 +251,7 @@ class PolicyNet {
     grad_ = torch::zeros({size_});
     adam_m_ = torch::zeros({size_});
     adam_v_ = torch::zeros({size_});
+    adam_denom_ = torch::zeros({size_});
     for (const Slot& s : slots_) {
       torch::Tensor view =
           theta_.narrow(0, s.offset, s.rows > 0 ? s.rows * s.cols : s.cols);
@@ -277,8 +283,10 @@ class PolicyNet {
     adam_v_.mul_(kB2).addcmul_(grad_, grad_, 1 - kB2);
     const double bc1 = 1 - std::pow(kB1, step_);
     const double bc2 = 1 - std::pow(kB2, step_);
-    theta_.addcdiv_(adam_m_, (adam_v_.sqrt() / std::sqrt(bc2)).add_(kEps),
-                    -lr / bc1);
+    // In place into a kept buffer: a fresh parameter-sized temporary per step
+    // costs more in allocation and page faults than the arithmetic.
+    torch::sqrt_out(adam_denom_, adam_v_).mul_(1 / std::sqrt(bc2)).add_(kEps);
+    theta_.addcdiv_(adam_m_, adam_denom_, -lr / bc1);
   }
   void ZeroGrad() { grad_.zero_(); }
 
@@ -317,11 +325,19 @@ class PolicyNet {
   }
 
   torch::Tensor ctx_w, ctx_b, elite_w, elite_b, lnf_w, lnf_b, anchor_w,
-      anchor_b, free_anchor, gate_w, gate_b, key1_w, key1_b, key2_w, key2_b,
-      query_w, locality, zs_w, zk_w, z_b, head_w, head_b;
+      anchor_b, free_anchor, gate_w, gate_b, cross_b, key1_w, key1_b, key2_w,
+      key2_b, query_w, locality, zs_w, zk_w, z_b, head_w, head_b;
 
  private:
-  enum Init { kUniform, kZero, kOne, kGateBias, kLocality, kFreeAnchor };
+  enum Init {
+    kUniform,
+    kZero,
+    kOne,
+    kGateBias,
+    kCrossBias,
+    kLocality,
+    kFreeAnchor
+  };
   struct Slot {
     torch::Tensor* tensor;
     int64_t offset, rows, cols;  // rows 0: a vector of `cols`
@@ -349,8 +365,24 @@ class PolicyNet {
   int choices_;
   std::vector<Slot> slots_;
   int64_t size_ = 0;
-  torch::Tensor theta_, grad_, adam_m_, adam_v_;
+  torch::Tensor theta_, grad_, adam_m_, adam_v_, adam_denom_;
   int64_t step_ = 0;
+};
+
+using Clock = std::chrono::steady_clock;
+double Since(Clock::time_point t) {
+  return std::chrono::duration<double>(Clock::now() - t).count();
+}
+
+// Adds the seconds of its scope to *sum.
+class ScopedSeconds {
+ public:
+  explicit ScopedSeconds(double* sum) : sum_(sum) {}
+  ~ScopedSeconds() { *sum_ += Since(start_); }
+
+ private:
+  double* sum_;
+  Clock::time_point start_ = Clock::now();
 };
 
 // One sampled plan and what its log-probability needs besides the tables.
@@ -359,9 +391,13 @@ struct SampledPlan {
   int anchor = -1;   // elite plan it copies from (K: free; -1: no elite)
   int gate_row = 0;  // 2 * anchor (+ 1 when the tuple moved): its gates
   int row = 0;       // index of its degree tuple among the tabulated ones
-  // Per decision: the anchor's value is valid here (cm), and was chosen (ce);
-  // probability of the chosen value under the uniform exploration.
-  std::array<float, kNumDecisions> cm{}, ce{}, uniform{};
+  int mate = -1;     // second elite plan it may take decisions from (-1: none)
+  bool novel = false;  // not scored by this search, nor sampled before it
+  // Per decision: the anchor's value is valid here, and was chosen; the same
+  // for the mate; probability of the chosen value under uniform exploration.
+  std::array<bool, kNumDecisions> anchor_valid{}, anchor_chosen{};
+  std::array<bool, kNumDecisions> mate_valid{}, mate_chosen{};
+  std::array<float, kNumDecisions> uniform{};
 };
 
 // One iteration's forward pass.
@@ -370,6 +406,9 @@ struct Forward {
   // [2K, D] copy probability per elite plan and decision: row 2k for plans
   // that keep elite k's tuple, 2k + 1 after a move to another tuple.
   torch::Tensor gate;
+  // [D] probability that a decision not copied from the anchor is taken from
+  // the mate instead of the generative head (crossover).
+  torch::Tensor cross;
   torch::Tensor deg_logp;  // [T] generative log-probabilities over tuples
   // [K + 1, T] the same for a plan anchored on elite k: the generative logits
   // minus a learned multiple of the squared distance to the anchor's tuple
@@ -378,8 +417,17 @@ struct Forward {
   torch::Tensor context;     // [1, d] encoder output of the context token
   torch::Tensor keys;        // [T, d] degree-tuple embeddings
   torch::Tensor table_logp;  // [U, kSlots, C] per tabulated tuple
-  // Detached copies for sampling.
-  std::vector<float> anchor_p, gate_p, deg_cdf, deg_anchor_cdf, table_p;
+  // Detached copies for sampling and for the gradient, row-major like the
+  // tensors; deg_anchor_p is empty without an elite.
+  std::vector<float> anchor_p, gate_p, cross_p, deg_p, deg_anchor_p, table_p;
+  std::vector<float> deg_lp, deg_anchor_lp, table_lp;  // logs of the above
+  std::vector<float> deg_cdf, deg_anchor_cdf;          // running sums per row
+};
+
+// The loss's gradient with respect to the tables of one Forward, laid out like
+// them; empty where the Forward has no such table.
+struct TableGrads {
+  std::vector<float> anchor, gate, cross, deg, deg_anchor, table;
 };
 
 class Policy {
@@ -425,6 +473,8 @@ class Policy {
   }
 
   PolicyNet& net() { return net_; }
+  // LibTorch time so far: forward passes, backward passes and Adam steps.
+  double network_seconds() const { return network_seconds_; }
   double epsilon() const { return epsilon_; }
   void set_epsilon(double e) { epsilon_ = e; }
 
@@ -458,9 +508,11 @@ class Policy {
         FloatTensor(buf, {static_cast<int64_t>(entries.size()), kPlanFeatures});
   }
 
-  // Runs the network once and samples `n` plans from it. The forward pass is
-  // kept for Update (same elite, same tables).
-  std::vector<SampledPlan> Draw(int n) {
+  // Runs the network once and samples up to `n` plans from it, in order,
+  // stopping once `want` of them are new (`is_new` is asked once per plan, in
+  // order). The forward pass is kept for Update (same elite, same tables).
+  std::vector<SampledPlan> Draw(
+      int n, int want, const std::function<bool(const Decisions&)>& is_new) {
     Encode(forward_);
     std::vector<SampledPlan> out(n);
     std::uniform_real_distribution<double> u(0.0, 1.0);
@@ -470,15 +522,21 @@ class Policy {
       // Anchor k < K copies from elite plan k; K is the free choice.
       s.anchor = k > 0 ? Pick(forward_.anchor_p.data(), k + 1, u(rng_)) : -1;
       const bool copies = s.anchor >= 0 && s.anchor < k;
+      // A plan copying an elite plan may also take decisions from a second,
+      // uniformly chosen one (its mate): crossover.
+      if (copies && k > 1 && options_.crossover)
+        s.mate = static_cast<int>(rng_() % k);
       const float g =
           copies ? forward_.gate_p[2 * s.anchor * kNumDecisions] : 0.0f;
-      const double copy = (1 - epsilon_) * g;
-      const double x = u(rng_);
+      const int mate_tuple =
+          s.mate >= 0 ? elite_[s.mate][kDegreesDecision] : -1;
       int choice;
-      if (x < copy) {
-        choice = elite_[s.anchor][kDegreesDecision];
-      } else if (x < copy + epsilon_) {
+      if (u(rng_) < epsilon_) {
         choice = static_cast<int>(rng_() % t);
+      } else if (u(rng_) < g) {
+        choice = elite_[s.anchor][kDegreesDecision];
+      } else if (s.mate >= 0 && u(rng_) < forward_.cross_p[kDegreesDecision]) {
+        choice = mate_tuple;
       } else {
         const float* cdf = s.anchor >= 0
                                ? forward_.deg_anchor_cdf.data() + s.anchor * t
@@ -491,9 +549,11 @@ class Policy {
       s.gate_row =
           copies ? 2 * s.anchor + (elite_[s.anchor][kDegreesDecision] != choice)
                  : 0;
-      s.cm[kDegreesDecision] = copies ? 1.0f : 0.0f;
-      s.ce[kDegreesDecision] =
-          copies && elite_[s.anchor][kDegreesDecision] == choice ? 1.0f : 0.0f;
+      s.anchor_valid[kDegreesDecision] = copies;
+      s.anchor_chosen[kDegreesDecision] =
+          copies && elite_[s.anchor][kDegreesDecision] == choice;
+      s.mate_valid[kDegreesDecision] = s.mate >= 0;
+      s.mate_chosen[kDegreesDecision] = s.mate >= 0 && mate_tuple == choice;
       s.uniform[kDegreesDecision] = 1.0f / t;
     }
     // Tabulate the later decisions for the sampled tuples and the elite's.
@@ -503,31 +563,36 @@ class Policy {
     for (const Decisions& e : imitated_) RowOf(e[kDegreesDecision]);
     Tabulate(forward_);
     const int c = net_.choices();
-    for (SampledPlan& s : out) {
+    int novel = 0;
+    for (size_t b = 0; b < out.size(); ++b) {
+      SampledPlan& s = out[b];
       for (int i = 1; i < kNumDecisions; ++i) {
         const uint64_t bits = space_.MaskBits(i, s.a);
         const float* p =
             forward_.table_p.data() + (s.row * kSlots + SlotOf(i, s.a)) * c;
-        int anchor_value =
-            s.anchor >= 0 && s.anchor < k ? elite_[s.anchor][i] : -1;
-        if (i == kBatchDecision && anchor_value >= 0 && (s.gate_row & 1)) {
-          anchor_value =
-              TranslateBatch(anchor_value, elite_[s.anchor][kDegreesDecision],
-                             s.a[kDegreesDecision]);
-        }
-        const bool copyable = anchor_value >= 0 && anchor_value < c &&
-                              ((bits >> anchor_value) & 1);
-        const double copy =
-            copyable ? (1 - epsilon_) *
-                           forward_.gate_p[s.gate_row * kNumDecisions + i]
-                     : 0.0;
+        // An elite plan's value of decision i, as it applies to this plan
+        // (-1: none, or not valid here).
+        auto value_of = [&](int elite) {
+          if (elite < 0 || elite >= k) return -1;
+          int v = elite_[elite][i];
+          if (i == kBatchDecision &&
+              elite_[elite][kDegreesDecision] != s.a[kDegreesDecision]) {
+            v = TranslateBatch(v, elite_[elite][kDegreesDecision],
+                               s.a[kDegreesDecision]);
+          }
+          return v >= 0 && v < c && ((bits >> v) & 1) ? v : -1;
+        };
+        const int anchor_value = value_of(s.anchor);
+        const int mate_value = value_of(s.mate);
         const int valid = std::max(1, __builtin_popcountll(bits));
-        const double x = u(rng_);
         int choice = -1;
-        if (x < copy) {
-          choice = anchor_value;
-        } else if (x < copy + epsilon_) {
+        if (u(rng_) < epsilon_) {
           choice = SampleBit(bits, rng_);
+        } else if (anchor_value >= 0 &&
+                   u(rng_) < forward_.gate_p[s.gate_row * kNumDecisions + i]) {
+          choice = anchor_value;
+        } else if (mate_value >= 0 && u(rng_) < forward_.cross_p[i]) {
+          choice = mate_value;
         } else {
           double mass = 0;
           for (int v = 0; v < c; ++v) {
@@ -543,9 +608,16 @@ class Policy {
           }
         }
         s.a[i] = choice;
-        s.cm[i] = copyable ? 1.0f : 0.0f;
-        s.ce[i] = copyable && choice == anchor_value ? 1.0f : 0.0f;
+        s.anchor_valid[i] = anchor_value >= 0;
+        s.anchor_chosen[i] = anchor_value >= 0 && choice == anchor_value;
+        s.mate_valid[i] = mate_value >= 0;
+        s.mate_chosen[i] = mate_value >= 0 && choice == mate_value;
         s.uniform[i] = 1.0f / valid;
+      }
+      s.novel = is_new(s.a);
+      if (s.novel && ++novel == want) {
+        out.resize(b + 1);
+        break;
       }
     }
     return out;
@@ -563,7 +635,10 @@ class Policy {
       Forward f;
       Encode(f);
       Tabulate(f);
-      Backward(-GenerativeLogp(f, imitated_).mean() / kNumDecisions);
+      TableGrads g = ZeroGrads(f);
+      AddGenerativeGrad(imitated_, -1.0 / (kNumDecisions * imitated_.size()),
+                        g);
+      Backward(f, g);
     }
   }
 
@@ -574,23 +649,18 @@ class Policy {
     // Fewer than two novel plans carry no ranking.
     if (options_.learning_rate <= 0 || samples.size() < 2) return 0;
     const int n = static_cast<int>(samples.size());
-    const torch::Tensor advantage = FloatTensor(RankAdvantages(rewards), {n});
-    // Entropy weights: how many samples use each (tuple, slot) row.
-    const int rows = static_cast<int>(rows_.size());
-    std::vector<float> weight(static_cast<size_t>(rows) * kSlots, 0.0f);
-    for (const SampledPlan& s : samples) {
-      for (int i = 1; i < kNumDecisions; ++i)
-        weight[s.row * kSlots + SlotOf(i, s.a)] += 1.0f / n;
-    }
-    const torch::Tensor entropy_weight = FloatTensor(weight, {rows, kSlots});
+    const std::vector<float> advantage = RankAdvantages(rewards);
+    // Entropy weights: the share of samples that use each (tuple, slot) row
+    // and each anchor.
+    std::vector<float> slot_share(rows_.size() * kSlots, 0.0f);
     std::vector<float> anchor_share(elite_.size() + 1, 0.0f);
     for (const SampledPlan& s : samples) {
+      for (int i = 1; i < kNumDecisions; ++i)
+        slot_share[s.row * kSlots + SlotOf(i, s.a)] += 1.0f / n;
       if (s.anchor >= 0) anchor_share[s.anchor] += 1.0f / n;
     }
-    const torch::Tensor anchor_weight =
-        FloatTensor(anchor_share, {static_cast<int64_t>(anchor_share.size())});
-    torch::Tensor old_logp;
-    double entropy_mean = 0;
+    std::vector<double> old_logp(n);
+    double entropy = 0;
     const int epochs = std::max(1, options_.ppo_epochs);
     for (int epoch = 0; epoch < epochs; ++epoch) {
       if (epoch > 0) {  // PPO: re-run the network after each step
@@ -598,44 +668,45 @@ class Policy {
         Tabulate(forward_);
       }
       const Forward& f = forward_;
-      const torch::Tensor logp = LogProb(f, samples);  // [n]
-      torch::Tensor pg;
-      if (epochs > 1) {
-        if (epoch == 0) old_logp = logp.detach();
-        const torch::Tensor ratio = torch::exp(logp - old_logp);
-        pg = -torch::min(ratio * advantage,
-                         torch::clamp(ratio, 1 - options_.ppo_clip,
-                                      1 + options_.ppo_clip) *
-                             advantage)
-                  .mean();
-      } else {
-        pg = -(logp * advantage).mean();
+      TableGrads g = ZeroGrads(f);
+      for (int b = 0; b < n; ++b) {
+        // Loss -mean(A logp) (REINFORCE) or PPO's -mean(min(r A, clip(r) A)),
+        // r = exp(logp - old logp): its gradient is -r A / n where the
+        // unclipped term is the minimum, else 0.
+        double coef = -advantage[b] / n;
+        if (epochs > 1) {
+          const double logp = SampleLogProb(f, samples[b], 0, nullptr);
+          if (epoch == 0) old_logp[b] = logp;
+          const double r = std::exp(logp - old_logp[b]);
+          const double clipped =
+              std::clamp(r, 1 - options_.ppo_clip, 1 + options_.ppo_clip);
+          coef = r * advantage[b] <= clipped * advantage[b] ? coef * r : 0.0;
+        }
+        SampleLogProb(f, samples[b], coef, &g);
       }
-      // Entropy of the generative distributions the samples were drawn from.
-      const torch::Tensor table_entropy =
-          -(f.table_logp.exp() * f.table_logp).sum(2);  // [U, kSlots]
-      torch::Tensor deg_entropy;
-      if (f.deg_anchor_logp.defined()) {
-        deg_entropy = (-(f.deg_anchor_logp.exp() * f.deg_anchor_logp).sum(1) *
-                       anchor_weight)
-                          .sum();
+      // Entropy bonus on the generative distributions the samples were drawn
+      // from.
+      const double beta = -options_.entropy_coef;
+      entropy =
+          AddEntropyGrad(f.table_p, f.table_lp, slot_share, beta, g.table);
+      if (!f.deg_anchor_p.empty()) {
+        entropy += AddEntropyGrad(f.deg_anchor_p, f.deg_anchor_lp, anchor_share,
+                                  beta, g.deg_anchor);
       } else {
-        deg_entropy = -(f.deg_logp.exp() * f.deg_logp).sum();
+        entropy += AddEntropyGrad(f.deg_p, f.deg_lp, {1.0f}, beta, g.deg);
       }
-      const torch::Tensor entropy =
-          deg_entropy + (table_entropy * entropy_weight).sum();
-      torch::Tensor loss = pg - options_.entropy_coef * entropy;
       if (options_.self_imitation_coef > 0 && !imitated_.empty()) {
         // Self-imitation trains the generative heads only: imitating the elite
         // through the copy path would just teach the gates to copy, collapsing
         // the search onto the elite.
-        loss = loss - options_.self_imitation_coef *
-                          GenerativeLogp(f, imitated_).mean() / kNumDecisions;
+        AddGenerativeGrad(
+            imitated_,
+            -options_.self_imitation_coef / (kNumDecisions * imitated_.size()),
+            g);
       }
-      Backward(loss);
-      entropy_mean = entropy.item<double>();
+      Backward(f, g);
     }
-    return entropy_mean;
+    return entropy;
   }
 
  private:
@@ -675,20 +746,21 @@ class Policy {
   // decode batch per GPU of a replica (tp * pp GPUs), not per replica: the
   // anchor's KV-cache use per GPU is what made its batch good.
   static int TranslateBatch(int value, const Degrees& from, const Degrees& to) {
-    const std::vector<int>& batches = simulator::BatchSizeCandidates();
-    if (value < 0 || value >= static_cast<int>(batches.size())) return value;
-    const double target = static_cast<double>(batches[value]) * to.tp * to.pp /
-                          (static_cast<double>(from.tp) * from.pp);
-    int best = value;
-    double best_gap = 1e300;
-    for (size_t b = 0; b < batches.size(); ++b) {
-      const double gap = std::abs(std::log(batches[b] / target));
-      if (gap < best_gap) {
-        best_gap = gap;
-        best = static_cast<int>(b);
-      }
-    }
-    return best;
+    static const std::vector<double> logs = [] {
+      std::vector<double> l;  // ascending, like the candidates
+      for (int b : simulator::BatchSizeCandidates()) l.push_back(std::log(b));
+      return l;
+    }();
+    const int n = static_cast<int>(logs.size());
+    if (value < 0 || value >= n) return value;
+    const double target =
+        logs[value] + std::log(to.tp * to.pp) - std::log(from.tp * from.pp);
+    // The nearest candidate in log space, the smaller one on a tie.
+    const int hi = static_cast<int>(
+        std::lower_bound(logs.begin(), logs.end(), target) - logs.begin());
+    if (hi == 0) return 0;
+    if (hi == n) return n - 1;
+    return target - logs[hi - 1] <= logs[hi] - target ? hi - 1 : hi;
   }
   int TranslateBatch(int value, int from_tuple, int to_tuple) const {
     return TranslateBatch(value, space_.degrees()[from_tuple],
@@ -705,6 +777,7 @@ class Policy {
   // Encoder over [context, elite...], anchor and gate heads, and the
   // distribution over degree tuples.
   void Encode(Forward& f) {
+    ScopedSeconds timer(&network_seconds_);
     PolicyNet& w = net_;
     const int d = w.d();
     torch::Tensor x = torch::addmm(w.ctx_b, context_, w.ctx_w);  // [1, d]
@@ -742,12 +815,15 @@ class Policy {
           0);
       f.gate = torch::sigmoid(torch::addmm(w.gate_b, e, w.gate_w))
                    .view({-1, kNumDecisions});  // [2K, D]
+      f.cross = torch::sigmoid(w.cross_b);
       f.anchor_p = ToVector(f.anchor_logp.exp());
       f.gate_p = ToVector(f.gate);
+      f.cross_p = ToVector(f.cross);
     } else {
-      f.anchor_logp = f.gate = torch::Tensor();
+      f.anchor_logp = f.gate = f.cross = torch::Tensor();
       f.anchor_p.clear();
       f.gate_p.clear();
+      f.cross_p.clear();
     }
     f.keys = torch::addmm(
         w.key2_b,
@@ -758,7 +834,9 @@ class Policy {
                 .view(-1) *
             (1.0 / std::sqrt(static_cast<double>(d))),
         0);
-    f.deg_cdf = Cumulative(f.deg_logp, 1);
+    f.deg_lp = ToVector(f.deg_logp);
+    f.deg_p = ToVector(f.deg_logp.exp());
+    f.deg_cdf = Cumulative(f.deg_p, 1);
     if (!elite_.empty()) {
       std::vector<int64_t> tuples;
       for (const Decisions& e : elite_) tuples.push_back(e[kDegreesDecision]);
@@ -769,17 +847,19 @@ class Policy {
                f.deg_logp.unsqueeze(0) - torch::softplus(w.locality) * distance,
                1),
            f.deg_logp.unsqueeze(0)});  // [K + 1, T], the free choice last
-      f.deg_anchor_cdf = Cumulative(f.deg_anchor_logp, elite_.size() + 1);
+      f.deg_anchor_lp = ToVector(f.deg_anchor_logp);
+      f.deg_anchor_p = ToVector(f.deg_anchor_logp.exp());
+      f.deg_anchor_cdf = Cumulative(f.deg_anchor_p, elite_.size() + 1);
     } else {
       f.deg_anchor_logp = torch::Tensor();
+      f.deg_anchor_p.clear();
+      f.deg_anchor_lp.clear();
       f.deg_anchor_cdf.clear();
     }
   }
 
-  // Per row of `logp` ([rows, T] log-probabilities), the running sums of the
-  // probabilities.
-  static std::vector<float> Cumulative(const torch::Tensor& logp, size_t rows) {
-    std::vector<float> cdf = ToVector(logp.exp());
+  // Per row of `p` ([rows, T] probabilities), the running sums.
+  static std::vector<float> Cumulative(std::vector<float> cdf, size_t rows) {
     const size_t t = cdf.size() / std::max<size_t>(1, rows);
     for (size_t r = 0; r < rows; ++r) {
       for (size_t i = 1; i < t; ++i) cdf[r * t + i] += cdf[r * t + i - 1];
@@ -790,6 +870,7 @@ class Policy {
   // Generative log-probabilities of every later decision for the tuples in
   // rows_: [U, kSlots, C], invalid choices at ~-1e9.
   void Tabulate(Forward& f) {
+    ScopedSeconds timer(&network_seconds_);
     PolicyNet& w = net_;
     const torch::Tensor rows =
         LongTensor(std::vector<int64_t>(rows_.begin(), rows_.end()));
@@ -802,6 +883,7 @@ class Policy {
                                      .index_select(1, slot_head_);
     f.table_logp = torch::log_softmax(
         logits.masked_fill(invalid_.index_select(0, rows), -1e9), 2);
+    f.table_lp = ToVector(f.table_logp);
     f.table_p = ToVector(f.table_logp.exp());
   }
 
@@ -811,83 +893,123 @@ class Policy {
     return std::vector<float>(p, p + c.numel());
   }
 
-  // Per plan: [log p(tuple), log p(decision i | tuple) for i >= 1] of the
-  // generative heads, [n, D]; the tuple's under plan b's anchor anchors[b]
-  // when given. Plans' tuples must be in rows_.
-  torch::Tensor GatherGenerative(
-      const Forward& f, const std::vector<Decisions>& plans,
-      const std::vector<int64_t>* anchors = nullptr) {
-    const int n = static_cast<int>(plans.size());
-    const int c = net_.choices();
+  // Index into Forward::table_p of decision i >= 1 of plan `a`, whose tuple
+  // is tabulated in `row`.
+  int TableIndex(int row, const Decisions& a, int i) const {
+    return (row * kSlots + SlotOf(i, a)) * net_.choices() + a[i];
+  }
+
+  // Log-probability of a sample under the distribution it was drawn from:
+  // the anchor, then per decision the mixture (1-eps) [g copy + (1 - g) gen]
+  // + eps uniform. With `grads`, adds coef * d(log-probability)/d(table
+  // entries): a sample touches one entry per decision, so this is a few dozen
+  // flops in plain C++ rather than a graph of gathers for LibTorch to build
+  // and differentiate.
+  double SampleLogProb(const Forward& f, const SampledPlan& s, double coef,
+                       TableGrads* grads) const {
+    const bool anchored = !f.anchor_p.empty();
     const int t = space_.NumChoices(kDegreesDecision);
-    const bool anchored = anchors != nullptr && f.deg_anchor_logp.defined();
-    std::vector<int64_t> deg(n), table(static_cast<size_t>(n) * kNumHeads);
-    for (int b = 0; b < n; ++b) {
-      const Decisions& a = plans[b];
-      deg[b] = a[kDegreesDecision] + (anchored ? (*anchors)[b] * t : 0);
-      const int row = row_of_.at(a[kDegreesDecision]);
-      for (int i = 1; i < kNumDecisions; ++i)
-        table[b * kNumHeads + i - 1] = (row * kSlots + SlotOf(i, a)) * c + a[i];
+    double logp = 0;
+    if (anchored) {
+      logp += std::log(std::max(f.anchor_p[s.anchor], 1e-30f));
+      if (grads != nullptr) grads->anchor[s.anchor] += coef;
     }
-    const torch::Tensor deg_logp =
-        anchored ? f.deg_anchor_logp.view(-1) : f.deg_logp;
-    return torch::cat({deg_logp.index_select(0, LongTensor(deg)).unsqueeze(1),
-                       f.table_logp.view(-1)
-                           .index_select(0, LongTensor(table))
-                           .view({n, kNumHeads})},
-                      1);
-  }
 
-  // Log-likelihood of plans under the generative heads alone, [n].
-  torch::Tensor GenerativeLogp(const Forward& f,
-                               const std::vector<Decisions>& plans) {
-    return GatherGenerative(f, plans).sum(1);
-  }
-
-  // Log-probability of each sample under the sampling distribution: anchor,
-  // then per decision the mixture (1-eps) [g copy + (1 - g) generative] +
-  // eps uniform, [n].
-  torch::Tensor LogProb(const Forward& f,
-                        const std::vector<SampledPlan>& samples) {
-    const int n = static_cast<int>(samples.size());
-    std::vector<Decisions> plans;
-    std::vector<float> cm, ce, uni;
-    std::vector<int64_t> anchor, gate_row;
-    plans.reserve(n);
-    cm.reserve(n * kNumDecisions);
-    ce.reserve(n * kNumDecisions);
-    uni.reserve(n * kNumDecisions);
-    for (const SampledPlan& s : samples) {
-      plans.push_back(s.a);
-      cm.insert(cm.end(), s.cm.begin(), s.cm.end());
-      ce.insert(ce.end(), s.ce.begin(), s.ce.end());
-      uni.insert(uni.end(), s.uniform.begin(), s.uniform.end());
-      anchor.push_back(std::max(0, s.anchor));
-      gate_row.push_back(s.gate_row);
+    for (int i = 0; i < kNumDecisions; ++i) {
+      int index;
+      const std::vector<float>* gen_p;
+      std::vector<float>* gen_grad = nullptr;
+      if (i == kDegreesDecision) {
+        index = s.a[i] + (anchored ? s.anchor * t : 0);
+        gen_p = anchored ? &f.deg_anchor_p : &f.deg_p;
+        if (grads != nullptr)
+          gen_grad = anchored ? &grads->deg_anchor : &grads->deg;
+      } else {
+        index = TableIndex(s.row, s.a, i);
+        gen_p = &f.table_p;
+        if (grads != nullptr) gen_grad = &grads->table;
+      }
+      const int gate_index = s.gate_row * kNumDecisions + i;
+      DecisionMixture m;
+      m.generative = (*gen_p)[index];
+      m.gate = anchored ? f.gate_p[gate_index] : 0.0;
+      m.cross = s.mate >= 0 ? f.cross_p[i] : 0.0;
+      m.anchor_valid = s.anchor_valid[i];
+      m.is_anchor_value = s.anchor_chosen[i];
+      m.mate_valid = s.mate_valid[i];
+      m.is_mate_value = s.mate_chosen[i];
+      m.uniform = s.uniform[i];
+      const MixtureTerms terms = EvaluateMixture(m, epsilon_);
+      logp += terms.log_p;
+      if (grads == nullptr) continue;
+      (*gen_grad)[index] += coef * terms.d_log_generative;
+      if (anchored) grads->gate[gate_index] += coef * terms.d_gate;
+      if (s.mate >= 0) grads->cross[i] += coef * terms.d_cross;
     }
-    const torch::Tensor gen =
-        GatherGenerative(f, plans, &anchor).exp();  // [n, D]
-    const double e = epsilon_;
-    torch::Tensor p = gen;
-    torch::Tensor anchor_logp;
-    if (f.gate.defined()) {
-      const torch::Tensor idx = LongTensor(anchor);
-      const torch::Tensor g =
-          f.gate.index_select(0, LongTensor(gate_row));  // [n, D]
-      const torch::Tensor cmt = FloatTensor(cm, {n, kNumDecisions});
-      const torch::Tensor cet = FloatTensor(ce, {n, kNumDecisions});
-      p = p + g * (cet - cmt * gen);
-      anchor_logp = f.anchor_logp.index_select(0, idx);
-    }
-    p = (1 - e) * p + e * FloatTensor(uni, {n, kNumDecisions});
-    torch::Tensor logp = torch::log(p.clamp_min(1e-30)).sum(1);
-    if (anchor_logp.defined()) logp = logp + anchor_logp;
     return logp;
   }
 
-  void Backward(const torch::Tensor& loss) {
+  // Adds coef * d/d(tables) of the generative log-likelihood of `plans`
+  // (degree tuple without anchor, then every later decision).
+  void AddGenerativeGrad(const std::vector<Decisions>& plans, double coef,
+                         TableGrads& grads) const {
+    for (const Decisions& a : plans) {
+      grads.deg[a[kDegreesDecision]] += coef;
+      const int row = row_of_.at(a[kDegreesDecision]);
+      for (int i = 1; i < kNumDecisions; ++i)
+        grads.table[TableIndex(row, a, i)] += coef;
+    }
+  }
+
+  // Adds coef * d/d(log p) of the entropy of each row of a distribution
+  // (probabilities p, log-probabilities lp, [rows, n]) times the row's weight;
+  // returns the weighted entropy.
+  static double AddEntropyGrad(const std::vector<float>& p,
+                               const std::vector<float>& lp,
+                               const std::vector<float>& row_weight,
+                               double coef, std::vector<float>& grad) {
+    const size_t n = p.size() / std::max<size_t>(1, row_weight.size());
+    double entropy = 0;
+    for (size_t r = 0; r < row_weight.size(); ++r) {
+      if (row_weight[r] == 0) continue;
+      for (size_t j = r * n; j < (r + 1) * n; ++j) {
+        if (p[j] <= 0) continue;  // masked: no mass, no gradient
+        entropy -= row_weight[r] * p[j] * lp[j];
+        grad[j] -= coef * row_weight[r] * p[j] * (lp[j] + 1);
+      }
+    }
+    return entropy;
+  }
+
+  TableGrads ZeroGrads(const Forward& f) const {
+    TableGrads g;
+    g.anchor.assign(f.anchor_p.size(), 0.0f);
+    g.gate.assign(f.gate_p.size(), 0.0f);
+    g.cross.assign(f.cross_p.size(), 0.0f);
+    g.deg.assign(f.deg_p.size(), 0.0f);
+    g.deg_anchor.assign(f.deg_anchor_p.size(), 0.0f);
+    g.table.assign(f.table_p.size(), 0.0f);
+    return g;
+  }
+
+  // Backpropagates the table gradients through the network (one autograd
+  // call) and takes an Adam step.
+  void Backward(const Forward& f, const TableGrads& g) {
+    ScopedSeconds timer(&network_seconds_);
+    std::vector<torch::Tensor> roots, grads;
+    auto add = [&](const torch::Tensor& root, const std::vector<float>& grad) {
+      if (!root.defined() || grad.empty()) return;
+      roots.push_back(root);
+      grads.push_back(FloatTensor(grad, root.sizes().vec()));
+    };
+    add(f.anchor_logp, g.anchor);
+    add(f.gate, g.gate);
+    add(f.cross, g.cross);
+    add(f.deg_logp, g.deg);
+    add(f.deg_anchor_logp, g.deg_anchor);
+    add(f.table_logp, g.table);
     net_.ZeroGrad();
-    loss.backward();
+    torch::autograd::backward(roots, grads);
     net_.Step(options_.learning_rate);
   }
 
@@ -908,12 +1030,8 @@ class Policy {
   std::unordered_map<int, int> row_of_;
   Forward forward_;
   double epsilon_ = 0;
+  double network_seconds_ = 0;
 };
-
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
 
 }  // namespace
 
@@ -953,19 +1071,23 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
     auto anchors = [&]() {
       for (const EliteEntry& e : run.elite().entries())
         by_tuple[e.decisions[kDegreesDecision]].Insert(e.scored, e.decisions);
-      std::vector<EliteEntry> all;
+      // Ranked through pointers: an entry is ~700 bytes and there can be
+      // hundreds of tuples.
+      std::vector<const EliteEntry*> all;
       for (const EliteHistory& h : by_tuple)
-        all.insert(all.end(), h.entries().begin(), h.entries().end());
-      std::sort(all.begin(), all.end(),
-                [](const EliteEntry& a, const EliteEntry& b) {
-                  if (a.scored.reward != b.scored.reward)
-                    return a.scored.reward > b.scored.reward;
-                  return a.hash < b.hash;
-                });
-      const int k =
-          options_.anchors > 0 ? options_.anchors : options.elite_size;
-      if (static_cast<int>(all.size()) > k) all.resize(std::max(1, k));
-      return all;
+        for (const EliteEntry& e : h.entries()) all.push_back(&e);
+      const size_t k = std::min<size_t>(
+          all.size(), std::max(1, options_.anchors > 0 ? options_.anchors
+                                                       : options.elite_size));
+      std::partial_sort(all.begin(), all.begin() + k, all.end(),
+                        [](const EliteEntry* a, const EliteEntry* b) {
+                          if (a->scored.reward != b->scored.reward)
+                            return a->scored.reward > b->scored.reward;
+                          return a->hash < b->hash;
+                        });
+      std::vector<EliteEntry> top;
+      for (size_t i = 0; i < k; ++i) top.push_back(*all[i]);
+      return top;
     };
     policy.SetElite(anchors());
     policy.Imitate(options_.imitation_steps);
@@ -977,19 +1099,23 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       // novel plans enter the policy gradient. When few samples are new, the
       // policy's uniform exploration rises (and decays back once new plans
       // flow again).
-      std::vector<SampledPlan> candidates = policy.Draw(2 * batch);
+      std::unordered_set<uint64_t> taken;
+      std::vector<SampledPlan> candidates =
+          policy.Draw(2 * batch, batch, [&](const Decisions& a) {
+            const uint64_t hash = PlanSpace::Hash(a);
+            return !run.IsCachedHash(hash) && taken.insert(hash).second;
+          });
       double next_epsilon = policy.epsilon();
       std::vector<SampledPlan> kept;
       kept.reserve(batch);
       size_t novel_kept = 0;
       {
-        std::unordered_set<uint64_t> taken;
         std::vector<const SampledPlan*> repeats;
         for (const SampledPlan& s : candidates) {
-          if (run.IsCached(s.a) || !taken.insert(PlanSpace::Hash(s.a)).second) {
-            repeats.push_back(&s);
-          } else if (static_cast<int>(kept.size()) < batch) {
+          if (s.novel) {
             kept.push_back(s);
+          } else {
+            repeats.push_back(&s);
           }
         }
         novel_kept = kept.size();
@@ -1035,6 +1161,7 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       ++stats_.iterations;
       run.ReportProgress(1);
     }
+    stats_.network_seconds = policy.network_seconds();
     std::string weights = policy.net().Save();
     stats_.total_seconds = Since(start);
     return run.Finish(std::move(weights));

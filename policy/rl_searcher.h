@@ -44,6 +44,12 @@ struct RlOptions {
   double copy_gate_bias = 2.0;
   // The same for the decisions after a move to another degree tuple.
   double copy_gate_bias_after_move = 0.0;
+  // Crossover: a plan that copies an elite plan (its anchor) takes each
+  // decision it does not copy from a second, uniformly chosen elite plan (its
+  // mate) with a learned probability per decision, initially
+  // sigmoid(crossover_gate_bias), else from the generative head.
+  bool crossover = true;
+  double crossover_gate_bias = 1.0;
   // Initial weight of the squared distance between degree-tuple features
   // (log2 of each degree / 10) when a plan changes its anchor's tuple: 40
   // makes dp x2, tp /2 (squared distance 0.03) ~37x likelier than dp x4,
@@ -58,8 +64,8 @@ struct RlOptions {
   double free_anchor_logit = 0.0;
   // Number of plans in the policy's elite (0: SearchOptions::elite_size).
   int anchors = 0;
-  int d_model = 64;
-  int encoder_layers = 2;
+  int d_model = 32;
+  int encoder_layers = 1;
 };
 
 // Per-run timing, for reporting (iteration time, evaluations/s, network vs cost
@@ -67,6 +73,7 @@ struct RlOptions {
 struct RlStats {
   int iterations = 0;
   double policy_seconds = 0;      // sampling, encoder and gradient steps
+  double network_seconds = 0;     // of which LibTorch (forward, backward, Adam)
   double cost_model_seconds = 0;  // evaluating the sampled plans
   double total_seconds = 0;
   std::vector<double>

@@ -76,11 +76,9 @@ class SearchRun {
     distinct_ = 0;
   }
 
-  // Whether the plan has been scored in this search (a repeat costs no
-  // evaluation).
-  bool IsCached(const Decisions& d) const {
-    return cache_.count(PlanSpace::Hash(d)) > 0;
-  }
+  // Whether the plan of this PlanSpace::Hash has been scored in this search
+  // (a repeat costs no evaluation).
+  bool IsCachedHash(uint64_t hash) const { return cache_.count(hash) > 0; }
   int evaluations() const { return evaluations_; }
   int remaining() const {
     return std::max(0, options_.max_evaluations - evaluations_);

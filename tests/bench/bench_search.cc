@@ -251,6 +251,10 @@ int Main(int argc, char** argv) {
                  "RL elite plans per degree tuple (0: no cap)");
   app.add_option("--rl_locality", rl.tuple_locality,
                  "RL initial degree-tuple locality weight");
+  app.add_option("--rl_crossover", rl.crossover,
+                 "RL takes decisions from a second elite plan");
+  app.add_option("--rl_cross_bias", rl.crossover_gate_bias,
+                 "RL initial crossover-gate logit");
   app.add_option("--rl_imitation", rl.imitation_steps,
                  "RL initial elite-cloning steps");
   CLI11_PARSE(app, argc, argv);
@@ -606,9 +610,9 @@ int Main(int argc, char** argv) {
     md += absl::StrFormat(
         "\nRL time per iteration at batch %d (%d evaluation thread(s) + "
         "caller; LibTorch one "
-        "thread):\n\n| case | iterations | policy ms/iter | cost model ms/iter "
-        "| "
-        "evaluations/s |\n|---|---:|---:|---:|---:|\n",
+        "thread):\n\n| case | iterations | policy ms/iter | of which network "
+        "(LibTorch) | cost model ms/iter | evaluations/s "
+        "|\n|---|---:|---:|---:|---:|---:|\n",
         timing_batch, pool_threads);
     for (const Case& c : cases) {
       if (!(c.name() == "llama-3.1-70b@16" || c.name() == "deepseek-v3@32" ||
@@ -620,7 +624,9 @@ int Main(int argc, char** argv) {
       policy::RlOptions o = rl;
       o.batch_size = timing_batch;
       SearchOptions to;
-      to.max_evaluations = budget;
+      // At least 40 iterations, so that one-off first-call costs do not
+      // dominate.
+      to.max_evaluations = std::max(budget, 40 * timing_batch);
       to.pool = &pool;
       to.seed = 1;
       auto run = RunOne("rl", **model, to, &o);
@@ -628,8 +634,9 @@ int Main(int argc, char** argv) {
       const policy::RlStats& st = run->rl_stats;
       const int it = std::max(1, st.iterations);
       md += absl::StrFormat(
-          "| %s | %d | %.2f | %.2f | %.0f |\n", c.name(), st.iterations,
-          1e3 * st.policy_seconds / it, 1e3 * st.cost_model_seconds / it,
+          "| %s | %d | %.2f | %.2f | %.2f | %.0f |\n", c.name(), st.iterations,
+          1e3 * st.policy_seconds / it, 1e3 * st.network_seconds / it,
+          1e3 * st.cost_model_seconds / it,
           run->evaluations / std::max(1e-9, st.total_seconds));
     }
   }

@@ -117,15 +117,15 @@ TEST(RlSearcherTest, WeightsOfAnotherLayoutAreIgnored) {
   options.max_evaluations = 200;
   CancellationToken cancel;
   SearchObserver observer;
-  RlOptions narrow;
-  narrow.d_model = 32;
+  RlOptions narrow;  // another layout
+  narrow.d_model = 16;
   RlSearcher small(narrow);
   auto first = small.Search(**model, options, cancel, observer);
   ASSERT_TRUE(first.ok()) << first.status();
   WarmStart warm;
   warm.policy_weights = first->policy_weights;
   options.warm_start = &warm;
-  RlSearcher searcher;  // d_model 64
+  RlSearcher searcher;  // the default d_model, 32
   auto r = searcher.Search(**model, options, cancel, observer);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->warm_started);
