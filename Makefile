@@ -35,8 +35,8 @@ asan-test: deps
 	@cd $(ASAN_DIR) && $(ASAN_ENV) ctest --output-on-failure -j $(JOBS) -LE bench --timeout 900
 
 # ThreadSanitizer: the server tests (service in-process, scheduler, update queue, store)
-# and the search tests except the LibTorch RL ones (LibTorch and libgomp are not
-# instrumented). tests/tsan.supp lists what is suppressed and why.
+# and all the search tests, the LibTorch RL ones included (LibTorch itself is not
+# instrumented and runs on one thread). tests/tsan.supp lists what is suppressed and why.
 TSAN_DIR ?= build/tsan
 TSAN_ENV = TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 second_deadlock_stack=1"
 TSAN_POLICY_FILTER ?= *
