@@ -19,9 +19,14 @@ double Mean(const std::vector<double>& v, size_t begin, size_t end) {
          (end - begin);
 }
 
-TEST(RlSearcherTest, MeanRewardRisesOverIterations) {
+// Parameter: RlOptions::ppo_epochs (1: REINFORCE; 3: PPO's clipped epochs).
+class MeanRewardTest : public ::testing::TestWithParam<int> {};
+
+TEST_P(MeanRewardTest, RisesOverIterations) {
   auto model = testing::MakeCostModel("mixtral-8x7b", 8);
   ASSERT_TRUE(model.ok()) << model.status();
+  RlOptions learner_options;
+  learner_options.ppo_epochs = GetParam();
   RlOptions frozen_options;
   frozen_options.learning_rate = 0;
   for (uint32_t seed : {1u, 2u, 3u}) {
@@ -31,7 +36,7 @@ TEST(RlSearcherTest, MeanRewardRisesOverIterations) {
     options.seed = seed;
     CancellationToken cancel;
     SearchObserver observer;
-    RlSearcher learner;
+    RlSearcher learner(learner_options);
     RlSearcher frozen(frozen_options);
     ASSERT_TRUE(learner.Search(**model, options, cancel, observer).ok());
     ASSERT_TRUE(frozen.Search(**model, options, cancel, observer).ok());
@@ -49,6 +54,9 @@ TEST(RlSearcherTest, MeanRewardRisesOverIterations) {
         << "learning " << late << " frozen " << frozen_late;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(ReinforceAndPpo, MeanRewardTest,
+                         ::testing::Values(1, 3));
 
 TEST(RlSearcherTest, WarmStartStateRoundTrips) {
   auto model = testing::MakeCostModel("qwen3-235b-a22b", 16);
