@@ -1,17 +1,19 @@
-// The Learn-to-Shard RL searcher (policy/rl_searcher.h). The only policy/ file
-// that includes LibTorch. Every random number (weight initialisation, sampling)
-// comes from one std::mt19937_64 seeded with options.seed, and LibTorch runs on
-// one intra-op thread, so a search is deterministic for a seed whatever the
-// evaluation pool's size.
+// The Learn-to-Shard RL searcher (policy/rl_searcher.h). The only policy/
+// library file that includes LibTorch. Every random number (weight
+// initialisation, sampling) comes from one std::mt19937_64 seeded with
+// options.seed, and LibTorch runs on one intra-op thread, so a search is
+// deterministic for a seed whatever the evaluation pool's size.
 //
 // Cost per iteration is what the speed target is about: the network
 // runs ONCE per iteration, not once per sampled plan. The encoder and every
 // head produce small tables (anchor and gate probabilities per elite plan,
 // the distribution over degree tuples, and per sampled tuple the distribution
 // of every later decision); plans are sampled from those tables in plain C++,
-// and the gradient step gathers each plan's probabilities from the same
-// tables. The parameters live in one flat buffer so that Adam and gradient
-// clipping are a handful of tensor operations, not a few per parameter.
+// the loss's gradient with respect to the tables is summed in plain C++ too
+// (a plan touches one entry per decision), and LibTorch backpropagates it
+// through the network in one call. The parameters live in one flat buffer so
+// that Adam and gradient clipping are a handful of tensor operations, not a
+// few per parameter.
 #include "policy/rl_searcher.h"
 
 #include <torch/torch.h>
@@ -900,11 +902,11 @@ class Policy {
   }
 
   // Log-probability of a sample under the distribution it was drawn from:
-  // the anchor, then per decision the mixture (1-eps) [g copy + (1 - g) gen]
-  // + eps uniform. With `grads`, adds coef * d(log-probability)/d(table
-  // entries): a sample touches one entry per decision, so this is a few dozen
-  // flops in plain C++ rather than a graph of gathers for LibTorch to build
-  // and differentiate.
+  // the anchor, then per decision the anchor / mate / generative / uniform
+  // mixture of decision_mixture.h. With `grads`, adds coef *
+  // d(log-probability)/d(table entries): a sample touches one entry per
+  // decision, so this is a few dozen flops in plain C++ rather than a graph of
+  // gathers for LibTorch to build and differentiate.
   double SampleLogProb(const Forward& f, const SampledPlan& s, double coef,
                        TableGrads* grads) const {
     const bool anchored = !f.anchor_p.empty();
@@ -914,7 +916,6 @@ class Policy {
       logp += std::log(std::max(f.anchor_p[s.anchor], 1e-30f));
       if (grads != nullptr) grads->anchor[s.anchor] += coef;
     }
-
     for (int i = 0; i < kNumDecisions; ++i) {
       int index;
       const std::vector<float>* gen_p;

@@ -2,8 +2,9 @@
 // over a context token (model, cluster, workload features) and one token per
 // elite plan; heads pick an anchor among the elite plans (or none), the
 // degree tuple, and every later decision under the masks, each decision a
-// learned mixture of copying the anchor's value and a generative head
-// (crossover/mutation-like moves the policy learns to make); REINFORCE with a
+// learned mixture of copying the anchor's value, copying a second elite
+// plan's (crossover) and a generative head (mutation), moves the policy
+// learns to make; REINFORCE with a
 // batch baseline and an entropy bonus (PPO-style clipped epochs optional)
 // plus self-imitation of the elite. The network runs once per iteration.
 // LibTorch on CPU, behind a pimpl: this header exposes no torch types.
