@@ -59,7 +59,7 @@ struct RlOptions {
   // The policy's elite (anchors and elite tokens): the top SearchOptions::
   // elite_size plans with at most this many per degree tuple (0: no cap, the
   // search's own top-K elite).
-  int anchors_per_tuple = 2;
+  int anchors_per_tuple = 4;
   // Initial logit of sampling a plan without an anchor (the elite plans'
   // anchor logits start at 0).
   double free_anchor_logit = 0.0;
