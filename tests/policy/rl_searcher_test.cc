@@ -20,10 +20,8 @@ double Mean(const std::vector<double>& v, size_t begin, size_t end) {
 }
 
 // Parameter: RlOptions::ppo_epochs (1: REINFORCE, the default; 3: PPO's
-// clipped epochs). Both must raise the batch reward on every seed; REINFORCE
-// must beat the same policy with learning off on every seed, PPO (three
-// steps per batch, less steady: one of the six seeds ends level with the
-// frozen policy) on the mean over the seeds.
+// clipped epochs). Both must raise the batch reward, and end above the same
+// policy with learning switched off, on every seed.
 class MeanRewardTest : public ::testing::TestWithParam<int> {};
 
 TEST_P(MeanRewardTest, RisesOverIterations) {
@@ -33,9 +31,7 @@ TEST_P(MeanRewardTest, RisesOverIterations) {
   learner_options.ppo_epochs = GetParam();
   RlOptions frozen_options;
   frozen_options.learning_rate = 0;
-  double margin_sum = 0;
-  const std::vector<uint32_t> seeds = {1, 2, 3, 4, 5, 6};
-  for (uint32_t seed : seeds) {
+  for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     SCOPED_TRACE(seed);
     SearchOptions options;
     options.max_evaluations = 1200;
@@ -56,13 +52,9 @@ TEST_P(MeanRewardTest, RisesOverIterations) {
     // the same policy's plans with learning switched off.
     EXPECT_GT(late, early + 0.3) << "early " << early << " late " << late;
     const double frozen_late = Mean(f, f.size() - 3, f.size());
-    margin_sum += late - frozen_late;
-    if (GetParam() == 1) {
-      EXPECT_GT(late, frozen_late + 0.15)
-          << "learning " << late << " frozen " << frozen_late;
-    }
+    EXPECT_GT(late, frozen_late + 0.15)
+        << "learning " << late << " frozen " << frozen_late;
   }
-  EXPECT_GT(margin_sum / seeds.size(), 0.15);
 }
 
 INSTANTIATE_TEST_SUITE_P(ReinforceAndPpo, MeanRewardTest,
