@@ -1040,6 +1040,16 @@ RlSearcher::RlSearcher(const RlOptions& options, std::string method)
     : options_(options), method_(std::move(method)) {}
 RlSearcher::~RlSearcher() = default;
 
+RlOptions RlMethodOptions(absl::string_view method, RlOptions base) {
+  if (method == "rl-no-elite") base.use_elite_tokens = false;
+  if (method == "rl-no-learning") {
+    base.learning_rate = 0;
+    base.self_imitation_coef = 0;
+    base.imitation_steps = 0;
+  }
+  return base;
+}
+
 absl::StatusOr<SearchResult> RlSearcher::Search(
     const simulator::CostModel& model, const SearchOptions& options,
     const CancellationToken& cancel, SearchObserver& observer) {

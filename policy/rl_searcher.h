@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "policy/searcher.h"
 
 namespace shardplan::policy {
@@ -82,6 +83,12 @@ struct RlStats {
   std::vector<double>
       mean_rewards;  // per iteration: mean reward of the sampled batch
 };
+
+// The options behind an RL method name: "rl" keeps `base`; the benchmark's
+// ablations are "rl-no-elite" (context token only: no anchors, nothing to
+// copy) and "rl-no-learning" (learning switched off: the initial policy's
+// sampling).
+RlOptions RlMethodOptions(absl::string_view method, RlOptions base = {});
 
 class RlSearcher : public Searcher {
  public:

@@ -23,16 +23,9 @@ absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(
   if (method == "genetic") return NewGeneticSearcher();
   if (method == "exhaustive") return NewExhaustiveSearcher();
   // Ablations for the benchmark; not advertised in SearchMethods().
-  if (method == "rl-no-elite") {
-    RlOptions o;
-    o.use_elite_tokens = false;
-    return std::unique_ptr<Searcher>(new RlSearcher(o, "rl-no-elite"));
-  }
-  if (method == "rl-no-learning") {
-    RlOptions o;
-    o.learning_rate = 0;
-    o.self_imitation_coef = 0;
-    return std::unique_ptr<Searcher>(new RlSearcher(o, "rl-no-learning"));
+  if (method == "rl-no-elite" || method == "rl-no-learning") {
+    return std::unique_ptr<Searcher>(
+        new RlSearcher(RlMethodOptions(method), std::string(method)));
   }
   return absl::InvalidArgumentError(absl::StrFormat(
       "options.method: unknown method \"%s\"; expected one of %s", method,

@@ -123,14 +123,8 @@ absl::StatusOr<Run> RunOne(const std::string& method,
                            policy::RlOptions* rl_options = nullptr) {
   std::unique_ptr<policy::Searcher> searcher;
   if (rl_options != nullptr && method.rfind("rl", 0) == 0) {
-    policy::RlOptions o = *rl_options;
-    if (method == "rl-no-elite") o.use_elite_tokens = false;
-    if (method == "rl-no-learning") {
-      o.learning_rate = 0;
-      o.self_imitation_coef = 0;
-      o.imitation_steps = 0;
-    }
-    searcher = std::make_unique<policy::RlSearcher>(o, method);
+    searcher = std::make_unique<policy::RlSearcher>(
+        policy::RlMethodOptions(method, *rl_options), method);
   } else {
     ASSIGN_OR_RETURN(searcher, policy::CreateSearcher(method));
   }
