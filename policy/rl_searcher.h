@@ -57,16 +57,16 @@ struct RlOptions {
   // makes dp x2, tp /2 (squared distance 0.03) ~37x likelier than dp x4,
   // tp /4 (0.12).
   double tuple_locality = 40.0;
-  // The policy's elite (anchors and elite tokens): the top SearchOptions::
-  // elite_size plans with at most this many per degree tuple (0: no cap, the
-  // search's own top-K elite).
+  // The policy's elite (anchors and elite tokens): the best `anchors` plans
+  // seen, with at most this many per degree tuple (0: no cap).
   int anchors_per_tuple = 4;
   // Initial logit of sampling a plan without an anchor (the elite plans'
   // anchor logits start at 0).
   double free_anchor_logit = 0.0;
-  // Number of plans in the policy's elite (0: SearchOptions::elite_size).
-  // 8 rather than the search's 16: fewer, better anchors are copied from more
-  // often (chosen on the benchmark's seed sets; README "How it got here").
+  // Number of plans in the policy's elite (0: SearchOptions::elite_size, the
+  // size of the elite the search returns and persists). 8 rather than that
+  // 16: fewer, better anchors are copied from more often (chosen on the
+  // benchmark's seed sets; README "How it got here").
   int anchors = 8;
   int d_model = 32;
   int encoder_layers = 1;
