@@ -29,8 +29,7 @@ TEST_P(MeanRewardTest, RisesOverIterations) {
   ASSERT_TRUE(model.ok()) << model.status();
   RlOptions learner_options;
   learner_options.ppo_epochs = GetParam();
-  RlOptions frozen_options;
-  frozen_options.learning_rate = 0;
+  const RlOptions frozen_options = RlMethodOptions("rl-no-learning");
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     SCOPED_TRACE(seed);
     SearchOptions options;
