@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
@@ -366,9 +368,55 @@ void PlanSpace::CompleteUniform(Decisions& d, int from,
 void PlanSpace::Repair(Decisions& d, int from, std::mt19937_64& rng) const {
   for (int i = std::max(from, 1); i < kNumDecisions; ++i) {
     const uint64_t mask = MaskBits(i, d);
-    if (!((mask >> d[i]) & 1) || d[i] < 0 || d[i] >= 64)
+    if (d[i] < 0 || d[i] >= 64 || !((mask >> d[i]) & 1))
       d[i] = SampleBit(mask, rng);
   }
+}
+
+int TranslateBatch(int choice, const Degrees& from, const Degrees& to) {
+  static const std::vector<double> logs = [] {
+    std::vector<double> l;  // ascending, like the candidates
+    for (int b : simulator::BatchSizeCandidates()) l.push_back(std::log(b));
+    return l;
+  }();
+  const int n = static_cast<int>(logs.size());
+  if (choice < 0 || choice >= n) return choice;
+  const double target =
+      logs[choice] + std::log(to.tp * to.pp) - std::log(from.tp * from.pp);
+  // The nearest candidate in log space, the smaller one on a tie.
+  const int hi = static_cast<int>(
+      std::lower_bound(logs.begin(), logs.end(), target) - logs.begin());
+  if (hi == 0) return 0;
+  if (hi == n) return n - 1;
+  return target - logs[hi - 1] <= logs[hi] - target ? hi - 1 : hi;
+}
+
+Decisions PlanSpace::MoveToTuple(const Decisions& d, int tuple,
+                                 std::mt19937_64& rng) const {
+  Decisions out = d;
+  out[kDegreesDecision] = tuple;
+  out[kBatchDecision] = TranslateBatch(
+      d[kBatchDecision], degrees_[d[kDegreesDecision]], degrees_[tuple]);
+  Repair(out, kDegreesDecision + 1, rng);
+  return out;
+}
+
+std::vector<int> PlanSpace::NearestTuples(int tuple) const {
+  const auto origin = DegreeFeatures(tuple);
+  std::vector<std::pair<double, int>> order;
+  for (int i = 0; i < static_cast<int>(degrees_.size()); ++i) {
+    if (i == tuple) continue;
+    const auto f = DegreeFeatures(i);
+    double d2 = 0;
+    for (size_t k = 0; k < f.size(); ++k)
+      d2 += (f[k] - origin[k]) * (f[k] - origin[k]);
+    order.emplace_back(d2, i);
+  }
+  std::sort(order.begin(), order.end());
+  std::vector<int> out;
+  out.reserve(order.size());
+  for (const auto& entry : order) out.push_back(entry.second);
+  return out;
 }
 
 Decisions PlanSpace::SampleUniform(std::mt19937_64& rng) const {

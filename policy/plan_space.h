@@ -55,6 +55,13 @@ struct Degrees {
   int tp_expert() const { return ep > 0 ? dp * tp / ep : 1; }
 };
 
+// A batch choice (index into simulator::BatchSizeCandidates()) moved from
+// degree tuple `from` to `to`: the candidate nearest in log space to the same
+// decode batch per GPU of a replica (tp * pp GPUs), whose KV-cache use per
+// GPU is what made the batch good. Other indices (the workload's
+// concurrency) are returned unchanged.
+int TranslateBatch(int choice, const Degrees& from, const Degrees& to);
+
 struct PlanSpaceOptions {
   // Mask batch sizes whose KV cache certainly cannot fit beside the weights (a
   // cheap, conservative bound; the cost model still decides feasibility).
@@ -111,6 +118,14 @@ class PlanSpace {
   // resamples the rest.
   void Repair(Decisions& decisions, int from, std::mt19937_64& rng) const;
   Decisions SampleUniform(std::mt19937_64& rng) const;
+  // `decisions` (valid) moved to degree tuple `tuple`: the batch translated
+  // (TranslateBatch), every other decision kept where it stays valid and
+  // resampled uniformly where not.
+  Decisions MoveToTuple(const Decisions& decisions, int tuple,
+                        std::mt19937_64& rng) const;
+  // Every degree tuple but `tuple`, nearest first by the squared distance of
+  // their DegreeFeatures (ties: lower index first).
+  std::vector<int> NearestTuples(int tuple) const;
 
   // Number of distinct valid plans (exact; may exceed 2^53 only as a double).
   double Size() const { return size_; }

@@ -744,29 +744,9 @@ class Policy {
     return adv;
   }
 
-  // The copy of a batch size after a move to another degree tuple keeps the
-  // decode batch per GPU of a replica (tp * pp GPUs), not per replica: the
-  // anchor's KV-cache use per GPU is what made its batch good.
-  static int TranslateBatch(int value, const Degrees& from, const Degrees& to) {
-    static const std::vector<double> logs = [] {
-      std::vector<double> l;  // ascending, like the candidates
-      for (int b : simulator::BatchSizeCandidates()) l.push_back(std::log(b));
-      return l;
-    }();
-    const int n = static_cast<int>(logs.size());
-    if (value < 0 || value >= n) return value;
-    const double target =
-        logs[value] + std::log(to.tp * to.pp) - std::log(from.tp * from.pp);
-    // The nearest candidate in log space, the smaller one on a tie.
-    const int hi = static_cast<int>(
-        std::lower_bound(logs.begin(), logs.end(), target) - logs.begin());
-    if (hi == 0) return 0;
-    if (hi == n) return n - 1;
-    return target - logs[hi - 1] <= logs[hi] - target ? hi - 1 : hi;
-  }
   int TranslateBatch(int value, int from_tuple, int to_tuple) const {
-    return TranslateBatch(value, space_.degrees()[from_tuple],
-                          space_.degrees()[to_tuple]);
+    return policy::TranslateBatch(value, space_.degrees()[from_tuple],
+                                  space_.degrees()[to_tuple]);
   }
 
   int RowOf(int tuple) {
@@ -1067,7 +1047,8 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       ASSIGN_OR_RETURN(warm,
                        policy.net().Load(options.warm_start->policy_weights));
     }
-    if (!run.EvaluateWarmStart().empty()) warm = true;
+    const bool warm_elite = !run.EvaluateWarmStart().empty();
+    if (warm_elite) warm = true;
     run.set_warm_started(warm);
     const int batch = std::max(1, options_.batch_size);
     // The elite the policy attends over and copies from: the best plans
@@ -1102,6 +1083,20 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
     };
     policy.SetElite(anchors());
     policy.Imitate(options_.imitation_steps);
+    // Without warm-start plans (weights alone carry no plan), small spaces
+    // get the tuple sweep.
+    if (!warm_elite && !run.elite().entries().empty() &&
+        tuples - 1 <= options_.tuple_sweep) {
+      // Nearest tuples first, the order the policy's own tuple moves favour
+      // (tuple_locality).
+      const Decisions& from = run.elite().entries().front().decisions;
+      std::vector<Decisions> sweep;
+      for (int tuple : run.space().NearestTuples(from[kDegreesDecision]))
+        sweep.push_back(run.space().MoveToTuple(from, tuple, rng));
+      const std::vector<ScoredPlan> scored = run.Evaluate(sweep);
+      for (size_t i = 0; i < scored.size(); ++i)
+        by_tuple[sweep[i][kDegreesDecision]].Insert(scored[i], sweep[i]);
+    }
     while (!run.Done()) {
       Clock::time_point t = Clock::now();
       policy.SetElite(anchors());

@@ -68,6 +68,14 @@ struct RlOptions {
   // 16: fewer, better anchors are copied from more often (chosen on the
   // benchmark's seed sets; README "How it got here").
   int anchors = 8;
+  // Searches without warm-start plans (cold, or with saved weights only) on
+  // a space of at most this many degree tuples besides the initial plan's
+  // (Megatron's) first evaluate that plan moved to every other tuple
+  // (PlanSpace::MoveToTuple), so that each tuple has an anchor from the
+  // start, as a genetic algorithm's random population covers a small space
+  // at once. Larger spaces are left to the policy: a partial sweep crowds the
+  // elite with near-Megatron variants (README "How it got here"). 0: never.
+  int tuple_sweep = 32;
   int d_model = 32;
   int encoder_layers = 1;
 };

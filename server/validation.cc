@@ -44,8 +44,7 @@ bool IsKnownMethod(const std::string& method) {
 absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
     const ModelSource& model, bool has_model,
     const shardplan::v1::ClusterSpec& cluster, bool has_cluster,
-    const shardplan::v1::Workload& workload, bool has_workload,
-    const RequestLimits& limits) {
+    const shardplan::v1::Workload& workload, const RequestLimits& limits) {
   RETURN_IF_ERROR(CheckModelSource(model, has_model));
   if (!has_cluster) {
     return absl::InvalidArgumentError(
@@ -55,7 +54,6 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
   }
   // An absent workload is the empty one; the simulator names its missing
   // fields.
-  (void)has_workload;
   // Cheap early check of the field as sent, before any spec is parsed.
   if (limits.max_num_gpus > 0 && cluster.num_gpus() > limits.max_num_gpus) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -76,6 +74,20 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
 absl::Status AsInvalidArgument(const absl::Status& status) {
   if (status.ok() || absl::IsInvalidArgument(status)) return status;
   return absl::InvalidArgumentError(status.message());
+}
+
+// Both request types carry a model, a cluster and a workload: builds their
+// cost model into out.cost_model and names it in out.model_name.
+template <typename Request, typename Validated>
+absl::Status SetCostModel(const Request& request, const RequestLimits& limits,
+                          Validated& out) {
+  auto cost_model =
+      BuildCostModel(request.model(), request.has_model(), request.cluster(),
+                     request.has_cluster(), request.workload(), limits);
+  if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
+  out.cost_model = *std::move(cost_model);
+  out.model_name = ModelName(request.model(), out.cost_model->problem());
+  return absl::OkStatus();
 }
 
 }  // namespace
@@ -153,13 +165,7 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 
-  auto cost_model =
-      BuildCostModel(request.model(), request.has_model(), request.cluster(),
-                     request.has_cluster(), request.workload(),
-                     request.has_workload(), limits);
-  if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
-  out.cost_model = *std::move(cost_model);
-  out.model_name = ModelName(request.model(), out.cost_model->problem());
+  RETURN_IF_ERROR(SetCostModel(request, limits, out));
   return out;
 }
 
@@ -172,13 +178,7 @@ absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
     const shardplan::v1::EvaluateRequest& request,
     const RequestLimits& limits) {
   ValidatedEvaluateRequest out;
-  auto cost_model =
-      BuildCostModel(request.model(), request.has_model(), request.cluster(),
-                     request.has_cluster(), request.workload(),
-                     request.has_workload(), limits);
-  if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
-  out.cost_model = *std::move(cost_model);
-  out.model_name = ModelName(request.model(), out.cost_model->problem());
+  RETURN_IF_ERROR(SetCostModel(request, limits, out));
   if (!request.has_plan()) {
     return absl::InvalidArgumentError(
         "plan is required: set at least plan.dp, plan.tp and plan.pp (their "

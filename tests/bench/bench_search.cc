@@ -251,6 +251,8 @@ int Main(int argc, char** argv) {
                  "RL initial crossover-gate logit");
   app.add_option("--rl_imitation", rl.imitation_steps,
                  "RL initial elite-cloning steps");
+  app.add_option("--rl_tuple_sweep", rl.tuple_sweep,
+                 "RL cold start: Megatron's plan moved to this many tuples");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Case> cases;

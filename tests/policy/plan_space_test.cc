@@ -1,8 +1,10 @@
 // Plan space: masks only yield plans CostModel::ValidatePlan accepts (property
 // test over many samples and problems, MoE included), encode/decode round
-// trips, hashing, size.
+// trips, hashing, size, moves between degree tuples.
 #include "policy/plan_space.h"
 
+#include <algorithm>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -35,38 +37,51 @@ const std::vector<Case>& Cases() {
   return *cases;
 }
 
+// A case's cost model and plan space (the space points into the model).
+struct Built {
+  std::unique_ptr<const simulator::CostModel> model;
+  std::unique_ptr<const PlanSpace> space;
+};
+
+absl::StatusOr<Built> Build(const Case& c) {
+  Built b;
+  ASSIGN_OR_RETURN(b.model, testing::MakeCostModel(c.model, c.gpus, 2048, 512,
+                                                   c.concurrency));
+  ASSIGN_OR_RETURN(b.space, PlanSpace::Create(*b.model));
+  return b;
+}
+
 TEST(PlanSpaceTest, MaskFollowingSamplesAlwaysPassValidatePlan) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.model + " on " + std::to_string(c.gpus));
-    auto model =
-        testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
-    ASSERT_TRUE(model.ok()) << model.status();
-    auto space = PlanSpace::Create(**model);
-    ASSERT_TRUE(space.ok()) << space.status();
-    EXPECT_GT((*space)->Size(), 0);
-    EXPECT_GT((*space)->NumChoices(kDegreesDecision), 0);
+    auto built = Build(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const PlanSpace& space = *built->space;
+    const simulator::CostModel& model = *built->model;
+    EXPECT_GT(space.Size(), 0);
+    EXPECT_GT(space.NumChoices(kDegreesDecision), 0);
     std::mt19937_64 rng(7);
-    Decisions walk = (*space)->SampleUniform(rng);
+    Decisions walk = space.SampleUniform(rng);
     for (int i = 0; i < 3000; ++i) {
       // Alternate fresh samples and one-decision changes with repair (what
       // anneal and genetic do) so that prefixes are exercised from both
       // directions.
-      Decisions d = (*space)->SampleUniform(rng);
+      Decisions d = space.SampleUniform(rng);
       if (i % 2 == 1) {
         const int decision = static_cast<int>(rng() % kNumDecisions);
-        const std::vector<uint8_t> mask = (*space)->Mask(decision, walk);
+        const std::vector<uint8_t> mask = space.Mask(decision, walk);
         std::vector<int> valid;
         for (size_t k = 0; k < mask.size(); ++k) {
           if (mask[k]) valid.push_back(static_cast<int>(k));
         }
         ASSERT_FALSE(valid.empty());
         walk[decision] = valid[rng() % valid.size()];
-        (*space)->Repair(walk, decision + 1, rng);
+        space.Repair(walk, decision + 1, rng);
         d = walk;
       }
-      ASSERT_TRUE((*space)->IsValid(d));
-      const simulator::PlanDims plan = (*space)->Decode(d);
-      const absl::Status status = (*model)->ValidatePlan(plan);
+      ASSERT_TRUE(space.IsValid(d));
+      const simulator::PlanDims plan = space.Decode(d);
+      const absl::Status status = model.ValidatePlan(plan);
       ASSERT_TRUE(status.ok()) << status;
     }
   }
@@ -75,15 +90,13 @@ TEST(PlanSpaceTest, MaskFollowingSamplesAlwaysPassValidatePlan) {
 TEST(PlanSpaceTest, EncodeInvertsDecode) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.model);
-    auto model =
-        testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
-    ASSERT_TRUE(model.ok()) << model.status();
-    auto space = PlanSpace::Create(**model);
-    ASSERT_TRUE(space.ok()) << space.status();
+    auto built = Build(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const PlanSpace& space = *built->space;
     std::mt19937_64 rng(11);
     for (int i = 0; i < 500; ++i) {
-      const Decisions d = (*space)->SampleUniform(rng);
-      auto encoded = (*space)->Encode((*space)->Decode(d));
+      const Decisions d = space.SampleUniform(rng);
+      auto encoded = space.Encode(space.Decode(d));
       ASSERT_TRUE(encoded.ok()) << encoded.status();
       EXPECT_EQ(*encoded, d);
     }
@@ -93,15 +106,14 @@ TEST(PlanSpaceTest, EncodeInvertsDecode) {
 TEST(PlanSpaceTest, MegatronPlanIsInTheSpaceWhenFeasible) {
   for (const Case& c : Cases()) {
     SCOPED_TRACE(c.model);
-    auto model =
-        testing::MakeCostModel(c.model, c.gpus, 2048, 512, c.concurrency);
-    ASSERT_TRUE(model.ok()) << model.status();
-    auto space = PlanSpace::Create(**model);
-    ASSERT_TRUE(space.ok());
-    const simulator::PlanDims plan = simulator::MegatronPlan(**model);
-    const simulator::Evaluation e = (*model)->Evaluate(plan);
+    auto built = Build(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const PlanSpace& space = *built->space;
+    const simulator::CostModel& model = *built->model;
+    const simulator::PlanDims plan = simulator::MegatronPlan(model);
+    const simulator::Evaluation e = model.Evaluate(plan);
     if (!e.feasible) continue;
-    auto d = (*space)->Encode(plan, e.batch_size);
+    auto d = space.Encode(plan, e.batch_size);
     EXPECT_TRUE(d.ok()) << d.status();
   }
 }
@@ -174,6 +186,83 @@ TEST(PlanSpaceTest, EncodeRejectsPlansOutsideTheSpace) {
   auto d = (*space)->Encode(plan);
   ASSERT_FALSE(d.ok());
   EXPECT_THAT(d.status().message(), HasSubstr("not in the plan space"));
+}
+
+TEST(PlanSpaceTest, TranslateBatchKeepsTheBatchPerGpuOfAReplica) {
+  const std::vector<int>& candidates = simulator::BatchSizeCandidates();
+  auto index_of = [&](int batch) {
+    const auto it = std::find(candidates.begin(), candidates.end(), batch);
+    return it == candidates.end() ? -1
+                                  : static_cast<int>(it - candidates.begin());
+  };
+  Degrees one, eight;  // a replica of 1 GPU, and of tp 4 x pp 2 = 8 GPUs
+  eight.tp = 4;
+  eight.pp = 2;
+  int checked = 0;
+  for (int i = 0; i < static_cast<int>(candidates.size()); ++i) {
+    const int up = index_of(candidates[i] * 8);
+    if (up < 0) continue;
+    EXPECT_EQ(TranslateBatch(i, one, eight), up) << candidates[i];
+    EXPECT_EQ(TranslateBatch(up, eight, one), i) << candidates[up];
+    ++checked;
+  }
+  EXPECT_GE(checked, 3);
+  // Past either end: the extreme candidate.
+  EXPECT_EQ(TranslateBatch(0, eight, one), 0);
+  const int last = static_cast<int>(candidates.size()) - 1;
+  EXPECT_EQ(TranslateBatch(last, one, eight), last);
+  // Not a candidate index (the workload's concurrency): unchanged.
+  EXPECT_EQ(TranslateBatch(last + 1, one, eight), last + 1);
+}
+
+TEST(PlanSpaceTest, NearestTuplesListsEveryOtherTupleOnceByDistance) {
+  auto model = testing::MakeCostModel("mixtral-8x22b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto space = PlanSpace::Create(**model);
+  ASSERT_TRUE(space.ok());
+  const int t = (*space)->NumChoices(kDegreesDecision);
+  ASSERT_GT(t, 10);
+  for (int from : {0, t / 2, t - 1}) {
+    const std::vector<int> order = (*space)->NearestTuples(from);
+    EXPECT_EQ(order.size(), static_cast<size_t>(t - 1));
+    EXPECT_EQ(std::set<int>(order.begin(), order.end()).size(), order.size());
+    EXPECT_EQ(std::count(order.begin(), order.end(), from), 0);
+    auto distance = [&](int i) {
+      const auto a = (*space)->DegreeFeatures(from);
+      const auto b = (*space)->DegreeFeatures(i);
+      double d2 = 0;
+      for (size_t k = 0; k < a.size(); ++k) d2 += (a[k] - b[k]) * (a[k] - b[k]);
+      return d2;
+    };
+    for (size_t i = 1; i < order.size(); ++i)
+      EXPECT_LE(distance(order[i - 1]), distance(order[i]));
+  }
+}
+
+TEST(PlanSpaceTest, MoveToTupleKeepsEveryDecisionThatStaysValid) {
+  for (const Case& c : Cases()) {
+    SCOPED_TRACE(c.model + " on " + std::to_string(c.gpus));
+    auto built = Build(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const PlanSpace& space = *built->space;
+    std::mt19937_64 rng(11);
+    const Decisions from = space.SampleUniform(rng);
+    const Degrees& own = space.degrees()[from[kDegreesDecision]];
+    for (int t = 0; t < space.NumChoices(kDegreesDecision); ++t) {
+      const Decisions moved = space.MoveToTuple(from, t, rng);
+      ASSERT_TRUE(space.IsValid(moved));
+      EXPECT_EQ(moved[kDegreesDecision], t);
+      for (int i = kFirstOpDecision; i < kNumDecisions; ++i) {
+        const int wanted =
+            i == kBatchDecision
+                ? TranslateBatch(from[i], own, space.degrees()[t])
+                : from[i];
+        if (space.IsAllowed(i, moved, wanted)) {
+          EXPECT_EQ(moved[i], wanted) << "decision " << i << " tuple " << t;
+        }
+      }
+    }
+  }
 }
 
 }  // namespace
