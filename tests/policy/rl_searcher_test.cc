@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/plan_space.h"
+#include "simulator/megatron.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
@@ -121,7 +122,9 @@ TEST(RlSearcherTest, ColdStartOnASmallSpaceTriesEveryDegreeTupleFirst) {
   options.elite_size = tuples;
   CancellationToken cancel;
   SearchObserver observer;
-  auto tuples_tried = [&](const RlOptions& rl) {
+  auto tuples_tried = [&](const RlOptions& rl,
+                          const WarmStart* warm = nullptr) {
+    options.warm_start = warm;
     RlSearcher searcher(rl);
     auto r = searcher.Search(**model, options, cancel, observer);
     EXPECT_TRUE(r.ok()) << r.status();
@@ -140,6 +143,10 @@ TEST(RlSearcherTest, ColdStartOnASmallSpaceTriesEveryDegreeTupleFirst) {
   RlOptions no_sweep;
   no_sweep.tuple_sweep = tuples - 2;
   EXPECT_LT(tuples_tried(no_sweep).size(), static_cast<size_t>(tuples));
+  // A warm start with elite plans starts from them instead: no sweep.
+  WarmStart warm;
+  warm.elite_plans.push_back(simulator::MegatronPlan(**model));
+  EXPECT_LT(tuples_tried(sweep, &warm).size(), static_cast<size_t>(tuples));
 }
 
 TEST(RlSearcherTest, CorruptWeightsAreInvalidArgument) {
