@@ -252,7 +252,8 @@ int Main(int argc, char** argv) {
   app.add_option("--rl_imitation", rl.imitation_steps,
                  "RL initial elite-cloning steps");
   app.add_option("--rl_tuple_sweep", rl.tuple_sweep,
-                 "RL cold start: Megatron's plan moved to this many tuples");
+                 "RL: sweep every tuple first when the space has at most this "
+                 "many besides Megatron's (0: never)");
   CLI11_PARSE(app, argc, argv);
 
   std::vector<Case> cases;

@@ -37,18 +37,9 @@ const std::vector<Case>& Cases() {
   return *cases;
 }
 
-// A case's cost model and plan space (the space points into the model).
-struct Built {
-  std::unique_ptr<const simulator::CostModel> model;
-  std::unique_ptr<const PlanSpace> space;
-};
-
-absl::StatusOr<Built> Build(const Case& c) {
-  Built b;
-  ASSIGN_OR_RETURN(b.model, testing::MakeCostModel(c.model, c.gpus, 2048, 512,
-                                                   c.concurrency));
-  ASSIGN_OR_RETURN(b.space, PlanSpace::Create(*b.model));
-  return b;
+// A case's cost model and plan space.
+absl::StatusOr<testing::ModelAndSpace> Build(const Case& c) {
+  return testing::MakeModelAndSpace(c.model, c.gpus, 2048, 512, c.concurrency);
 }
 
 TEST(PlanSpaceTest, MaskFollowingSamplesAlwaysPassValidatePlan) {
@@ -216,20 +207,19 @@ TEST(PlanSpaceTest, TranslateBatchKeepsTheBatchPerGpuOfAReplica) {
 }
 
 TEST(PlanSpaceTest, NearestTuplesListsEveryOtherTupleOnceByDistance) {
-  auto model = testing::MakeCostModel("mixtral-8x22b", 16);
-  ASSERT_TRUE(model.ok()) << model.status();
-  auto space = PlanSpace::Create(**model);
-  ASSERT_TRUE(space.ok());
-  const int t = (*space)->NumChoices(kDegreesDecision);
+  auto built = testing::MakeModelAndSpace("mixtral-8x22b", 16);
+  ASSERT_TRUE(built.ok()) << built.status();
+  const PlanSpace& space = *built->space;
+  const int t = space.NumChoices(kDegreesDecision);
   ASSERT_GT(t, 10);
   for (int from : {0, t / 2, t - 1}) {
-    const std::vector<int> order = (*space)->NearestTuples(from);
+    const std::vector<int> order = space.NearestTuples(from);
     EXPECT_EQ(order.size(), static_cast<size_t>(t - 1));
     EXPECT_EQ(std::set<int>(order.begin(), order.end()).size(), order.size());
     EXPECT_EQ(std::count(order.begin(), order.end(), from), 0);
     auto distance = [&](int i) {
-      const auto a = (*space)->DegreeFeatures(from);
-      const auto b = (*space)->DegreeFeatures(i);
+      const auto a = space.DegreeFeatures(from);
+      const auto b = space.DegreeFeatures(i);
       double d2 = 0;
       for (size_t k = 0; k < a.size(); ++k) d2 += (a[k] - b[k]) * (a[k] - b[k]);
       return d2;

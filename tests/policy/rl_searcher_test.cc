@@ -111,11 +111,10 @@ TEST(RlSearcherTest, WarmStartStateRoundTrips) {
 // plan moved to every other degree tuple (RlOptions::tuple_sweep); a larger
 // space, or a warm start, does not.
 TEST(RlSearcherTest, ColdStartOnASmallSpaceTriesEveryDegreeTupleFirst) {
-  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
-  ASSERT_TRUE(model.ok()) << model.status();
-  auto space = PlanSpace::Create(**model);
-  ASSERT_TRUE(space.ok());
-  const int tuples = (*space)->NumChoices(kDegreesDecision);
+  auto built = testing::MakeModelAndSpace("llama-3.1-70b", 16);
+  ASSERT_TRUE(built.ok()) << built.status();
+  const simulator::CostModel& model = *built->model;
+  const int tuples = built->space->NumChoices(kDegreesDecision);
   ASSERT_GT(tuples, 8);
   SearchOptions options;
   options.max_evaluations = tuples;  // the baseline, then the sweep
@@ -126,7 +125,7 @@ TEST(RlSearcherTest, ColdStartOnASmallSpaceTriesEveryDegreeTupleFirst) {
                           const WarmStart* warm = nullptr) {
     options.warm_start = warm;
     RlSearcher searcher(rl);
-    auto r = searcher.Search(**model, options, cancel, observer);
+    auto r = searcher.Search(model, options, cancel, observer);
     EXPECT_TRUE(r.ok()) << r.status();
     std::set<std::array<int, 4>> seen;
     if (!r.ok()) return seen;
@@ -145,7 +144,7 @@ TEST(RlSearcherTest, ColdStartOnASmallSpaceTriesEveryDegreeTupleFirst) {
   EXPECT_LT(tuples_tried(no_sweep).size(), static_cast<size_t>(tuples));
   // A warm start with elite plans starts from them instead: no sweep.
   WarmStart warm;
-  warm.elite_plans.push_back(simulator::MegatronPlan(**model));
+  warm.elite_plans.push_back(simulator::MegatronPlan(model));
   EXPECT_LT(tuples_tried(sweep, &warm).size(), static_cast<size_t>(tuples));
 }
 

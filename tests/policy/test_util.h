@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "policy/plan_space.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
@@ -30,6 +31,25 @@ MakeCostModel(const std::string& model, int gpus, int input_tokens = 2048,
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(source, cluster, workload));
   return simulator::CostModel::Create(std::move(problem));
+}
+
+// A problem's cost model and plan space (the space points into the model, so
+// they travel together).
+struct ModelAndSpace {
+  std::unique_ptr<const simulator::CostModel> model;
+  std::unique_ptr<const PlanSpace> space;
+};
+
+inline absl::StatusOr<ModelAndSpace> MakeModelAndSpace(const std::string& model,
+                                                       int gpus,
+                                                       int input_tokens = 2048,
+                                                       int output_tokens = 512,
+                                                       int concurrency = 0) {
+  ModelAndSpace out;
+  ASSIGN_OR_RETURN(out.model, MakeCostModel(model, gpus, input_tokens,
+                                            output_tokens, concurrency));
+  ASSIGN_OR_RETURN(out.space, PlanSpace::Create(*out.model));
+  return out;
 }
 
 }  // namespace shardplan::policy::testing
