@@ -36,6 +36,7 @@
 #include "glog/logging.h"
 #include "policy/decision_mixture.h"
 #include "policy/elite_history.h"
+#include "policy/internal/batch_line_search.h"
 #include "policy/internal/search_run.h"
 #include "policy/plan_space.h"
 #include "simulator/status_macros.h"
@@ -1060,6 +1061,9 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
                               ? options_.anchors_per_tuple
                               : options.elite_size;
     std::vector<EliteHistory> by_tuple(tuples, EliteHistory(per_tuple));
+    const auto insert = [&](const Decisions& a, const ScoredPlan& p) {
+      by_tuple[a[kDegreesDecision]].Insert(p, a);
+    };
     auto anchors = [&]() {
       for (const EliteEntry& e : run.elite().entries())
         by_tuple[e.decisions[kDegreesDecision]].Insert(e.scored, e.decisions);
@@ -1093,9 +1097,13 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       std::vector<Decisions> sweep;
       for (int tuple : run.space().NearestTuples(from[kDegreesDecision]))
         sweep.push_back(run.space().MoveToTuple(from, tuple, rng));
-      const std::vector<ScoredPlan> scored = run.Evaluate(sweep);
-      for (size_t i = 0; i < scored.size(); ++i)
-        by_tuple[sweep[i][kDegreesDecision]].Insert(scored[i], sweep[i]);
+      std::vector<ScoredPlan> scored = run.Evaluate(sweep);
+      for (size_t i = 0; i < scored.size(); ++i) insert(sweep[i], scored[i]);
+      if (options_.batch_line_search) {
+        sweep.resize(scored.size());
+        internal::BatchLineSearch(run, std::move(sweep), std::move(scored),
+                                  insert);
+      }
     }
     while (!run.Done()) {
       Clock::time_point t = Clock::now();
@@ -1143,9 +1151,25 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       if (cancel.cancelled()) break;
       t = Clock::now();
       std::vector<ScoredPlan> scored = run.Evaluate(actions);
+      // Sampled plans that beat the best of their tuple get the batch line
+      // search.
+      std::vector<Decisions> climb;
+      std::vector<ScoredPlan> climb_scored;
+      for (size_t i = 0; i < scored.size(); ++i) {
+        EliteHistory& own = by_tuple[actions[i][kDegreesDecision]];
+        if (options_.batch_line_search && scored[i].evaluation.feasible &&
+            (own.entries().empty() ||
+             scored[i].reward > own.entries().front().scored.reward)) {
+          climb.push_back(actions[i]);
+          climb_scored.push_back(scored[i]);
+        }
+        own.Insert(scored[i], actions[i]);
+      }
+      if (!climb.empty()) {
+        internal::BatchLineSearch(run, std::move(climb),
+                                  std::move(climb_scored), insert);
+      }
       stats_.cost_model_seconds += Since(t);
-      for (size_t i = 0; i < scored.size(); ++i)
-        by_tuple[actions[i][kDegreesDecision]].Insert(scored[i], actions[i]);
       t = Clock::now();
       std::vector<double> rewards(scored.size());
       double sum = 0;

@@ -76,6 +76,12 @@ struct RlOptions {
   // at once. Larger spaces are left to the policy: a partial sweep crowds the
   // elite with near-Megatron variants (README "How it got here"). 0: never.
   int tuple_sweep = 32;
+  // Batch line search (internal/batch_line_search.h) on the tuple sweep's
+  // plans and on each sampled plan that beats the best of its degree tuple:
+  // a moved plan's batch is rarely the one its tuple affords. Those
+  // evaluations feed the elite, not the policy gradient (they are not the
+  // policy's samples).
+  bool batch_line_search = true;
   int d_model = 32;
   int encoder_layers = 1;
 };

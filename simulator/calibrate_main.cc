@@ -6,11 +6,14 @@
 //
 //   shardplan-calibrate --csv
 //   simulator/calibration/data/h100_measured_latency.csv [--fit]
+//                       [--validation-csv FILE]...  (held-out models only)
 //                       [--rows]   (per-row predictions as CSV)
 #include <fstream>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_format.h"
 #include "simulator/calibration.h"
@@ -18,7 +21,9 @@
 namespace {
 
 int Usage() {
-  std::cerr << "usage: shardplan-calibrate --csv FILE [--fit] [--rows]\n";
+  std::cerr
+      << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
+         "[--fit] [--rows]\n";
   return 2;
 }
 
@@ -44,14 +49,36 @@ void PrintProfiles(
 
 }  // namespace
 
+// Reads and parses one CSV; prints the error and returns nullopt on failure.
+std::optional<shardplan::simulator::ParsedMeasurements> Load(
+    const std::string& path, bool validation_only) {
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "cannot read " << path << "\n";
+    return std::nullopt;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<shardplan::simulator::ParsedMeasurements> data =
+      shardplan::simulator::ParseMeasurements(text.str(), validation_only);
+  if (!data.ok()) {
+    std::cerr << path << ": " << data.status() << "\n";
+    return std::nullopt;
+  }
+  return *std::move(data);
+}
+
 int main(int argc, char** argv) {
   namespace sim = shardplan::simulator;
   std::string csv_path;
+  std::vector<std::string> validation_paths;
   bool fit = false, rows = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
       csv_path = argv[++i];
+    } else if (a == "--validation-csv" && i + 1 < argc) {
+      validation_paths.push_back(argv[++i]);
     } else if (a == "--fit") {
       fit = true;
     } else if (a == "--rows") {
@@ -61,18 +88,16 @@ int main(int argc, char** argv) {
     }
   }
   if (csv_path.empty()) return Usage();
-  std::ifstream in(csv_path);
-  if (!in) {
-    std::cerr << "cannot read " << csv_path << "\n";
-    return 1;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
-  absl::StatusOr<sim::ParsedMeasurements> data =
-      sim::ParseMeasurements(text.str());
-  if (!data.ok()) {
-    std::cerr << data.status() << "\n";
-    return 1;
+  std::optional<sim::ParsedMeasurements> data = Load(csv_path, false);
+  if (!data) return 1;
+  // Validation-only rows join the report as held-out models; the fit never
+  // sees them (FitCalibration skips held-out rows).
+  for (const std::string& path : validation_paths) {
+    std::optional<sim::ParsedMeasurements> more = Load(path, true);
+    if (!more) return 1;
+    data->rows.insert(data->rows.end(), more->rows.begin(), more->rows.end());
+    data->skipped_disaggregated += more->skipped_disaggregated;
+    data->skipped_other += more->skipped_other;
   }
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
   if (fit) {

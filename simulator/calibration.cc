@@ -119,6 +119,10 @@ const char* CatalogNameFor(absl::string_view model_path) {
       model_path == "meta-llama/Llama-3.1-8B") {
     return "llama-3.1-8b";
   }
+  if (model_path == "meta-llama/Llama-3.1-70B" ||
+      model_path == "meta-llama/Llama-3.1-70B-Instruct") {
+    return "llama-3.1-70b";
+  }
   return nullptr;
 }
 
@@ -188,8 +192,8 @@ absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
 
 // --- Rows ---
 
-absl::StatusOr<ParsedMeasurements> ParseMeasurements(
-    absl::string_view csv_text) {
+absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
+                                                     bool validation_only) {
   std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
   if (lines.empty()) return absl::InvalidArgumentError("csv: empty");
   const std::vector<std::string> header =
@@ -279,7 +283,7 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(
     }
     row.ttft_s = ttft_ms / 1e3;
     row.tpot_s = tpot_ms / 1e3;
-    row.held_out_model = row.catalog_model == kHeldOutModel;
+    row.held_out_model = validation_only || row.catalog_model == kHeldOutModel;
     row.held_out_row = !row.held_out_model && index % 4 == 3;
     out.rows.push_back(std::move(row));
   }

@@ -56,7 +56,8 @@ struct MeasuredRow {
   double ttft_s = 0;
   double tpot_s = 0;
   // The fixed split: the held-out model (Llama-3.1-8B) entirely, and every 4th
-  // row of the other models (by data-row index).
+  // row of the other models (by data-row index); every row of a
+  // validation-only file (ParseMeasurements) is a held-out model's.
   bool held_out_model = false;
   bool held_out_row = false;
   bool held_out() const { return held_out_model || held_out_row; }
@@ -70,9 +71,11 @@ struct ParsedMeasurements {
 };
 
 // Parses the calibration CSV (h100_measured_latency.csv format).
+// `validation_only`: every row counts as a held-out model's (never fitted;
+// h100_validation_latency.csv, models that are not in the fit data).
 // INVALID_ARGUMENT on a missing column or a malformed number.
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(
-    absl::string_view csv_text);
+    absl::string_view csv_text, bool validation_only = false);
 
 // The Problem (catalog model, H100 cluster of tp*pp*attention_dp GPUs, the
 // row's workload) and plan (Megatron dims, the row's degrees, batch =

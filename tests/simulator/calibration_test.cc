@@ -1,7 +1,8 @@
 // Recomputes the accuracy report from the measured H100 CSV with the
 // compiled-in calibration and the fixed split (Llama-3.1-8B and every 4th row
-// of the other models held out), and checks the held-out targets. No fitting
-// happens here.
+// of the other models held out), plus the validation-only CSV (Llama-3.1-70B
+// on vLLM, a second held-out model), and checks the held-out targets. No
+// fitting happens here.
 #include "simulator/calibration.h"
 
 #include <fstream>
@@ -14,9 +15,9 @@
 namespace shardplan::simulator {
 namespace {
 
-std::string ReadCsv() {
+std::string ReadCsv(const std::string& name) {
   std::ifstream in(std::string(SHARDPLAN_SOURCE_DIR) +
-                   "/simulator/calibration/data/h100_measured_latency.csv");
+                   "/simulator/calibration/data/" + name);
   std::stringstream s;
   s << in.rdbuf();
   return s.str();
@@ -25,31 +26,45 @@ std::string ReadCsv() {
 class CalibrationTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    const std::string text = ReadCsv();
+    const std::string text = ReadCsv("h100_measured_latency.csv");
     ASSERT_FALSE(text.empty()) << "calibration CSV missing";
     absl::StatusOr<ParsedMeasurements> data = ParseMeasurements(text);
     ASSERT_TRUE(data.ok()) << data.status();
     data_ = *data;
+    const std::string validation = ReadCsv("h100_validation_latency.csv");
+    ASSERT_FALSE(validation.empty()) << "validation CSV missing";
+    absl::StatusOr<ParsedMeasurements> more =
+        ParseMeasurements(validation, /*validation_only=*/true);
+    ASSERT_TRUE(more.ok()) << more.status();
+    validation_rows_ = more->rows.size();
+    for (const MeasuredRow& r : more->rows) {
+      EXPECT_TRUE(r.held_out_model) << "line " << r.line;
+      EXPECT_EQ(r.catalog_model, "llama-3.1-70b") << "line " << r.line;
+    }
+    data_.rows.insert(data_.rows.end(), more->rows.begin(), more->rows.end());
     absl::StatusOr<AccuracyReport> report =
         ComputeAccuracy(data_, CalibrationProfiles());
     ASSERT_TRUE(report.ok()) << report.status();
     report_ = *report;
   }
   ParsedMeasurements data_;
+  size_t validation_rows_ = 0;
   AccuracyReport report_;
 };
 
 TEST_F(CalibrationTest, ParsesEveryAggregatedRow) {
-  EXPECT_EQ(data_.rows.size(), 661u);
+  EXPECT_EQ(validation_rows_, 45u);
+  EXPECT_EQ(data_.rows.size(), 661u + 45u);
   EXPECT_EQ(data_.skipped_disaggregated, 7);
   EXPECT_EQ(data_.skipped_other, 0);
   int held_model = 0, held_rows = 0;
   for (const MeasuredRow& r : data_.rows) {
     held_model += r.held_out_model ? 1 : 0;
     held_rows += r.held_out_row ? 1 : 0;
-    EXPECT_EQ(r.held_out_model, r.catalog_model == "llama-3.1-8b");
+    EXPECT_EQ(r.held_out_model, r.catalog_model == "llama-3.1-8b" ||
+                                    r.catalog_model == "llama-3.1-70b");
   }
-  EXPECT_EQ(held_model, 177);
+  EXPECT_EQ(held_model, 177 + 45);
   EXPECT_GT(held_rows, 100);
 }
 
@@ -73,20 +88,50 @@ TEST_F(CalibrationTest, HeldOutTpotRanksLayouts) {
 }
 
 // TTFT: the held-out rows of the fitted models meet the 25% target. The
-// held-out model (Llama-3.1-8B, 35.9%) does not: at concurrency <= 32 its
+// held-out models do not. Llama-3.1-8B (35.9%): at concurrency <= 32 its
 // measured TTFT is a + OSL * TPOT / concurrency, one inter-completion interval
 // of queueing (fitted OSL slope x concurrency: median 0.97 over its 36
 // layout/ISL/concurrency groups), while the Qwen3 trtllm rows of the same
 // engine version (1.0.0rc3) have none (median -0.03 and 0.00 over 61 groups),
-// so no term fitted on them can predict it (README, "Calibration"). The error
-// is reported and bounded here, not tuned.
+// so no term fitted on them can predict it. Llama-3.1-70B on vLLM (55.1%):
+// its TTFT is 1.25-1.4x one predicted prefill at concurrency 4-8 where the
+// fitted vLLM rows (Qwen3-32B) show ~2.5x, and four rows overflow the KV cache
+// (README, "Calibration"). The errors are reported and bounded here, not
+// tuned.
 TEST_F(CalibrationTest, HeldOutTtft) {
   for (const AccuracyGroup& g : report_.groups) {
+    if (g.split == "fit") continue;
     if (g.split == "held-out rows") {
       EXPECT_LE(g.ttft_mape, 25.0) << g.model << " " << g.engine;
-    } else if (g.split == "held-out model") {
-      EXPECT_LE(g.ttft_mape, 37.0) << g.model << " " << g.engine;
+    } else if (g.model == "llama-3.1-8b") {
+      EXPECT_LE(g.ttft_mape, 37.0) << g.engine;
+    } else {
+      EXPECT_EQ(g.model, "llama-3.1-70b");
+      EXPECT_LE(g.ttft_mape, 57.0) << g.engine;
     }
+  }
+}
+
+// The validation rows never reach the fit: one round of it gives the same
+// profiles with and without them.
+TEST_F(CalibrationTest, FitIgnoresValidationRows) {
+  ParsedMeasurements without = data_;
+  without.rows.resize(without.rows.size() - validation_rows_);
+  FitOptions one_round;
+  one_round.max_rounds = 1;
+  const auto a = FitCalibration(data_, CalibrationProfiles(), one_round);
+  const auto b = FitCalibration(without, CalibrationProfiles(), one_round);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_TRUE(b.ok()) << b.status();
+  ASSERT_EQ(a->size(), b->size());
+  for (size_t i = 0; i < a->size(); ++i) {
+    const Calibration& x = (*a)[i].calibration;
+    const Calibration& y = (*b)[i].calibration;
+    EXPECT_EQ(x.gemm_efficiency, y.gemm_efficiency);
+    EXPECT_EQ(x.attention_efficiency, y.attention_efficiency);
+    EXPECT_EQ(x.prefill_overhead_s, y.prefill_overhead_s);
+    EXPECT_EQ(x.prefill_queue_fraction, y.prefill_queue_fraction);
+    EXPECT_EQ(x.ttft_inflight_prefills, y.ttft_inflight_prefills);
   }
 }
 
@@ -94,6 +139,8 @@ TEST_F(CalibrationTest, MarkdownListsEveryGroup) {
   const std::string md = report_.Markdown();
   EXPECT_THAT(md, ::testing::HasSubstr(
                       "| llama-3.1-8b | trtllm | 177 | held-out model |"));
+  EXPECT_THAT(md, ::testing::HasSubstr(
+                      "| llama-3.1-70b | vllm | 45 | held-out model |"));
   EXPECT_THAT(md, ::testing::HasSubstr("Disaggregated rows excluded: 7."));
 }
 
