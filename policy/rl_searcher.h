@@ -74,8 +74,10 @@ struct RlOptions {
   // (PlanSpace::MoveToTuple), so that each tuple has an anchor from the
   // start, as a genetic algorithm's random population covers a small space
   // at once. Larger spaces are left to the policy: a partial sweep crowds the
-  // elite with near-Megatron variants (README "How it got here"). 0: never.
-  int tuple_sweep = 32;
+  // elite with near-Megatron variants (README "How it got here"). 64: every
+  // dense benchmark case and the two MoE cases on 16 GPUs; costs at most 64
+  // evaluations plus their batch line searches. 0: never.
+  int tuple_sweep = 64;
   // Batch line search (internal/batch_line_search.h) on the tuple sweep's
   // plans and on each sampled plan that beats the best of its degree tuple:
   // a moved plan's batch is rarely the one its tuple affords. Those

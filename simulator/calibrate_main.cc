@@ -47,8 +47,6 @@ void PrintProfiles(
   }
 }
 
-}  // namespace
-
 // Reads and parses one CSV; prints the error and returns nullopt on failure.
 std::optional<shardplan::simulator::ParsedMeasurements> Load(
     const std::string& path, bool validation_only) {
@@ -67,6 +65,8 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
   }
   return *std::move(data);
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   namespace sim = shardplan::simulator;
