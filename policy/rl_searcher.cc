@@ -1087,15 +1087,21 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
     };
     policy.SetElite(anchors());
     policy.Imitate(options_.imitation_steps);
-    // Without warm-start plans (weights alone carry no plan), small spaces
-    // get the tuple sweep.
+    // Without warm-start plans (weights alone carry no plan): the tuple
+    // sweep (RlOptions::tuple_sweep).
     if (!warm_elite && !run.elite().entries().empty() &&
-        tuples - 1 <= options_.tuple_sweep) {
+        options_.tuple_sweep > 0) {
       // Nearest tuples first, the order the policy's own tuple moves favour
-      // (tuple_locality).
+      // (tuple_locality); a uniform sample when there are too many.
       const Decisions& from = run.elite().entries().front().decisions;
+      std::vector<int> order =
+          run.space().NearestTuples(from[kDegreesDecision]);
+      if (order.size() > static_cast<size_t>(options_.tuple_sweep)) {
+        std::shuffle(order.begin(), order.end(), rng);
+        order.resize(options_.tuple_sweep);
+      }
       std::vector<Decisions> sweep;
-      for (int tuple : run.space().NearestTuples(from[kDegreesDecision]))
+      for (int tuple : order)
         sweep.push_back(run.space().MoveToTuple(from, tuple, rng));
       std::vector<ScoredPlan> scored = run.Evaluate(sweep);
       for (size_t i = 0; i < scored.size(); ++i) insert(sweep[i], scored[i]);

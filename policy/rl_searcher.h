@@ -68,15 +68,14 @@ struct RlOptions {
   // 16: fewer, better anchors are copied from more often (chosen on the
   // benchmark's seed sets; README "How it got here").
   int anchors = 8;
-  // Searches without warm-start plans (cold, or with saved weights only) on
-  // a space of at most this many degree tuples besides the initial plan's
-  // (Megatron's) first evaluate that plan moved to every other tuple
-  // (PlanSpace::MoveToTuple), so that each tuple has an anchor from the
-  // start, as a genetic algorithm's random population covers a small space
-  // at once. Larger spaces are left to the policy: a partial sweep crowds the
-  // elite with near-Megatron variants (README "How it got here"). 64: every
-  // dense benchmark case and the two MoE cases on 16 GPUs; costs at most 64
-  // evaluations plus their batch line searches. 0: never.
+  // Tuple sweep: searches without warm-start plans (cold, or with saved
+  // weights only) first evaluate the initial (Megatron) plan moved to other
+  // degree tuples (PlanSpace::MoveToTuple), so that tuples have an anchor
+  // from the start, as a genetic algorithm's random population does. With at
+  // most this many other tuples, all of them, nearest first; with more, this
+  // many drawn uniformly at random: the nearest ones alone crowd the elite
+  // with near-Megatron variants (README "How it got here"). Costs at most
+  // this many evaluations plus their batch line searches. 0: never.
   int tuple_sweep = 64;
   // Batch line search (internal/batch_line_search.h) on the tuple sweep's
   // plans and on each sampled plan that beats the best of its degree tuple:

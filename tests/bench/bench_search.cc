@@ -252,8 +252,8 @@ int Main(int argc, char** argv) {
   app.add_option("--rl_imitation", rl.imitation_steps,
                  "RL initial elite-cloning steps");
   app.add_option("--rl_tuple_sweep", rl.tuple_sweep,
-                 "RL: sweep every tuple first when the space has at most this "
-                 "many besides Megatron's (0: never)");
+                 "RL: first sweep every other degree tuple when there are at "
+                 "most this many, else this many at random (0: never)");
   app.add_option("--rl_batch_line_search", rl.batch_line_search,
                  "RL: batch line search on swept plans and new tuple bests");
   CLI11_PARSE(app, argc, argv);

@@ -112,45 +112,60 @@ TEST(RlSearcherTest, WarmStartStateRoundTrips) {
     EXPECT_EQ(ra->elite[i].plan, rb->elite[i].plan);
 }
 
-// A cold start on a small space spends its first evaluations on Megatron's
-// plan moved to every other degree tuple (RlOptions::tuple_sweep); a larger
-// space, or a warm start, does not.
-TEST(RlSearcherTest, ColdStartOnASmallSpaceTriesEveryDegreeTupleFirst) {
+// A cold start spends its first evaluations on Megatron's plan moved to other
+// degree tuples (RlOptions::tuple_sweep): every one when there are at most
+// tuple_sweep others, else tuple_sweep of them drawn with the search's seed;
+// a warm start, or tuple_sweep 0, does not.
+TEST(RlSearcherTest, ColdStartSweepsTheDegreeTuplesFirst) {
   auto built = testing::MakeModelAndSpace("llama-3.1-70b", 16);
   ASSERT_TRUE(built.ok()) << built.status();
   const simulator::CostModel& model = *built->model;
   const int tuples = built->space->NumChoices(kDegreesDecision);
   ASSERT_GT(tuples, 8);
-  SearchOptions options;
-  options.max_evaluations = tuples;  // the baseline, then the sweep
-  options.elite_size = tuples;
   CancellationToken cancel;
   SearchObserver observer;
-  auto tuples_tried = [&](const RlOptions& rl,
+  // The distinct degree tuples among the plans of a search of `budget`
+  // evaluations.
+  auto tuples_tried = [&](const RlOptions& rl, int budget, uint32_t seed = 1,
                           const WarmStart* warm = nullptr) {
+    SearchOptions options;
+    options.max_evaluations = budget;
+    options.elite_size = budget;
+    options.seed = seed;
     options.warm_start = warm;
     RlSearcher searcher(rl);
     auto r = searcher.Search(model, options, cancel, observer);
     EXPECT_TRUE(r.ok()) << r.status();
     std::set<std::array<int, 4>> seen;
     if (!r.ok()) return seen;
-    EXPECT_EQ(r->evaluations, tuples);
+    EXPECT_EQ(r->evaluations, budget);
     for (const ScoredPlan& s : r->elite)
       seen.insert({s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep});
     return seen;
   };
+  // The baseline, then the whole sweep.
   RlOptions sweep;
   sweep.tuple_sweep = tuples - 1;
-  EXPECT_EQ(tuples_tried(sweep).size(), static_cast<size_t>(tuples));
-  // tuple_sweep below the number of other tuples: no sweep, the policy's
-  // first batch stays near Megatron's tuple.
+  EXPECT_EQ(tuples_tried(sweep, tuples).size(), static_cast<size_t>(tuples));
+  // Fewer allowed than there are: that many, a different sample per seed.
+  RlOptions sample;
+  sample.tuple_sweep = tuples / 2;
+  const int budget = 1 + sample.tuple_sweep;
+  const auto first = tuples_tried(sample, budget, 1);
+  const auto second = tuples_tried(sample, budget, 2);
+  EXPECT_EQ(first.size(), static_cast<size_t>(budget));
+  EXPECT_EQ(second.size(), static_cast<size_t>(budget));
+  EXPECT_NE(first, second);
+  EXPECT_EQ(tuples_tried(sample, budget, 1), first);  // same seed, same sample
+  // No sweep: the policy's first batch stays near Megatron's tuple.
   RlOptions no_sweep;
-  no_sweep.tuple_sweep = tuples - 2;
-  EXPECT_LT(tuples_tried(no_sweep).size(), static_cast<size_t>(tuples));
+  no_sweep.tuple_sweep = 0;
+  EXPECT_LT(tuples_tried(no_sweep, tuples).size(), static_cast<size_t>(tuples));
   // A warm start with elite plans starts from them instead: no sweep.
   WarmStart warm;
   warm.elite_plans.push_back(simulator::MegatronPlan(model));
-  EXPECT_LT(tuples_tried(sweep, &warm).size(), static_cast<size_t>(tuples));
+  EXPECT_LT(tuples_tried(sweep, tuples, 1, &warm).size(),
+            static_cast<size_t>(tuples));
 }
 
 TEST(RlSearcherTest, CorruptWeightsAreInvalidArgument) {
