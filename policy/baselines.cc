@@ -233,11 +233,14 @@ class ExhaustiveSearcher : public RunSearcher {
                           size, limit, options.exhaustive_limit));
     }
     run.DisableCache();
+    // Cancellation is checked between batches: 1024 plans take ~1 ms, and
+    // stay under 100 ms even when instrumented (TSan runs ~30x slower).
+    constexpr size_t kBatch = 1024;
     std::vector<Decisions> batch;
-    batch.reserve(4096);
+    batch.reserve(kBatch);
     run.space().ForEach([&](const Decisions& d) {
       batch.push_back(d);
-      if (batch.size() < 4096) return true;
+      if (batch.size() < kBatch) return true;
       run.Evaluate(batch);
       batch.clear();
       run.ReportProgress(1);
