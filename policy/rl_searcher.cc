@@ -1085,6 +1085,20 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       for (size_t i = 0; i < k; ++i) top.push_back(*all[i]);
       return top;
     };
+    // Evaluates `from` moved to each of `tuples` (batch line search on each).
+    const auto sweep_to = [&](const Decisions& from,
+                              const std::vector<int>& tuples) {
+      std::vector<Decisions> sweep;
+      for (int tuple : tuples)
+        sweep.push_back(run.space().MoveToTuple(from, tuple, rng));
+      std::vector<ScoredPlan> scored = run.Evaluate(sweep);
+      for (size_t i = 0; i < scored.size(); ++i) insert(sweep[i], scored[i]);
+      if (options_.batch_line_search) {
+        sweep.resize(scored.size());
+        internal::BatchLineSearch(run, std::move(sweep), std::move(scored),
+                                  insert);
+      }
+    };
     policy.SetElite(anchors());
     policy.Imitate(options_.imitation_steps);
     // Without warm-start plans (weights alone carry no plan): the tuple
@@ -1100,18 +1114,23 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
         std::shuffle(order.begin(), order.end(), rng);
         order.resize(options_.tuple_sweep);
       }
-      std::vector<Decisions> sweep;
-      for (int tuple : order)
-        sweep.push_back(run.space().MoveToTuple(from, tuple, rng));
-      std::vector<ScoredPlan> scored = run.Evaluate(sweep);
-      for (size_t i = 0; i < scored.size(); ++i) insert(sweep[i], scored[i]);
-      if (options_.batch_line_search) {
-        sweep.resize(scored.size());
-        internal::BatchLineSearch(run, std::move(sweep), std::move(scored),
-                                  insert);
-      }
+      sweep_to(from, order);
     }
+    uint64_t neighbours_of = 0;  // hash of the last best plan swept around
     while (!run.Done()) {
+      if (options_.neighbour_sweep > 0 && !run.elite().entries().empty() &&
+          run.elite().entries().front().hash != neighbours_of) {
+        // Evaluations, like the line search: counted as cost-model time.
+        ScopedSeconds timer(&stats_.cost_model_seconds);
+        const EliteEntry& best = run.elite().entries().front();
+        neighbours_of = best.hash;
+        std::vector<int> order =
+            run.space().NearestTuples(best.decisions[kDegreesDecision]);
+        if (order.size() > static_cast<size_t>(options_.neighbour_sweep))
+          order.resize(options_.neighbour_sweep);
+        sweep_to(Decisions(best.decisions), order);
+        if (run.Done()) break;
+      }
       Clock::time_point t = Clock::now();
       policy.SetElite(anchors());
       // Oversample, then keep the plans this search has not scored yet first:

@@ -83,6 +83,15 @@ struct RlOptions {
   // evaluations feed the elite, not the policy gradient (they are not the
   // policy's samples).
   bool batch_line_search = true;
+  // Neighbour sweep: whenever the search's best plan changes, it is moved to
+  // this many of its nearest degree tuples (PlanSpace::MoveToTuple, batch line
+  // search on each) before the next sample. The best plan of a large MoE
+  // space often sits one coordinated change of several degrees away from the
+  // incumbent (dp/2, tp x2, ep/2 with the batch per GPU kept), a move the
+  // policy's samples make rarely once its elite has settled on one tuple.
+  // Costs at most this many evaluations (plus line searches) per new best.
+  // 0: never. 16 chosen on the benchmark (README "How it got here").
+  int neighbour_sweep = 16;
   int d_model = 32;
   int encoder_layers = 1;
 };

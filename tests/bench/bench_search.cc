@@ -254,6 +254,8 @@ int Main(int argc, char** argv) {
   app.add_option("--rl_tuple_sweep", rl.tuple_sweep,
                  "RL: first sweep every other degree tuple when there are at "
                  "most this many, else this many at random (0: never)");
+  app.add_option("--rl_neighbour_sweep", rl.neighbour_sweep,
+                 "RL: move each new best plan to this many nearest tuples");
   app.add_option("--rl_batch_line_search", rl.batch_line_search,
                  "RL: batch line search on swept plans and new tuple bests");
   CLI11_PARSE(app, argc, argv);

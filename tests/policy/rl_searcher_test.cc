@@ -31,14 +31,16 @@ class MeanRewardTest : public ::testing::TestWithParam<int> {};
 TEST_P(MeanRewardTest, RisesOverIterations) {
   auto model = testing::MakeCostModel("mixtral-8x7b", 8);
   ASSERT_TRUE(model.ok()) << model.status();
-  // The batch line search is off in both: it is not the policy (its plans
-  // are not in mean_rewards) but it improves the anchors the first batches
-  // copy from, which would blur what learning adds.
+  // The batch line search and the neighbour sweep are off in both: they are
+  // not the policy (their plans are not in mean_rewards) but they improve the
+  // anchors the batches copy from, which would blur what learning adds.
   RlOptions learner_options;
   learner_options.ppo_epochs = GetParam();
   learner_options.batch_line_search = false;
+  learner_options.neighbour_sweep = 0;
   RlOptions frozen_options = RlMethodOptions("rl-no-learning");
   frozen_options.batch_line_search = false;
+  frozen_options.neighbour_sweep = 0;
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     SCOPED_TRACE(seed);
     SearchOptions options;
@@ -160,12 +162,56 @@ TEST(RlSearcherTest, ColdStartSweepsTheDegreeTuplesFirst) {
   // No sweep: the policy's first batch stays near Megatron's tuple.
   RlOptions no_sweep;
   no_sweep.tuple_sweep = 0;
+  no_sweep.neighbour_sweep = 0;
   EXPECT_LT(tuples_tried(no_sweep, tuples).size(), static_cast<size_t>(tuples));
   // A warm start with elite plans starts from them instead: no sweep.
   WarmStart warm;
   warm.elite_plans.push_back(simulator::MegatronPlan(model));
-  EXPECT_LT(tuples_tried(sweep, tuples, 1, &warm).size(),
+  RlOptions sweep_only = sweep;
+  sweep_only.neighbour_sweep = 0;
+  EXPECT_LT(tuples_tried(sweep_only, tuples, 1, &warm).size(),
             static_cast<size_t>(tuples));
+}
+
+// Each time the search's best plan changes, it is moved to its
+// neighbour_sweep nearest degree tuples before the next sample: here the
+// Megatron plan (the first best, no tuple sweep) to exactly those tuples.
+TEST(RlSearcherTest, NewBestPlanIsMovedToItsNearestTuples) {
+  auto built = testing::MakeModelAndSpace("mixtral-8x22b", 64);
+  ASSERT_TRUE(built.ok()) << built.status();
+  const PlanSpace& space = *built->space;
+  RlOptions rl;
+  rl.tuple_sweep = 0;
+  rl.neighbour_sweep = 6;
+  SearchOptions options;
+  options.max_evaluations = 1 + rl.neighbour_sweep;
+  options.elite_size = options.max_evaluations;
+  CancellationToken cancel;
+  SearchObserver observer;
+  RlSearcher searcher(rl);
+  auto r = searcher.Search(*built->model, options, cancel, observer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->evaluations, options.max_evaluations);
+  std::set<std::array<int, 4>> tried, expected;
+  for (const ScoredPlan& s : r->elite)
+    tried.insert({s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep});
+  const simulator::PlanDims megatron =
+      simulator::MegatronPlan(*built->model);
+  expected.insert({megatron.dp, megatron.tp, megatron.pp, megatron.ep});
+  int megatron_tuple = -1;
+  for (size_t i = 0; i < space.degrees().size(); ++i) {
+    const Degrees& d = space.degrees()[i];
+    if (d.dp == megatron.dp && d.tp == megatron.tp && d.pp == megatron.pp &&
+        d.ep == megatron.ep)
+      megatron_tuple = static_cast<int>(i);
+  }
+  ASSERT_GE(megatron_tuple, 0);
+  const std::vector<int> nearest = space.NearestTuples(megatron_tuple);
+  for (int i = 0; i < rl.neighbour_sweep; ++i) {
+    const Degrees& d = space.degrees()[nearest[i]];
+    expected.insert({d.dp, d.tp, d.pp, d.ep});
+  }
+  EXPECT_EQ(tried, expected);
 }
 
 TEST(RlSearcherTest, CorruptWeightsAreInvalidArgument) {
