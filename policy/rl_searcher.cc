@@ -1128,6 +1128,7 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
             run.space().NearestTuples(best.decisions[kDegreesDecision]);
         if (order.size() > static_cast<size_t>(options_.neighbour_sweep))
           order.resize(options_.neighbour_sweep);
+        // A copy: the sweep's evaluations change the elite `best` lives in.
         sweep_to(Decisions(best.decisions), order);
         if (run.Done()) break;
       }

@@ -195,8 +195,7 @@ TEST(RlSearcherTest, NewBestPlanIsMovedToItsNearestTuples) {
   std::set<std::array<int, 4>> tried, expected;
   for (const ScoredPlan& s : r->elite)
     tried.insert({s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep});
-  const simulator::PlanDims megatron =
-      simulator::MegatronPlan(*built->model);
+  const simulator::PlanDims megatron = simulator::MegatronPlan(*built->model);
   expected.insert({megatron.dp, megatron.tp, megatron.pp, megatron.ep});
   int megatron_tuple = -1;
   for (size_t i = 0; i < space.degrees().size(); ++i) {
