@@ -152,7 +152,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   AddProblemOptions(plan, &problem, plan_hw);
   plan->add_option("--method", search.method, "Search method")
       ->check(CLI::IsMember(
-          {"rl", "megatron", "random", "anneal", "genetic", "exhaustive"}))
+          {"rl", "megatron", "random", "anneal", "genetic", "exhaustive",
+           "grid"}))
       ->capture_default_str();
   plan->add_option("--max-evaluations", search.max_evaluations,
                    "Cost-model evaluations (0 = server default)")

@@ -214,6 +214,8 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
   const Degrees d{Positive(plan.dp()), Positive(plan.tp()), Positive(plan.pp()),
                   Positive(plan.ep())};
   const bool moe = context.is_moe || d.ep > 1;
+  // Independent model instances: one engine instance (command) each.
+  const int replicas = Positive(plan.replicas());
   const char* engine_name = EngineName(engine);
   Builder b;
 
@@ -301,6 +303,7 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
                attention_dp ? (batch + d.tp - 1) / d.tp : batch);
       if (wdt == "fp8") b.Flag("--quantization", "fp8");
       if (kvdt == "fp8") b.Flag("--kv-cache-dtype", "fp8");
+      CommentReplicaCopies(replicas, d.dp * d.tp * d.pp, "a load balancer", b);
       if (UnevenStages(plan)) {
         b.env.push_back("VLLM_PP_LAYER_PARTITION=" +
                         absl::StrJoin(plan.stage_layers(), ","));
@@ -346,7 +349,7 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
       if (wdt == "fp8") b.Flag("--quantization", "fp8");
       if (kvdt == "fp8") b.Flag("--kv-cache-dtype", "fp8_e4m3");
       WarnUnevenStages(plan, "SGLang", b);
-      CommentReplicaCopies(copies, d.tp * d.pp,
+      CommentReplicaCopies(copies * replicas, (moe ? d.dp : 1) * d.tp * d.pp,
                            "sglang_router or another load balancer", b);
       const int server_gpus = s_tp * d.pp;
       const int server_nodes = NodesFor(server_gpus, context);
@@ -413,7 +416,8 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
             wdt == "fp8" ? "FP8" : "NVFP4", model_id));
       }
       WarnUnevenStages(plan, "TensorRT-LLM", b);
-      CommentReplicaCopies(copies, d.tp * d.pp, "a load balancer", b);
+      CommentReplicaCopies(copies * replicas, (moe ? d.dp : 1) * d.tp * d.pp,
+                           "a load balancer", b);
       const int server_gpus = t_tp * d.pp;
       const int server_nodes = NodesFor(server_gpus, context);
       if (server_nodes > 1) {

@@ -28,6 +28,17 @@ std::unique_ptr<Searcher> NewGeneticSearcher();
 // "space has N plans, limit M" when N > min(exhaustive_limit, max_evaluations -
 // 1).
 std::unique_ptr<Searcher> NewExhaustiveSearcher();
+// "grid": every degree tuple (replicas included) with Megatron operator dims,
+// every micro-batch count and batch size, within the evaluation budget.
+std::unique_ptr<Searcher> NewGridSearcher();
+
+// The grid sweep's best plan, evaluated directly (every degree tuple and
+// micro-batch count of `space` with Megatron operator dims, the cost model's
+// best batch under the SLOs): the AIConfigurator-style reference every
+// speedup is also reported against. Not counted against any search budget;
+// costs (tuples x micro-batch counts) evaluations, each scanning the batch
+// sizes. Returns an infeasible plan when no grid plan is feasible.
+ScoredPlan GridBest(const PlanSpace& space);
 
 }  // namespace shardplan::policy
 

@@ -52,7 +52,7 @@ double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
   const simulator::ModelDims& m = p.model;
   const double weight_bytes =
       m.TotalParams() * simulator::BytesPerElement(p.workload.weight_dtype) /
-      std::max(1, p.cluster.num_gpus);
+      std::max(1, p.cluster.num_gpus / std::max(1, g.replicas));
   double kv_per_token_layer = 0;
   if (m.is_mla()) {
     kv_per_token_layer = m.kv_lora_rank + m.qk_rope_head_dim;
@@ -91,28 +91,40 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
   const std::vector<int>& batches = simulator::BatchSizeCandidates();
   const simulator::ShardDims megatron_dims = simulator::MegatronShardDims();
 
-  for (int tp = 1; tp <= n; ++tp) {
-    if (n % tp != 0) continue;
+  // Replicas (MoE only; see Degrees): an instance must at least hold the
+  // weights, so instances too small for them are not offered.
+  const double weight_bytes =
+      m.TotalParams() * simulator::BytesPerElement(p.workload.weight_dtype);
+  for (int replicas = 1; replicas <= (m.is_moe() ? n : 1); ++replicas) {
+    if (n % replicas != 0) continue;
+    const int instance = n / replicas;
+    if (replicas > 1 &&
+        weight_bytes > instance * p.cluster.hardware.hbm_bytes) {
+      continue;
+    }
+  for (int tp = 1; tp <= instance; ++tp) {
+    if (instance % tp != 0) continue;
     if (m.heads > 0 && m.heads % tp != 0) continue;
     if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
       continue;
-    for (int pp = 1; pp <= n / tp; ++pp) {
-      if ((n / tp) % pp != 0 || pp > m.layers ||
+    for (int pp = 1; pp <= instance / tp; ++pp) {
+      if ((instance / tp) % pp != 0 || pp > m.layers ||
           pp > simulator::kMaxPipelineStages) {
         continue;
       }
-      const int dp = n / (tp * pp);
+      const int dp = instance / (tp * pp);
       for (int ep = 1; ep <= dp * tp; ++ep) {
         if ((dp * tp) % ep != 0) continue;
         if (!m.is_moe() && ep != 1) continue;
         if (m.is_moe() && m.experts % ep != 0) continue;
         PlanDims plan;
+        plan.replicas = replicas;
         plan.dp = dp;
         plan.tp = tp;
         plan.pp = pp;
         plan.ep = ep;
         if (!model.ValidatePlan(plan).ok()) continue;
-        const Degrees g{dp, tp, pp, ep};
+        const Degrees g{dp, tp, pp, ep, replicas};
 
         // Operators.
         std::array<uint64_t, simulator::kNumOpKinds> op_mask{};
@@ -182,9 +194,10 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
       }
     }
   }
+  }
   if (space->degrees_.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "no valid (dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
+        "no valid (replicas, dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
   }
   double size = 0;
   for (size_t t = 0; t < space->degrees_.size(); ++t) {
@@ -245,6 +258,7 @@ bool PlanSpace::IsValid(const Decisions& decisions) const {
 PlanDims PlanSpace::Decode(const Decisions& decisions) const {
   PlanDims plan;
   const Degrees& g = degrees_[decisions[kDegreesDecision]];
+  plan.replicas = g.replicas;
   plan.dp = g.dp;
   plan.tp = g.tp;
   plan.pp = g.pp;
@@ -266,16 +280,17 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
   int t = -1;
   for (size_t i = 0; i < degrees_.size(); ++i) {
     const Degrees& g = degrees_[i];
-    if (g.dp == plan.dp && g.tp == plan.tp && g.pp == plan.pp &&
-        g.ep == plan.ep) {
+    if (g.replicas == plan.replicas && g.dp == plan.dp && g.tp == plan.tp &&
+        g.pp == plan.pp && g.ep == plan.ep) {
       t = static_cast<int>(i);
       break;
     }
   }
   if (t < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "degrees (dp %d, tp %d, pp %d, ep %d) are not in the plan space",
-        plan.dp, plan.tp, plan.pp, plan.ep));
+        "degrees (replicas %d, dp %d, tp %d, pp %d, ep %d) are not in the "
+        "plan space",
+        plan.replicas, plan.dp, plan.tp, plan.pp, plan.ep));
   }
   if (plan.num_stage_layers != 0) {
     return absl::InvalidArgumentError(
@@ -454,7 +469,8 @@ std::array<float, PlanSpace::kDegreeFeatures> PlanSpace::DegreeFeatures(
           lg(g.tp_expert()),
           g.tp > gpn ? 1.0f : 0.0f,
           g.tp_expert() > gpn ? 1.0f : 0.0f,
-          lg(static_cast<double>(g.tp) * g.pp)};
+          lg(static_cast<double>(g.tp) * g.pp),
+          lg(g.replicas)};
 }
 
 }  // namespace shardplan::policy

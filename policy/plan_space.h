@@ -50,6 +50,9 @@ struct Degrees {
   int tp = 1;
   int pp = 1;
   int ep = 1;
+  // Independent model instances (MoE only: a dense model's dp ranks already
+  // are independent copies, so dense tuples keep replicas = 1).
+  int replicas = 1;
   // (dp * tp) / ep: the tensor-parallel width inside an expert group (1 for
   // dense models).
   int tp_expert() const { return ep > 0 ? dp * tp / ep : 1; }
@@ -136,7 +139,7 @@ class PlanSpace {
 
   // Problem-independent features of degree tuple i (log-scaled, roughly in [0,
   // 1]), kDegreeFeatures of them; for the RL policy.
-  static constexpr int kDegreeFeatures = 8;
+  static constexpr int kDegreeFeatures = 9;
   std::array<float, kDegreeFeatures> DegreeFeatures(int i) const;
 
  private:

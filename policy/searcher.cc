@@ -10,7 +10,7 @@ namespace shardplan::policy {
 
 const std::vector<std::string>& SearchMethods() {
   static const auto* methods = new std::vector<std::string>{
-      "rl", "megatron", "random", "anneal", "genetic", "exhaustive"};
+      "rl", "megatron", "random", "anneal", "genetic", "exhaustive", "grid"};
   return *methods;
 }
 
@@ -22,6 +22,7 @@ absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(
   if (method == "anneal") return NewAnnealSearcher();
   if (method == "genetic") return NewGeneticSearcher();
   if (method == "exhaustive") return NewExhaustiveSearcher();
+  if (method == "grid") return NewGridSearcher();
   // Ablations for the benchmark; not advertised in SearchMethods().
   if (method == "rl-no-elite" || method == "rl-no-learning") {
     return std::unique_ptr<Searcher>(

@@ -5,7 +5,9 @@
 // simulator/calibration.cc.
 //
 //   shardplan-calibrate --csv
-//   simulator/calibration/data/h100_measured_latency.csv [--fit]
+//   simulator/calibration/data/h100_measured_latency.csv
+//                       [--csv simulator/calibration/data/h100_moe_latency.csv]
+//                       [--fit]
 //                       [--validation-csv FILE]...  (held-out models only)
 //                       [--rows]   (per-row predictions as CSV)
 #include <fstream>
@@ -38,12 +40,12 @@ void PrintProfiles(
         "decode_step_overhead_s %.10g, prefill_overhead_s %.10g, "
         "layer_overhead_s %.10g, "
         "prefill_queue_fraction %.10g, ttft_wait_iterations %.10g, "
-        "ttft_inflight_prefills %.10g\n",
+        "ttft_inflight_prefills %.10g, fp4_dequant_bytes_per_weight %.10g\n",
         p.name, p.engine, c.gemm_efficiency, c.gemm_half_efficiency_tokens,
         c.hbm_efficiency, c.attention_efficiency, c.collective_latency_scale,
         c.decode_step_overhead_s, c.prefill_overhead_s, c.layer_overhead_s,
         c.prefill_queue_fraction, c.ttft_wait_iterations,
-        c.ttft_inflight_prefills);
+        c.ttft_inflight_prefills, c.fp4_dequant_bytes_per_weight);
   }
 }
 
@@ -70,13 +72,13 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
 
 int main(int argc, char** argv) {
   namespace sim = shardplan::simulator;
-  std::string csv_path;
+  std::vector<std::string> csv_paths;
   std::vector<std::string> validation_paths;
   bool fit = false, rows = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
-      csv_path = argv[++i];
+      csv_paths.push_back(argv[++i]);
     } else if (a == "--validation-csv" && i + 1 < argc) {
       validation_paths.push_back(argv[++i]);
     } else if (a == "--fit") {
@@ -87,9 +89,18 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (csv_path.empty()) return Usage();
-  std::optional<sim::ParsedMeasurements> data = Load(csv_path, false);
+  if (csv_paths.empty()) return Usage();
+  std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;
+  // Further fit files (each with its own 1-in-4 held-out rows).
+  for (size_t i = 1; i < csv_paths.size(); ++i) {
+    std::optional<sim::ParsedMeasurements> more = Load(csv_paths[i], false);
+    if (!more) return 1;
+    data->rows.insert(data->rows.end(), more->rows.begin(), more->rows.end());
+    data->skipped_disaggregated += more->skipped_disaggregated;
+    data->skipped_other += more->skipped_other;
+    data->skipped_queueing += more->skipped_queueing;
+  }
   // Validation-only rows join the report as held-out models; the fit never
   // sees them (FitCalibration skips held-out rows).
   for (const std::string& path : validation_paths) {
@@ -98,6 +109,7 @@ int main(int argc, char** argv) {
     data->rows.insert(data->rows.end(), more->rows.begin(), more->rows.end());
     data->skipped_disaggregated += more->skipped_disaggregated;
     data->skipped_other += more->skipped_other;
+    data->skipped_queueing += more->skipped_queueing;
   }
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
   if (fit) {
@@ -148,6 +160,10 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << report->Markdown();
+  std::cout << absl::StrFormat(
+      "Rows above %d concurrent requests excluded (engine queueing, not "
+      "modelled): %d.\n",
+      sim::kMaxRunningBatch, data->skipped_queueing);
   absl::StatusOr<std::vector<sim::CrossCheckRow>> cross =
       sim::CrossCheckPublicThroughput(profiles.front().calibration);
   if (!cross.ok()) {

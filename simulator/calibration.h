@@ -44,7 +44,8 @@ struct MeasuredRow {
   std::string engine_version;
   std::string model_path;     // Hugging Face id
   std::string catalog_model;  // our catalog name
-  bool fp8 = false;           // FP8 weights (precision / gemm_quant_mode fp8*)
+  bool fp8 = false;  // FP8 weights (precision / gemm_quant_mode fp8*)
+  bool fp4 = false;  // FP4 weights (precision / gemm_quant_mode *fp4)
   int isl = 0;
   int osl = 0;
   int concurrency = 0;
@@ -63,11 +64,22 @@ struct MeasuredRow {
   bool held_out() const { return held_out_model || held_out_row; }
 };
 
+// Concurrency above which a row is not an aggregated-serving steady state: the
+// gpt-oss-120b vLLM rows at 512 concurrent requests report TPOT 3.6-27 ms,
+// below the same layouts' TPOT at 64 requests (7-15 ms), so most of the 512
+// were waiting in the engine's queue (its running-batch cap, vLLM
+// --max-num-seqs), which the cost model does not model. No other row exceeds
+// 256.
+inline constexpr int kMaxRunningBatch = 256;
+
 struct ParsedMeasurements {
   std::vector<MeasuredRow> rows;  // aggregated-serving rows we can model
   int skipped_disaggregated =
       0;                  // disaggregated prefill/decode rows (excluded)
   int skipped_other = 0;  // rows of unknown models or with missing numbers
+  // Rows with more concurrent requests than an engine runs at once
+  // (kMaxRunningBatch): they measure the scheduler's queue, not the batch.
+  int skipped_queueing = 0;
 };
 
 // Parses the calibration CSV (h100_measured_latency.csv format).

@@ -67,6 +67,7 @@
 #include "absl/strings/str_format.h"
 #include "simulator/calibration.h"
 #include "simulator/internal/cost_layers.h"
+#include "simulator/placement.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::simulator {
@@ -112,7 +113,20 @@ struct CostConstants {
   double attention_prefill_flops_per_s = 0, attention_decode_flops_per_s = 0;
   double nv_bytes_per_s = 0, ib_bytes_per_s = 0, nv_latency_s = 0,
          ib_latency_s = 0;
+  // The link's datasheet figures, for kernels costed from measurements.
+  double ib_raw_bytes_per_s = 0, ib_raw_latency_s = 0;
+  // Expert dispatch bytes per element (FP8 with FP8/FP4 weights, as DeepEP
+  // and the engines dispatch; combine is always bf16).
+  double dispatch_bytes = 2;
+  // FP4 weights on hardware without FP4 tensor cores (Hopper): weight-only
+  // dequantising kernels, costed as streaming this many bytes per weight
+  // element instead of 0.5 (Calibration::fp4_dequant_bytes_per_weight).
+  bool fp4_dequant = false;
+  // Bytes per weight element a GEMM's time is charged for (weight_bytes, or
+  // the dequantising kernels' equivalent).
+  double weight_stream_bytes = 2;
   int gpus_per_node = 8, num_gpus = 1;
+  ClusterDims cluster;
   double capacity_bytes = 0;
   // Workload.
   double isl = 0, osl = 0, ctx_decode = 0, ctx_max = 0;
@@ -135,11 +149,15 @@ struct Traffic {
 
 // Plan-dependent constants shared by all phases of one evaluation.
 struct PlanCtx {
-  int dp = 1, tp = 1, pp = 1, ep = 1, tp_expert = 1;
+  // replicas: independent copies of the model (dense: replicas * dp, see
+  // simulator/placement.h); dp: attention data-parallel ranks of an MoE stage.
+  int replicas = 1, dp = 1, tp = 1, pp = 1, ep = 1, tp_expert = 1;
   ShardDims dims{};
   Group tp_group, tp_expert_group, ep_group;
   int micro_batches = 1;
   bool p2p_inter_node = false;
+  // Nodes spanned (reported in the Evaluation).
+  int tp_nodes = 1, ep_nodes = 1, replica_nodes = 1;
   // Expected distinct expert groups a token is sent to, divided by top_k (a
   // token routed to several experts of one group is sent there once).
   double dispatch_fanout = 1;
@@ -197,6 +215,30 @@ double CollectiveSeconds(const CostConstants& k, Collective c, double bytes,
   return std::max(hier, intra);
 }
 
+// Expert dispatch/combine across nodes, measured: DeepEP's kernels on H800
+// with one CX7 400 Gb/s NIC per GPU (the NIC of an H100 DGX/HGX node),
+// https://github.com/deepseek-ai/DeepEP (README, "Performance"). Bandwidth per
+// GPU in bytes/s by EP size (log2 8..256). Low-latency kernels (decode, 128
+// tokens per rank, top-8, hidden 7168): every routed copy counted, local ones
+// included. Normal kernels (prefill, 4096 tokens): RDMA bytes only.
+constexpr std::array<double, 6> kLowLatencyDispatchBytesPerS = {
+    98e9, 63e9, 48e9, 43e9, 39e9, 39e9};
+constexpr std::array<double, 6> kLowLatencyCombineBytesPerS = {
+    127e9, 74e9, 53e9, 46e9, 39e9, 40e9};
+constexpr std::array<double, 6> kNormalRdmaBytesPerS = {43e9, 43e9, 58e9,
+                                                        51e9, 51e9, 51e9};
+// The NIC those tables were measured with (CX7, 400 Gb/s = 50 GB/s); other
+// hardware scales them by its inter-node bandwidth.
+constexpr double kDeepEpNicBytesPerS = 50e9;
+
+// Table lookup, linear in log2(ep) between EP 8 and 256 (clamped).
+double DeepEpBytesPerS(const std::array<double, 6>& table, int ep) {
+  const double x = std::clamp(std::log2(std::max(ep, 1)) - 3.0, 0.0, 5.0);
+  const int i = std::min(4, static_cast<int>(x));
+  const double f = x - i;
+  return table[i] * (1 - f) + table[i + 1] * f;
+}
+
 struct LayerResult {
   std::array<double, kNumOpKinds> compute{};
   std::array<double, kNumOpKinds> memory{};
@@ -250,7 +292,8 @@ class Pass {
     const int i = static_cast<int>(op);
     r_.compute[i] += flops_rank / (k_.gemm_flops_per_s * eff);
     r_.memory[i] +=
-        (weights_rank * k_.weight_bytes + act_bytes) / k_.hbm_bytes_per_s;
+        (weights_rank * k_.weight_stream_bytes + act_bytes) /
+        k_.hbm_bytes_per_s;
   }
 
   // Weights and FLOPs per rank of a dense GEMM with `w` weight elements, split
@@ -403,12 +446,24 @@ class Pass {
     const double domain_tokens = p_.dp * T;
     // distinct destination groups per token
     const double dests = p_.dispatch_fanout * k_.top_k;
-    const double a2a_bytes = T / n * dests * k_.hidden * kActivationBytes;
-    Comm(OpKind::kExpertUp, Collective::kAllToAll, a2a_bytes, p_.ep_group);
+    ExpertAllToAll(OpKind::kExpertUp, T / n, /*combine=*/false);
     // Tokens at one expert group: token-expert pairs, distinct tokens,
     // shared-expert tokens.
-    const double pairs = domain_tokens * k_.top_k / p_.ep;
-    const double unique = domain_tokens * dests / p_.ep;
+    // The busiest expert group sets the pace. With tokens routed
+    // independently, a group's load is ~Poisson(mean) and the largest of ep
+    // such loads is ~mean + sqrt(2 mean ln ep): the least imbalance there is
+    // without a balancer (real routers are more skewed; EPLB-style replication
+    // of hot experts brings it back towards this).
+    const double mean_pairs = domain_tokens * k_.top_k / p_.ep;
+    const double imbalance =
+        p_.ep > 1 ? 1.0 + std::sqrt(2.0 * std::log(static_cast<double>(p_.ep)) /
+                                    std::max(1.0, mean_pairs))
+                  : 1.0;
+    const double pairs =
+        std::min(mean_pairs * imbalance,
+                 domain_tokens * std::min(k_.top_k, k_.experts / p_.ep));
+    const double unique =
+        std::min(domain_tokens * dests / p_.ep * imbalance, domain_tokens);
     const double shared_tokens = domain_tokens / p_.ep;
     const double experts_rank = k_.experts / p_.ep;
     const int ne = p_.tp_expert;
@@ -436,8 +491,56 @@ class Pass {
     // and combined back to the tokens' ranks by a second all-to-all.
     Transition(OpKind::kExpertDown, ld.out, Layout::kTokenSplit, false,
                k_.hidden, unique, p_.tp_expert_group);
-    Comm(OpKind::kExpertDown, Collective::kAllToAll, a2a_bytes, p_.ep_group);
+    ExpertAllToAll(OpKind::kExpertDown, T / n, /*combine=*/true);
     return Merge(OpKind::kExpertDown, Layout::kTokenSplit, residual);
+  }
+
+  // Dispatch (or combine) of `tokens_rank` tokens per rank to their experts
+  // over the EP group. Inside a node: the NVLink all-to-all of the ring
+  // formulas, one copy per destination rank. Across nodes: DeepEP's measured
+  // bandwidths (see kLowLatencyDispatchBytesPerS) plus one inter-node latency;
+  // decode uses the low-latency kernels (one copy per routed expert), prefill
+  // the normal ones (one copy per destination rank over RDMA, NVLink
+  // forwarding in parallel).
+  void ExpertAllToAll(OpKind op, double tokens_rank, bool combine) {
+    const Group& g = p_.ep_group;
+    if (g.n <= 1 || tokens_rank <= 0) return;
+    const double elem = combine ? kActivationBytes : k_.dispatch_bytes;
+    const double deduped =
+        tokens_rank * p_.dispatch_fanout * k_.top_k * k_.hidden * elem;
+    const int i = static_cast<int>(op);
+    if (g.per_node >= g.n) {
+      Comm(op, Collective::kAllToAll, deduped, g);
+      return;
+    }
+    const double n = g.n;
+    const double gi = std::max(1, std::min(g.per_node, g.n));
+    const double nic_scale = k_.ib_raw_bytes_per_s / kDeepEpNicBytesPerS;
+    double seconds = 0;
+    if (decode_) {
+      const double bytes = tokens_rank * k_.top_k * k_.hidden * elem;
+      const double bw =
+          DeepEpBytesPerS(combine ? kLowLatencyCombineBytesPerS
+                                  : kLowLatencyDispatchBytesPerS,
+                          g.n) *
+          nic_scale;
+      seconds = k_.ib_raw_latency_s + bytes / bw;
+      r_.traffic.nv += bytes * (gi - 1) / n;
+      r_.traffic.ib += bytes * (n - gi) / n;
+    } else {
+      const double rdma = deduped * (n - gi) / n;
+      const double nvl = deduped * (gi - 1) / n;
+      seconds = k_.ib_raw_latency_s +
+                std::max(rdma / (DeepEpBytesPerS(kNormalRdmaBytesPerS, g.n) *
+                                 nic_scale),
+                         nvl / k_.nv_bytes_per_s);
+      r_.traffic.nv += nvl;
+      r_.traffic.ib += rdma;
+    }
+    r_.comm[i] += seconds;
+    if (records_ != nullptr) {
+      records_->push_back({op, Collective::kAllToAll, deduped, g.n});
+    }
   }
 
   void ExpertGemm(OpKind op, ShardDim dim, double w_expert, double pairs,
@@ -585,61 +688,40 @@ Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p) {
   return res;
 }
 
-Group MakeTpGroup(int tp, int gpus_per_node) {
+Group ToGroup(const GroupShape& shape) {
   Group g;
-  g.n = tp;
-  if (tp <= gpus_per_node && gpus_per_node % tp == 0) {
-    g.per_node = tp;
-  } else if (tp > gpus_per_node && tp % gpus_per_node == 0) {
-    g.per_node = gpus_per_node;
-  } else {
-    // groups straddle node boundaries unevenly: assume the worst
-    g.per_node = 1;
-  }
+  g.n = shape.n;
+  g.per_node = std::min(shape.per_node, shape.n);
   return g;
 }
 
 PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan) {
   PlanCtx p;
-  p.dp = plan.dp;
+  const PlanPlacement place = PlacePlan(plan, k.cluster, k.moe);
+  p.replicas = place.replicas;
+  p.dp = place.dp;
   p.tp = plan.tp;
   p.pp = plan.pp;
   p.ep = k.moe ? plan.ep : 1;
   p.dims = plan.dims;
   p.micro_batches = plan.micro_batches > 0 ? plan.micro_batches : plan.pp;
-  const int G = k.gpus_per_node;
-  p.tp_group = MakeTpGroup(plan.tp, G);
-  // Expert domain: the dp*tp ranks of one stage. Members per node with rank
-  // order tp, pp, dp.
-  const int domain = plan.dp * plan.tp;
-  int dom_per_node;
-  if (plan.dp == 1) {
-    dom_per_node = p.tp_group.per_node;
-  } else if (plan.tp * plan.pp <= G && G % (plan.tp * plan.pp) == 0) {
-    dom_per_node = std::min(domain, G / plan.pp);
-  } else if (plan.tp >= G) {
-    dom_per_node = p.tp_group.per_node;
-  } else {
-    dom_per_node = p.tp_group.per_node;  // one tp group of this stage per node
-  }
-  if (dom_per_node < 1 || domain % dom_per_node != 0) dom_per_node = 1;
+  p.tp_group = ToGroup(place.tp);
+  // Expert domain: the dp*tp ranks of one stage of one replica, contiguous.
+  const int domain = place.stage_size;
   p.tp_expert = std::max(1, domain / std::max(1, p.ep));
-  // Expert tp groups are consecutive domain members (inside a tp group when
-  // tp_expert <= tp).
-  p.tp_expert_group.n = p.tp_expert;
-  if (p.tp_expert <= plan.tp) {
-    p.tp_expert_group.per_node = std::min(p.tp_expert, p.tp_group.per_node);
-  } else {
-    p.tp_expert_group.per_node = std::min(p.tp_expert, dom_per_node);
-  }
+  // Expert tp groups are consecutive domain members; an EP group takes one
+  // rank of each, so it has 1/tp_expert of the domain's members in each node.
+  p.tp_expert_group = ToGroup(ContiguousBlockShape(
+      p.tp_expert, k.cluster.num_gpus, k.cluster.gpus_per_node));
   p.ep_group.n = p.ep;
   p.ep_group.per_node =
-      dom_per_node >= domain
-          ? p.ep
-          : std::max(1, std::min(p.ep, dom_per_node / p.tp_expert));
-  // Stage boundaries cross nodes unless a whole replica's stages share a node.
-  p.p2p_inter_node =
-      plan.pp > 1 && !(plan.tp * plan.pp <= G && G % (plan.tp * plan.pp) == 0);
+      place.domain.spans_nodes()
+          ? std::max(1, std::min(p.ep, place.domain.per_node / p.tp_expert))
+          : p.ep;
+  p.p2p_inter_node = place.p2p_inter_node;
+  p.tp_nodes = place.tp.nodes;
+  p.ep_nodes = p.ep > 1 ? place.domain.nodes : 1;
+  p.replica_nodes = place.replica.nodes;
   if (k.moe && k.experts > 0 && p.ep > 1) {
     p.dispatch_fanout =
         p.ep * (1.0 - std::pow(1.0 - 1.0 / p.ep, k.top_k)) / k.top_k;
@@ -911,6 +993,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
       std::max(max_work, chain) + k.cal.decode_step_overhead_s;
 
   e.decode_iteration_s = iteration;
+  e.tp_nodes = p.tp_nodes;
+  e.ep_nodes = p.ep_nodes;
+  e.replica_nodes = p.replica_nodes;
+  e.pipeline_crosses_nodes = p.p2p_inter_node;
   e.tpot_s = iteration;
   e.prefill_s = s.prefill_chain_s;
   const double others = (B - 1) / B;  // 0 at batch 1: nobody to wait for
@@ -919,7 +1005,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
               k.cal.prefill_queue_fraction * (B - 1)) *
                  s.prefill_max_stage_s +
              k.cal.ttft_wait_iterations * iteration * others;
-  e.output_tokens_per_s = p.dp * B / iteration;
+  e.output_tokens_per_s = p.replicas * p.dp * B / iteration;
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / k.num_gpus;
 
   // Breakdown: the slowest stage's decode iteration and one request's worst
@@ -1012,15 +1098,12 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
 
 }  // namespace
 
-// The GEMM peak to use for a weight dtype (FP4 without FP4 tensor cores runs
-// at the FP8 rate after dequantisation).
+// The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
+// (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
+// registers, bf16 tensor-core math (vLLM's Marlin MXFP4/NVFP4 path).
 double GemmPeak(const HardwareDims& hw, Dtype dtype) {
   const double peak = hw.peak_flops_per_s[static_cast<int>(dtype)];
   if (peak > 0) return peak;
-  if (dtype == Dtype::kFp4 &&
-      hw.peak_flops_per_s[static_cast<int>(Dtype::kFp8)] > 0) {
-    return hw.peak_flops_per_s[static_cast<int>(Dtype::kFp8)];
-  }
   return hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)];
 }
 
@@ -1271,6 +1354,12 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   const WorkloadDims& wd = model->problem_.workload;
   const HardwareDims& hd = model->problem_.cluster.hardware;
   k->weight_bytes = BytesPerElement(wd.weight_dtype);
+  k->fp4_dequant =
+      wd.weight_dtype == Dtype::kFp4 &&
+      !(hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0);
+  k->weight_stream_bytes = k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight
+                                           : k->weight_bytes;
+  k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
   k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s =
       internal::GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;
@@ -1283,8 +1372,13 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->nv_bytes_per_s = hd.intra_node_bytes_per_s * cal.intra_node_efficiency;
   k->ib_bytes_per_s = hd.inter_node_bytes_per_s * cal.inter_node_efficiency;
   k->nv_latency_s = hd.intra_node_latency_s * cal.collective_latency_scale;
-  k->ib_latency_s = hd.inter_node_latency_s * cal.collective_latency_scale;
+  // The latency scale is fitted on single-node rows only: inter-node
+  // collectives keep the link's own latency.
+  k->ib_latency_s = hd.inter_node_latency_s;
+  k->ib_raw_bytes_per_s = hd.inter_node_bytes_per_s;
+  k->ib_raw_latency_s = hd.inter_node_latency_s;
   k->gpus_per_node = model->problem_.cluster.gpus_per_node;
+  k->cluster = model->problem_.cluster;
   k->num_gpus = model->problem_.cluster.num_gpus;
   k->capacity_bytes = hd.hbm_bytes * (1 - kMemoryReserveFraction);
   k->isl = wd.input_tokens;
@@ -1306,15 +1400,18 @@ absl::Status CostModel::ValidatePlan(const PlanDims& plan) const {
     return absl::InvalidArgumentError(
         absl::StrFormat("plan.%s must be >= 1, got %d", field, v));
   };
+  RETURN_IF_ERROR(positive("replicas", plan.replicas));
   RETURN_IF_ERROR(positive("dp", plan.dp));
   RETURN_IF_ERROR(positive("tp", plan.tp));
   RETURN_IF_ERROR(positive("pp", plan.pp));
   RETURN_IF_ERROR(positive("ep", plan.ep));
-  const int64_t product = static_cast<int64_t>(plan.dp) * plan.tp * plan.pp;
+  const int64_t product =
+      static_cast<int64_t>(plan.replicas) * plan.dp * plan.tp * plan.pp;
   if (product != c.num_gpus) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "plan.dp*tp*pp must equal cluster.num_gpus (%d), got %d*%d*%d = %d",
-        c.num_gpus, plan.dp, plan.tp, plan.pp, product));
+        "plan.replicas*dp*tp*pp must equal cluster.num_gpus (%d), got "
+        "%d*%d*%d*%d = %d",
+        c.num_gpus, plan.replicas, plan.dp, plan.tp, plan.pp, product));
   }
   if (plan.pp > m.layers || plan.pp > kMaxPipelineStages) {
     return absl::InvalidArgumentError(
@@ -1447,7 +1544,11 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
   // Evaluate requires a plan that passed ValidatePlan; this cheap guard keeps a
   // caller's mistake from indexing out of bounds or dividing by zero (the
   // result is infeasible).
-  bool evaluable = plan.dp >= 1 && plan.tp >= 1 && plan.pp >= 1 &&
+  bool evaluable = plan.replicas >= 1 && plan.dp >= 1 && plan.tp >= 1 &&
+                   plan.pp >= 1 &&
+                   static_cast<int64_t>(plan.replicas) * plan.dp * plan.tp *
+                           plan.pp ==
+                       k.num_gpus &&
                    plan.ep >= 1 && plan.pp <= kMaxPipelineStages &&
                    plan.pp <= k.layers && plan.batch_size >= 0 &&
                    plan.batch_size <= kMaxBatchSize && plan.micro_batches >= 0;

@@ -53,6 +53,11 @@ struct Calibration {
   // 00ae653b588ef03c8db1b6d7565222080723782e/src/aiconfigurator/sdk/backends/
   // trtllm_backend.py), i.e. one prefill besides its own; 1 is the prior.
   double ttft_inflight_prefills = 1.0;
+  // FP4 weights on hardware without FP4 tensor cores (Hopper): the
+  // dequantising weight-only kernels cost as much time as streaming this many
+  // bytes per weight element (a pure 4-bit read would be 0.5). Fitted on the
+  // H100 gpt-oss-120b (MXFP4) vLLM rows (simulator/calibration.cc).
+  double fp4_dequant_bytes_per_weight = 2.0;
 };
 
 // The calibration shipped with this version (constants produced by the fit).

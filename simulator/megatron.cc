@@ -13,10 +13,13 @@
 //     pp that divides num_gpus / tp, is <= num_layers and fits (stages then
 //     span nodes). If none fits, the largest such pp (the plan is then
 //     infeasible and the Evaluation says why).
-//  3. dp = num_gpus / (tp * pp).
-//  4. MoE: ep = the largest divisor of num_experts that divides dp * tp (the
-//  experts spread
-//     over the whole expert domain of a stage; tp_expert = dp * tp / ep).
+//  3. Dense: dp = num_gpus / (tp * pp) (dense dp ranks are independent
+//     copies). MoE: replicas = num_gpus / (tp * pp) and dp = 1, what the
+//     engines recommend: one instance per node when the model fits a node
+//     (expert domain = the node's tp ranks, on NVLink), instances replicated
+//     across nodes, stages across nodes only when a node is too small.
+//  4. MoE: ep = the largest divisor of num_experts that divides tp (experts
+//     spread over the stage's ranks inside the node; tp_expert = tp / ep).
 //  5. Operator dims = MegatronShardDims() (column/row for attention and MLP,
 //  vocab-split
 //     embedding and LM head), uniform stage split, micro_batches = pp.
@@ -75,9 +78,13 @@ PlanDims MegatronPlan(const CostModel& model) {
       PlanDims plan;
       plan.tp = tp;
       plan.pp = pp;
-      plan.dp = rest / pp;
-      plan.ep =
-          m.is_moe() ? LargestDivisor(m.experts, m.experts, plan.dp * tp) : 1;
+      if (m.is_moe()) {
+        plan.replicas = rest / pp;
+        plan.dp = 1;
+        plan.ep = LargestDivisor(m.experts, m.experts, tp);
+      } else {
+        plan.dp = rest / pp;
+      }
       plan.dims = MegatronShardDims();
       plan.micro_batches = 0;
       plan.batch_size = 0;

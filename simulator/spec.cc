@@ -26,6 +26,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "simulator/internal/catalog_data.h"
+#include "simulator/placement.h"
 #include "simulator/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
@@ -751,11 +752,9 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
     // A cluster smaller than one node (e.g. 2 GPUs) is that part of a node.
     c.gpus_per_node = std::min(c.gpus_per_node, c.num_gpus);
   }
-  if (c.num_gpus % c.gpus_per_node != 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "cluster.num_gpus (", c.num_gpus, ") must be a multiple of ",
-        "cluster.gpus_per_node (", c.gpus_per_node, ")"));
-  }
+  // num_gpus need not be a multiple of gpus_per_node: part of a node (4 GPUs
+  // of an 8-GPU node) and a last, partial node (12 GPUs on 8-GPU nodes) are
+  // everyday allocations; placement knows the last node is smaller.
   if (cluster.node_groups_size() > 0) {
     if (cluster.node_groups_size() > c.num_nodes()) {
       return absl::InvalidArgumentError(
@@ -785,7 +784,8 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
     if (total != c.num_nodes()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "cluster.node_groups: node counts add up to ", total, ", expected ",
-          c.num_nodes(), " (cluster.num_gpus / cluster.gpus_per_node)"));
+          c.num_nodes(),
+          " (cluster.num_gpus / cluster.gpus_per_node, rounded up)"));
     }
   }
   return c;
@@ -836,7 +836,8 @@ absl::StatusOr<PlanDims> PlanDimsFromProto(const Plan& plan) {
     const char* path;
     int value;
     int* out;
-  } degrees[] = {{"plan.dp", plan.dp(), &d.dp},
+  } degrees[] = {{"plan.replicas", plan.replicas(), &d.replicas},
+                 {"plan.dp", plan.dp(), &d.dp},
                  {"plan.tp", plan.tp(), &d.tp},
                  {"plan.pp", plan.pp(), &d.pp},
                  {"plan.ep", plan.ep(), &d.ep}};
@@ -913,6 +914,7 @@ ModelSpec ModelSpecFromDims(const ModelDims& m) {
 
 Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   Plan out;
+  out.set_replicas(plan.replicas);
   out.set_dp(plan.dp);
   out.set_tp(plan.tp);
   out.set_pp(plan.pp);
@@ -923,8 +925,6 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
     entry->set_dim(std::string(ShardDimName(plan.dims[k])));
   }
   const int pp = std::max(1, plan.pp);
-  const int tp = std::max(1, plan.tp);
-  const int dp = std::max(1, plan.dp);
   // Stage split, micro-batches and batch size exactly as in `plan` (0 =
   // default), so that PlanDimsFromProto(PlanToProto(plan)) == plan; the
   // prediction carries the batch used.
@@ -937,8 +937,9 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   out.set_micro_batches(plan.micro_batches);
   out.set_batch_size(plan.batch_size);
 
-  // Placement: global rank = (replica * pp + stage) * tp + tp_rank, i.e. tp
-  // innermost, then pp, then dp; node = rank / gpus_per_node.
+  // Placement (simulator/placement.h): node = global rank / gpus_per_node.
+  const PlanPlacement placement =
+      PlacePlan(plan, problem.cluster, problem.model.is_moe());
   const int layers = problem.model.layers;
   std::vector<int> stage_layers(pp);
   for (int s = 0; s < pp; ++s) {
@@ -957,7 +958,8 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
     return "";
   };
   int entries = 0;
-  for (int r = 0; r < dp && entries < kMaxPlacementEntries; ++r) {
+  for (int r = 0; r < placement.replicas && entries < kMaxPlacementEntries;
+       ++r) {
     int first_layer = 0;
     for (int s = 0; s < pp && entries < kMaxPlacementEntries; ++s, ++entries) {
       shardplan::v1::StagePlacement* p = out.add_placement();
@@ -966,8 +968,8 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
       p->set_first_layer(first_layer);
       p->set_num_layers(stage_layers[s]);
       first_layer += stage_layers[s];
-      const int64_t first_rank = (static_cast<int64_t>(r) * pp + s) * tp;
-      const int64_t last_rank = first_rank + tp - 1;
+      const int64_t first_rank = StageFirstRank(placement, pp, r, s);
+      const int64_t last_rank = first_rank + placement.stage_size - 1;
       const int64_t first_node =
           std::min(first_rank / gpus_per_node, num_nodes - 1);
       const int64_t last_node =
@@ -982,14 +984,18 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
         }
       }
       p->set_node_group(absl::StrJoin(groups, "+"));
-      p->set_tp_spans_nodes(last_node > first_node);
+      const int64_t tp = std::max(1, plan.tp);
+      p->set_tp_spans_nodes(first_rank / gpus_per_node !=
+                                (first_rank + tp - 1) / gpus_per_node ||
+                            placement.tp.spans_nodes());
+      p->set_expert_domain_spans_nodes(problem.model.is_moe() &&
+                                       last_node > first_node);
     }
   }
   return out;
 }
 
 Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
-  (void)problem;
   Prediction out;
   out.set_feasible(e.feasible);
   if (!e.feasible) out.set_infeasible_reason(InfeasibleReasonText(e));
@@ -1039,6 +1045,35 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   }
   out.set_prefill_seconds(e.prefill_s);
   out.set_decode_iteration_seconds(e.decode_iteration_s);
+  if (e.tp_nodes > 1) {
+    out.add_cross_node(absl::StrCat("tensor parallel: a tp group over ",
+                                    e.tp_nodes, " nodes"));
+  }
+  if (e.ep_nodes > 1) {
+    out.add_cross_node(absl::StrCat(
+        "expert dispatch/combine: an expert domain over ", e.ep_nodes,
+        " nodes"));
+  }
+  if (e.pipeline_crosses_nodes) {
+    out.add_cross_node("pipeline: stage-to-stage sends between nodes");
+  }
+  if (e.replica_nodes > 1) {
+    const double node_bytes =
+        e.capacity_bytes * std::max(1, problem.cluster.gpus_per_node);
+    const double weight_bytes = problem.model.TotalParams() *
+                                BytesPerElement(problem.workload.weight_dtype);
+    out.set_multi_node_reason(
+        weight_bytes > node_bytes
+            ? absl::StrFormat("one replica spans %d nodes: its weights "
+                              "(%.1f GB) do not fit one node (%.1f GB usable)",
+                              e.replica_nodes, weight_bytes / 1e9,
+                              node_bytes / 1e9)
+            : absl::StrFormat(
+                  "one replica spans %d nodes although its weights (%.1f GB) "
+                  "fit one node (%.1f GB usable): chosen for KV-cache room or "
+                  "speed",
+                  e.replica_nodes, weight_bytes / 1e9, node_bytes / 1e9));
+  }
   return out;
 }
 

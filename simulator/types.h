@@ -121,7 +121,10 @@ struct ClusterDims {
   HardwareDims hardware;
   int num_gpus = 0;
   int gpus_per_node = 0;
-  int num_nodes() const { return num_gpus / gpus_per_node; }
+  // The last node may be partial (num_gpus not a multiple of gpus_per_node).
+  int num_nodes() const {
+    return (num_gpus + gpus_per_node - 1) / gpus_per_node;
+  }
   std::vector<NodeGroupDims> node_groups;
 };
 
@@ -147,6 +150,9 @@ inline constexpr int kMaxBatchSize = 4096;
 
 // A plan in compact form. Value type, cheap to copy, no heap.
 struct PlanDims {
+  // Independent model instances (see simulator/placement.h); each has pp
+  // stages of dp x tp GPUs. replicas * dp * tp * pp = num_gpus.
+  int replicas = 1;
   int dp = 1;
   int tp = 1;
   int pp = 1;
@@ -221,6 +227,14 @@ struct Evaluation {
 
   Bottleneck bottleneck = Bottleneck::kMemory;
   OpKind bottleneck_op = OpKind::kQkv;
+
+  // Placement (simulator/placement.h): nodes spanned by the worst-placed tp
+  // group, expert (EP) group and replica; whether a stage boundary crosses
+  // nodes. 1 / false: on NVLink.
+  int tp_nodes = 1;
+  int ep_nodes = 1;
+  int replica_nodes = 1;
+  bool pipeline_crosses_nodes = false;
 };
 
 // "weights need 141.2 GB per GPU, 80.0 GB available"; "" when feasible.

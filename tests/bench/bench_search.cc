@@ -30,6 +30,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
+#include "tests/bench/generated_cases.h"
 
 namespace shardplan::bench {
 namespace {
@@ -258,7 +259,32 @@ int Main(int argc, char** argv) {
                  "RL: move each new best plan to this many nearest tuples");
   app.add_option("--rl_batch_line_search", rl.batch_line_search,
                  "RL: batch line search on swept plans and new tuple bests");
+  int generated = 0;
+  uint64_t generator_seed = 1;
+  bool moe_only = false;
+  app.add_option("--generated", generated,
+                 "instead of --cases: this many seeded problems (models, GPU "
+                 "counts, ISL/OSL, SLOs) with grid and the monotone check");
+  app.add_option("--generator_seed", generator_seed,
+                 "seed of the generated problems (1: tuning set, 2: held out)");
+  app.add_option("--moe_only", moe_only, "generate MoE problems only");
   CLI11_PARSE(app, argc, argv);
+  if (generated > 0) {
+    policy::EvalPool generated_pool(pool_threads);
+    GeneratedOptions go;
+    go.seeds = seeds;
+    go.budget = budget;
+    go.pool = &generated_pool;
+    auto report = RunGeneratedCases(
+        GenerateCases(generator_seed, generated, moe_only), go);
+    if (!report.ok()) {
+      std::fprintf(stderr, "%s\n", report.status().ToString().c_str());
+      return 1;
+    }
+    std::printf("%s", report->c_str());
+    if (!md_path.empty()) std::ofstream(md_path) << *report;
+    return 0;
+  }
 
   std::vector<Case> cases;
   for (absl::string_view item :

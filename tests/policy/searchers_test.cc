@@ -52,7 +52,7 @@ TEST(SearchersTest, UnknownMethodIsInvalidArgument) {
   EXPECT_THAT(s.status().message(), HasSubstr("gradient-descent"));
   EXPECT_THAT(SearchMethods(),
               ::testing::ElementsAre("rl", "megatron", "random", "anneal",
-                                     "genetic", "exhaustive"));
+                                     "genetic", "exhaustive", "grid"));
 }
 
 TEST(SearchersTest, SameSeedSameResultWhateverThePoolSize) {
@@ -168,6 +168,76 @@ TEST(SearchersTest, ExhaustiveIsTheOptimumOfASmallSpace) {
   }
 }
 
+TEST(SearchersTest, GridSweepsEveryDegreeTupleWithMegatronDims) {
+  auto model = testing::MakeCostModel("qwen3-235b-a22b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto space = PlanSpace::Create(**model);
+  ASSERT_TRUE(space.ok()) << space.status();
+  SearchOptions options;
+  options.max_evaluations = 1'000'000;
+  auto grid = RunSearch("grid", **model, options, nullptr);
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  EXPECT_EQ(grid->stop_reason, "exhausted");
+  // Every tuple with every batch its masks allow: more evaluations than
+  // tuples, and replicated tuples among them.
+  EXPECT_GT(grid->evaluations, (*space)->NumChoices(kDegreesDecision));
+  bool replicated = false;
+  for (const Degrees& g : (*space)->degrees()) replicated |= g.replicas > 1;
+  EXPECT_TRUE(replicated);
+  EXPECT_EQ(grid->best.plan.dims, simulator::MegatronShardDims());
+  auto megatron = RunSearch("megatron", **model, options, nullptr);
+  ASSERT_TRUE(megatron.ok()) << megatron.status();
+  EXPECT_GE(grid->best.evaluation.output_tokens_per_s,
+            megatron->best.evaluation.output_tokens_per_s);
+}
+
+// More GPUs never make the best plan worse per GPU: k copies of the best plan
+// on N GPUs are a plan on k*N GPUs (the space holds replicas), so the best
+// plan there is at least as good per GPU.
+TEST(SearchersTest, BestPlanPerGpuIsMonotoneInGpus) {
+  for (const auto& [name, gpus] : std::vector<std::pair<std::string, int>>{
+           {"qwen3-235b-a22b", 8}, {"deepseek-v3", 16}, {"llama-3.1-70b", 8}}) {
+    SCOPED_TRACE(name);
+    auto small =
+        testing::MakeCostModel(name, gpus, 2048, 512, 0, 0, 40, "fp8");
+    auto large =
+        testing::MakeCostModel(name, 2 * gpus, 2048, 512, 0, 0, 40, "fp8");
+    ASSERT_TRUE(small.ok()) << small.status();
+    ASSERT_TRUE(large.ok()) << large.status();
+    SearchOptions options;
+    options.max_evaluations = 1'000'000;
+    auto best_small = RunSearch("grid", **small, options, nullptr);
+    ASSERT_TRUE(best_small.ok()) << best_small.status();
+    ASSERT_TRUE(best_small->best.evaluation.feasible);
+    // Two copies of it on twice the GPUs: valid, and as good per GPU.
+    simulator::PlanDims copies = best_small->best.plan;
+    if ((*small)->problem().model.is_moe()) {
+      copies.replicas *= 2;
+    } else {
+      copies.dp *= 2;
+    }
+    ASSERT_TRUE((*large)->ValidatePlan(copies).ok());
+    const simulator::Evaluation e = (*large)->Evaluate(copies);
+    EXPECT_NEAR(e.output_tokens_per_s_per_gpu,
+                best_small->best.evaluation.output_tokens_per_s_per_gpu,
+                1e-6 * e.output_tokens_per_s_per_gpu);
+    auto space = PlanSpace::Create(**large);
+    ASSERT_TRUE(space.ok());
+    EXPECT_TRUE((*space)->Encode(copies, e.batch_size).ok());
+    for (const std::string method : {"grid", "rl"}) {
+      SCOPED_TRACE(method);
+      SearchOptions budget;
+      budget.max_evaluations = method == "grid" ? 1'000'000 : 3000;
+      budget.seed = 5;
+      auto best_large = RunSearch(method, **large, budget, nullptr);
+      ASSERT_TRUE(best_large.ok()) << best_large.status();
+      EXPECT_GE(best_large->best.evaluation.output_tokens_per_s_per_gpu,
+                best_small->best.evaluation.output_tokens_per_s_per_gpu *
+                    (1 - 1e-9));
+    }
+  }
+}
+
 // Cancel() from another thread once the search is running; Search must return
 // CANCELLED within 100 ms (steady clock from Cancel() to the return).
 TEST(SearchersTest, CancellationStopsEverySearchQuickly) {
@@ -176,7 +246,9 @@ TEST(SearchersTest, CancellationStopsEverySearchQuickly) {
   auto small = testing::MakeCostModel("llama-3.1-8b", 8);
   ASSERT_TRUE(small.ok()) << small.status();
   for (const std::string& method : SearchMethods()) {
-    if (method == "megatron") continue;  // one evaluation, nothing to cancel
+    // megatron: one evaluation; grid: one sweep of a few thousand plans that
+    // ends in milliseconds. Nothing to cancel in either.
+    if (method == "megatron" || method == "grid") continue;
     SCOPED_TRACE(method);
     const simulator::CostModel& m = method == "exhaustive" ? **small : **model;
     class CancelOnProgress : public SearchObserver {

@@ -17,7 +17,9 @@ namespace shardplan::policy::testing {
 
 inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
 MakeCostModel(const std::string& model, int gpus, int input_tokens = 2048,
-              int output_tokens = 512, int concurrency = 0) {
+              int output_tokens = 512, int concurrency = 0,
+              double max_ttft_ms = 0, double max_tpot_ms = 0,
+              const std::string& weight_dtype = "") {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;
@@ -28,6 +30,9 @@ MakeCostModel(const std::string& model, int gpus, int input_tokens = 2048,
   workload.set_input_tokens(input_tokens);
   workload.set_output_tokens(output_tokens);
   workload.set_concurrency(concurrency);
+  workload.set_max_ttft_ms(max_ttft_ms);
+  workload.set_max_tpot_ms(max_tpot_ms);
+  workload.set_weight_dtype(weight_dtype);
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(source, cluster, workload));
   return simulator::CostModel::Create(std::move(problem));

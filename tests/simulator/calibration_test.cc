@@ -144,6 +144,35 @@ TEST_F(CalibrationTest, MarkdownListsEveryGroup) {
   EXPECT_THAT(md, ::testing::HasSubstr("Disaggregated rows excluded: 7."));
 }
 
+// MoE rows: Qwen3-235B-A22B FP8 (TensorRT-LLM, EP inside a node) and
+// gpt-oss-120b MXFP4 (vLLM; FP4 experts through dequantising kernels on
+// Hopper), fitted on three rows in four; the held-out quarter meets the MoE
+// targets (TPOT <= 15%, TTFT <= 30%).
+TEST(CalibrationMoeTest, HeldOutMoeRowsMeetTargets) {
+  ParsedMeasurements data;
+  for (const char* file : {"h100_measured_latency.csv", "h100_moe_latency.csv"}) {
+    absl::StatusOr<ParsedMeasurements> part = ParseMeasurements(ReadCsv(file));
+    ASSERT_TRUE(part.ok()) << part.status();
+    data.rows.insert(data.rows.end(), part->rows.begin(), part->rows.end());
+    data.skipped_queueing += part->skipped_queueing;
+  }
+  // The nine gpt-oss rows at 512 concurrent requests measure the queue.
+  EXPECT_EQ(data.skipped_queueing, 9);
+  absl::StatusOr<AccuracyReport> report =
+      ComputeAccuracy(data, CalibrationProfiles());
+  ASSERT_TRUE(report.ok()) << report.status();
+  int moe_groups = 0;
+  for (const AccuracyGroup& g : report->groups) {
+    if (g.model != "qwen3-235b-a22b" && g.model != "gpt-oss-120b") continue;
+    if (g.split == "fit") continue;
+    ++moe_groups;
+    EXPECT_GE(g.rows, 10) << g.model;
+    EXPECT_LE(g.tpot_mape, 15.0) << g.model << " " << g.engine;
+    EXPECT_LE(g.ttft_mape, 30.0) << g.model << " " << g.engine;
+  }
+  EXPECT_EQ(moe_groups, 2);
+}
+
 TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
   EXPECT_EQ(DefaultCalibrationProfile().name, "h100-trtllm");
   const Calibration& d = DefaultCalibration();

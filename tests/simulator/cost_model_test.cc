@@ -365,7 +365,7 @@ TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
     std::string prefix;
   };
   std::vector<Case> cases;
-  cases.push_back({Plan(1, 8, 2), "plan.dp*tp*pp"});
+  cases.push_back({Plan(1, 8, 2), "plan.replicas*dp*tp*pp"});
   cases.push_back({Plan(0, 8, 1), "plan.dp"});
   cases.push_back({Plan(8, 1, 1, 2), "plan.ep"});
   {

@@ -111,8 +111,6 @@ TEST(BadInputTest, EachCaseNamesFieldAndValue) {
        With("numKeyValueHeads: 2", "numKeyValueHeads: 16"),
        "model.spec.num_key_value_heads (16) must be <= "
        "model.spec.num_attention_heads (8)"},
-      {"gpus not multiple of node", With("numGpus: 16", "numGpus: 12"),
-       "cluster.num_gpus (12) must be a multiple of cluster.gpus_per_node (8)"},
       // Unknown names.
       {"unknown dtype", With("kvCacheDtype: fp8", "kvCacheDtype: int3"),
        "workload.kv_cache_dtype: unknown dtype \"int3\"; expected one of bf16, "

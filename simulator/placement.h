@@ -1,0 +1,65 @@
+// Placement: which GPUs form each tensor-parallel group, expert domain and
+// pipeline stage of a plan, and which of them cross node boundaries. The one
+// owner of the rank order, used by the cost model (group shapes per
+// evaluation) and by the proto conversion (which nodes host what).
+//
+// Rank order, outermost first: replica, pipeline stage, attention data-parallel
+// rank, tensor-parallel rank. So a replica is a contiguous block of GPUs, a
+// stage of a replica (an MoE expert domain: dp x tp ranks) is a contiguous
+// block inside it, and a tp group is contiguous inside the stage. With nodes of
+// G GPUs this keeps tp groups and expert domains inside a node whenever their
+// size divides G, and puts stage boundaries on node boundaries whenever a
+// stage fills whole nodes: the layouts engines deploy (vLLM/SGLang DP
+// attention + EP inside one instance, one instance per replica). The last node
+// may be partial (num_gpus not a multiple of G).
+//
+// Dense models have no expert domain: their attention data-parallel ranks are
+// independent copies, so dense dp counts as replicas here (replicas * dp
+// copies, each pp x tp), which keeps every dense plan's meaning.
+#ifndef SHARDPLAN_SIMULATOR_PLACEMENT_H_
+#define SHARDPLAN_SIMULATOR_PLACEMENT_H_
+
+#include <cstdint>
+
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+
+// The shape of the worst-placed instance of a group of ranks: `n` ranks of
+// which at least `per_node` share each node it touches (n == per_node: inside
+// one node), over `nodes` nodes.
+struct GroupShape {
+  int n = 1;
+  int per_node = 1;
+  int nodes = 1;
+  bool spans_nodes() const { return nodes > 1; }
+};
+
+// Group shapes of a plan on a cluster (worst instance of each kind).
+struct PlanPlacement {
+  int replicas = 1;     // independent copies (dense: replicas * dp)
+  int dp = 1;           // attention data-parallel ranks per stage (dense: 1)
+  int stage_size = 1;   // GPUs per stage of a replica: dp * tp
+  GroupShape tp;        // a tensor-parallel group
+  GroupShape domain;    // a stage of a replica (MoE: the expert domain)
+  GroupShape replica;   // all GPUs of one replica
+  bool p2p_inter_node = false;  // some stage boundary crosses nodes
+};
+
+// Contiguous blocks of `size` ranks at offsets 0, size, 2*size, ... over
+// `num_gpus` ranks in nodes of `gpus_per_node` (last node possibly partial):
+// the worst block's shape (fewest members in one node).
+GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node);
+
+// Placement of `plan` (degrees already validated) on `cluster`.
+PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
+                        bool moe);
+
+// First global rank of stage `stage` of replica `replica` (and its size) in the
+// rank order above, for listing which nodes host what.
+int64_t StageFirstRank(const PlanPlacement& placement, int pp, int replica,
+                       int stage);
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_PLACEMENT_H_

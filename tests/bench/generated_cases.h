@@ -1,0 +1,52 @@
+// Seeded benchmark problems for shardplan-bench-search --generated: models,
+// GPU counts (powers of two and not: 12, 24, 48 = 6 nodes, 96 = 12 nodes,
+// partial nodes), ISL/OSL and SLOs drawn from one std::mt19937_64. A fixed
+// generator seed gives the same problems on every machine, so one seed can be
+// the set searches are tuned on and another the held-out set they never see.
+#ifndef SHARDPLAN_TESTS_BENCH_GENERATED_CASES_H_
+#define SHARDPLAN_TESTS_BENCH_GENERATED_CASES_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "policy/searcher.h"
+
+namespace shardplan::bench {
+
+struct GeneratedCase {
+  std::string model;
+  int gpus = 0;
+  int gpus_per_node = 8;
+  int isl = 0;
+  int osl = 0;
+  double max_ttft_ms = 0;  // 0: none
+  double max_tpot_ms = 0;  // 0: none
+  std::string weight_dtype;
+  std::string name() const;
+};
+
+// `count` problems from `seed`, each with a feasible Megatron or grid plan
+// (draws without one are skipped). `moe_only`: MoE models only.
+std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
+                                         bool moe_only);
+
+struct GeneratedOptions {
+  std::vector<std::string> metaheuristics = {"random", "anneal", "genetic"};
+  int seeds = 5;
+  int budget = 3000;
+  policy::EvalPool* pool = nullptr;
+};
+
+// Runs megatron, grid (its whole sweep), rl and the metaheuristics (median
+// over seeds, equal budget) on every case, checks that the best plan per GPU
+// on the case's GPUs is at least the best on half of them (when that is a
+// valid cluster), and prints a markdown table with the ratios to grid and to
+// the best metaheuristic plus a summary line. Returns the table.
+absl::StatusOr<std::string> RunGeneratedCases(
+    const std::vector<GeneratedCase>& cases, const GeneratedOptions& options);
+
+}  // namespace shardplan::bench
+
+#endif  // SHARDPLAN_TESTS_BENCH_GENERATED_CASES_H_
