@@ -22,7 +22,7 @@ demo: build
 	@bash scripts/demo.sh $(BUILD_DIR)
 
 # Sanitizer builds, each in its own directory, at -O1 with line tables only (-g1) to keep
-# the build time down (measured figures in README.md, "Sanitizers").
+# the build time down (measured figures in docs/testing.md, "Sanitizers").
 SAN_CMAKE_FLAGS = -DCMAKE_BUILD_TYPE=Debug "-DCMAKE_CXX_FLAGS_DEBUG=-O1 -g1" "-DCMAKE_C_FLAGS_DEBUG=-O1 -g1"
 # Every test (unit and e2e; the e2e tests spawn the instrumented server and CLI) under
 # AddressSanitizer + UndefinedBehaviorSanitizer. Leak checking is off: LibTorch, gRPC and

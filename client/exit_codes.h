@@ -11,8 +11,8 @@
 
 namespace shardplan::client {
 
-// Exit codes of every `shardplan` subcommand (README "Exit codes"). Stable:
-// scripts match on them.
+// Exit codes of every `shardplan` subcommand (docs/cli-and-emit.md, "Exit
+// codes"). Stable: scripts match on them.
 enum ExitCode : int {
   kExitOk = 0,
   // Anything not covered below (INTERNAL, UNKNOWN, ...).

@@ -1,6 +1,5 @@
 // `shardplan`: command-line client of shardplan-server. Subcommands plan,
-// evaluate, catalog, health; see `shardplan --help` and README.md ("The
-// shardplan CLI").
+// evaluate, catalog, health; see `shardplan --help` and docs/cli-and-emit.md.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>

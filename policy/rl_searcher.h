@@ -66,7 +66,7 @@ struct RlOptions {
   // Number of plans in the policy's elite (0: SearchOptions::elite_size, the
   // size of the elite the search returns and persists). 8 rather than that
   // 16: fewer, better anchors are copied from more often (chosen on the
-  // benchmark's seed sets; README "How it got here").
+  // benchmark's seed sets; docs/decisions/search-experiments.md).
   int anchors = 8;
   // Tuple sweep: searches without warm-start plans (cold, or with saved
   // weights only) first evaluate the initial (Megatron) plan moved to other
@@ -74,8 +74,8 @@ struct RlOptions {
   // from the start, as a genetic algorithm's random population does. With at
   // most this many other tuples, all of them, nearest first; with more, this
   // many drawn uniformly at random: the nearest ones alone crowd the elite
-  // with near-Megatron variants (README "How it got here"). Costs at most
-  // this many evaluations plus their batch line searches. 0: never.
+  // with near-Megatron variants (docs/decisions/search-experiments.md). Costs
+  // at most this many evaluations plus their batch line searches. 0: never.
   int tuple_sweep = 64;
   // Batch line search (internal/batch_line_search.h) on the tuple sweep's
   // plans and on each sampled plan that beats the best of its degree tuple:
@@ -90,7 +90,8 @@ struct RlOptions {
   // incumbent (dp/2, tp x2, ep/2 with the batch per GPU kept), a move the
   // policy's samples make rarely once its elite has settled on one tuple.
   // Costs at most this many evaluations (plus line searches) per new best.
-  // 0: never. 16 chosen on the benchmark (README "How it got here").
+  // 0: never. 16 chosen on the benchmark
+  // (docs/decisions/search-experiments.md).
   int neighbour_sweep = 16;
   int d_model = 32;
   int encoder_layers = 1;

@@ -1,8 +1,9 @@
 // shardplan-bench-torch-ops: what one LibTorch CPU operation costs on tiny
 // tensors, forward only and forward + backward (Google Benchmark). This is
-// the floor under the RL policy's per-iteration time (README, "The RL
-// searcher"): its network is a few dozen such operations each way, while the
-// cost model scores a plan in about a microsecond.
+// the floor under the RL policy's per-iteration time (docs/search.md, "The
+// RL searcher"; docs/benchmarks.md): its network is a few dozen such
+// operations each way, while the cost model scores a plan in about a
+// microsecond.
 #include <torch/torch.h>
 
 #include "benchmark/benchmark.h"

@@ -1,6 +1,7 @@
-// shardplan-server: serves the ShardingPlanner gRPC service (see README.md and
-// --help). SIGTERM/SIGINT drain it: health NOT_SERVING, searches cancelled,
-// open streams ended with a final update, store flushed, exit 0.
+// shardplan-server: serves the ShardingPlanner gRPC service (see
+// docs/server-and-api.md and --help). SIGTERM/SIGINT drain it: health
+// NOT_SERVING, searches cancelled, open streams ended with a final update,
+// store flushed, exit 0.
 #include <pthread.h>
 #include <signal.h>
 

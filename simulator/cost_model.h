@@ -1,7 +1,7 @@
 // The analytical H100 cost model: given a validated Problem, predicts
 // throughput, latency, memory and a per-operator breakdown for any plan. See
-// ../shared/DESIGN.md for the physics and README.md for the calibration against
-// measured H100 serving numbers.
+// ../shared/DESIGN.md for the physics and docs/cost-model-and-calibration.md
+// for the calibration against measured H100 serving numbers.
 #ifndef SHARDPLAN_SIMULATOR_COST_MODEL_H_
 #define SHARDPLAN_SIMULATOR_COST_MODEL_H_
 

@@ -1,7 +1,8 @@
 // The Megatron-style heuristic plan people deploy today; the baseline every
-// search reports its speedup against. Rules (documented in README.md):
+// search reports its speedup against. Rules (documented in
+// docs/cost-model-and-calibration.md):
 //  (the exact rules are in MegatronPlan's comment in megatron.cc and in
-//  README.md).
+//  docs/cost-model-and-calibration.md, "Megatron heuristic").
 #ifndef SHARDPLAN_SIMULATOR_MEGATRON_H_
 #define SHARDPLAN_SIMULATOR_MEGATRON_H_
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Static checks of deploy/: every YAML and JSON file parses, and the manifests keep the
-properties the README promises (non-root, store on a volume, gRPC health probes, scrape
-annotations, a dashboard querying the contract's metric names).
+properties docs/operations.md promises (non-root, store on a volume, gRPC health probes,
+scrape annotations, a dashboard querying the contract's metric names).
 
 Usage: check_deploy.py REPO_ROOT. Exit 0 when all checks pass; prints each failure.
 """
@@ -104,7 +104,7 @@ def main(root):
             check(p["datasource"]["uid"] == datasource_uid,
                   f"dashboard panel '{p['title']}' uses another datasource")
 
-    # Prometheus: scrape job and the three alert families the README names.
+    # Prometheus: scrape job and the three alert families docs/operations.md names.
     prom = docs["prometheus/prometheus.yml"][0]
     check(any(j["job_name"] == "shardplan" for j in prom["scrape_configs"]),
           "prometheus.yml: no shardplan job")

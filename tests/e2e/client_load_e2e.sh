@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Smoke run of shardplan-load against the real server (the full benchmark is in the README):
+# Smoke run of shardplan-load against the real server (the full benchmark is in
+# docs/benchmarks.md):
 # a few seconds of concurrent streams and EvaluatePlan load; no call may fail or hang, and
 # the report must carry the server's peak RSS.
 # Usage: client_load_e2e.sh SHARDPLAN_SERVER_BIN SHARDPLAN_LOAD_BIN PYTHON3

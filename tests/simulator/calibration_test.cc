@@ -96,8 +96,8 @@ TEST_F(CalibrationTest, HeldOutTpotRanksLayouts) {
 // so no term fitted on them can predict it. Llama-3.1-70B on vLLM (55.1%):
 // its TTFT is 1.25-1.4x one predicted prefill at concurrency 4-8 where the
 // fitted vLLM rows (Qwen3-32B) show ~2.5x, and four rows overflow the KV cache
-// (README, "Calibration"). The errors are reported and bounded here, not
-// tuned.
+// (docs/cost-model-and-calibration.md, "Calibration"). The errors are
+// reported and bounded here, not tuned.
 TEST_F(CalibrationTest, HeldOutTtft) {
   for (const AccuracyGroup& g : report_.groups) {
     if (g.split == "fit") continue;
