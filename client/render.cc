@@ -215,6 +215,10 @@ std::string ProgressLine(const PlanUpdate& update, absl::string_view method,
 
 std::string RenderPlan(const Plan& plan, bool moe) {
   std::string out;
+  if (plan.replicas() > 1) {
+    absl::StrAppend(&out, fmt::format("Replicas        {} independent instances\n",
+                                      plan.replicas()));
+  }
   absl::StrAppend(
       &out, fmt::format("Parallelism     dp {}  tp {}  pp {}  ep {}", plan.dp(),
                         plan.tp(), plan.pp(), std::max(1, plan.ep())));
@@ -300,6 +304,10 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
                 FormatBytes(m.total_bytes()), FormatBytes(m.capacity_bytes())));
   if (!p.bottleneck().empty())
     absl::StrAppend(&out, "Bottleneck      ", p.bottleneck(), "\n");
+  for (const std::string& link : p.cross_node())
+    absl::StrAppend(&out, "Across nodes    ", link, "\n");
+  if (!p.multi_node_reason().empty())
+    absl::StrAppend(&out, "Multi-node      ", p.multi_node_reason(), "\n");
   for (const auto& link : p.communication()) {
     absl::StrAppend(&out,
                     fmt::format("Traffic/GPU     {:<10} decode {} per step, "
@@ -457,6 +465,7 @@ std::string RenderYamlManifest(const PlanUpdate& update,
   out << YAML::EndMap;
 
   out << YAML::Key << "parallelism" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << "replicas" << YAML::Value << std::max(1, plan.replicas());
   out << YAML::Key << "data" << YAML::Value << plan.dp();
   out << YAML::Key << "tensor" << YAML::Value << plan.tp();
   out << YAML::Key << "pipeline" << YAML::Value << plan.pp();

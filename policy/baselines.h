@@ -7,6 +7,7 @@
 
 #include <memory>
 
+#include "policy/plan_space.h"
 #include "policy/searcher.h"
 
 namespace shardplan::policy {

@@ -45,14 +45,15 @@ bool IsExpertOp(OpKind op) {
 int Popcount(uint64_t x) { return __builtin_popcountll(x); }
 
 // Lower bound of the bytes per GPU a replica needs for `batch` requests: every
-// weight is stored at least once over all GPUs, and a replica's tp*pp GPUs
-// together hold at least the prompt's KV cache of each request.
+// weight is stored at least once over an instance's GPUs, and a replica's
+// tp*pp GPUs together hold at least the full context's (ISL + OSL) KV cache of
+// each request, as the cost model charges it.
 double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
                              int batch) {
   const simulator::ModelDims& m = p.model;
   const double weight_bytes =
       m.TotalParams() * simulator::BytesPerElement(p.workload.weight_dtype) /
-      std::max(1, p.cluster.num_gpus / std::max(1, g.replicas));
+      std::max(1, g.tp * g.pp * (m.is_moe() ? g.dp : 1));
   double kv_per_token_layer = 0;
   if (m.is_mla()) {
     kv_per_token_layer = m.kv_lora_rank + m.qk_rope_head_dim;
@@ -60,7 +61,9 @@ double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
     kv_per_token_layer = 2.0 * m.kv_heads * m.head_dim;
   }
   const double kv_bytes =
-      static_cast<double>(batch) * p.workload.input_tokens * m.layers *
+      static_cast<double>(batch) *
+      (static_cast<double>(p.workload.input_tokens) + p.workload.output_tokens) *
+      m.layers *
       kv_per_token_layer *
       simulator::BytesPerElement(p.workload.kv_cache_dtype) /
       std::max(1, g.tp * g.pp);
@@ -172,7 +175,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
               if (smallest_valid < 0) smallest_valid = b;
               if (options.memory_bound_batches &&
                   MemoryLowerBoundBytes(p, g, batches[b]) >
-                      p.cluster.hardware.hbm_bytes) {
+                      model.capacity_bytes()) {
                 continue;
               }
               bmask |= uint64_t{1} << b;

@@ -1215,6 +1215,8 @@ CostModel::CostModel(Problem problem, const Calibration& calibration)
 
 CostModel::~CostModel() = default;
 
+double CostModel::capacity_bytes() const { return constants_->capacity_bytes; }
+
 absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
     Problem problem, const Calibration& calibration) {
   const ModelDims& m = problem.model;

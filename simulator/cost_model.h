@@ -89,6 +89,9 @@ class CostModel {
 
   const Problem& problem() const { return problem_; }
   const Calibration& calibration() const { return calibration_; }
+  // Usable HBM per GPU: the hardware's less the reserve for the CUDA context,
+  // NCCL/cuBLAS workspaces and fragmentation.
+  double capacity_bytes() const;
 
   // Structural validity of `plan` for this problem: degrees positive with
   // product = GPUs, divisibility (heads by tp, experts by ep, ...), dims

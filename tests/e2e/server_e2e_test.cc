@@ -594,7 +594,7 @@ TEST_F(ServerE2eTest, BufCurlThroughReflectionWithNoProtoFiles) {
 
   const std::string bad_json =
       R"({"model":{"catalogName":"llama-3.1-70b"},"cluster":{)"
-      R"("hardware":"h100-sxm-80gb","numGpus":12}})";
+      R"("hardware":"h100-sxm-80gb","numGpus":0}})";
   auto [bad_rc, bad] = RunShell(base + "-d '" + bad_json + "' " + url +
                                 "/shardplan.v1.ShardingPlanner/PlanSharding");
   EXPECT_NE(bad_rc, 0);

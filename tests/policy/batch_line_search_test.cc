@@ -34,7 +34,9 @@ class BatchLineSearchTest : public ::testing::Test {
     int evaluations = 0;
   };
 
-  Trace Run(int max_evaluations, int batch_offset_from_last_valid = -1) {
+  // Moves Megatron's plan to `tuple` (-1: dp1 tp4 pp8) and line-searches it.
+  Trace Run(int max_evaluations, int batch_offset_from_last_valid = -1,
+            int tuple = -1) {
     SearchOptions options;
     options.max_evaluations = max_evaluations;
     run_ = std::make_unique<SearchRun>(*model_, options, cancel_, observer_);
@@ -46,8 +48,9 @@ class BatchLineSearchTest : public ::testing::Test {
     }
     space_ = &run.space();
     Decisions plan = *run.baseline_decisions();
-    int target = -1;
-    for (int t = 0; t < space_->NumChoices(kDegreesDecision); ++t) {
+    int target = tuple;
+    for (int t = 0; target < 0 && t < space_->NumChoices(kDegreesDecision);
+         ++t) {
       const Degrees& g = space_->degrees()[t];
       if (g.dp == 1 && g.tp == 4 && g.pp == 8) target = t;
     }
@@ -99,9 +102,13 @@ TEST_F(BatchLineSearchTest, ClimbsWhileThroughputRisesAndStopsAtTheFirstDrop) {
   const int b0 = start_[kBatchDecision];
   ASSERT_TRUE(Evaluate(start_, b0).feasible);
   // Expected from the cost model directly: the batches above b0 while each
-  // beats the one before, then the first that does not.
+  // beats the one before, then the first that does not; a batch the masks do
+  // not allow ends the climb unevaluated.
   int expect_last = b0;
   while (true) {
+    Decisions bigger = start_;
+    bigger[kBatchDecision] = expect_last + 1;
+    if (!space_->IsValid(bigger)) break;
     const simulator::Evaluation next = Evaluate(start_, expect_last + 1);
     const simulator::Evaluation here = Evaluate(start_, expect_last);
     ++expect_last;
@@ -123,11 +130,21 @@ TEST_F(BatchLineSearchTest, ClimbsWhileThroughputRisesAndStopsAtTheFirstDrop) {
 }
 
 TEST_F(BatchLineSearchTest, AnInfeasibleBatchDescendsToTheFirstFeasibleOne) {
-  const Trace trace = Run(/*max_evaluations=*/100,
-                          /*batch_offset_from_last_valid=*/0);
-  const int b0 = start_[kBatchDecision];
-  ASSERT_FALSE(Evaluate(start_, b0).feasible)
-      << "the largest batch the masks allow fits; no descent to test";
+  // The masks are a lower bound of the memory a batch needs: find a degree
+  // tuple whose largest allowed batch still does not fit.
+  Trace trace;
+  int b0 = -1;
+  for (int t = 0; t < 64; ++t) {
+    trace = Run(/*max_evaluations=*/100, /*batch_offset_from_last_valid=*/0, t);
+    if (space_ == nullptr || t >= space_->NumChoices(kDegreesDecision)) break;
+    const simulator::Evaluation e = Evaluate(start_, start_[kBatchDecision]);
+    if (!e.feasible &&
+        e.reason == simulator::InfeasibleReason::kKvCacheExceedsMemory) {
+      b0 = start_[kBatchDecision];
+      break;
+    }
+  }
+  ASSERT_GE(b0, 0) << "every tuple's largest allowed batch fits; no descent";
   int expect = b0;
   while (expect > 0 && !Evaluate(start_, expect).feasible) --expect;
   ASSERT_FALSE(trace.evaluated.empty());

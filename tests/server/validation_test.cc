@@ -111,7 +111,7 @@ TEST(ValidationTest, MissingModelAndCluster) {
 
 TEST(ValidationTest, SimulatorErrorsKeepTheirFieldPath) {
   shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
-  request.mutable_cluster()->set_num_gpus(12);  // not a multiple of 8 per node
+  request.mutable_cluster()->set_num_gpus(0);
   absl::Status status = Check(request);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()), HasSubstr("cluster.num_gpus"));
