@@ -489,6 +489,36 @@ TEST_F(ReliabilityE2eTest, UndecodableRequestsAreInvalidArgumentWithAReason) {
       << metrics;
 }
 
+// Decoding comes after authentication: without a token the answer is
+// UNAUTHENTICATED, whatever the bytes.
+TEST_F(ReliabilityE2eTest, UndecodableRequestsStillNeedAToken) {
+  const std::string tokens = dir_.File("tokens");
+  {
+    std::ofstream out(tokens);
+    out << "e2e-secret-token\n";
+  }
+  StartOrDie({absl::StrCat("--auth_token_file=", tokens)});
+  grpc::Channel* channel = server_->channel().get();
+  const std::string random("\xff\xff\xff\xff", 4);
+  EXPECT_EQ(CallUnaryRaw(channel, "EvaluatePlan", random).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_EQ(CallPlanShardingRaw(channel, random).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+  grpc::ClientContext context;
+  context.AddMetadata("authorization", "Bearer e2e-secret-token");
+  grpc::ByteBuffer request = Bytes(random);
+  grpc::ByteBuffer response;
+  grpc::Status status =
+      grpc::internal::BlockingUnaryCall<grpc::ByteBuffer, grpc::ByteBuffer>(
+          channel,
+          grpc::internal::RpcMethod(
+              "/shardplan.v1.ShardingPlanner/EvaluatePlan",
+              grpc::internal::RpcMethod::NORMAL_RPC),
+          &context, request, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT)
+      << status.error_message();
+}
+
 // With --max_concurrent_streams=1 a second call on the same connection waits
 // for the first to end, while another connection is served at once.
 TEST_F(ReliabilityE2eTest, ConcurrentStreamsPerConnectionAreCapped) {
