@@ -30,7 +30,6 @@ namespace shardplan::server {
 namespace {
 
 constexpr char kServiceName[] = "shardplan.v1.ShardingPlanner";
-constexpr int kSyncPollTimeoutMs = 100;
 // How long calls still open at Shutdown (unary ones: a single cost-model
 // evaluation) may take before gRPC cancels them.
 constexpr absl::Duration kUnaryCallGrace = absl::Milliseconds(250);
@@ -215,13 +214,6 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
         absl::StrCat("/", kServiceName, "/PlanSharding")));
     builder.experimental().SetInterceptorCreators(std::move(interceptors));
   }
-  // Reflection is a synchronous service: its pollers notice Shutdown only when
-  // their completion-queue wait times out (1 s by default), which made an idle
-  // server take over a second to stop. A short wait costs a few wake-ups per
-  // second per poller.
-  builder.SetSyncServerOption(
-      grpc::ServerBuilder::SyncServerOption::CQ_TIMEOUT_MSEC,
-      kSyncPollTimeoutMs);
   builder.RegisterService(server->service_.get());
   server->server_ = builder.BuildAndStart();
   if (server->server_ == nullptr || server->grpc_port_ == 0) {
