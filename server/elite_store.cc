@@ -145,6 +145,10 @@ std::string RedactStorePath(absl::string_view path) {
   return out;
 }
 
+bool StorePathHasPassword(absl::string_view path) {
+  return IsPostgresUrl(path) && RedactStorePath(path) != path;
+}
+
 std::string PlanToStoredJson(const simulator::PlanDims& plan,
                              const simulator::Problem& problem) {
   shardplan::v1::Plan proto = simulator::PlanToProto(plan, problem);

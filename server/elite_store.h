@@ -150,6 +150,10 @@ class EliteStore {
 bool IsPostgresUrl(absl::string_view path);
 // `path` with any password in a connection URI replaced by "***" (for logs).
 std::string RedactStorePath(absl::string_view path);
+// True when the connection URI `path` carries a password (user:PASSWORD@ or
+// ?password=): it is then visible to every local user in ps and /proc. libpq
+// reads PGPASSWORD or a PGPASSFILE (~/.pgpass) when the URI has none.
+bool StorePathHasPassword(absl::string_view path);
 
 // The serialised form of a stored plan (proto3 JSON, placement dropped) and
 // back; shared by the backends. Parsing fails for plans this build no longer

@@ -106,6 +106,9 @@ ABSL_FLAG(int, max_experts, 4096,
 ABSL_FLAG(int, max_request_bytes, 4 << 20,
           "Largest request message in bytes (gRPC max receive message size; "
           "RESOURCE_EXHAUSTED above).");
+ABSL_FLAG(int, max_concurrent_streams, 100,
+          "HTTP/2 streams (calls) one client connection may have open at "
+          "once; more wait for a free one. Bounds HTTP/2 rapid-reset floods.");
 ABSL_FLAG(int, max_searches_per_peer, 8,
           "PlanSharding calls one client address may have open at once, "
           "running or queued (RESOURCE_EXHAUSTED above; 0 = no cap).");
@@ -160,6 +163,7 @@ int main(int argc, char** argv) {
   options.limits.max_experts = absl::GetFlag(FLAGS_max_experts);
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.max_searches_per_peer = absl::GetFlag(FLAGS_max_searches_per_peer);
+  options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
   // A corrupt store file is moved aside before the store opens (a fresh one is
   // created); a failure to move it only leaves warm starts off.
   {

@@ -20,6 +20,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
+#include "simulator/user_text.h"
 
 namespace shardplan::server {
 namespace {
@@ -51,10 +52,13 @@ class FailedPlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   }
   void OnDone() override {
     metrics_.CountPlanRequest(method_, status_.code());
-    LOG(INFO) << "method=PlanSharding search=" << method_ << " model=" << model_
+    // Model names and messages come from the request: escaped, so that a
+    // newline in them cannot forge a log line.
+    LOG(INFO) << "method=PlanSharding search=" << method_
+              << " model=" << simulator::EscapeForLog(model_)
               << " gpus=" << gpus_ << " outcome=" << CodeName(status_.code())
               << " duration_ms=" << ElapsedMs(start_) << " error=\""
-              << status_.message() << "\"";
+              << simulator::EscapeForLog(status_.message()) << "\"";
     delete this;
   }
 
@@ -167,7 +171,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     deps_.metrics->CountPlanRequest(request_.method, code);
     const simulator::Problem& problem = request_.cost_model->problem();
     LOG(INFO) << "method=PlanSharding search=" << request_.method
-              << " model=" << request_.model_name
+              << " model=" << simulator::EscapeForLog(request_.model_name)
               << " gpus=" << problem.cluster.num_gpus
               << " outcome=" << CodeName(code)
               << " duration_ms=" << ElapsedMs(start_)
@@ -292,9 +296,16 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   }
 
   // The scheduler dropped the waiting job (server drain): end with the baseline
-  // as best.
+  // as best. Runs on the thread that drains the server, not on a gRPC thread.
   void Dropped() {
     stop_reason_ = "shutdown";
+    // The final update promises that the store holds what the client saw (the
+    // baseline): store it first, as RunSearch does.
+    if (baseline_.evaluation.feasible) {
+      deps_.history->Record(MakeProblemKey(request_.cost_model->problem()),
+                            request_.cost_model->problem(),
+                            {ToStored(baseline_)}, "");
+    }
     PlanUpdate final_update = MakeFinal(0, 0, 0, false, "");
     {
       absl::MutexLock lock(&mu_);
@@ -397,9 +408,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       for (const policy::ScoredPlan& scored : improvements_)
         to_store.push_back(ToStored(scored));
     }
-    if (baseline_.evaluation.feasible && !to_store.empty()) {
-      to_store.push_back(ToStored(baseline_));
-    }
+    // The baseline was streamed first: it is stored even when the search found
+    // nothing better (e.g. cancelled by a shutdown in its first iteration), so
+    // that every `final: true` is backed by the store.
+    if (baseline_.evaluation.feasible) to_store.push_back(ToStored(baseline_));
     deps_.history->Record(key, problem, to_store, weights);
     metrics.ResetSlot(slot);
 
@@ -492,6 +504,17 @@ void StreamRegistry::Drain() {
 bool StreamRegistry::draining() const {
   absl::MutexLock lock(&mu_);
   return draining_;
+}
+
+bool StreamRegistry::AwaitEmpty(absl::Time deadline) const {
+  absl::MutexLock lock(&mu_);
+  return mu_.AwaitWithDeadline(
+      absl::Condition(
+          +[](const absl::flat_hash_set<PlanStream*>* streams) {
+            return streams->empty();
+          },
+          &streams_),
+      deadline);
 }
 
 int StreamRegistry::size() const {

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "policy/searcher.h"
 #include "server/elite_history.h"
@@ -47,6 +48,9 @@ class StreamRegistry {
   void Drain();
   bool draining() const;
   int size() const;
+  // Waits until no stream is open (each has ended and been freed) or until
+  // `deadline`; true if none is. Blocks: not for gRPC threads.
+  bool AwaitEmpty(absl::Time deadline) const;
 
  private:
   mutable absl::Mutex mu_;

@@ -1,12 +1,17 @@
 #include "server/server.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
+#include <atomic>
 #include <cstdio>
 #include <exception>
 #include <fstream>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -25,6 +30,9 @@ namespace shardplan::server {
 namespace {
 
 constexpr char kServiceName[] = "shardplan.v1.ShardingPlanner";
+// How long calls still open at Shutdown (unary ones: a single cost-model
+// evaluation) may take before gRPC cancels them.
+constexpr absl::Duration kUnaryCallGrace = absl::Milliseconds(250);
 
 // gRPC 1.51's default health service is built on upb, so grpc.health.v1 is not
 // in the protobuf generated pool that reflection answers from. Referencing the
@@ -33,6 +41,31 @@ constexpr char kServiceName[] = "shardplan.v1.ShardingPlanner";
 // files (CONTRACT.md).
 const google::protobuf::FileDescriptor* HealthProtoFile() {
   return grpc::health::v1::HealthCheckRequest::descriptor()->file();
+}
+
+// Opens and closes one TCP connection to `address` ("host:port" as given to
+// --metrics_address, with the bound `port`); wildcard hosts mean loopback.
+void ConnectOnce(const std::string& address, int port) {
+  std::string host = address.substr(0, address.rfind(':'));
+  if (host.size() >= 2 && host.front() == '[' && host.back() == ']')
+    host = host.substr(1, host.size() - 2);
+  if (host.empty() || host == "0.0.0.0") host = "127.0.0.1";
+  if (host == "::") host = "::1";
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) !=
+      0) {
+    return;
+  }
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype, a->ai_protocol);
+    if (fd < 0) continue;
+    const bool connected = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    close(fd);
+    if (connected) break;
+  }
+  freeaddrinfo(found);
 }
 
 }  // namespace
@@ -68,6 +101,11 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
     return absl::InvalidArgumentError(
         "--default_max_seconds and --max_seconds_limit must be > 0");
   }
+  if (options.max_concurrent_streams < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max_concurrent_streams must be >= 1, got ",
+                     options.max_concurrent_streams));
+  }
   if (options.max_request_bytes < 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max_request_bytes must be >= 1024, got ",
@@ -98,6 +136,11 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   if (opts.store_path.empty()) {
     LOG(INFO) << "no --store: warm starts are off";
   } else {
+    if (StorePathHasPassword(opts.store_path)) {
+      LOG(WARNING) << "--store holds a password, which every local user can "
+                      "read in ps and /proc: leave it out of the URL and set "
+                      "PGPASSWORD or PGPASSFILE (libpq reads them)";
+    }
     EliteStore::Options store_options;
     store_options.path = opts.store_path;
     store_options.top_k = opts.elite_size;
@@ -151,6 +194,17 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   builder.AddListeningPort(opts.grpc_address, *credentials,
                            &server->grpc_port_);
   builder.SetMaxReceiveMessageSize(opts.max_request_bytes);
+  // gRPC 1.51 checks the receive limit against the compressed size and then
+  // inflates without a bound (a 254 KiB gzip request can become 256 MiB).
+  // Requests are a few KiB, so compression buys nothing: accept identity only.
+  // A compressed request is refused (UNIMPLEMENTED, "Compression algorithm
+  // ... is disabled") from its headers, before its message is read.
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_DEFLATE, false);
+  builder.SetCompressionAlgorithmSupportStatus(GRPC_COMPRESS_GZIP, false);
+  // Bounds the streams one HTTP/2 connection may have open (HTTP/2 rapid
+  // reset: a client opening and resetting streams faster than calls end).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             opts.max_concurrent_streams);
   {
     std::vector<
         std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
@@ -248,13 +302,45 @@ void PlannerServer::Shutdown() {
   // Waiting searches never start; their streams get a final update with the
   // baseline.
   if (scheduler_ != nullptr) scheduler_->Drain();
+  VLOG(1) << "shutdown: searches drained after "
+          << absl::ToInt64Milliseconds(absl::Now() - start) << " ms";
   if (server_ != nullptr) {
+    // gRPC's Shutdown waits for every client connection to close after its
+    // GOAWAY until the deadline (5 s with an idle client attached), so a plain
+    // Shutdown(now + grace) made even an idle server slow to stop. Instead:
+    // wait (within the grace) for the open streams, which end within one
+    // search iteration; then give in-flight unary calls, which answer at
+    // once, a short deadline after which gRPC cuts the connections.
+    const absl::Time grace_end = start + options_.shutdown_grace;
+    if (!registry_.AwaitEmpty(grace_end)) {
+      LOG(WARNING) << "open streams did not end within --shutdown_grace_seconds"
+                      "; cutting them";
+    }
     server_->Shutdown(
-        absl::ToChronoTime(absl::Now() + options_.shutdown_grace));
+        absl::ToChronoTime(std::min(grace_end, absl::Now() + kUnaryCallGrace)));
   }
+  VLOG(1) << "shutdown: gRPC stopped after "
+          << absl::ToInt64Milliseconds(absl::Now() - start) << " ms";
   if (scheduler_ != nullptr) scheduler_->Shutdown();
   if (history_ != nullptr) history_->Flush();
-  exposer_.reset();
+  VLOG(1) << "shutdown: workers joined, store flushed after "
+          << absl::ToInt64Milliseconds(absl::Now() - start) << " ms";
+  if (exposer_ != nullptr) {
+    // civetweb's listener thread checks for stop only between polls of its
+    // sockets, which time out after 2 s: stopping took up to 2 s on an idle
+    // server. A connection ends the poll at once, so keep knocking until the
+    // exposer is gone.
+    std::atomic<bool> stopped{false};
+    std::thread knocker([this, &stopped] {
+      while (!stopped.load()) {
+        ConnectOnce(options_.metrics_address, metrics_port_);
+        absl::SleepFor(absl::Milliseconds(20));
+      }
+    });
+    exposer_.reset();
+    stopped.store(true);
+    knocker.join();
+  }
   LOG(INFO) << "shardplan-server stopped in "
             << absl::ToInt64Milliseconds(absl::Now() - start) << " ms";
 }

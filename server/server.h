@@ -56,6 +56,8 @@ struct ServerOptions {
   int max_searches_per_peer =
       8;  // open PlanSharding calls per address; 0 = off
   int max_request_bytes = 4 << 20;  // gRPC max receive message size
+  // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection (rapid reset).
+  int max_concurrent_streams = 100;
 };
 
 class PlannerServer {

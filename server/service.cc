@@ -2,16 +2,21 @@
 
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "policy/searcher.h"
+#include "server/request_decoding.h"
 #include "server/status_util.h"
 #include "server/validation.h"
 #include "simulator/spec.h"
 #include "simulator/types.h"
+#include "simulator/user_text.h"
 
 namespace shardplan::server {
 
@@ -38,16 +43,113 @@ absl::Status CheckToken(const AccessControl& access,
 void LogRefused(absl::string_view method, const absl::Status& status,
                 const grpc::CallbackServerContext& context) {
   LOG(INFO) << "method=" << method << " outcome=" << CodeName(status.code())
-            << " peer=" << context.peer() << " error=\"" << status.message()
-            << "\"";
+            << " peer=" << simulator::EscapeForLog(context.peer())
+            << " error=\"" << simulator::EscapeForLog(status.message()) << "\"";
+}
+
+// Answers a call whose request could not be decoded: the access checks still
+// come first, so that an unauthenticated caller learns nothing more.
+absl::Status RefuseUndecodable(const AccessControl& access,
+                               const grpc::CallbackServerContext& context,
+                               const absl::Status& decoded) {
+  absl::Status allowed = CheckToken(access, context);
+  return allowed.ok() ? decoded : allowed;
 }
 
 }  // namespace
 
-PlannerService::PlannerService(ServiceDeps deps) : deps_(std::move(deps)) {}
+absl::Status DecodeRequest(const grpc::ByteBuffer& bytes,
+                           google::protobuf::Message* message) {
+  std::vector<grpc::Slice> slices;
+  if (!bytes.Valid() || !bytes.Dump(&slices).ok()) {
+    message->Clear();
+    return absl::InvalidArgumentError(absl::StrCat(
+        "request: no ", message->GetDescriptor()->full_name(), " received"));
+  }
+  std::string flat;
+  flat.reserve(bytes.Length());
+  for (const grpc::Slice& slice : slices) {
+    flat.append(reinterpret_cast<const char*>(slice.begin()), slice.size());
+  }
+  return DecodeRequest(flat, message);
+}
+
+PlannerService::PlannerService(ServiceDeps deps) : deps_(std::move(deps)) {
+  RegisterRawRequestHandlers();
+}
 
 PlannerService::PlannerService(ServiceDeps deps, AccessControl access)
-    : deps_(std::move(deps)), access_(access) {}
+    : deps_(std::move(deps)), access_(access) {
+  RegisterRawRequestHandlers();
+}
+
+void PlannerService::RegisterRawRequestHandlers() {
+  // Indices are the methods' order in shardplan.proto, as in the generated
+  // CallbackService constructors whose handlers these replace.
+  MarkMethodCallback(0, new grpc::internal::CallbackServerStreamingHandler<
+                            grpc::ByteBuffer, shardplan::v1::PlanUpdate>(
+                            [this](grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request) {
+                              return PlanShardingBytes(context, request);
+                            }));
+  MarkMethodCallback(
+      1,
+      new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer,
+                                               shardplan::v1::EvaluateResponse>(
+          [this](grpc::CallbackServerContext* context,
+                 const grpc::ByteBuffer* request,
+                 shardplan::v1::EvaluateResponse* response) {
+            return EvaluatePlanBytes(context, request, response);
+          }));
+  MarkMethodCallback(2,
+                     new grpc::internal::CallbackUnaryHandler<
+                         grpc::ByteBuffer, shardplan::v1::ListCatalogResponse>(
+                         [this](grpc::CallbackServerContext* context,
+                                const grpc::ByteBuffer* request,
+                                shardplan::v1::ListCatalogResponse* response) {
+                           return ListCatalogBytes(context, request, response);
+                         }));
+}
+
+grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>*
+PlannerService::PlanShardingBytes(grpc::CallbackServerContext* context,
+                                  const grpc::ByteBuffer* request) {
+  // Validation keeps copies of what it needs, so the request can be a local.
+  shardplan::v1::PlanRequest decoded;
+  absl::Status status = DecodeRequest(*request, &decoded);
+  if (status.ok()) return PlanSharding(context, &decoded);
+  status = RefuseUndecodable(access_, *context, status);
+  deps_.metrics->CountPlanRequest("unknown", status.code());
+  LogRefused("PlanSharding", status, *context);
+  return new RefusedPlanStream(status);
+}
+
+grpc::ServerUnaryReactor* PlannerService::EvaluatePlanBytes(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    shardplan::v1::EvaluateResponse* response) {
+  shardplan::v1::EvaluateRequest decoded;
+  absl::Status status = DecodeRequest(*request, &decoded);
+  if (status.ok()) return EvaluatePlan(context, &decoded, response);
+  status = RefuseUndecodable(access_, *context, status);
+  deps_.metrics->CountEvaluateRequest(status.code());
+  LogRefused("EvaluatePlan", status, *context);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PlannerService::ListCatalogBytes(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    shardplan::v1::ListCatalogResponse* response) {
+  shardplan::v1::ListCatalogRequest decoded;
+  absl::Status status = DecodeRequest(*request, &decoded);
+  if (status.ok()) return ListCatalog(context, &decoded, response);
+  status = RefuseUndecodable(access_, *context, status);
+  LogRefused("ListCatalog", status, *context);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
 
 grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>*
 PlannerService::PlanSharding(grpc::CallbackServerContext* context,
@@ -102,12 +204,16 @@ grpc::ServerUnaryReactor* PlannerService::EvaluatePlan(
     *response->mutable_model() = simulator::ModelSpecFromDims(problem.model);
   }
   deps_.metrics->CountEvaluateRequest(status.code());
-  LOG(INFO) << "method=EvaluatePlan model=" << model << " gpus=" << gpus
-            << " outcome=" << CodeName(status.code()) << " duration_ms="
+  // Model names and messages come from the request: escaped, so that a
+  // newline in them cannot forge a log line.
+  LOG(INFO) << "method=EvaluatePlan model=" << simulator::EscapeForLog(model)
+            << " gpus=" << gpus << " outcome=" << CodeName(status.code())
+            << " duration_ms="
             << absl::ToDoubleMilliseconds(absl::Now() - start)
             << (status.ok()
                     ? ""
-                    : " error=\"" + std::string(status.message()) + "\"");
+                    : " error=\"" + simulator::EscapeForLog(status.message()) +
+                          "\"");
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;

@@ -5,10 +5,13 @@
 #ifndef SHARDPLAN_SERVER_SERVICE_H_
 #define SHARDPLAN_SERVER_SERVICE_H_
 
+#include "absl/status/status.h"
+#include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
 #include "server/limits.h"
 #include "server/plan_stream.h"
+#include "server/request_decoding.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 
 namespace shardplan::server {
@@ -19,6 +22,10 @@ struct AccessControl {
   const TokenAuthenticator* authenticator = nullptr;  // --auth_token_file
   const PeerLimiter* peer_limiter = nullptr;          // --max_searches_per_peer
 };
+
+// DecodeRequest (server/request_decoding.h) of the bytes gRPC received.
+absl::Status DecodeRequest(const grpc::ByteBuffer& bytes,
+                           google::protobuf::Message* message);
 
 class PlannerService final
     : public shardplan::v1::ShardingPlanner::CallbackService {
@@ -43,6 +50,21 @@ class PlannerService final
   const ServiceDeps& deps() const { return deps_; }
 
  private:
+  // gRPC 1.51 answers a request its protobuf traits cannot parse with
+  // UNIMPLEMENTED and an empty message, before any of our code runs. The
+  // constructors therefore register the three methods with handlers that take
+  // the raw bytes; these parse them (DecodeRequest) and answer
+  // INVALID_ARGUMENT with the reason, or call the typed methods above.
+  void RegisterRawRequestHandlers();
+  grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* PlanShardingBytes(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request);
+  grpc::ServerUnaryReactor* EvaluatePlanBytes(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      shardplan::v1::EvaluateResponse* response);
+  grpc::ServerUnaryReactor* ListCatalogBytes(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      shardplan::v1::ListCatalogResponse* response);
+
   const ServiceDeps deps_;
   const AccessControl access_;
 };

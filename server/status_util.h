@@ -1,5 +1,5 @@
 // The one conversion from absl::Status to grpc::Status (STYLE.md §4): same code
-// values, same message. Used by every RPC handler of the server.
+// values, same message (cut to 2 KiB). Used by every RPC handler of the server.
 #ifndef SHARDPLAN_SERVER_STATUS_UTIL_H_
 #define SHARDPLAN_SERVER_STATUS_UTIL_H_
 

@@ -11,6 +11,7 @@
 #include "policy/searcher.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
+#include "simulator/user_text.h"
 
 namespace shardplan::server {
 namespace {
@@ -130,8 +131,8 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   if (!IsKnownMethod(out.method)) {
     return absl::InvalidArgumentError(
         absl::StrCat("options.method must be one of ",
-                     absl::StrJoin(policy::SearchMethods(), ", "), "; got \"",
-                     options.method(), "\""));
+                     absl::StrJoin(policy::SearchMethods(), ", "), "; got ",
+                     simulator::QuoteUserText(options.method())));
   }
   if (options.max_evaluations() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(

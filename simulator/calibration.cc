@@ -23,6 +23,7 @@
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
+#include "simulator/user_text.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -192,8 +193,8 @@ absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     names.push_back(p.name);
   }
   return absl::NotFoundError(
-      absl::StrFormat("calibration profile \"%s\" not found; known: %s", name,
-                      absl::StrJoin(names, ", ")));
+      absl::StrFormat("calibration profile %s not found; known: %s",
+                      QuoteUserText(name), absl::StrJoin(names, ", ")));
 }
 
 // --- Rows ---

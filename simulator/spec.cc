@@ -28,6 +28,7 @@
 #include "simulator/internal/catalog_data.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
+#include "simulator/user_text.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::simulator {
@@ -93,8 +94,8 @@ absl::Status FromProtobufStatus(const pb::util::Status& status,
     constexpr absl::string_view kUnknown = ": Cannot find field.";
     if (absl::EndsWith(rest, kUnknown)) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: unknown field \"%s\"", path,
-          absl::CHexEscape(rest.substr(0, rest.size() - kUnknown.size()))));
+          "%s: unknown field %s", path,
+          QuoteUserText(rest.substr(0, rest.size() - kUnknown.size()))));
     }
     if (absl::StartsWith(rest, ": ")) rest = rest.substr(2);
     return absl::InvalidArgumentError(
@@ -303,10 +304,10 @@ absl::StatusOr<std::string> YamlTextToJsonText(absl::string_view text,
     return j.dump();
   } catch (const YAML::Exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("malformed YAML: ", e.what()));
+        absl::StrCat("malformed YAML: ", EscapeBounded(e.what(), 256)));
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("malformed YAML: ", e.what()));
+        absl::StrCat("malformed YAML: ", EscapeBounded(e.what(), 256)));
   }
 }
 
@@ -453,7 +454,7 @@ absl::StatusOr<ModelSpec> FindCatalogModel(absl::string_view name) {
     if (spec.name() == name) return spec;
   }
   return absl::NotFoundError(
-      absl::StrFormat("unknown model \"%s\"; known: %s", absl::CHexEscape(name),
+      absl::StrFormat("unknown model %s; known: %s", QuoteUserText(name),
                       absl::StrJoin(Names(CatalogModels()), ", ")));
 }
 
@@ -461,9 +462,9 @@ absl::StatusOr<HardwareSpec> FindCatalogHardware(absl::string_view name) {
   for (const HardwareSpec& spec : CatalogHardware()) {
     if (spec.name() == name) return spec;
   }
-  return absl::NotFoundError(absl::StrFormat(
-      "unknown hardware \"%s\"; known: %s", absl::CHexEscape(name),
-      absl::StrJoin(Names(CatalogHardware()), ", ")));
+  return absl::NotFoundError(
+      absl::StrFormat("unknown hardware %s; known: %s", QuoteUserText(name),
+                      absl::StrJoin(Names(CatalogHardware()), ", ")));
 }
 
 // === Proto -> compact ========================================================
@@ -638,10 +639,23 @@ absl::StatusOr<ModelDims> ModelDimsFromSpec(const ModelSpec& spec,
                          Path(prefix, "kv_lora_rank"), " > 0), got ", f.value));
       }
     }
-  } else if (m.q_lora_rank != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(Path(prefix, "q_lora_rank"), " (", m.q_lora_rank,
-                     ") requires ", Path(prefix, "kv_lora_rank"), " > 0"));
+  } else {
+    // Without MLA these fields change nothing in the cost model: accepting
+    // them would plan a plain GQA model the caller did not describe.
+    const struct {
+      const char* field;
+      int value;
+    } mla_only[] = {{"q_lora_rank", m.q_lora_rank},
+                    {"qk_rope_head_dim", m.qk_rope_head_dim},
+                    {"qk_nope_head_dim", m.qk_nope_head_dim},
+                    {"v_head_dim", m.v_head_dim}};
+    for (const auto& f : mla_only) {
+      if (f.value != 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(Path(prefix, f.field), " (", f.value, ") requires ",
+                         Path(prefix, "kv_lora_rank"), " > 0 (MLA)"));
+      }
+    }
   }
   const double params = m.TotalParams();
   if (!(params <= kMaxTotalParams)) {
@@ -773,9 +787,9 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
       }
       for (int j = 0; j < i; ++j) {
         if (cluster.node_groups(j).name() == group.name()) {
-          return absl::InvalidArgumentError(absl::StrFormat(
-              "%s.name: duplicate node group \"%s\" (also at [%d])", path,
-              absl::CHexEscape(group.name()), j));
+          return absl::InvalidArgumentError(
+              absl::StrFormat("%s.name: duplicate node group %s (also at [%d])",
+                              path, QuoteUserText(group.name()), j));
         }
       }
       total += group.num_nodes();

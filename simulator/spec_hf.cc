@@ -16,6 +16,7 @@
 #include "nlohmann/json.hpp"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
+#include "simulator/user_text.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -229,12 +230,23 @@ absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(absl::string_view config_json) {
         absl::StrFormat("hf_config_json is %d bytes, at most %d accepted",
                         config_json.size(), kMaxConfigBytes));
   }
+  // nlohmann's lexer takes a NUL byte for the end of the input, so whatever
+  // follows one would be silently ignored. JSON text cannot hold a raw NUL
+  // (inside strings it is written \u0000), so any NUL is an error.
+  const size_t nul = config_json.find('\0');
+  if (nul != absl::string_view::npos) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "hf_config_json: NUL byte at offset %d of %d; JSON text cannot "
+        "contain one (write \\u0000 inside a string)",
+        nul, config_json.size()));
+  }
   json config;
   try {
     config = json::parse(config_json.begin(), config_json.end());
   } catch (const std::exception& e) {
     return absl::InvalidArgumentError(
-        absl::StrCat("hf_config_json: malformed JSON: ", e.what()));
+        absl::StrCat("hf_config_json: malformed JSON: ",
+                     EscapeBounded(e.what(), kMaxQuotedBytes * 4)));
   }
   if (!config.is_object()) {
     return absl::InvalidArgumentError("hf_config_json: expected a JSON object");
@@ -294,8 +306,8 @@ absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(absl::string_view config_json) {
       spec.set_family("gpt-oss");
     } else {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "hf_config_json: unsupported model_type \"%s\"; supported: %s",
-          absl::CHexEscape(model_type), absl::StrJoin(kSupported, ", ")));
+          "hf_config_json: unsupported model_type %s; supported: %s",
+          QuoteUserText(model_type), absl::StrJoin(kSupported, ", ")));
     }
   } catch (const std::exception& e) {
     // nlohmann accessors are type-checked above; this only guards against

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "simulator/user_text.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -30,9 +31,9 @@ absl::StatusOr<int> ParseName(absl::string_view name,
   for (int i = 0; i < N; ++i) {
     if (names[i] == name) return i;
   }
-  return absl::InvalidArgumentError(absl::StrFormat(
-      "%s: unknown %s \"%s\"; expected one of %s", field_path, what,
-      absl::CHexEscape(name), absl::StrJoin(names, ", ")));
+  return absl::InvalidArgumentError(
+      absl::StrFormat("%s: unknown %s %s; expected one of %s", field_path, what,
+                      QuoteUserText(name), absl::StrJoin(names, ", ")));
 }
 
 double Gb(double bytes) { return bytes / 1e9; }

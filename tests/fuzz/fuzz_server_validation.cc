@@ -4,13 +4,18 @@
 // (JSON/YAML) when they parse as one, and always as the protobuf wire format
 // gRPC delivers. A request that validates goes on as the handler does:
 // EvaluatePlan evaluates and converts back to proto (fuzz_check.h's
-// invariants); PlanSharding's budgets must respect the limits. ListCatalog
-// takes no input.
+// invariants); PlanSharding's budgets must respect the limits. The wire bytes
+// go through the server's own decoder (server/request_decoding.h, what the
+// service runs on what gRPC received), which must agree with protobuf's parser
+// and fail only with a bounded INVALID_ARGUMENT; ListCatalog's request is
+// decoded the same way.
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "server/request_decoding.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/spec.h"
@@ -58,6 +63,24 @@ void CheckEvaluateRequest(const v1::EvaluateRequest& request) {
   shardplan::fuzz::EvaluateAndCheck(*validated->cost_model, validated->plan);
 }
 
+// DecodeRequest succeeds exactly when protobuf's parser does, and otherwise
+// says so with INVALID_ARGUMENT and a message that does not grow with the
+// input (the reason names a field path, never echoes the bytes).
+template <typename Message>
+bool DecodeAndCheck(const std::string& bytes, Message* message) {
+  const absl::Status status = shardplan::server::DecodeRequest(bytes, message);
+  Message reference;
+  const bool parses = reference.ParseFromString(bytes);
+  Require(status.ok() == parses, "DecodeRequest agrees with ParseFromString");
+  if (!status.ok()) {
+    Require(absl::IsInvalidArgument(status),
+            "DecodeRequest fails only with INVALID_ARGUMENT");
+    Require(status.message().size() < 1024, "decode errors stay short",
+            static_cast<int>(status.message().size()));
+  }
+  return status.ok();
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
@@ -65,16 +88,17 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   {
     v1::PlanRequest request;
     if (sim::ParseSpecText(text, &request).ok()) CheckPlanRequest(request);
-    request.Clear();
-    if (request.ParseFromArray(data, static_cast<int>(size)))
-      CheckPlanRequest(request);
+    if (DecodeAndCheck(std::string(text), &request)) CheckPlanRequest(request);
   }
   {
     v1::EvaluateRequest request;
     if (sim::ParseSpecText(text, &request).ok()) CheckEvaluateRequest(request);
-    request.Clear();
-    if (request.ParseFromArray(data, static_cast<int>(size)))
+    if (DecodeAndCheck(std::string(text), &request))
       CheckEvaluateRequest(request);
+  }
+  {
+    v1::ListCatalogRequest request;
+    (void)DecodeAndCheck(std::string(text), &request);
   }
   return 0;
 }

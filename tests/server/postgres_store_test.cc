@@ -329,6 +329,15 @@ TEST(StoreLocationTest, PasswordIsNotInThePathUsedForLogs) {
   EXPECT_FALSE(IsPostgresUrl("./postgres.db"));
 }
 
+TEST(StoreLocationTest, PasswordInTheUrlIsDetectedForTheWarning) {
+  EXPECT_TRUE(StorePathHasPassword("postgresql://u:secret@db:5432/x"));
+  EXPECT_TRUE(StorePathHasPassword("postgres://h/x?password=secret"));
+  // The advised form: user only, the password from PGPASSWORD / PGPASSFILE.
+  EXPECT_FALSE(StorePathHasPassword("postgresql://u@db:5432/x"));
+  EXPECT_FALSE(StorePathHasPassword("postgresql://db/x?sslmode=require"));
+  EXPECT_FALSE(StorePathHasPassword("/var/lib/u:secret@store.db"));
+}
+
 // Waits (deadline-bounded) until a lookup succeeds again.
 bool WaitUntilReachable(EliteStore& store, const ProblemKey& key) {
   const absl::Time deadline = absl::Now() + absl::Seconds(30);

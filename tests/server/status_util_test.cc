@@ -1,6 +1,9 @@
 #include "server/status_util.h"
 
+#include <string>
+
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "grpcpp/support/status.h"
 #include "gtest/gtest.h"
@@ -38,6 +41,17 @@ TEST(StatusUtilTest, OutOfRangeCodeBecomesUnknown) {
   const absl::Status odd(static_cast<absl::StatusCode>(42), "odd");
   EXPECT_EQ(ToGrpcStatus(odd).error_code(), grpc::StatusCode::UNKNOWN);
   EXPECT_EQ(ToGrpcStatus(odd).error_message(), "odd");
+}
+
+// The message is a gRPC trailer; clients refuse ones near 8 KiB.
+TEST(StatusUtilTest, LongMessagesAreCut) {
+  const absl::Status huge =
+      absl::InvalidArgumentError(std::string(100000, 'm'));
+  const grpc::Status converted = ToGrpcStatus(huge);
+  EXPECT_EQ(converted.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_LE(converted.error_message().size(), 2100u);
+  EXPECT_TRUE(absl::EndsWith(converted.error_message(), "...(100000 bytes)"))
+      << converted.error_message().substr(2000);
 }
 
 TEST(StatusUtilTest, CodeNames) {

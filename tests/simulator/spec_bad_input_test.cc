@@ -290,5 +290,50 @@ TEST(BadInputTest, MlaNeedsItsHeadDims) {
               HasSubstr("model.spec.v_head_dim must be > 0 for MLA"));
 }
 
+// Fields that only mean something for MLA (kv_lora_rank > 0) or MoE
+// (num_experts > 0) are errors on other models, never silently dropped.
+TEST(BadInputTest, MlaOnlyFieldsWithoutMlaAreRejected) {
+  shardplan::v1::ModelSpec dense = *FindCatalogModel("llama-3.1-8b");
+  ASSERT_EQ(dense.kv_lora_rank(), 0);
+  ASSERT_TRUE(ModelDimsFromSpec(dense, "model.spec").ok());
+  struct Case {
+    const char* field;
+    void (shardplan::v1::ModelSpec::*set)(int32_t);
+  } cases[] = {
+      {"q_lora_rank", &shardplan::v1::ModelSpec::set_q_lora_rank},
+      {"qk_rope_head_dim", &shardplan::v1::ModelSpec::set_qk_rope_head_dim},
+      {"qk_nope_head_dim", &shardplan::v1::ModelSpec::set_qk_nope_head_dim},
+      {"v_head_dim", &shardplan::v1::ModelSpec::set_v_head_dim},
+  };
+  for (const Case& c : cases) {
+    shardplan::v1::ModelSpec spec = dense;
+    (spec.*c.set)(64);
+    absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(spec, "model.spec");
+    ASSERT_EQ(dims.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.field;
+    EXPECT_THAT(dims.status().message(),
+                HasSubstr(absl::StrCat("model.spec.", c.field,
+                                       " (64) requires model.spec.kv_lora_rank "
+                                       "> 0")));
+  }
+  // The probe's case: all three head dims set, kv_lora_rank 0.
+  shardplan::v1::ModelSpec spec = dense;
+  spec.set_qk_rope_head_dim(64);
+  spec.set_qk_nope_head_dim(128);
+  spec.set_v_head_dim(128);
+  EXPECT_EQ(ModelDimsFromSpec(spec, "model.spec").status().code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(BadInputTest, MoeOnlyFieldsOnADenseModelAreRejected) {
+  shardplan::v1::ModelSpec spec = *FindCatalogModel("llama-3.1-8b");
+  spec.set_num_shared_experts(1);
+  absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(spec, "model.spec");
+  ASSERT_EQ(dims.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(dims.status().message(),
+              HasSubstr("model.spec.num_shared_experts (1) requires "
+                        "model.spec.num_experts > 0"));
+}
+
 }  // namespace
 }  // namespace shardplan::simulator

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simulator/spec.h"
@@ -222,6 +223,24 @@ TEST(HfConfigTest, ThroughResolveModel) {
   spec = ResolveModel(source);
   ASSERT_TRUE(spec.ok());
   EXPECT_EQ(spec->hidden_size(), 5120);
+}
+
+// nlohmann stops at a NUL byte; what follows it must not be ignored.
+TEST(HfConfigTest, NulByteAndTrailingTextAreRejected) {
+  const std::string valid = ReadHf("qwen3-32b.json");
+  ASSERT_TRUE(ModelSpecFromHfConfig(valid).ok());
+  shardplan::v1::ModelSource source;
+  source.set_hf_config_json(valid + std::string(1, '\0') +
+                            "{\"garbage\": [1,2");
+  absl::StatusOr<ModelSpec> spec = ResolveModel(source);
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr(absl::StrCat(
+                  "model.hf_config_json: NUL byte at offset ", valid.size())));
+  // A lone NUL at the end is rejected too: it is not JSON whitespace.
+  spec = ModelSpecFromHfConfig(valid + std::string(1, '\0'));
+  ASSERT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(), HasSubstr("NUL byte"));
 }
 
 }  // namespace
