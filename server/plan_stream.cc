@@ -1,6 +1,7 @@
 #include "server/plan_stream.h"
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <memory>
@@ -14,6 +15,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "policy/baselines.h"
+#include "policy/plan_space.h"
 #include "server/elite_store.h"
 #include "server/status_util.h"
 #include "server/update_queue.h"
@@ -253,6 +256,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     update.set_evaluations(evaluations);
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     update.set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
+    const double grid_tps = grid_tps_.load(std::memory_order_acquire);
+    if (grid_tps > 0) {
+      update.set_speedup_vs_grid(Throughput(scored.evaluation) / grid_tps);
+    }
     update.set_kind(std::string(kind));
     return update;
   }
@@ -364,6 +371,14 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
             absl::StrCat("cannot create searcher \"", request_.method,
                          "\": ", searcher.status().message()));
       } else {
+        // The grid reference (policy::GridBest: tens of milliseconds at
+        // most, on this worker) for speedup_vs_grid.
+        if (absl::StatusOr<std::unique_ptr<const policy::PlanSpace>> space =
+                policy::PlanSpace::Create(*request_.cost_model);
+            space.ok()) {
+          grid_tps_.store(Throughput(policy::GridBest(**space).evaluation),
+                          std::memory_order_release);
+        }
         found = deps_.history->Find(key, request_.warm_start);
         policy::SearchOptions options;
         options.max_evaluations = request_.max_evaluations;
@@ -462,6 +477,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // Finish.
   policy::ScoredPlan baseline_;
   double baseline_tps_ = 0;
+  // The grid sweep's best throughput, set by the worker before the search.
+  std::atomic<double> grid_tps_{0};
   policy::ScoredPlan best_;
   double best_tps_ = 0;
   int last_evaluations_ = 0;

@@ -591,6 +591,7 @@ TEST_F(ServerE2eTest, BufCurlThroughReflectionWithNoProtoFiles) {
   EXPECT_THAT(planned, HasSubstr("\"kind\": \"baseline\""));
   EXPECT_THAT(planned, HasSubstr("\"final\": true"));
   EXPECT_THAT(planned, HasSubstr("\"speedupVsBaseline\""));
+  EXPECT_THAT(planned, HasSubstr("\"speedupVsGrid\""));
 
   const std::string bad_json =
       R"({"model":{"catalogName":"llama-3.1-70b"},"cluster":{)"
