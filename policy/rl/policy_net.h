@@ -1,8 +1,8 @@
-// The learned part of the RL searcher, private to policy/rl/: problem and plan
-// features, the network (a small transformer encoder over a context token and
-// one token per elite plan, with anchor, copy-gate, crossover, degree-tuple
-// and per-decision heads), the sampler that draws plans from its output, and
-// the policy-gradient update. LibTorch on CPU behind a pimpl: this header
+// The learned part of the RL searcher, private to policy/rl/: the network (a
+// small transformer encoder over a context token and one token per elite plan,
+// policy/rl/features.h, with anchor, copy-gate, crossover, degree-tuple and
+// per-decision heads), the sampler that draws plans from its output, and the
+// policy-gradient update. LibTorch on CPU behind a pimpl: this header
 // exposes no torch types, so only policy_net.cc compiles against LibTorch.
 #ifndef SHARDPLAN_POLICY_RL_POLICY_NET_H_
 #define SHARDPLAN_POLICY_RL_POLICY_NET_H_
