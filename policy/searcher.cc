@@ -27,8 +27,19 @@ Registry& GetRegistry() {
   return *registry;
 }
 
-// The registered maker of `method`, or null.
-Maker FindRegistered(absl::string_view method) {
+// The baselines, in every build.
+Maker BuiltIn(absl::string_view method) {
+  if (method == "megatron") return NewMegatronSearcher;
+  if (method == "random") return NewRandomSearcher;
+  if (method == "anneal") return NewAnnealSearcher;
+  if (method == "genetic") return NewGeneticSearcher;
+  if (method == "exhaustive") return NewExhaustiveSearcher;
+  return Maker();
+}
+
+// The maker of `method` in this binary, or null.
+Maker Find(absl::string_view method) {
+  if (Maker make = BuiltIn(method)) return make;
   Registry& r = GetRegistry();
   absl::MutexLock lock(&r.mu);
   auto it = r.makers.find(method);
@@ -46,7 +57,7 @@ const std::vector<std::string>& SearchMethods() {
 std::vector<std::string> AvailableSearchMethods() {
   std::vector<std::string> available;
   for (const std::string& method : SearchMethods()) {
-    if (method != "rl" || FindRegistered(method)) available.push_back(method);
+    if (Find(method)) available.push_back(method);
   }
   return available;
 }
@@ -59,14 +70,9 @@ void RegisterSearcher(std::string method, Maker make) {
 
 absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(
     absl::string_view method) {
-  if (method == "megatron") return NewMegatronSearcher();
-  if (method == "random") return NewRandomSearcher();
-  if (method == "anneal") return NewAnnealSearcher();
-  if (method == "genetic") return NewGeneticSearcher();
-  if (method == "exhaustive") return NewExhaustiveSearcher();
-  // "rl" and the benchmark's ablations of it (not advertised in
-  // SearchMethods()), when this binary registered them.
-  if (Maker make = FindRegistered(method)) return make();
+  // The baselines, or registered: "rl" and the benchmark's ablations of it
+  // (not advertised in SearchMethods()) when this binary linked policy/rl/.
+  if (Maker make = Find(method)) return make();
   for (const std::string& known : SearchMethods()) {
     if (known != method) continue;
     return absl::FailedPreconditionError(absl::StrFormat(

@@ -137,8 +137,9 @@ const std::vector<std::string>& SearchMethods();
 // The SearchMethods() this binary can run, in that order. Thread-safe.
 std::vector<std::string> AvailableSearchMethods();
 // Makes CreateSearcher(method) call `make` (a method registered twice keeps
-// the last). Lets policy/rl/, the only part that needs LibTorch, add its
-// searchers without the core linking it. Thread-safe; call at startup.
+// the last; the baselines' names stay theirs). Lets policy/rl/, the only part
+// that needs LibTorch, add its searchers without the core linking it.
+// Thread-safe; call at startup.
 void RegisterSearcher(std::string method,
                       std::function<std::unique_ptr<Searcher>()> make);
 // A new searcher for `method`. FAILED_PRECONDITION for a method of
