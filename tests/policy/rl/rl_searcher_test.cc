@@ -165,13 +165,13 @@ TEST(RlSearcherTest, BestPlanPerGpuIsMonotoneInGpus) {
     ASSERT_TRUE(large.ok()) << large.status();
     SearchOptions sweep;
     sweep.max_evaluations = 1'000'000;
-    auto best_small = RunSearch("grid", **small, sweep, nullptr);
+    auto best_small = testing::RunSearch("grid", **small, sweep, nullptr);
     ASSERT_TRUE(best_small.ok()) << best_small.status();
     ASSERT_TRUE(best_small->best.evaluation.feasible);
     SearchOptions budget;
     budget.max_evaluations = 3000;
     budget.seed = 5;
-    auto rl = RunSearch("rl", **large, budget, nullptr);
+    auto rl = testing::RunSearch("rl", **large, budget, nullptr);
     ASSERT_TRUE(rl.ok()) << rl.status();
     EXPECT_GE(rl->best.evaluation.output_tokens_per_s_per_gpu,
               best_small->best.evaluation.output_tokens_per_s_per_gpu *
