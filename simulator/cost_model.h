@@ -68,7 +68,7 @@ const Calibration& DefaultCalibration();
 const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
-inline constexpr int kCostModelVersion = 2;
+inline constexpr int kCostModelVersion = 3;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "policy/baselines.h"
 #include "policy/plan_space.h"
 #include "shardplan/v1/shardplan.pb.h"
@@ -67,16 +68,36 @@ double Tps(const policy::ScoredPlan& s) {
   return s.evaluation.feasible ? s.evaluation.output_tokens_per_s : 0;
 }
 
-absl::StatusOr<double> BestOf(const std::string& method,
-                              const simulator::CostModel& model,
-                              const policy::SearchOptions& options) {
+absl::StatusOr<policy::ScoredPlan> BestOf(const std::string& method,
+                                          const simulator::CostModel& model,
+                                          const policy::SearchOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<policy::Searcher> searcher,
                    policy::CreateSearcher(method));
   policy::CancellationToken cancel;
   policy::SearchObserver observer;
   ASSIGN_OR_RETURN(policy::SearchResult r,
                    searcher->Search(model, options, cancel, observer));
-  return Tps(r.best);
+  return r.best;
+}
+
+// "r2 dp8 tp1 pp1 ep8 | col col bat ..." with the batch and the share of
+// communication in the decode step: enough to see why one plan beats another.
+std::string Describe(const policy::ScoredPlan& s) {
+  const simulator::PlanDims& p = s.plan;
+  std::vector<std::string> dims;
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+    dims.push_back(
+        std::string(simulator::ShardDimName(p.dims[o])).substr(0, 3));
+  }
+  double comm = 0, total = 0;
+  for (const simulator::OpCost& c : s.evaluation.decode) {
+    comm += c.comm_s;
+    total += c.comm_s + std::max(c.compute_s, c.memory_s);
+  }
+  return absl::StrFormat(
+      "r%d dp%d tp%d pp%d ep%d [%s] batch %d, comm %.0f%%", p.replicas, p.dp,
+      p.tp, p.pp, p.ep, absl::StrJoin(dims, " "), s.evaluation.batch_size,
+      total > 0 ? 100 * comm / total : 0.0);
 }
 
 }  // namespace
@@ -124,6 +145,8 @@ absl::StatusOr<std::string> RunGeneratedCases(
       "| case | megatron | grid | rl | best metaheuristic | rl / grid | rl / "
       "best meta | best/GPU vs half the GPUs |\n|---|---|---|---|---|---|---|---"
       "|\n";
+  std::string plans =
+      "\n| case | grid's best plan | rl's best plan (seed 1) |\n|---|---|---|\n";
   int rl_ge_grid = 0, rl_ge_meta = 0, monotone_ok = 0, monotone_checked = 0;
   for (const GeneratedCase& c : cases) {
     ASSIGN_OR_RETURN(auto model, MakeModel(c, c.gpus));
@@ -131,24 +154,27 @@ absl::StatusOr<std::string> RunGeneratedCases(
     const double megatron =
         Tps({simulator::MegatronPlan(*model),
              model->Evaluate(simulator::MegatronPlan(*model)), 0});
-    const double grid = Tps(policy::GridBest(*space));
+    const policy::ScoredPlan grid_plan = policy::GridBest(*space);
+    const double grid = Tps(grid_plan);
     policy::SearchOptions so;
     so.max_evaluations = options.budget;
     so.max_seconds = 600;
     so.pool = options.pool;
     std::vector<double> rl;
+    policy::ScoredPlan rl_first;
     double best_meta = 0;
     for (int s = 1; s <= options.seeds; ++s) {
       so.seed = static_cast<uint32_t>(s);
-      ASSIGN_OR_RETURN(double t, BestOf("rl", *model, so));
-      rl.push_back(t);
+      ASSIGN_OR_RETURN(policy::ScoredPlan best, BestOf("rl", *model, so));
+      if (s == 1) rl_first = best;
+      rl.push_back(Tps(best));
     }
     for (const std::string& meta : options.metaheuristics) {
       std::vector<double> v;
       for (int s = 1; s <= options.seeds; ++s) {
         so.seed = static_cast<uint32_t>(s);
-        ASSIGN_OR_RETURN(double t, BestOf(meta, *model, so));
-        v.push_back(t);
+        ASSIGN_OR_RETURN(policy::ScoredPlan best, BestOf(meta, *model, so));
+        v.push_back(Tps(best));
       }
       best_meta = std::max(best_meta, Median(v));
     }
@@ -181,6 +207,9 @@ absl::StatusOr<std::string> RunGeneratedCases(
                         c.name(), megatron, grid, rl_median, best_meta,
                         grid > 0 ? rl_median / grid : 0,
                         best_meta > 0 ? rl_median / best_meta : 0, monotone));
+    absl::StrAppend(&plans,
+                    absl::StrFormat("| %s | %s | %s |\n", c.name(),
+                                    Describe(grid_plan), Describe(rl_first)));
     std::fprintf(stderr, "%s: rl %.0f grid %.0f meta %.0f\n",
                  c.name().c_str(), rl_median, grid, best_meta);
   }
@@ -192,6 +221,7 @@ absl::StatusOr<std::string> RunGeneratedCases(
           "checked.\n",
           options.seeds, options.budget, rl_ge_grid, cases.size(), rl_ge_meta,
           cases.size(), monotone_ok, monotone_checked));
+  absl::StrAppend(&md, plans);
   return md;
 }
 
