@@ -260,19 +260,31 @@ class ExhaustiveSearcher : public RunSearcher {
 // tuple does not allow one, its first valid dimension), every micro-batch
 // count and every batch size; the best plan under the SLOs wins. Tuples are
 // swept in order until the budget ends.
-// Decisions of tuple `t` with Megatron's dims where the tuple allows them (its
-// first valid dim otherwise); micro-batches and batch left at 0.
-Decisions GridDecisions(const PlanSpace& space, int t) {
+// Calls fn(decisions) for every grid point: each degree tuple with Megatron's
+// dims where the tuple allows them (its first valid dim otherwise), with each
+// micro-batch count it allows; the batch decision is left at its first valid
+// choice. Stops when fn returns false; returns whether it went through all.
+template <typename Fn>
+bool ForEachGridPoint(const PlanSpace& space, Fn fn) {
   const simulator::ShardDims megatron = simulator::MegatronShardDims();
-  Decisions d{};
-  d[kDegreesDecision] = t;
-  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-    const uint64_t mask = space.MaskBits(kFirstOpDecision + o, d);
-    const int preferred = static_cast<int>(megatron[o]);
-    d[kFirstOpDecision + o] =
-        (mask >> preferred) & 1 ? preferred : __builtin_ctzll(mask);
+  for (int t = 0; t < space.NumChoices(kDegreesDecision); ++t) {
+    Decisions d{};
+    d[kDegreesDecision] = t;
+    for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+      const uint64_t mask = space.MaskBits(kFirstOpDecision + o, d);
+      const int preferred = static_cast<int>(megatron[o]);
+      d[kFirstOpDecision + o] =
+          (mask >> preferred) & 1 ? preferred : __builtin_ctzll(mask);
+    }
+    const uint64_t micro = space.MaskBits(kMicroBatchesDecision, d);
+    for (int k = 0; k < 64; ++k) {
+      if (!((micro >> k) & 1)) continue;
+      d[kMicroBatchesDecision] = k;
+      d[kBatchDecision] = __builtin_ctzll(space.MaskBits(kBatchDecision, d));
+      if (!fn(d)) return false;
+    }
   }
-  return d;
+  return true;
 }
 
 class GridSearcher : public RunSearcher {
@@ -282,25 +294,19 @@ class GridSearcher : public RunSearcher {
  protected:
   absl::Status Run(SearchRun& run, const SearchOptions& /*options*/) override {
     const PlanSpace& space = run.space();
-    for (int t = 0; t < space.NumChoices(kDegreesDecision); ++t) {
-      Decisions d = GridDecisions(space, t);
-      const uint64_t micro = space.MaskBits(kMicroBatchesDecision, d);
-      for (int k = 0; k < 64; ++k) {
-        if (!((micro >> k) & 1)) continue;
-        d[kMicroBatchesDecision] = k;
-        const uint64_t batches = space.MaskBits(kBatchDecision, d);
-        std::vector<Decisions> plans;
-        for (int b = 0; b < 64; ++b) {
-          if (!((batches >> b) & 1)) continue;
-          d[kBatchDecision] = b;
-          plans.push_back(d);
-        }
-        run.Evaluate(plans);
-        if (run.Done()) return absl::OkStatus();
+    const bool complete = ForEachGridPoint(space, [&](Decisions d) {
+      const uint64_t batches = space.MaskBits(kBatchDecision, d);
+      std::vector<Decisions> plans;
+      for (int b = 0; b < 64; ++b) {
+        if (!((batches >> b) & 1)) continue;
+        d[kBatchDecision] = b;
+        plans.push_back(d);
       }
+      run.Evaluate(plans);
       run.ReportProgress(1);
-    }
-    run.MarkExhausted();
+      return !run.Done();
+    });
+    if (complete) run.MarkExhausted();
     return absl::OkStatus();
   }
 };
@@ -311,27 +317,21 @@ ScoredPlan GridBest(const PlanSpace& space) {
   const simulator::CostModel& model = space.model();
   ScoredPlan best;
   bool have = false;
-  for (int t = 0; t < space.NumChoices(kDegreesDecision); ++t) {
-    Decisions d = GridDecisions(space, t);
-    const uint64_t micro = space.MaskBits(kMicroBatchesDecision, d);
-    for (int k = 0; k < 64; ++k) {
-      if (!((micro >> k) & 1)) continue;
-      d[kMicroBatchesDecision] = k;
-      d[kBatchDecision] = __builtin_ctzll(space.MaskBits(kBatchDecision, d));
-      simulator::PlanDims plan = space.Decode(d);
-      plan.batch_size = 0;  // the cost model's best batch (or concurrency)
-      const simulator::Evaluation e = model.Evaluate(plan);
-      const bool better =
-          !have || (e.feasible && (!best.evaluation.feasible ||
-                                   e.output_tokens_per_s >
-                                       best.evaluation.output_tokens_per_s));
-      if (better) {
-        best.plan = plan;
-        best.evaluation = e;
-        have = true;
-      }
+  ForEachGridPoint(space, [&](const Decisions& d) {
+    simulator::PlanDims plan = space.Decode(d);
+    plan.batch_size = 0;  // the cost model's best batch (or concurrency)
+    const simulator::Evaluation e = model.Evaluate(plan);
+    const bool better =
+        !have || (e.feasible && (!best.evaluation.feasible ||
+                                 e.output_tokens_per_s >
+                                     best.evaluation.output_tokens_per_s));
+    if (better) {
+      best.plan = plan;
+      best.evaluation = e;
+      have = true;
     }
-  }
+    return true;
+  });
   return best;
 }
 

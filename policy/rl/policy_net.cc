@@ -37,6 +37,7 @@
 #include "policy/elite_history.h"
 #include "policy/plan_space.h"
 #include "policy/rl/features.h"
+#include "policy/rl/internal/scoped_seconds.h"
 
 namespace shardplan::policy::rl {
 namespace {
@@ -283,21 +284,9 @@ class PolicyNet {
   int64_t step_ = 0;
 };
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Adds the seconds of its scope to *sum.
-class ScopedSeconds {
- public:
-  explicit ScopedSeconds(double* sum) : sum_(sum) {}
-  ~ScopedSeconds() { *sum_ += Since(start_); }
-
- private:
-  double* sum_;
-  Clock::time_point start_ = Clock::now();
-};
+using rl::internal::Clock;
+using rl::internal::ScopedSeconds;
+using rl::internal::Since;
 
 // One iteration's forward pass.
 struct Forward {

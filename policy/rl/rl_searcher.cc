@@ -17,6 +17,7 @@
 #include "policy/elite_history.h"
 #include "policy/internal/search_run.h"
 #include "policy/plan_space.h"
+#include "policy/rl/internal/scoped_seconds.h"
 #include "policy/rl/policy_net.h"
 #include "policy/search_moves.h"
 #include "simulator/status_macros.h"
@@ -27,21 +28,9 @@ namespace {
 using internal::SearchRun;
 using rl::SampledPlan;
 
-using Clock = std::chrono::steady_clock;
-double Since(Clock::time_point t) {
-  return std::chrono::duration<double>(Clock::now() - t).count();
-}
-
-// Adds the seconds of its scope to *sum.
-class ScopedSeconds {
- public:
-  explicit ScopedSeconds(double* sum) : sum_(sum) {}
-  ~ScopedSeconds() { *sum_ += Since(start_); }
-
- private:
-  double* sum_;
-  Clock::time_point start_ = Clock::now();
-};
+using rl::internal::Clock;
+using rl::internal::ScopedSeconds;
+using rl::internal::Since;
 
 // One iteration's batch: the plans to evaluate, the novel ones first, and the
 // exploration rate for the next draw.

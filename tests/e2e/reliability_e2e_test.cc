@@ -42,23 +42,6 @@ using shardplan::v1::PlanUpdate;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-PlanRequest Request(const std::string& model, int gpus, int isl, int osl,
-                    const std::string& method, int max_evaluations,
-                    double max_seconds = 0, uint32_t seed = 1) {
-  PlanRequest request;
-  request.mutable_model()->set_catalog_name(model);
-  request.mutable_cluster()->set_hardware("h100-sxm-80gb");
-  request.mutable_cluster()->set_num_gpus(gpus);
-  request.mutable_cluster()->set_gpus_per_node(8);
-  request.mutable_workload()->set_input_tokens(isl);
-  request.mutable_workload()->set_output_tokens(osl);
-  request.mutable_options()->set_method(method);
-  request.mutable_options()->set_max_evaluations(max_evaluations);
-  request.mutable_options()->set_max_seconds(max_seconds);
-  request.mutable_options()->set_seed(seed);
-  return request;
-}
-
 // A valid EvaluateRequest: llama-3.1-8b on 8 GPUs, dp 8.
 EvaluateRequest Evaluate(const std::string& model = "llama-3.1-8b") {
   EvaluateRequest request;

@@ -15,6 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <fstream>
 #include <memory>
@@ -38,6 +39,27 @@
 extern char** environ;
 
 namespace shardplan::e2e {
+
+// A PlanSharding request for a catalog model on H100 nodes of 8.
+inline shardplan::v1::PlanRequest Request(const std::string& model, int gpus,
+                                          int isl, int osl,
+                                          const std::string& method,
+                                          int max_evaluations,
+                                          double max_seconds = 0,
+                                          uint32_t seed = 1) {
+  shardplan::v1::PlanRequest request;
+  request.mutable_model()->set_catalog_name(model);
+  request.mutable_cluster()->set_hardware("h100-sxm-80gb");
+  request.mutable_cluster()->set_num_gpus(gpus);
+  request.mutable_cluster()->set_gpus_per_node(8);
+  request.mutable_workload()->set_input_tokens(isl);
+  request.mutable_workload()->set_output_tokens(osl);
+  request.mutable_options()->set_method(method);
+  request.mutable_options()->set_max_evaluations(max_evaluations);
+  request.mutable_options()->set_max_seconds(max_seconds);
+  request.mutable_options()->set_seed(seed);
+  return request;
+}
 
 // A fresh directory under TEST_TMPDIR (or /tmp), removed by the destructor.
 class TempDir {

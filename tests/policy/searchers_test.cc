@@ -123,37 +123,34 @@ TEST(SearchersTest, GridSweepsEveryDegreeTupleWithMegatronDims) {
 // on N GPUs are a plan on k*N GPUs (the space holds replicas), so the best
 // plan there is at least as good per GPU.
 TEST(SearchersTest, BestPlanPerGpuIsMonotoneInGpus) {
-  for (const auto& [name, gpus] : std::vector<std::pair<std::string, int>>{
-           {"qwen3-235b-a22b", 8}, {"deepseek-v3", 16}, {"llama-3.1-70b", 8}}) {
+  for (const auto& [name, gpus] : testing::MonotoneCases()) {
     SCOPED_TRACE(name);
-    auto small =
-        testing::MakeCostModel(name, gpus, 2048, 512, 0, 0, 40, "fp8");
-    auto large =
-        testing::MakeCostModel(name, 2 * gpus, 2048, 512, 0, 0, 40, "fp8");
-    ASSERT_TRUE(small.ok()) << small.status();
-    ASSERT_TRUE(large.ok()) << large.status();
+    auto models = testing::MakeSmallAndDoubled(name, gpus);
+    ASSERT_TRUE(models.ok()) << models.status();
+    const auto& small = models->small;
+    const auto& large = models->doubled;
     SearchOptions options;
     options.max_evaluations = 1'000'000;
-    auto best_small = RunSearch("grid", **small, options, nullptr);
+    auto best_small = RunSearch("grid", *small, options, nullptr);
     ASSERT_TRUE(best_small.ok()) << best_small.status();
     ASSERT_TRUE(best_small->best.evaluation.feasible);
     // Two copies of it on twice the GPUs: valid, and as good per GPU.
     simulator::PlanDims copies = best_small->best.plan;
-    if ((*small)->problem().model.is_moe()) {
+    if (small->problem().model.is_moe()) {
       copies.replicas *= 2;
     } else {
       copies.dp *= 2;
     }
-    ASSERT_TRUE((*large)->ValidatePlan(copies).ok());
-    const simulator::Evaluation e = (*large)->Evaluate(copies);
+    ASSERT_TRUE(large->ValidatePlan(copies).ok());
+    const simulator::Evaluation e = large->Evaluate(copies);
     EXPECT_NEAR(e.output_tokens_per_s_per_gpu,
                 best_small->best.evaluation.output_tokens_per_s_per_gpu,
                 1e-6 * e.output_tokens_per_s_per_gpu);
-    auto space = PlanSpace::Create(**large);
+    auto space = PlanSpace::Create(*large);
     ASSERT_TRUE(space.ok());
     EXPECT_TRUE((*space)->Encode(copies, e.batch_size).ok());
     // The sweep finds it (RL: RlSearcherTest.BestPlanPerGpuIsMonotoneInGpus).
-    auto best_large = RunSearch("grid", **large, options, nullptr);
+    auto best_large = RunSearch("grid", *large, options, nullptr);
     ASSERT_TRUE(best_large.ok()) << best_large.status();
     EXPECT_GE(best_large->best.evaluation.output_tokens_per_s_per_gpu,
               best_small->best.evaluation.output_tokens_per_s_per_gpu *

@@ -5,6 +5,8 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "policy/plan_space.h"
@@ -36,6 +38,26 @@ MakeCostModel(const std::string& model, int gpus, int input_tokens = 2048,
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(source, cluster, workload));
   return simulator::CostModel::Create(std::move(problem));
+}
+
+// The monotone-in-GPUs checks: each model on N GPUs and on 2N (FP8 weights,
+// ISL 2048, OSL 512, TPOT <= 40 ms), MoE and dense.
+inline const std::vector<std::pair<std::string, int>>& MonotoneCases() {
+  static const auto* cases = new std::vector<std::pair<std::string, int>>{
+      {"qwen3-235b-a22b", 8}, {"deepseek-v3", 16}, {"llama-3.1-70b", 8}};
+  return *cases;
+}
+struct SmallAndDoubled {
+  std::unique_ptr<const simulator::CostModel> small, doubled;
+};
+inline absl::StatusOr<SmallAndDoubled> MakeSmallAndDoubled(
+    const std::string& model, int gpus) {
+  SmallAndDoubled out;
+  ASSIGN_OR_RETURN(out.small,
+                   MakeCostModel(model, gpus, 2048, 512, 0, 0, 40, "fp8"));
+  ASSIGN_OR_RETURN(out.doubled,
+                   MakeCostModel(model, 2 * gpus, 2048, 512, 0, 0, 40, "fp8"));
+  return out;
 }
 
 // A problem's cost model and plan space (the space points into the model, so

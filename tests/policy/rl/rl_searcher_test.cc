@@ -154,24 +154,21 @@ TEST_P(MeanRewardTest, RisesOverIterations) {
 // least what two copies of the best 8- or 16-GPU plan give (the space holds
 // replicas; SearchersTest.BestPlanPerGpuIsMonotoneInGpus checks the sweep).
 TEST(RlSearcherTest, BestPlanPerGpuIsMonotoneInGpus) {
-  for (const auto& [name, gpus] : std::vector<std::pair<std::string, int>>{
-           {"qwen3-235b-a22b", 8}, {"deepseek-v3", 16}, {"llama-3.1-70b", 8}}) {
+  for (const auto& [name, gpus] : testing::MonotoneCases()) {
     SCOPED_TRACE(name);
-    auto small =
-        testing::MakeCostModel(name, gpus, 2048, 512, 0, 0, 40, "fp8");
-    auto large =
-        testing::MakeCostModel(name, 2 * gpus, 2048, 512, 0, 0, 40, "fp8");
-    ASSERT_TRUE(small.ok()) << small.status();
-    ASSERT_TRUE(large.ok()) << large.status();
+    auto models = testing::MakeSmallAndDoubled(name, gpus);
+    ASSERT_TRUE(models.ok()) << models.status();
+    const auto& small = models->small;
+    const auto& large = models->doubled;
     SearchOptions sweep;
     sweep.max_evaluations = 1'000'000;
-    auto best_small = testing::RunSearch("grid", **small, sweep, nullptr);
+    auto best_small = testing::RunSearch("grid", *small, sweep, nullptr);
     ASSERT_TRUE(best_small.ok()) << best_small.status();
     ASSERT_TRUE(best_small->best.evaluation.feasible);
     SearchOptions budget;
     budget.max_evaluations = 3000;
     budget.seed = 5;
-    auto rl = testing::RunSearch("rl", **large, budget, nullptr);
+    auto rl = testing::RunSearch("rl", *large, budget, nullptr);
     ASSERT_TRUE(rl.ok()) << rl.status();
     EXPECT_GE(rl->best.evaluation.output_tokens_per_s_per_gpu,
               best_small->best.evaluation.output_tokens_per_s_per_gpu *
