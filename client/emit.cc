@@ -276,6 +276,15 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
                                       absl::StrJoin(stages, ",")));
   }
 
+  if (v_dp > 1 && d.pp > 1 && layout.SegmentsOf(0, instance_gpus).size() > 1) {
+    // vLLM gives each DP rank its tp x pp GPUs side by side; the plan keeps a
+    // stage of all DP ranks together (rank order replica, stage, dp, tp).
+    out.warnings.push_back(
+        "vLLM places the pipeline stages of one data-parallel rank on "
+        "neighbouring GPUs, while the plan groups each stage of all DP ranks; "
+        "across nodes the stage-to-node mapping, and so the cross-node "
+        "traffic, differs from the prediction.");
+  }
   for (int r = 0; r < d.replicas; ++r) {
     const std::vector<Segment> segs = layout.SegmentsOf(
         static_cast<int64_t>(r) * instance_gpus, instance_gpus);
