@@ -849,8 +849,16 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
   std::string out;
   for (const std::string& h : header) absl::StrAppend(&out, "# ", h, "\n");
   for (const std::string& p : script.preamble) absl::StrAppend(&out, p, "\n");
-  for (const Command& c : script.commands) {
-    absl::StrAppend(&out, "\n", c.Render());
+  // Thousands of single-GPU replicas would bury the script: show the first
+  // commands; the rest repeat them on the next GPUs and nodes.
+  constexpr size_t kMaxCommands = 64;
+  for (size_t i = 0; i < script.commands.size() && i < kMaxCommands; ++i) {
+    absl::StrAppend(&out, "\n", script.commands[i].Render());
+  }
+  if (script.commands.size() > kMaxCommands) {
+    absl::StrAppend(
+        &out, "\n# ... ", script.commands.size() - kMaxCommands,
+        " more commands: the same on the following GPUs and nodes.\n");
   }
   const std::string bench =
       RenderBenchmark(engine, *ev, model_id, script, context);

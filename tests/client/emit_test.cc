@@ -222,6 +222,18 @@ TEST(EmitTest, EngineVersionPicksTheFlagTable) {
               Contains(HasSubstr("--engine-version")));
 }
 
+TEST(EmitTest, ManyReplicasAreAbridged) {
+  Plan plan = MakePlan(1, 1, 1, 1, 8);
+  plan.set_replicas(256);
+  EmitContext c = Dense();
+  c.num_gpus = 256;
+  const EmittedCommand e = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_THAT(e.command, HasSubstr("# ... 192 more commands"));
+  // Eight single-GPU instances per node, each on its own GPU and port.
+  EXPECT_THAT(e.command, HasSubstr("CUDA_VISIBLE_DEVICES=7 vllm serve"));
+  EXPECT_THAT(e.command, HasSubstr("--port 8007"));
+}
+
 TEST(EmitTest, EveryCommandComesWithItsBenchmark) {
   EmitContext c = Dense();
   c.input_tokens = 2048;
