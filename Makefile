@@ -42,9 +42,10 @@ TSAN_ENV = TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp halt_on_error=1 
 TSAN_POLICY_FILTER ?= *
 tsan-test: deps
 	@cmake -S . -B $(TSAN_DIR) $(SAN_CMAKE_FLAGS) -DSHARDPLAN_TSAN=ON >/dev/null
-	@cmake --build $(TSAN_DIR) -j $(JOBS) --target server_test policy_test
+	@cmake --build $(TSAN_DIR) -j $(JOBS) --target server_test policy_test policy_rl_test
 	@$(TSAN_ENV) $(TSAN_DIR)/bin/server_test --gtest_brief=1
 	@$(TSAN_ENV) $(TSAN_DIR)/bin/policy_test --gtest_brief=1 --gtest_filter='$(TSAN_POLICY_FILTER)'
+	@$(TSAN_ENV) $(TSAN_DIR)/bin/policy_rl_test --gtest_brief=1 --gtest_filter='$(TSAN_POLICY_FILTER)'
 
 # libFuzzer targets (tests/fuzz) built by clang with ASan+UBSan in their own directory, each
 # run FUZZ_SECONDS on a scratch copy of its seed corpus; fails on any crash or invariant failure.

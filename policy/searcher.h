@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -129,9 +130,22 @@ class Searcher {
                                               SearchObserver& observer) = 0;
 };
 
-// "rl", "megatron", "random", "anneal", "genetic", "exhaustive".
+// The API's methods: "rl", "megatron", "random", "anneal", "genetic",
+// "exhaustive". A binary runs the baselines always, "rl" only when it links
+// shardplan_policy_rl and calls RegisterRlSearchers (policy/rl/rl_searcher.h).
 const std::vector<std::string>& SearchMethods();
-// INVALID_ARGUMENT naming the unknown method and the known ones.
+// The SearchMethods() this binary can run, in that order. Thread-safe.
+std::vector<std::string> AvailableSearchMethods();
+// Makes CreateSearcher(method) call `make` (a method registered twice keeps
+// the last; the baselines' names stay theirs). Lets policy/rl/, the only part
+// that needs LibTorch, add its searchers without the core linking it.
+// Thread-safe; call at startup.
+void RegisterSearcher(std::string method,
+                      std::function<std::unique_ptr<Searcher>()> make);
+// A new searcher for `method`. FAILED_PRECONDITION for a method of
+// SearchMethods() this binary cannot run (e.g. "rl" built without LibTorch),
+// naming the available ones; INVALID_ARGUMENT naming an unknown method and
+// the known ones. Thread-safe.
 absl::StatusOr<std::unique_ptr<Searcher>> CreateSearcher(
     absl::string_view method);
 

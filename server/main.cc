@@ -22,6 +22,9 @@
 #include "glog/logging.h"
 #include "server/server.h"
 #include "server/store_recovery.h"
+#ifdef SHARDPLAN_WITH_RL
+#include "policy/rl/rl_searcher.h"
+#endif
 
 // No flag may share a name with a glog flag (v, logtostderr, ...): glog is
 // configured by its GLOG_* environment variables.
@@ -138,6 +141,11 @@ int main(int argc, char** argv) {
   absl::ParseCommandLine(argc, argv);
   if (std::getenv("GLOG_log_dir") == nullptr) FLAGS_logtostderr = true;
   google::InitGoogleLogging(argv[0]);
+#ifdef SHARDPLAN_WITH_RL
+  shardplan::policy::RegisterRlSearchers();
+#else
+  LOG(INFO) << "built without LibTorch: method \"rl\" is not available";
+#endif
 
   shardplan::server::ServerOptions options;
   options.grpc_address = absl::GetFlag(FLAGS_grpc_address);

@@ -367,7 +367,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       absl::StatusOr<std::unique_ptr<policy::Searcher>> searcher =
           deps_.searcher_factory(request_.method);
       if (!searcher.ok()) {
-        status = absl::InternalError(
+        // Keeps the code: "rl" in a build without LibTorch is
+        // FAILED_PRECONDITION, not a server bug.
+        status = absl::Status(
+            searcher.status().code(),
             absl::StrCat("cannot create searcher \"", request_.method,
                          "\": ", searcher.status().message()));
       } else {

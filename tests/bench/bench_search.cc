@@ -24,7 +24,7 @@
 #include "absl/strings/str_split.h"
 #include "policy/eval_pool.h"
 #include "policy/plan_space.h"
-#include "policy/rl_searcher.h"
+#include "policy/rl/rl_searcher.h"
 #include "policy/searcher.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
@@ -123,7 +123,9 @@ absl::StatusOr<Run> RunOne(const std::string& method,
                            SearchOptions options,
                            policy::RlOptions* rl_options = nullptr) {
   std::unique_ptr<policy::Searcher> searcher;
-  if (rl_options != nullptr && method.rfind("rl", 0) == 0) {
+  const std::vector<std::string>& rl_methods = policy::RlMethods();
+  if (rl_options != nullptr && std::find(rl_methods.begin(), rl_methods.end(),
+                                         method) != rl_methods.end()) {
     searcher = std::make_unique<policy::RlSearcher>(
         policy::RlMethodOptions(method, *rl_options), method);
   } else {
@@ -188,12 +190,14 @@ std::string DescribePlan(const policy::ScoredPlan& s) {
 }
 
 int Main(int argc, char** argv) {
+  policy::RegisterRlSearchers();
   CLI::App app(
       "shardplan-bench-search: search methods on the same cost model and "
       "budget");
   std::string cases_flag = kDefaultCases;
   std::string methods_flag =
-      "megatron,random,anneal,genetic,rl,rl-no-elite,rl-no-learning";
+      "megatron,random,anneal,genetic,rl,rl-no-elite,rl-no-learning,"
+      "rl-policy-only";
   int seeds = 5;
   int first_seed = 1;
   int budget = 3000;
@@ -223,41 +227,41 @@ int Main(int argc, char** argv) {
   app.add_option("--timing_batch", timing_batch,
                  "RL batch for the time split (0: skip)");
   policy::RlOptions rl;
-  app.add_option("--rl_batch", rl.batch_size, "RL plans per iteration");
-  app.add_option("--rl_lr", rl.learning_rate, "RL learning rate");
-  app.add_option("--rl_entropy", rl.entropy_coef, "RL entropy bonus");
-  app.add_option("--rl_epsilon", rl.explore_epsilon,
+  app.add_option("--rl_batch", rl.policy.batch_size, "RL plans per iteration");
+  app.add_option("--rl_lr", rl.policy.learning_rate, "RL learning rate");
+  app.add_option("--rl_entropy", rl.policy.entropy_coef, "RL entropy bonus");
+  app.add_option("--rl_epsilon", rl.policy.explore_epsilon,
                  "RL uniform exploration per decision");
-  app.add_option("--rl_sil", rl.self_imitation_coef,
+  app.add_option("--rl_sil", rl.policy.self_imitation_coef,
                  "RL self-imitation weight");
-  app.add_option("--rl_epochs", rl.ppo_epochs,
+  app.add_option("--rl_epochs", rl.policy.ppo_epochs,
                  "RL epochs per batch (>1: PPO clip)");
-  app.add_option("--rl_layers", rl.encoder_layers, "RL encoder layers");
-  app.add_option("--rl_d_model", rl.d_model, "RL encoder width");
-  app.add_option("--rl_copy_bias", rl.copy_gate_bias,
+  app.add_option("--rl_layers", rl.policy.encoder_layers, "RL encoder layers");
+  app.add_option("--rl_d_model", rl.policy.d_model, "RL encoder width");
+  app.add_option("--rl_copy_bias", rl.policy.copy_gate_bias,
                  "RL initial copy-gate logit");
-  app.add_option("--rl_move_bias", rl.copy_gate_bias_after_move,
+  app.add_option("--rl_move_bias", rl.policy.copy_gate_bias_after_move,
                  "RL initial copy-gate logit after a tuple move");
-  app.add_option("--rl_anchors", rl.anchors,
+  app.add_option("--rl_anchors", rl.policy.anchors,
                  "RL elite plans attended over (0: the search's elite size)");
-  app.add_option("--rl_free_anchor", rl.free_anchor_logit,
+  app.add_option("--rl_free_anchor", rl.policy.free_anchor_logit,
                  "RL initial logit of sampling without an anchor");
-  app.add_option("--rl_per_tuple", rl.anchors_per_tuple,
+  app.add_option("--rl_per_tuple", rl.policy.anchors_per_tuple,
                  "RL elite plans per degree tuple (0: no cap)");
-  app.add_option("--rl_locality", rl.tuple_locality,
+  app.add_option("--rl_locality", rl.policy.tuple_locality,
                  "RL initial degree-tuple locality weight");
-  app.add_option("--rl_crossover", rl.crossover,
+  app.add_option("--rl_crossover", rl.policy.crossover,
                  "RL takes decisions from a second elite plan");
-  app.add_option("--rl_cross_bias", rl.crossover_gate_bias,
+  app.add_option("--rl_cross_bias", rl.policy.crossover_gate_bias,
                  "RL initial crossover-gate logit");
-  app.add_option("--rl_imitation", rl.imitation_steps,
+  app.add_option("--rl_imitation", rl.policy.imitation_steps,
                  "RL initial elite-cloning steps");
-  app.add_option("--rl_tuple_sweep", rl.tuple_sweep,
+  app.add_option("--rl_tuple_sweep", rl.moves.tuple_sweep,
                  "RL: first sweep every other degree tuple when there are at "
                  "most this many, else this many at random (0: never)");
-  app.add_option("--rl_neighbour_sweep", rl.neighbour_sweep,
+  app.add_option("--rl_neighbour_sweep", rl.moves.neighbour_sweep,
                  "RL: move each new best plan to this many nearest tuples");
-  app.add_option("--rl_batch_line_search", rl.batch_line_search,
+  app.add_option("--rl_batch_line_search", rl.moves.batch_line_search,
                  "RL: batch line search on swept plans and new tuple bests");
   int generated = 0;
   uint64_t generator_seed = 1;
@@ -649,7 +653,7 @@ int Main(int argc, char** argv) {
       auto model = MakeModel(c, isl, osl, concurrency);
       if (!model.ok()) continue;
       policy::RlOptions o = rl;
-      o.batch_size = timing_batch;
+      o.policy.batch_size = timing_batch;
       SearchOptions to;
       // At least 40 iterations, so that one-off first-call costs do not
       // dominate.

@@ -238,7 +238,7 @@ TEST_F(ServerE2eTest, InvalidRequestsGetInvalidArgumentAndTheServerStaysUp) {
   EXPECT_TRUE(result.updates.empty());
 
   PlanRequest bad_cluster =
-      Request("llama-3.1-70b", 12, 2048, 512, "random", 64);
+      Request("llama-3.1-70b", 0, 2048, 512, "random", 64);
   result = Plan(*stub_, bad_cluster);
   EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   EXPECT_THAT(result.status.error_message(), HasSubstr("cluster.num_gpus"));

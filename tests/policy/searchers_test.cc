@@ -1,49 +1,24 @@
-// Every searcher behind CreateSearcher: determinism for a seed (whatever the
-// pool size), valid plans, budget, exhaustive limits and optimum, cancellation
-// latency.
-#include <chrono>
+// The method registry and the baselines behind CreateSearcher, in the
+// torch-free core: determinism for a seed (whatever the pool size), valid
+// plans, budget, exhaustive limits and optimum, cancellation latency (the
+// checks of tests/policy/searcher_conformance.h), and "rl" unavailable
+// without policy/rl/.
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
-#include "absl/synchronization/notification.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "policy/eval_pool.h"
 #include "policy/searcher.h"
+#include "tests/policy/searcher_conformance.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
 namespace {
 
 using ::testing::HasSubstr;
-
-class RecordingObserver : public SearchObserver {
- public:
-  void OnImprovement(const Improvement& imp) override {
-    improvements.push_back(imp);
-  }
-  void OnProgress(const SearchProgress& p) override {
-    ++progress_calls;
-    delta_sum += p.evaluations_delta;
-  }
-  std::vector<Improvement> improvements;
-  int progress_calls = 0;
-  int delta_sum = 0;
-};
-
-absl::StatusOr<SearchResult> RunSearch(const std::string& method,
-                                       const simulator::CostModel& model,
-                                       SearchOptions options,
-                                       RecordingObserver* observer) {
-  auto searcher = CreateSearcher(method);
-  if (!searcher.ok()) return searcher.status();
-  CancellationToken cancel;
-  RecordingObserver local;
-  return (*searcher)->Search(model, options, cancel,
-                             observer ? *observer : local);
-}
+using testing::RunSearch;
+using testing::SearcherConformanceTest;
 
 TEST(SearchersTest, UnknownMethodIsInvalidArgument) {
   auto s = CreateSearcher("gradient-descent");
@@ -55,78 +30,35 @@ TEST(SearchersTest, UnknownMethodIsInvalidArgument) {
                                      "genetic", "exhaustive", "grid"));
 }
 
-TEST(SearchersTest, SameSeedSameResultWhateverThePoolSize) {
-  auto model = testing::MakeCostModel("mixtral-8x7b", 8);
-  ASSERT_TRUE(model.ok()) << model.status();
-  // A fixed concurrency leaves one batch choice: a space small enough to
-  // enumerate.
-  auto small = testing::MakeCostModel("llama-3.1-8b", 2, 2048, 512, 32);
-  ASSERT_TRUE(small.ok()) << small.status();
-  EvalPool pool(2);
-  for (const std::string& method : SearchMethods()) {
-    SCOPED_TRACE(method);
-    const simulator::CostModel& m = method == "exhaustive" ? **small : **model;
-    SearchOptions options;
-    options.max_evaluations = method == "exhaustive" ? 100000 : 600;
-    options.max_seconds = 120;
-    options.seed = 42;
-    RecordingObserver o1, o2;
-    auto a = RunSearch(method, m, options, &o1);
-    options.pool = &pool;
-    auto b = RunSearch(method, m, options, &o2);
-    ASSERT_TRUE(a.ok()) << a.status();
-    ASSERT_TRUE(b.ok()) << b.status();
-    EXPECT_EQ(a->best.plan, b->best.plan);
-    EXPECT_EQ(a->best.reward, b->best.reward);
-    EXPECT_EQ(a->evaluations, b->evaluations);
-    ASSERT_EQ(a->elite.size(), b->elite.size());
-    for (size_t i = 0; i < a->elite.size(); ++i)
-      EXPECT_EQ(a->elite[i].plan, b->elite[i].plan);
-    ASSERT_EQ(o1.improvements.size(), o2.improvements.size());
-    for (size_t i = 0; i < o1.improvements.size(); ++i) {
-      EXPECT_EQ(o1.improvements[i].evaluations, o2.improvements[i].evaluations);
-    }
-  }
+// This binary links the core only: "rl" is a known method it cannot run.
+TEST(SearchersTest, RlIsUnavailableWithoutItsLibrary) {
+  EXPECT_THAT(AvailableSearchMethods(),
+              ::testing::ElementsAre("megatron", "random", "anneal", "genetic",
+                                     "exhaustive", "grid"));
+  auto s = CreateSearcher("rl");
+  ASSERT_FALSE(s.ok());
+  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.status().message(),
+              HasSubstr("available: megatron, random, anneal, genetic, "
+                        "exhaustive, grid"));
+  // Its ablations are not API methods: unknown.
+  auto ablation = CreateSearcher("rl-policy-only");
+  ASSERT_FALSE(ablation.ok());
+  EXPECT_EQ(ablation.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(SearchersTest, EveryMethodReturnsValidPlansWithinBudget) {
-  for (const auto& [name, gpus] :
-       std::vector<std::pair<std::string, int>>{{"llama-3.1-70b", 16},
-                                                {"qwen3-235b-a22b", 16},
-                                                {"deepseek-v3", 32}}) {
-    auto model = testing::MakeCostModel(name, gpus);
-    ASSERT_TRUE(model.ok()) << model.status();
-    for (const std::string& method : SearchMethods()) {
-      if (method == "exhaustive") continue;  // covered on small spaces below
-      SCOPED_TRACE(name + " " + method);
-      SearchOptions options;
-      options.max_evaluations = 400;
-      options.seed = 3;
-      RecordingObserver observer;
-      auto r = RunSearch(method, **model, options, &observer);
-      ASSERT_TRUE(r.ok()) << r.status();
-      EXPECT_LE(r->evaluations, options.max_evaluations);
-      EXPECT_EQ(observer.delta_sum, r->evaluations);
-      EXPECT_GE(observer.progress_calls, 1);
-      EXPECT_TRUE((*model)->ValidatePlan(r->best.plan).ok());
-      EXPECT_TRUE((*model)->ValidatePlan(r->baseline.plan).ok());
-      for (const ScoredPlan& s : r->elite)
-        EXPECT_TRUE((*model)->ValidatePlan(s.plan).ok());
-      for (size_t i = 1; i < r->elite.size(); ++i) {
-        EXPECT_GE(r->elite[i - 1].reward, r->elite[i].reward);
-      }
-      // Never worse than the baseline it started from; improvements increase.
-      EXPECT_GE(r->best.reward, r->baseline.reward);
-      for (size_t i = 1; i < observer.improvements.size(); ++i) {
-        EXPECT_GT(observer.improvements[i].best.reward,
-                  observer.improvements[i - 1].best.reward);
-      }
-      if (!observer.improvements.empty()) {
-        EXPECT_EQ(observer.improvements.back().best.plan, r->best.plan);
-      }
-      EXPECT_GT(r->space_size, 0);
-    }
-  }
+TEST(SearchersTest, RegisteredMethodsAreCreated) {
+  RegisterSearcher("test-only-megatron", [] {
+    auto s = CreateSearcher("megatron");
+    return s.ok() ? *std::move(s) : nullptr;
+  });
+  auto s = CreateSearcher("test-only-megatron");
+  ASSERT_TRUE(s.ok()) << s.status();
+  ASSERT_NE(*s, nullptr);
+  EXPECT_EQ((*s)->method(), "megatron");
+  // Only API methods are advertised.
+  EXPECT_THAT(AvailableSearchMethods(),
+              ::testing::Not(::testing::Contains("test-only-megatron")));
 }
 
 TEST(SearchersTest, MegatronReturnsTheHeuristicPlanWithOneEvaluation) {
@@ -160,12 +92,8 @@ TEST(SearchersTest, ExhaustiveIsTheOptimumOfASmallSpace) {
   ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
   EXPECT_EQ(exhaustive->stop_reason, "exhausted");
   EXPECT_LE(exhaustive->evaluations, exhaustive->space_size + 1);
-  for (const char* method : {"random", "anneal", "genetic", "rl"}) {
-    options.max_evaluations = 300;
-    auto r = RunSearch(method, **model, options, nullptr);
-    ASSERT_TRUE(r.ok()) << r.status();
-    EXPECT_LE(r->best.reward, exhaustive->best.reward + 1e-12) << method;
-  }
+  // The other methods stay below it:
+  // SearcherConformanceTest.NeverBeatsTheOptimumOfASmallSpace.
 }
 
 TEST(SearchersTest, GridSweepsEveryDegreeTupleWithMegatronDims) {
@@ -224,64 +152,18 @@ TEST(SearchersTest, BestPlanPerGpuIsMonotoneInGpus) {
     auto space = PlanSpace::Create(**large);
     ASSERT_TRUE(space.ok());
     EXPECT_TRUE((*space)->Encode(copies, e.batch_size).ok());
-    for (const std::string method : {"grid", "rl"}) {
-      SCOPED_TRACE(method);
-      SearchOptions budget;
-      budget.max_evaluations = method == "grid" ? 1'000'000 : 3000;
-      budget.seed = 5;
-      auto best_large = RunSearch(method, **large, budget, nullptr);
-      ASSERT_TRUE(best_large.ok()) << best_large.status();
-      EXPECT_GE(best_large->best.evaluation.output_tokens_per_s_per_gpu,
-                best_small->best.evaluation.output_tokens_per_s_per_gpu *
-                    (1 - 1e-9));
-    }
+    // The sweep finds it (RL: RlSearcherTest.BestPlanPerGpuIsMonotoneInGpus).
+    auto best_large = RunSearch("grid", **large, options, nullptr);
+    ASSERT_TRUE(best_large.ok()) << best_large.status();
+    EXPECT_GE(best_large->best.evaluation.output_tokens_per_s_per_gpu,
+              best_small->best.evaluation.output_tokens_per_s_per_gpu *
+                  (1 - 1e-9));
   }
 }
 
-// Cancel() from another thread once the search is running; Search must return
-// CANCELLED within 100 ms (steady clock from Cancel() to the return).
-TEST(SearchersTest, CancellationStopsEverySearchQuickly) {
-  auto model = testing::MakeCostModel("deepseek-v3", 32);
-  ASSERT_TRUE(model.ok()) << model.status();
-  auto small = testing::MakeCostModel("llama-3.1-8b", 8);
-  ASSERT_TRUE(small.ok()) << small.status();
-  for (const std::string& method : SearchMethods()) {
-    // megatron: one evaluation; grid: one sweep of a few thousand plans that
-    // ends in milliseconds. Nothing to cancel in either.
-    if (method == "megatron" || method == "grid") continue;
-    SCOPED_TRACE(method);
-    const simulator::CostModel& m = method == "exhaustive" ? **small : **model;
-    class CancelOnProgress : public SearchObserver {
-     public:
-      void OnProgress(const SearchProgress&) override {
-        if (!started.HasBeenNotified()) started.Notify();
-      }
-      absl::Notification started;
-    } observer;
-    CancellationToken cancel;
-    SearchOptions options;
-    options.max_evaluations = 50'000'000;
-    options.exhaustive_limit = 1e9;
-    options.max_seconds = 600;
-    std::chrono::steady_clock::time_point cancelled_at;
-    std::thread canceller([&] {
-      observer.started.WaitForNotification();
-      cancelled_at = std::chrono::steady_clock::now();
-      cancel.Cancel();
-    });
-    auto searcher = CreateSearcher(method);
-    ASSERT_TRUE(searcher.ok());
-    auto r = (*searcher)->Search(m, options, cancel, observer);
-    const auto returned_at = std::chrono::steady_clock::now();
-    canceller.join();
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
-    const double ms =
-        std::chrono::duration<double, std::milli>(returned_at - cancelled_at)
-            .count();
-    EXPECT_LT(ms, 100.0);
-  }
-}
+INSTANTIATE_TEST_SUITE_P(Baselines, SearcherConformanceTest,
+                         ::testing::Values("megatron", "random", "anneal",
+                                           "genetic", "exhaustive", "grid"));
 
 }  // namespace
 }  // namespace shardplan::policy

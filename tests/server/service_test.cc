@@ -354,5 +354,30 @@ TEST_F(ServiceTest, SlowReaderGetsCoalescedUpdates) {
   }
 }
 
+// The server's own factory (policy::CreateSearcher) without policy/rl/
+// registered, as in a build without LibTorch (server_test never links it):
+// "rl" is a valid method this server cannot run.
+TEST_F(ServiceTest, RlWithoutItsLibraryIsFailedPrecondition) {
+  ServerOptions options;
+  options.grpc_address = "127.0.0.1:0";
+  options.metrics_address = "";
+  options.store_path = "";
+  options.shutdown_grace = absl::Seconds(5);
+  absl::StatusOr<std::unique_ptr<PlannerServer>> server =
+      PlannerServer::Start(options);
+  ASSERT_TRUE(server.ok()) << server.status();
+  server_ = *std::move(server);
+  channel_ =
+      grpc::CreateChannel(absl::StrCat("127.0.0.1:", server_->grpc_port()),
+                          grpc::InsecureChannelCredentials());
+  stub_ = shardplan::v1::ShardingPlanner::NewStub(channel_);
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_method("rl");
+  StreamResult result = Plan(request);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(result.status.error_message(),
+              ::testing::HasSubstr("available: megatron, random"));
+}
+
 }  // namespace
 }  // namespace shardplan::server

@@ -1,27 +1,33 @@
-// The Learn-to-Shard RL searcher (method "rl"): a small transformer encoder
-// over a context token (model, cluster, workload features) and one token per
-// elite plan; heads pick an anchor among the elite plans (or none), the
-// degree tuple, and every later decision under the masks, each decision a
-// learned mixture of copying the anchor's value, copying a second elite
-// plan's (crossover) and a generative head (mutation), moves the policy
-// learns to make; REINFORCE with a
-// batch baseline and an entropy bonus (PPO-style clipped epochs optional)
-// plus self-imitation of the elite. The network runs once per iteration.
-// LibTorch on CPU, behind a pimpl: this header exposes no torch types.
-#ifndef SHARDPLAN_POLICY_RL_SEARCHER_H_
-#define SHARDPLAN_POLICY_RL_SEARCHER_H_
+// The Learn-to-Shard RL searcher (method "rl") and its ablations, the only
+// searchers that need LibTorch (library shardplan_policy_rl). Each iteration
+// runs the search moves that learn nothing (policy/search_moves.h: tuple
+// sweep, neighbour sweep, batch line search), then draws a batch from the
+// learned policy (policy/rl/policy_net.h), evaluates it and updates the
+// policy.
+//
+// The learned policy: a small transformer encoder over a context token
+// (model, cluster, workload features) and one token per elite plan; heads
+// pick an anchor among the elite plans (or none), the degree tuple, and every
+// later decision under the masks, each decision a learned mixture of copying
+// the anchor's value, copying a second elite plan's (crossover) and a
+// generative head (mutation); REINFORCE with a batch baseline and an entropy
+// bonus (PPO-style clipped epochs optional) plus self-imitation of the elite.
+// The network runs once per iteration. LibTorch on CPU, behind a pimpl: this
+// header exposes no torch types.
+#ifndef SHARDPLAN_POLICY_RL_RL_SEARCHER_H_
+#define SHARDPLAN_POLICY_RL_RL_SEARCHER_H_
 
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "policy/search_moves.h"
 #include "policy/searcher.h"
 
 namespace shardplan::policy {
 
-struct RlOptions {
+// What the policy learns with and samples from.
+struct RlPolicyOptions {
   // Plans evaluated per iteration (2x are sampled; ones not yet scored go
   // first).
   int batch_size = 32;
@@ -58,7 +64,7 @@ struct RlOptions {
   // tp /4 (0.12).
   double tuple_locality = 40.0;
   // The policy's elite (anchors and elite tokens): the best `anchors` plans
-  // seen, with at most this many per degree tuple (0: no cap).
+  // seen, with at most this many per degree tuple (0: no cap; TupleElite).
   int anchors_per_tuple = 4;
   // Initial logit of sampling a plan without an anchor (the elite plans'
   // anchor logits start at 0).
@@ -66,35 +72,15 @@ struct RlOptions {
   // Number of plans in the policy's elite (0: SearchOptions::elite_size, the
   // size of the elite the search returns and persists). 8 rather than that
   // 16: fewer, better anchors are copied from more often (chosen on the
-  // benchmark's seed sets; docs/decisions/search-experiments.md).
+  // benchmark's seed sets).
   int anchors = 8;
-  // Tuple sweep: searches without warm-start plans (cold, or with saved
-  // weights only) first evaluate the initial (Megatron) plan moved to other
-  // degree tuples (PlanSpace::MoveToTuple), so that tuples have an anchor
-  // from the start, as a genetic algorithm's random population does. With at
-  // most this many other tuples, all of them, nearest first; with more, this
-  // many drawn uniformly at random: the nearest ones alone crowd the elite
-  // with near-Megatron variants (docs/decisions/search-experiments.md). Costs
-  // at most this many evaluations plus their batch line searches. 0: never.
-  int tuple_sweep = 64;
-  // Batch line search (internal/batch_line_search.h) on the tuple sweep's
-  // plans and on each sampled plan that beats the best of its degree tuple:
-  // a moved plan's batch is rarely the one its tuple affords. Those
-  // evaluations feed the elite, not the policy gradient (they are not the
-  // policy's samples).
-  bool batch_line_search = true;
-  // Neighbour sweep: whenever the search's best plan changes, it is moved to
-  // this many of its nearest degree tuples (PlanSpace::MoveToTuple, batch line
-  // search on each) before the next sample. The best plan of a large MoE
-  // space often sits one coordinated change of several degrees away from the
-  // incumbent (dp/2, tp x2, ep/2 with the batch per GPU kept), a move the
-  // policy's samples make rarely once its elite has settled on one tuple.
-  // Costs at most this many evaluations (plus line searches) per new best.
-  // 0: never. 16 chosen on the benchmark
-  // (docs/decisions/search-experiments.md).
-  int neighbour_sweep = 16;
   int d_model = 32;
   int encoder_layers = 1;
+};
+
+struct RlOptions {
+  RlPolicyOptions policy;   // the learned part
+  SearchMoveOptions moves;  // the moves around it that learn nothing
 };
 
 // Per-run timing, for reporting (iteration time, evaluations/s, network vs cost
@@ -103,17 +89,26 @@ struct RlStats {
   int iterations = 0;
   double policy_seconds = 0;      // sampling, encoder and gradient steps
   double network_seconds = 0;     // of which LibTorch (forward, backward, Adam)
-  double cost_model_seconds = 0;  // evaluating the sampled plans
+  double cost_model_seconds = 0;  // evaluating the sampled plans and the moves
   double total_seconds = 0;
   std::vector<double>
       mean_rewards;  // per iteration: mean reward of the sampled batch
 };
 
+// The RL method names: "rl" and the benchmark's ablations.
+const std::vector<std::string>& RlMethods();
+
 // The options behind an RL method name: "rl" keeps `base`; the benchmark's
 // ablations are "rl-no-elite" (context token only: no anchors, nothing to
-// copy) and "rl-no-learning" (learning switched off: the initial policy's
-// sampling).
+// copy), "rl-no-learning" (learning switched off: the initial policy's
+// sampling) and "rl-policy-only" (the learned part alone: no tuple sweep, no
+// neighbour sweep, no batch line search).
 RlOptions RlMethodOptions(absl::string_view method, RlOptions base = {});
+
+// Registers RlMethods() with CreateSearcher (policy/searcher.h), each with
+// RlMethodOptions of the defaults. Idempotent and thread-safe; binaries that
+// link shardplan_policy_rl call it once at startup.
+void RegisterRlSearchers();
 
 class RlSearcher : public Searcher {
  public:
@@ -123,7 +118,8 @@ class RlSearcher : public Searcher {
   // See Searcher::Search. Warm start: options.warm_start->elite_plans are
   // re-evaluated and inserted in the elite history, policy_weights (bytes of a
   // previous SearchResult) loaded; weights that do not load are
-  // INVALID_ARGUMENT. SearchResult::policy_weights is filled.
+  // INVALID_ARGUMENT. SearchResult::policy_weights is filled. LibTorch
+  // failures are INTERNAL.
   absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
                                       const SearchOptions& options,
                                       const CancellationToken& cancel,
@@ -138,4 +134,4 @@ class RlSearcher : public Searcher {
 
 }  // namespace shardplan::policy
 
-#endif  // SHARDPLAN_POLICY_RL_SEARCHER_H_
+#endif  // SHARDPLAN_POLICY_RL_RL_SEARCHER_H_

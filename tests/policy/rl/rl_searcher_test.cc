@@ -1,30 +1,99 @@
 // The RL searcher: learning raises the sampled plans' mean reward, warm-start
 // state round trips, bad weights are rejected, weights of another layout are
-// ignored, and it is never worse than the Megatron baseline.
-#include "policy/rl_searcher.h"
+// ignored, and it is never worse than the Megatron baseline; its method names
+// and ablations register with CreateSearcher, and it passes the checks every
+// searcher must (tests/policy/searcher_conformance.h).
+#include "policy/rl/rl_searcher.h"
 
 #include <algorithm>
 #include <array>
 #include <numeric>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/plan_space.h"
+#include "policy/searcher.h"
 #include "simulator/megatron.h"
+#include "tests/policy/searcher_conformance.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
 namespace {
+
+// As a binary linking shardplan_policy_rl does at startup: the conformance
+// suite creates "rl" through CreateSearcher.
+[[maybe_unused]] const bool kRlRegistered = (RegisterRlSearchers(), true);
+
+using testing::SearcherConformanceTest;
+INSTANTIATE_TEST_SUITE_P(Rl, SearcherConformanceTest, ::testing::Values("rl"));
+
+TEST(RlSearcherTest, RegistersTheApiMethodAndItsAblations) {
+  EXPECT_EQ(AvailableSearchMethods(), SearchMethods());
+  EXPECT_THAT(RlMethods(),
+              ::testing::ElementsAre("rl", "rl-no-elite", "rl-no-learning",
+                                     "rl-policy-only"));
+  for (const std::string& method : RlMethods()) {
+    auto searcher = CreateSearcher(method);
+    ASSERT_TRUE(searcher.ok()) << method << ": " << searcher.status();
+    EXPECT_EQ((*searcher)->method(), method);
+  }
+}
+
+// The ablations change only their own part of the options.
+TEST(RlSearcherTest, AblationsSwitchOffOnePart) {
+  const RlOptions rl = RlMethodOptions("rl");
+  const RlOptions policy_only = RlMethodOptions("rl-policy-only");
+  EXPECT_EQ(policy_only.moves.tuple_sweep, 0);
+  EXPECT_EQ(policy_only.moves.neighbour_sweep, 0);
+  EXPECT_FALSE(policy_only.moves.batch_line_search);
+  EXPECT_EQ(policy_only.policy.learning_rate, rl.policy.learning_rate);
+  EXPECT_TRUE(policy_only.policy.use_elite_tokens);
+  const RlOptions no_learning = RlMethodOptions("rl-no-learning");
+  EXPECT_EQ(no_learning.policy.learning_rate, 0);
+  EXPECT_EQ(no_learning.moves.tuple_sweep, rl.moves.tuple_sweep);
+  EXPECT_EQ(no_learning.moves.neighbour_sweep, rl.moves.neighbour_sweep);
+  EXPECT_TRUE(no_learning.moves.batch_line_search);
+  EXPECT_FALSE(RlMethodOptions("rl-no-elite").policy.use_elite_tokens);
+}
+
+// "rl-policy-only": every evaluation after the baseline is one of the
+// policy's samples, so its first batch stays near Megatron's tuple where "rl"
+// sweeps them all first.
+TEST(RlSearcherTest, PolicyOnlyRunsTheLearnedPartAlone) {
+  auto built = testing::MakeModelAndSpace("llama-3.1-70b", 16);
+  ASSERT_TRUE(built.ok()) << built.status();
+  const int tuples = built->space->NumChoices(kDegreesDecision);
+  SearchOptions options;
+  options.max_evaluations = tuples;
+  options.elite_size = tuples;
+  CancellationToken cancel;
+  SearchObserver observer;
+  auto tuples_tried = [&](const std::string& method) {
+    auto searcher = CreateSearcher(method);
+    EXPECT_TRUE(searcher.ok()) << searcher.status();
+    std::set<std::array<int, 4>> seen;
+    if (!searcher.ok()) return seen;
+    auto r = (*searcher)->Search(*built->model, options, cancel, observer);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return seen;
+    for (const ScoredPlan& s : r->elite)
+      seen.insert({s.plan.dp, s.plan.tp, s.plan.pp, s.plan.ep});
+    return seen;
+  };
+  EXPECT_EQ(tuples_tried("rl").size(), static_cast<size_t>(tuples));
+  EXPECT_LT(tuples_tried("rl-policy-only").size(), static_cast<size_t>(tuples));
+}
 
 double Mean(const std::vector<double>& v, size_t begin, size_t end) {
   return std::accumulate(v.begin() + begin, v.begin() + end, 0.0) /
          (end - begin);
 }
 
-// Parameter: RlOptions::ppo_epochs (1: REINFORCE, the default; 3: PPO's
+// Parameter: RlPolicyOptions::ppo_epochs (1: REINFORCE, the default; 3: PPO's
 // clipped epochs). Both must raise the batch reward, and end above the same
 // policy with learning switched off: the median over six seeds, because one
 // batch's mean reward swings by up to ~1 from the next (adaptive exploration
@@ -45,12 +114,12 @@ TEST_P(MeanRewardTest, RisesOverIterations) {
   // not the policy (their plans are not in mean_rewards) but they improve the
   // anchors the batches copy from, which would blur what learning adds.
   RlOptions learner_options;
-  learner_options.ppo_epochs = GetParam();
-  learner_options.batch_line_search = false;
-  learner_options.neighbour_sweep = 0;
+  learner_options.policy.ppo_epochs = GetParam();
+  learner_options.moves.batch_line_search = false;
+  learner_options.moves.neighbour_sweep = 0;
   RlOptions frozen_options = RlMethodOptions("rl-no-learning");
-  frozen_options.batch_line_search = false;
-  frozen_options.neighbour_sweep = 0;
+  frozen_options.moves.batch_line_search = false;
+  frozen_options.moves.neighbour_sweep = 0;
   std::vector<double> gains, over_frozen;
   for (uint32_t seed : {1u, 2u, 3u, 4u, 5u, 6u}) {
     SCOPED_TRACE(seed);
@@ -81,6 +150,35 @@ TEST_P(MeanRewardTest, RisesOverIterations) {
   EXPECT_GT(Median(over_frozen), 0.15) << ::testing::PrintToString(over_frozen);
 }
 
+// More GPUs never make RL's plan worse per GPU: on twice the GPUs it finds at
+// least what two copies of the best 8- or 16-GPU plan give (the space holds
+// replicas; SearchersTest.BestPlanPerGpuIsMonotoneInGpus checks the sweep).
+TEST(RlSearcherTest, BestPlanPerGpuIsMonotoneInGpus) {
+  for (const auto& [name, gpus] : std::vector<std::pair<std::string, int>>{
+           {"qwen3-235b-a22b", 8}, {"deepseek-v3", 16}, {"llama-3.1-70b", 8}}) {
+    SCOPED_TRACE(name);
+    auto small =
+        testing::MakeCostModel(name, gpus, 2048, 512, 0, 0, 40, "fp8");
+    auto large =
+        testing::MakeCostModel(name, 2 * gpus, 2048, 512, 0, 0, 40, "fp8");
+    ASSERT_TRUE(small.ok()) << small.status();
+    ASSERT_TRUE(large.ok()) << large.status();
+    SearchOptions sweep;
+    sweep.max_evaluations = 1'000'000;
+    auto best_small = testing::RunSearch("grid", **small, sweep, nullptr);
+    ASSERT_TRUE(best_small.ok()) << best_small.status();
+    ASSERT_TRUE(best_small->best.evaluation.feasible);
+    SearchOptions budget;
+    budget.max_evaluations = 3000;
+    budget.seed = 5;
+    auto rl = testing::RunSearch("rl", **large, budget, nullptr);
+    ASSERT_TRUE(rl.ok()) << rl.status();
+    EXPECT_GE(rl->best.evaluation.output_tokens_per_s_per_gpu,
+              best_small->best.evaluation.output_tokens_per_s_per_gpu *
+                  (1 - 1e-9));
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(ReinforceAndPpo, MeanRewardTest,
                          ::testing::Values(1, 3));
 
@@ -107,7 +205,7 @@ TEST(RlSearcherTest, WarmStartStateRoundTrips) {
   // With learning off, the weights come back unchanged and the same seed
   // samples the same plans: saving and loading lose nothing.
   RlOptions frozen;
-  frozen.learning_rate = 0;
+  frozen.policy.learning_rate = 0;
   RlSearcher a(frozen), b(frozen);
   auto ra = a.Search(**model, options, cancel, observer);
   ASSERT_TRUE(ra.ok()) << ra.status();
@@ -127,9 +225,9 @@ TEST(RlSearcherTest, WarmStartStateRoundTrips) {
 }
 
 // A cold start spends its first evaluations on Megatron's plan moved to other
-// degree tuples (RlOptions::tuple_sweep): every one when there are at most
-// tuple_sweep others, else tuple_sweep of them drawn with the search's seed;
-// a warm start, or tuple_sweep 0, does not.
+// degree tuples (SearchMoveOptions::tuple_sweep): every one when there are at
+// most tuple_sweep others, else tuple_sweep of them drawn with the search's
+// seed; a warm start, or tuple_sweep 0, does not.
 TEST(RlSearcherTest, ColdStartSweepsTheDegreeTuplesFirst) {
   auto built = testing::MakeModelAndSpace("llama-3.1-70b", 16);
   ASSERT_TRUE(built.ok()) << built.status();
@@ -159,12 +257,12 @@ TEST(RlSearcherTest, ColdStartSweepsTheDegreeTuplesFirst) {
   };
   // The baseline, then the whole sweep.
   RlOptions sweep;
-  sweep.tuple_sweep = tuples - 1;
+  sweep.moves.tuple_sweep = tuples - 1;
   EXPECT_EQ(tuples_tried(sweep, tuples).size(), static_cast<size_t>(tuples));
   // Fewer allowed than there are: that many, a different sample per seed.
   RlOptions sample;
-  sample.tuple_sweep = tuples / 2;
-  const int budget = 1 + sample.tuple_sweep;
+  sample.moves.tuple_sweep = tuples / 2;
+  const int budget = 1 + sample.moves.tuple_sweep;
   const auto first = tuples_tried(sample, budget, 1);
   const auto second = tuples_tried(sample, budget, 2);
   EXPECT_EQ(first.size(), static_cast<size_t>(budget));
@@ -173,14 +271,14 @@ TEST(RlSearcherTest, ColdStartSweepsTheDegreeTuplesFirst) {
   EXPECT_EQ(tuples_tried(sample, budget, 1), first);  // same seed, same sample
   // No sweep: the policy's first batch stays near Megatron's tuple.
   RlOptions no_sweep;
-  no_sweep.tuple_sweep = 0;
-  no_sweep.neighbour_sweep = 0;
+  no_sweep.moves.tuple_sweep = 0;
+  no_sweep.moves.neighbour_sweep = 0;
   EXPECT_LT(tuples_tried(no_sweep, tuples).size(), static_cast<size_t>(tuples));
   // A warm start with elite plans starts from them instead: no sweep.
   WarmStart warm;
   warm.elite_plans.push_back(simulator::MegatronPlan(model));
   RlOptions sweep_only = sweep;
-  sweep_only.neighbour_sweep = 0;
+  sweep_only.moves.neighbour_sweep = 0;
   EXPECT_LT(tuples_tried(sweep_only, tuples, 1, &warm).size(),
             static_cast<size_t>(tuples));
 }
@@ -193,10 +291,10 @@ TEST(RlSearcherTest, NewBestPlanIsMovedToItsNearestTuples) {
   ASSERT_TRUE(built.ok()) << built.status();
   const PlanSpace& space = *built->space;
   RlOptions rl;
-  rl.tuple_sweep = 0;
-  rl.neighbour_sweep = 6;
+  rl.moves.tuple_sweep = 0;
+  rl.moves.neighbour_sweep = 6;
   SearchOptions options;
-  options.max_evaluations = 1 + rl.neighbour_sweep;
+  options.max_evaluations = 1 + rl.moves.neighbour_sweep;
   options.elite_size = options.max_evaluations;
   CancellationToken cancel;
   SearchObserver observer;
@@ -218,7 +316,7 @@ TEST(RlSearcherTest, NewBestPlanIsMovedToItsNearestTuples) {
   }
   ASSERT_GE(megatron_tuple, 0);
   const std::vector<int> nearest = space.NearestTuples(megatron_tuple);
-  for (int i = 0; i < rl.neighbour_sweep; ++i) {
+  for (int i = 0; i < rl.moves.neighbour_sweep; ++i) {
     const Degrees& d = space.degrees()[nearest[i]];
     expected.insert({d.dp, d.tp, d.pp, d.ep});
   }
@@ -251,7 +349,7 @@ TEST(RlSearcherTest, WeightsOfAnotherLayoutAreIgnored) {
   CancellationToken cancel;
   SearchObserver observer;
   RlOptions narrow;  // another layout
-  narrow.d_model = 16;
+  narrow.policy.d_model = 16;
   RlSearcher small(narrow);
   auto first = small.Search(**model, options, cancel, observer);
   ASSERT_TRUE(first.ok()) << first.status();

@@ -1,11 +1,11 @@
-// The Learn-to-Shard RL searcher (policy/rl_searcher.h). The only policy/
-// library file that includes LibTorch. Every random number (weight
-// initialisation, sampling) comes from one std::mt19937_64 seeded with
-// options.seed, and LibTorch runs on one intra-op thread, so a search is
-// deterministic for a seed whatever the evaluation pool's size.
+// The learned part of the RL searcher (policy/rl/policy_net.h). The only
+// file of the RL library that includes LibTorch. Every random number (weight
+// initialisation, sampling) comes from the search's one std::mt19937_64, and
+// LibTorch runs on one intra-op thread, so a search is deterministic for a
+// seed whatever the evaluation pool's size.
 //
-// Cost per iteration is what the speed target is about: the network
-// runs ONCE per iteration, not once per sampled plan. The encoder and every
+// The cost of an iteration is dominated by the network, so it runs ONCE per
+// iteration, not once per sampled plan. The encoder and every
 // head produce small tables (anchor and gate probabilities per elite plan,
 // the distribution over degree tuples, and per sampled tuple the distribution
 // of every later decision); plans are sampled from those tables in plain C++,
@@ -14,7 +14,7 @@
 // through the network in one call. The parameters live in one flat buffer so
 // that Adam and gradient clipping are a handful of tensor operations, not a
 // few per parameter.
-#include "policy/rl_searcher.h"
+#include "policy/rl/policy_net.h"
 
 #include <torch/torch.h>
 
@@ -28,7 +28,6 @@
 #include <random>
 #include <sstream>
 #include <unordered_map>
-#include <unordered_set>
 #include <utility>
 #include <vector>
 
@@ -36,19 +35,12 @@
 #include "glog/logging.h"
 #include "policy/decision_mixture.h"
 #include "policy/elite_history.h"
-#include "policy/internal/batch_line_search.h"
-#include "policy/internal/search_run.h"
 #include "policy/plan_space.h"
-#include "simulator/status_macros.h"
+#include "policy/rl/features.h"
 
-namespace shardplan::policy {
+namespace shardplan::policy::rl {
 namespace {
 
-using internal::SearchRun;
-
-constexpr int kContextFeatures = 32;
-constexpr int kPlanFeatures =
-    PlanSpace::kDegreeFeatures + simulator::kNumOpKinds * 5 + 3 + 2 + 3;
 constexpr int kHeads = 4;
 // Decisions after the degree tuple, each with one output head.
 constexpr int kNumHeads = kNumDecisions - 1;
@@ -71,87 +63,6 @@ int SlotOf(int decision, const Decisions& a) {
              : kBatchDecision - 1 + a[kMicroBatchesDecision];
 }
 
-void SetTorchThreadsOnce() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    at::set_num_threads(1);
-    try {
-      at::set_num_interop_threads(1);
-    } catch (const std::exception& e) {
-      LOG(WARNING) << "could not set LibTorch inter-op threads: " << e.what();
-    }
-  });
-}
-
-float Lg(double x, double scale) {
-  return static_cast<float>(std::log2(std::max(1.0, x)) / scale);
-}
-
-std::vector<float> ContextFeatures(const simulator::Problem& p) {
-  const simulator::ModelDims& m = p.model;
-  const simulator::HardwareDims& h = p.cluster.hardware;
-  const simulator::WorkloadDims& w = p.workload;
-  std::vector<float> f = {
-      Lg(m.hidden, 16),
-      Lg(m.layers, 8),
-      Lg(m.heads, 8),
-      Lg(m.kv_heads, 8),
-      Lg(m.head_dim, 8),
-      Lg(m.intermediate, 16),
-      Lg(m.vocab, 18),
-      Lg(1 + m.experts, 9),
-      Lg(1 + m.experts_per_token, 5),
-      Lg(1 + m.moe_intermediate, 16),
-      static_cast<float>(m.shared_experts) / 4.0f,
-      Lg(1 + m.first_k_dense, 5),
-      m.is_moe() ? 1.0f : 0.0f,
-      m.is_mla() ? 1.0f : 0.0f,
-      static_cast<float>(std::log10(std::max(1.0, m.TotalParams())) / 13.0),
-      static_cast<float>(std::log10(std::max(1.0, m.ActiveParams())) / 13.0),
-      Lg(p.cluster.num_gpus, 11),
-      Lg(p.cluster.gpus_per_node, 4),
-      Lg(p.cluster.num_nodes(), 8),
-      static_cast<float>(h.hbm_bytes / 1e11),
-      static_cast<float>(h.hbm_bytes_per_s / 5e12),
-      static_cast<float>(h.intra_node_bytes_per_s / 1e12),
-      static_cast<float>(h.inter_node_bytes_per_s / 1e11),
-      static_cast<float>(h.peak_flops_per_s[0] / 2e15),
-      Lg(w.input_tokens, 16),
-      Lg(w.output_tokens, 16),
-      Lg(1 + w.concurrency, 13),
-      w.max_ttft_s > 0 ? 1.0f : 0.0f,
-      w.max_tpot_s > 0 ? 1.0f : 0.0f,
-      static_cast<float>(simulator::BytesPerElement(w.weight_dtype) / 2),
-      static_cast<float>(simulator::BytesPerElement(w.kv_cache_dtype) / 2),
-      1.0f};
-  f.resize(kContextFeatures, 0.0f);
-  for (float& x : f) {
-    if (!std::isfinite(x)) x = 0;
-  }
-  return f;
-}
-
-std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space,
-                                              const Decisions& d,
-                                              const ScoredPlan& s,
-                                              float norm_reward, float rank) {
-  std::array<float, kPlanFeatures> f{};
-  int k = 0;
-  for (float x : space.DegreeFeatures(d[kDegreesDecision])) f[k++] = x;
-  for (int o = 0; o < simulator::kNumOpKinds; ++o)
-    f[k + o * 5 + d[kFirstOpDecision + o]] = 1;
-  k += simulator::kNumOpKinds * 5;
-  f[k + d[kMicroBatchesDecision]] = 1;
-  k += 3;
-  const int batch = s.evaluation.batch_size;
-  f[k++] = Lg(batch, 12);
-  f[k++] = s.plan.batch_size == 0 ? 1.0f : 0.0f;
-  f[k++] = norm_reward;
-  f[k++] = rank;
-  f[k++] = s.evaluation.feasible ? 1.0f : 0.0f;
-  return f;
-}
-
 torch::Tensor FloatTensor(const std::vector<float>& v,
                           std::vector<int64_t> shape) {
   return torch::from_blob(const_cast<float*>(v.data()), shape, torch::kFloat32)
@@ -166,8 +77,8 @@ torch::Tensor LongTensor(const std::vector<int64_t>& v) {
 // The network's weights: one flat parameter vector `theta` and, for the
 // forward pass, leaf tensors that share its storage (so autograd accumulates
 // every gradient into one flat `grad`, and Adam runs on the flat vectors).
-// Shapes depend only on RlOptions and the fixed MaxChoices of each decision,
-// never on the problem, so weights transfer across problems.
+// Shapes depend only on RlPolicyOptions and the fixed MaxChoices of each
+// decision, never on the problem, so weights transfer across problems.
 class PolicyNet {
  public:
   PolicyNet(const PolicyNet&) = delete;
@@ -177,7 +88,7 @@ class PolicyNet {
     torch::Tensor ln2_w, ln2_b, ff1_w, ff1_b, ff2_w, ff2_b;
   };
 
-  PolicyNet(const RlOptions& o, std::mt19937_64& rng)
+  PolicyNet(const RlPolicyOptions& o, std::mt19937_64& rng)
       : d_(std::max(kHeads, o.d_model / kHeads * kHeads)),
         layers_(std::max(1, o.encoder_layers)),
         choices_(MaxTableChoices()) {
@@ -303,8 +214,8 @@ class PolicyNet {
   }
 
   // INVALID_ARGUMENT when the bytes are not a LibTorch archive; weights of
-  // another layout (another RlOptions or an older version) are ignored with
-  // a warning and false.
+  // another layout (another RlPolicyOptions or an older version) are ignored
+  // with a warning and false.
   absl::StatusOr<bool> Load(const std::string& bytes) {
     torch::Tensor arch, theta;
     try {
@@ -388,21 +299,6 @@ class ScopedSeconds {
   Clock::time_point start_ = Clock::now();
 };
 
-// One sampled plan and what its log-probability needs besides the tables.
-struct SampledPlan {
-  Decisions a{};
-  int anchor = -1;   // elite plan it copies from (K: free; -1: no elite)
-  int gate_row = 0;  // 2 * anchor (+ 1 when the tuple moved): its gates
-  int row = 0;       // index of its degree tuple among the tabulated ones
-  int mate = -1;     // second elite plan it may take decisions from (-1: none)
-  bool novel = false;  // not scored by this search, nor sampled before it
-  // Per decision: the anchor's value is valid here, and was chosen; the same
-  // for the mate; probability of the chosen value under uniform exploration.
-  std::array<bool, kNumDecisions> anchor_valid{}, anchor_chosen{};
-  std::array<bool, kNumDecisions> mate_valid{}, mate_chosen{};
-  std::array<float, kNumDecisions> uniform{};
-};
-
 // One iteration's forward pass.
 struct Forward {
   torch::Tensor anchor_logp;  // [K + 1], the free choice last
@@ -433,9 +329,14 @@ struct TableGrads {
   std::vector<float> anchor, gate, cross, deg, deg_anchor, table;
 };
 
-class Policy {
+}  // namespace
+
+// The policy itself; Policy forwards to it so that policy_net.h stays free of
+// torch types.
+class Policy::Impl {
  public:
-  Policy(const RlOptions& options, const PlanSpace& space, std::mt19937_64& rng)
+  Impl(const RlPolicyOptions& options, const PlanSpace& space,
+       std::mt19937_64& rng)
       : options_(options),
         space_(space),
         net_(options, rng),
@@ -995,7 +896,7 @@ class Policy {
     net_.Step(options_.learning_rate);
   }
 
-  RlOptions options_;
+  RlPolicyOptions options_;
   const PlanSpace& space_;
   PolicyNet net_;
   std::mt19937_64& rng_;
@@ -1015,217 +916,41 @@ class Policy {
   double network_seconds_ = 0;
 };
 
-}  // namespace
-
-RlSearcher::RlSearcher(const RlOptions& options, std::string method)
-    : options_(options), method_(std::move(method)) {}
-RlSearcher::~RlSearcher() = default;
-
-RlOptions RlMethodOptions(absl::string_view method, RlOptions base) {
-  if (method == "rl-no-elite") base.use_elite_tokens = false;
-  if (method == "rl-no-learning") {
-    base.learning_rate = 0;
-    base.self_imitation_coef = 0;
-    base.imitation_steps = 0;
-  }
-  return base;
+void SetTorchThreadsOnce() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    at::set_num_threads(1);
+    try {
+      at::set_num_interop_threads(1);
+    } catch (const std::exception& e) {
+      LOG(WARNING) << "could not set LibTorch inter-op threads: " << e.what();
+    }
+  });
 }
 
-absl::StatusOr<SearchResult> RlSearcher::Search(
-    const simulator::CostModel& model, const SearchOptions& options,
-    const CancellationToken& cancel, SearchObserver& observer) {
-  stats_ = RlStats();
-  const Clock::time_point start = Clock::now();
-  try {
-    SetTorchThreadsOnce();
-    SearchRun run(model, options, cancel, observer);
-    RETURN_IF_ERROR(run.Start());
-    std::mt19937_64 rng(options.seed);
-    Policy policy(options_, run.space(), rng);
-    bool warm = false;
-    if (options.warm_start != nullptr &&
-        !options.warm_start->policy_weights.empty()) {
-      ASSIGN_OR_RETURN(warm,
-                       policy.net().Load(options.warm_start->policy_weights));
-    }
-    const bool warm_elite = !run.EvaluateWarmStart().empty();
-    if (warm_elite) warm = true;
-    run.set_warm_started(warm);
-    const int batch = std::max(1, options_.batch_size);
-    // The elite the policy attends over and copies from: the best plans
-    // seen, at most anchors_per_tuple of each degree tuple, so that good plans
-    // of other tuples stay available as starting points when one tuple's
-    // variants would otherwise fill the whole top-K.
-    const int tuples = run.space().NumChoices(kDegreesDecision);
-    const int per_tuple = options_.anchors_per_tuple > 0
-                              ? options_.anchors_per_tuple
-                              : options.elite_size;
-    std::vector<EliteHistory> by_tuple(tuples, EliteHistory(per_tuple));
-    const auto insert = [&](const Decisions& a, const ScoredPlan& p) {
-      by_tuple[a[kDegreesDecision]].Insert(p, a);
-    };
-    auto anchors = [&]() {
-      for (const EliteEntry& e : run.elite().entries())
-        by_tuple[e.decisions[kDegreesDecision]].Insert(e.scored, e.decisions);
-      // Ranked through pointers: an entry is ~700 bytes and there can be
-      // hundreds of tuples.
-      std::vector<const EliteEntry*> all;
-      for (const EliteHistory& h : by_tuple)
-        for (const EliteEntry& e : h.entries()) all.push_back(&e);
-      const size_t k = std::min<size_t>(
-          all.size(), std::max(1, options_.anchors > 0 ? options_.anchors
-                                                       : options.elite_size));
-      std::partial_sort(all.begin(), all.begin() + k, all.end(),
-                        [](const EliteEntry* a, const EliteEntry* b) {
-                          if (a->scored.reward != b->scored.reward)
-                            return a->scored.reward > b->scored.reward;
-                          return a->hash < b->hash;
-                        });
-      std::vector<EliteEntry> top;
-      for (size_t i = 0; i < k; ++i) top.push_back(*all[i]);
-      return top;
-    };
-    // Evaluates `from` moved to each of `tuples` (batch line search on each).
-    const auto sweep_to = [&](const Decisions& from,
-                              const std::vector<int>& tuples) {
-      std::vector<Decisions> sweep;
-      for (int tuple : tuples)
-        sweep.push_back(run.space().MoveToTuple(from, tuple, rng));
-      std::vector<ScoredPlan> scored = run.Evaluate(sweep);
-      for (size_t i = 0; i < scored.size(); ++i) insert(sweep[i], scored[i]);
-      if (options_.batch_line_search) {
-        sweep.resize(scored.size());
-        internal::BatchLineSearch(run, std::move(sweep), std::move(scored),
-                                  insert);
-      }
-    };
-    policy.SetElite(anchors());
-    policy.Imitate(options_.imitation_steps);
-    // Without warm-start plans (weights alone carry no plan): the tuple
-    // sweep (RlOptions::tuple_sweep).
-    if (!warm_elite && !run.elite().entries().empty() &&
-        options_.tuple_sweep > 0) {
-      // Nearest tuples first, the order the policy's own tuple moves favour
-      // (tuple_locality); a uniform sample when there are too many.
-      const Decisions& from = run.elite().entries().front().decisions;
-      std::vector<int> order =
-          run.space().NearestTuples(from[kDegreesDecision]);
-      if (order.size() > static_cast<size_t>(options_.tuple_sweep)) {
-        std::shuffle(order.begin(), order.end(), rng);
-        order.resize(options_.tuple_sweep);
-      }
-      sweep_to(from, order);
-    }
-    uint64_t neighbours_of = 0;  // hash of the last best plan swept around
-    while (!run.Done()) {
-      if (options_.neighbour_sweep > 0 && !run.elite().entries().empty() &&
-          run.elite().entries().front().hash != neighbours_of) {
-        // Evaluations, like the line search: counted as cost-model time.
-        ScopedSeconds timer(&stats_.cost_model_seconds);
-        const EliteEntry& best = run.elite().entries().front();
-        neighbours_of = best.hash;
-        std::vector<int> order =
-            run.space().NearestTuples(best.decisions[kDegreesDecision]);
-        if (order.size() > static_cast<size_t>(options_.neighbour_sweep))
-          order.resize(options_.neighbour_sweep);
-        // A copy: the sweep's evaluations change the elite `best` lives in.
-        sweep_to(Decisions(best.decisions), order);
-        if (run.Done()) break;
-      }
-      Clock::time_point t = Clock::now();
-      policy.SetElite(anchors());
-      // Oversample, then keep the plans this search has not scored yet first:
-      // repeats cost no evaluation and carry no new information, so only the
-      // novel plans enter the policy gradient. When few samples are new, the
-      // policy's uniform exploration rises (and decays back once new plans
-      // flow again).
-      std::unordered_set<uint64_t> taken;
-      std::vector<SampledPlan> candidates =
-          policy.Draw(2 * batch, batch, [&](const Decisions& a) {
-            const uint64_t hash = PlanSpace::Hash(a);
-            return !run.IsCachedHash(hash) && taken.insert(hash).second;
-          });
-      double next_epsilon = policy.epsilon();
-      std::vector<SampledPlan> kept;
-      kept.reserve(batch);
-      size_t novel_kept = 0;
-      {
-        std::vector<const SampledPlan*> repeats;
-        for (const SampledPlan& s : candidates) {
-          if (s.novel) {
-            kept.push_back(s);
-          } else {
-            repeats.push_back(&s);
-          }
-        }
-        novel_kept = kept.size();
-        const double novel =
-            static_cast<double>(taken.size()) / candidates.size();
-        const double base = options_.explore_epsilon;
-        if (base > 0) {
-          next_epsilon = novel < 0.25 ? std::min(0.5, policy.epsilon() * 1.3)
-                                      : std::max(base, policy.epsilon() / 1.3);
-        }
-        for (size_t i = 0;
-             i < repeats.size() && static_cast<int>(kept.size()) < batch; ++i) {
-          kept.push_back(*repeats[i]);
-        }
-      }
-      std::vector<Decisions> actions;
-      for (const SampledPlan& s : kept) actions.push_back(s.a);
-      stats_.policy_seconds += Since(t);
-      if (cancel.cancelled()) break;
-      t = Clock::now();
-      std::vector<ScoredPlan> scored = run.Evaluate(actions);
-      // Sampled plans that beat the best of their tuple get the batch line
-      // search.
-      std::vector<Decisions> climb;
-      std::vector<ScoredPlan> climb_scored;
-      for (size_t i = 0; i < scored.size(); ++i) {
-        EliteHistory& own = by_tuple[actions[i][kDegreesDecision]];
-        if (options_.batch_line_search && scored[i].evaluation.feasible &&
-            (own.entries().empty() ||
-             scored[i].reward > own.entries().front().scored.reward)) {
-          climb.push_back(actions[i]);
-          climb_scored.push_back(scored[i]);
-        }
-        own.Insert(scored[i], actions[i]);
-      }
-      if (!climb.empty()) {
-        internal::BatchLineSearch(run, std::move(climb),
-                                  std::move(climb_scored), insert);
-      }
-      stats_.cost_model_seconds += Since(t);
-      t = Clock::now();
-      std::vector<double> rewards(scored.size());
-      double sum = 0;
-      for (size_t i = 0; i < scored.size(); ++i) {
-        rewards[i] = scored[i].reward;
-        sum += rewards[i];
-      }
-      if (!scored.empty()) stats_.mean_rewards.push_back(sum / scored.size());
-      if (cancel.cancelled()) break;
-      // The update uses the forward pass (and elite) the batch was sampled
-      // with.
-      const size_t novel = std::min(novel_kept, scored.size());
-      kept.resize(novel);
-      rewards.resize(novel);
-      policy.Update(kept, rewards);
-      policy.set_epsilon(
-          next_epsilon);  // the update used the sampling distribution's
-      stats_.policy_seconds += Since(t);
-      ++stats_.iterations;
-      run.ReportProgress(1);
-    }
-    stats_.network_seconds = policy.network_seconds();
-    std::string weights = policy.net().Save();
-    stats_.total_seconds = Since(start);
-    return run.Finish(std::move(weights));
-  } catch (const std::exception& e) {
-    stats_.total_seconds = Since(start);
-    return absl::InternalError(
-        absl::StrCat("rl search failed in LibTorch: ", e.what()));
-  }
-}
+Policy::Policy(const RlPolicyOptions& options, const PlanSpace& space,
+               std::mt19937_64& rng)
+    : impl_(std::make_unique<Impl>(options, space, rng)) {}
+Policy::~Policy() = default;
 
-}  // namespace shardplan::policy
+std::string Policy::SaveWeights() const { return impl_->net().Save(); }
+absl::StatusOr<bool> Policy::LoadWeights(const std::string& bytes) {
+  return impl_->net().Load(bytes);
+}
+void Policy::SetElite(const std::vector<EliteEntry>& entries) {
+  impl_->SetElite(entries);
+}
+void Policy::Imitate(int steps) { impl_->Imitate(steps); }
+std::vector<SampledPlan> Policy::Draw(
+    int n, int want, const std::function<bool(const Decisions&)>& is_new) {
+  return impl_->Draw(n, want, is_new);
+}
+double Policy::Update(const std::vector<SampledPlan>& samples,
+                      const std::vector<double>& rewards) {
+  return impl_->Update(samples, rewards);
+}
+double Policy::epsilon() const { return impl_->epsilon(); }
+void Policy::set_epsilon(double epsilon) { impl_->set_epsilon(epsilon); }
+double Policy::network_seconds() const { return impl_->network_seconds(); }
+
+}  // namespace shardplan::policy::rl
