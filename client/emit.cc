@@ -375,6 +375,10 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     out.commands.push_back(std::move(c));
   }
   out.instances = d.replicas;
+  if (d.replicas > 1) {
+    out.header.push_back(fmt::format(
+        "{} servers: put them behind a load balancer.", d.replicas));
+  }
 }
 
 // --- SGLang: --tp-size is the whole group of one server; with

@@ -1,5 +1,6 @@
 # vLLM 0.12 flags (releases 0.12.0 and later; client/engines/vllm.yaml): 2 instances on 16 GPUs.
 # Set NODE0_ADDR..NODE1_ADDR to the nodes' addresses and run each command on the node it names.
+# 2 servers: put them behind a load balancer.
 
 # Instance 0, node 0:
 vllm serve deepseek-ai/DeepSeek-V3 \

@@ -1,5 +1,6 @@
 # vLLM 0.12 flags (releases 0.12.0 and later; client/engines/vllm.yaml): 3 instances on 12 GPUs.
 # Set NODE0_ADDR..NODE1_ADDR to the nodes' addresses and run each command on the node it names.
+# 3 servers: put them behind a load balancer.
 
 # Instance 0, node 0:
 CUDA_VISIBLE_DEVICES=0,1,2,3 vllm serve openai/gpt-oss-120b \
