@@ -123,8 +123,10 @@ void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
   if (with_emit) {
     cmd->add_option(
            "--emit", g->emit,
-           "Print the launch command of the plan for vllm, sglang or trtllm")
-        ->check(CLI::IsMember({"vllm", "sglang", "trtllm"}));
+           "Print the launch commands of the plan for vllm, sglang or "
+           "trtllm, or a Kubernetes LeaderWorkerSet (k8s-vllm, k8s-sglang)")
+        ->check(CLI::IsMember(
+            {"vllm", "sglang", "trtllm", "k8s-vllm", "k8s-sglang"}));
     cmd->add_option("--engine-version", g->engine_version,
                     "Engine release for --emit's flags, e.g. 0.11.2 (default: "
                     "the newest checked; client/engines/*.yaml)");

@@ -8,9 +8,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 
 namespace shardplan::client {
@@ -133,12 +135,35 @@ class Layout {
     return out;
   }
   // The address placeholder of a node; "localhost" on a one-node cluster.
+  // On Kubernetes (LeaderWorkerSet) every pod of an instance reaches the
+  // leader through $(LWS_LEADER_ADDRESS).
   std::string Addr(int node) const {
+    if (k8s) return "$(LWS_LEADER_ADDRESS)";
     return num_nodes() <= 1 ? "localhost"
                             : absl::StrCat("$NODE", node, "_ADDR");
   }
-  // The n-th instance whose head is on `node` gets port base + n.
-  int NextPort(int node, int base) { return base + used_ports_[node]++; }
+  // The n-th instance whose head is on `node` gets port base + n (pods have
+  // their own network namespace: always base).
+  int NextPort(int node, int base) {
+    return k8s ? base : base + used_ports_[node]++;
+  }
+  // The node rank of the j-th node of an instance: on Kubernetes one worker
+  // template serves all j > 0.
+  std::string NodeRank(int j) const {
+    return k8s && j > 0 ? "$(LWS_WORKER_INDEX)" : absl::StrCat(j);
+  }
+  // The first DP rank of the j-th node: `start` here; on Kubernetes computed
+  // by the worker's shell from its index (leader has `first`, workers
+  // `local` each).
+  std::string StartRank(int j, int start, int first, int local) const {
+    if (!k8s || j == 0) return absl::StrCat(start);
+    return absl::StrCat("$((", first, " + (LWS_WORKER_INDEX - 1) * ", local,
+                        "))");
+  }
+  // Whether to pin an instance to its GPUs (Kubernetes assigns them).
+  bool Pin(const Segment& s) const { return !k8s && !s.whole_node; }
+
+  bool k8s = false;
 
  private:
   int per_node_;
@@ -157,6 +182,10 @@ struct Command {
   std::vector<std::string> comments;
   std::vector<std::string> env;
   std::vector<std::string> args;
+  // Which instance, how many GPUs of its node, whether Ray places it.
+  int instance = 0;
+  int gpus = 0;
+  bool ray = false;
 
   void Flag(const std::string& name, int value) {
     if (!name.empty()) args.push_back(absl::StrCat(name, " ", value));
@@ -296,7 +325,9 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
       out.bench_port = port;
     }
     auto with_devices = [&](Command c, const Segment& s) {
-      if (!s.whole_node) c.env.insert(c.env.begin(), VisibleDevices(s));
+      if (layout.Pin(s)) c.env.insert(c.env.begin(), VisibleDevices(s));
+      c.instance = r;
+      c.gpus = s.gpus;
       return c;
     };
     if (segs.size() == 1) {
@@ -318,7 +349,11 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
             NodeComment(r, d.replicas, segs[j], j == 0 ? "head" : "headless"));
         const int local = segs[j].gpus / rank_gpus;
         c.Flag(f.Flag("data_parallel_local"), local);
-        if (start > 0) c.Flag(f.Flag("data_parallel_start_rank"), start);
+        if (j > 0) {
+          c.Flag(f.Flag("data_parallel_start_rank"),
+                 layout.StartRank(static_cast<int>(j), start,
+                                  segs[0].gpus / rank_gpus, local));
+        }
         c.Flag(f.Flag("data_parallel_address"), layout.Addr(head.node));
         c.Flag(f.Flag("data_parallel_rpc_port"), 13345 + slot);
         if (j == 0) {
@@ -338,7 +373,7 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
         c.comments.push_back(
             NodeComment(r, d.replicas, segs[j], j == 0 ? "head" : "headless"));
         c.Flag(f.Flag("nnodes"), static_cast<int>(segs.size()));
-        c.Flag(f.Flag("node_rank"), static_cast<int>(j));
+        c.Flag(f.Flag("node_rank"), layout.NodeRank(static_cast<int>(j)));
         c.Flag(f.Flag("master_addr"), layout.Addr(head.node));
         if (j == 0) {
           c.Flag(f.Flag("port"), port);
@@ -353,6 +388,9 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     // nodes (a partial node), DP ranks that span nodes, or a release without
     // the multiprocessing multi-node launcher.
     Command c = common;
+    c.instance = r;
+    c.gpus = head.gpus;
+    c.ray = true;
     c.comments.push_back(RayComment(layout, segs));
     if (v_dp > 1) {
       if (f.Has("data_parallel_backend")) {
@@ -473,20 +511,24 @@ void EmitSglang(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     }
     for (size_t j = 0; j < segs.size(); ++j) {
       Command c = common;
-      if (!segs[j].whole_node)
+      if (layout.Pin(segs[j]))
         c.env.insert(c.env.begin(), VisibleDevices(segs[j]));
+      c.instance = i;
+      c.gpus = segs[j].gpus;
       c.comments.push_back(NodeComment(i, servers, segs[j],
                                        segs.size() == 1 ? ""
                                        : j == 0         ? "head"
                                                         : "worker"));
       if (segs.size() > 1) {
         c.Flag(f.Flag("nnodes"), static_cast<int>(segs.size()));
-        c.Flag(f.Flag("node_rank"), static_cast<int>(j));
+        c.Flag(f.Flag("node_rank"), layout.NodeRank(static_cast<int>(j)));
         c.Flag(f.Flag("dist_init_addr"),
                absl::StrCat(layout.Addr(head.node), ":", 20000 + port - 30000));
       }
       if (j == 0) {
-        if (layout.num_nodes() > 1) c.Flag(f.Flag("host"), "0.0.0.0");
+        if (layout.num_nodes() > 1 || layout.k8s) {
+          c.Flag(f.Flag("host"), "0.0.0.0");
+        }
         c.Flag(f.Flag("port"), port);
       }
       out.commands.push_back(std::move(c));
@@ -575,10 +617,15 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
       out.bench_port = port;
     }
     Command c = common;
-    if (layout.num_nodes() > 1) c.Flag(f.Flag("host"), "0.0.0.0");
+    c.instance = i;
+    c.gpus = head.gpus;
+    c.ray = segs.size() > 1;  // one mpirun for several nodes
+    if (layout.num_nodes() > 1 || layout.k8s) {
+      c.Flag(f.Flag("host"), "0.0.0.0");
+    }
     c.Flag(f.Flag("port"), port);
     if (segs.size() == 1) {
-      if (!head.whole_node) c.env.insert(c.env.begin(), VisibleDevices(head));
+      if (layout.Pin(head)) c.env.insert(c.env.begin(), VisibleDevices(head));
       c.comments.push_back(NodeComment(i, servers, head, ""));
     } else {
       multi_node = true;
@@ -736,14 +783,28 @@ std::string EffectiveWeightDtype(const EmitContext& context) {
   return "bf16";
 }
 
-EmittedCommand EmitCommand(Engine engine, const Plan& plan,
-                           const EmitContext& context) {
+namespace {
+
+// A launch before rendering: the commands of every instance, the flag table
+// used and what the header needs.
+struct Built {
+  Script script;
+  EngineVersion ev;
+  std::string model_id;
+  int64_t plan_gpus = 0;
+  int num_nodes = 1;
+  bool ok = true;
+};
+
+Built Build(Engine engine, const Plan& plan, const EmitContext& context,
+            bool k8s) {
+  Built built;
   const Degrees d{Positive(plan.replicas()), Positive(plan.dp()),
                   Positive(plan.tp()), Positive(plan.pp()),
                   Positive(plan.ep())};
   const bool moe = context.is_moe || d.ep > 1;
   const char* engine_name = EngineName(engine);
-  Script script;
+  Script& script = built.script;
 
   absl::StatusOr<EngineVersion> ev =
       FindEngineVersion(engine, context.engine_version);
@@ -751,9 +812,13 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
     script.warnings.push_back(absl::StrCat(
         ev.status().message(), "; using the newest table instead."));
     ev = FindEngineVersion(engine, "");
-    if (!ev.ok())
-      return EmittedCommand{"", "", {std::string(ev.status().message())}};
+    if (!ev.ok()) {
+      script.warnings.push_back(std::string(ev.status().message()));
+      built.ok = false;
+      return built;
+    }
   }
+  built.ev = *ev;
 
   // --- Which per-operator dimensions the engine can express. Every engine
   // implements Megatron's pattern inside a tensor-parallel group; attention
@@ -809,6 +874,7 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
                 context.num_gpus > 0
                     ? std::max<int64_t>(context.num_gpus, plan_gpus)
                     : plan_gpus);
+  layout.k8s = k8s;
   const std::string quantization =
       WeightQuantization(engine, context, model_id, script.warnings);
   script.concurrency_per_instance = batch * d.dp;
@@ -834,6 +900,23 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
                     engine_name));
   }
 
+  built.model_id = model_id;
+  built.plan_gpus = plan_gpus;
+  built.num_nodes = layout.num_nodes();
+  return built;
+}
+
+}  // namespace
+
+EmittedCommand EmitCommand(Engine engine, const Plan& plan,
+                           const EmitContext& context) {
+  Built built = Build(engine, plan, context, /*k8s=*/false);
+  if (!built.ok) return EmittedCommand{"", "", built.script.warnings};
+  Script& script = built.script;
+  const EngineVersion* ev = &built.ev;
+  const char* engine_name = EngineName(engine);
+  const std::string& model_id = built.model_id;
+  const int64_t plan_gpus = built.plan_gpus;
   // --- The script.
   std::vector<std::string> header;
   header.push_back(fmt::format(
@@ -843,11 +926,11 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
       ev->max.empty() ? " and later" : absl::StrCat(" to before ", ev->max),
       EngineKey(engine), script.instances, script.instances == 1 ? "" : "s",
       plan_gpus));
-  if (layout.num_nodes() > 1) {
+  if (built.num_nodes > 1) {
     header.push_back(fmt::format(
         "Set NODE0_ADDR..NODE{}_ADDR to the nodes' addresses and run each "
         "command on the node it names.",
-        layout.num_nodes() - 1));
+        built.num_nodes - 1));
   }
   for (std::string& h : script.header) header.push_back(std::move(h));
   std::string out;
@@ -867,6 +950,160 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
   const std::string bench =
       RenderBenchmark(engine, *ev, model_id, script, context);
   absl::StrAppend(&out, "\n", bench);
+  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
+}
+
+namespace {
+
+// A YAML double-quoted scalar.
+std::string Quoted(absl::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A Kubernetes name: lowercase alphanumerics and '-'.
+std::string K8sName(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (absl::ascii_isalnum(c)) {
+      out += absl::ascii_tolower(c);
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "model" : out;
+}
+
+void AppendContainer(const Command& c, absl::string_view name,
+                     absl::string_view image, int port, bool leader,
+                     std::string& out) {
+  const std::string pad = "          ";
+  absl::StrAppend(&out, pad, "- name: ", name, "\n");
+  absl::StrAppend(&out, pad, "  image: ", image, "\n");
+  // sh -c so that a worker computes its ranks from LWS_WORKER_INDEX.
+  absl::StrAppend(&out, pad, "  command: [\"sh\", \"-c\", ",
+                  Quoted(absl::StrJoin(c.args, " ")), "]\n");
+  if (!c.env.empty()) {
+    absl::StrAppend(&out, pad, "  env:\n");
+    for (const std::string& e : c.env) {
+      const size_t eq = e.find('=');
+      absl::StrAppend(&out, pad, "    - name: ", e.substr(0, eq), "\n", pad,
+                      "      value: ", Quoted(e.substr(eq + 1)), "\n");
+    }
+  }
+  if (leader) {
+    absl::StrAppend(&out, pad, "  ports:\n", pad, "    - containerPort: ", port,
+                    "\n");
+  }
+  absl::StrAppend(&out, pad, "  resources:\n", pad, "    limits:\n", pad,
+                  "      nvidia.com/gpu: \"", c.gpus, "\"\n");
+  absl::StrAppend(&out, pad, "  volumeMounts:\n", pad,
+                  "    - {name: dshm, mountPath: /dev/shm}\n");
+}
+
+}  // namespace
+
+EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
+                              const EmitContext& context) {
+  Built built = Build(engine, plan, context, /*k8s=*/true);
+  Script& script = built.script;
+  if (!built.ok) return EmittedCommand{"", "", script.warnings};
+  if (engine == Engine::kTrtllm) {
+    script.warnings.push_back(
+        "no Kubernetes manifest for TensorRT-LLM: a multi-node instance is "
+        "one MPI world (mpirun/srun); use --emit trtllm.");
+    return EmittedCommand{"", "", script.warnings};
+  }
+  std::vector<const Command*> group;
+  for (const Command& c : script.commands) {
+    if (c.instance == 0) group.push_back(&c);
+  }
+  if (group.empty() || group[0]->ray) {
+    script.warnings.push_back(
+        "this launch needs a Ray cluster (its GPUs do not split evenly over "
+        "its nodes, or this release lacks the multi-node launcher): no "
+        "LeaderWorkerSet manifest; use --emit vllm (or KubeRay).");
+    return EmittedCommand{"", "", script.warnings};
+  }
+  for (size_t j = 2; j < group.size(); ++j) {
+    if (group[j]->gpus != group[1]->gpus) {
+      script.warnings.push_back(
+          "the workers of an instance hold different GPU counts; the "
+          "manifest gives every worker the first worker's.");
+      break;
+    }
+  }
+  const bool vllm = engine == Engine::kVllm;
+  const std::string name = absl::StrCat(
+      "shardplan-", K8sName(context.model_name), "-", EngineKey(engine));
+  const std::string image =
+      vllm ? "vllm/vllm-openai:latest" : "lmsysorg/sglang:latest";
+  const int port = vllm ? 8000 : 30000;
+  const int size = static_cast<int>(group.size());
+
+  std::string out;
+  absl::StrAppend(
+      &out, "# ", EngineName(engine), " ", built.ev.name,
+      " flags as a LeaderWorkerSet (https://lws.sigs.k8s.io): ",
+      script.instances, " instance", script.instances == 1 ? "" : "s", " of ",
+      size, " pod", size == 1 ? "" : "s", ", ", built.plan_gpus,
+      " GPUs. Model weights: mount or download them in every pod.\n");
+  absl::StrAppend(&out,
+                  "apiVersion: leaderworkerset.x-k8s.io/v1\n"
+                  "kind: LeaderWorkerSet\n"
+                  "metadata:\n  name: ",
+                  name,
+                  "\n"
+                  "spec:\n  replicas: ",
+                  script.instances,
+                  "\n"
+                  "  leaderWorkerTemplate:\n    size: ",
+                  size,
+                  "\n"
+                  "    restartPolicy: RecreateGroupOnPodRestart\n"
+                  "    leaderTemplate:\n"
+                  "      metadata:\n        labels:\n          role: leader\n"
+                  "      spec:\n        containers:\n");
+  AppendContainer(*group[0], "leader", image, port, true, out);
+  const std::string volumes =
+      "        volumes:\n"
+      "          - name: dshm\n"
+      "            emptyDir: {medium: Memory}\n";
+  absl::StrAppend(&out, volumes);
+  absl::StrAppend(&out,
+                  "    workerTemplate:\n      spec:\n        containers:\n");
+  // One pod-group of size 1 still needs a worker template; it is unused.
+  AppendContainer(size > 1 ? *group[1] : *group[0], "worker", image, port,
+                  false, out);
+  absl::StrAppend(&out, volumes);
+  absl::StrAppend(&out,
+                  "---\n"
+                  "apiVersion: v1\n"
+                  "kind: Service\n"
+                  "metadata:\n  name: ",
+                  name,
+                  "-leader\n"
+                  "spec:\n  type: ClusterIP\n"
+                  "  ports:\n    - {name: http, port: ",
+                  port, ", targetPort: ", port,
+                  ", protocol: TCP}\n"
+                  "  selector:\n"
+                  "    leaderworkerset.sigs.k8s.io/name: ",
+                  name, "\n    role: leader\n");
+  script.bench_host = name + "-leader";
+  script.bench_port = port;
+  const std::string bench =
+      RenderBenchmark(engine, built.ev, built.model_id, script, context);
+  absl::StrAppend(&out, "# From a pod in the cluster, through the Service:\n");
+  for (absl::string_view line : absl::StrSplit(bench, '\n')) {
+    if (line.empty()) continue;
+    absl::StrAppend(&out, absl::StartsWith(line, "#") ? "" : "# ", line, "\n");
+  }
   return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
 }
 

@@ -74,6 +74,14 @@ std::string EffectiveWeightDtype(const EmitContext& context);
 EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
                            const EmitContext& context);
 
+// `--emit k8s-vllm|k8s-sglang`: the same launch as a Kubernetes
+// LeaderWorkerSet (one group of pods per instance: the leader runs the first
+// node's command, the workers the others', ranks from LWS_WORKER_INDEX) and a
+// Service on the leaders; the benchmark as a trailing comment. TensorRT-LLM
+// and launches that need Ray get no manifest, only a warning saying why.
+EmittedCommand EmitKubernetes(Engine engine, const shardplan::v1::Plan& plan,
+                              const EmitContext& context);
+
 }  // namespace shardplan::client
 
 #endif  // SHARDPLAN_CLIENT_EMIT_H_

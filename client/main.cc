@@ -17,10 +17,12 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -292,22 +294,34 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   return e;
 }
 
+// "k8s-vllm" → ("vllm", true).
+std::pair<std::string, bool> SplitEmit(const std::string& emit) {
+  constexpr absl::string_view kK8s = "k8s-";
+  if (absl::StartsWith(emit, kK8s)) {
+    return {emit.substr(kK8s.size()), true};
+  }
+  return {emit, false};
+}
+
 // INVALID_ARGUMENT (exit 2, before anything is sent) for an --emit engine or
 // --engine-version without a flag table.
 absl::Status CheckEmitFlags(const GlobalFlags& g) {
   if (g.emit.empty()) return absl::OkStatus();
-  absl::StatusOr<Engine> engine = ParseEngine(g.emit);
+  absl::StatusOr<Engine> engine = ParseEngine(SplitEmit(g.emit).first);
   if (!engine.ok()) return engine.status();
   return FindEngineVersion(*engine, g.engine_version).status();
 }
 
-int PrintEmitted(const std::string& engine_name,
-                 const shardplan::v1::Plan& plan, const EmitContext& context) {
+int PrintEmitted(const std::string& emit, const shardplan::v1::Plan& plan,
+                 const EmitContext& context) {
+  const auto [engine_name, k8s] = SplitEmit(emit);
   absl::StatusOr<Engine> engine = ParseEngine(engine_name);
   if (!engine.ok()) return ReportUsageError(engine.status());
-  const EmittedCommand emitted = EmitCommand(*engine, plan, context);
+  const EmittedCommand emitted = k8s ? EmitKubernetes(*engine, plan, context)
+                                     : EmitCommand(*engine, plan, context);
   for (const std::string& w : emitted.warnings)
     std::cerr << "warning: " << w << "\n";
+  if (emitted.command.empty()) return kExitOther;
   std::cout << emitted.command << std::flush;
   return kExitOk;
 }

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -18,6 +19,7 @@
 #include "client/engine_flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
 namespace {
@@ -112,6 +114,7 @@ struct Case {
   std::string version;  // "" = newest
   std::string file;
   Shape shape;
+  bool k8s = false;  // a LeaderWorkerSet manifest instead of a script
 };
 
 std::vector<Case> Cases() {
@@ -120,6 +123,18 @@ std::vector<Case> Cases() {
     for (Engine e : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
       cases.push_back(
           {e, "", absl::StrCat(s.name, ".", EngineKey(e), ".sh"), s});
+    }
+  }
+  // Kubernetes (LeaderWorkerSet) manifests of the same launches.
+  for (const Shape& s : Shapes()) {
+    const std::string name = s.name;
+    if (name == "dense_tp" || name == "pp_2nodes" ||
+        name == "moe_dpep_4nodes" || name == "partial_node") {
+      for (Engine e : {Engine::kVllm, Engine::kSglang}) {
+        cases.push_back({e, "",
+                         absl::StrCat(name, ".k8s-", EngineKey(e), ".yaml"), s,
+                         true});
+      }
     }
   }
   // The older flag tables.
@@ -140,7 +155,9 @@ std::vector<Case> Cases() {
 std::string Render(const Case& c) {
   EmitContext context = c.shape.context;
   context.engine_version = c.version;
-  const EmittedCommand e = EmitCommand(c.engine, c.shape.plan, context);
+  const EmittedCommand e = c.k8s
+                               ? EmitKubernetes(c.engine, c.shape.plan, context)
+                               : EmitCommand(c.engine, c.shape.plan, context);
   std::string out;
   for (const std::string& w : e.warnings) {
     absl::StrAppend(&out, "# stderr: warning: ", w, "\n");
@@ -207,7 +224,9 @@ void ExpectKnownFlags(const std::string& script, const EngineVersion& ev,
     }
     for (absl::string_view token :
          absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-      if (!absl::StartsWith(token, "-")) continue;
+      // Flags, not shell arithmetic ("$((8 + (LWS_WORKER_INDEX - 1) * 8))").
+      if (token.size() < 2 || token[0] != '-') continue;
+      if (token[1] != '-' && !absl::ascii_isalpha(token[1])) continue;
       EXPECT_TRUE(tool->known_flags.count(std::string(token)) > 0)
           << label << ": " << token << " is not a flag of `" << tool->command
           << "` " << ev.name << " (" << absl::StrJoin(tool->sources, ", ")
@@ -216,12 +235,58 @@ void ExpectKnownFlags(const std::string& script, const EngineVersion& ev,
   }
 }
 
+// A manifest's containers run `sh -c "<command>"`: the same check on each.
+void ExpectKnownManifestFlags(const std::string& manifest,
+                              const EngineVersion& ev,
+                              const std::string& label) {
+  constexpr absl::string_view kShell = "[\"sh\", \"-c\", \"";
+  int commands = 0;
+  for (absl::string_view line : absl::StrSplit(manifest, '\n')) {
+    const size_t at = line.find(kShell);
+    if (at == absl::string_view::npos) continue;
+    absl::string_view command = line.substr(at + kShell.size());
+    command = command.substr(0, command.rfind("\"]"));
+    ExpectKnownFlags(std::string(command), ev, label);
+    ++commands;
+  }
+  EXPECT_EQ(commands, 2) << label << ": leader and worker";
+}
+
 TEST(EmitGoldenTest, EveryEmittedFlagIsTheEnginesFlag) {
   for (const Case& c : Cases()) {
     absl::StatusOr<EngineVersion> ev = FindEngineVersion(c.engine, c.version);
     ASSERT_TRUE(ev.ok()) << ev.status();
-    ExpectKnownFlags(Render(c), *ev, c.file);
+    if (c.k8s) {
+      ExpectKnownManifestFlags(Render(c), *ev, c.file);
+    } else {
+      ExpectKnownFlags(Render(c), *ev, c.file);
+    }
   }
+}
+
+TEST(EmitGoldenTest, ManifestsAreLeaderWorkerSetsWithAService) {
+  for (const Case& c : Cases()) {
+    if (!c.k8s) continue;
+    std::vector<YAML::Node> docs;
+    try {
+      docs = YAML::LoadAll(Render(c));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.file << ": " << e.what();
+      continue;
+    }
+    ASSERT_EQ(docs.size(), 2u) << c.file;
+    EXPECT_EQ(docs[0]["kind"].as<std::string>(), "LeaderWorkerSet");
+    EXPECT_EQ(docs[0]["spec"]["replicas"].as<int>(),
+              c.shape.plan.replicas() > 0 ? c.shape.plan.replicas() : 1)
+        << c.file;
+    EXPECT_EQ(docs[1]["kind"].as<std::string>(), "Service");
+  }
+  // TensorRT-LLM has no manifest: said on stderr, nothing on stdout.
+  const Shape dense = Shapes()[0];
+  const EmittedCommand trt =
+      EmitKubernetes(Engine::kTrtllm, dense.plan, dense.context);
+  EXPECT_TRUE(trt.command.empty());
+  EXPECT_THAT(trt.warnings, ::testing::Contains(::testing::HasSubstr("MPI")));
 }
 
 TEST(EmitGoldenTest, FlagTablesAreConsistentAndCiteTheirSources) {

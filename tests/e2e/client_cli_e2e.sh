@@ -72,6 +72,8 @@ grep -q "aiperf profile" "${WORK}/out" || fail "--emit trtllm lacks the benchmar
 expect_rc 2 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm --engine-version 0.1
 expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm --engine-version 0.11.2
 grep -q "vllm bench serve" "${WORK}/out" || fail "--emit vllm lacks the benchmark command"
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit k8s-sglang
+grep -q "kind: LeaderWorkerSet" "${WORK}/out" || fail "--emit k8s-sglang: $(cat "${WORK}/out")"
 
 # evaluate (table and JSON)
 expect_rc 0 "${CLI}" evaluate --server "${SERVER}" --model llama-3.1-8b --gpus 8 --tp 8 \
