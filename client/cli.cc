@@ -78,7 +78,8 @@ void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
   cmd->add_option("--max-tpot-ms", f->max_tpot_ms, "TPOT SLO in ms (0 = none)")
       ->check(NumberAtLeastZero());
   cmd->add_option("--weight-dtype", f->weight_dtype,
-                  "bf16 (default), fp8 or fp4")
+                  "bf16, fp8 or fp4 (default: the checkpoint's, e.g. fp8 for "
+                  "deepseek-v3)")
       ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
   cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
                   "bf16 (default), fp8 or fp4")
@@ -122,8 +123,13 @@ void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
   if (with_emit) {
     cmd->add_option(
            "--emit", g->emit,
-           "Print the launch command of the plan for vllm, sglang or trtllm")
-        ->check(CLI::IsMember({"vllm", "sglang", "trtllm"}));
+           "Print the launch commands of the plan for vllm, sglang or "
+           "trtllm, or a Kubernetes LeaderWorkerSet (k8s-vllm, k8s-sglang)")
+        ->check(CLI::IsMember(
+            {"vllm", "sglang", "trtllm", "k8s-vllm", "k8s-sglang"}));
+    cmd->add_option("--engine-version", g->engine_version,
+                    "Engine release for --emit's flags, e.g. 0.11.2 (default: "
+                    "the newest checked; client/engines/*.yaml)");
   }
 }
 
@@ -151,9 +157,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   AddGlobalOptions(plan, &g, true, true, true);
   AddProblemOptions(plan, &problem, plan_hw);
   plan->add_option("--method", search.method, "Search method")
-      ->check(CLI::IsMember(
-          {"rl", "megatron", "random", "anneal", "genetic", "exhaustive",
-           "grid"}))
+      ->check(CLI::IsMember({"rl", "megatron", "random", "anneal", "genetic",
+                             "exhaustive", "grid"}))
       ->capture_default_str();
   plan->add_option("--max-evaluations", search.max_evaluations,
                    "Cost-model evaluations (0 = server default)")

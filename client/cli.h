@@ -17,7 +17,9 @@ struct GlobalFlags {
   double deadline_seconds =
       0;  // 0 = none for plan, 30 s evaluate/catalog, 5 s health
   std::string output = "table";  // table | json | yaml (plan only)
-  std::string emit;              // "" | vllm | sglang | trtllm
+  std::string emit;  // "" | vllm | sglang | trtllm | k8s-vllm | k8s-sglang
+  // Engine release whose flags --emit uses ("" = the newest checked).
+  std::string engine_version;
   // Transport security (client/main.cc). Any of tls_ca/tls_cert/tls_key/
   // tls_server_name (or --tls) switches to TLS; tls_cert+tls_key: mutual TLS.
   bool tls = false;

@@ -1,14 +1,18 @@
 #include "client/emit.h"
 
 #include <algorithm>
+#include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "fmt/format.h"
 
 namespace shardplan::client {
@@ -70,41 +74,12 @@ std::string DimPhrase(const Plan& plan, absl::string_view op,
   return absl::StrCat(what, " ", op, " (", op, "=", dim, ")");
 }
 
-// The command under construction: comment lines, environment, argv.
-struct Builder {
-  std::vector<std::string> comments;
-  std::vector<std::string>
-      preamble;  // shell lines before the command (config files)
-  std::vector<std::string> env;
-  std::vector<std::string> args;
-  std::vector<std::string> warnings;
-
-  void Flag(absl::string_view name, int value) {
-    args.push_back(absl::StrCat(name, " ", value));
-  }
-  void Flag(absl::string_view name, absl::string_view value) {
-    args.push_back(absl::StrCat(name, " ", value));
-  }
-  void Switch(absl::string_view name) { args.emplace_back(name); }
-
-  std::string Render() const {
-    std::string out;
-    for (const std::string& c : comments) absl::StrAppend(&out, "# ", c, "\n");
-    for (const std::string& p : preamble) absl::StrAppend(&out, p, "\n");
-    std::string line;
-    if (!env.empty()) absl::StrAppend(&line, absl::StrJoin(env, " "), " ");
-    absl::StrAppend(&line, absl::StrJoin(args, " \\\n  "));
-    absl::StrAppend(&out, line, "\n");
-    return out;
-  }
-};
-
 int Positive(int v) { return v > 0 ? v : 1; }
 
 // Degrees with defaults applied.
 struct Degrees {
-  int dp, tp, pp, ep;
-  int gpus() const { return dp * tp * pp; }
+  int replicas, dp, tp, pp, ep;
+  int replica_gpus() const { return dp * tp * pp; }
 };
 
 bool AllAttentionBatch(const Plan& plan) {
@@ -114,86 +89,679 @@ bool AllAttentionBatch(const Plan& plan) {
   return true;
 }
 
-// Nodes that `gpus` GPUs occupy.
-int NodesFor(int gpus, const EmitContext& context) {
-  const int per_node = Positive(context.gpus_per_node);
-  return std::max(1, (gpus + per_node - 1) / per_node);
+// The plan's stage split when it names one per stage (else the engines' own
+// even split applies and nothing is passed).
+std::vector<int> ExplicitStages(const Plan& plan, int pp) {
+  if (pp <= 1 || plan.stage_layers_size() != pp) return {};
+  return {plan.stage_layers().begin(), plan.stage_layers().end()};
 }
 
-int NumNodes(const Degrees& d, const EmitContext& context) {
-  return NodesFor(d.gpus(), context);
-}
+// The GPUs of one engine instance on one node (rank order: replica, stage, dp,
+// tp — simulator/placement.h — so an instance is a contiguous rank range).
+struct Segment {
+  int node = 0;
+  int first_gpu = 0;  // local index on the node
+  int gpus = 0;
+  bool whole_node = false;
+};
 
-bool UnevenStages(const Plan& plan) {
-  if (plan.stage_layers_size() < 2) return false;
-  const auto [lo, hi] = std::minmax_element(plan.stage_layers().begin(),
-                                            plan.stage_layers().end());
-  return *hi - *lo > 1;
-}
+// Where the engine instances go.
+class Layout {
+ public:
+  Layout(int gpus_per_node, int64_t num_gpus)
+      : per_node_(Positive(gpus_per_node)), num_gpus_(num_gpus) {}
 
-// For engines that always split pipeline stages evenly.
-void WarnUnevenStages(const Plan& plan, absl::string_view engine, Builder& b) {
-  if (!UnevenStages(plan)) return;
-  b.warnings.push_back(absl::StrCat(
-      engine,
-      " splits pipeline stages evenly; the plan's uneven stage_layers (",
-      absl::StrJoin(plan.stage_layers(), ","), ") are not expressed."));
-}
-
-// One command serves one replica of `replica_gpus` GPUs.
-void CommentReplicaCopies(int copies, int replica_gpus,
-                          absl::string_view balancer, Builder& b) {
-  if (copies <= 1) return;
-  b.comments.push_back(
-      fmt::format("Run {} copies of this command (one per replica, {} GPUs "
-                  "each) behind {}.",
-                  copies, replica_gpus, std::string(balancer)));
-}
-
-}  // namespace
-
-absl::StatusOr<Engine> ParseEngine(absl::string_view name) {
-  const std::string lower = absl::AsciiStrToLower(name);
-  if (lower == "vllm") return Engine::kVllm;
-  if (lower == "sglang") return Engine::kSglang;
-  if (lower == "trtllm" || lower == "tensorrt-llm") return Engine::kTrtllm;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "--emit must be vllm, sglang or trtllm, got \"", name, "\""));
-}
-
-std::string HuggingFaceId(absl::string_view catalog_name) {
-  static constexpr std::pair<const char*, const char*> kIds[] = {
-      {"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct"},
-      {"llama-3.1-70b", "meta-llama/Llama-3.1-70B-Instruct"},
-      {"llama-3.1-405b", "meta-llama/Llama-3.1-405B-Instruct"},
-      {"llama-3.3-70b", "meta-llama/Llama-3.3-70B-Instruct"},
-      {"qwen3-32b", "Qwen/Qwen3-32B"},
-      {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B"},
-      {"mixtral-8x7b", "mistralai/Mixtral-8x7B-Instruct-v0.1"},
-      {"mixtral-8x22b", "mistralai/Mixtral-8x22B-Instruct-v0.1"},
-      {"deepseek-v3", "deepseek-ai/DeepSeek-V3"},
-      {"deepseek-r1", "deepseek-ai/DeepSeek-R1"},
-      {"gpt-oss-120b", "openai/gpt-oss-120b"},
-      {"gpt-oss-20b", "openai/gpt-oss-20b"},
-  };
-  // A name that already looks like "org/repo" (e.g. an HF config's
-  // _name_or_path) is one.
-  if (absl::StrContains(catalog_name, '/')) return std::string(catalog_name);
-  const std::string lower = absl::AsciiStrToLower(catalog_name);
-  for (const auto& [name, id] : kIds) {
-    if (lower == name) return id;
+  int num_nodes() const {
+    return static_cast<int>((num_gpus_ + per_node_ - 1) / per_node_);
   }
+  int NodeGpus(int node) const {
+    return static_cast<int>(std::min<int64_t>(
+        per_node_, num_gpus_ - static_cast<int64_t>(node) * per_node_));
+  }
+  std::vector<Segment> SegmentsOf(int64_t first_rank, int64_t gpus) const {
+    std::vector<Segment> out;
+    int64_t rank = first_rank;
+    const int64_t end = first_rank + gpus;
+    while (rank < end) {
+      Segment s;
+      s.node = static_cast<int>(rank / per_node_);
+      s.first_gpu = static_cast<int>(rank % per_node_);
+      s.gpus = static_cast<int>(
+          std::min<int64_t>(end - rank, per_node_ - s.first_gpu));
+      s.whole_node = s.first_gpu == 0 && s.gpus == NodeGpus(s.node);
+      out.push_back(s);
+      rank += s.gpus;
+    }
+    return out;
+  }
+  // The address placeholder of a node; "localhost" on a one-node cluster.
+  // On Kubernetes (LeaderWorkerSet) every pod of an instance reaches the
+  // leader through $(LWS_LEADER_ADDRESS).
+  std::string Addr(int node) const {
+    if (k8s) return "$(LWS_LEADER_ADDRESS)";
+    return num_nodes() <= 1 ? "localhost"
+                            : absl::StrCat("$NODE", node, "_ADDR");
+  }
+  // The n-th instance whose head is on `node` gets port base + n (pods have
+  // their own network namespace: always base).
+  int NextPort(int node, int base) {
+    return k8s ? base : base + used_ports_[node]++;
+  }
+  // The node rank of the j-th node of an instance: on Kubernetes one worker
+  // template serves all j > 0.
+  std::string NodeRank(int j) const {
+    return k8s && j > 0 ? "$(LWS_WORKER_INDEX)" : absl::StrCat(j);
+  }
+  // The first DP rank of the j-th node: `start` here; on Kubernetes computed
+  // by the worker's shell from its index (leader has `first`, workers
+  // `local` each).
+  std::string StartRank(int j, int start, int first, int local) const {
+    if (!k8s || j == 0) return absl::StrCat(start);
+    return absl::StrCat("$((", first, " + (LWS_WORKER_INDEX - 1) * ", local,
+                        "))");
+  }
+  // Whether to pin an instance to its GPUs (Kubernetes assigns them).
+  bool Pin(const Segment& s) const { return !k8s && !s.whole_node; }
+
+  bool k8s = false;
+
+ private:
+  int per_node_;
+  int64_t num_gpus_;
+  std::map<int, int> used_ports_;
+};
+
+std::string VisibleDevices(const Segment& s) {
+  std::vector<int> ids;
+  for (int g = 0; g < s.gpus; ++g) ids.push_back(s.first_gpu + g);
+  return absl::StrCat("CUDA_VISIBLE_DEVICES=", absl::StrJoin(ids, ","));
+}
+
+// One command line: the comment above it, environment, argv.
+struct Command {
+  std::vector<std::string> comments;
+  std::vector<std::string> env;
+  std::vector<std::string> args;
+  // Which instance, how many GPUs of its node, whether Ray places it.
+  int instance = 0;
+  int gpus = 0;
+  bool ray = false;
+
+  void Flag(const std::string& name, int value) {
+    if (!name.empty()) args.push_back(absl::StrCat(name, " ", value));
+  }
+  void Flag(const std::string& name, absl::string_view value) {
+    if (!name.empty()) args.push_back(absl::StrCat(name, " ", value));
+  }
+  void Switch(const std::string& name) {
+    if (!name.empty()) args.push_back(name);
+  }
+  std::string Render() const {
+    std::string out;
+    for (const std::string& c : comments) absl::StrAppend(&out, "# ", c, "\n");
+    std::string line;
+    if (!env.empty()) absl::StrAppend(&line, absl::StrJoin(env, " "), " ");
+    absl::StrAppend(&line, absl::StrJoin(args, " \\\n  "));
+    absl::StrAppend(&out, line, "\n");
+    return out;
+  }
+};
+
+// The launch of all instances: shared preamble, one command per node or
+// instance, and where to point the benchmark.
+struct Script {
+  std::vector<std::string> header;    // comment lines
+  std::vector<std::string> preamble;  // shell lines (config files)
+  std::vector<Command> commands;
+  std::vector<std::string> warnings;
+  // Endpoint of the first instance and requests in flight per instance.
+  std::string bench_host;
+  int bench_port = 0;
+  int instances = 0;
+  int concurrency_per_instance = 0;
+};
+
+std::string NodeList(const std::vector<Segment>& segments) {
+  if (segments.size() == 1) return absl::StrCat("node ", segments[0].node);
+  return absl::StrCat("nodes ", segments.front().node, "-",
+                      segments.back().node);
+}
+
+std::string NodeComment(int instance, int instances, const Segment& s,
+                        absl::string_view role) {
+  std::string out =
+      instances > 1 ? absl::StrCat("Instance ", instance, ", ") : std::string();
+  absl::StrAppend(&out, "node ", s.node);
+  if (!role.empty()) absl::StrAppend(&out, " (", role, ")");
+  absl::StrAppend(&out, ":");
+  return out;
+}
+
+std::string RayComment(const Layout& layout,
+                       const std::vector<Segment>& segments) {
+  std::vector<std::string> others;
+  for (size_t i = 1; i < segments.size(); ++i) {
+    others.push_back(absl::StrCat(segments[i].node));
+  }
+  return fmt::format(
+      "Ray cluster over {}: `ray start --head --port=6379` on node {}, `ray "
+      "start --address={}:6379` on node(s) {}; then on node {}:",
+      NodeList(segments), segments[0].node, layout.Addr(segments[0].node),
+      absl::StrJoin(others, ","), segments[0].node);
+}
+
+bool EqualSegments(const std::vector<Segment>& segments) {
+  for (const Segment& s : segments) {
+    if (s.gpus != segments[0].gpus) return false;
+  }
+  return true;
+}
+
+// --- vLLM: DP ranks each run attention with TP; MoE layers use one group of
+// DP x TP ranks, expert-parallel with --enable-expert-parallel (EP = DP x TP).
+// Several nodes: the multiprocessing launcher (--nnodes/--node-rank/
+// --master-addr, --headless on the others) for one TP/PP group, per-node DP
+// ranks (--data-parallel-size-local/--data-parallel-start-rank) for data
+// parallelism, Ray where a group does not split evenly over its nodes.
+void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
+              bool moe, bool attention_dp, const std::string& model_id,
+              const std::string& quantization, const std::string& kvdt,
+              int batch, Layout& layout, Script& out) {
+  const ToolFlags& f = ev.launch;
+  const int v_dp = attention_dp ? d.dp * d.tp : d.dp;
+  const int v_tp = attention_dp ? 1 : d.tp;
+  const int rank_gpus = v_tp * d.pp;  // one DP rank
+  const int instance_gpus = v_dp * rank_gpus;
+
+  Command common;
+  common.args = {absl::StrCat(f.command, " ", model_id)};
+  common.Flag(f.Flag("tensor_parallel"), v_tp);
+  common.Flag(f.Flag("pipeline_parallel"), d.pp);
+  if (v_dp > 1) common.Flag(f.Flag("data_parallel"), v_dp);
+  if (moe && d.ep > 1) {
+    common.Switch(f.Flag("expert_parallel"));
+    if (d.ep != d.dp * d.tp) {
+      out.warnings.push_back(fmt::format(
+          "vLLM's expert-parallel size is always data x tensor = {}; the "
+          "plan's ep={} (experts tensor-split {} ways inside each expert "
+          "group) cannot be expressed, the command uses EP={}.",
+          d.dp * d.tp, d.ep, std::max(1, d.dp * d.tp / d.ep), d.dp * d.tp));
+    }
+  }
+  // --max-num-seqs applies per DP rank.
+  if (batch > 0) {
+    common.Flag(f.Flag("max_batch"),
+                attention_dp ? (batch + d.tp - 1) / d.tp : batch);
+  }
+  if (!quantization.empty()) {
+    common.Flag(f.Flag("quantization"),
+                f.Value("quantization_" + quantization));
+  }
+  if (kvdt == "fp8")
+    common.Flag(f.Flag("kv_cache_dtype"), f.Value("kv_cache_fp8"));
+  const std::vector<int> stages = ExplicitStages(plan, d.pp);
+  if (!stages.empty()) {
+    common.env.push_back(absl::StrCat(ev.env.at("pp_layer_partition"), "=",
+                                      absl::StrJoin(stages, ",")));
+  }
+
+  if (v_dp > 1 && d.pp > 1 && layout.SegmentsOf(0, instance_gpus).size() > 1) {
+    // vLLM gives each DP rank its tp x pp GPUs side by side; the plan keeps a
+    // stage of all DP ranks together (rank order replica, stage, dp, tp).
+    out.warnings.push_back(
+        "vLLM places the pipeline stages of one data-parallel rank on "
+        "neighbouring GPUs, while the plan groups each stage of all DP ranks; "
+        "across nodes the stage-to-node mapping, and so the cross-node "
+        "traffic, differs from the prediction.");
+  }
+  for (int r = 0; r < d.replicas; ++r) {
+    const std::vector<Segment> segs = layout.SegmentsOf(
+        static_cast<int64_t>(r) * instance_gpus, instance_gpus);
+    const Segment& head = segs[0];
+    const int port = layout.NextPort(head.node, 8000);
+    const int slot = port - 8000;
+    if (r == 0) {
+      out.bench_host = layout.Addr(head.node);
+      out.bench_port = port;
+    }
+    auto with_devices = [&](Command c, const Segment& s) {
+      if (layout.Pin(s)) c.env.insert(c.env.begin(), VisibleDevices(s));
+      c.instance = r;
+      c.gpus = s.gpus;
+      return c;
+    };
+    if (segs.size() == 1) {
+      Command c = with_devices(common, head);
+      c.comments.push_back(NodeComment(r, d.replicas, head, ""));
+      c.Flag(f.Flag("port"), port);
+      out.commands.push_back(std::move(c));
+      continue;
+    }
+    const bool aligned =
+        std::all_of(segs.begin(), segs.end(),
+                    [&](const Segment& s) { return s.gpus % rank_gpus == 0; });
+    if (v_dp > 1 && aligned) {
+      // Each node runs its own DP ranks; one API server on the head node.
+      int start = 0;
+      for (size_t j = 0; j < segs.size(); ++j) {
+        Command c = with_devices(common, segs[j]);
+        c.comments.push_back(
+            NodeComment(r, d.replicas, segs[j], j == 0 ? "head" : "headless"));
+        const int local = segs[j].gpus / rank_gpus;
+        c.Flag(f.Flag("data_parallel_local"), local);
+        if (j > 0) {
+          c.Flag(f.Flag("data_parallel_start_rank"),
+                 layout.StartRank(static_cast<int>(j), start,
+                                  segs[0].gpus / rank_gpus, local));
+        }
+        c.Flag(f.Flag("data_parallel_address"), layout.Addr(head.node));
+        c.Flag(f.Flag("data_parallel_rpc_port"), 13345 + slot);
+        if (j == 0) {
+          c.Flag(f.Flag("port"), port);
+        } else {
+          c.Switch(f.Flag("headless"));
+        }
+        start += local;
+        out.commands.push_back(std::move(c));
+      }
+      continue;
+    }
+    if (v_dp == 1 && EqualSegments(segs) && f.Has("nnodes")) {
+      // One TP/PP group over equal shares of several nodes.
+      for (size_t j = 0; j < segs.size(); ++j) {
+        Command c = with_devices(common, segs[j]);
+        c.comments.push_back(
+            NodeComment(r, d.replicas, segs[j], j == 0 ? "head" : "headless"));
+        c.Flag(f.Flag("nnodes"), static_cast<int>(segs.size()));
+        c.Flag(f.Flag("node_rank"), layout.NodeRank(static_cast<int>(j)));
+        c.Flag(f.Flag("master_addr"), layout.Addr(head.node));
+        if (j == 0) {
+          c.Flag(f.Flag("port"), port);
+        } else {
+          c.Switch(f.Flag("headless"));
+        }
+        out.commands.push_back(std::move(c));
+      }
+      continue;
+    }
+    // Ray places the workers: a group that does not split evenly over its
+    // nodes (a partial node), DP ranks that span nodes, or a release without
+    // the multiprocessing multi-node launcher.
+    Command c = common;
+    c.instance = r;
+    c.gpus = head.gpus;
+    c.ray = true;
+    c.comments.push_back(RayComment(layout, segs));
+    if (v_dp > 1) {
+      if (f.Has("data_parallel_backend")) {
+        if (ev.env.count("ray_dp_pack_strategy") > 0) {
+          // A DP rank larger than a node must be packed across nodes.
+          c.env.insert(c.env.begin(),
+                       ev.env.at("ray_dp_pack_strategy") + "=span");
+        }
+        c.Flag(f.Flag("data_parallel_backend"), "ray");
+      } else {
+        out.warnings.push_back(
+            "this vLLM release cannot place data-parallel ranks that span "
+            "nodes; use a newer release (--engine-version) or a plan whose DP "
+            "ranks fit a node.");
+      }
+    } else {
+      c.Flag(f.Flag("distributed_executor_backend"), "ray");
+    }
+    c.Flag(f.Flag("port"), port);
+    out.commands.push_back(std::move(c));
+  }
+  out.instances = d.replicas;
+  if (d.replicas > 1) {
+    out.header.push_back(fmt::format(
+        "{} servers: put them behind a load balancer.", d.replicas));
+  }
+}
+
+// --- SGLang: --tp-size is the whole group of one server; with
+// --enable-dp-attention the attention runs data-parallel in --dp-size groups
+// and MoE experts are split over --ep-size ranks (expert TP = tp-size /
+// ep-size). A server over several nodes: --nnodes/--node-rank/--dist-init-addr
+// on each node.
+void EmitSglang(const EngineVersion& ev, const Plan& plan, const Degrees& d,
+                bool moe, bool attention_dp, const std::string& model_id,
+                const std::string& quantization, const std::string& kvdt,
+                int batch, Layout& layout, Script& out) {
+  const ToolFlags& f = ev.launch;
+  int s_tp = d.tp;
+  int s_dp = 1;
+  bool dp_attention = false;
+  int servers_per_replica = 1;
+  int requests_per_server = batch;
+  if (moe) {
+    s_tp = d.dp * d.tp;
+    s_dp = attention_dp ? d.dp * d.tp : d.dp;
+    dp_attention = s_dp > 1;
+    requests_per_server = batch * d.dp;
+  } else if (attention_dp) {
+    // Dense with batch-split attention: one server per DP copy, attention DP
+    // inside its TP group.
+    s_dp = d.tp;
+    dp_attention = true;
+    servers_per_replica = d.dp;
+  } else if (d.dp > 1) {
+    // Dense data parallelism: one server with --dp-size when the copies share
+    // a node, else one server per copy (SGLang's DP controller does not span
+    // nodes), behind sglang-router.
+    const bool one_node =
+        layout.SegmentsOf(0, d.replica_gpus()).size() == 1 && d.replicas == 1;
+    if (one_node) {
+      s_dp = d.dp;
+    } else {
+      servers_per_replica = d.dp;
+    }
+  }
+  const int server_gpus =
+      (moe || s_dp == 1 || dp_attention ? s_tp : s_tp * s_dp) * d.pp;
+
+  Command common;
+  common.args = {absl::StrCat(f.command, " ", ev.model_flag, " ", model_id)};
+  common.Flag(f.Flag("tensor_parallel"), s_tp);
+  if (s_dp > 1) common.Flag(f.Flag("data_parallel"), s_dp);
+  if (dp_attention) common.Switch(f.Flag("dp_attention"));
+  if (d.pp > 1) common.Flag(f.Flag("pipeline_parallel"), d.pp);
+  if (moe && d.ep > 1) {
+    common.Flag(f.Flag("expert_parallel"), d.ep);
+    // Experts not tensor-split (EP = the whole group): DeepEP all-to-all, as
+    // SGLang recommends for DP attention + EP.
+    if (d.ep == s_tp) {
+      if (f.Has("moe_a2a_backend")) {
+        common.Flag(f.Flag("moe_a2a_backend"), f.Value("moe_a2a_backend"));
+      } else {
+        common.Switch(f.Flag("deepep_switch"));
+      }
+    }
+  }
+  if (requests_per_server > 0)
+    common.Flag(f.Flag("max_batch"), requests_per_server);
+  if (!quantization.empty()) {
+    common.Flag(f.Flag("quantization"),
+                f.Value("quantization_" + quantization));
+  }
+  if (kvdt == "fp8")
+    common.Flag(f.Flag("kv_cache_dtype"), f.Value("kv_cache_fp8"));
+  const std::vector<int> stages = ExplicitStages(plan, d.pp);
+  if (!stages.empty()) {
+    common.env.push_back(absl::StrCat(ev.env.at("pp_layer_partition"), "=",
+                                      absl::StrJoin(stages, ",")));
+  }
+
+  const int servers = d.replicas * servers_per_replica;
+  for (int i = 0; i < servers; ++i) {
+    const std::vector<Segment> segs =
+        layout.SegmentsOf(static_cast<int64_t>(i) * server_gpus, server_gpus);
+    const Segment& head = segs[0];
+    const int port = layout.NextPort(head.node, 30000);
+    if (i == 0) {
+      out.bench_host = layout.Addr(head.node);
+      out.bench_port = port;
+    }
+    if (segs.size() > 1 && !EqualSegments(segs)) {
+      out.warnings.push_back(fmt::format(
+          "SGLang gives every node of a server the same number of GPUs; "
+          "server {} has {} of them on {} ({} on the last): the launch "
+          "fails unless the plan is changed so that its GPUs split evenly.",
+          i, server_gpus, NodeList(segs), segs.back().gpus));
+    }
+    for (size_t j = 0; j < segs.size(); ++j) {
+      Command c = common;
+      if (layout.Pin(segs[j]))
+        c.env.insert(c.env.begin(), VisibleDevices(segs[j]));
+      c.instance = i;
+      c.gpus = segs[j].gpus;
+      c.comments.push_back(NodeComment(i, servers, segs[j],
+                                       segs.size() == 1 ? ""
+                                       : j == 0         ? "head"
+                                                        : "worker"));
+      if (segs.size() > 1) {
+        c.Flag(f.Flag("nnodes"), static_cast<int>(segs.size()));
+        c.Flag(f.Flag("node_rank"), layout.NodeRank(static_cast<int>(j)));
+        c.Flag(f.Flag("dist_init_addr"),
+               absl::StrCat(layout.Addr(head.node), ":", 20000 + port - 30000));
+      }
+      if (j == 0) {
+        if (layout.num_nodes() > 1 || layout.k8s) {
+          c.Flag(f.Flag("host"), "0.0.0.0");
+        }
+        c.Flag(f.Flag("port"), port);
+      }
+      out.commands.push_back(std::move(c));
+    }
+  }
+  out.instances = servers;
+  out.concurrency_per_instance =
+      moe ? batch * d.dp : batch * (s_dp > 1 && !dp_attention ? s_dp : 1);
+  if (servers > 1) {
+    out.header.push_back(fmt::format(
+        "{} servers: put them behind sglang-router (or another load balancer).",
+        servers));
+  }
+}
+
+// --- TensorRT-LLM (PyTorch backend): --tp_size is the whole group; MoE
+// experts split over --ep_size; attention either tensor-parallel over tp_size
+// or fully data-parallel (enable_attention_dp) — nothing in between.
+// --max_batch_size is per rank. A group over several nodes is one MPI world
+// launched from one node.
+void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
+                bool moe, bool attention_dp, const std::string& model_id,
+                const std::string& kvdt, int batch, Layout& layout,
+                Script& out) {
+  const ToolFlags& f = ev.launch;
+  int t_tp = d.tp;
+  bool attention_dp_flag = false;
+  int servers_per_replica = 1;
+  if (moe) {
+    t_tp = d.dp * d.tp;
+    attention_dp_flag = attention_dp || d.dp > 1;
+    if (d.dp > 1 && d.tp > 1 && !attention_dp) {
+      out.warnings.push_back(fmt::format(
+          "TensorRT-LLM runs attention either tensor-parallel over all {} "
+          "ranks or fully data-parallel; the plan's dp={} x tp={} attention "
+          "cannot be expressed, the command uses enable_attention_dp "
+          "(attention DP {}).",
+          t_tp, d.dp, d.tp, t_tp));
+    }
+  } else {
+    servers_per_replica = d.dp;
+  }
+  const int server_gpus = t_tp * d.pp;
+  // Per rank: with attention DP each rank schedules its own share of the
+  // dp x batch requests in flight; with tensor-parallel attention every rank
+  // sees the whole batch.
+  const int per_rank_batch =
+      attention_dp_flag ? (batch * d.dp + t_tp - 1) / t_tp : batch;
+
+  std::vector<std::string> config;
+  if (attention_dp_flag)
+    config.push_back(ev.config.at("attention_dp") + ": true");
+  const std::vector<int> stages = ExplicitStages(plan, d.pp);
+  if (!stages.empty()) {
+    config.push_back(absl::StrCat(ev.config.at("pp_partition"), ": [",
+                                  absl::StrJoin(stages, ", "), "]"));
+  }
+  if (kvdt == "fp8") {
+    config.push_back(ev.config.at("kv_cache_config") + ":");
+    config.push_back("  dtype: " + f.Value("kv_cache_fp8"));
+  }
+
+  Command common;
+  common.args = {absl::StrCat(f.command, " ", model_id)};
+  common.Flag(f.Flag("backend"), f.Value("backend"));
+  common.Flag(f.Flag("tensor_parallel"), t_tp);
+  common.Flag(f.Flag("pipeline_parallel"), d.pp);
+  if (moe && d.ep > 1) common.Flag(f.Flag("expert_parallel"), d.ep);
+  if (batch > 0) common.Flag(f.Flag("max_batch"), per_rank_batch);
+  if (!config.empty()) {
+    out.preamble.push_back("cat > shardplan-trtllm.yaml <<'EOF'");
+    for (const std::string& line : config) out.preamble.push_back(line);
+    out.preamble.push_back("EOF");
+    common.Flag(f.Flag("config"), "shardplan-trtllm.yaml");
+  }
+
+  const int servers = d.replicas * servers_per_replica;
+  bool multi_node = false;
+  for (int i = 0; i < servers; ++i) {
+    const std::vector<Segment> segs =
+        layout.SegmentsOf(static_cast<int64_t>(i) * server_gpus, server_gpus);
+    const Segment& head = segs[0];
+    const int port = layout.NextPort(head.node, 8000);
+    if (i == 0) {
+      out.bench_host = layout.Addr(head.node);
+      out.bench_port = port;
+    }
+    Command c = common;
+    c.instance = i;
+    c.gpus = head.gpus;
+    c.ray = segs.size() > 1;  // one mpirun for several nodes
+    if (layout.num_nodes() > 1 || layout.k8s) {
+      c.Flag(f.Flag("host"), "0.0.0.0");
+    }
+    c.Flag(f.Flag("port"), port);
+    if (segs.size() == 1) {
+      if (layout.Pin(head)) c.env.insert(c.env.begin(), VisibleDevices(head));
+      c.comments.push_back(NodeComment(i, servers, head, ""));
+    } else {
+      multi_node = true;
+      std::vector<std::string> hosts;
+      for (const Segment& s : segs) {
+        hosts.push_back(absl::StrCat(layout.Addr(s.node), ":", s.gpus));
+      }
+      c.comments.push_back(
+          fmt::format("{}one MPI world over {}, started from node {}:",
+                      servers > 1 ? absl::StrCat("Instance ", i, ", ") : "",
+                      NodeList(segs), head.node));
+      c.args[0] = absl::StrCat("mpirun -np ", server_gpus, " -H ",
+                               absl::StrJoin(hosts, ","), " ",
+                               ev.multi_node_wrapper, " ", c.args[0]);
+    }
+    out.commands.push_back(std::move(c));
+  }
+  if (multi_node && !config.empty()) {
+    out.header.push_back(
+        "shardplan-trtllm.yaml must exist at the same path on every node.");
+  }
+  out.instances = servers;
+  out.concurrency_per_instance = moe ? batch * d.dp : batch;
+  if (servers > 1) {
+    out.header.push_back(
+        fmt::format("{} servers: put them behind a load balancer.", servers));
+  }
+}
+
+std::string RenderBenchmark(Engine engine, const EngineVersion& ev,
+                            const std::string& model_id, const Script& s,
+                            const EmitContext& context) {
+  const ToolFlags& b = ev.benchmark;
+  const int c = Positive(s.concurrency_per_instance);
+  const int prompts = std::max(100, 5 * c);
+  Command cmd;
+  if (s.instances > 1) {
+    cmd.comments.push_back(fmt::format(
+        "Benchmark that checks the prediction (ISL {}, OSL {}, {} requests in "
+        "flight per instance): run it against each instance, or at {} through "
+        "the load balancer.",
+        context.input_tokens, context.output_tokens, c,
+        static_cast<int64_t>(c) * s.instances));
+  } else {
+    cmd.comments.push_back(fmt::format(
+        "Benchmark that checks the prediction (ISL {}, OSL {}, {} requests in "
+        "flight):",
+        context.input_tokens, context.output_tokens, c));
+  }
+  cmd.args = {b.command};
+  switch (engine) {
+    case Engine::kVllm:
+      cmd.Flag(b.Flag("model"), model_id);
+      cmd.Flag(b.Flag("host"), s.bench_host);
+      cmd.Flag(b.Flag("port"), s.bench_port);
+      cmd.Flag(b.Flag("dataset"), b.Value("dataset"));
+      cmd.Flag(b.Flag("input_len"), context.input_tokens);
+      cmd.Flag(b.Flag("output_len"), context.output_tokens);
+      cmd.Flag(b.Flag("concurrency"), c);
+      cmd.Flag(b.Flag("num_prompts"), prompts);
+      cmd.Switch(b.Flag("ignore_eos"));
+      break;
+    case Engine::kSglang:
+      cmd.Flag(b.Flag("backend"), b.Value("backend"));
+      cmd.Flag(b.Flag("host"), s.bench_host);
+      cmd.Flag(b.Flag("port"), s.bench_port);
+      cmd.Flag(b.Flag("model"), model_id);
+      cmd.Flag(b.Flag("dataset"), b.Value("dataset"));
+      cmd.Flag(b.Flag("input_len"), context.input_tokens);
+      cmd.Flag(b.Flag("output_len"), context.output_tokens);
+      cmd.Flag(b.Flag("range_ratio"), b.Value("range_ratio"));
+      cmd.Flag(b.Flag("concurrency"), c);
+      cmd.Flag(b.Flag("num_prompts"), prompts);
+      break;
+    case Engine::kTrtllm:
+      cmd.Flag(b.Flag("model"), model_id);
+      cmd.Flag(b.Flag("url"), absl::StrCat(s.bench_host, ":", s.bench_port));
+      cmd.Flag(b.Flag("endpoint_type"), b.Value("endpoint_type"));
+      cmd.Switch(b.Flag("streaming"));
+      cmd.Flag(b.Flag("input_len"), context.input_tokens);
+      cmd.Flag(b.Flag("input_stddev"), 0);
+      cmd.Flag(b.Flag("output_len"), context.output_tokens);
+      cmd.Flag(b.Flag("output_stddev"), 0);
+      cmd.Flag(b.Flag("concurrency"), c);
+      cmd.Flag(b.Flag("num_prompts"), prompts);
+      break;
+  }
+  return cmd.Render();
+}
+
+const char* DtypeLabel(absl::string_view dtype) {
+  if (dtype == "fp8") return "FP8";
+  if (dtype == "fp4") return "FP4 (MXFP4/NVFP4)";
+  return "BF16";
+}
+
+// Quantization flags and warnings for the weight dtype the plan is sized for
+// against the dtype of the checkpoint the command loads. Returns the online
+// quantization to request ("fp8" or "").
+std::string WeightQuantization(Engine engine, const EmitContext& context,
+                               const std::string& model_id,
+                               std::vector<std::string>& warnings) {
+  const std::string want = EffectiveWeightDtype(context);
+  const std::string have =
+      context.native_dtype.empty() ? "bf16" : context.native_dtype;
+  if (want == have) return "";  // the engine reads it from the checkpoint
+  if (want == "fp8" && have == "bf16" && engine != Engine::kTrtllm) {
+    return "fp8";  // online FP8 quantization of BF16 weights at load time
+  }
+  if (want == "fp8" && have == "bf16") {
+    warnings.push_back(fmt::format(
+        "TensorRT-LLM takes the weight dtype from the checkpoint: serve an "
+        "FP8-quantized checkpoint (e.g. one made with NVIDIA ModelOpt) "
+        "instead of {}.",
+        model_id));
+    return "";
+  }
+  if (want == "fp4") {
+    warnings.push_back(fmt::format(
+        "FP4 weights need a pre-quantized (NVFP4/MXFP4) checkpoint: pass its "
+        "path or id instead of {} ({}); H100 computes FP4 weights at FP8.",
+        model_id, DtypeLabel(have)));
+    return "";
+  }
+  // The plan asks for wider weights than the checkpoint has.
+  warnings.push_back(fmt::format(
+      "{} ships {} weights but the plan is sized for {} (weight dtype {}): "
+      "the command loads the {} checkpoint, which needs less memory than "
+      "planned; drop --weight-dtype to plan for the checkpoint, or serve a {} "
+      "copy of it.",
+      model_id, DtypeLabel(have), DtypeLabel(want), want, DtypeLabel(have),
+      DtypeLabel(want)));
   return "";
 }
 
-bool CatalogModelIsMoe(absl::string_view catalog_name) {
-  const std::string lower = absl::AsciiStrToLower(catalog_name);
-  for (const char* marker : {"mixtral", "deepseek", "gpt-oss", "moe", "-a22b",
-                             "1.6t", "switch", "kimi", "dbrx", "grok"}) {
-    if (absl::StrContains(lower, marker)) return true;
-  }
-  return false;
-}
+}  // namespace
 
 std::string MegatronDim(absl::string_view op) {
   for (const OpDefault& d : kMegatron) {
@@ -209,15 +777,48 @@ std::string PlanDim(const Plan& plan, absl::string_view op) {
   return MegatronDim(op);
 }
 
-EmittedCommand EmitCommand(Engine engine, const Plan& plan,
-                           const EmitContext& context) {
-  const Degrees d{Positive(plan.dp()), Positive(plan.tp()), Positive(plan.pp()),
+std::string EffectiveWeightDtype(const EmitContext& context) {
+  if (!context.weight_dtype.empty()) return context.weight_dtype;
+  if (!context.native_dtype.empty()) return context.native_dtype;
+  return "bf16";
+}
+
+namespace {
+
+// A launch before rendering: the commands of every instance, the flag table
+// used and what the header needs.
+struct Built {
+  Script script;
+  EngineVersion ev;
+  std::string model_id;
+  int64_t plan_gpus = 0;
+  int num_nodes = 1;
+  bool ok = true;
+};
+
+Built Build(Engine engine, const Plan& plan, const EmitContext& context,
+            bool k8s) {
+  Built built;
+  const Degrees d{Positive(plan.replicas()), Positive(plan.dp()),
+                  Positive(plan.tp()), Positive(plan.pp()),
                   Positive(plan.ep())};
   const bool moe = context.is_moe || d.ep > 1;
-  // Independent model instances: one engine instance (command) each.
-  const int replicas = Positive(plan.replicas());
   const char* engine_name = EngineName(engine);
-  Builder b;
+  Script& script = built.script;
+
+  absl::StatusOr<EngineVersion> ev =
+      FindEngineVersion(engine, context.engine_version);
+  if (!ev.ok()) {
+    script.warnings.push_back(absl::StrCat(
+        ev.status().message(), "; using the newest table instead."));
+    ev = FindEngineVersion(engine, "");
+    if (!ev.ok()) {
+      script.warnings.push_back(std::string(ev.status().message()));
+      built.ok = false;
+      return built;
+    }
+  }
+  built.ev = *ev;
 
   // --- Which per-operator dimensions the engine can express. Every engine
   // implements Megatron's pattern inside a tensor-parallel group; attention
@@ -231,219 +832,279 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
     if (IsExpertOp(op) && !moe) continue;
     if (op == "router" && !moe) continue;
     const int group = IsExpertOp(op) ? expert_group : d.tp;
-    if (group <= 1)
-      continue;  // nothing is split; the dimension does not matter
+    if (group <= 1) continue;  // nothing is split; the dimension is moot
     const std::string dim = PlanDim(plan, op);
     if (dim == def.dim) continue;
     const bool is_attention =
         std::find(std::begin(kAttentionOps), std::end(kAttentionOps), op) !=
         std::end(kAttentionOps);
     if (is_attention && attention_dp) continue;
-    if (op == "router")
-      continue;  // tiny; engines replicate it, the cost difference is noise
-    b.warnings.push_back(
-        fmt::format("{} cannot express {}; the command shards {} the Megatron "
-                    "way ({}={}), so the "
-                    "predicted figures apply only approximately.",
-                    engine_name, DimPhrase(plan, op, dim), op, op, def.dim));
+    if (op == "router") continue;  // tiny; engines replicate it
+    script.warnings.push_back(fmt::format(
+        "{} cannot express {}; the command shards {} the Megatron way "
+        "({}={}), so the predicted figures apply only approximately.",
+        engine_name, DimPhrase(plan, op, dim), op, op, def.dim));
   }
   if (d.tp > 1 && AllAttentionBatch(plan) && !attention_dp) {
-    b.warnings.push_back(
-        fmt::format("{} has no data-parallel attention for dense models; the "
-                    "plan's batch-split "
-                    "attention becomes head-split tensor parallelism "
-                    "(qkv=column, attention=column, "
-                    "attn_out=row).",
-                    engine_name));
+    script.warnings.push_back(fmt::format(
+        "{} has no data-parallel attention for dense models; the plan's "
+        "batch-split attention becomes head-split tensor parallelism "
+        "(qkv=column, attention=column, attn_out=row).",
+        engine_name));
   }
 
-  // --- Model id.
-  std::string model_id = HuggingFaceId(context.model_name);
+  // --- Model id: the server's catalog (or the spec) names the checkpoint.
+  std::string model_id = context.hugging_face_id;
   if (model_id.empty()) {
     model_id = "<path-or-hf-id-of-" +
                (context.model_name.empty() ? std::string("model")
                                            : context.model_name) +
                ">";
-    b.warnings.push_back(
+    script.warnings.push_back(
         fmt::format("no Hugging Face id known for \"{}\"; replace {} with the "
                     "checkpoint's path or id.",
                     context.model_name, model_id));
   }
 
-  const int nodes = NumNodes(d, context);
-  const int batch = plan.batch_size();
-  const std::string& wdt = context.weight_dtype;
+  const int batch =
+      plan.batch_size() > 0 ? plan.batch_size() : context.batch_fallback;
   const std::string& kvdt = context.kv_cache_dtype;
+  const int64_t plan_gpus = static_cast<int64_t>(d.replicas) * d.replica_gpus();
+  Layout layout(context.gpus_per_node,
+                context.num_gpus > 0
+                    ? std::max<int64_t>(context.num_gpus, plan_gpus)
+                    : plan_gpus);
+  layout.k8s = k8s;
+  const std::string quantization =
+      WeightQuantization(engine, context, model_id, script.warnings);
+  script.concurrency_per_instance = batch * d.dp;
 
   switch (engine) {
-    case Engine::kVllm: {
-      // vLLM: DP ranks each run attention with TP; MoE layers use one group of
-      // DP x TP ranks, expert-parallel when --enable-expert-parallel (EP size =
-      // DP x TP), else tensor-parallel over all of them.
-      const int v_dp = attention_dp ? d.dp * d.tp : d.dp;
-      const int v_tp = attention_dp ? 1 : d.tp;
-      b.args = {"vllm serve " + model_id};
-      b.Flag("--tensor-parallel-size", v_tp);
-      b.Flag("--pipeline-parallel-size", d.pp);
-      if (v_dp > 1) b.Flag("--data-parallel-size", v_dp);
-      if (moe && d.ep > 1) {
-        b.Switch("--enable-expert-parallel");
-        if (d.ep != d.dp * d.tp) {
-          b.warnings.push_back(
-              fmt::format("vLLM's expert-parallel size is always data x tensor "
-                          "= {}; the plan's ep={} "
-                          "(experts tensor-split {} ways inside each expert "
-                          "group) cannot be expressed, "
-                          "the command uses EP={}.",
-                          d.dp * d.tp, d.ep, expert_group, d.dp * d.tp));
-        }
-      }
-      if (batch > 0)
-        b.Flag("--max-num-seqs",
-               attention_dp ? (batch + d.tp - 1) / d.tp : batch);
-      if (wdt == "fp8") b.Flag("--quantization", "fp8");
-      if (kvdt == "fp8") b.Flag("--kv-cache-dtype", "fp8");
-      CommentReplicaCopies(replicas, d.dp * d.tp * d.pp, "a load balancer", b);
-      if (UnevenStages(plan)) {
-        b.env.push_back("VLLM_PP_LAYER_PARTITION=" +
-                        absl::StrJoin(plan.stage_layers(), ","));
-      }
-      if (nodes > 1) {
-        b.comments.push_back(
-            fmt::format("The plan spans {} nodes of {} GPUs: start a Ray "
-                        "cluster over them first "
-                        "(`ray start --head` on one node, `ray start "
-                        "--address=<head>:6379` on the others),",
-                        nodes, context.gpus_per_node));
-        b.comments.push_back("then run this on the head node.");
-      }
+    case Engine::kVllm:
+      EmitVllm(*ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+               batch, layout, script);
       break;
-    }
-    case Engine::kSglang: {
-      // SGLang: --tp-size is the whole group of one server; with
-      // --enable-dp-attention the attention runs data-parallel in --dp-size
-      // groups and MoE experts are split over
-      // --ep-size ranks (expert TP = tp-size / ep-size).
-      int s_tp = d.tp;
-      int s_dp = d.dp;
-      bool dp_attention = false;
-      int copies = 1;
-      if (moe) {
-        s_tp = d.dp * d.tp;
-        s_dp = attention_dp ? d.dp * d.tp : d.dp;
-        dp_attention = s_dp > 1;
-      } else if (attention_dp) {
-        // Dense with batch-split attention: one server per replica with DP
-        // attention.
-        s_dp = d.tp;
-        dp_attention = true;
-        copies = d.dp;
-      }
-      b.args = {"python -m sglang.launch_server --model-path " + model_id};
-      b.Flag("--tp-size", s_tp);
-      if (s_dp > 1) b.Flag("--dp-size", s_dp);
-      if (dp_attention) b.Switch("--enable-dp-attention");
-      if (d.pp > 1) b.Flag("--pp-size", d.pp);
-      if (moe && d.ep > 1) b.Flag("--ep-size", d.ep);
-      if (batch > 0) b.Flag("--max-running-requests", batch * (moe ? d.dp : 1));
-      if (wdt == "fp8") b.Flag("--quantization", "fp8");
-      if (kvdt == "fp8") b.Flag("--kv-cache-dtype", "fp8_e4m3");
-      WarnUnevenStages(plan, "SGLang", b);
-      CommentReplicaCopies(copies * replicas, (moe ? d.dp : 1) * d.tp * d.pp,
-                           "sglang_router or another load balancer", b);
-      const int server_gpus = s_tp * d.pp;
-      const int server_nodes = NodesFor(server_gpus, context);
-      if (server_nodes > 1) {
-        b.Flag("--nnodes", server_nodes);
-        b.Flag("--node-rank", "$NODE_RANK");
-        b.Flag("--dist-init-addr", "$HEAD_ADDR:5000");
-        b.comments.push_back(
-            fmt::format("Run on each of the {} nodes with NODE_RANK=0..{} and "
-                        "HEAD_ADDR = node 0's address.",
-                        server_nodes, server_nodes - 1));
-      }
+    case Engine::kSglang:
+      EmitSglang(*ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+                 batch, layout, script);
       break;
-    }
-    case Engine::kTrtllm: {
-      // TensorRT-LLM (PyTorch backend): --tp_size is the whole group; MoE
-      // experts split over --ep_size; attention either tensor-parallel over
-      // tp_size or fully data-parallel (enable_attention_dp) — nothing in
-      // between.
-      int t_tp = d.tp;
-      bool attention_dp_flag = false;
-      int copies = 1;
-      if (moe) {
-        t_tp = d.dp * d.tp;
-        attention_dp_flag = attention_dp || d.dp > 1;
-        if (d.dp > 1 && d.tp > 1 && !attention_dp) {
-          b.warnings.push_back(
-              fmt::format("TensorRT-LLM runs attention either tensor-parallel "
-                          "over all {} ranks or fully "
-                          "data-parallel; the plan's dp={} x tp={} attention "
-                          "cannot be expressed, the "
-                          "command uses enable_attention_dp (attention DP {}).",
-                          t_tp, d.dp, d.tp, t_tp));
-        }
-      } else {
-        copies = d.dp;
-      }
-      std::vector<std::string> config;
-      if (attention_dp_flag) config.push_back("enable_attention_dp: true");
-      if (kvdt == "fp8") {
-        config.push_back("kv_cache_config:");
-        config.push_back("  dtype: fp8");
-      }
-      b.args = {"trtllm-serve " + model_id};
-      b.Flag("--backend", "pytorch");
-      b.Flag("--tp_size", t_tp);
-      b.Flag("--pp_size", d.pp);
-      if (moe && d.ep > 1) b.Flag("--ep_size", d.ep);
-      if (batch > 0) b.Flag("--max_batch_size", batch * (moe ? d.dp : 1));
-      if (!config.empty()) {
-        b.comments.push_back(
-            "Extra LLM API options (--config; --extra_llm_api_options on "
-            "TensorRT-LLM < 1.1):");
-        b.preamble.push_back("cat > shardplan-trtllm.yaml <<'EOF'");
-        for (const std::string& line : config) b.preamble.push_back(line);
-        b.preamble.push_back("EOF");
-        b.Flag("--config", "shardplan-trtllm.yaml");
-      }
-      if (wdt == "fp8" || wdt == "fp4") {
-        b.warnings.push_back(fmt::format(
-            "TensorRT-LLM takes the weight dtype from the checkpoint: serve an "
-            "{}-quantized "
-            "checkpoint (e.g. one made with NVIDIA ModelOpt) instead of {}.",
-            wdt == "fp8" ? "FP8" : "NVFP4", model_id));
-      }
-      WarnUnevenStages(plan, "TensorRT-LLM", b);
-      CommentReplicaCopies(copies * replicas, (moe ? d.dp : 1) * d.tp * d.pp,
-                           "a load balancer", b);
-      const int server_gpus = t_tp * d.pp;
-      const int server_nodes = NodesFor(server_gpus, context);
-      if (server_nodes > 1) {
-        b.comments.push_back(
-            fmt::format("Spans {} nodes: launch under MPI, e.g. `mpirun -n {} "
-                        "--hostfile hosts "
-                        "trtllm-llmapi-launch <command>` (or srun on Slurm).",
-                        server_nodes, server_gpus));
-      }
+    case Engine::kTrtllm:
+      EmitTrtllm(*ev, plan, d, moe, attention_dp, model_id, kvdt, batch, layout,
+                 script);
       break;
-    }
-  }
-  if (wdt == "fp4" && engine != Engine::kTrtllm) {
-    b.warnings.push_back(
-        fmt::format("FP4 weights need a pre-quantized (NVFP4/MXFP4) "
-                    "checkpoint: pass its path or id "
-                    "instead of {}; H100 computes FP4 weights at FP8.",
-                    model_id));
   }
   if (kvdt == "fp4") {
-    b.warnings.push_back(
+    script.warnings.push_back(
         fmt::format("{} has no FP4 KV cache; the command keeps the engine's "
                     "default KV-cache dtype.",
                     engine_name));
   }
-  return EmittedCommand{b.Render(), std::move(b.warnings)};
+
+  built.model_id = model_id;
+  built.plan_gpus = plan_gpus;
+  built.num_nodes = layout.num_nodes();
+  return built;
+}
+
+}  // namespace
+
+EmittedCommand EmitCommand(Engine engine, const Plan& plan,
+                           const EmitContext& context) {
+  Built built = Build(engine, plan, context, /*k8s=*/false);
+  if (!built.ok) return EmittedCommand{"", "", built.script.warnings};
+  Script& script = built.script;
+  const EngineVersion* ev = &built.ev;
+  const char* engine_name = EngineName(engine);
+  const std::string& model_id = built.model_id;
+  const int64_t plan_gpus = built.plan_gpus;
+  // --- The script.
+  std::vector<std::string> header;
+  header.push_back(fmt::format(
+      "{} {} flags (releases {}{}; client/engines/{}.yaml): {} instance{} "
+      "on {} GPUs.",
+      engine_name, ev->name, ev->min,
+      ev->max.empty() ? " and later" : absl::StrCat(" to before ", ev->max),
+      EngineKey(engine), script.instances, script.instances == 1 ? "" : "s",
+      plan_gpus));
+  if (built.num_nodes > 1) {
+    header.push_back(fmt::format(
+        "Set NODE0_ADDR..NODE{}_ADDR to the nodes' addresses and run each "
+        "command on the node it names.",
+        built.num_nodes - 1));
+  }
+  for (std::string& h : script.header) header.push_back(std::move(h));
+  std::string out;
+  for (const std::string& h : header) absl::StrAppend(&out, "# ", h, "\n");
+  for (const std::string& p : script.preamble) absl::StrAppend(&out, p, "\n");
+  // Thousands of single-GPU replicas would bury the script: show the first
+  // commands; the rest repeat them on the next GPUs and nodes.
+  constexpr size_t kMaxCommands = 64;
+  for (size_t i = 0; i < script.commands.size() && i < kMaxCommands; ++i) {
+    absl::StrAppend(&out, "\n", script.commands[i].Render());
+  }
+  if (script.commands.size() > kMaxCommands) {
+    absl::StrAppend(
+        &out, "\n# ... ", script.commands.size() - kMaxCommands,
+        " more commands: the same on the following GPUs and nodes.\n");
+  }
+  const std::string bench =
+      RenderBenchmark(engine, *ev, model_id, script, context);
+  absl::StrAppend(&out, "\n", bench);
+  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
+}
+
+namespace {
+
+// A YAML double-quoted scalar.
+std::string Quoted(absl::string_view text) {
+  std::string out = "\"";
+  for (char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+// A Kubernetes name: lowercase alphanumerics and '-'.
+std::string K8sName(absl::string_view text) {
+  std::string out;
+  for (char c : text) {
+    if (absl::ascii_isalnum(c)) {
+      out += absl::ascii_tolower(c);
+    } else if (!out.empty() && out.back() != '-') {
+      out += '-';
+    }
+  }
+  while (!out.empty() && out.back() == '-') out.pop_back();
+  return out.empty() ? "model" : out;
+}
+
+void AppendContainer(const Command& c, absl::string_view name,
+                     absl::string_view image, int port, bool leader,
+                     std::string& out) {
+  const std::string pad = "          ";
+  absl::StrAppend(&out, pad, "- name: ", name, "\n");
+  absl::StrAppend(&out, pad, "  image: ", image, "\n");
+  // sh -c so that a worker computes its ranks from LWS_WORKER_INDEX.
+  absl::StrAppend(&out, pad, "  command: [\"sh\", \"-c\", ",
+                  Quoted(absl::StrJoin(c.args, " ")), "]\n");
+  if (!c.env.empty()) {
+    absl::StrAppend(&out, pad, "  env:\n");
+    for (const std::string& e : c.env) {
+      const size_t eq = e.find('=');
+      absl::StrAppend(&out, pad, "    - name: ", e.substr(0, eq), "\n", pad,
+                      "      value: ", Quoted(e.substr(eq + 1)), "\n");
+    }
+  }
+  if (leader) {
+    absl::StrAppend(&out, pad, "  ports:\n", pad, "    - containerPort: ", port,
+                    "\n");
+  }
+  absl::StrAppend(&out, pad, "  resources:\n", pad, "    limits:\n", pad,
+                  "      nvidia.com/gpu: \"", c.gpus, "\"\n");
+  absl::StrAppend(&out, pad, "  volumeMounts:\n", pad,
+                  "    - {name: dshm, mountPath: /dev/shm}\n");
+}
+
+}  // namespace
+
+EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
+                              const EmitContext& context) {
+  Built built = Build(engine, plan, context, /*k8s=*/true);
+  Script& script = built.script;
+  if (!built.ok) return EmittedCommand{"", "", script.warnings};
+  if (engine == Engine::kTrtllm) {
+    script.warnings.push_back(
+        "no Kubernetes manifest for TensorRT-LLM: a multi-node instance is "
+        "one MPI world (mpirun/srun); use --emit trtllm.");
+    return EmittedCommand{"", "", script.warnings};
+  }
+  std::vector<const Command*> group;
+  for (const Command& c : script.commands) {
+    if (c.instance == 0) group.push_back(&c);
+  }
+  if (group.empty() || group[0]->ray) {
+    script.warnings.push_back(
+        "this launch needs a Ray cluster (its GPUs do not split evenly over "
+        "its nodes, or this release lacks the multi-node launcher): no "
+        "LeaderWorkerSet manifest; use --emit vllm (or KubeRay).");
+    return EmittedCommand{"", "", script.warnings};
+  }
+  for (size_t j = 2; j < group.size(); ++j) {
+    if (group[j]->gpus != group[1]->gpus) {
+      script.warnings.push_back(
+          "the workers of an instance hold different GPU counts; the "
+          "manifest gives every worker the first worker's.");
+      break;
+    }
+  }
+  const bool vllm = engine == Engine::kVllm;
+  const std::string name = absl::StrCat(
+      "shardplan-", K8sName(context.model_name), "-", EngineKey(engine));
+  const std::string image =
+      vllm ? "vllm/vllm-openai:latest" : "lmsysorg/sglang:latest";
+  const int port = vllm ? 8000 : 30000;
+  const int size = static_cast<int>(group.size());
+
+  std::string out;
+  absl::StrAppend(
+      &out, "# ", EngineName(engine), " ", built.ev.name,
+      " flags as a LeaderWorkerSet (https://lws.sigs.k8s.io): ",
+      script.instances, " instance", script.instances == 1 ? "" : "s", " of ",
+      size, " pod", size == 1 ? "" : "s", ", ", built.plan_gpus,
+      " GPUs. Model weights: mount or download them in every pod.\n");
+  absl::StrAppend(&out,
+                  "apiVersion: leaderworkerset.x-k8s.io/v1\n"
+                  "kind: LeaderWorkerSet\n"
+                  "metadata:\n  name: ",
+                  name,
+                  "\n"
+                  "spec:\n  replicas: ",
+                  script.instances,
+                  "\n"
+                  "  leaderWorkerTemplate:\n    size: ",
+                  size,
+                  "\n"
+                  "    restartPolicy: RecreateGroupOnPodRestart\n"
+                  "    leaderTemplate:\n"
+                  "      metadata:\n        labels:\n          role: leader\n"
+                  "      spec:\n        containers:\n");
+  AppendContainer(*group[0], "leader", image, port, true, out);
+  const std::string volumes =
+      "        volumes:\n"
+      "          - name: dshm\n"
+      "            emptyDir: {medium: Memory}\n";
+  absl::StrAppend(&out, volumes);
+  absl::StrAppend(&out,
+                  "    workerTemplate:\n      spec:\n        containers:\n");
+  // One pod-group of size 1 still needs a worker template; it is unused.
+  AppendContainer(size > 1 ? *group[1] : *group[0], "worker", image, port,
+                  false, out);
+  absl::StrAppend(&out, volumes);
+  absl::StrAppend(&out,
+                  "---\n"
+                  "apiVersion: v1\n"
+                  "kind: Service\n"
+                  "metadata:\n  name: ",
+                  name,
+                  "-leader\n"
+                  "spec:\n  type: ClusterIP\n"
+                  "  ports:\n    - {name: http, port: ",
+                  port, ", targetPort: ", port,
+                  ", protocol: TCP}\n"
+                  "  selector:\n"
+                  "    leaderworkerset.sigs.k8s.io/name: ",
+                  name, "\n    role: leader\n");
+  script.bench_host = name + "-leader";
+  script.bench_port = port;
+  const std::string bench =
+      RenderBenchmark(engine, built.ev, built.model_id, script, context);
+  absl::StrAppend(&out, "# From a pod in the cluster, through the Service:\n");
+  for (absl::string_view line : absl::StrSplit(bench, '\n')) {
+    if (line.empty()) continue;
+    absl::StrAppend(&out, absl::StartsWith(line, "#") ? "" : "# ", line, "\n");
+  }
+  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
 }
 
 }  // namespace shardplan::client

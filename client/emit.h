@@ -1,51 +1,59 @@
-// Turns a shardplan plan into the launch command of an inference engine (vLLM,
-// SGLang, TensorRT-LLM) in that engine's own flags, with warnings for what the
-// engine cannot express.
+// Turns a shardplan plan into the launch commands of an inference engine
+// (vLLM, SGLang, TensorRT-LLM) in that engine's own flags — one command per
+// node or per model instance, each with every flag it needs — with the
+// benchmark command that checks the prediction, and warnings for what the
+// engine cannot express. The flags come from the engine's table for the chosen
+// version (client/engine_flags.h); docs/cli-and-emit.md describes the mapping.
 #ifndef SHARDPLAN_CLIENT_EMIT_H_
 #define SHARDPLAN_CLIENT_EMIT_H_
 
 #include <string>
 #include <vector>
 
-#include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "client/engine_flags.h"
 #include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::client {
 
-enum class Engine { kVllm, kSglang, kTrtllm };
-
-// "vllm", "sglang", "trtllm" → Engine; INVALID_ARGUMENT quoting the value
-// otherwise.
-absl::StatusOr<Engine> ParseEngine(absl::string_view name);
-
-// What the emitter needs besides the plan.
+// What the emitter needs besides the plan. The model fields come from the
+// server (the resolved ModelSpec of EvaluatePlan, or ListCatalog), never from
+// tables of the client's own.
 struct EmitContext {
-  // Catalog name or spec name; mapped to a Hugging Face id by HuggingFaceId().
   std::string model_name;
+  // What the engine loads; "" = unknown (a placeholder and a warning).
+  std::string hugging_face_id;
+  // The checkpoint's dtype ("bf16", "fp8", "fp4"; "" = bf16).
+  std::string native_dtype;
   bool is_moe = false;
-  std::string weight_dtype;    // "", "bf16", "fp8", "fp4"
-  std::string kv_cache_dtype;  // same
+  // The workload's dtypes as requested; weight "" = the checkpoint's (what the
+  // server planned for).
+  std::string weight_dtype;
+  std::string kv_cache_dtype;
   int gpus_per_node = 8;
+  // GPUs of the cluster (the last node may be partial); 0 = the plan's.
+  int num_gpus = 0;
+  // Engine release whose flags to use ("0.11.2" or a table label); "" = the
+  // newest checked.
+  std::string engine_version;
+  // The workload the prediction is for, for the benchmark command.
+  int input_tokens = 1024;
+  int output_tokens = 1024;
+  // Requests in flight per model replica when the plan carries no batch size:
+  // the prediction's batch, else the workload's concurrency.
+  int batch_fallback = 0;
 };
 
 struct EmittedCommand {
-  // A shell command (possibly several lines joined with " \\\n  "), preceded by
-  // "# ..." comment lines where the engine needs more than one process or a
-  // config file.
+  // A shell script: comment lines, per-node or per-instance launch commands
+  // (lines joined with " \\\n  "), then the benchmark command.
   std::string command;
+  // The benchmark part of `command` alone.
+  std::string benchmark;
   // One line each, for stderr: plan features the engine cannot express, and
   // what the command does instead.
   std::vector<std::string> warnings;
 };
-
-// The Hugging Face repository id of a catalog model ("llama-3.1-70b" →
-// "meta-llama/Llama-3.1-70B-Instruct"); "" when unknown.
-std::string HuggingFaceId(absl::string_view catalog_name);
-
-// Whether `model_name` looks like a mixture-of-experts model by its catalog
-// name.
-bool CatalogModelIsMoe(absl::string_view catalog_name);
 
 // The Megatron default dimension of an operator ("qkv" → "column"); "" when
 // unknown.
@@ -55,11 +63,24 @@ std::string MegatronDim(absl::string_view op);
 // default.
 std::string PlanDim(const shardplan::v1::Plan& plan, absl::string_view op);
 
-// Builds the launch command for `plan` (as returned by the server: degrees,
-// operator dimensions, batch size, placement). Pure function; never fails: what
-// it cannot express becomes a warning.
+// The weight dtype the server planned for: `weight_dtype` when given, else the
+// checkpoint's `native_dtype`, else "bf16".
+std::string EffectiveWeightDtype(const EmitContext& context);
+
+// Builds the launch commands for `plan` (as returned by the server: degrees,
+// operator dimensions, batch size, stage split). Pure function; never fails:
+// what it cannot express becomes a warning (so does an unknown engine
+// version, which falls back to the newest table).
 EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
                            const EmitContext& context);
+
+// `--emit k8s-vllm|k8s-sglang`: the same launch as a Kubernetes
+// LeaderWorkerSet (one group of pods per instance: the leader runs the first
+// node's command, the workers the others', ranks from LWS_WORKER_INDEX) and a
+// Service on the leaders; the benchmark as a trailing comment. TensorRT-LLM
+// and launches that need Ray get no manifest, only a warning saying why.
+EmittedCommand EmitKubernetes(Engine engine, const shardplan::v1::Plan& plan,
+                              const EmitContext& context);
 
 }  // namespace shardplan::client
 

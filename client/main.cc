@@ -13,13 +13,16 @@
 #include <iostream>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
+#include <utility>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -253,14 +256,26 @@ RenderContext ContextFor(const shardplan::v1::ModelSource& model,
   return c;
 }
 
-EmitContext EmitContextFor(const shardplan::v1::ModelSource& model,
+// What --emit needs to know about the model comes from the server: the
+// resolved ModelSpec (catalog entry, inline spec or imported HF config) names
+// the checkpoint, its dtype and whether it is MoE. `resolved` may be null when
+// the server could not be asked; then only an inline spec is known.
+EmitContext EmitContextFor(const GlobalFlags& g,
+                           const shardplan::v1::ModelSource& model,
+                           const shardplan::v1::ModelSpec* resolved,
                            const shardplan::v1::Workload& workload,
                            const RenderContext& rc,
                            const shardplan::v1::Prediction& prediction) {
   EmitContext e;
   e.model_name = rc.model;
-  e.is_moe = CatalogModelIsMoe(rc.model) ||
-             (model.has_spec() && model.spec().num_experts() > 0);
+  const shardplan::v1::ModelSpec* spec = resolved != nullptr ? resolved
+                                         : model.has_spec()  ? &model.spec()
+                                                             : nullptr;
+  if (spec != nullptr) {
+    e.hugging_face_id = spec->hugging_face_id();
+    e.native_dtype = spec->native_dtype();
+    e.is_moe = spec->num_experts() > 0;
+  }
   for (const auto& op : prediction.operators()) {
     if ((op.operator_() == "router" || op.operator_() == "expert_up") &&
         op.total_seconds() > 0) {
@@ -270,18 +285,72 @@ EmitContext EmitContextFor(const shardplan::v1::ModelSource& model,
   e.weight_dtype = workload.weight_dtype();
   e.kv_cache_dtype = workload.kv_cache_dtype();
   e.gpus_per_node = rc.gpus_per_node > 0 ? rc.gpus_per_node : 8;
+  e.num_gpus = rc.gpus;
+  e.engine_version = g.engine_version;
+  if (workload.input_tokens() > 0) e.input_tokens = workload.input_tokens();
+  if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
+  e.batch_fallback = prediction.batch_size() > 0 ? prediction.batch_size()
+                                                 : workload.concurrency();
   return e;
 }
 
-int PrintEmitted(const std::string& engine_name,
-                 const shardplan::v1::Plan& plan, const EmitContext& context) {
+// "k8s-vllm" → ("vllm", true).
+std::pair<std::string, bool> SplitEmit(const std::string& emit) {
+  constexpr absl::string_view kK8s = "k8s-";
+  if (absl::StartsWith(emit, kK8s)) {
+    return {emit.substr(kK8s.size()), true};
+  }
+  return {emit, false};
+}
+
+// INVALID_ARGUMENT (exit 2, before anything is sent) for an --emit engine or
+// --engine-version without a flag table.
+absl::Status CheckEmitFlags(const GlobalFlags& g) {
+  if (g.emit.empty()) return absl::OkStatus();
+  absl::StatusOr<Engine> engine = ParseEngine(SplitEmit(g.emit).first);
+  if (!engine.ok()) return engine.status();
+  return FindEngineVersion(*engine, g.engine_version).status();
+}
+
+int PrintEmitted(const std::string& emit, const shardplan::v1::Plan& plan,
+                 const EmitContext& context) {
+  const auto [engine_name, k8s] = SplitEmit(emit);
   absl::StatusOr<Engine> engine = ParseEngine(engine_name);
   if (!engine.ok()) return ReportUsageError(engine.status());
-  const EmittedCommand emitted = EmitCommand(*engine, plan, context);
+  const EmittedCommand emitted = k8s ? EmitKubernetes(*engine, plan, context)
+                                     : EmitCommand(*engine, plan, context);
   for (const std::string& w : emitted.warnings)
     std::cerr << "warning: " << w << "\n";
+  if (emitted.command.empty()) return kExitOther;
   std::cout << emitted.command << std::flush;
   return kExitOk;
+}
+
+// The server's view of the model of a finished search, for --emit: one
+// EvaluatePlan of the final plan (cheap: one cost-model call). Empty when
+// the call fails; the caller warns.
+std::optional<shardplan::v1::ModelSpec> ResolvedModel(
+    const GlobalFlags& g, const shardplan::v1::PlanRequest& request,
+    const shardplan::v1::Plan& plan) {
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  Authorize(&context);
+  SetDeadline(&context, 30);
+  shardplan::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_model() = request.model();
+  *evaluate.mutable_cluster() = request.cluster();
+  *evaluate.mutable_workload() = request.workload();
+  *evaluate.mutable_plan() = plan;
+  evaluate.mutable_plan()->clear_placement();
+  shardplan::v1::EvaluateResponse response;
+  const grpc::Status status = stub->EvaluatePlan(&context, evaluate, &response);
+  if (!status.ok()) {
+    std::cerr << "warning: could not ask the server about the model ("
+              << status.error_message()
+              << "); the command may lack its Hugging Face id or dtype.\n";
+    return std::nullopt;
+  }
+  return response.model();
 }
 
 int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
@@ -289,6 +358,9 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
   absl::StatusOr<shardplan::v1::PlanRequest> request =
       BuildPlanRequest(problem, search, ReadFileFromDisk);
   if (!request.ok()) return ReportUsageError(request.status());
+  if (absl::Status ok = CheckEmitFlags(g); !ok.ok()) {
+    return ReportUsageError(ok);
+  }
   const RenderContext rc = ContextFor(request->model(), request->cluster());
   const bool json = g.output == "json" && g.emit.empty();
   const bool progress = g.output != "json" && isatty(STDERR_FILENO);
@@ -328,9 +400,12 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
                    "SLOs.\n";
       return kExitOther;
     }
-    return PrintEmitted(g.emit, last.plan(),
-                        EmitContextFor(request->model(), request->workload(),
-                                       rc, last.prediction()));
+    const std::optional<shardplan::v1::ModelSpec> model =
+        ResolvedModel(g, *request, last.plan());
+    return PrintEmitted(
+        g.emit, last.plan(),
+        EmitContextFor(g, request->model(), model ? &*model : nullptr,
+                       request->workload(), rc, last.prediction()));
   }
   if (g.output == "table")
     std::cout << RenderPlanUpdate(last, rc) << std::flush;
@@ -344,6 +419,9 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
   absl::StatusOr<shardplan::v1::EvaluateRequest> request =
       BuildEvaluateRequest(problem, plan_flags, ReadFileFromDisk);
   if (!request.ok()) return ReportUsageError(request.status());
+  if (absl::Status ok = CheckEmitFlags(g); !ok.ok()) {
+    return ReportUsageError(ok);
+  }
   const RenderContext rc = ContextFor(request->model(), request->cluster());
   auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
   grpc::ClientContext context;
@@ -355,9 +433,10 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
   canceller.Unwatch();
   if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
   if (!g.emit.empty()) {
-    return PrintEmitted(g.emit, response.plan(),
-                        EmitContextFor(request->model(), request->workload(),
-                                       rc, response.prediction()));
+    return PrintEmitted(
+        g.emit, response.plan(),
+        EmitContextFor(g, request->model(), &response.model(),
+                       request->workload(), rc, response.prediction()));
   }
   if (g.output == "json") {
     std::cout << ToJsonLine(response) << "\n";

@@ -76,45 +76,6 @@ std::string DimOf(const Plan& plan, absl::string_view op) {
   return "";
 }
 
-// Approximate parameter count of a spec (for the catalog table only).
-double ApproxParams(const ModelSpec& m) {
-  const double h = m.hidden_size();
-  const int head_dim = m.head_dim() > 0
-                           ? m.head_dim()
-                           : (m.num_attention_heads() > 0
-                                  ? m.hidden_size() / m.num_attention_heads()
-                                  : 0);
-  double attn;
-  if (m.kv_lora_rank() > 0) {
-    const double qk = m.qk_nope_head_dim() + m.qk_rope_head_dim();
-    const double q = m.q_lora_rank() > 0
-                         ? h * m.q_lora_rank() +
-                               m.q_lora_rank() * m.num_attention_heads() * qk
-                         : h * m.num_attention_heads() * qk;
-    attn = q + h * (m.kv_lora_rank() + m.qk_rope_head_dim()) +
-           m.kv_lora_rank() * m.num_attention_heads() *
-               (m.qk_nope_head_dim() + m.v_head_dim()) +
-           m.num_attention_heads() * m.v_head_dim() * h;
-  } else {
-    const double q = static_cast<double>(m.num_attention_heads()) * head_dim;
-    const double kv = static_cast<double>(m.num_key_value_heads()) * head_dim;
-    attn = h * (q + 2 * kv) + q * h;
-  }
-  const double dense_mlp = 3.0 * h * m.intermediate_size();
-  double total = 0;
-  const int dense_layers =
-      m.num_experts() > 0 ? m.first_k_dense_layers() : m.num_layers();
-  const int moe_layers = m.num_layers() - dense_layers;
-  total += m.num_layers() * attn + dense_layers * dense_mlp;
-  if (moe_layers > 0) {
-    total += moe_layers * ((m.num_experts() + m.num_shared_experts()) * 3.0 *
-                               h * m.moe_intermediate_size() +
-                           h * m.num_experts());
-  }
-  total += (m.tie_word_embeddings() ? 1 : 2) * h * m.vocab_size();
-  return total;
-}
-
 std::string FormatParams(double params) {
   if (params >= 1e12) return fmt::format("{:.2f}T", params / 1e12);
   if (params >= 1e9) return fmt::format("{:.1f}B", params / 1e9);
@@ -216,8 +177,9 @@ std::string ProgressLine(const PlanUpdate& update, absl::string_view method,
 std::string RenderPlan(const Plan& plan, bool moe) {
   std::string out;
   if (plan.replicas() > 1) {
-    absl::StrAppend(&out, fmt::format("Replicas        {} independent instances\n",
-                                      plan.replicas()));
+    absl::StrAppend(&out,
+                    fmt::format("Replicas        {} independent instances\n",
+                                plan.replicas()));
   }
   absl::StrAppend(
       &out, fmt::format("Parallelism     dp {}  tp {}  pp {}  ep {}", plan.dp(),
@@ -400,11 +362,17 @@ std::string RenderEvaluateResponse(const EvaluateResponse& response,
 }
 
 std::string RenderCatalog(const ListCatalogResponse& catalog) {
+  // Sizes, dtypes and checkpoints are the server's (model_info), so a model
+  // added to the catalog shows up complete without a client change.
+  std::map<std::string, const shardplan::v1::CatalogModelInfo*> info;
+  for (const auto& i : catalog.model_info()) info[i.name()] = &i;
   std::string out = "Models\n";
   absl::StrAppend(
-      &out, fmt::format("  {:<20} {:<10} {:>8} {:>7} {:>7} {:>9}  {}\n", "name",
-                        "family", "params", "layers", "hidden", "experts",
-                        "attention"));
+      &out,
+      fmt::format("  {:<20} {:<10} {:>8} {:>8} {:>7} {:>7} {:>9}  {:<9} {:<5} "
+                  "{}\n",
+                  "name", "family", "params", "active", "layers", "hidden",
+                  "experts", "attention", "dtype", "checkpoint"));
   for (const ModelSpec& m : catalog.models()) {
     const std::string experts =
         m.num_experts() > 0
@@ -414,10 +382,27 @@ std::string RenderCatalog(const ListCatalogResponse& catalog) {
         m.kv_lora_rank() > 0 ? std::string("MLA")
                              : fmt::format("GQA {}/{}", m.num_key_value_heads(),
                                            m.num_attention_heads());
+    const auto it = info.find(m.name());
+    const shardplan::v1::CatalogModelInfo* i =
+        it == info.end() ? nullptr : it->second;
+    const std::string params = i != nullptr && i->total_params() > 0
+                                   ? FormatParams(i->total_params())
+                                   : "-";
+    const std::string active =
+        i != nullptr && i->moe() && i->active_params() > 0
+            ? FormatParams(i->active_params())
+            : "-";
+    const std::string dtype =
+        i != nullptr && !i->native_dtype().empty() ? i->native_dtype() : "-";
+    const std::string checkpoint = i != nullptr && !i->hugging_face_id().empty()
+                                       ? i->hugging_face_id()
+                                       : "-";
     absl::StrAppend(
-        &out, fmt::format("  {:<20} {:<10} {:>8} {:>7} {:>7} {:>9}  {}\n",
-                          m.name(), m.family(), FormatParams(ApproxParams(m)),
-                          m.num_layers(), m.hidden_size(), experts, attention));
+        &out,
+        fmt::format("  {:<20} {:<10} {:>8} {:>8} {:>7} {:>7} {:>9}  {:<9} "
+                    "{:<5} {}\n",
+                    m.name(), m.family(), params, active, m.num_layers(),
+                    m.hidden_size(), experts, attention, dtype, checkpoint));
   }
   absl::StrAppend(&out, "\nHardware\n");
   absl::StrAppend(

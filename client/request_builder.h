@@ -38,7 +38,7 @@ struct ProblemFlags {
   int concurrency = 0;
   double max_ttft_ms = 0;
   double max_tpot_ms = 0;
-  std::string weight_dtype;  // "" = server default (bf16)
+  std::string weight_dtype;  // "" = the checkpoint's (server side)
   std::string kv_cache_dtype;
   // True when the user set --hardware / --gpus / --gpus-per-node explicitly
   // (they override the cluster file's values).

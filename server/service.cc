@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
@@ -231,8 +232,18 @@ grpc::ServerUnaryReactor* PlannerService::ListCatalog(
     reactor->Finish(ToGrpcStatus(allowed));
     return reactor;
   }
-  for (const auto& model : simulator::CatalogModels())
+  for (const auto& model : simulator::CatalogModels()) {
     *response->add_models() = model;
+    absl::StatusOr<shardplan::v1::CatalogModelInfo> info =
+        simulator::CatalogModelInfoFromSpec(model);
+    // Catalog entries are validated by the simulator tests; keep the
+    // one-to-one order with `models` even if one ever is not.
+    if (info.ok()) {
+      *response->add_model_info() = *std::move(info);
+    } else {
+      response->add_model_info()->set_name(model.name());
+    }
+  }
   for (const auto& hardware : simulator::CatalogHardware())
     *response->add_hardware() = hardware;
   for (const std::string& method : policy::SearchMethods())

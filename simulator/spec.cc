@@ -467,6 +467,19 @@ absl::StatusOr<HardwareSpec> FindCatalogHardware(absl::string_view name) {
                       absl::StrJoin(Names(CatalogHardware()), ", ")));
 }
 
+absl::StatusOr<shardplan::v1::CatalogModelInfo> CatalogModelInfoFromSpec(
+    const ModelSpec& spec) {
+  ASSIGN_OR_RETURN(const ModelDims m, ModelDimsFromSpec(spec, "model"));
+  shardplan::v1::CatalogModelInfo info;
+  info.set_name(m.name);
+  info.set_hugging_face_id(m.hugging_face_id);
+  info.set_native_dtype(std::string(DtypeName(m.native_dtype)));
+  info.set_total_params(m.TotalParams());
+  info.set_active_params(m.ActiveParams());
+  info.set_moe(m.is_moe());
+  return info;
+}
+
 // === Proto -> compact ========================================================
 
 absl::StatusOr<ModelSpec> ResolveModel(const ModelSource& source) {
@@ -503,6 +516,9 @@ absl::StatusOr<ModelDims> ModelDimsFromSpec(const ModelSpec& spec,
   ModelDims m;
   m.name = spec.name().empty() ? "custom" : spec.name();
   m.family = spec.family().empty() ? m.name : spec.family();
+  m.hugging_face_id = spec.hugging_face_id();
+  ASSIGN_OR_RETURN(m.native_dtype, ParseDtype(spec.native_dtype(),
+                                              Path(prefix, "native_dtype")));
   RETURN_IF_ERROR(CheckRange(spec.hidden_size(), Path(prefix, "hidden_size"), 1,
                              kMaxHidden));
   RETURN_IF_ERROR(
@@ -841,6 +857,12 @@ absl::StatusOr<Problem> ProblemFromProto(const ModelSource& model,
   ASSIGN_OR_RETURN(p.model, ModelDimsFromSpec(spec, prefix));
   ASSIGN_OR_RETURN(p.cluster, ClusterDimsFromProto(cluster));
   ASSIGN_OR_RETURN(p.workload, WorkloadDimsFromProto(workload));
+  // Size the plan for the weights an engine will load: a request that does not
+  // name a weight dtype gets the checkpoint's (FP8 for DeepSeek-V3, MXFP4 for
+  // gpt-oss), not bf16 — that would plan for 2-4x the weight memory.
+  if (workload.weight_dtype().empty()) {
+    p.workload.weight_dtype = p.model.native_dtype;
+  }
   return p;
 }
 
@@ -905,6 +927,8 @@ ModelSpec ModelSpecFromDims(const ModelDims& m) {
   ModelSpec spec;
   spec.set_name(m.name);
   spec.set_family(m.family);
+  spec.set_hugging_face_id(m.hugging_face_id);
+  spec.set_native_dtype(std::string(DtypeName(m.native_dtype)));
   spec.set_hidden_size(m.hidden);
   spec.set_num_layers(m.layers);
   spec.set_num_attention_heads(m.heads);
@@ -1064,9 +1088,9 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
                                     e.tp_nodes, " nodes"));
   }
   if (e.ep_nodes > 1) {
-    out.add_cross_node(absl::StrCat(
-        "expert dispatch/combine: an expert domain over ", e.ep_nodes,
-        " nodes"));
+    out.add_cross_node(
+        absl::StrCat("expert dispatch/combine: an expert domain over ",
+                     e.ep_nodes, " nodes"));
   }
   if (e.pipeline_crosses_nodes) {
     out.add_cross_node("pipeline: stage-to-stage sends between nodes");

@@ -44,6 +44,11 @@ absl::StatusOr<shardplan::v1::ModelSpec> FindCatalogModel(
     absl::string_view name);
 absl::StatusOr<shardplan::v1::HardwareSpec> FindCatalogHardware(
     absl::string_view name);
+// What ListCatalog tells clients about a model (Hugging Face id, native dtype,
+// total/active parameters, MoE), so that they keep no copies of their own.
+// INVALID_ARGUMENT when `spec` does not validate (never for catalog entries).
+absl::StatusOr<shardplan::v1::CatalogModelInfo> CatalogModelInfoFromSpec(
+    const shardplan::v1::ModelSpec& spec);
 
 // --- Proto -> compact, validated
 // --------------------------------------------------------- Each returns

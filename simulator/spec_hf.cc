@@ -9,7 +9,9 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/escaping.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
@@ -323,6 +325,25 @@ absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(absl::string_view config_json) {
     name = name_it->get<std::string>();
   }
   spec.set_name(name);
+  if (absl::StrContains(name, '/')) spec.set_hugging_face_id(name);
+  // The checkpoint's own dtype, so that a plan is sized for what an engine
+  // loads: block-FP8 (DeepSeek), MXFP4 (gpt-oss), ModelOpt FP8/NVFP4.
+  const auto quant_it = config.find("quantization_config");
+  if (quant_it != config.end() && quant_it->is_object()) {
+    std::string method;
+    for (const char* key : {"quant_method", "quant_algo"}) {
+      const auto it = quant_it->find(key);
+      if (it != quant_it->end() && it->is_string()) {
+        absl::StrAppend(&method, absl::AsciiStrToLower(it->get<std::string>()),
+                        " ");
+      }
+    }
+    if (absl::StrContains(method, "fp4")) {
+      spec.set_native_dtype("fp4");
+    } else if (absl::StrContains(method, "fp8")) {
+      spec.set_native_dtype("fp8");
+    }
+  }
   spec.set_description(
       absl::StrCat("imported from a Hugging Face config.json (model_type ",
                    model_type, ")"));

@@ -70,6 +70,10 @@ ShardDims MegatronShardDims();
 struct ModelDims {
   std::string name;
   std::string family;
+  // The published checkpoint (ModelSpec.hugging_face_id, native_dtype): what
+  // an engine loads, and the weight dtype a workload defaults to.
+  std::string hugging_face_id;
+  Dtype native_dtype = Dtype::kBf16;
   int hidden = 0;
   int layers = 0;
   int heads = 0;

@@ -115,7 +115,9 @@ TEST(CliTest, EvaluateTakesThePlan) {
                    "--micro-batches",
                    "4",
                    "--emit",
-                   "sglang"});
+                   "sglang",
+                   "--engine-version",
+                   "0.4.9"});
   ASSERT_TRUE(cl.ok()) << cl.status();
   EXPECT_EQ(cl->command, Command::kEvaluate);
   EXPECT_TRUE(cl->problem.hardware_set);
@@ -129,6 +131,7 @@ TEST(CliTest, EvaluateTakesThePlan) {
   EXPECT_EQ(cl->plan.batch_size, 128);
   EXPECT_EQ(cl->plan.micro_batches, 4);
   EXPECT_EQ(cl->global.emit, "sglang");
+  EXPECT_EQ(cl->global.engine_version, "0.4.9");
 }
 
 TEST(CliTest, CatalogAndHealth) {

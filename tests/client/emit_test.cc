@@ -31,15 +31,23 @@ void SetDim(Plan* plan, const std::string& op, const std::string& dim) {
   s->set_dim(dim);
 }
 
+// What the server's catalog says of the models (ListCatalog / the resolved
+// ModelSpec); the client keeps no table of its own.
 EmitContext Dense(const std::string& name = "llama-3.1-70b") {
   EmitContext c;
   c.model_name = name;
+  if (name == "llama-3.1-70b") {
+    c.hugging_face_id = "meta-llama/Llama-3.1-70B-Instruct";
+    c.native_dtype = "bf16";
+  }
   return c;
 }
 
 EmitContext Moe(const std::string& name = "deepseek-v3") {
   EmitContext c;
   c.model_name = name;
+  c.hugging_face_id = "deepseek-ai/DeepSeek-V3";
+  c.native_dtype = "fp8";
   c.is_moe = true;
   return c;
 }
@@ -95,7 +103,9 @@ TEST(EmitTest, TrtllmMoeAttentionDpGoesToTheConfigFile) {
       e.command,
       AllOf(HasSubstr("trtllm-serve deepseek-ai/DeepSeek-V3"),
             HasSubstr("--tp_size 8"), HasSubstr("--pp_size 1"),
-            HasSubstr("--ep_size 8"), HasSubstr("--max_batch_size 256"),
+            HasSubstr("--ep_size 8"),
+            // Per rank: 256 requests over 8 attention-DP ranks.
+            HasSubstr("--max_batch_size 32"),
             HasSubstr("enable_attention_dp: true"), HasSubstr("dtype: fp8"),
             HasSubstr("--config shardplan-trtllm.yaml")));
   EXPECT_THAT(e.warnings, IsEmpty());
@@ -142,9 +152,11 @@ TEST(EmitTest, DenseBatchAttentionIsOnlySglang) {
 TEST(EmitTest, MultiNodeSglangGetsNodeFlags) {
   const EmittedCommand e =
       EmitCommand(Engine::kSglang, MakePlan(1, 8, 2, 1), Dense());
+  // One command per node, each with its own rank.
   EXPECT_THAT(e.command,
               AllOf(HasSubstr("--pp-size 2"), HasSubstr("--nnodes 2"),
-                    HasSubstr("--node-rank $NODE_RANK")));
+                    HasSubstr("--node-rank 0"), HasSubstr("--node-rank 1"),
+                    HasSubstr("--dist-init-addr $NODE0_ADDR:20000")));
 }
 
 TEST(EmitTest, UnknownModelGetsPlaceholderAndWarning) {
@@ -154,17 +166,90 @@ TEST(EmitTest, UnknownModelGetsPlaceholderAndWarning) {
   EXPECT_THAT(e.warnings, Contains(HasSubstr("no Hugging Face id")));
 }
 
-TEST(EmitTest, HuggingFaceIdsAndMegatronDefaults) {
-  EXPECT_EQ(HuggingFaceId("qwen3-235b-a22b"), "Qwen/Qwen3-235B-A22B");
-  EXPECT_EQ(HuggingFaceId("org/custom"), "org/custom");
-  EXPECT_EQ(HuggingFaceId("unknown"), "");
+TEST(EmitTest, MegatronDefaultsAndEngineNames) {
   EXPECT_EQ(MegatronDim("attn_out"), "row");
   EXPECT_EQ(MegatronDim("embedding"), "row");
   EXPECT_EQ(PlanDim(MakePlan(1, 1, 1, 1), "qkv"), "column");
-  EXPECT_TRUE(CatalogModelIsMoe("mixtral-8x7b"));
-  EXPECT_FALSE(CatalogModelIsMoe("llama-3.1-8b"));
   EXPECT_FALSE(ParseEngine("tgi").ok());
   EXPECT_TRUE(ParseEngine("trtllm").ok());
+}
+
+TEST(EmitTest, WeightDtypeFollowsTheCheckpoint) {
+  // DeepSeek-V3 ships FP8: planned for its own dtype, no flag, no warning.
+  Plan plan = MakePlan(1, 8, 1, 8, 64);
+  for (Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+    const EmittedCommand e = EmitCommand(engine, plan, Moe());
+    EXPECT_THAT(e.command, Not(HasSubstr("--quantization")));
+    EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("checkpoint"))));
+  }
+  EXPECT_EQ(EffectiveWeightDtype(Moe()), "fp8");
+  // A BF16 model planned at FP8: online quantization where the engine has it.
+  EmitContext fp8 = Dense();
+  fp8.weight_dtype = "fp8";
+  EXPECT_THAT(EmitCommand(Engine::kVllm, MakePlan(1, 8, 1, 1), fp8).command,
+              HasSubstr("--quantization fp8"));
+  EXPECT_THAT(EmitCommand(Engine::kTrtllm, MakePlan(1, 8, 1, 1), fp8).warnings,
+              Contains(HasSubstr("FP8-quantized checkpoint")));
+  // Planned wider than the checkpoint: say so.
+  EmitContext bf16 = Moe();
+  bf16.weight_dtype = "bf16";
+  EXPECT_THAT(EmitCommand(Engine::kSglang, plan, bf16).warnings,
+              Contains(HasSubstr("ships FP8 weights")));
+}
+
+TEST(EmitTest, EngineVersionPicksTheFlagTable) {
+  // TensorRT-LLM before 1.1 takes the options file as
+  // --extra_llm_api_options.
+  Plan plan = MakePlan(1, 8, 1, 8, 64);
+  for (const char* op : {"qkv", "attention", "attn_out"})
+    SetDim(&plan, op, "batch");
+  EmitContext c = Moe();
+  c.engine_version = "1.0.2";
+  EXPECT_THAT(EmitCommand(Engine::kTrtllm, plan, c).command,
+              HasSubstr("--extra_llm_api_options shardplan-trtllm.yaml"));
+  c.engine_version = "";
+  EXPECT_THAT(EmitCommand(Engine::kTrtllm, plan, c).command,
+              HasSubstr("--config shardplan-trtllm.yaml"));
+  EXPECT_TRUE(FindEngineVersion(Engine::kVllm, "0.11.2").ok());
+  EXPECT_EQ(FindEngineVersion(Engine::kVllm, "0.11.2")->name, "0.10");
+  EXPECT_EQ(FindEngineVersion(Engine::kVllm, "")->name, "0.12");
+  EXPECT_EQ(FindEngineVersion(Engine::kVllm, "0.13.0")->name, "0.12");
+  EXPECT_FALSE(FindEngineVersion(Engine::kVllm, "0.9.1").ok());
+  EXPECT_FALSE(FindEngineVersion(Engine::kSglang, "latest").ok());
+  // An unknown version still emits (newest table) with a warning.
+  c.engine_version = "0.1";
+  EXPECT_THAT(EmitCommand(Engine::kTrtllm, plan, c).warnings,
+              Contains(HasSubstr("--engine-version")));
+}
+
+TEST(EmitTest, ManyReplicasAreAbridged) {
+  Plan plan = MakePlan(1, 1, 1, 1, 8);
+  plan.set_replicas(256);
+  EmitContext c = Dense();
+  c.num_gpus = 256;
+  const EmittedCommand e = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_THAT(e.command, HasSubstr("# ... 192 more commands"));
+  // Eight single-GPU instances per node, each on its own GPU and port.
+  EXPECT_THAT(e.command, HasSubstr("CUDA_VISIBLE_DEVICES=7 vllm serve"));
+  EXPECT_THAT(e.command, HasSubstr("--port 8007"));
+}
+
+TEST(EmitTest, EveryCommandComesWithItsBenchmark) {
+  EmitContext c = Dense();
+  c.input_tokens = 2048;
+  c.output_tokens = 256;
+  const Plan plan = MakePlan(1, 8, 1, 1, 96);
+  EXPECT_THAT(
+      EmitCommand(Engine::kVllm, plan, c).benchmark,
+      AllOf(HasSubstr("vllm bench serve"), HasSubstr("--random-input-len 2048"),
+            HasSubstr("--random-output-len 256"),
+            HasSubstr("--max-concurrency 96")));
+  EXPECT_THAT(EmitCommand(Engine::kSglang, plan, c).benchmark,
+              AllOf(HasSubstr("python -m sglang.bench_serving"),
+                    HasSubstr("--max-concurrency 96")));
+  EXPECT_THAT(EmitCommand(Engine::kTrtllm, plan, c).benchmark,
+              AllOf(HasSubstr("aiperf profile"), HasSubstr("--concurrency 96"),
+                    HasSubstr("--synthetic-input-tokens-mean 2048")));
 }
 
 }  // namespace

@@ -169,6 +169,16 @@ TEST(RenderTest, CatalogTableListsModelsAndHardware) {
   m->set_num_key_value_heads(8);
   m->set_intermediate_size(14336);
   m->set_vocab_size(128256);
+  // Sizes and checkpoints are the server's, not computed by the client.
+  auto* info = catalog.add_model_info();
+  info->set_name("llama-3.1-8b");
+  info->set_hugging_face_id("meta-llama/Llama-3.1-8B-Instruct");
+  info->set_native_dtype("bf16");
+  info->set_total_params(8.03e9);
+  info->set_active_params(8.03e9);
+  auto* unknown = catalog.add_models();  // from a server without model_info
+  unknown->set_name("new-model");
+  unknown->set_num_layers(4);
   auto* h = catalog.add_hardware();
   h->set_name("h100-sxm-80gb");
   h->set_peak_bf16_flops_per_s(989e12);
@@ -179,6 +189,8 @@ TEST(RenderTest, CatalogTableListsModelsAndHardware) {
                            HasSubstr("GQA 8/32"), HasSubstr("h100-sxm-80gb"),
                            HasSubstr("989"), HasSubstr("80.0 GB"),
                            HasSubstr("Methods    rl")));
+  EXPECT_THAT(table, AllOf(HasSubstr("meta-llama/Llama-3.1-8B-Instruct"),
+                           HasSubstr("bf16"), HasSubstr("new-model")));
   EXPECT_THAT(table, Not(HasSubstr("MLA")));
 }
 

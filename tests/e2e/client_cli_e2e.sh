@@ -67,6 +67,13 @@ expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit sglang
 grep -q "sglang.launch_server --model-path meta-llama/Llama-3.1-8B-Instruct" "${WORK}/out" || fail "--emit sglang"
 expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit trtllm
 grep -q "trtllm-serve meta-llama/Llama-3.1-8B-Instruct" "${WORK}/out" || fail "--emit trtllm"
+grep -q "aiperf profile" "${WORK}/out" || fail "--emit trtllm lacks the benchmark command"
+# an engine version without a flag table is a usage error, before anything is sent
+expect_rc 2 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm --engine-version 0.1
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm --engine-version 0.11.2
+grep -q "vllm bench serve" "${WORK}/out" || fail "--emit vllm lacks the benchmark command"
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit k8s-sglang
+grep -q "kind: LeaderWorkerSet" "${WORK}/out" || fail "--emit k8s-sglang: $(cat "${WORK}/out")"
 
 # evaluate (table and JSON)
 expect_rc 0 "${CLI}" evaluate --server "${SERVER}" --model llama-3.1-8b --gpus 8 --tp 8 \

@@ -65,6 +65,22 @@ void ExpectSameArchitecture(const ModelDims& a, const ModelDims& b) {
   EXPECT_DOUBLE_EQ(a.ActiveParams(), b.ActiveParams());
 }
 
+TEST(HfConfigTest, QuantizationConfigGivesTheNativeDtype) {
+  // The checkpoints' quantization_config: DeepSeek-V3 block FP8, gpt-oss
+  // MXFP4; the same dtypes as their catalog entries.
+  EXPECT_EQ(ModelSpecFromHfConfig(ReadHf("deepseek-v3.json"))->native_dtype(),
+            "fp8");
+  EXPECT_EQ(ModelSpecFromHfConfig(ReadHf("gpt-oss-120b.json"))->native_dtype(),
+            "fp4");
+  EXPECT_EQ(ModelSpecFromHfConfig(ReadHf("llama-3.1-70b.json"))->native_dtype(),
+            "");
+  for (const char* name : {"deepseek-v3", "gpt-oss-120b"}) {
+    EXPECT_EQ(Import(std::string(name) + ".json").native_dtype,
+              Catalog(name).native_dtype)
+        << name;
+  }
+}
+
 TEST(HfConfigTest, MatchesCatalog) {
   const struct {
     const char* file;

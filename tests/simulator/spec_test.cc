@@ -242,6 +242,65 @@ TEST(ProblemTest, ExampleRequestResolves) {
   EXPECT_EQ(plan->dims, MegatronShardDims());
 }
 
+TEST(ProblemTest, WeightDtypeDefaultsToTheCheckpoints) {
+  ClusterSpec cluster;
+  cluster.set_num_gpus(16);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(1024);
+  shardplan::v1::ModelSource model;
+  const struct {
+    const char* model;
+    Dtype want;
+  } cases[] = {{"deepseek-v3", Dtype::kFp8},
+               {"gpt-oss-120b", Dtype::kFp4},
+               {"llama-3.1-70b", Dtype::kBf16}};
+  for (const auto& c : cases) {
+    model.set_catalog_name(c.model);
+    absl::StatusOr<Problem> problem =
+        ProblemFromProto(model, cluster, workload);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    EXPECT_EQ(problem->workload.weight_dtype, c.want) << c.model;
+    EXPECT_EQ(problem->model.native_dtype, c.want) << c.model;
+  }
+  // An explicit weight dtype wins.
+  model.set_catalog_name("deepseek-v3");
+  workload.set_weight_dtype("bf16");
+  absl::StatusOr<Problem> problem = ProblemFromProto(model, cluster, workload);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->workload.weight_dtype, Dtype::kBf16);
+  // A spec's native dtype is validated with its path.
+  ModelSpec spec = *FindCatalogModel("llama-3.1-8b");
+  spec.set_native_dtype("int4");
+  *model.mutable_spec() = spec;
+  problem = ProblemFromProto(model, cluster, workload);
+  EXPECT_THAT(problem.status().message(),
+              HasSubstr("model.spec.native_dtype: unknown dtype"));
+}
+
+TEST(CatalogTest, ModelInfoForClients) {
+  for (const ModelSpec& spec : CatalogModels()) {
+    absl::StatusOr<shardplan::v1::CatalogModelInfo> info =
+        CatalogModelInfoFromSpec(spec);
+    ASSERT_TRUE(info.ok()) << spec.name() << ": " << info.status();
+    EXPECT_EQ(info->name(), spec.name());
+    EXPECT_FALSE(info->native_dtype().empty()) << spec.name();
+    EXPECT_GT(info->total_params(), 1e9) << spec.name();
+    EXPECT_LE(info->active_params(), info->total_params()) << spec.name();
+    EXPECT_EQ(info->moe(), spec.num_experts() > 0) << spec.name();
+    // Every published model names its checkpoint; only the synthetic one
+    // has none.
+    EXPECT_EQ(info->hugging_face_id().empty(), spec.name() == "moe-1.6t")
+        << spec.name();
+  }
+  const shardplan::v1::CatalogModelInfo v3 =
+      *CatalogModelInfoFromSpec(*FindCatalogModel("deepseek-v3"));
+  EXPECT_EQ(v3.hugging_face_id(), "deepseek-ai/DeepSeek-V3");
+  EXPECT_EQ(v3.native_dtype(), "fp8");
+  EXPECT_NEAR(v3.total_params(), 671e9, 1e9);
+  EXPECT_NEAR(v3.active_params(), 37.5e9, 0.5e9);
+}
+
 TEST(ProblemTest, DefaultsHardwareAndSmallClusters) {
   ClusterSpec cluster;
   cluster.set_num_gpus(2);  // part of one node

@@ -1,0 +1,174 @@
+#include "client/engine_flags.h"
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "client/internal/engine_data.h"
+#include "yaml-cpp/yaml.h"
+
+namespace shardplan::client {
+namespace {
+
+std::map<std::string, std::string> StringMap(const YAML::Node& node) {
+  std::map<std::string, std::string> out;
+  if (!node || !node.IsMap()) return out;
+  for (const auto& kv : node) {
+    out[kv.first.as<std::string>()] = kv.second.as<std::string>();
+  }
+  return out;
+}
+
+std::vector<std::string> StringList(const YAML::Node& node) {
+  std::vector<std::string> out;
+  if (!node || !node.IsSequence()) return out;
+  for (const auto& item : node) out.push_back(item.as<std::string>());
+  return out;
+}
+
+ToolFlags ParseTool(const YAML::Node& node, const std::string& command_key) {
+  ToolFlags t;
+  t.command = node[command_key].as<std::string>("");
+  t.sources = StringList(node["sources"]);
+  t.flags = StringMap(node["flags"]);
+  t.values = StringMap(node["values"]);
+  for (std::string& f : StringList(node["knownFlags"])) {
+    t.known_flags.insert(std::move(f));
+  }
+  return t;
+}
+
+// yaml-cpp throws on malformed input; the tables are compiled in, so a throw
+// is a defect of the repository, reported as an empty table.
+std::vector<EngineVersion> ParseEngineFile(Engine engine, const char* text) {
+  std::vector<EngineVersion> out;
+  try {
+    const YAML::Node root = YAML::Load(text);
+    const ToolFlags benchmark = ParseTool(root["benchmark"], "command");
+    for (const auto& v : root["versions"]) {
+      EngineVersion e;
+      e.engine = engine;
+      e.name = v["name"].as<std::string>();
+      e.min = v["min"].as<std::string>("");
+      e.max = v["max"].as<std::string>("");
+      e.launch = ParseTool(v, "launch");
+      e.model_flag = v["model"].as<std::string>("");
+      e.env = StringMap(v["env"]);
+      e.config = StringMap(v["config"]);
+      e.multi_node_wrapper = v["multiNodeWrapper"].as<std::string>("");
+      e.benchmark = benchmark;
+      out.push_back(std::move(e));
+    }
+  } catch (const std::exception&) {
+    out.clear();
+  }
+  return out;
+}
+
+// "0.11.2" → {0, 11, 2}; non-numeric parts ("rc1") end the version.
+std::vector<int> VersionParts(absl::string_view version) {
+  std::vector<int> parts;
+  for (absl::string_view p : absl::StrSplit(version, '.')) {
+    int n = 0;
+    size_t digits = 0;
+    while (digits < p.size() && absl::ascii_isdigit(p[digits])) ++digits;
+    if (digits == 0 || !absl::SimpleAtoi(p.substr(0, digits), &n)) break;
+    parts.push_back(n);
+    if (digits < p.size()) break;
+  }
+  while (parts.size() < 3) parts.push_back(0);
+  return parts;
+}
+
+bool InRange(const EngineVersion& e, absl::string_view version) {
+  const std::vector<int> v = VersionParts(version);
+  if (!e.min.empty() && v < VersionParts(e.min)) return false;
+  if (!e.max.empty() && !(v < VersionParts(e.max))) return false;
+  return true;
+}
+
+}  // namespace
+
+absl::StatusOr<Engine> ParseEngine(absl::string_view name) {
+  const std::string lower = absl::AsciiStrToLower(name);
+  if (lower == "vllm") return Engine::kVllm;
+  if (lower == "sglang") return Engine::kSglang;
+  if (lower == "trtllm" || lower == "tensorrt-llm") return Engine::kTrtllm;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--emit must be vllm, sglang or trtllm, got \"", name, "\""));
+}
+
+const char* EngineKey(Engine engine) {
+  switch (engine) {
+    case Engine::kVllm:
+      return "vllm";
+    case Engine::kSglang:
+      return "sglang";
+    case Engine::kTrtllm:
+      return "trtllm";
+  }
+  return "";
+}
+
+std::string ToolFlags::Flag(absl::string_view role) const {
+  const auto it = flags.find(std::string(role));
+  return it == flags.end() ? "" : it->second;
+}
+
+std::string ToolFlags::Value(absl::string_view role,
+                             absl::string_view fallback) const {
+  const auto it = values.find(std::string(role));
+  return it == values.end() ? std::string(fallback) : it->second;
+}
+
+const std::vector<EngineVersion>& EngineVersions(Engine engine) {
+  static const auto* const tables = [] {
+    auto* t = new std::map<Engine, std::vector<EngineVersion>>();
+    for (int i = 0; i < internal::kNumEngineFiles; ++i) {
+      const std::string file = internal::kEngineFiles[i].name;
+      const std::string key = file.substr(0, file.find('.'));
+      absl::StatusOr<Engine> e = ParseEngine(key);
+      if (!e.ok()) continue;
+      (*t)[*e] = ParseEngineFile(*e, internal::kEngineFiles[i].text);
+    }
+    return t;
+  }();
+  static const std::vector<EngineVersion>* const empty =
+      new std::vector<EngineVersion>();
+  const auto it = tables->find(engine);
+  return it == tables->end() ? *empty : it->second;
+}
+
+absl::StatusOr<EngineVersion> FindEngineVersion(Engine engine,
+                                                absl::string_view version) {
+  const std::vector<EngineVersion>& versions = EngineVersions(engine);
+  if (versions.empty()) {
+    return absl::InternalError(
+        absl::StrCat("no flag table for ", EngineKey(engine)));
+  }
+  if (version.empty()) return versions.front();
+  for (const EngineVersion& e : versions) {
+    if (e.name == version) return e;
+  }
+  const bool numeric = absl::ascii_isdigit(version.front());
+  if (numeric) {
+    for (const EngineVersion& e : versions) {
+      if (InRange(e, version)) return e;
+    }
+  }
+  std::vector<std::string> ranges;
+  for (const EngineVersion& e : versions) {
+    ranges.push_back(e.max.empty() ? absl::StrCat(">= ", e.min)
+                                   : absl::StrCat(e.min, " to <", e.max));
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--engine-version: no ", EngineKey(engine), " flag table covers \"",
+      version, "\"; checked: ", absl::StrJoin(ranges, ", ")));
+}
+
+}  // namespace shardplan::client

@@ -1,0 +1,73 @@
+// The inference engines' command-line flags by version range, as data
+// (client/engines/*.yaml, compiled in): which flag expresses each role (tensor
+// parallel size, node rank, ...) for vLLM, SGLang and TensorRT-LLM, the
+// benchmark tool of each engine, and the engine's own flag list the emitted
+// commands are checked against. Each entry names the documentation pages it
+// was checked against.
+#ifndef SHARDPLAN_CLIENT_ENGINE_FLAGS_H_
+#define SHARDPLAN_CLIENT_ENGINE_FLAGS_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace shardplan::client {
+
+enum class Engine { kVllm, kSglang, kTrtllm };
+
+// "vllm", "sglang", "trtllm" (or "tensorrt-llm") → Engine; INVALID_ARGUMENT
+// quoting the value otherwise.
+absl::StatusOr<Engine> ParseEngine(absl::string_view name);
+// "vllm", "sglang", "trtllm".
+const char* EngineKey(Engine engine);
+
+// Flags of one tool (an engine's launcher, or its benchmark) for one version
+// range.
+struct ToolFlags {
+  std::string command;                        // e.g. "vllm serve"
+  std::vector<std::string> sources;           // documentation pages checked
+  std::map<std::string, std::string> flags;   // role → flag
+  std::map<std::string, std::string> values;  // role → value to pass
+  std::set<std::string> known_flags;  // the tool's flag list (for tests)
+
+  // The flag of `role`, "" when this version has none.
+  std::string Flag(absl::string_view role) const;
+  // The value to pass for `role`, `fallback` when the table gives none.
+  std::string Value(absl::string_view role,
+                    absl::string_view fallback = "") const;
+  bool Has(absl::string_view role) const { return !Flag(role).empty(); }
+};
+
+// One version range of one engine.
+struct EngineVersion {
+  Engine engine = Engine::kVllm;
+  std::string name;  // label, e.g. "0.12"
+  std::string min;   // inclusive lower bound, e.g. "0.12.0"
+  std::string max;   // exclusive upper bound; "" = open
+  ToolFlags launch;
+  // The flag naming the model (SGLang "--model-path"); "" = positional.
+  std::string model_flag;
+  std::map<std::string, std::string> env;     // role → environment variable
+  std::map<std::string, std::string> config;  // role → LLM API config key
+  std::string multi_node_wrapper;  // TensorRT-LLM: trtllm-llmapi-launch
+  ToolFlags benchmark;             // shared by all ranges of the engine
+};
+
+// All version ranges of `engine`, newest first. The tables are parsed once;
+// a malformed table is a build defect and yields an empty list (the emitter
+// test fails).
+const std::vector<EngineVersion>& EngineVersions(Engine engine);
+
+// The range that contains `version` ("0.11.2", or a range's own label such as
+// "0.12"); "" = the newest range checked. INVALID_ARGUMENT listing the known
+// ranges otherwise.
+absl::StatusOr<EngineVersion> FindEngineVersion(Engine engine,
+                                                absl::string_view version);
+
+}  // namespace shardplan::client
+
+#endif  // SHARDPLAN_CLIENT_ENGINE_FLAGS_H_

@@ -1,0 +1,22 @@
+# TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 8 GPUs.
+
+# node 0:
+trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
+  --backend pytorch \
+  --tp_size 8 \
+  --pp_size 1 \
+  --max_batch_size 256 \
+  --port 8000
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 256 requests in flight):
+aiperf profile \
+  --model meta-llama/Llama-3.1-70B-Instruct \
+  --url localhost:8000 \
+  --endpoint-type chat \
+  --streaming \
+  --synthetic-input-tokens-mean 1024 \
+  --synthetic-input-tokens-stddev 0 \
+  --output-tokens-mean 1024 \
+  --output-tokens-stddev 0 \
+  --concurrency 256 \
+  --request-count 1280

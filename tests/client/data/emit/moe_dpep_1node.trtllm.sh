@@ -1,0 +1,29 @@
+# TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 8 GPUs.
+cat > shardplan-trtllm.yaml <<'EOF'
+enable_attention_dp: true
+kv_cache_config:
+  dtype: fp8
+EOF
+
+# node 0:
+trtllm-serve deepseek-ai/DeepSeek-V3 \
+  --backend pytorch \
+  --tp_size 8 \
+  --pp_size 1 \
+  --ep_size 8 \
+  --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
+  --port 8000
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 512 requests in flight):
+aiperf profile \
+  --model deepseek-ai/DeepSeek-V3 \
+  --url localhost:8000 \
+  --endpoint-type chat \
+  --streaming \
+  --synthetic-input-tokens-mean 1024 \
+  --synthetic-input-tokens-stddev 0 \
+  --output-tokens-mean 1024 \
+  --output-tokens-stddev 0 \
+  --concurrency 512 \
+  --request-count 2560

@@ -1,0 +1,30 @@
+# TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 32 GPUs.
+# Set NODE0_ADDR..NODE3_ADDR to the nodes' addresses and run each command on the node it names.
+# shardplan-trtllm.yaml must exist at the same path on every node.
+cat > shardplan-trtllm.yaml <<'EOF'
+enable_attention_dp: true
+EOF
+
+# one MPI world over nodes 0-3, started from node 0:
+mpirun -np 32 -H $NODE0_ADDR:8,$NODE1_ADDR:8,$NODE2_ADDR:8,$NODE3_ADDR:8 trtllm-llmapi-launch trtllm-serve deepseek-ai/DeepSeek-V3 \
+  --backend pytorch \
+  --tp_size 32 \
+  --pp_size 1 \
+  --ep_size 32 \
+  --max_batch_size 32 \
+  --config shardplan-trtllm.yaml \
+  --host 0.0.0.0 \
+  --port 8000
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 1024 requests in flight):
+aiperf profile \
+  --model deepseek-ai/DeepSeek-V3 \
+  --url $NODE0_ADDR:8000 \
+  --endpoint-type chat \
+  --streaming \
+  --synthetic-input-tokens-mean 1024 \
+  --synthetic-input-tokens-stddev 0 \
+  --output-tokens-mean 1024 \
+  --output-tokens-stddev 0 \
+  --concurrency 1024 \
+  --request-count 5120

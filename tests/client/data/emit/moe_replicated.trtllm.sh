@@ -1,0 +1,41 @@
+# TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 2 instances on 16 GPUs.
+# Set NODE0_ADDR..NODE1_ADDR to the nodes' addresses and run each command on the node it names.
+# 2 servers: put them behind a load balancer.
+cat > shardplan-trtllm.yaml <<'EOF'
+enable_attention_dp: true
+EOF
+
+# Instance 0, node 0:
+trtllm-serve deepseek-ai/DeepSeek-V3 \
+  --backend pytorch \
+  --tp_size 8 \
+  --pp_size 1 \
+  --ep_size 8 \
+  --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
+  --host 0.0.0.0 \
+  --port 8000
+
+# Instance 1, node 1:
+trtllm-serve deepseek-ai/DeepSeek-V3 \
+  --backend pytorch \
+  --tp_size 8 \
+  --pp_size 1 \
+  --ep_size 8 \
+  --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
+  --host 0.0.0.0 \
+  --port 8000
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 512 requests in flight per instance): run it against each instance, or at 1024 through the load balancer.
+aiperf profile \
+  --model deepseek-ai/DeepSeek-V3 \
+  --url $NODE0_ADDR:8000 \
+  --endpoint-type chat \
+  --streaming \
+  --synthetic-input-tokens-mean 1024 \
+  --synthetic-input-tokens-stddev 0 \
+  --output-tokens-mean 1024 \
+  --output-tokens-stddev 0 \
+  --concurrency 512 \
+  --request-count 2560

@@ -1,0 +1,316 @@
+// Golden launch scripts per engine x plan shape (tests/client/data/emit/), each
+// reviewed against the engines' documentation (client/engines/*.yaml names the
+// pages), and a check that every flag the emitter writes is in the engine's
+// flag list for the chosen version. SHARDPLAN_UPDATE_GOLDEN=1 rewrites the
+// files; review the diff before committing it.
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "client/emit.h"
+#include "client/engine_flags.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "yaml-cpp/yaml.h"
+
+namespace shardplan::client {
+namespace {
+
+using shardplan::v1::Plan;
+
+struct Shape {
+  const char* name;
+  Plan plan;
+  EmitContext context;
+};
+
+Plan MakePlan(int replicas, int dp, int tp, int pp, int ep, int batch,
+              bool dp_attention = false, std::vector<int> stages = {}) {
+  Plan plan;
+  plan.set_replicas(replicas);
+  plan.set_dp(dp);
+  plan.set_tp(tp);
+  plan.set_pp(pp);
+  plan.set_ep(ep);
+  plan.set_batch_size(batch);
+  for (int s : stages) plan.add_stage_layers(s);
+  if (dp_attention) {
+    for (const char* op : {"qkv", "attention", "attn_out"}) {
+      auto* s = plan.add_operator_sharding();
+      s->set_operator_(op);
+      s->set_dim("batch");
+    }
+  }
+  return plan;
+}
+
+// The catalog's answers for the models used (ListCatalog / EvaluatePlan's
+// resolved ModelSpec).
+EmitContext Model(const std::string& name, int num_gpus) {
+  EmitContext c;
+  c.model_name = name;
+  c.num_gpus = num_gpus;
+  c.gpus_per_node = 8;
+  c.input_tokens = 1024;
+  c.output_tokens = 1024;
+  if (name == "llama-3.1-70b") {
+    c.hugging_face_id = "meta-llama/Llama-3.1-70B-Instruct";
+    c.native_dtype = "bf16";
+  } else if (name == "llama-3.1-405b") {
+    c.hugging_face_id = "meta-llama/Llama-3.1-405B-Instruct";
+    c.native_dtype = "bf16";
+  } else if (name == "deepseek-v3") {
+    c.hugging_face_id = "deepseek-ai/DeepSeek-V3";
+    c.native_dtype = "fp8";
+    c.is_moe = true;
+  } else if (name == "gpt-oss-120b") {
+    c.hugging_face_id = "openai/gpt-oss-120b";
+    c.native_dtype = "fp4";
+    c.is_moe = true;
+  }
+  return c;
+}
+
+std::vector<Shape> Shapes() {
+  std::vector<Shape> shapes;
+  shapes.push_back(
+      {"dense_tp", MakePlan(1, 1, 8, 1, 1, 256), Model("llama-3.1-70b", 8)});
+  shapes.push_back({"dense_dp_2nodes", MakePlan(1, 2, 8, 1, 1, 256),
+                    Model("llama-3.1-70b", 16)});
+  {
+    EmitContext c = Model("llama-3.1-405b", 16);
+    c.weight_dtype = "fp8";
+    c.kv_cache_dtype = "fp8";
+    shapes.push_back({"pp_2nodes", MakePlan(1, 1, 8, 2, 1, 128), c});
+  }
+  {
+    EmitContext c = Model("deepseek-v3", 8);
+    c.kv_cache_dtype = "fp8";
+    shapes.push_back({"moe_dpep_1node", MakePlan(1, 1, 8, 1, 8, 512, true), c});
+  }
+  shapes.push_back({"moe_dpep_4nodes", MakePlan(1, 4, 8, 1, 32, 256, true),
+                    Model("deepseek-v3", 32)});
+  shapes.push_back({"moe_replicated", MakePlan(2, 1, 8, 1, 8, 512, true),
+                    Model("deepseek-v3", 16)});
+  shapes.push_back({"uneven_stages",
+                    MakePlan(1, 1, 4, 2, 1, 64, false, {44, 36}),
+                    Model("llama-3.1-70b", 8)});
+  // 12 GPUs on 8-GPU nodes: node 1 has only 4.
+  shapes.push_back({"partial_node", MakePlan(3, 1, 4, 1, 4, 128),
+                    Model("gpt-oss-120b", 12)});
+  return shapes;
+}
+
+struct Case {
+  Engine engine;
+  std::string version;  // "" = newest
+  std::string file;
+  Shape shape;
+  bool k8s = false;  // a LeaderWorkerSet manifest instead of a script
+};
+
+std::vector<Case> Cases() {
+  std::vector<Case> cases;
+  for (const Shape& s : Shapes()) {
+    for (Engine e : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+      cases.push_back(
+          {e, "", absl::StrCat(s.name, ".", EngineKey(e), ".sh"), s});
+    }
+  }
+  // Kubernetes (LeaderWorkerSet) manifests of the same launches.
+  for (const Shape& s : Shapes()) {
+    const std::string name = s.name;
+    if (name == "dense_tp" || name == "pp_2nodes" ||
+        name == "moe_dpep_4nodes" || name == "partial_node") {
+      for (Engine e : {Engine::kVllm, Engine::kSglang}) {
+        cases.push_back({e, "",
+                         absl::StrCat(name, ".k8s-", EngineKey(e), ".yaml"), s,
+                         true});
+      }
+    }
+  }
+  // The older flag tables.
+  for (const Shape& s : Shapes()) {
+    if (std::string(s.name) == "pp_2nodes") {
+      cases.push_back({Engine::kVllm, "0.11.2", "pp_2nodes.vllm-0.11.sh", s});
+    }
+    if (std::string(s.name) == "moe_dpep_1node") {
+      cases.push_back(
+          {Engine::kSglang, "0.4.9", "moe_dpep_1node.sglang-0.4.sh", s});
+      cases.push_back(
+          {Engine::kTrtllm, "1.0.0", "moe_dpep_1node.trtllm-1.0.sh", s});
+    }
+  }
+  return cases;
+}
+
+std::string Render(const Case& c) {
+  EmitContext context = c.shape.context;
+  context.engine_version = c.version;
+  const EmittedCommand e = c.k8s
+                               ? EmitKubernetes(c.engine, c.shape.plan, context)
+                               : EmitCommand(c.engine, c.shape.plan, context);
+  std::string out;
+  for (const std::string& w : e.warnings) {
+    absl::StrAppend(&out, "# stderr: warning: ", w, "\n");
+  }
+  absl::StrAppend(&out, e.command);
+  return out;
+}
+
+std::string GoldenPath(const std::string& file) {
+  return absl::StrCat(SHARDPLAN_CLIENT_TEST_DATA, "/emit/", file);
+}
+
+TEST(EmitGoldenTest, MatchesReviewedScripts) {
+  const bool update = std::getenv("SHARDPLAN_UPDATE_GOLDEN") != nullptr;
+  for (const Case& c : Cases()) {
+    const std::string got = Render(c);
+    const std::string path = GoldenPath(c.file);
+    if (update) {
+      std::ofstream(path) << got;
+      continue;
+    }
+    std::ifstream in(path);
+    ASSERT_TRUE(in.good()) << "missing " << path
+                           << " (run with SHARDPLAN_UPDATE_GOLDEN=1)";
+    std::stringstream want;
+    want << in.rdbuf();
+    EXPECT_EQ(got, want.str()) << c.file;
+  }
+}
+
+// The flags of every command of `script`: the launch command's checked
+// against the launch table, the benchmark's against the benchmark's. Shell
+// parts (environment, heredoc config, mpirun's own options) are skipped.
+void ExpectKnownFlags(const std::string& script, const EngineVersion& ev,
+                      const std::string& label) {
+  bool in_heredoc = false;
+  const ToolFlags* tool = nullptr;
+  for (absl::string_view line : absl::StrSplit(script, '\n')) {
+    if (in_heredoc) {
+      in_heredoc = line != "EOF";
+      continue;
+    }
+    if (absl::StartsWith(line, "cat > ")) {
+      in_heredoc = true;
+      continue;
+    }
+    if (line.empty() || absl::StartsWith(line, "#")) {
+      tool = nullptr;
+      continue;
+    }
+    std::string text = absl::StrCat(absl::StripSuffix(line, " \\"), " ");
+    if (!absl::StartsWith(line, "  ")) {
+      // A new command: find which tool it runs.
+      tool = nullptr;
+      for (const ToolFlags* t : {&ev.launch, &ev.benchmark}) {
+        const size_t at = text.find(t->command + " ");
+        if (at != std::string::npos) {
+          tool = t;
+          text = text.substr(at + t->command.size());
+          break;
+        }
+      }
+      ASSERT_NE(tool, nullptr) << label << ": unknown command: " << line;
+    }
+    for (absl::string_view token :
+         absl::StrSplit(text, ' ', absl::SkipEmpty())) {
+      // Flags, not shell arithmetic ("$((8 + (LWS_WORKER_INDEX - 1) * 8))").
+      if (token.size() < 2 || token[0] != '-') continue;
+      if (token[1] != '-' && !absl::ascii_isalpha(token[1])) continue;
+      EXPECT_TRUE(tool->known_flags.count(std::string(token)) > 0)
+          << label << ": " << token << " is not a flag of `" << tool->command
+          << "` " << ev.name << " (" << absl::StrJoin(tool->sources, ", ")
+          << ")";
+    }
+  }
+}
+
+// A manifest's containers run `sh -c "<command>"`: the same check on each.
+void ExpectKnownManifestFlags(const std::string& manifest,
+                              const EngineVersion& ev,
+                              const std::string& label) {
+  constexpr absl::string_view kShell = "[\"sh\", \"-c\", \"";
+  int commands = 0;
+  for (absl::string_view line : absl::StrSplit(manifest, '\n')) {
+    const size_t at = line.find(kShell);
+    if (at == absl::string_view::npos) continue;
+    absl::string_view command = line.substr(at + kShell.size());
+    command = command.substr(0, command.rfind("\"]"));
+    ExpectKnownFlags(std::string(command), ev, label);
+    ++commands;
+  }
+  EXPECT_EQ(commands, 2) << label << ": leader and worker";
+}
+
+TEST(EmitGoldenTest, EveryEmittedFlagIsTheEnginesFlag) {
+  for (const Case& c : Cases()) {
+    absl::StatusOr<EngineVersion> ev = FindEngineVersion(c.engine, c.version);
+    ASSERT_TRUE(ev.ok()) << ev.status();
+    if (c.k8s) {
+      ExpectKnownManifestFlags(Render(c), *ev, c.file);
+    } else {
+      ExpectKnownFlags(Render(c), *ev, c.file);
+    }
+  }
+}
+
+TEST(EmitGoldenTest, ManifestsAreLeaderWorkerSetsWithAService) {
+  for (const Case& c : Cases()) {
+    if (!c.k8s) continue;
+    std::vector<YAML::Node> docs;
+    try {
+      docs = YAML::LoadAll(Render(c));
+    } catch (const std::exception& e) {
+      ADD_FAILURE() << c.file << ": " << e.what();
+      continue;
+    }
+    ASSERT_EQ(docs.size(), 2u) << c.file;
+    EXPECT_EQ(docs[0]["kind"].as<std::string>(), "LeaderWorkerSet");
+    EXPECT_EQ(docs[0]["spec"]["replicas"].as<int>(),
+              c.shape.plan.replicas() > 0 ? c.shape.plan.replicas() : 1)
+        << c.file;
+    EXPECT_EQ(docs[1]["kind"].as<std::string>(), "Service");
+  }
+  // TensorRT-LLM has no manifest: said on stderr, nothing on stdout.
+  const Shape dense = Shapes()[0];
+  const EmittedCommand trt =
+      EmitKubernetes(Engine::kTrtllm, dense.plan, dense.context);
+  EXPECT_TRUE(trt.command.empty());
+  EXPECT_THAT(trt.warnings, ::testing::Contains(::testing::HasSubstr("MPI")));
+}
+
+TEST(EmitGoldenTest, FlagTablesAreConsistentAndCiteTheirSources) {
+  for (Engine e : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+    const std::vector<EngineVersion>& versions = EngineVersions(e);
+    ASSERT_FALSE(versions.empty()) << EngineKey(e);
+    EXPECT_TRUE(versions.front().max.empty()) << "newest range is open";
+    for (const EngineVersion& v : versions) {
+      EXPECT_FALSE(v.launch.sources.empty()) << EngineKey(e) << " " << v.name;
+      EXPECT_FALSE(v.benchmark.sources.empty()) << EngineKey(e);
+      for (const auto& [role, flag] : v.launch.flags) {
+        EXPECT_TRUE(v.launch.known_flags.count(flag) > 0)
+            << EngineKey(e) << " " << v.name << " " << role << " " << flag;
+      }
+      for (const auto& [role, flag] : v.benchmark.flags) {
+        EXPECT_TRUE(v.benchmark.known_flags.count(flag) > 0)
+            << EngineKey(e) << " benchmark " << role << " " << flag;
+      }
+      if (!v.model_flag.empty()) {
+        EXPECT_TRUE(v.launch.known_flags.count(v.model_flag) > 0);
+      }
+    }
+  }
+}
+
+}  // namespace
+}  // namespace shardplan::client
