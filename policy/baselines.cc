@@ -84,6 +84,9 @@ class RandomSearcher : public RunSearcher {
 
  protected:
   absl::Status Run(SearchRun& run, const SearchOptions& options) override {
+    // Warm-start plans are scored first, as every other method does, so a
+    // stored best comes back whatever the method.
+    run.set_warm_started(!run.EvaluateWarmStart().empty());
     std::mt19937_64 rng(options.seed);
     std::vector<Decisions> batch(256);
     while (!run.Done()) {

@@ -434,8 +434,7 @@ TEST_F(ServerE2eTest, SigkillWhileWritingNeverLosesFinishedSearches) {
     sqlite3_close(db);
   }
   // Every search that had finished is there: an exact warm-start hit for each
-  // (anneal seeds its chains from the stored plans; random search ignores warm
-  // starts).
+  // (every method scores the stored plans first; anneal here).
   ASSERT_TRUE(server_->Start({absl::StrCat("--store=", store), "--workers=0"}));
   auto stub = server_->Stub();
   for (size_t i = 0; i < finished.size(); ++i) {

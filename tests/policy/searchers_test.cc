@@ -61,6 +61,30 @@ TEST(SearchersTest, RegisteredMethodsAreCreated) {
               ::testing::Not(::testing::Contains("test-only-megatron")));
 }
 
+// Every method scores warm-start plans first: a stored best comes back even
+// from a budget too small to find it again.
+TEST(SearchersTest, RandomAndAnnealAndGeneticWarmStart) {
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  SearchOptions big;
+  big.max_evaluations = 3000;
+  auto found = RunSearch("grid", **model, big, nullptr);
+  ASSERT_TRUE(found.ok()) << found.status();
+  WarmStart warm;
+  warm.elite_plans = {found->best.plan};
+  for (const char* method : {"random", "anneal", "genetic"}) {
+    SCOPED_TRACE(method);
+    SearchOptions small;
+    small.max_evaluations = 4;
+    small.warm_start = &warm;
+    auto r = RunSearch(method, **model, small, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_TRUE(r->warm_started);
+    EXPECT_GE(r->best.evaluation.output_tokens_per_s,
+              found->best.evaluation.output_tokens_per_s * (1 - 1e-9));
+  }
+}
+
 TEST(SearchersTest, MegatronReturnsTheHeuristicPlanWithOneEvaluation) {
   auto model = testing::MakeCostModel("llama-3.1-70b", 16);
   ASSERT_TRUE(model.ok()) << model.status();
