@@ -83,6 +83,14 @@ void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
   cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
                   "bf16 (default), fp8 or fp4")
       ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
+  // The server checks the name against its calibration profiles, so a
+  // profile added there needs no client change.
+  cmd->add_option("--engine", f->engine,
+                  "Serving engine the plan is for: vllm, sglang or trtllm "
+                  "(predicts with its calibration profile; default: "
+                  "engine-agnostic)");
+  cmd->add_option("--engine-version", f->engine_version,
+                  "The engine's version (recorded with the prediction)");
 }
 
 void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,

@@ -205,6 +205,8 @@ absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
   workload->set_max_tpot_ms(flags.max_tpot_ms);
   workload->set_weight_dtype(flags.weight_dtype);
   workload->set_kv_cache_dtype(flags.kv_cache_dtype);
+  workload->set_engine(flags.engine);
+  workload->set_engine_version(flags.engine_version);
   return absl::OkStatus();
 }
 

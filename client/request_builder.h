@@ -40,6 +40,10 @@ struct ProblemFlags {
   double max_tpot_ms = 0;
   std::string weight_dtype;  // "" = server default (bf16)
   std::string kv_cache_dtype;
+  // --engine: vllm | sglang | trtllm ("" = engine-agnostic); picks the
+  // server's calibration profile for that engine. --engine-version: recorded.
+  std::string engine;
+  std::string engine_version;
   // True when the user set --hardware / --gpus / --gpus-per-node explicitly
   // (they override the cluster file's values).
   bool hardware_set = false;

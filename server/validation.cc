@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "policy/searcher.h"
+#include "simulator/calibration.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "simulator/user_text.h"
@@ -64,8 +65,16 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(model, cluster, workload));
   RETURN_IF_ERROR(CheckProblemLimits(problem, limits));
-  ASSIGN_OR_RETURN(std::unique_ptr<const simulator::CostModel> cost_model,
-                   simulator::CostModel::Create(std::move(problem)));
+  // The workload names the engine's calibration profile (validated by
+  // ProblemFromProto; "" = the default).
+  ASSIGN_OR_RETURN(const simulator::CalibrationProfile profile,
+                   problem.workload.calibration_profile.empty()
+                       ? simulator::DefaultCalibrationProfile()
+                       : simulator::FindCalibrationProfile(
+                             problem.workload.calibration_profile));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<const simulator::CostModel> cost_model,
+      simulator::CostModel::Create(std::move(problem), profile.calibration));
   return std::shared_ptr<const simulator::CostModel>(std::move(cost_model));
 }
 
