@@ -172,6 +172,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   plan->add_option("--seed", search.seed, "Random seed");
   plan->add_flag("--no-warm-start", search.no_warm_start,
                  "Do not seed the search with what earlier searches learned");
+  plan->add_option("--objective", search.objective,
+                   "expected (default) or conservative: stream as best the "
+                   "plan with the highest low end of its throughput range")
+      ->check(CLI::IsMember({"expected", "conservative"}));
 
   CLI::App* evaluate = app.add_subcommand("evaluate", "Predict one given plan");
   AddGlobalOptions(evaluate, &g, true, true, false);

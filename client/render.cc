@@ -299,12 +299,10 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
     const auto& t = p.output_tokens_per_s_range();
     absl::StrAppend(
         &out,
-        fmt::format("Range p10-p90   {}-{} tok/s  TTFT {}-{}  TPOT {}-{}
-                    ",
-                    FormatCount(t.low()),
-                    FormatCount(t.high()), Ms(p.ttft_ms_range().low()),
-                    Ms(p.ttft_ms_range().high()), Ms(p.tpot_ms_range().low()),
-                    Ms(p.tpot_ms_range().high())));
+        fmt::format("Range p10-p90   {}-{} tok/s  TTFT {}-{}  TPOT {}-{}\n",
+                    FormatCount(t.low()), FormatCount(t.high()),
+                    Ms(p.ttft_ms_range().low()), Ms(p.ttft_ms_range().high()),
+                    Ms(p.tpot_ms_range().low()), Ms(p.tpot_ms_range().high())));
   }
   if (!p.calibration_profile().empty())
     absl::StrAppend(&out, "Calibration     ", p.calibration_profile(), "\n");

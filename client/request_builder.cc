@@ -223,6 +223,7 @@ absl::StatusOr<PlanRequest> BuildPlanRequest(const ProblemFlags& problem,
   options->set_max_seconds(search.max_seconds);
   options->set_seed(search.seed);
   options->set_warm_start(!search.no_warm_start);
+  options->set_objective(search.objective);
   return request;
 }
 

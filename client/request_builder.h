@@ -56,6 +56,7 @@ struct SearchFlags {
   double max_seconds = 0;
   uint32_t seed = 0;
   bool no_warm_start = false;
+  std::string objective;  // "" = server default (expected) | conservative
 };
 
 // `evaluate`-only flags.

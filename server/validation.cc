@@ -172,6 +172,14 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   out.max_seconds = max_seconds > 0 ? max_seconds
                                     : std::min(limits.default_max_seconds,
                                                limits.max_seconds_limit);
+  if (!options.objective().empty() && options.objective() != "expected" &&
+      options.objective() != "conservative") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.objective must be one of expected, "
+                     "conservative; got ",
+                     simulator::QuoteUserText(options.objective())));
+  }
+  out.conservative = options.objective() == "conservative";
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 

@@ -858,6 +858,27 @@ PredictionBand FindPredictionBand(const BandRegime& regime,
   return out;
 }
 
+BandRegime RegimeOf(const Evaluation& e, const Problem& problem) {
+  BandRegime regime;
+  regime.profile = problem.workload.calibration_profile;
+  // WorkloadDimsFromProto leaves the profile empty only when neither the
+  // engine nor a profile was named.
+  regime.engine_given = !problem.workload.calibration_profile.empty();
+  regime.moe = problem.model.is_moe();
+  regime.weight_dtype = problem.workload.weight_dtype;
+  regime.pipeline_stages = e.pipeline_stages;
+  regime.replica_nodes = e.replica_nodes;
+  regime.expert_domain_spans_nodes = e.ep_nodes > 1;
+  return regime;
+}
+
+double ConservativeOutputTokensPerS(const Evaluation& e,
+                                    const Problem& problem) {
+  if (!e.feasible) return 0;
+  return e.output_tokens_per_s /
+         FindPredictionBand(RegimeOf(e, problem)).tpot_high;
+}
+
 namespace {
 
 struct CoverageCount {

@@ -243,6 +243,17 @@ PredictionBand FindPredictionBand(
     const BandRegime& regime,
     const std::vector<ErrorBand>& bands = CompiledErrorBands());
 
+// The regime of an evaluated plan: the problem's profile, model kind and
+// weight dtype, the plan's stages and placement.
+BandRegime RegimeOf(const Evaluation& evaluation, const Problem& problem);
+
+// The low end of the plan's throughput range (what
+// Prediction.output_tokens_per_s_range.low says): the expected throughput
+// divided by the high end of its TPOT band. 0 when infeasible. Cost: one
+// FindPredictionBand (not for the cost model's hot path).
+double ConservativeOutputTokensPerS(const Evaluation& evaluation,
+                                    const Problem& problem);
+
 // Coverage: the fraction of held-out rows whose measured/predicted ratio lies
 // inside the band their own regime gets (FindPredictionBand, pp = 1,
 // single-node).

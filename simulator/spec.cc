@@ -1081,14 +1081,7 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   Prediction out;
   // Error bars: computed here, for the predictions a client sees, and never in
   // Evaluate (which stays allocation-free).
-  BandRegime regime;
-  regime.profile = problem.workload.calibration_profile;
-  regime.engine_given = !problem.workload.calibration_profile.empty();
-  regime.moe = problem.model.is_moe();
-  regime.weight_dtype = problem.workload.weight_dtype;
-  regime.pipeline_stages = e.pipeline_stages;
-  regime.replica_nodes = e.replica_nodes;
-  regime.expert_domain_spans_nodes = e.ep_nodes > 1;
+  const BandRegime regime = RegimeOf(e, problem);
   PredictionBand band = FindPredictionBand(regime);
   out.set_calibration_profile(regime.profile.empty()
                                   ? DefaultCalibrationProfile().name

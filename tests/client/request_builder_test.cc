@@ -41,6 +41,7 @@ TEST(RequestBuilderTest, PlanRequestCarriesEveryFlag) {
   s.max_seconds = 7.5;
   s.seed = 42;
   s.no_warm_start = true;
+  s.objective = "conservative";
   ProblemFlags problem = CatalogProblem();
   problem.engine = "sglang";
   problem.engine_version = "0.5.1";
@@ -57,6 +58,7 @@ TEST(RequestBuilderTest, PlanRequestCarriesEveryFlag) {
   EXPECT_EQ(request->workload().weight_dtype(), "fp8");
   EXPECT_EQ(request->workload().engine(), "sglang");
   EXPECT_EQ(request->workload().engine_version(), "0.5.1");
+  EXPECT_EQ(request->options().objective(), "conservative");
   EXPECT_EQ(request->options().method(), "anneal");
   EXPECT_EQ(request->options().max_evaluations(), 500);
   EXPECT_DOUBLE_EQ(request->options().max_seconds(), 7.5);

@@ -228,6 +228,28 @@ TEST_F(ServiceTest, EvaluatePlanUsesTheEnginesProfileAndRanges) {
   }
 }
 
+// The conservative objective streams a plan as the best only when the low end
+// of its throughput range beats the best so far.
+TEST_F(ServiceTest, ConservativeObjectiveRanksByTheRangesLowEnd) {
+  StartServer();
+  script_.improvements = 3;
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_objective("conservative");
+  StreamResult result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_GE(result.updates.size(), 2u);
+  double previous = 0;
+  for (const PlanUpdate& update : result.updates) {
+    if (update.final()) continue;
+    const double low = update.prediction().output_tokens_per_s_range().low();
+    EXPECT_GT(low, previous) << update.kind();
+    previous = low;
+  }
+  EXPECT_GE(
+      result.updates.back().prediction().output_tokens_per_s_range().low(),
+      previous);
+}
+
 TEST_F(ServiceTest, ListCatalog) {
   StartServer();
   shardplan::v1::ListCatalogResponse response;

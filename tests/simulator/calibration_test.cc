@@ -360,6 +360,21 @@ TEST(PredictionBandTest, WidensWhereNoRowsWereMeasured) {
             "figures only; range widened");
 }
 
+TEST(PredictionBandTest, ConservativeThroughputIsTheRangesLowEnd) {
+  Problem problem;
+  problem.workload.calibration_profile = "h100-vllm";
+  Evaluation e;
+  e.feasible = true;
+  e.output_tokens_per_s = 1000;
+  e.pipeline_stages = 2;
+  const PredictionBand band = FindPredictionBand(RegimeOf(e, problem));
+  EXPECT_DOUBLE_EQ(ConservativeOutputTokensPerS(e, problem),
+                   1000 / band.tpot_high);
+  EXPECT_LT(ConservativeOutputTokensPerS(e, problem), 1000);
+  e.feasible = false;
+  EXPECT_EQ(ConservativeOutputTokensPerS(e, problem), 0);
+}
+
 TEST(PredictionBandTest, FallsBackToPooledBands) {
   BandRegime regime;
   regime.profile = "h100-sglang";  // no held-out MoE rows on SGLang

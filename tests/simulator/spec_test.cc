@@ -551,6 +551,11 @@ TEST(PredictionRangeTest, PipelineAndMultiNodeSaySoAndWiden) {
   EXPECT_THAT(multi.validation(0),
               ::testing::StartsWith("multi-node collectives: no measured "
                                     "serving rows"));
+  // The conservative objective's figure is the range's low end, and the
+  // widening makes it a larger discount for the unmeasured regime.
+  EXPECT_LT(
+      pp.output_tokens_per_s_range().low() / pp.output_tokens_per_s(),
+      single.output_tokens_per_s_range().low() / single.output_tokens_per_s());
   // Engine-agnostic: the default profile, and a note saying so.
   const shardplan::v1::Prediction agnostic =
       Predict("llama-3.1-8b", 8, "", 8, 1);
