@@ -2,8 +2,10 @@
 // named calibration profiles (one per serving engine; the default is one of
 // them), the harness that maps each measured row to a Problem + PlanDims and
 // predicts it, the accuracy report (MAPE of TPOT and TTFT per model and engine,
-// fitted and held-out rows apart, Spearman rank correlation of TPOT), and the
-// fit (coordinate descent on log-error, fit rows only).
+// fitted and held-out rows apart, Spearman rank correlation of TPOT), the
+// fit (coordinate descent on log-error, fit rows only), and the error bars
+// (p10-p90 bands of measured/predicted on held-out rows, per regime) that
+// predictions carry.
 //
 // The harness does no file I/O: callers pass the CSV text (simulator/ stays
 // I/O-free).
