@@ -84,6 +84,14 @@ void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
   cmd->add_option("--kv-cache-dtype", f->kv_cache_dtype,
                   "bf16 (default), fp8 or fp4")
       ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
+  // The server checks the name against its calibration profiles, so a
+  // profile added there needs no client change.
+  cmd->add_option("--engine", f->engine,
+                  "Serving engine the plan is for: vllm, sglang or trtllm "
+                  "(predicts with its calibration profile; default: "
+                  "engine-agnostic)");
+  cmd->add_option("--engine-version", f->engine_version,
+                  "The engine's version (recorded with the prediction)");
 }
 
 void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
@@ -169,6 +177,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   plan->add_option("--seed", search.seed, "Random seed");
   plan->add_flag("--no-warm-start", search.no_warm_start,
                  "Do not seed the search with what earlier searches learned");
+  plan->add_option("--objective", search.objective,
+                   "expected (default) or conservative: stream as best the "
+                   "plan with the highest low end of its throughput range")
+      ->check(CLI::IsMember({"expected", "conservative"}));
 
   CLI::App* evaluate = app.add_subcommand("evaluate", "Predict one given plan");
   AddGlobalOptions(evaluate, &g, true, true, false);

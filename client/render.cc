@@ -256,6 +256,20 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
       &out,
       fmt::format("Latency         TTFT {}  TPOT {}  (batch {} per replica)\n",
                   Ms(p.ttft_ms()), Ms(p.tpot_ms()), p.batch_size()));
+  if (p.has_tpot_ms_range()) {
+    // Older servers send no ranges; print them only when present.
+    const auto& t = p.output_tokens_per_s_range();
+    absl::StrAppend(
+        &out,
+        fmt::format("Range p10-p90   {}-{} tok/s  TTFT {}-{}  TPOT {}-{}\n",
+                    FormatCount(t.low()), FormatCount(t.high()),
+                    Ms(p.ttft_ms_range().low()), Ms(p.ttft_ms_range().high()),
+                    Ms(p.tpot_ms_range().low()), Ms(p.tpot_ms_range().high())));
+  }
+  if (!p.calibration_profile().empty())
+    absl::StrAppend(&out, "Calibration     ", p.calibration_profile(), "\n");
+  for (const std::string& note : p.validation())
+    absl::StrAppend(&out, "Validation      ", note, "\n");
   const auto& m = p.memory_per_gpu();
   absl::StrAppend(
       &out, fmt::format(

@@ -205,6 +205,8 @@ absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
   workload->set_max_tpot_ms(flags.max_tpot_ms);
   workload->set_weight_dtype(flags.weight_dtype);
   workload->set_kv_cache_dtype(flags.kv_cache_dtype);
+  workload->set_engine(flags.engine);
+  workload->set_engine_version(flags.engine_version);
   return absl::OkStatus();
 }
 
@@ -221,6 +223,7 @@ absl::StatusOr<PlanRequest> BuildPlanRequest(const ProblemFlags& problem,
   options->set_max_seconds(search.max_seconds);
   options->set_seed(search.seed);
   options->set_warm_start(!search.no_warm_start);
+  options->set_objective(search.objective);
   return request;
 }
 

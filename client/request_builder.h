@@ -40,6 +40,10 @@ struct ProblemFlags {
   double max_tpot_ms = 0;
   std::string weight_dtype;  // "" = the checkpoint's (server side)
   std::string kv_cache_dtype;
+  // --engine: vllm | sglang | trtllm ("" = engine-agnostic); picks the
+  // server's calibration profile for that engine. --engine-version: recorded.
+  std::string engine;
+  std::string engine_version;
   // True when the user set --hardware / --gpus / --gpus-per-node explicitly
   // (they override the cluster file's values).
   bool hardware_set = false;
@@ -52,6 +56,7 @@ struct SearchFlags {
   double max_seconds = 0;
   uint32_t seed = 0;
   bool no_warm_start = false;
+  std::string objective;  // "" = server default (expected) | conservative
 };
 
 // `evaluate`-only flags.

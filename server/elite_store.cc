@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
 
@@ -13,6 +14,7 @@
 #include "server/postgres_store.h"
 #include "server/sqlite_store.h"
 #include "shardplan/v1/shardplan.pb.h"
+#include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
@@ -89,6 +91,18 @@ ProblemKey MakeProblemKey(const simulator::Problem& problem) {
   key.kv_cache_dtype =
       std::string(simulator::DtypeName(workload.kv_cache_dtype));
   key.cost_model_version = simulator::kCostModelVersion;
+  const std::string& default_profile =
+      simulator::DefaultCalibrationProfile().name;
+  const std::string profile = workload.calibration_profile.empty()
+                                  ? default_profile
+                                  : workload.calibration_profile;
+  // Only a non-default profile changes the canonical text: stored rows of
+  // the default profile (all rows from before profiles) keep matching.
+  std::string profile_text;
+  if (profile != default_profile) {
+    absl::StrAppend(&key.model_name, kProfileSuffix, profile);
+    profile_text = absl::StrCat("|profile=", profile);
+  }
   const std::string canonical = absl::StrCat(
       "cost_model=", key.cost_model_version,
       "|model:", CanonicalModel(problem.model),
@@ -97,7 +111,7 @@ ProblemKey MakeProblemKey(const simulator::Problem& problem) {
       "|workload:isl=", key.input_tokens_log2, ";osl=", key.output_tokens_log2,
       ";conc=", key.concurrency_bucket, ";ttft=", key.ttft_bucket,
       ";tpot=", key.tpot_bucket, ";w=", key.weight_dtype,
-      ";kv=", key.kv_cache_dtype);
+      ";kv=", key.kv_cache_dtype, profile_text);
   key.fingerprint = Hex64(Fnv1a64(canonical));
   return key;
 }
@@ -112,7 +126,16 @@ double WorkloadDistance(const ProblemKey& a, const ProblemKey& b) {
   if (a.kv_cache_dtype != b.kv_cache_dtype) d += 2;
   if (a.model_key != b.model_key) d += 8;
   if (a.cost_model_version != b.cost_model_version) d += 4;
+  if (ProfileOfKey(a) != ProfileOfKey(b)) d += 1;
   return d;
+}
+
+std::string ProfileOfKey(const ProblemKey& key) {
+  const size_t at = key.model_name.rfind(kProfileSuffix);
+  if (at == std::string::npos) {
+    return simulator::DefaultCalibrationProfile().name;
+  }
+  return key.model_name.substr(at + std::strlen(kProfileSuffix));
 }
 
 bool IsPostgresUrl(absl::string_view path) {

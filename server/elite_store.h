@@ -32,7 +32,12 @@ struct ProblemKey {
       family_key;  // model family + cluster shape: "llama|h100-sxm-80gb|16x8"
   std::string
       model_key;  // hash of the model's architecture fields (name excluded)
-  std::string model_name;  // for humans reading the file
+  // For humans reading the file. A problem predicted with a calibration
+  // profile other than the default carries it here as a suffix,
+  // "llama-3.1-70b @profile=h100-vllm" (kProfileSuffix): the stores keep
+  // their schema, and rows written before profiles existed (all default)
+  // read back unchanged.
+  std::string model_name;
   int input_tokens_log2 = 0;
   int output_tokens_log2 = 0;
   int concurrency_bucket = 0;  // 0 = auto, else 1 + round(log2(concurrency))
@@ -43,8 +48,17 @@ struct ProblemKey {
   int cost_model_version = 0;
 };
 
+// Separator of the calibration profile folded into ProblemKey::model_name.
+inline constexpr char kProfileSuffix[] = " @profile=";
+
 // Deterministic across processes and platforms (FNV-1a over a canonical text).
+// The fingerprint covers the calibration profile unless it is the default
+// one, so default-profile fingerprints are those of earlier versions.
 ProblemKey MakeProblemKey(const simulator::Problem& problem);
+
+// The calibration profile of a key (parsed from model_name; the default
+// profile's name when there is no suffix).
+std::string ProfileOfKey(const ProblemKey& key);
 
 // The documented similarity used for nearest lookups between two problems of
 // the same family (same model family, hardware, num_gpus, gpus_per_node;
@@ -52,7 +66,9 @@ ProblemKey MakeProblemKey(const simulator::Problem& problem);
 //   |Δ log2 input_tokens| + |Δ log2 output_tokens| + |Δ concurrency bucket|
 //   + |Δ TTFT bucket| + |Δ TPOT bucket| + 2 per differing dtype
 //   + 8 when the architectures differ (another model of the family)
-//   + 4 when the cost-model versions differ.
+//   + 4 when the cost-model versions differ
+//   + 1 when the calibration profiles differ (engines share every fitted
+//     parameter but two TTFT terms, so plans rank much alike).
 double WorkloadDistance(const ProblemKey& a, const ProblemKey& b);
 
 // A plan as stored: the compact plan plus what the search knew about it.

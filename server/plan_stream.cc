@@ -20,6 +20,7 @@
 #include "server/elite_store.h"
 #include "server/status_util.h"
 #include "server/update_queue.h"
+#include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -93,6 +94,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     baseline_tps_ = Throughput(baseline_.evaluation);
     best_ = baseline_;
     best_tps_ = baseline_tps_;
+    best_score_ = Score(baseline_);
     deps_.metrics->cost_model_evaluations().Increment();
     PlanUpdate baseline = MakeUpdate(baseline_, /*evaluations=*/1, "baseline");
     {
@@ -207,9 +209,11 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       stream_.last_evaluations_ =
           std::max(stream_.last_evaluations_, improvement.evaluations);
       const double tps = Throughput(improvement.best.evaluation);
-      if (tps <= stream_.best_tps_) return;
+      const double score = stream_.Score(improvement.best);
+      if (score <= stream_.best_score_) return;
       stream_.best_ = improvement.best;
       stream_.best_tps_ = tps;
+      stream_.best_score_ = score;
       stream_.improvements_.push_back(improvement.best);
       if (static_cast<int>(stream_.improvements_.size()) >
           stream_.deps_.elite_size) {
@@ -241,6 +245,16 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     PlanStream& stream_;
     const int slot_;
   };
+
+  // What "best" means for this request: the expected throughput, or with
+  // options.objective "conservative" the low end of its range. Searchers
+  // always maximise the expected throughput; this only decides which of the
+  // plans they report is streamed as the best.
+  double Score(const policy::ScoredPlan& scored) const {
+    if (!request_.conservative) return Throughput(scored.evaluation);
+    return simulator::ConservativeOutputTokensPerS(
+        scored.evaluation, request_.cost_model->problem());
+  }
 
   double Speedup(double tps) const {
     return baseline_tps_ > 0 ? tps / baseline_tps_ : 0.0;
@@ -406,9 +420,23 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
 
     // The result's best may never have been reported as an improvement (or have
     // been reported below the baseline): take it if it beats what was streamed.
-    if (result.has_value() && Throughput(result->best.evaluation) > best_tps_) {
-      best_ = result->best;
-      best_tps_ = Throughput(result->best.evaluation);
+    // With the conservative objective the elite plans (top-K by expected
+    // throughput) are candidates too.
+    if (result.has_value()) {
+      std::vector<const policy::ScoredPlan*> candidates = {&result->best};
+      if (request_.conservative) {
+        for (const policy::ScoredPlan& scored : result->elite) {
+          candidates.push_back(&scored);
+        }
+      }
+      for (const policy::ScoredPlan* scored : candidates) {
+        const double score = Score(*scored);
+        if (score > best_score_) {
+          best_ = *scored;
+          best_tps_ = Throughput(scored->evaluation);
+          best_score_ = score;
+        }
+      }
     }
 
     // Persist before the final update goes out: a client that saw `final` can
@@ -484,6 +512,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   std::atomic<double> grid_tps_{0};
   policy::ScoredPlan best_;
   double best_tps_ = 0;
+  double best_score_ = 0;  // Score(best_)
   int last_evaluations_ = 0;
   std::vector<policy::ScoredPlan> improvements_;
   std::string stop_reason_;

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "policy/searcher.h"
+#include "simulator/calibration.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "simulator/user_text.h"
@@ -64,8 +65,16 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(model, cluster, workload));
   RETURN_IF_ERROR(CheckProblemLimits(problem, limits));
-  ASSIGN_OR_RETURN(std::unique_ptr<const simulator::CostModel> cost_model,
-                   simulator::CostModel::Create(std::move(problem)));
+  // The workload names the engine's calibration profile (validated by
+  // ProblemFromProto; "" = the default).
+  ASSIGN_OR_RETURN(const simulator::CalibrationProfile profile,
+                   problem.workload.calibration_profile.empty()
+                       ? simulator::DefaultCalibrationProfile()
+                       : simulator::FindCalibrationProfile(
+                             problem.workload.calibration_profile));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<const simulator::CostModel> cost_model,
+      simulator::CostModel::Create(std::move(problem), profile.calibration));
   return std::shared_ptr<const simulator::CostModel>(std::move(cost_model));
 }
 
@@ -163,6 +172,14 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   out.max_seconds = max_seconds > 0 ? max_seconds
                                     : std::min(limits.default_max_seconds,
                                                limits.max_seconds_limit);
+  if (!options.objective().empty() && options.objective() != "expected" &&
+      options.objective() != "conservative") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.objective must be one of expected, "
+                     "conservative; got ",
+                     simulator::QuoteUserText(options.objective())));
+  }
+  out.conservative = options.objective() == "conservative";
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 

@@ -46,6 +46,9 @@ struct ValidatedPlanRequest {
   double max_seconds = 0;   // defaults applied, > 0
   uint32_t seed = 1;
   bool warm_start = true;
+  // options.objective "conservative": the stream's best is chosen by the low
+  // end of the throughput range (server/plan_stream.cc).
+  bool conservative = false;
 };
 
 struct ValidatedEvaluateRequest {

@@ -10,6 +10,8 @@
 //                       [--fit]
 //                       [--validation-csv FILE]...  (held-out models only)
 //                       [--rows]   (per-row predictions as CSV)
+//                       [--bands]  (error-bar table as C++ and markdown,
+//                                   coverage on the held-out rows)
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -25,7 +27,7 @@ namespace {
 int Usage() {
   std::cerr
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
-         "[--fit] [--rows]\n";
+         "[--fit] [--rows] [--bands]\n";
   return 2;
 }
 
@@ -74,7 +76,7 @@ int main(int argc, char** argv) {
   namespace sim = shardplan::simulator;
   std::vector<std::string> csv_paths;
   std::vector<std::string> validation_paths;
-  bool fit = false, rows = false;
+  bool fit = false, rows = false, bands = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
@@ -85,6 +87,8 @@ int main(int argc, char** argv) {
       fit = true;
     } else if (a == "--rows") {
       rows = true;
+    } else if (a == "--bands") {
+      bands = true;
     } else {
       return Usage();
     }
@@ -152,6 +156,24 @@ int main(int argc, char** argv) {
           (*pred)[i].prefill_s * 1e3);
     }
     std::cout << "\n";
+  }
+  if (bands) {
+    // The error bars of the profiles above (compiled-in, or just fitted),
+    // from the held-out rows only.
+    absl::StatusOr<std::vector<sim::RowPrediction>> pred =
+        sim::PredictRows(data->rows, profiles);
+    if (!pred.ok()) {
+      std::cerr << pred.status() << "\n";
+      return 1;
+    }
+    const std::vector<sim::ErrorBand> table =
+        sim::ComputeErrorBands(data->rows, *pred);
+    std::cout << "Error bands (C++ for CompiledErrorBands(), "
+                 "simulator/calibration.cc):\n"
+              << sim::ErrorBandsCpp(table) << "\n"
+              << sim::ErrorBandsMarkdown(
+                     table, sim::ComputeBandCoverage(data->rows, *pred))
+              << "\n";
   }
   absl::StatusOr<sim::AccuracyReport> report =
       sim::ComputeAccuracy(*data, profiles);

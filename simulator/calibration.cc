@@ -656,3 +656,337 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
 }
 
 }  // namespace shardplan::simulator
+
+// --- Error bars ---
+
+namespace shardplan::simulator {
+namespace {
+
+// Linear interpolation between order statistics (the common "type 7"
+// quantile); `v` sorted ascending and non-empty.
+double Quantile(const std::vector<double>& v, double q) {
+  const double pos = q * (v.size() - 1);
+  const size_t i = static_cast<size_t>(pos);
+  if (i + 1 >= v.size()) return v.back();
+  return v[i] + (pos - i) * (v[i + 1] - v[i]);
+}
+
+bool UsableForBands(const MeasuredRow& row, const RowPrediction& p) {
+  return row.held_out() && p.feasible && p.ttft_s > 0 && p.tpot_s > 0 &&
+         row.ttft_s > 0 && row.tpot_s > 0;
+}
+
+bool RowIsMoe(const MeasuredRow& row) {
+  absl::StatusOr<shardplan::v1::ModelSpec> spec =
+      FindCatalogModel(row.catalog_model);
+  return spec.ok() && spec->num_experts() > 0;
+}
+
+const char* RowDtype(const MeasuredRow& row) {
+  return row.fp4 ? "fp4" : row.fp8 ? "fp8" : "bf16";
+}
+
+const ErrorBand* FindBand(const std::vector<ErrorBand>& bands,
+                          absl::string_view engine, bool moe,
+                          absl::string_view dtype) {
+  for (const ErrorBand& b : bands) {
+    if (b.engine == engine && b.moe == moe && b.dtype == dtype) return &b;
+  }
+  return nullptr;
+}
+
+bool Inside(double ratio, double low, double high) {
+  return ratio >= low && ratio <= high;
+}
+
+}  // namespace
+
+std::vector<ErrorBand> ComputeErrorBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<RowPrediction>& predictions) {
+  struct Cell {
+    std::vector<double> ttft, tpot;
+  };
+  std::map<std::tuple<std::string, bool, std::string>, Cell> cells;
+  for (size_t i = 0; i < rows.size() && i < predictions.size(); ++i) {
+    const MeasuredRow& r = rows[i];
+    const RowPrediction& p = predictions[i];
+    if (!UsableForBands(r, p)) continue;
+    const bool moe = RowIsMoe(r);
+    for (const auto& key :
+         {std::make_tuple(r.engine, moe, std::string(RowDtype(r))),
+          std::make_tuple(r.engine, moe, std::string("*")),
+          std::make_tuple(std::string("*"), moe, std::string("*"))}) {
+      Cell& c = cells[key];
+      c.ttft.push_back(r.ttft_s / p.ttft_s);
+      c.tpot.push_back(r.tpot_s / p.tpot_s);
+    }
+  }
+  std::vector<ErrorBand> out;
+  for (auto& [key, c] : cells) {
+    if (static_cast<int>(c.ttft.size()) < kMinBandRows) continue;
+    std::sort(c.ttft.begin(), c.ttft.end());
+    std::sort(c.tpot.begin(), c.tpot.end());
+    ErrorBand b;
+    std::tie(b.engine, b.moe, b.dtype) = key;
+    b.rows = static_cast<int>(c.ttft.size());
+    b.ttft_low = Quantile(c.ttft, 0.1);
+    b.ttft_high = Quantile(c.ttft, 0.9);
+    b.tpot_low = Quantile(c.tpot, 0.1);
+    b.tpot_high = Quantile(c.tpot, 0.9);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+const std::vector<ErrorBand>& CompiledErrorBands() {
+  // Produced by
+  //   build/bin/shardplan-calibrate --csv
+  //   simulator/calibration/data/h100_measured_latency.csv --csv
+  //   simulator/calibration/data/h100_moe_latency.csv --validation-csv
+  //   simulator/calibration/data/h100_validation_latency.csv --bands
+  // with the compiled-in profiles; calibration_test recomputes it.
+  // engine, moe, weight dtype, held-out rows, TTFT p10, p90, TPOT p10, p90
+  // of measured / predicted.
+  static const std::vector<ErrorBand>* const kBands =
+      new std::vector<ErrorBand>{
+          {"*", false, "*", 301, 0.664763, 2.14664, 0.886939, 1.13841},
+          {"*", true, "*", 47, 0.840553, 1.40784, 0.793413, 1.16557},
+          {"sglang", false, "*", 20, 0.845524, 1.22922, 0.892156, 1.09493},
+          {"sglang", false, "bf16", 20, 0.845524, 1.22922, 0.892156, 1.09493},
+          {"trtllm", false, "*", 218, 0.698643, 2.60968, 0.875664, 1.14564},
+          {"trtllm", false, "bf16", 177, 0.677929, 2.92021, 0.871942, 1.10978},
+          {"trtllm", false, "fp8", 41, 0.859569, 1.25829, 0.910181, 1.15397},
+          {"trtllm", true, "*", 32, 0.831155, 1.442, 0.784405, 1.15457},
+          {"trtllm", true, "fp8", 32, 0.831155, 1.442, 0.784405, 1.15457},
+          {"vllm", false, "*", 63, 0.513263, 1.05644, 0.949797, 1.12283},
+          {"vllm", false, "bf16", 21, 0.90536, 1.15297, 0.987411, 1.16134},
+          {"vllm", false, "fp8", 42, 0.478475, 0.809665, 0.949674, 1.12034},
+          {"vllm", true, "*", 15, 0.84857, 1.12727, 0.829239, 1.1443},
+          {"vllm", true, "fp4", 15, 0.84857, 1.12727, 0.829239, 1.1443},
+      };
+  return *kBands;
+}
+
+std::string ErrorBandsCpp(const std::vector<ErrorBand>& bands) {
+  std::string s;
+  for (const ErrorBand& b : bands) {
+    absl::StrAppendFormat(&s,
+                          "{\"%s\", %s, \"%s\", %d, %.6g, %.6g, %.6g, %.6g},\n",
+                          b.engine, b.moe ? "true" : "false", b.dtype, b.rows,
+                          b.ttft_low, b.ttft_high, b.tpot_low, b.tpot_high);
+  }
+  return s;
+}
+
+PredictionBand FindPredictionBand(const BandRegime& regime,
+                                  const std::vector<ErrorBand>& bands) {
+  PredictionBand out;
+  const std::string profile_name = regime.profile.empty()
+                                       ? DefaultCalibrationProfile().name
+                                       : regime.profile;
+  std::string engine;
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    if (p.name == profile_name) engine = p.engine;
+  }
+  const absl::string_view kind = regime.moe ? "MoE" : "dense";
+  const std::string dtype(DtypeName(regime.weight_dtype));
+  const ErrorBand* band = nullptr;
+  if (!engine.empty()) {
+    band = FindBand(bands, engine, regime.moe, dtype);
+    if (band == nullptr) {
+      band = FindBand(bands, engine, regime.moe, "*");
+      if (band != nullptr) {
+        out.notes.push_back(absl::StrFormat(
+            "%s %s weights on %s: fewer than %d held-out rows; range from all "
+            "held-out %s rows of %s",
+            kind, dtype, engine, kMinBandRows, kind, engine));
+      }
+    }
+  }
+  if (band == nullptr) {
+    band = FindBand(bands, "*", regime.moe, "*");
+    out.notes.push_back(absl::StrFormat(
+        "%s models on profile %s: no held-out rows of this engine; range "
+        "pooled over the held-out %s rows of every engine",
+        kind, profile_name, kind));
+  }
+  if (band != nullptr) {
+    out.ttft_low = band->ttft_low;
+    out.ttft_high = band->ttft_high;
+    out.tpot_low = band->tpot_low;
+    out.tpot_high = band->tpot_high;
+  }
+  if (!regime.engine_given) {
+    out.notes.push_back(absl::StrFormat(
+        "engine not set: predicted with the default profile %s; the range "
+        "covers that engine's measurements only (set workload.engine)",
+        profile_name));
+  }
+  // Terms no measured row exercises. Each is taken to be as uncertain as the
+  // validated model and independent of it: log-errors add in quadrature.
+  int unvalidated = 0;
+  if (regime.pipeline_stages > 1) {
+    ++unvalidated;
+    out.notes.push_back(
+        "pipeline parallelism: no measured rows; range widened (pipeline "
+        "bubbles and stage-to-stage sends follow the datasheet formulas)");
+  }
+  if (regime.replica_nodes > 1) {
+    ++unvalidated;
+    out.notes.push_back(
+        regime.expert_domain_spans_nodes
+            ? "multi-node collectives: no measured serving rows; DeepEP "
+              "kernel figures only; range widened"
+            : "multi-node collectives: no measured serving rows; InfiniBand "
+              "datasheet figures only; range widened");
+  }
+  const double widen = std::sqrt(1.0 + unvalidated);
+  auto apply = [&](double* low, double* high) {
+    if (unvalidated > 0 && *low > 0 && *high > 0) {
+      const double center = 0.5 * (std::log(*low) + std::log(*high));
+      const double half = 0.5 * (std::log(*high) - std::log(*low));
+      *low = std::exp(center - widen * half);
+      *high = std::exp(center + widen * half);
+    }
+    // The band always contains the prediction itself.
+    *low = std::min(*low, 1.0);
+    *high = std::max(*high, 1.0);
+  };
+  apply(&out.ttft_low, &out.ttft_high);
+  apply(&out.tpot_low, &out.tpot_high);
+  return out;
+}
+
+BandRegime RegimeOf(const Evaluation& e, const Problem& problem) {
+  BandRegime regime;
+  regime.profile = problem.workload.calibration_profile;
+  // WorkloadDimsFromProto leaves the profile empty only when neither the
+  // engine nor a profile was named.
+  regime.engine_given = !problem.workload.calibration_profile.empty();
+  regime.moe = problem.model.is_moe();
+  regime.weight_dtype = problem.workload.weight_dtype;
+  regime.pipeline_stages = e.pipeline_stages;
+  regime.replica_nodes = e.replica_nodes;
+  regime.expert_domain_spans_nodes = e.ep_nodes > 1;
+  return regime;
+}
+
+double ConservativeOutputTokensPerS(const Evaluation& e,
+                                    const Problem& problem) {
+  if (!e.feasible) return 0;
+  return e.output_tokens_per_s /
+         FindPredictionBand(RegimeOf(e, problem)).tpot_high;
+}
+
+namespace {
+
+struct CoverageCount {
+  int rows = 0, tpot = 0, ttft = 0, split_rows = 0, split_tpot = 0,
+      split_ttft = 0;
+};
+
+BandRegime RowRegime(const MeasuredRow& r) {
+  BandRegime regime;
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    if (p.engine == r.engine) regime.profile = p.name;
+  }
+  regime.moe = RowIsMoe(r);
+  regime.weight_dtype = r.fp4   ? Dtype::kFp4
+                        : r.fp8 ? Dtype::kFp8
+                                : Dtype::kBf16;
+  return regime;
+}
+
+}  // namespace
+
+std::vector<BandCoverage> ComputeBandCoverage(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<RowPrediction>& predictions) {
+  const std::vector<ErrorBand> full = ComputeErrorBands(rows, predictions);
+  // The two halves: alternate usable held-out rows.
+  std::vector<MeasuredRow> half[2];
+  std::vector<RowPrediction> half_pred[2];
+  int n = 0;
+  for (size_t i = 0; i < rows.size() && i < predictions.size(); ++i) {
+    if (!UsableForBands(rows[i], predictions[i])) continue;
+    half[n % 2].push_back(rows[i]);
+    half_pred[n % 2].push_back(predictions[i]);
+    ++n;
+  }
+  const std::vector<ErrorBand> half_bands[2] = {
+      ComputeErrorBands(half[0], half_pred[0]),
+      ComputeErrorBands(half[1], half_pred[1])};
+  std::map<std::string, CoverageCount> counts;
+  auto count = [](CoverageCount& c, bool split, const PredictionBand& b,
+                  const MeasuredRow& r, const RowPrediction& p) {
+    const bool tpot = Inside(r.tpot_s / p.tpot_s, b.tpot_low, b.tpot_high);
+    const bool ttft = Inside(r.ttft_s / p.ttft_s, b.ttft_low, b.ttft_high);
+    if (split) {
+      ++c.split_rows;
+      c.split_tpot += tpot;
+      c.split_ttft += ttft;
+    } else {
+      ++c.rows;
+      c.tpot += tpot;
+      c.ttft += ttft;
+    }
+  };
+  for (int h = 0; h < 2; ++h) {
+    for (size_t i = 0; i < half[h].size(); ++i) {
+      const MeasuredRow& r = half[h][i];
+      const RowPrediction& p = half_pred[h][i];
+      const BandRegime regime = RowRegime(r);
+      const PredictionBand in_sample = FindPredictionBand(regime, full);
+      // Bands of the other half.
+      const PredictionBand other =
+          FindPredictionBand(regime, half_bands[1 - h]);
+      for (const std::string& key : {r.engine, std::string("all")}) {
+        count(counts[key], false, in_sample, r, p);
+        count(counts[key], true, other, r, p);
+      }
+    }
+  }
+  std::vector<BandCoverage> out;
+  for (const auto& [engine, c] : counts) {
+    BandCoverage b;
+    b.engine = engine;
+    b.rows = c.rows;
+    b.tpot = c.rows > 0 ? static_cast<double>(c.tpot) / c.rows : 0;
+    b.ttft = c.rows > 0 ? static_cast<double>(c.ttft) / c.rows : 0;
+    b.split_tpot =
+        c.split_rows > 0 ? static_cast<double>(c.split_tpot) / c.split_rows : 0;
+    b.split_ttft =
+        c.split_rows > 0 ? static_cast<double>(c.split_ttft) / c.split_rows : 0;
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+std::string ErrorBandsMarkdown(const std::vector<ErrorBand>& bands,
+                               const std::vector<BandCoverage>& coverage) {
+  std::string s =
+      "| engine | model kind | weight dtype | held-out rows | TTFT band | "
+      "TPOT band | throughput band |\n|---|---|---|---|---|---|---|\n";
+  for (const ErrorBand& b : bands) {
+    absl::StrAppendFormat(
+        &s, "| %s | %s | %s | %d | %.2f-%.2fx | %.2f-%.2fx | %.2f-%.2fx |\n",
+        b.engine == "*" ? "any" : b.engine, b.moe ? "MoE" : "dense",
+        b.dtype == "*" ? "any" : b.dtype, b.rows, b.ttft_low, b.ttft_high,
+        b.tpot_low, b.tpot_high, 1.0 / b.tpot_high, 1.0 / b.tpot_low);
+  }
+  absl::StrAppend(
+      &s,
+      "\n| engine | held-out rows | TPOT coverage | TTFT coverage | TPOT "
+      "coverage, split halves | TTFT coverage, split halves |\n"
+      "|---|---|---|---|---|---|\n");
+  for (const BandCoverage& c : coverage) {
+    absl::StrAppendFormat(&s,
+                          "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n",
+                          c.engine, c.rows, 100 * c.tpot, 100 * c.ttft,
+                          100 * c.split_tpot, 100 * c.split_ttft);
+  }
+  return s;
+}
+
+}  // namespace shardplan::simulator

@@ -2,8 +2,10 @@
 // named calibration profiles (one per serving engine; the default is one of
 // them), the harness that maps each measured row to a Problem + PlanDims and
 // predicts it, the accuracy report (MAPE of TPOT and TTFT per model and engine,
-// fitted and held-out rows apart, Spearman rank correlation of TPOT), and the
-// fit (coordinate descent on log-error, fit rows only).
+// fitted and held-out rows apart, Spearman rank correlation of TPOT), the
+// fit (coordinate descent on log-error, fit rows only), and the error bars
+// (p10-p90 bands of measured/predicted on held-out rows, per regime) that
+// predictions carry.
 //
 // The harness does no file I/O: callers pass the CSV text (simulator/ stays
 // I/O-free).
@@ -172,6 +174,107 @@ absl::StatusOr<std::vector<CrossCheckRow>> CrossCheckPublicThroughput(
     const Calibration& calibration = DefaultCalibration());
 // Markdown table of the cross-check.
 std::string CrossCheckMarkdown(const std::vector<CrossCheckRow>& rows);
+
+// --- Error bars ---
+//
+// How far measurements fall from predictions: per regime, the p10 and p90 of
+// measured / predicted TTFT and TPOT over the held-out rows (never fitted).
+// The compiled-in table (CompiledErrorBands) is this computation's output on
+// the calibration CSVs; calibration_test recomputes it so they cannot drift.
+
+// One regime's band. `engine` and `dtype` are "*" for a band pooled over
+// engines / weight dtypes.
+struct ErrorBand {
+  std::string engine;  // the profile's engine ("trtllm", "sglang", "vllm")
+  bool moe = false;
+  std::string dtype;  // weight dtype ("bf16", "fp8", "fp4")
+  int rows = 0;       // held-out rows behind the band
+  double ttft_low = 1;
+  double ttft_high = 1;
+  double tpot_low = 1;
+  double tpot_high = 1;
+};
+
+// Fewest held-out rows a band is computed from: below it the p10/p90 of the
+// ratios rest on one or two rows each (a lookup falls back to a pooled band).
+inline constexpr int kMinBandRows = 15;
+
+// Bands from the held-out rows of `rows` and their `predictions` (indexed like
+// `rows`; infeasible predictions are skipped). Cells (engine, moe, dtype),
+// (engine, moe, "*") and ("*", moe, "*"), each kept when it has at least
+// kMinBandRows rows; sorted by (engine, moe, dtype).
+std::vector<ErrorBand> ComputeErrorBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<RowPrediction>& predictions);
+
+// The table shipped with this build (printed by `shardplan-calibrate
+// --bands`).
+const std::vector<ErrorBand>& CompiledErrorBands();
+// `bands` as the C++ initialiser lines of CompiledErrorBands().
+std::string ErrorBandsCpp(const std::vector<ErrorBand>& bands);
+
+// The band a prediction gets: multipliers of the predicted TTFT and TPOT
+// (throughput follows from TPOT) and the notes that say what it rests on.
+struct PredictionBand {
+  double ttft_low = 1;
+  double ttft_high = 1;
+  double tpot_low = 1;
+  double tpot_high = 1;
+  std::vector<std::string> notes;
+};
+
+// The regime of a prediction.
+struct BandRegime {
+  std::string profile;  // calibration profile name; "" = the default profile
+  bool engine_given = true;  // false: engine-agnostic request
+  bool moe = false;
+  Dtype weight_dtype = Dtype::kBf16;
+  int pipeline_stages = 1;
+  int replica_nodes = 1;  // nodes one replica spans
+  bool expert_domain_spans_nodes = false;
+};
+
+// Looks the regime's band up in `bands`: (engine, moe, dtype), else (engine,
+// moe, any dtype), else (any engine, moe) with a note. Regimes without
+// measured rows (pp > 1, a replica over several nodes) widen the band: each
+// unvalidated term is taken to be as uncertain as the validated model and
+// independent of it, so the log-width grows by sqrt(1 + terms). The band is
+// finally extended to contain 1 (the prediction itself). Cost: a scan of the
+// table and a few strings; never called by Evaluate.
+PredictionBand FindPredictionBand(
+    const BandRegime& regime,
+    const std::vector<ErrorBand>& bands = CompiledErrorBands());
+
+// The regime of an evaluated plan: the problem's profile, model kind and
+// weight dtype, the plan's stages and placement.
+BandRegime RegimeOf(const Evaluation& evaluation, const Problem& problem);
+
+// The low end of the plan's throughput range (what
+// Prediction.output_tokens_per_s_range.low says): the expected throughput
+// divided by the high end of its TPOT band. 0 when infeasible. Cost: one
+// FindPredictionBand (not for the cost model's hot path).
+double ConservativeOutputTokensPerS(const Evaluation& evaluation,
+                                    const Problem& problem);
+
+// Coverage: the fraction of held-out rows whose measured/predicted ratio lies
+// inside the band their own regime gets (FindPredictionBand, pp = 1,
+// single-node).
+struct BandCoverage {
+  std::string engine;  // "all" for every held-out row
+  int rows = 0;
+  double tpot = 0;  // fraction in [0, 1]
+  double ttft = 0;
+  // Split halves: bands from every other held-out row, coverage on the rest,
+  // and the other way round (both halves counted).
+  double split_tpot = 0;
+  double split_ttft = 0;
+};
+std::vector<BandCoverage> ComputeBandCoverage(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<RowPrediction>& predictions);
+// Markdown tables of `bands` and `coverage`.
+std::string ErrorBandsMarkdown(const std::vector<ErrorBand>& bands,
+                               const std::vector<BandCoverage>& coverage);
 
 // --- Fit ---
 

@@ -911,6 +911,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   e.capacity_bytes = k.capacity_bytes;
   const PlanCtx& p = s.ctx;
   const int pp = s.num_stages;
+  e.pipeline_stages = pp;
 
   // Memory: the worst stage.
   double worst_total = -1, max_weights = 0;

@@ -20,6 +20,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "shardplan/v1/shardplan.pb.h"
+#include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -84,8 +85,14 @@ absl::StatusOr<shardplan::v1::EvaluateResponse> Run(Mode mode,
   ASSIGN_OR_RETURN(
       Problem problem,
       ProblemFromProto(request.model(), request.cluster(), request.workload()));
+  // The workload's engine picks the calibration profile (as in the server).
+  ASSIGN_OR_RETURN(
+      const CalibrationProfile profile,
+      problem.workload.calibration_profile.empty()
+          ? DefaultCalibrationProfile()
+          : FindCalibrationProfile(problem.workload.calibration_profile));
   ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> cost_model,
-                   CostModel::Create(std::move(problem)));
+                   CostModel::Create(std::move(problem), profile.calibration));
   PlanDims plan;
   if (mode == Mode::kMegatron) {
     plan = MegatronPlan(*cost_model);

@@ -25,6 +25,7 @@
 #include "google/protobuf/descriptor.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "simulator/calibration.h"
 #include "simulator/internal/catalog_data.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
@@ -821,6 +822,60 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
   return c;
 }
 
+namespace {
+
+// Engine and calibration profile of a workload -> the profile's name. An
+// explicit profile wins; it must then be one for the named engine (a vLLM
+// deployment predicted with SGLang's constants is a mistake, not a choice).
+absl::StatusOr<std::string> ResolveCalibrationProfile(
+    const Workload& workload) {
+  std::vector<std::string> engines, names;
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    if (std::find(engines.begin(), engines.end(), p.engine) == engines.end()) {
+      engines.push_back(p.engine);
+    }
+    names.push_back(p.name);
+  }
+  const std::string& engine = workload.engine();
+  if (!engine.empty() &&
+      std::find(engines.begin(), engines.end(), engine) == engines.end()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "workload.engine must be one of %s (or empty: engine-agnostic), got "
+        "%s",
+        absl::StrJoin(engines, ", "), QuoteUserText(engine)));
+  }
+  // Recorded only, but bounded like any other user text.
+  if (workload.engine_version().size() > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "workload.engine_version must be at most 64 characters, got ",
+        workload.engine_version().size()));
+  }
+  const std::string& name = workload.calibration_profile();
+  if (name.empty()) {
+    // Engine-agnostic: "" (the default profile, and the error bars say the
+    // engine was not named).
+    if (engine.empty()) return std::string();
+    for (const CalibrationProfile& p : CalibrationProfiles()) {
+      if (p.engine == engine) return p.name;
+    }
+  }
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    if (p.name != name) continue;
+    if (!engine.empty() && p.engine != engine) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "workload.calibration_profile %s is for engine %s, but "
+          "workload.engine is %s",
+          QuoteUserText(name), p.engine, QuoteUserText(engine)));
+    }
+    return p.name;
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "workload.calibration_profile %s is not a known profile; known: %s",
+      QuoteUserText(name), absl::StrJoin(names, ", ")));
+}
+
+}  // namespace
+
 absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
   WorkloadDims w;
   RETURN_IF_ERROR(CheckRange(workload.input_tokens(), "workload.input_tokens",
@@ -842,6 +897,9 @@ absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
                                               "workload.weight_dtype"));
   ASSIGN_OR_RETURN(w.kv_cache_dtype, ParseDtype(workload.kv_cache_dtype(),
                                                 "workload.kv_cache_dtype"));
+  ASSIGN_OR_RETURN(w.calibration_profile, ResolveCalibrationProfile(workload));
+  w.engine = workload.engine();
+  w.engine_version = workload.engine_version();
   return w;
 }
 
@@ -1033,8 +1091,38 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   return out;
 }
 
+namespace {
+
+void SetRange(double value, double low_ratio, double high_ratio,
+              shardplan::v1::Range* range) {
+  range->set_low(value * low_ratio);
+  range->set_high(value * high_ratio);
+}
+
+}  // namespace
+
 Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   Prediction out;
+  // Error bars: computed here, for the predictions a client sees, and never in
+  // Evaluate (which stays allocation-free).
+  const BandRegime regime = RegimeOf(e, problem);
+  PredictionBand band = FindPredictionBand(regime);
+  out.set_calibration_profile(regime.profile.empty()
+                                  ? DefaultCalibrationProfile().name
+                                  : regime.profile);
+  SetRange(e.ttft_s * 1e3, band.ttft_low, band.ttft_high,
+           out.mutable_ttft_ms_range());
+  SetRange(e.tpot_s * 1e3, band.tpot_low, band.tpot_high,
+           out.mutable_tpot_ms_range());
+  // Throughput is batch / TPOT at a fixed batch: its band is TPOT's inverted.
+  SetRange(e.output_tokens_per_s, 1.0 / band.tpot_high, 1.0 / band.tpot_low,
+           out.mutable_output_tokens_per_s_range());
+  for (std::string& note : band.notes) out.add_validation(std::move(note));
+  if (!problem.workload.engine_version.empty()) {
+    out.add_validation(absl::StrCat(
+        "engine_version ", QuoteUserText(problem.workload.engine_version),
+        " recorded; profiles are per engine, not per version"));
+  }
   out.set_feasible(e.feasible);
   if (!e.feasible) out.set_infeasible_reason(InfeasibleReasonText(e));
   out.set_output_tokens_per_s(e.output_tokens_per_s);

@@ -140,6 +140,13 @@ struct WorkloadDims {
   double max_tpot_s = 0;  // 0: no SLO
   Dtype weight_dtype = Dtype::kBf16;
   Dtype kv_cache_dtype = Dtype::kBf16;
+  // Serving engine ("" = engine-agnostic), its version (recorded only), and
+  // the calibration profile the cost model uses (resolved by
+  // WorkloadDimsFromProto from the engine or the profile name; "" = neither
+  // was given: the default profile). Not read by Evaluate.
+  std::string engine;
+  std::string engine_version;
+  std::string calibration_profile;
 };
 
 // A validated planning problem.
@@ -239,6 +246,8 @@ struct Evaluation {
   int ep_nodes = 1;
   int replica_nodes = 1;
   bool pipeline_crosses_nodes = false;
+  // Pipeline stages of the plan evaluated (the error bars' regime).
+  int pipeline_stages = 1;
 };
 
 // "weights need 141.2 GB per GPU, 80.0 GB available"; "" when feasible.

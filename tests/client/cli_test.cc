@@ -42,6 +42,10 @@ TEST(CliTest, PlanTakesEveryFlag) {
                    "fp8",
                    "--kv-cache-dtype",
                    "fp8",
+                   "--engine",
+                   "vllm",
+                   "--engine-version",
+                   "0.12.0",
                    "--method",
                    "anneal",
                    "--max-evaluations",
@@ -70,6 +74,8 @@ TEST(CliTest, PlanTakesEveryFlag) {
   EXPECT_DOUBLE_EQ(cl->problem.max_tpot_ms, 50);
   EXPECT_EQ(cl->problem.weight_dtype, "fp8");
   EXPECT_EQ(cl->problem.kv_cache_dtype, "fp8");
+  EXPECT_EQ(cl->problem.engine, "vllm");
+  EXPECT_EQ(cl->problem.engine_version, "0.12.0");
   EXPECT_FALSE(cl->problem.hardware_set);
   EXPECT_EQ(cl->search.method, "anneal");
   EXPECT_EQ(cl->search.max_evaluations, 300);

@@ -41,7 +41,11 @@ TEST(RequestBuilderTest, PlanRequestCarriesEveryFlag) {
   s.max_seconds = 7.5;
   s.seed = 42;
   s.no_warm_start = true;
-  auto request = BuildPlanRequest(CatalogProblem(), s, FakeFiles({}));
+  s.objective = "conservative";
+  ProblemFlags problem = CatalogProblem();
+  problem.engine = "sglang";
+  problem.engine_version = "0.5.1";
+  auto request = BuildPlanRequest(problem, s, FakeFiles({}));
   ASSERT_TRUE(request.ok()) << request.status();
   EXPECT_EQ(request->model().catalog_name(), "llama-3.1-70b");
   EXPECT_EQ(request->cluster().hardware(), "h100-sxm-80gb");
@@ -52,6 +56,9 @@ TEST(RequestBuilderTest, PlanRequestCarriesEveryFlag) {
   EXPECT_EQ(request->workload().concurrency(), 32);
   EXPECT_DOUBLE_EQ(request->workload().max_ttft_ms(), 500);
   EXPECT_EQ(request->workload().weight_dtype(), "fp8");
+  EXPECT_EQ(request->workload().engine(), "sglang");
+  EXPECT_EQ(request->workload().engine_version(), "0.5.1");
+  EXPECT_EQ(request->options().objective(), "conservative");
   EXPECT_EQ(request->options().method(), "anneal");
   EXPECT_EQ(request->options().max_evaluations(), 500);
   EXPECT_DOUBLE_EQ(request->options().max_seconds(), 7.5);

@@ -79,6 +79,31 @@ TEST(ProblemKeyTest, FingerprintIsStableAndBucketed) {
   EXPECT_NE(MakeProblemKey(deeper).fingerprint, key.fingerprint);
 }
 
+TEST(ProblemKeyTest, CalibrationProfileIsPartOfTheKey) {
+  auto a = MakeProblem("llama-3.1-70b", 16, 2048, 512);
+  ASSERT_TRUE(a.ok());
+  const ProblemKey agnostic = MakeProblemKey(*a);
+  EXPECT_EQ(agnostic.model_name, "llama-3.1-70b");
+  EXPECT_EQ(ProfileOfKey(agnostic), "h100-trtllm");
+  // Naming the default profile's engine is the same problem (same constants):
+  // rows stored before profiles existed stay exact matches.
+  simulator::Problem trtllm = *a;
+  trtllm.workload.engine = "trtllm";
+  trtllm.workload.calibration_profile = "h100-trtllm";
+  EXPECT_EQ(MakeProblemKey(trtllm).fingerprint, agnostic.fingerprint);
+  EXPECT_EQ(MakeProblemKey(trtllm).model_name, "llama-3.1-70b");
+  simulator::Problem vllm = *a;
+  vllm.workload.engine = "vllm";
+  vllm.workload.calibration_profile = "h100-vllm";
+  const ProblemKey vllm_key = MakeProblemKey(vllm);
+  EXPECT_NE(vllm_key.fingerprint, agnostic.fingerprint);
+  EXPECT_EQ(vllm_key.family_key, agnostic.family_key);
+  EXPECT_EQ(vllm_key.model_name, "llama-3.1-70b @profile=h100-vllm");
+  EXPECT_EQ(ProfileOfKey(vllm_key), "h100-vllm");
+  // Nearest lookups prefer the same profile, but another one is close.
+  EXPECT_DOUBLE_EQ(WorkloadDistance(vllm_key, agnostic), 1);
+}
+
 TEST(ProblemKeyTest, WorkloadDistance) {
   ProblemKey a, b;
   a.input_tokens_log2 = 11;

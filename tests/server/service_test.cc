@@ -171,6 +171,85 @@ TEST_F(ServiceTest, InvalidRequestsGetInvalidArgumentAndServerStaysUp) {
   EXPECT_EQ(script_.started(), 0) << "no search ran for invalid requests";
 }
 
+TEST_F(ServiceTest, EvaluatePlanUsesTheEnginesProfileAndRanges) {
+  StartServer();
+  shardplan::v1::EvaluateRequest evaluate;
+  evaluate.mutable_model()->set_catalog_name("llama-3.1-8b");
+  evaluate.mutable_cluster()->set_hardware("h100-sxm-80gb");
+  evaluate.mutable_cluster()->set_num_gpus(8);
+  evaluate.mutable_workload()->set_input_tokens(1024);
+  evaluate.mutable_workload()->set_output_tokens(256);
+  evaluate.mutable_workload()->set_concurrency(16);
+  evaluate.mutable_plan()->set_dp(1);
+  evaluate.mutable_plan()->set_tp(8);
+  evaluate.mutable_plan()->set_pp(1);
+  shardplan::v1::EvaluateResponse agnostic;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->EvaluatePlan(&context, evaluate, &agnostic);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(agnostic.prediction().calibration_profile(), "h100-trtllm");
+
+  evaluate.mutable_workload()->set_engine("vllm");
+  evaluate.mutable_workload()->set_engine_version("0.12.0");
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext context2;
+  status = stub_->EvaluatePlan(&context2, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const shardplan::v1::Prediction& p = response.prediction();
+  EXPECT_EQ(p.calibration_profile(), "h100-vllm");
+  // vLLM's per-request overhead is smaller than TensorRT-LLM's: the profile
+  // was really used.
+  EXPECT_LT(p.ttft_ms(), agnostic.prediction().ttft_ms());
+  EXPECT_LE(p.output_tokens_per_s_range().low(), p.output_tokens_per_s());
+  EXPECT_GE(p.output_tokens_per_s_range().high(), p.output_tokens_per_s());
+  EXPECT_LE(p.ttft_ms_range().low(), p.ttft_ms());
+  EXPECT_GE(p.ttft_ms_range().high(), p.ttft_ms());
+  EXPECT_LE(p.tpot_ms_range().low(), p.tpot_ms());
+  EXPECT_GE(p.tpot_ms_range().high(), p.tpot_ms());
+  EXPECT_LT(p.tpot_ms_range().low(), p.tpot_ms_range().high());
+  EXPECT_THAT(p.validation(), ::testing::Contains(HasSubstr("engine_version")));
+
+  evaluate.mutable_workload()->set_engine("tgi");
+  grpc::ClientContext context3;
+  status = stub_->EvaluatePlan(&context3, evaluate, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(
+      status.error_message(),
+      StartsWith("workload.engine must be one of trtllm, sglang, vllm"));
+
+  // Searches use the profile too: every streamed prediction names it.
+  shardplan::v1::PlanRequest plan = MakePlanRequest("llama-3.1-8b", 8);
+  plan.mutable_workload()->set_engine("sglang");
+  StreamResult result = Plan(plan);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_FALSE(result.updates.empty());
+  for (const PlanUpdate& update : result.updates) {
+    EXPECT_EQ(update.prediction().calibration_profile(), "h100-sglang");
+  }
+}
+
+// The conservative objective streams a plan as the best only when the low end
+// of its throughput range beats the best so far.
+TEST_F(ServiceTest, ConservativeObjectiveRanksByTheRangesLowEnd) {
+  StartServer();
+  script_.improvements = 3;
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_objective("conservative");
+  StreamResult result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_GE(result.updates.size(), 2u);
+  double previous = 0;
+  for (const PlanUpdate& update : result.updates) {
+    if (update.final()) continue;
+    const double low = update.prediction().output_tokens_per_s_range().low();
+    EXPECT_GT(low, previous) << update.kind();
+    previous = low;
+  }
+  EXPECT_GE(
+      result.updates.back().prediction().output_tokens_per_s_range().low(),
+      previous);
+}
+
 TEST_F(ServiceTest, ListCatalog) {
   StartServer();
   shardplan::v1::ListCatalogResponse response;

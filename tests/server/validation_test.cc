@@ -43,6 +43,26 @@ TEST(ValidationTest, ValidRequestGetsDefaults) {
   EXPECT_EQ(validated->cost_model->problem().cluster.num_gpus, 8);
 }
 
+TEST(ValidationTest, ObjectiveIsExpectedOrConservative) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  absl::StatusOr<ValidatedPlanRequest> validated =
+      ValidatePlanRequest(request, Limits());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_FALSE(validated->conservative);
+  request.mutable_options()->set_objective("conservative");
+  validated = ValidatePlanRequest(request, Limits());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_TRUE(validated->conservative);
+  request.mutable_options()->set_objective("expected");
+  EXPECT_TRUE(Check(request).ok());
+  request.mutable_options()->set_objective("optimistic");
+  const absl::Status status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "options.objective must be one of expected, conservative; got "
+            "\"optimistic\"");
+}
+
 TEST(ValidationTest, ExplicitOptionsAreKept) {
   shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
   request.mutable_options()->set_method("anneal");

@@ -5,10 +5,13 @@
 // fitting happens here.
 #include "simulator/calibration.h"
 
+#include <algorithm>
+#include <cmath>
 #include <fstream>
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -234,6 +237,162 @@ TEST(CalibrationParseTest, RejectsMalformedCsv) {
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(good->rows.size(), 1u);
   EXPECT_EQ(good->skipped_other, 1);
+}
+
+// The error bars: every held-out row of the three calibration files (the
+// validation file's as a held-out model), predicted with the compiled-in
+// profiles.
+class ErrorBandsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    for (const char* file :
+         {"h100_measured_latency.csv", "h100_moe_latency.csv",
+          "h100_validation_latency.csv"}) {
+      absl::StatusOr<ParsedMeasurements> part = ParseMeasurements(
+          ReadCsv(file), std::string(file) == "h100_validation_latency.csv");
+      ASSERT_TRUE(part.ok()) << part.status();
+      rows_.insert(rows_.end(), part->rows.begin(), part->rows.end());
+    }
+    absl::StatusOr<std::vector<RowPrediction>> pred =
+        PredictRows(rows_, CalibrationProfiles());
+    ASSERT_TRUE(pred.ok()) << pred.status();
+    pred_ = *pred;
+  }
+  std::vector<MeasuredRow> rows_;
+  std::vector<RowPrediction> pred_;
+};
+
+// The compiled-in table is what the computation gives on the CSVs (to the
+// printed precision, 6 significant digits), so the two cannot drift.
+TEST_F(ErrorBandsTest, CompiledTableEqualsRecomputed) {
+  const std::vector<ErrorBand> bands = ComputeErrorBands(rows_, pred_);
+  const std::vector<ErrorBand>& compiled = CompiledErrorBands();
+  ASSERT_EQ(bands.size(), compiled.size()) << ErrorBandsCpp(bands);
+  for (size_t i = 0; i < bands.size(); ++i) {
+    const ErrorBand& b = bands[i];
+    const ErrorBand& c = compiled[i];
+    const std::string what =
+        absl::StrCat(b.engine, b.moe ? " moe " : " dense ", b.dtype);
+    EXPECT_EQ(b.engine, c.engine) << what;
+    EXPECT_EQ(b.moe, c.moe) << what;
+    EXPECT_EQ(b.dtype, c.dtype) << what;
+    EXPECT_EQ(b.rows, c.rows) << what;
+    EXPECT_NEAR(b.ttft_low, c.ttft_low, 1e-5 * c.ttft_low) << what;
+    EXPECT_NEAR(b.ttft_high, c.ttft_high, 1e-5 * c.ttft_high) << what;
+    EXPECT_NEAR(b.tpot_low, c.tpot_low, 1e-5 * c.tpot_low) << what;
+    EXPECT_NEAR(b.tpot_high, c.tpot_high, 1e-5 * c.tpot_high) << what;
+    EXPECT_LE(b.ttft_low, b.ttft_high) << what;
+    EXPECT_LE(b.tpot_low, b.tpot_high) << what;
+    EXPECT_GE(b.rows, kMinBandRows) << what;
+  }
+  // Every engine has a dense band of its own; MoE exists for trtllm and vllm
+  // and pooled.
+  for (const char* engine : {"trtllm", "sglang", "vllm"}) {
+    EXPECT_TRUE(std::any_of(
+        compiled.begin(), compiled.end(),
+        [&](const ErrorBand& b) { return b.engine == engine && !b.moe; }))
+        << engine;
+  }
+}
+
+// Honesty check: held-out rows inside the band their regime gets. In-sample
+// (the band comes from the same rows) and, the real test, with bands from
+// every other row and coverage on the rest. Target 75-85%; the limits below
+// leave room for the small groups (sglang: 20 rows).
+TEST_F(ErrorBandsTest, CoverageNearEightyPercent) {
+  const std::vector<BandCoverage> coverage = ComputeBandCoverage(rows_, pred_);
+  const std::string table =
+      ErrorBandsMarkdown(ComputeErrorBands(rows_, pred_), coverage);
+  bool saw_all = false;
+  for (const BandCoverage& c : coverage) {
+    if (c.engine == "all") {
+      saw_all = true;
+      EXPECT_GT(c.rows, 300) << table;
+      for (double f : {c.tpot, c.ttft, c.split_tpot, c.split_ttft}) {
+        EXPECT_GE(f, 0.75) << table;
+        EXPECT_LE(f, 0.85) << table;
+      }
+    } else {
+      for (double f : {c.tpot, c.ttft, c.split_tpot, c.split_ttft}) {
+        EXPECT_GE(f, 0.70) << c.engine << "\n" << table;
+        EXPECT_LE(f, 0.96) << c.engine << "\n" << table;
+      }
+    }
+  }
+  EXPECT_TRUE(saw_all);
+}
+
+TEST(PredictionBandTest, WidensWhereNoRowsWereMeasured) {
+  BandRegime regime;
+  regime.profile = "h100-vllm";
+  const PredictionBand base = FindPredictionBand(regime);
+  EXPECT_TRUE(base.notes.empty());
+  EXPECT_LE(base.tpot_low, 1.0);
+  EXPECT_GE(base.tpot_high, 1.0);
+
+  regime.pipeline_stages = 2;
+  const PredictionBand pp = FindPredictionBand(regime);
+  ASSERT_EQ(pp.notes.size(), 1u);
+  EXPECT_THAT(pp.notes[0],
+              ::testing::StartsWith("pipeline parallelism: no measured rows"));
+  EXPECT_LT(pp.tpot_low, base.tpot_low);
+  EXPECT_GT(pp.tpot_high, base.tpot_high);
+  // sqrt(2) times the log-width (before the band is extended to contain 1).
+  const ErrorBand* vllm_bf16 = nullptr;
+  for (const ErrorBand& b : CompiledErrorBands()) {
+    if (b.engine == "vllm" && !b.moe && b.dtype == "bf16") vllm_bf16 = &b;
+  }
+  ASSERT_NE(vllm_bf16, nullptr);
+  EXPECT_NEAR(
+      std::log(pp.tpot_high / pp.tpot_low),
+      std::sqrt(2.0) * std::log(vllm_bf16->tpot_high / vllm_bf16->tpot_low),
+      1e-9);
+
+  regime.pipeline_stages = 1;
+  regime.replica_nodes = 2;
+  regime.moe = true;
+  regime.weight_dtype = Dtype::kFp4;
+  regime.expert_domain_spans_nodes = true;
+  const PredictionBand multi = FindPredictionBand(regime);
+  ASSERT_EQ(multi.notes.size(), 1u);
+  EXPECT_EQ(multi.notes[0],
+            "multi-node collectives: no measured serving rows; DeepEP kernel "
+            "figures only; range widened");
+}
+
+TEST(PredictionBandTest, ConservativeThroughputIsTheRangesLowEnd) {
+  Problem problem;
+  problem.workload.calibration_profile = "h100-vllm";
+  Evaluation e;
+  e.feasible = true;
+  e.output_tokens_per_s = 1000;
+  e.pipeline_stages = 2;
+  const PredictionBand band = FindPredictionBand(RegimeOf(e, problem));
+  EXPECT_DOUBLE_EQ(ConservativeOutputTokensPerS(e, problem),
+                   1000 / band.tpot_high);
+  EXPECT_LT(ConservativeOutputTokensPerS(e, problem), 1000);
+  e.feasible = false;
+  EXPECT_EQ(ConservativeOutputTokensPerS(e, problem), 0);
+}
+
+TEST(PredictionBandTest, FallsBackToPooledBands) {
+  BandRegime regime;
+  regime.profile = "h100-sglang";  // no held-out MoE rows on SGLang
+  regime.moe = true;
+  regime.weight_dtype = Dtype::kFp8;
+  const PredictionBand band = FindPredictionBand(regime);
+  ASSERT_EQ(band.notes.size(), 1u);
+  EXPECT_THAT(band.notes[0], ::testing::HasSubstr("pooled over"));
+  EXPECT_LT(band.tpot_low, 1.0);
+  EXPECT_GT(band.tpot_high, 1.0);
+  regime.engine_given = false;
+  regime.profile = "";
+  regime.moe = false;
+  const PredictionBand agnostic = FindPredictionBand(regime);
+  ASSERT_EQ(agnostic.notes.size(), 1u);
+  EXPECT_THAT(agnostic.notes[0],
+              ::testing::StartsWith("engine not set: predicted with the "
+                                    "default profile h100-trtllm"));
 }
 
 TEST(CalibrationParseTest, SpearmanOfKnownRanks) {

@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <map>
+#include <memory>
 #include <random>
 #include <sstream>
 #include <string>
@@ -12,6 +13,8 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "simulator/calibration.h"
+#include "simulator/cost_model.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator {
@@ -488,6 +491,136 @@ TEST(PredictionProtoTest, InfeasibleCarriesReason) {
   EXPECT_FALSE(p.feasible());
   EXPECT_EQ(p.infeasible_reason(),
             "weights need 141.2 GB per GPU, 80.0 GB available");
+}
+
+// --- Engine-aware prediction and error bars
+
+absl::StatusOr<WorkloadDims> WorkloadWith(const std::string& engine,
+                                          const std::string& profile) {
+  shardplan::v1::Workload w;
+  w.set_input_tokens(1024);
+  w.set_output_tokens(256);
+  w.set_engine(engine);
+  w.set_calibration_profile(profile);
+  return WorkloadDimsFromProto(w);
+}
+
+TEST(EngineTest, EngineSelectsItsProfile) {
+  // Engine-agnostic: no profile named (the cost model takes the default).
+  EXPECT_EQ(WorkloadWith("", "")->calibration_profile, "");
+  EXPECT_EQ(WorkloadWith("trtllm", "")->calibration_profile, "h100-trtllm");
+  EXPECT_EQ(WorkloadWith("vllm", "")->calibration_profile, "h100-vllm");
+  EXPECT_EQ(WorkloadWith("sglang", "")->calibration_profile, "h100-sglang");
+  EXPECT_EQ(WorkloadWith("", "h100-vllm")->calibration_profile, "h100-vllm");
+  EXPECT_EQ(WorkloadWith("vllm", "h100-vllm")->engine, "vllm");
+}
+
+TEST(EngineTest, UnknownEngineOrProfileIsInvalidArgument) {
+  const absl::Status engine = WorkloadWith("tgi", "").status();
+  EXPECT_EQ(engine.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(engine.message(),
+            "workload.engine must be one of trtllm, sglang, vllm (or empty: "
+            "engine-agnostic), got \"tgi\"");
+  const absl::Status profile = WorkloadWith("", "a100-vllm").status();
+  EXPECT_EQ(profile.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(profile.message(),
+            "workload.calibration_profile \"a100-vllm\" is not a known "
+            "profile; known: h100-trtllm, h100-sglang, h100-vllm");
+  const absl::Status mismatch = WorkloadWith("vllm", "h100-sglang").status();
+  EXPECT_EQ(mismatch.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(mismatch.message(),
+              HasSubstr("workload.calibration_profile \"h100-sglang\" is for "
+                        "engine sglang"));
+}
+
+// A real prediction through the cost model: the ranges bracket the value,
+// the profile is named, and regimes without measured rows say so.
+shardplan::v1::Prediction Predict(const std::string& model, int gpus,
+                                  const std::string& engine, int tp, int pp) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name(model);
+  ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(gpus);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(256);
+  workload.set_concurrency(16);
+  workload.set_engine(engine);
+  absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  absl::StatusOr<CalibrationProfile> profile =
+      problem->workload.calibration_profile.empty()
+          ? DefaultCalibrationProfile()
+          : FindCalibrationProfile(problem->workload.calibration_profile);
+  EXPECT_TRUE(profile.ok()) << profile.status();
+  absl::StatusOr<std::unique_ptr<const CostModel>> cost =
+      CostModel::Create(*problem, profile->calibration);
+  EXPECT_TRUE(cost.ok()) << cost.status();
+  PlanDims plan;
+  plan.tp = tp;
+  plan.pp = pp;
+  plan.dp = gpus / (tp * pp);
+  EXPECT_TRUE((*cost)->ValidatePlan(plan).ok());
+  return PredictionToProto((*cost)->Evaluate(plan), *problem);
+}
+
+void ExpectBracketed(const shardplan::v1::Prediction& p) {
+  EXPECT_TRUE(p.feasible()) << p.infeasible_reason();
+  EXPECT_LE(p.ttft_ms_range().low(), p.ttft_ms());
+  EXPECT_GE(p.ttft_ms_range().high(), p.ttft_ms());
+  EXPECT_LE(p.tpot_ms_range().low(), p.tpot_ms());
+  EXPECT_GE(p.tpot_ms_range().high(), p.tpot_ms());
+  EXPECT_LE(p.output_tokens_per_s_range().low(), p.output_tokens_per_s());
+  EXPECT_GE(p.output_tokens_per_s_range().high(), p.output_tokens_per_s());
+  EXPECT_LT(p.tpot_ms_range().low(), p.tpot_ms_range().high());
+  // Throughput ~ 1/TPOT at a fixed batch.
+  EXPECT_NEAR(p.output_tokens_per_s_range().low() * p.tpot_ms_range().high(),
+              p.output_tokens_per_s() * p.tpot_ms(),
+              1e-9 * p.output_tokens_per_s() * p.tpot_ms());
+}
+
+TEST(PredictionRangeTest, SingleNodeHasRangesAndNoNotes) {
+  const shardplan::v1::Prediction p = Predict("llama-3.1-8b", 8, "vllm", 8, 1);
+  EXPECT_EQ(p.calibration_profile(), "h100-vllm");
+  ExpectBracketed(p);
+  EXPECT_EQ(p.validation_size(), 0);
+  EXPECT_THAT(ToJson(p), HasSubstr("\"outputTokensPerSRange\""));
+  EXPECT_THAT(ToJson(p), HasSubstr("\"calibrationProfile\": \"h100-vllm\""));
+}
+
+TEST(PredictionRangeTest, PipelineAndMultiNodeSaySoAndWiden) {
+  const shardplan::v1::Prediction single =
+      Predict("llama-3.1-70b", 8, "trtllm", 8, 1);
+  const shardplan::v1::Prediction pp =
+      Predict("llama-3.1-70b", 8, "trtllm", 4, 2);
+  ExpectBracketed(pp);
+  ASSERT_EQ(pp.validation_size(), 1);
+  EXPECT_EQ(pp.validation(0),
+            "pipeline parallelism: no measured rows; range widened (pipeline "
+            "bubbles and stage-to-stage sends follow the datasheet "
+            "formulas)");
+  EXPECT_GT(pp.tpot_ms_range().high() / pp.tpot_ms(),
+            single.tpot_ms_range().high() / single.tpot_ms());
+  // One tp-16 replica over two nodes.
+  const shardplan::v1::Prediction multi =
+      Predict("llama-3.1-70b", 16, "trtllm", 16, 1);
+  ExpectBracketed(multi);
+  ASSERT_EQ(multi.validation_size(), 1);
+  EXPECT_THAT(multi.validation(0),
+              ::testing::StartsWith("multi-node collectives: no measured "
+                                    "serving rows"));
+  // The conservative objective's figure is the range's low end, and the
+  // widening makes it a larger discount for the unmeasured regime.
+  EXPECT_LT(
+      pp.output_tokens_per_s_range().low() / pp.output_tokens_per_s(),
+      single.output_tokens_per_s_range().low() / single.output_tokens_per_s());
+  // Engine-agnostic: the default profile, and a note saying so.
+  const shardplan::v1::Prediction agnostic =
+      Predict("llama-3.1-8b", 8, "", 8, 1);
+  EXPECT_EQ(agnostic.calibration_profile(), "h100-trtllm");
+  ASSERT_EQ(agnostic.validation_size(), 1);
+  EXPECT_THAT(agnostic.validation(0), HasSubstr("engine not set"));
 }
 
 TEST(ModelSpecTest, DimsRoundTrip) {
