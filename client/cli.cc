@@ -90,8 +90,12 @@ void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
                   "Serving engine the plan is for: vllm, sglang or trtllm "
                   "(predicts with its calibration profile; default: "
                   "engine-agnostic)");
+  // One flag for both uses: the release the plan is predicted for and the one
+  // whose flag table --emit uses.
   cmd->add_option("--engine-version", f->engine_version,
-                  "The engine's version (recorded with the prediction)");
+                  "Engine release, e.g. 0.11.2: recorded with the prediction, "
+                  "and picks --emit's flags (default: the newest checked; "
+                  "client/engines/*.yaml)");
 }
 
 void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
@@ -135,9 +139,6 @@ void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
            "trtllm, or a Kubernetes LeaderWorkerSet (k8s-vllm, k8s-sglang)")
         ->check(CLI::IsMember(
             {"vllm", "sglang", "trtllm", "k8s-vllm", "k8s-sglang"}));
-    cmd->add_option("--engine-version", g->engine_version,
-                    "Engine release for --emit's flags, e.g. 0.11.2 (default: "
-                    "the newest checked; client/engines/*.yaml)");
   }
 }
 
@@ -238,6 +239,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
     return absl::InvalidArgumentError(e.what());
   }
 
+  g.engine_version = problem.engine_version;
   if (plan->parsed()) {
     result.command = Command::kPlan;
     problem.hardware_set = plan_hw[0]->count() > 0;

@@ -62,9 +62,9 @@ double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
   }
   const double kv_bytes =
       static_cast<double>(batch) *
-      (static_cast<double>(p.workload.input_tokens) + p.workload.output_tokens) *
-      m.layers *
-      kv_per_token_layer *
+      (static_cast<double>(p.workload.input_tokens) +
+       p.workload.output_tokens) *
+      m.layers * kv_per_token_layer *
       simulator::BytesPerElement(p.workload.kv_cache_dtype) /
       std::max(1, g.tp * g.pp);
   return weight_bytes + kv_bytes;
@@ -105,98 +105,98 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
         weight_bytes > instance * p.cluster.hardware.hbm_bytes) {
       continue;
     }
-  for (int tp = 1; tp <= instance; ++tp) {
-    if (instance % tp != 0) continue;
-    if (m.heads > 0 && m.heads % tp != 0) continue;
-    if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
-      continue;
-    for (int pp = 1; pp <= instance / tp; ++pp) {
-      if ((instance / tp) % pp != 0 || pp > m.layers ||
-          pp > simulator::kMaxPipelineStages) {
+    for (int tp = 1; tp <= instance; ++tp) {
+      if (instance % tp != 0) continue;
+      if (m.heads > 0 && m.heads % tp != 0) continue;
+      if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
         continue;
-      }
-      const int dp = instance / (tp * pp);
-      for (int ep = 1; ep <= dp * tp; ++ep) {
-        if ((dp * tp) % ep != 0) continue;
-        if (!m.is_moe() && ep != 1) continue;
-        if (m.is_moe() && m.experts % ep != 0) continue;
-        PlanDims plan;
-        plan.replicas = replicas;
-        plan.dp = dp;
-        plan.tp = tp;
-        plan.pp = pp;
-        plan.ep = ep;
-        if (!model.ValidatePlan(plan).ok()) continue;
-        const Degrees g{dp, tp, pp, ep, replicas};
+      for (int pp = 1; pp <= instance / tp; ++pp) {
+        if ((instance / tp) % pp != 0 || pp > m.layers ||
+            pp > simulator::kMaxPipelineStages) {
+          continue;
+        }
+        const int dp = instance / (tp * pp);
+        for (int ep = 1; ep <= dp * tp; ++ep) {
+          if ((dp * tp) % ep != 0) continue;
+          if (!m.is_moe() && ep != 1) continue;
+          if (m.is_moe() && m.experts % ep != 0) continue;
+          PlanDims plan;
+          plan.replicas = replicas;
+          plan.dp = dp;
+          plan.tp = tp;
+          plan.pp = pp;
+          plan.ep = ep;
+          if (!model.ValidatePlan(plan).ok()) continue;
+          const Degrees g{dp, tp, pp, ep, replicas};
 
-        // Operators.
-        std::array<uint64_t, simulator::kNumOpKinds> op_mask{};
-        for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-          const OpKind op = static_cast<OpKind>(o);
-          const uint64_t fixed = uint64_t{1}
-                                 << static_cast<int>(megatron_dims[o]);
-          const int group = IsExpertOp(op) ? g.tp_expert() : tp;
-          if (!OpExists(m, op) || group <= 1) {
-            op_mask[o] = fixed;
-            continue;
-          }
-          uint64_t mask = 0;
-          for (int d = 0; d < simulator::kNumShardDims; ++d) {
-            const ShardDim dim = static_cast<ShardDim>(d);
-            if ((op == OpKind::kAttention || op == OpKind::kRouter) &&
-                dim == ShardDim::kRow) {
+          // Operators.
+          std::array<uint64_t, simulator::kNumOpKinds> op_mask{};
+          for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+            const OpKind op = static_cast<OpKind>(o);
+            const uint64_t fixed = uint64_t{1}
+                                   << static_cast<int>(megatron_dims[o]);
+            const int group = IsExpertOp(op) ? g.tp_expert() : tp;
+            if (!OpExists(m, op) || group <= 1) {
+              op_mask[o] = fixed;
               continue;
             }
-            PlanDims variant = plan;
-            variant.dims[o] = dim;
-            if (model.ValidatePlan(variant).ok()) mask |= uint64_t{1} << d;
-          }
-          op_mask[o] = mask != 0 ? mask : fixed;
-        }
-
-        // Micro-batches (meaningless without a pipeline) and batch sizes.
-        uint64_t micro_mask = 0;
-        std::array<uint64_t, kMicroBatchMultipliers.size()> batch_mask{};
-        for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size());
-             ++k) {
-          if (pp == 1 && k > 0) continue;
-          PlanDims variant = plan;
-          variant.micro_batches = kMicroBatchMultipliers[k] * pp;
-          if (!model.ValidatePlan(variant).ok()) continue;
-          uint64_t bmask = 0;
-          if (concurrency_fixed) {
-            bmask = uint64_t{1} << AutoBatchChoice();
-          } else {
-            int smallest_valid = -1;
-            for (int b = 0; b < static_cast<int>(batches.size()); ++b) {
-              PlanDims with_batch = variant;
-              with_batch.batch_size = batches[b];
-              if (!model.ValidatePlan(with_batch).ok()) continue;
-              if (smallest_valid < 0) smallest_valid = b;
-              if (options.memory_bound_batches &&
-                  MemoryLowerBoundBytes(p, g, batches[b]) >
-                      model.capacity_bytes()) {
+            uint64_t mask = 0;
+            for (int d = 0; d < simulator::kNumShardDims; ++d) {
+              const ShardDim dim = static_cast<ShardDim>(d);
+              if ((op == OpKind::kAttention || op == OpKind::kRouter) &&
+                  dim == ShardDim::kRow) {
                 continue;
               }
-              bmask |= uint64_t{1} << b;
+              PlanDims variant = plan;
+              variant.dims[o] = dim;
+              if (model.ValidatePlan(variant).ok()) mask |= uint64_t{1} << d;
             }
-            // Keep the smallest valid batch so the tuple stays representable
-            // (its plans are infeasible, which the cost model reports).
-            if (bmask == 0 && smallest_valid >= 0)
-              bmask = uint64_t{1} << smallest_valid;
+            op_mask[o] = mask != 0 ? mask : fixed;
           }
-          if (bmask == 0) continue;
-          micro_mask |= uint64_t{1} << k;
-          batch_mask[k] = bmask;
+
+          // Micro-batches (meaningless without a pipeline) and batch sizes.
+          uint64_t micro_mask = 0;
+          std::array<uint64_t, kMicroBatchMultipliers.size()> batch_mask{};
+          for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size());
+               ++k) {
+            if (pp == 1 && k > 0) continue;
+            PlanDims variant = plan;
+            variant.micro_batches = kMicroBatchMultipliers[k] * pp;
+            if (!model.ValidatePlan(variant).ok()) continue;
+            uint64_t bmask = 0;
+            if (concurrency_fixed) {
+              bmask = uint64_t{1} << AutoBatchChoice();
+            } else {
+              int smallest_valid = -1;
+              for (int b = 0; b < static_cast<int>(batches.size()); ++b) {
+                PlanDims with_batch = variant;
+                with_batch.batch_size = batches[b];
+                if (!model.ValidatePlan(with_batch).ok()) continue;
+                if (smallest_valid < 0) smallest_valid = b;
+                if (options.memory_bound_batches &&
+                    MemoryLowerBoundBytes(p, g, batches[b]) >
+                        model.capacity_bytes()) {
+                  continue;
+                }
+                bmask |= uint64_t{1} << b;
+              }
+              // Keep the smallest valid batch so the tuple stays representable
+              // (its plans are infeasible, which the cost model reports).
+              if (bmask == 0 && smallest_valid >= 0)
+                bmask = uint64_t{1} << smallest_valid;
+            }
+            if (bmask == 0) continue;
+            micro_mask |= uint64_t{1} << k;
+            batch_mask[k] = bmask;
+          }
+          if (micro_mask == 0) continue;
+          space->degrees_.push_back(g);
+          space->op_masks_.push_back(op_mask);
+          space->micro_masks_.push_back(micro_mask);
+          space->batch_masks_.push_back(batch_mask);
         }
-        if (micro_mask == 0) continue;
-        space->degrees_.push_back(g);
-        space->op_masks_.push_back(op_mask);
-        space->micro_masks_.push_back(micro_mask);
-        space->batch_masks_.push_back(batch_mask);
       }
     }
-  }
   }
   if (space->degrees_.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat(

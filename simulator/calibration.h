@@ -46,8 +46,8 @@ struct MeasuredRow {
   std::string engine_version;
   std::string model_path;     // Hugging Face id
   std::string catalog_model;  // our catalog name
-  bool fp8 = false;  // FP8 weights (precision / gemm_quant_mode fp8*)
-  bool fp4 = false;  // FP4 weights (precision / gemm_quant_mode *fp4)
+  bool fp8 = false;           // FP8 weights (precision / gemm_quant_mode fp8*)
+  bool fp4 = false;           // FP4 weights (precision / gemm_quant_mode *fp4)
   int isl = 0;
   int osl = 0;
   int concurrency = 0;

@@ -291,9 +291,8 @@ class Pass {
     const double eff = t / (t + k_.cal.gemm_half_efficiency_tokens);
     const int i = static_cast<int>(op);
     r_.compute[i] += flops_rank / (k_.gemm_flops_per_s * eff);
-    r_.memory[i] +=
-        (weights_rank * k_.weight_stream_bytes + act_bytes) /
-        k_.hbm_bytes_per_s;
+    r_.memory[i] += (weights_rank * k_.weight_stream_bytes + act_bytes) /
+                    k_.hbm_bytes_per_s;
   }
 
   // Weights and FLOPs per rank of a dense GEMM with `w` weight elements, split
@@ -519,11 +518,10 @@ class Pass {
     double seconds = 0;
     if (decode_) {
       const double bytes = tokens_rank * k_.top_k * k_.hidden * elem;
-      const double bw =
-          DeepEpBytesPerS(combine ? kLowLatencyCombineBytesPerS
-                                  : kLowLatencyDispatchBytesPerS,
-                          g.n) *
-          nic_scale;
+      const double bw = DeepEpBytesPerS(combine ? kLowLatencyCombineBytesPerS
+                                                : kLowLatencyDispatchBytesPerS,
+                                        g.n) *
+                        nic_scale;
       seconds = k_.ib_raw_latency_s + bytes / bw;
       r_.traffic.nv += bytes * (gi - 1) / n;
       r_.traffic.ib += bytes * (n - gi) / n;
@@ -1357,11 +1355,10 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   const WorkloadDims& wd = model->problem_.workload;
   const HardwareDims& hd = model->problem_.cluster.hardware;
   k->weight_bytes = BytesPerElement(wd.weight_dtype);
-  k->fp4_dequant =
-      wd.weight_dtype == Dtype::kFp4 &&
-      !(hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0);
-  k->weight_stream_bytes = k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight
-                                           : k->weight_bytes;
+  k->fp4_dequant = wd.weight_dtype == Dtype::kFp4 &&
+                   !(hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0);
+  k->weight_stream_bytes =
+      k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight : k->weight_bytes;
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
   k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s =
@@ -1547,14 +1544,13 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
   // Evaluate requires a plan that passed ValidatePlan; this cheap guard keeps a
   // caller's mistake from indexing out of bounds or dividing by zero (the
   // result is infeasible).
-  bool evaluable = plan.replicas >= 1 && plan.dp >= 1 && plan.tp >= 1 &&
-                   plan.pp >= 1 &&
-                   static_cast<int64_t>(plan.replicas) * plan.dp * plan.tp *
-                           plan.pp ==
-                       k.num_gpus &&
-                   plan.ep >= 1 && plan.pp <= kMaxPipelineStages &&
-                   plan.pp <= k.layers && plan.batch_size >= 0 &&
-                   plan.batch_size <= kMaxBatchSize && plan.micro_batches >= 0;
+  bool evaluable =
+      plan.replicas >= 1 && plan.dp >= 1 && plan.tp >= 1 && plan.pp >= 1 &&
+      static_cast<int64_t>(plan.replicas) * plan.dp * plan.tp * plan.pp ==
+          k.num_gpus &&
+      plan.ep >= 1 && plan.pp <= kMaxPipelineStages && plan.pp <= k.layers &&
+      plan.batch_size >= 0 && plan.batch_size <= kMaxBatchSize &&
+      plan.micro_batches >= 0;
   for (int i = 0; evaluable && i < kNumOpKinds; ++i) {
     const int d = static_cast<int>(plan.dims[i]);
     evaluable = d >= 0 && d < kNumShardDims;

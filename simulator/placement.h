@@ -37,12 +37,12 @@ struct GroupShape {
 
 // Group shapes of a plan on a cluster (worst instance of each kind).
 struct PlanPlacement {
-  int replicas = 1;     // independent copies (dense: replicas * dp)
-  int dp = 1;           // attention data-parallel ranks per stage (dense: 1)
-  int stage_size = 1;   // GPUs per stage of a replica: dp * tp
-  GroupShape tp;        // a tensor-parallel group
-  GroupShape domain;    // a stage of a replica (MoE: the expert domain)
-  GroupShape replica;   // all GPUs of one replica
+  int replicas = 1;    // independent copies (dense: replicas * dp)
+  int dp = 1;          // attention data-parallel ranks per stage (dense: 1)
+  int stage_size = 1;  // GPUs per stage of a replica: dp * tp
+  GroupShape tp;       // a tensor-parallel group
+  GroupShape domain;   // a stage of a replica (MoE: the expert domain)
+  GroupShape replica;  // all GPUs of one replica
   bool p2p_inter_node = false;  // some stage boundary crosses nodes
 };
 

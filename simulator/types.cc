@@ -161,9 +161,9 @@ double ModelDims::ActiveParams() const {
 }
 
 bool PlanDims::operator==(const PlanDims& other) const {
-  if (replicas != other.replicas || dp != other.dp || tp != other.tp || pp != other.pp || ep != other.ep ||
-      dims != other.dims || micro_batches != other.micro_batches ||
-      batch_size != other.batch_size ||
+  if (replicas != other.replicas || dp != other.dp || tp != other.tp ||
+      pp != other.pp || ep != other.ep || dims != other.dims ||
+      micro_batches != other.micro_batches || batch_size != other.batch_size ||
       num_stage_layers != other.num_stage_layers) {
     return false;
   }

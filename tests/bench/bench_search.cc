@@ -184,9 +184,8 @@ std::string DescribePlan(const policy::ScoredPlan& s) {
       "r%d dp%d tp%d pp%d ep%d mb%d [%s] | %d | %.1f | %.1f | %.1f%% | %s | "
       "%.0f",
       p.replicas, p.dp, p.tp, p.pp, p.ep, p.micro_batches,
-      absl::StrJoin(dims, " "),
-      e.batch_size, e.weights_bytes / 1e9, e.kv_cache_bytes / 1e9,
-      total > 0 ? 100 * comm / total : 0.0,
+      absl::StrJoin(dims, " "), e.batch_size, e.weights_bytes / 1e9,
+      e.kv_cache_bytes / 1e9, total > 0 ? 100 * comm / total : 0.0,
       std::string(simulator::BottleneckName(e.bottleneck)),
       e.output_tokens_per_s);
 }

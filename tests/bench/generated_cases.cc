@@ -25,11 +25,11 @@ struct ModelChoice {
   const char* dtype;  // the checkpoint's native weights
 };
 constexpr ModelChoice kModels[] = {
-    {"llama-3.1-8b", false, "bf16"},   {"llama-3.1-70b", false, "bf16"},
-    {"llama-3.1-405b", false, "fp8"},  {"qwen3-32b", false, "bf16"},
-    {"mixtral-8x7b", true, "bf16"},    {"mixtral-8x22b", true, "bf16"},
-    {"qwen3-235b-a22b", true, "fp8"},  {"deepseek-v3", true, "fp8"},
-    {"gpt-oss-120b", true, "fp4"},     {"moe-1.6t", true, "fp8"},
+    {"llama-3.1-8b", false, "bf16"},  {"llama-3.1-70b", false, "bf16"},
+    {"llama-3.1-405b", false, "fp8"}, {"qwen3-32b", false, "bf16"},
+    {"mixtral-8x7b", true, "bf16"},   {"mixtral-8x22b", true, "bf16"},
+    {"qwen3-235b-a22b", true, "fp8"}, {"deepseek-v3", true, "fp8"},
+    {"gpt-oss-120b", true, "fp4"},    {"moe-1.6t", true, "fp8"},
 };
 // 12 = a node and a half; 48 and 96 = 6 and 12 nodes.
 constexpr int kGpus[] = {4, 8, 12, 16, 24, 32, 48, 64, 96};
@@ -68,9 +68,9 @@ double Tps(const policy::ScoredPlan& s) {
   return s.evaluation.feasible ? s.evaluation.output_tokens_per_s : 0;
 }
 
-absl::StatusOr<policy::ScoredPlan> BestOf(const std::string& method,
-                                          const simulator::CostModel& model,
-                                          const policy::SearchOptions& options) {
+absl::StatusOr<policy::ScoredPlan> BestOf(
+    const std::string& method, const simulator::CostModel& model,
+    const policy::SearchOptions& options) {
   ASSIGN_OR_RETURN(std::unique_ptr<policy::Searcher> searcher,
                    policy::CreateSearcher(method));
   policy::CancellationToken cancel;
@@ -94,10 +94,10 @@ std::string Describe(const policy::ScoredPlan& s) {
     comm += c.comm_s;
     total += c.comm_s + std::max(c.compute_s, c.memory_s);
   }
-  return absl::StrFormat(
-      "r%d dp%d tp%d pp%d ep%d [%s] batch %d, comm %.0f%%", p.replicas, p.dp,
-      p.tp, p.pp, p.ep, absl::StrJoin(dims, " "), s.evaluation.batch_size,
-      total > 0 ? 100 * comm / total : 0.0);
+  return absl::StrFormat("r%d dp%d tp%d pp%d ep%d [%s] batch %d, comm %.0f%%",
+                         p.replicas, p.dp, p.tp, p.pp, p.ep,
+                         absl::StrJoin(dims, " "), s.evaluation.batch_size,
+                         total > 0 ? 100 * comm / total : 0.0);
 }
 
 }  // namespace
@@ -114,8 +114,8 @@ std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
                                          bool moe_only) {
   std::mt19937_64 rng(seed);
   std::vector<GeneratedCase> out;
-  for (int attempt = 0; attempt < 50 * count &&
-                        static_cast<int>(out.size()) < count;
+  for (int attempt = 0;
+       attempt < 50 * count && static_cast<int>(out.size()) < count;
        ++attempt) {
     const ModelChoice& m = kModels[rng() % std::size(kModels)];
     GeneratedCase c;
@@ -143,10 +143,12 @@ absl::StatusOr<std::string> RunGeneratedCases(
     const std::vector<GeneratedCase>& cases, const GeneratedOptions& options) {
   std::string md =
       "| case | megatron | grid | rl | best metaheuristic | rl / grid | rl / "
-      "best meta | best/GPU vs half the GPUs |\n|---|---|---|---|---|---|---|---"
+      "best meta | best/GPU vs half the GPUs "
+      "|\n|---|---|---|---|---|---|---|---"
       "|\n";
   std::string plans =
-      "\n| case | grid's best plan | rl's best plan (seed 1) |\n|---|---|---|\n";
+      "\n| case | grid's best plan | rl's best plan (seed 1) "
+      "|\n|---|---|---|\n";
   int rl_ge_grid = 0, rl_ge_meta = 0, monotone_ok = 0, monotone_checked = 0;
   for (const GeneratedCase& c : cases) {
     ASSIGN_OR_RETURN(auto model, MakeModel(c, c.gpus));
@@ -202,16 +204,16 @@ absl::StatusOr<std::string> RunGeneratedCases(
     rl_ge_grid += rl_median >= grid * (1 - 1e-9);
     rl_ge_meta += rl_median >= best_meta * (1 - 1e-9);
     absl::StrAppend(
-        &md,
-        absl::StrFormat("| %s | %.0f | %.0f | %.0f | %.0f | %.3f | %.3f | %s |\n",
-                        c.name(), megatron, grid, rl_median, best_meta,
-                        grid > 0 ? rl_median / grid : 0,
-                        best_meta > 0 ? rl_median / best_meta : 0, monotone));
+        &md, absl::StrFormat(
+                 "| %s | %.0f | %.0f | %.0f | %.0f | %.3f | %.3f | %s |\n",
+                 c.name(), megatron, grid, rl_median, best_meta,
+                 grid > 0 ? rl_median / grid : 0,
+                 best_meta > 0 ? rl_median / best_meta : 0, monotone));
     absl::StrAppend(&plans,
                     absl::StrFormat("| %s | %s | %s |\n", c.name(),
                                     Describe(grid_plan), Describe(rl_first)));
-    std::fprintf(stderr, "%s: rl %.0f grid %.0f meta %.0f\n",
-                 c.name().c_str(), rl_median, grid, best_meta);
+    std::fprintf(stderr, "%s: rl %.0f grid %.0f meta %.0f\n", c.name().c_str(),
+                 rl_median, grid, best_meta);
   }
   absl::StrAppend(
       &md,

@@ -176,9 +176,9 @@ TEST(SearchersTest, BestPlanPerGpuIsMonotoneInGpus) {
     // The sweep finds it (RL: RlSearcherTest.BestPlanPerGpuIsMonotoneInGpus).
     auto best_large = RunSearch("grid", *large, options, nullptr);
     ASSERT_TRUE(best_large.ok()) << best_large.status();
-    EXPECT_GE(best_large->best.evaluation.output_tokens_per_s_per_gpu,
-              best_small->best.evaluation.output_tokens_per_s_per_gpu *
-                  (1 - 1e-9));
+    EXPECT_GE(
+        best_large->best.evaluation.output_tokens_per_s_per_gpu,
+        best_small->best.evaluation.output_tokens_per_s_per_gpu * (1 - 1e-9));
   }
 }
 

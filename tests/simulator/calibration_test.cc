@@ -153,7 +153,8 @@ TEST_F(CalibrationTest, MarkdownListsEveryGroup) {
 // targets (TPOT <= 15%, TTFT <= 30%).
 TEST(CalibrationMoeTest, HeldOutMoeRowsMeetTargets) {
   ParsedMeasurements data;
-  for (const char* file : {"h100_measured_latency.csv", "h100_moe_latency.csv"}) {
+  for (const char* file :
+       {"h100_measured_latency.csv", "h100_moe_latency.csv"}) {
     absl::StatusOr<ParsedMeasurements> part = ParseMeasurements(ReadCsv(file));
     ASSERT_TRUE(part.ok()) << part.status();
     data.rows.insert(data.rows.end(), part->rows.begin(), part->rows.end());

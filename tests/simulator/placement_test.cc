@@ -15,12 +15,10 @@
 namespace shardplan::simulator {
 namespace {
 
-std::unique_ptr<const CostModel> Make(const std::string& model, int gpus,
-                                      int gpus_per_node,
-                                      const std::string& dtype = "fp8",
-                                      int concurrency = 32,
-                                      const std::string& hardware =
-                                          "h100-sxm-80gb") {
+std::unique_ptr<const CostModel> Make(
+    const std::string& model, int gpus, int gpus_per_node,
+    const std::string& dtype = "fp8", int concurrency = 32,
+    const std::string& hardware = "h100-sxm-80gb") {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;

@@ -170,9 +170,9 @@ TEST(RlSearcherTest, BestPlanPerGpuIsMonotoneInGpus) {
     budget.seed = 5;
     auto rl = testing::RunSearch("rl", *large, budget, nullptr);
     ASSERT_TRUE(rl.ok()) << rl.status();
-    EXPECT_GE(rl->best.evaluation.output_tokens_per_s_per_gpu,
-              best_small->best.evaluation.output_tokens_per_s_per_gpu *
-                  (1 - 1e-9));
+    EXPECT_GE(
+        rl->best.evaluation.output_tokens_per_s_per_gpu,
+        best_small->best.evaluation.output_tokens_per_s_per_gpu * (1 - 1e-9));
   }
 }
 
