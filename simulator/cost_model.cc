@@ -113,8 +113,8 @@ struct CostConstants {
   double attention_prefill_flops_per_s = 0, attention_decode_flops_per_s = 0;
   double nv_bytes_per_s = 0, ib_bytes_per_s = 0, nv_latency_s = 0,
          ib_latency_s = 0;
-  // The link's datasheet figures, for kernels costed from measurements.
-  double ib_raw_bytes_per_s = 0, ib_raw_latency_s = 0;
+  // The link's datasheet bandwidth, for kernels costed from measurements.
+  double ib_raw_bytes_per_s = 0;
   // Expert dispatch bytes per element (FP8 with FP8/FP4 weights, as DeepEP
   // and the engines dispatch; combine is always bf16).
   double dispatch_bytes = 2;
@@ -522,13 +522,13 @@ class Pass {
                                                 : kLowLatencyDispatchBytesPerS,
                                         g.n) *
                         nic_scale;
-      seconds = k_.ib_raw_latency_s + bytes / bw;
+      seconds = k_.ib_latency_s + bytes / bw;
       r_.traffic.nv += bytes * (gi - 1) / n;
       r_.traffic.ib += bytes * (n - gi) / n;
     } else {
       const double rdma = deduped * (n - gi) / n;
       const double nvl = deduped * (gi - 1) / n;
-      seconds = k_.ib_raw_latency_s +
+      seconds = k_.ib_latency_s +
                 std::max(rdma / (DeepEpBytesPerS(kNormalRdmaBytesPerS, g.n) *
                                  nic_scale),
                          nvl / k_.nv_bytes_per_s);
@@ -1376,7 +1376,6 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   // collectives keep the link's own latency.
   k->ib_latency_s = hd.inter_node_latency_s;
   k->ib_raw_bytes_per_s = hd.inter_node_bytes_per_s;
-  k->ib_raw_latency_s = hd.inter_node_latency_s;
   k->gpus_per_node = model->problem_.cluster.gpus_per_node;
   k->cluster = model->problem_.cluster;
   k->num_gpus = model->problem_.cluster.num_gpus;
