@@ -1,5 +1,5 @@
 // The engine flag tables (client/engines/*.yaml) as compiled-in text; generated
-// by client/engines/embed.cmake. Parsed by client/engine_flags.cc.
+// by scripts/embed_text_files.cmake. Parsed by client/engine_flags.cc.
 #ifndef SHARDPLAN_CLIENT_INTERNAL_ENGINE_DATA_H_
 #define SHARDPLAN_CLIENT_INTERNAL_ENGINE_DATA_H_
 

@@ -1,5 +1,5 @@
 // The catalog's YAML files, embedded at build time by
-// simulator/catalog/embed.cmake into a generated catalog_data.cc. Parsed by
+// scripts/embed_text_files.cmake into generated sources. Parsed by
 // simulator/spec.cc (CatalogModels, CatalogHardware).
 #ifndef SHARDPLAN_SIMULATOR_INTERNAL_CATALOG_DATA_H_
 #define SHARDPLAN_SIMULATOR_INTERNAL_CATALOG_DATA_H_
