@@ -493,6 +493,36 @@ TEST(PredictionProtoTest, InfeasibleCarriesReason) {
             "weights need 141.2 GB per GPU, 80.0 GB available");
 }
 
+TEST(PredictionProtoTest, KvCacheQueueingIsReported) {
+  Evaluation e;
+  e.feasible = true;
+  e.ttft_s = 2.5;
+  e.tpot_s = 0.03;
+  e.batch_size = 64;
+  e.running_batch = 40;
+  e.queued_requests = 24;
+  e.queue_wait_s = 1.8;
+  const shardplan::v1::Prediction p = PredictionToProto(e, ExampleProblem());
+  EXPECT_EQ(p.batch_size(), 64);
+  EXPECT_EQ(p.running_batch_size(), 40);
+  EXPECT_EQ(p.queued_requests(), 24);
+  EXPECT_DOUBLE_EQ(p.queue_wait_ms(), 1800);
+  EXPECT_THAT(p.validation(),
+              testing::Contains(HasSubstr(
+                  "KV cache holds 40 of 64 requests per replica: 24 wait")));
+  EXPECT_THAT(ToJson(p), HasSubstr("\"queueWaitMs\""));
+  EXPECT_THAT(ToJson(p), HasSubstr("\"runningBatchSize\": 40"));
+
+  e.running_batch = 64;
+  e.queued_requests = 0;
+  e.queue_wait_s = 0;
+  const shardplan::v1::Prediction fits = PredictionToProto(e, ExampleProblem());
+  EXPECT_EQ(fits.running_batch_size(), 64);
+  EXPECT_EQ(fits.queued_requests(), 0);
+  EXPECT_THAT(fits.validation(),
+              testing::Not(testing::Contains(HasSubstr("KV cache holds"))));
+}
+
 // --- Engine-aware prediction and error bars
 
 absl::StatusOr<WorkloadDims> WorkloadWith(const std::string& engine,
