@@ -70,8 +70,8 @@ struct MeasuredRow {
 // nor used for the error bands: the gpt-oss-120b vLLM rows at 512 concurrent
 // requests report TPOT 3.6-27 ms, below the same layouts' TPOT at 64 requests
 // (7-15 ms), which no running batch of 64-512 requests explains (the cost
-// model, KV-cache queueing included, predicts them 1.3-4x slower). No other
-// row exceeds 256.
+// model, KV-cache queueing included, predicts ~5x their TPOT). No other row
+// exceeds 256.
 inline constexpr int kMaxFitConcurrency = 256;
 
 struct ParsedMeasurements {

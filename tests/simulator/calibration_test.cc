@@ -263,9 +263,9 @@ TEST(CalibrationCrossCheckTest, PublishedMaxThroughputWithinTwentyPercent) {
     EXPECT_THAT(r.point.source, ::testing::StartsWith("https://"));
     const double ratio = r.predicted_tokens_per_s / r.point.output_tokens_per_s;
     EXPECT_GT(ratio, 0.8) << r.point.model << " " << r.point.isl << "/"
-                           << r.point.osl;
+                          << r.point.osl;
     EXPECT_LT(ratio, 1.2) << r.point.model << " " << r.point.isl << "/"
-                           << r.point.osl;
+                          << r.point.osl;
   }
 }
 

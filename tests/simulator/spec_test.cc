@@ -494,15 +494,16 @@ TEST(PredictionProtoTest, InfeasibleCarriesReason) {
 }
 
 TEST(PredictionProtoTest, KvCacheQueueingIsReported) {
-  Evaluation e;
-  e.feasible = true;
-  e.ttft_s = 2.5;
-  e.tpot_s = 0.03;
-  e.batch_size = 64;
-  e.running_batch = 40;
-  e.queued_requests = 24;
-  e.queue_wait_s = 1.8;
-  const shardplan::v1::Prediction p = PredictionToProto(e, ExampleProblem());
+  // 64 requests per replica, `running` of them in the engine.
+  const auto predict = [](int running, double wait_s) {
+    Evaluation e;
+    e.batch_size = 64;
+    e.running_batch = running;
+    e.queued_requests = 64 - running;
+    e.queue_wait_s = wait_s;
+    return PredictionToProto(e, ExampleProblem());
+  };
+  const shardplan::v1::Prediction p = predict(40, 1.8);
   EXPECT_EQ(p.batch_size(), 64);
   EXPECT_EQ(p.running_batch_size(), 40);
   EXPECT_EQ(p.queued_requests(), 24);
@@ -513,10 +514,7 @@ TEST(PredictionProtoTest, KvCacheQueueingIsReported) {
   EXPECT_THAT(ToJson(p), HasSubstr("\"queueWaitMs\""));
   EXPECT_THAT(ToJson(p), HasSubstr("\"runningBatchSize\": 40"));
 
-  e.running_batch = 64;
-  e.queued_requests = 0;
-  e.queue_wait_s = 0;
-  const shardplan::v1::Prediction fits = PredictionToProto(e, ExampleProblem());
+  const shardplan::v1::Prediction fits = predict(64, 0);
   EXPECT_EQ(fits.running_batch_size(), 64);
   EXPECT_EQ(fits.queued_requests(), 0);
   EXPECT_THAT(fits.validation(),
