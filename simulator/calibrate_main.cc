@@ -103,7 +103,9 @@ int main(int argc, char** argv) {
     data->rows.insert(data->rows.end(), more->rows.begin(), more->rows.end());
     data->skipped_disaggregated += more->skipped_disaggregated;
     data->skipped_other += more->skipped_other;
-    data->skipped_queueing += more->skipped_queueing;
+    data->high_concurrency_rows.insert(data->high_concurrency_rows.end(),
+                                       more->high_concurrency_rows.begin(),
+                                       more->high_concurrency_rows.end());
   }
   // Validation-only rows join the report as held-out models; the fit never
   // sees them (FitCalibration skips held-out rows).
@@ -113,14 +115,21 @@ int main(int argc, char** argv) {
     data->rows.insert(data->rows.end(), more->rows.begin(), more->rows.end());
     data->skipped_disaggregated += more->skipped_disaggregated;
     data->skipped_other += more->skipped_other;
-    data->skipped_queueing += more->skipped_queueing;
+    data->high_concurrency_rows.insert(data->high_concurrency_rows.end(),
+                                       more->high_concurrency_rows.begin(),
+                                       more->high_concurrency_rows.end());
   }
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
   if (fit) {
     // The fit starts from the Calibration struct's defaults (not from the
     // compiled-in constants), so re-running it reproduces them.
     std::vector<sim::CalibrationProfile> start = profiles;
-    for (sim::CalibrationProfile& p : start) p.calibration = sim::Calibration();
+    for (sim::CalibrationProfile& p : start) {
+      // Engine behaviour (KV admission) is not fitted: keep it.
+      const double kv = p.calibration.kv_reserved_output_fraction;
+      p.calibration = sim::Calibration();
+      p.calibration.kv_reserved_output_fraction = kv;
+    }
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
         sim::FitCalibration(*data, start);
     if (!fitted.ok()) {
@@ -182,10 +191,6 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::cout << report->Markdown();
-  std::cout << absl::StrFormat(
-      "Rows above %d concurrent requests excluded (engine queueing, not "
-      "modelled): %d.\n",
-      sim::kMaxRunningBatch, data->skipped_queueing);
   absl::StatusOr<std::vector<sim::CrossCheckRow>> cross =
       sim::CrossCheckPublicThroughput(profiles.front().calibration);
   if (!cross.ok()) {

@@ -129,7 +129,8 @@ struct CostConstants {
   ClusterDims cluster;
   double capacity_bytes = 0;
   // Workload.
-  double isl = 0, osl = 0, ctx_decode = 0, ctx_max = 0;
+  double isl = 0, osl = 0, ctx_decode = 0;
+  double ctx_max = 0;  // KV tokens a running request holds (memory)
   double max_ttft_s = 0, max_tpot_s = 0;
   Calibration cal;
 };
@@ -902,10 +903,30 @@ void AddOps(const LayerResult& r, double times,
   }
 }
 
+// Marks `e` infeasible when it breaks the TTFT or TPOT SLO.
+void ApplySlos(const CostConstants& k, Evaluation* e) {
+  if (e->feasible && k.max_ttft_s > 0 && e->ttft_s > k.max_ttft_s) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTtftSlo;
+    e->reason_value = e->ttft_s;
+    e->reason_limit = k.max_ttft_s;
+  } else if (e->feasible && k.max_tpot_s > 0 && e->tpot_s > k.max_tpot_s) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTpotSlo;
+    e->reason_value = e->tpot_s;
+    e->reason_limit = k.max_tpot_s;
+  }
+  if (!e->feasible) {
+    e->output_tokens_per_s = 0;
+    e->output_tokens_per_s_per_gpu = 0;
+  }
+}
+
 Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
                          int batch) {
   Evaluation e;
   e.batch_size = batch;
+  e.running_batch = batch;
   e.capacity_bytes = k.capacity_bytes;
   const PlanCtx& p = s.ctx;
   const int pp = s.num_stages;
@@ -1077,21 +1098,54 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
     e.reason_limit =
         std::max(0.0, k.capacity_bytes - e.weights_bytes - e.activations_bytes);
   }
-  if (e.feasible && k.max_ttft_s > 0 && e.ttft_s > k.max_ttft_s) {
-    e.feasible = false;
-    e.reason = InfeasibleReason::kTtftSlo;
-    e.reason_value = e.ttft_s;
-    e.reason_limit = k.max_ttft_s;
-  } else if (e.feasible && k.max_tpot_s > 0 && e.tpot_s > k.max_tpot_s) {
-    e.feasible = false;
-    e.reason = InfeasibleReason::kTpotSlo;
-    e.reason_value = e.tpot_s;
-    e.reason_limit = k.max_tpot_s;
+  ApplySlos(k, &e);
+  return e;
+}
+
+// The largest batch whose KV cache fits every stage beside its weights and
+// activations; 0 when not even one request fits.
+int ResidentBatchLimit(const CostConstants& k, const PlanState& s) {
+  // Batch-split attention spreads the requests over the tp ranks.
+  const int spread =
+      s.ctx.dims[static_cast<int>(OpKind::kAttention)] == ShardDim::kBatch
+          ? std::max(1, s.ctx.tp)
+          : 1;
+  double limit = kMaxBatchSize;
+  for (int st = 0; st < s.num_stages; ++st) {
+    const double per_request =
+        (s.stages[st].dense + s.stages[st].moe) * s.kv_bytes_per_request_layer;
+    if (per_request <= 0) continue;
+    const double room =
+        k.capacity_bytes - s.weights_bytes[st] - s.activations_bytes;
+    limit = std::min(limit, std::floor(room / per_request) * spread);
   }
-  if (!e.feasible) {
-    e.output_tokens_per_s = 0;
-    e.output_tokens_per_s_per_gpu = 0;
+  return static_cast<int>(std::max(0.0, limit));
+}
+
+// The workload's fixed concurrency C needs more KV cache than fits: engines
+// (vLLM, SGLang, TensorRT-LLM) admit the R requests whose KV cache fits and
+// queue the rest. Throughput and TPOT are the running batch's. With C
+// closed-loop clients and R slots each held for S = TTFT(R) + (OSL - 1)
+// TPOT(R), requests complete at R / S, so by Little's law a request spends
+// C·S/R in the system: it waits S·(C - R)/R in the queue before its prefill.
+Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
+                          int concurrency) {
+  // The resident limit first (a loop over the stages), so an overflowing plan
+  // costs one evaluation, not two.
+  const int running = ResidentBatchLimit(k, s);
+  if (running >= concurrency || running < 1) {
+    // Fits, or not even one request fits (infeasible with the reason).
+    return EvaluateState(k, s, concurrency);
   }
+  Evaluation e = EvaluateState(k, s, running);
+  if (e.reason == InfeasibleReason::kKvCacheExceedsMemory)
+    return EvaluateState(k, s, concurrency);  // rounding at the limit
+  const double slot_s = e.ttft_s + std::max(0.0, k.osl - 1) * e.tpot_s;
+  e.batch_size = concurrency;
+  e.queued_requests = concurrency - running;
+  e.queue_wait_s = slot_s * e.queued_requests / running;
+  e.ttft_s += e.queue_wait_s;
+  ApplySlos(k, &e);  // the TTFT SLO now sees the wait
   return e;
 }
 
@@ -1383,7 +1437,9 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->isl = wd.input_tokens;
   k->osl = wd.output_tokens;
   k->ctx_decode = wd.input_tokens + wd.output_tokens / 2.0;
-  k->ctx_max = static_cast<double>(wd.input_tokens) + wd.output_tokens;
+  k->ctx_max =
+      wd.input_tokens +
+      std::clamp(cal.kv_reserved_output_fraction, 0.0, 1.0) * wd.output_tokens;
   k->max_ttft_s = wd.max_ttft_s;
   k->max_tpot_s = wd.max_tpot_s;
   k->cal = cal;
@@ -1570,14 +1626,17 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
   }
   internal::PlanState state;
   internal::PreparePlan(k, plan, &state);
+  // Workload.concurrency is per replica (see the proto). Requests beyond what
+  // the KV cache holds queue; a batch the plan chooses itself (no fixed
+  // concurrency) must fit.
+  const int concurrency =
+      std::min(kMaxBatchSize, problem_.workload.concurrency);
+  if (concurrency > 0 &&
+      (plan.batch_size == 0 || plan.batch_size == concurrency)) {
+    return internal::EvaluateQueued(k, state, concurrency);
+  }
   if (plan.batch_size > 0)
     return internal::EvaluateState(k, state, plan.batch_size);
-  const int concurrency = problem_.workload.concurrency;
-  if (concurrency > 0) {
-    // Workload.concurrency is per replica (see the proto).
-    return internal::EvaluateState(k, state,
-                                   std::min(kMaxBatchSize, concurrency));
-  }
   // Scan the candidates: memory and both SLOs only get worse with the batch, so
   // stop at the first batch that fails one of them.
   Evaluation best;

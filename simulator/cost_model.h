@@ -58,6 +58,14 @@ struct Calibration {
   // bytes per weight element (a pure 4-bit read would be 0.5). Fitted on the
   // H100 gpt-oss-120b (MXFP4) vLLM rows (simulator/calibration.cc).
   double fp4_dequant_bytes_per_weight = 2.0;
+  // KV cache a running request holds, as the fraction of its output tokens
+  // reserved on top of its prompt: 1 = the whole output up front
+  // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =
+  // blocks allocated as tokens are generated (vLLM PagedAttention, SGLang's
+  // token pool), so a request at a uniformly random point of its decode holds
+  // half its output. Decides how many requests fit memory and how many queue.
+  // Engine behaviour, not fitted (simulator/calibration.cc cites the sources).
+  double kv_reserved_output_fraction = 1.0;
 };
 
 // The calibration shipped with this version (constants produced by the fit).
@@ -68,7 +76,7 @@ const Calibration& DefaultCalibration();
 const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
-inline constexpr int kCostModelVersion = 3;
+inline constexpr int kCostModelVersion = 4;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -40,8 +40,11 @@ bool MemoryFits(const CostModel& model, PlanDims plan) {
   const int concurrency = model.problem().workload.concurrency;
   plan.batch_size = concurrency > 0 ? std::min(concurrency, 8) : 8;
   const Evaluation e = model.Evaluate(plan);
+  // Queued requests (KV-cache overflow at the workload's concurrency) mean
+  // the modest batch does not fit either.
   return e.reason != InfeasibleReason::kWeightsExceedMemory &&
-         e.reason != InfeasibleReason::kKvCacheExceedsMemory;
+         e.reason != InfeasibleReason::kKvCacheExceedsMemory &&
+         e.queued_requests == 0;
 }
 
 int LargestDivisor(int n, int limit, int also_divides) {

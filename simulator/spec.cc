@@ -1130,6 +1130,17 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   out.set_ttft_ms(e.ttft_s * 1e3);
   out.set_tpot_ms(e.tpot_s * 1e3);
   out.set_batch_size(e.batch_size);
+  out.set_running_batch_size(e.running_batch);
+  out.set_queued_requests(e.queued_requests);
+  out.set_queue_wait_ms(e.queue_wait_s * 1e3);
+  if (e.queued_requests > 0) {
+    out.add_validation(absl::StrFormat(
+        "KV cache holds %d of %d requests per replica: %d wait in the "
+        "engine's queue (+%.0f ms TTFT, Little's law over a closed loop); "
+        "throughput and TPOT are the running batch's",
+        e.running_batch, e.batch_size, e.queued_requests,
+        e.queue_wait_s * 1e3));
+  }
   shardplan::v1::MemoryBreakdown* memory = out.mutable_memory_per_gpu();
   memory->set_weights_bytes(e.weights_bytes);
   memory->set_kv_cache_bytes(e.kv_cache_bytes);

@@ -221,6 +221,12 @@ struct Evaluation {
   double prefill_s = 0;           // one request's prefill
   double decode_iteration_s = 0;  // one decode step of the whole batch
   int batch_size = 0;             // decode batch per replica evaluated
+  // KV-cache overflow at the workload's fixed concurrency: the engine runs
+  // the requests whose KV cache fits (running_batch) and queues the rest.
+  // Without overflow running_batch = batch_size and the queue is empty.
+  int running_batch = 0;
+  int queued_requests = 0;
+  double queue_wait_s = 0;  // included in ttft_s
 
   // Per GPU, worst stage.
   double weights_bytes = 0;

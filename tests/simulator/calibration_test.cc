@@ -11,6 +11,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -96,9 +97,11 @@ TEST_F(CalibrationTest, HeldOutTpotRanksLayouts) {
 // of queueing (fitted OSL slope x concurrency: median 0.97 over its 36
 // layout/ISL/concurrency groups), while the Qwen3 trtllm rows of the same
 // engine version (1.0.0rc3) have none (median -0.03 and 0.00 over 61 groups),
-// so no term fitted on them can predict it. Llama-3.1-70B on vLLM (55.1%):
+// so no term fitted on them can predict it. Llama-3.1-70B on vLLM:
 // its TTFT is 1.25-1.4x one predicted prefill at concurrency 4-8 where the
-// fitted vLLM rows (Qwen3-32B) show ~2.5x, and four rows overflow the KV cache
+// fitted vLLM rows (Qwen3-32B) show ~2.5x; its rows whose KV cache overflows
+// are predicted with the engine's queue, which over-predicts the measured
+// TTFT of the two that queue 2.8-3.7x (59.7% overall)
 // (docs/cost-model-and-calibration.md, "Calibration"). The errors are
 // reported and bounded here, not tuned.
 TEST_F(CalibrationTest, HeldOutTtft) {
@@ -110,7 +113,7 @@ TEST_F(CalibrationTest, HeldOutTtft) {
       EXPECT_LE(g.ttft_mape, 37.0) << g.engine;
     } else {
       EXPECT_EQ(g.model, "llama-3.1-70b");
-      EXPECT_LE(g.ttft_mape, 57.0) << g.engine;
+      EXPECT_LE(g.ttft_mape, 61.0) << g.engine;
     }
   }
 }
@@ -158,10 +161,13 @@ TEST(CalibrationMoeTest, HeldOutMoeRowsMeetTargets) {
     absl::StatusOr<ParsedMeasurements> part = ParseMeasurements(ReadCsv(file));
     ASSERT_TRUE(part.ok()) << part.status();
     data.rows.insert(data.rows.end(), part->rows.begin(), part->rows.end());
-    data.skipped_queueing += part->skipped_queueing;
+    data.high_concurrency_rows.insert(data.high_concurrency_rows.end(),
+                                      part->high_concurrency_rows.begin(),
+                                      part->high_concurrency_rows.end());
   }
-  // The nine gpt-oss rows at 512 concurrent requests measure the queue.
-  EXPECT_EQ(data.skipped_queueing, 9);
+  // The nine gpt-oss rows at 512 concurrent requests are predicted and
+  // reported apart, never fitted.
+  EXPECT_EQ(data.high_concurrency_rows.size(), 9u);
   absl::StatusOr<AccuracyReport> report =
       ComputeAccuracy(data, CalibrationProfiles());
   ASSERT_TRUE(report.ok()) << report.status();
@@ -169,12 +175,54 @@ TEST(CalibrationMoeTest, HeldOutMoeRowsMeetTargets) {
   for (const AccuracyGroup& g : report->groups) {
     if (g.model != "qwen3-235b-a22b" && g.model != "gpt-oss-120b") continue;
     if (g.split == "fit") continue;
+    if (absl::StartsWith(g.split, "above")) {
+      // Predicted, not skipped; far off (the measured TPOT falls below the
+      // same layouts' at 64 requests), so the test only pins that they are
+      // reported with a finite error.
+      EXPECT_EQ(g.rows, 9);
+      EXPECT_GT(g.tpot_mape, 0);
+      EXPECT_LT(g.tpot_mape, 1e4);
+      continue;
+    }
     ++moe_groups;
     EXPECT_GE(g.rows, 10) << g.model;
     EXPECT_LE(g.tpot_mape, 15.0) << g.model << " " << g.engine;
     EXPECT_LE(g.ttft_mape, 30.0) << g.model << " " << g.engine;
   }
   EXPECT_EQ(moe_groups, 2);
+}
+
+// The issue's per-engine targets on held-out rows (engine named): TPOT MAPE
+// <= 12% and TTFT <= 25%. TPOT meets it for every engine, TTFT for SGLang
+// only; TensorRT-LLM and vLLM miss it through their held-out models
+// (Llama-3.1-8B's harness queueing term, Llama-3.1-70B's short TTFT on vLLM;
+// docs/cost-model-and-calibration.md, "Per-engine targets"), so those two are
+// bounded at what they are, not at the target.
+TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
+  ParsedMeasurements data;
+  for (const char* file : {"h100_measured_latency.csv", "h100_moe_latency.csv",
+                           "h100_validation_latency.csv"}) {
+    absl::StatusOr<ParsedMeasurements> part = ParseMeasurements(
+        ReadCsv(file), std::string(file) == "h100_validation_latency.csv");
+    ASSERT_TRUE(part.ok()) << part.status();
+    data.rows.insert(data.rows.end(), part->rows.begin(), part->rows.end());
+  }
+  absl::StatusOr<AccuracyReport> report =
+      ComputeAccuracy(data, CalibrationProfiles());
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->engines.size(), 3u) << report->Markdown();
+  for (const EngineAccuracy& e : report->engines) {
+    EXPECT_GE(e.rows, 20) << e.engine;
+    EXPECT_LE(e.tpot_mape, 12.0) << e.engine;
+    if (e.engine == "sglang") {
+      EXPECT_LE(e.ttft_mape, 25.0);
+    } else if (e.engine == "trtllm") {
+      EXPECT_LE(e.ttft_mape, 30.0) << "target 25%, not met";
+    } else {
+      EXPECT_EQ(e.engine, "vllm");
+      EXPECT_LE(e.ttft_mape, 41.0) << "target 25%, not met";
+    }
+  }
 }
 
 TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
@@ -205,7 +253,8 @@ TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
 // Published H100 maximum-throughput figures (TensorRT-LLM perf overview; URL in
 // PublicThroughputPoints), never fitted: the default profile predicts each
 // within 25%.
-TEST(CalibrationCrossCheckTest, PublishedMaxThroughputWithinQuarter) {
+// The issue targets static-batch throughput within 20% of NVIDIA's tables.
+TEST(CalibrationCrossCheckTest, PublishedMaxThroughputWithinTwentyPercent) {
   absl::StatusOr<std::vector<CrossCheckRow>> rows =
       CrossCheckPublicThroughput();
   ASSERT_TRUE(rows.ok()) << rows.status();
@@ -213,10 +262,10 @@ TEST(CalibrationCrossCheckTest, PublishedMaxThroughputWithinQuarter) {
   for (const CrossCheckRow& r : *rows) {
     EXPECT_THAT(r.point.source, ::testing::StartsWith("https://"));
     const double ratio = r.predicted_tokens_per_s / r.point.output_tokens_per_s;
-    EXPECT_GT(ratio, 0.75) << r.point.model << " " << r.point.isl << "/"
-                           << r.point.osl;
-    EXPECT_LT(ratio, 1.25) << r.point.model << " " << r.point.isl << "/"
-                           << r.point.osl;
+    EXPECT_GT(ratio, 0.8) << r.point.model << " " << r.point.isl << "/"
+                          << r.point.osl;
+    EXPECT_LT(ratio, 1.2) << r.point.model << " " << r.point.isl << "/"
+                          << r.point.osl;
   }
 }
 

@@ -65,6 +65,9 @@ std::unique_ptr<const CostModel> Make(const Setup& s) {
   return std::move(*model);
 }
 
+// Inside a TEST body `Setup` names testing::Test::Setup.
+using CaseSetup = Setup;
+
 PlanDims Plan(int dp, int tp, int pp, int ep = 1, int batch = 0) {
   PlanDims p;
   p.dp = dp;
@@ -443,6 +446,90 @@ TEST(CostModelTest, KvCacheOverflowIsInfeasible) {
   const Evaluation e = model->Evaluate(Plan(1, 8, 1, 1, 4096));
   EXPECT_FALSE(e.feasible);
   EXPECT_EQ(e.reason, InfeasibleReason::kKvCacheExceedsMemory);
+}
+
+// At the workload's fixed concurrency, requests beyond what the KV cache holds
+// queue: the engine runs the batch that fits, and each request waits, by
+// Little's law over the closed loop, S * queued / running for a slot held
+// S = TTFT + (OSL - 1) * TPOT.
+TEST(CostModelTest, KvCacheOverflowQueuesAtFixedConcurrency) {
+  const CaseSetup setup{.model = "llama-3.1-70b",
+                        .gpus = 2,
+                        .isl = 8192,
+                        .osl = 1024,
+                        .concurrency = 64,
+                        .weight_dtype = "fp8"};
+  auto model = Make(setup);
+  ASSERT_NE(model, nullptr);
+  const Evaluation e = model->Evaluate(Plan(1, 2, 1));
+  ASSERT_TRUE(e.feasible) << InfeasibleReasonText(e);
+  EXPECT_EQ(e.batch_size, 64);
+  ASSERT_GE(e.running_batch, 1);
+  ASSERT_LT(e.running_batch, 64);
+  EXPECT_EQ(e.queued_requests, 64 - e.running_batch);
+  EXPECT_LE(e.weights_bytes + e.kv_cache_bytes + e.activations_bytes,
+            e.capacity_bytes);
+
+  // The running batch is the largest that fits: one more does not.
+  CaseSetup free_batch = setup;
+  free_batch.concurrency = 0;
+  auto chooser = Make(free_batch);
+  const Evaluation more =
+      chooser->Evaluate(Plan(1, 2, 1, 1, e.running_batch + 1));
+  EXPECT_FALSE(more.feasible);
+  EXPECT_EQ(more.reason, InfeasibleReason::kKvCacheExceedsMemory);
+
+  // Throughput and TPOT are the running batch's; TTFT adds the queue wait.
+  const Evaluation running =
+      chooser->Evaluate(Plan(1, 2, 1, 1, e.running_batch));
+  ASSERT_TRUE(running.feasible);
+  EXPECT_DOUBLE_EQ(e.output_tokens_per_s, running.output_tokens_per_s);
+  EXPECT_DOUBLE_EQ(e.tpot_s, running.tpot_s);
+  const double slot_s = running.ttft_s + (1024 - 1) * running.tpot_s;
+  EXPECT_NEAR(e.queue_wait_s, slot_s * (64 - e.running_batch) / e.running_batch,
+              1e-9 * slot_s);
+  EXPECT_NEAR(e.ttft_s, running.ttft_s + e.queue_wait_s, 1e-9 * e.ttft_s);
+
+  // No overflow: nothing queues.
+  CaseSetup small = setup;
+  small.concurrency = e.running_batch;
+  const Evaluation fits = Make(small)->Evaluate(Plan(1, 2, 1));
+  EXPECT_EQ(fits.queued_requests, 0);
+  EXPECT_EQ(fits.running_batch, e.running_batch);
+  EXPECT_EQ(fits.queue_wait_s, 0);
+}
+
+TEST(CostModelTest, KvCacheOverflowStaysInfeasibleWhenNoRequestFits) {
+  // BF16 Llama-3.1-70B on 2 GPUs: ~70 GB of weights per GPU leave room for
+  // less than one 64k-token context.
+  auto model = Make({.model = "llama-3.1-70b",
+                     .gpus = 2,
+                     .isl = 60000,
+                     .osl = 4096,
+                     .concurrency = 8});
+  ASSERT_NE(model, nullptr);
+  const Evaluation e = model->Evaluate(Plan(1, 2, 1));
+  EXPECT_FALSE(e.feasible);
+  EXPECT_EQ(e.reason, InfeasibleReason::kKvCacheExceedsMemory);
+  EXPECT_EQ(e.queued_requests, 0);
+}
+
+TEST(CostModelTest, KvCacheQueueWaitCountsAgainstTheTtftSlo) {
+  CaseSetup setup{.model = "llama-3.1-70b",
+                  .gpus = 2,
+                  .isl = 8192,
+                  .osl = 1024,
+                  .concurrency = 64,
+                  .weight_dtype = "fp8"};
+  const Evaluation queued = Make(setup)->Evaluate(Plan(1, 2, 1));
+  ASSERT_TRUE(queued.feasible);
+  ASSERT_GT(queued.queue_wait_s, 0);
+  // An SLO the running batch meets but the queued requests do not.
+  setup.max_ttft_ms = (queued.ttft_s - 0.5 * queued.queue_wait_s) * 1e3;
+  const Evaluation e = Make(setup)->Evaluate(Plan(1, 2, 1));
+  EXPECT_FALSE(e.feasible);
+  EXPECT_EQ(e.reason, InfeasibleReason::kTtftSlo);
+  EXPECT_EQ(e.output_tokens_per_s, 0);
 }
 
 TEST(CostModelTest, SloViolationsAreInfeasible) {

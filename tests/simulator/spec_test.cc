@@ -493,6 +493,34 @@ TEST(PredictionProtoTest, InfeasibleCarriesReason) {
             "weights need 141.2 GB per GPU, 80.0 GB available");
 }
 
+TEST(PredictionProtoTest, KvCacheQueueingIsReported) {
+  // 64 requests per replica, `running` of them in the engine.
+  const auto predict = [](int running, double wait_s) {
+    Evaluation e;
+    e.batch_size = 64;
+    e.running_batch = running;
+    e.queued_requests = 64 - running;
+    e.queue_wait_s = wait_s;
+    return PredictionToProto(e, ExampleProblem());
+  };
+  const shardplan::v1::Prediction p = predict(40, 1.8);
+  EXPECT_EQ(p.batch_size(), 64);
+  EXPECT_EQ(p.running_batch_size(), 40);
+  EXPECT_EQ(p.queued_requests(), 24);
+  EXPECT_DOUBLE_EQ(p.queue_wait_ms(), 1800);
+  EXPECT_THAT(p.validation(),
+              testing::Contains(HasSubstr(
+                  "KV cache holds 40 of 64 requests per replica: 24 wait")));
+  EXPECT_THAT(ToJson(p), HasSubstr("\"queueWaitMs\""));
+  EXPECT_THAT(ToJson(p), HasSubstr("\"runningBatchSize\": 40"));
+
+  const shardplan::v1::Prediction fits = predict(64, 0);
+  EXPECT_EQ(fits.running_batch_size(), 64);
+  EXPECT_EQ(fits.queued_requests(), 0);
+  EXPECT_THAT(fits.validation(),
+              testing::Not(testing::Contains(HasSubstr("KV cache holds"))));
+}
+
 // --- Engine-aware prediction and error bars
 
 absl::StatusOr<WorkloadDims> WorkloadWith(const std::string& engine,
