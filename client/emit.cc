@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -120,6 +121,7 @@ class Layout {
   }
   std::vector<Segment> SegmentsOf(int64_t first_rank, int64_t gpus) const {
     std::vector<Segment> out;
+    first_rank += offset;
     int64_t rank = first_rank;
     const int64_t end = first_rank + gpus;
     while (rank < end) {
@@ -164,6 +166,9 @@ class Layout {
   bool Pin(const Segment& s) const { return !k8s && !s.whole_node; }
 
   bool k8s = false;
+  // First rank of the pool being laid out (decode instances follow the
+  // prefill instances of a disaggregated plan).
+  int64_t offset = 0;
 
  private:
   int per_node_;
@@ -182,10 +187,13 @@ struct Command {
   std::vector<std::string> comments;
   std::vector<std::string> env;
   std::vector<std::string> args;
-  // Which instance, how many GPUs of its node, whether Ray places it.
+  // Which instance, how many GPUs of its node, whether Ray places it; the
+  // node it runs on and its instance's HTTP port.
   int instance = 0;
   int gpus = 0;
   bool ray = false;
+  int node = 0;
+  int port = 0;
 
   void Flag(const std::string& name, int value) {
     if (!name.empty()) args.push_back(absl::StrCat(name, " ", value));
@@ -328,6 +336,8 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
       if (layout.Pin(s)) c.env.insert(c.env.begin(), VisibleDevices(s));
       c.instance = r;
       c.gpus = s.gpus;
+      c.node = s.node;
+      c.port = port;
       return c;
     };
     if (segs.size() == 1) {
@@ -390,6 +400,8 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     Command c = common;
     c.instance = r;
     c.gpus = head.gpus;
+    c.node = head.node;
+    c.port = port;
     c.ray = true;
     c.comments.push_back(RayComment(layout, segs));
     if (v_dp > 1) {
@@ -515,6 +527,8 @@ void EmitSglang(const EngineVersion& ev, const Plan& plan, const Degrees& d,
         c.env.insert(c.env.begin(), VisibleDevices(segs[j]));
       c.instance = i;
       c.gpus = segs[j].gpus;
+      c.node = segs[j].node;
+      c.port = port;
       c.comments.push_back(NodeComment(i, servers, segs[j],
                                        segs.size() == 1 ? ""
                                        : j == 0         ? "head"
@@ -619,6 +633,8 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     Command c = common;
     c.instance = i;
     c.gpus = head.gpus;
+    c.node = head.node;
+    c.port = port;
     c.ray = segs.size() > 1;  // one mpirun for several nodes
     if (layout.num_nodes() > 1 || layout.k8s) {
       c.Flag(f.Flag("host"), "0.0.0.0");
@@ -794,31 +810,28 @@ struct Built {
   int64_t plan_gpus = 0;
   int num_nodes = 1;
   bool ok = true;
+  // Disaggregated plans: the pools' instance counts and GPUs per instance.
+  bool disaggregated = false;
+  int prefill_instances = 0, decode_instances = 0;
+  int64_t prefill_gpus = 0, decode_gpus = 0;
+  // Where each pool's commands start in script.commands (decode after
+  // prefill); the router command is last.
+  size_t decode_begin = 0;
 };
 
-Built Build(Engine engine, const Plan& plan, const EmitContext& context,
-            bool k8s) {
-  Built built;
-  const Degrees d{Positive(plan.replicas()), Positive(plan.dp()),
-                  Positive(plan.tp()), Positive(plan.pp()),
-                  Positive(plan.ep())};
+Degrees DegreesOf(const Plan& plan) {
+  return Degrees{Positive(plan.replicas()), Positive(plan.dp()),
+                 Positive(plan.tp()), Positive(plan.pp()), Positive(plan.ep())};
+}
+
+// The commands of one pool of engine instances (the whole plan when it is
+// aggregated), with the warnings for what the engine cannot express.
+void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
+              const EmitContext& context, const std::string& model_id,
+              const std::string& quantization, Layout& layout, Script& script) {
+  const Degrees d = DegreesOf(plan);
   const bool moe = context.is_moe || d.ep > 1;
   const char* engine_name = EngineName(engine);
-  Script& script = built.script;
-
-  absl::StatusOr<EngineVersion> ev =
-      FindEngineVersion(engine, context.engine_version);
-  if (!ev.ok()) {
-    script.warnings.push_back(absl::StrCat(
-        ev.status().message(), "; using the newest table instead."));
-    ev = FindEngineVersion(engine, "");
-    if (!ev.ok()) {
-      script.warnings.push_back(std::string(ev.status().message()));
-      built.ok = false;
-      return built;
-    }
-  }
-  built.ev = *ev;
 
   // --- Which per-operator dimensions the engine can express. Every engine
   // implements Megatron's pattern inside a tensor-parallel group; attention
@@ -853,6 +866,151 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
         engine_name));
   }
 
+  const int batch =
+      plan.batch_size() > 0 ? plan.batch_size() : context.batch_fallback;
+  const std::string& kvdt = context.kv_cache_dtype;
+  script.concurrency_per_instance = batch * d.dp;
+  switch (engine) {
+    case Engine::kVllm:
+      EmitVllm(ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+               batch, layout, script);
+      break;
+    case Engine::kSglang:
+      EmitSglang(ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+                 batch, layout, script);
+      break;
+    case Engine::kTrtllm:
+      EmitTrtllm(ev, plan, d, moe, attention_dp, model_id, kvdt, batch, layout,
+                 script);
+      break;
+  }
+}
+
+bool IsDisaggregated(const Plan& plan) {
+  return plan.has_prefill() || plan.has_decode();
+}
+
+// A pool's sub-plan as one plan of `instances` replicas.
+Plan PoolPlan(const Plan& sub, int instances) {
+  Plan out = sub;
+  out.set_replicas(Positive(instances));
+  return out;
+}
+
+// Turns a pool's commands into prefill or decode servers: the engine's
+// disaggregation flags (vLLM: NixlConnector through --kv-transfer-config and
+// a NIXL side-channel port per instance on a host; SGLang:
+// --disaggregation-mode with its transfer backend and, for prefill, a
+// bootstrap port per instance on a host). Returns each instance's
+// (address, HTTP port, bootstrap port) for the router.
+struct Endpoint {
+  std::string host;
+  int port = 0;
+  int bootstrap_port = 0;
+};
+std::vector<Endpoint> MakeRole(Engine engine, const EngineVersion& ev,
+                               bool prefill, const Layout& layout,
+                               std::vector<Command>& commands) {
+  std::vector<Endpoint> heads;
+  const ToolFlags& f = ev.launch;
+  const ToolFlags& r = ev.router;
+  int last_instance = -1;
+  for (Command& c : commands) {
+    Endpoint e{layout.Addr(c.node), c.port, 0};
+    if (engine == Engine::kVllm) {
+      const int slot = c.port - 8000;
+      const std::string config =
+          fmt::format("'{{\"kv_connector\":\"{}\",\"kv_role\":\"{}\"}}'",
+                      r.Value("kv_connector"),
+                      r.Value(prefill ? "kv_role_prefill" : "kv_role_decode"));
+      c.Flag(f.Flag("kv_transfer_config"), config);
+      int base = 5600;
+      (void)absl::SimpleAtoi(r.Value("side_channel_port_base"), &base);
+      c.env.push_back(
+          absl::StrCat(r.Value("side_channel_port_env"), "=", base + 8 * slot));
+      if (layout.num_nodes() > 1 && !layout.k8s) {
+        c.env.push_back(absl::StrCat(r.Value("side_channel_host_env"), "=",
+                                     layout.Addr(c.node)));
+      }
+    } else if (engine == Engine::kSglang) {
+      const int slot = c.port - 30000;
+      c.Flag(f.Flag("disaggregation_mode"), prefill ? "prefill" : "decode");
+      c.Flag(f.Flag("disaggregation_transfer_backend"),
+             f.Value("disaggregation_transfer_backend"));
+      if (prefill) {
+        int base = 8998;
+        (void)absl::SimpleAtoi(f.Value("disaggregation_bootstrap_port"), &base);
+        e.bootstrap_port = base + slot;
+        c.Flag(f.Flag("disaggregation_bootstrap_port"), e.bootstrap_port);
+      }
+    }
+    if (c.instance != last_instance) heads.push_back(e);
+    last_instance = c.instance;
+  }
+  return heads;
+}
+
+// The router in front of the pools: vLLM's proxy, or sglang-router in PD
+// mode, on node 0.
+Command RouterCommand(Engine engine, const EngineVersion& ev,
+                      const Layout& layout,
+                      const std::vector<Endpoint>& prefill,
+                      const std::vector<Endpoint>& decode, int port) {
+  const ToolFlags& r = ev.router;
+  Command c;
+  c.args = {r.command};
+  if (engine == Engine::kVllm) {
+    c.comments.push_back(
+        "Router, on node 0 (vLLM's reference proxy: run it from a vLLM "
+        "checkout):");
+    std::vector<std::string> ph, pp, dh, dp;
+    for (const Endpoint& e : prefill) {
+      ph.push_back(e.host);
+      pp.push_back(absl::StrCat(e.port));
+    }
+    for (const Endpoint& e : decode) {
+      dh.push_back(e.host);
+      dp.push_back(absl::StrCat(e.port));
+    }
+    c.Flag(r.Flag("prefill_hosts"), absl::StrJoin(ph, " "));
+    c.Flag(r.Flag("prefill_ports"), absl::StrJoin(pp, " "));
+    c.Flag(r.Flag("decode_hosts"), absl::StrJoin(dh, " "));
+    c.Flag(r.Flag("decode_ports"), absl::StrJoin(dp, " "));
+  } else {
+    c.comments.push_back("Router (sglang-router, PD mode), on node 0:");
+    c.Switch(r.Flag("pd"));
+    for (const Endpoint& e : prefill) {
+      c.Flag(r.Flag("prefill"), absl::StrCat("http://", e.host, ":", e.port,
+                                             " ", e.bootstrap_port));
+    }
+    for (const Endpoint& e : decode) {
+      c.Flag(r.Flag("decode"), absl::StrCat("http://", e.host, ":", e.port));
+    }
+  }
+  if (layout.num_nodes() > 1) c.Flag(r.Flag("host"), "0.0.0.0");
+  c.Flag(r.Flag("port"), port);
+  return c;
+}
+
+Built Build(Engine engine, const Plan& plan, const EmitContext& context,
+            bool k8s) {
+  Built built;
+  Script& script = built.script;
+
+  absl::StatusOr<EngineVersion> ev =
+      FindEngineVersion(engine, context.engine_version);
+  if (!ev.ok()) {
+    script.warnings.push_back(absl::StrCat(
+        ev.status().message(), "; using the newest table instead."));
+    ev = FindEngineVersion(engine, "");
+    if (!ev.ok()) {
+      script.warnings.push_back(std::string(ev.status().message()));
+      built.ok = false;
+      return built;
+    }
+  }
+  built.ev = *ev;
+
   // --- Model id: the server's catalog (or the spec) names the checkpoint.
   std::string model_id = context.hugging_face_id;
   if (model_id.empty()) {
@@ -865,42 +1023,102 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
                     "checkpoint's path or id.",
                     context.model_name, model_id));
   }
+  built.model_id = model_id;
+  const std::string quantization =
+      WeightQuantization(engine, context, model_id, script.warnings);
+  if (context.kv_cache_dtype == "fp4") {
+    script.warnings.push_back(
+        fmt::format("{} has no FP4 KV cache; the command keeps the engine's "
+                    "default KV-cache dtype.",
+                    EngineName(engine)));
+  }
 
-  const int batch =
-      plan.batch_size() > 0 ? plan.batch_size() : context.batch_fallback;
-  const std::string& kvdt = context.kv_cache_dtype;
-  const int64_t plan_gpus = static_cast<int64_t>(d.replicas) * d.replica_gpus();
+  if (!IsDisaggregated(plan)) {
+    const Degrees d = DegreesOf(plan);
+    const int64_t plan_gpus =
+        static_cast<int64_t>(d.replicas) * d.replica_gpus();
+    Layout layout(context.gpus_per_node,
+                  context.num_gpus > 0
+                      ? std::max<int64_t>(context.num_gpus, plan_gpus)
+                      : plan_gpus);
+    layout.k8s = k8s;
+    EmitPool(engine, *ev, plan, context, model_id, quantization, layout,
+             script);
+    built.plan_gpus = plan_gpus;
+    built.num_nodes = layout.num_nodes();
+    return built;
+  }
+
+  // --- Disaggregated (xPyD): the prefill instances on the first GPUs, the
+  // decode instances after them, a router in front.
+  built.disaggregated = true;
+  if (!plan.has_prefill() || !plan.has_decode()) {
+    script.warnings.push_back(
+        "a disaggregated plan needs both plan.prefill and plan.decode; "
+        "nothing to emit.");
+    built.ok = false;
+    return built;
+  }
+  if (engine == Engine::kTrtllm || !ev->router.Has("port")) {
+    script.warnings.push_back(fmt::format(
+        "no disaggregated launch for {} here (its disaggregated serving "
+        "needs a trtllm-serve disaggregated config of context and generation "
+        "servers), which shardplan does not write yet; plan with "
+        "disaggregation off for a TensorRT-LLM launch.",
+        EngineName(engine)));
+    built.ok = false;
+    return built;
+  }
+  const Plan prefill = PoolPlan(plan.prefill(), plan.prefill_instances());
+  const Plan decode = PoolPlan(plan.decode(), plan.decode_instances());
+  built.prefill_instances = prefill.replicas();
+  built.decode_instances = decode.replicas();
+  built.prefill_gpus = DegreesOf(prefill).replica_gpus();
+  built.decode_gpus = DegreesOf(decode).replica_gpus();
+  const int64_t prefill_total = built.prefill_gpus * built.prefill_instances;
+  const int64_t plan_gpus =
+      prefill_total + built.decode_gpus * built.decode_instances;
   Layout layout(context.gpus_per_node,
                 context.num_gpus > 0
                     ? std::max<int64_t>(context.num_gpus, plan_gpus)
                     : plan_gpus);
   layout.k8s = k8s;
-  const std::string quantization =
-      WeightQuantization(engine, context, model_id, script.warnings);
-  script.concurrency_per_instance = batch * d.dp;
-
-  switch (engine) {
-    case Engine::kVllm:
-      EmitVllm(*ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
-               batch, layout, script);
-      break;
-    case Engine::kSglang:
-      EmitSglang(*ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
-                 batch, layout, script);
-      break;
-    case Engine::kTrtllm:
-      EmitTrtllm(*ev, plan, d, moe, attention_dp, model_id, kvdt, batch, layout,
-                 script);
-      break;
+  Script pools[2];
+  std::vector<Endpoint> heads[2];
+  for (int i = 0; i < 2; ++i) {
+    const bool is_prefill = i == 0;
+    layout.offset = is_prefill ? 0 : prefill_total;
+    EmitPool(engine, *ev, is_prefill ? prefill : decode, context, model_id,
+             quantization, layout, pools[i]);
+    heads[i] = MakeRole(engine, *ev, is_prefill, layout, pools[i].commands);
+    const char* role = is_prefill ? "Prefill" : "Decode";
+    for (Command& c : pools[i].commands) {
+      if (!c.comments.empty()) {
+        std::string& comment = c.comments.back();
+        if (absl::StartsWith(comment, "Instance")) comment[0] = 'i';
+        comment = absl::StrCat(role, " ", comment);
+      }
+    }
+    for (const std::string& w : pools[i].warnings) {
+      script.warnings.push_back(
+          absl::StrCat(is_prefill ? "prefill" : "decode", " instances: ", w));
+    }
+    for (const std::string& p : pools[i].preamble) script.preamble.push_back(p);
   }
-  if (kvdt == "fp4") {
-    script.warnings.push_back(
-        fmt::format("{} has no FP4 KV cache; the command keeps the engine's "
-                    "default KV-cache dtype.",
-                    engine_name));
+  built.decode_begin = pools[0].commands.size();
+  for (Script& pool : pools) {
+    for (Command& c : pool.commands) script.commands.push_back(std::move(c));
   }
-
-  built.model_id = model_id;
+  int router_port = 0;
+  (void)absl::SimpleAtoi(ev->router.Value("port"), &router_port);
+  script.commands.push_back(
+      RouterCommand(engine, *ev, layout, heads[0], heads[1], router_port));
+  // The benchmark goes through the router with every decode slot busy.
+  script.bench_host = layout.Addr(0);
+  script.bench_port = router_port;
+  script.instances = 1;
+  script.concurrency_per_instance =
+      pools[1].concurrency_per_instance * pools[1].instances;
   built.plan_gpus = plan_gpus;
   built.num_nodes = layout.num_nodes();
   return built;
@@ -919,13 +1137,23 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
   const int64_t plan_gpus = built.plan_gpus;
   // --- The script.
   std::vector<std::string> header;
+  const std::string shape =
+      built.disaggregated
+          ? fmt::format(
+                "disaggregated {}P{}D ({} prefill instance{} of {} GPUs, {} "
+                "decode instance{} of {} GPUs, a router)",
+                built.prefill_instances, built.decode_instances,
+                built.prefill_instances,
+                built.prefill_instances == 1 ? "" : "s", built.prefill_gpus,
+                built.decode_instances, built.decode_instances == 1 ? "" : "s",
+                built.decode_gpus)
+          : fmt::format("{} instance{}", script.instances,
+                        script.instances == 1 ? "" : "s");
   header.push_back(fmt::format(
-      "{} {} flags (releases {}{}; client/engines/{}.yaml): {} instance{} "
-      "on {} GPUs.",
+      "{} {} flags (releases {}{}; client/engines/{}.yaml): {} on {} GPUs.",
       engine_name, ev->name, ev->min,
       ev->max.empty() ? " and later" : absl::StrCat(" to before ", ev->max),
-      EngineKey(engine), script.instances, script.instances == 1 ? "" : "s",
-      plan_gpus));
+      EngineKey(engine), shape, plan_gpus));
   if (built.num_nodes > 1) {
     header.push_back(fmt::format(
         "Set NODE0_ADDR..NODE{}_ADDR to the nodes' addresses and run each "

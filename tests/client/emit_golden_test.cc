@@ -52,6 +52,16 @@ Plan MakePlan(int replicas, int dp, int tp, int pp, int ep, int batch,
   return plan;
 }
 
+Plan Disaggregated(const Plan& prefill, int prefill_instances,
+                   const Plan& decode, int decode_instances) {
+  Plan plan;
+  *plan.mutable_prefill() = prefill;
+  *plan.mutable_decode() = decode;
+  plan.set_prefill_instances(prefill_instances);
+  plan.set_decode_instances(decode_instances);
+  return plan;
+}
+
 // The catalog's answers for the models used (ListCatalog / EvaluatePlan's
 // resolved ModelSpec).
 EmitContext Model(const std::string& name, int num_gpus) {
@@ -106,6 +116,17 @@ std::vector<Shape> Shapes() {
   // 12 GPUs on 8-GPU nodes: node 1 has only 4.
   shapes.push_back({"partial_node", MakePlan(3, 1, 4, 1, 4, 128),
                     Model("gpt-oss-120b", 12)});
+  // Disaggregated (plan.prefill/decode, built by hand as the server returns
+  // them): 1P1D on one node, and 2P1D of DeepSeek over 4 nodes (each prefill
+  // instance one node, the decode instance two).
+  shapes.push_back({"disagg_1p1d_1node",
+                    Disaggregated(MakePlan(1, 1, 4, 1, 1, 16), 1,
+                                  MakePlan(1, 1, 4, 1, 1, 128), 1),
+                    Model("llama-3.1-70b", 8)});
+  shapes.push_back({"disagg_2p1d_4nodes",
+                    Disaggregated(MakePlan(1, 1, 8, 1, 8, 32, true), 2,
+                                  MakePlan(1, 2, 8, 1, 16, 128, true), 1),
+                    Model("deepseek-v3", 32)});
   return shapes;
 }
 
@@ -212,7 +233,8 @@ void ExpectKnownFlags(const std::string& script, const EngineVersion& ev,
     if (!absl::StartsWith(line, "  ")) {
       // A new command: find which tool it runs.
       tool = nullptr;
-      for (const ToolFlags* t : {&ev.launch, &ev.benchmark}) {
+      for (const ToolFlags* t : {&ev.launch, &ev.benchmark, &ev.router}) {
+        if (t->command.empty()) continue;  // the engine has no such tool
         const size_t at = text.find(t->command + " ");
         if (at != std::string::npos) {
           tool = t;
