@@ -1207,10 +1207,12 @@ std::string K8sName(absl::string_view text) {
   return out.empty() ? "model" : out;
 }
 
+// A container of a pod template whose `containers:` key is indented by
+// `indent` spaces.
 void AppendContainer(const Command& c, absl::string_view name,
-                     absl::string_view image, int port, bool leader,
+                     absl::string_view image, int port, bool leader, int indent,
                      std::string& out) {
-  const std::string pad = "          ";
+  const std::string pad(indent + 2, ' ');
   absl::StrAppend(&out, pad, "- name: ", name, "\n");
   absl::StrAppend(&out, pad, "  image: ", image, "\n");
   // sh -c so that a worker computes its ranks from LWS_WORKER_INDEX.
@@ -1228,10 +1230,76 @@ void AppendContainer(const Command& c, absl::string_view name,
     absl::StrAppend(&out, pad, "  ports:\n", pad, "    - containerPort: ", port,
                     "\n");
   }
-  absl::StrAppend(&out, pad, "  resources:\n", pad, "    limits:\n", pad,
-                  "      nvidia.com/gpu: \"", c.gpus, "\"\n");
+  // An extended resource: requests must equal limits.
+  absl::StrAppend(&out, pad, "  resources:\n");
+  for (const char* kind : {"requests", "limits"}) {
+    absl::StrAppend(&out, pad, "    ", kind, ":\n", pad,
+                    "      nvidia.com/gpu: \"", c.gpus, "\"\n");
+  }
   absl::StrAppend(&out, pad, "  volumeMounts:\n", pad,
                   "    - {name: dshm, mountPath: /dev/shm}\n");
+}
+
+// The benchmark against a Service, as trailing comment lines.
+std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
+                             const EmitContext& context,
+                             const std::string& service, int port,
+                             std::string* bench) {
+  script.bench_host = service;
+  script.bench_port = port;
+  *bench = RenderBenchmark(engine, built.ev, built.model_id, script, context);
+  std::string out = "# From a pod in the cluster, through the Service:\n";
+  for (absl::string_view line : absl::StrSplit(*bench, '\n')) {
+    if (line.empty()) continue;
+    absl::StrAppend(&out, absl::StartsWith(line, "#") ? "" : "# ", line, "\n");
+  }
+  return out;
+}
+
+// Instances that each fit one node: a Deployment of identical pods (one per
+// instance) and a Service over them; Kubernetes assigns each pod its GPUs.
+EmittedCommand EmitDeployment(Engine engine, Built& built,
+                              const EmitContext& context, const Command& c,
+                              const std::string& name, const std::string& image,
+                              int port) {
+  Script& script = built.script;
+  std::string out;
+  absl::StrAppend(&out, "# ", EngineName(engine), " ", built.ev.name,
+                  " flags as a Deployment: ", script.instances, " pod",
+                  script.instances == 1 ? "" : "s", " of ", c.gpus,
+                  " GPUs (one instance each), ", built.plan_gpus,
+                  " GPUs. Model weights: mount or download them in every "
+                  "pod.\n");
+  absl::StrAppend(&out,
+                  "apiVersion: apps/v1\n"
+                  "kind: Deployment\n"
+                  "metadata:\n  name: ",
+                  name, "\nspec:\n  replicas: ", script.instances,
+                  "\n  selector:\n    matchLabels:\n      app: ", name,
+                  "\n  template:\n    metadata:\n      labels:\n        app: ",
+                  name, "\n    spec:\n      containers:\n");
+  AppendContainer(c, "server", image, port, true, 6, out);
+  absl::StrAppend(&out,
+                  "      volumes:\n"
+                  "        - name: dshm\n"
+                  "          emptyDir: {medium: Memory}\n");
+  absl::StrAppend(&out,
+                  "---\n"
+                  "apiVersion: v1\n"
+                  "kind: Service\n"
+                  "metadata:\n  name: ",
+                  name,
+                  "\n"
+                  "spec:\n  type: ClusterIP\n"
+                  "  ports:\n    - {name: http, port: ",
+                  port, ", targetPort: ", port,
+                  ", protocol: TCP}\n"
+                  "  selector:\n    app: ",
+                  name, "\n");
+  std::string bench;
+  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context, name,
+                                         port, &bench));
+  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
 }
 
 }  // namespace
@@ -1241,6 +1309,12 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
   Built built = Build(engine, plan, context, /*k8s=*/true);
   Script& script = built.script;
   if (!built.ok) return EmittedCommand{"", "", script.warnings};
+  if (built.disaggregated) {
+    script.warnings.push_back(
+        "no plain Kubernetes manifest for a disaggregated plan (prefill and "
+        "decode pools behind a PD router): use --emit dynamo.");
+    return EmittedCommand{"", "", script.warnings};
+  }
   if (engine == Engine::kTrtllm) {
     script.warnings.push_back(
         "no Kubernetes manifest for TensorRT-LLM: a multi-node instance is "
@@ -1274,6 +1348,9 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
   const int port = vllm ? 8000 : 30000;
   const int size = static_cast<int>(group.size());
 
+  if (size == 1) {
+    return EmitDeployment(engine, built, context, *group[0], name, image, port);
+  }
   std::string out;
   absl::StrAppend(
       &out, "# ", EngineName(engine), " ", built.ev.name,
@@ -1297,7 +1374,7 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                   "    leaderTemplate:\n"
                   "      metadata:\n        labels:\n          role: leader\n"
                   "      spec:\n        containers:\n");
-  AppendContainer(*group[0], "leader", image, port, true, out);
+  AppendContainer(*group[0], "leader", image, port, true, 8, out);
   const std::string volumes =
       "        volumes:\n"
       "          - name: dshm\n"
@@ -1307,7 +1384,7 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                   "    workerTemplate:\n      spec:\n        containers:\n");
   // One pod-group of size 1 still needs a worker template; it is unused.
   AppendContainer(size > 1 ? *group[1] : *group[0], "worker", image, port,
-                  false, out);
+                  false, 8, out);
   absl::StrAppend(&out, volumes);
   absl::StrAppend(&out,
                   "---\n"
@@ -1323,15 +1400,9 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                   "  selector:\n"
                   "    leaderworkerset.sigs.k8s.io/name: ",
                   name, "\n    role: leader\n");
-  script.bench_host = name + "-leader";
-  script.bench_port = port;
-  const std::string bench =
-      RenderBenchmark(engine, built.ev, built.model_id, script, context);
-  absl::StrAppend(&out, "# From a pod in the cluster, through the Service:\n");
-  for (absl::string_view line : absl::StrSplit(bench, '\n')) {
-    if (line.empty()) continue;
-    absl::StrAppend(&out, absl::StartsWith(line, "#") ? "" : "# ", line, "\n");
-  }
+  std::string bench;
+  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context,
+                                         name + "-leader", port, &bench));
   return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
 }
 
