@@ -82,6 +82,16 @@ EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
 EmittedCommand EmitKubernetes(Engine engine, const shardplan::v1::Plan& plan,
                               const EmitContext& context);
 
+// `--emit dynamo`: an NVIDIA Dynamo DynamoGraphDeployment (nvidia.com/v1alpha1)
+// with a Frontend and one worker service per pool: the engine's Dynamo worker
+// (python3 -m dynamo.vllm|dynamo.sglang) with the launch's parallelism flags
+// (Dynamo sets up the nodes, ports and KV transfer), `replicas` = instances,
+// `multinode.nodeCount` and GPUs per node. Disaggregated plans get a prefill
+// and a decode worker service. TensorRT-LLM (engine config files) gets no
+// manifest, only a warning.
+EmittedCommand EmitDynamo(Engine engine, const shardplan::v1::Plan& plan,
+                          const EmitContext& context);
+
 }  // namespace shardplan::client
 
 #endif  // SHARDPLAN_CLIENT_EMIT_H_

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/cli.h"
 #include "client/emit.h"
 #include "client/exit_codes.h"
@@ -294,30 +295,42 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   return e;
 }
 
-// "k8s-vllm" → ("vllm", true).
-std::pair<std::string, bool> SplitEmit(const std::string& emit) {
+// What --emit writes and for which engine: "k8s-vllm" → (kKubernetes,
+// "vllm"); "dynamo" → (kDynamo, --engine or vllm).
+enum class EmitFormat { kScript, kKubernetes, kDynamo };
+std::pair<EmitFormat, std::string> SplitEmit(const GlobalFlags& g) {
   constexpr absl::string_view kK8s = "k8s-";
-  if (absl::StartsWith(emit, kK8s)) {
-    return {emit.substr(kK8s.size()), true};
+  constexpr absl::string_view kDynamo = "dynamo";
+  if (absl::StartsWith(g.emit, kK8s)) {
+    return {EmitFormat::kKubernetes, g.emit.substr(kK8s.size())};
   }
-  return {emit, false};
+  if (absl::StartsWith(g.emit, kDynamo)) {
+    std::string engine =
+        std::string(absl::StripPrefix(absl::StripPrefix(g.emit, kDynamo), "-"));
+    if (engine.empty()) engine = g.engine.empty() ? "vllm" : g.engine;
+    return {EmitFormat::kDynamo, engine};
+  }
+  return {EmitFormat::kScript, g.emit};
 }
 
 // INVALID_ARGUMENT (exit 2, before anything is sent) for an --emit engine or
 // --engine-version without a flag table.
 absl::Status CheckEmitFlags(const GlobalFlags& g) {
   if (g.emit.empty()) return absl::OkStatus();
-  absl::StatusOr<Engine> engine = ParseEngine(SplitEmit(g.emit).first);
+  absl::StatusOr<Engine> engine = ParseEngine(SplitEmit(g).second);
   if (!engine.ok()) return engine.status();
   return FindEngineVersion(*engine, g.engine_version).status();
 }
 
-int PrintEmitted(const std::string& emit, const shardplan::v1::Plan& plan,
+int PrintEmitted(const GlobalFlags& g, const shardplan::v1::Plan& plan,
                  const EmitContext& context) {
-  const auto [engine_name, k8s] = SplitEmit(emit);
+  const auto [format, engine_name] = SplitEmit(g);
   absl::StatusOr<Engine> engine = ParseEngine(engine_name);
   if (!engine.ok()) return ReportUsageError(engine.status());
-  const EmittedCommand emitted = k8s ? EmitKubernetes(*engine, plan, context)
+  const EmittedCommand emitted = format == EmitFormat::kDynamo
+                                     ? EmitDynamo(*engine, plan, context)
+                                 : format == EmitFormat::kKubernetes
+                                     ? EmitKubernetes(*engine, plan, context)
                                      : EmitCommand(*engine, plan, context);
   for (const std::string& w : emitted.warnings)
     std::cerr << "warning: " << w << "\n";
@@ -403,7 +416,7 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
     const std::optional<shardplan::v1::ModelSpec> model =
         ResolvedModel(g, *request, last.plan());
     return PrintEmitted(
-        g.emit, last.plan(),
+        g, last.plan(),
         EmitContextFor(g, request->model(), model ? &*model : nullptr,
                        request->workload(), rc, last.prediction()));
   }
@@ -434,7 +447,7 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
   if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
   if (!g.emit.empty()) {
     return PrintEmitted(
-        g.emit, response.plan(),
+        g, response.plan(),
         EmitContextFor(g, request->model(), &response.model(),
                        request->workload(), rc, response.prediction()));
   }

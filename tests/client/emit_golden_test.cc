@@ -3,8 +3,11 @@
 // pages), and a check that every flag the emitter writes is in the engine's
 // flag list for the chosen version. SHARDPLAN_UPDATE_GOLDEN=1 rewrites the
 // files; review the diff before committing it.
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -135,7 +138,8 @@ struct Case {
   std::string version;  // "" = newest
   std::string file;
   Shape shape;
-  bool k8s = false;  // a LeaderWorkerSet manifest instead of a script
+  bool k8s = false;     // a Kubernetes manifest instead of a script
+  bool dynamo = false;  // a Dynamo graph deployment instead of a script
 };
 
 std::vector<Case> Cases() {
@@ -158,6 +162,18 @@ std::vector<Case> Cases() {
       }
     }
   }
+  // Dynamo graphs: aggregated on one and on several nodes, disaggregated.
+  for (const Shape& s : Shapes()) {
+    const std::string name = s.name;
+    if (name == "dense_tp" || name == "moe_dpep_4nodes" ||
+        absl::StartsWith(name, "disagg_")) {
+      for (Engine e : {Engine::kVllm, Engine::kSglang}) {
+        Case c{e, "", absl::StrCat(name, ".dynamo-", EngineKey(e), ".yaml"), s};
+        c.dynamo = true;
+        cases.push_back(c);
+      }
+    }
+  }
   // The older flag tables.
   for (const Shape& s : Shapes()) {
     if (std::string(s.name) == "pp_2nodes") {
@@ -176,9 +192,10 @@ std::vector<Case> Cases() {
 std::string Render(const Case& c) {
   EmitContext context = c.shape.context;
   context.engine_version = c.version;
-  const EmittedCommand e = c.k8s
-                               ? EmitKubernetes(c.engine, c.shape.plan, context)
-                               : EmitCommand(c.engine, c.shape.plan, context);
+  const EmittedCommand e =
+      c.dynamo ? EmitDynamo(c.engine, c.shape.plan, context)
+      : c.k8s  ? EmitKubernetes(c.engine, c.shape.plan, context)
+               : EmitCommand(c.engine, c.shape.plan, context);
   std::string out;
   for (const std::string& w : e.warnings) {
     absl::StrAppend(&out, "# stderr: warning: ", w, "\n");
@@ -275,11 +292,79 @@ void ExpectKnownManifestFlags(const std::string& manifest,
   EXPECT_TRUE(commands == 1 || commands == 2) << label << ": " << commands;
 }
 
+int64_t PlanGpus(const Plan& p) {
+  auto gpus = [](const Plan& q) {
+    return static_cast<int64_t>(std::max(1, q.dp())) * std::max(1, q.tp()) *
+           std::max(1, q.pp());
+  };
+  if (p.has_prefill()) {
+    return p.prefill_instances() * gpus(p.prefill()) +
+           p.decode_instances() * gpus(p.decode());
+  }
+  return std::max(1, p.replicas()) * gpus(p);
+}
+
+// A Dynamo worker's args: the engine's launch flags and the Dynamo worker's
+// own.
+void ExpectKnownDynamoFlags(const std::string& manifest,
+                            const EngineVersion& ev, const std::string& label) {
+  const YAML::Node doc = YAML::Load(manifest);
+  int workers = 0;
+  for (const auto& kv : doc["spec"]["services"]) {
+    const YAML::Node args = kv.second["extraPodSpec"]["mainContainer"]["args"];
+    if (!args) continue;
+    ++workers;
+    for (const auto& a : args) {
+      const std::string arg = a.as<std::string>();
+      if (!absl::StartsWith(arg, "--")) continue;
+      EXPECT_TRUE(ev.launch.known_flags.count(arg) > 0 ||
+                  ev.dynamo.known_flags.count(arg) > 0)
+          << label << ": " << arg << " is not a flag of `" << ev.dynamo.command
+          << "` (" << absl::StrJoin(ev.dynamo.sources, ", ") << ")";
+    }
+  }
+  EXPECT_GE(workers, 1) << label;
+}
+
+TEST(EmitGoldenTest, DynamoGraphsServeEveryGpuOfThePlan) {
+  for (const Case& c : Cases()) {
+    if (!c.dynamo) continue;
+    const YAML::Node doc = YAML::Load(Render(c));
+    EXPECT_EQ(doc["kind"].as<std::string>(), "DynamoGraphDeployment");
+    int64_t gpus = 0;
+    std::set<std::string> sub_types;
+    for (const auto& kv : doc["spec"]["services"]) {
+      const YAML::Node s = kv.second;
+      if (s["componentType"].as<std::string>() != "worker") continue;
+      const int nodes =
+          s["multinode"] ? s["multinode"]["nodeCount"].as<int>() : 1;
+      gpus += static_cast<int64_t>(s["replicas"].as<int>()) * nodes *
+              std::stoi(s["resources"]["limits"]["gpu"].as<std::string>());
+      if (s["subComponentType"]) {
+        sub_types.insert(s["subComponentType"].as<std::string>());
+      }
+    }
+    EXPECT_EQ(gpus, PlanGpus(c.shape.plan)) << c.file;
+    if (c.shape.plan.has_prefill()) {
+      EXPECT_EQ(sub_types, (std::set<std::string>{"prefill", "decode"}))
+          << c.file;
+    }
+  }
+  // TensorRT-LLM: a warning, no manifest.
+  const Shape dense = Shapes()[0];
+  const EmittedCommand trt =
+      EmitDynamo(Engine::kTrtllm, dense.plan, dense.context);
+  EXPECT_TRUE(trt.command.empty());
+  EXPECT_FALSE(trt.warnings.empty());
+}
+
 TEST(EmitGoldenTest, EveryEmittedFlagIsTheEnginesFlag) {
   for (const Case& c : Cases()) {
     absl::StatusOr<EngineVersion> ev = FindEngineVersion(c.engine, c.version);
     ASSERT_TRUE(ev.ok()) << ev.status();
-    if (c.k8s) {
+    if (c.dynamo) {
+      ExpectKnownDynamoFlags(Render(c), *ev, c.file);
+    } else if (c.k8s) {
       ExpectKnownManifestFlags(Render(c), *ev, c.file);
     } else {
       ExpectKnownFlags(Render(c), *ev, c.file);
