@@ -110,15 +110,25 @@ struct Segment {
 // Where the engine instances go.
 class Layout {
  public:
-  Layout(int gpus_per_node, int64_t num_gpus)
-      : per_node_(Positive(gpus_per_node)), num_gpus_(num_gpus) {}
-
-  int num_nodes() const {
-    return static_cast<int>((num_gpus_ + per_node_ - 1) / per_node_);
+  // Nodes of `node_gpus` GPUs each in rank order (node groups of different
+  // sizes), then of `gpus_per_node` up to `num_gpus` (the last possibly
+  // partial).
+  Layout(int gpus_per_node, int64_t num_gpus,
+         const std::vector<int>& node_gpus = {}) {
+    const int per_node = Positive(gpus_per_node);
+    starts_.push_back(0);
+    for (int n : node_gpus) {
+      if (starts_.back() >= num_gpus) break;
+      starts_.push_back(starts_.back() + Positive(n));
+    }
+    while (starts_.back() < num_gpus) {
+      starts_.push_back(std::min<int64_t>(num_gpus, starts_.back() + per_node));
+    }
   }
+
+  int num_nodes() const { return static_cast<int>(starts_.size()) - 1; }
   int NodeGpus(int node) const {
-    return static_cast<int>(std::min<int64_t>(
-        per_node_, num_gpus_ - static_cast<int64_t>(node) * per_node_));
+    return static_cast<int>(starts_[node + 1] - starts_[node]);
   }
   std::vector<Segment> SegmentsOf(int64_t first_rank, int64_t gpus) const {
     std::vector<Segment> out;
@@ -127,10 +137,13 @@ class Layout {
     const int64_t end = first_rank + gpus;
     while (rank < end) {
       Segment s;
-      s.node = static_cast<int>(rank / per_node_);
-      s.first_gpu = static_cast<int>(rank % per_node_);
-      s.gpus = static_cast<int>(
-          std::min<int64_t>(end - rank, per_node_ - s.first_gpu));
+      s.node = static_cast<int>(
+          std::upper_bound(starts_.begin(), starts_.end(), rank) -
+          starts_.begin() - 1);
+      s.node = std::min(s.node, num_nodes() - 1);
+      s.first_gpu = static_cast<int>(rank - starts_[s.node]);
+      s.gpus = static_cast<int>(std::max<int64_t>(
+          1, std::min<int64_t>(end - rank, NodeGpus(s.node) - s.first_gpu)));
       s.whole_node = s.first_gpu == 0 && s.gpus == NodeGpus(s.node);
       out.push_back(s);
       rank += s.gpus;
@@ -172,8 +185,7 @@ class Layout {
   int64_t offset = 0;
 
  private:
-  int per_node_;
-  int64_t num_gpus_;
+  std::vector<int64_t> starts_;  // first rank of each node, then the end
   std::map<int, int> used_ports_;
 };
 
@@ -794,6 +806,22 @@ std::string PlanDim(const Plan& plan, absl::string_view op) {
   return MegatronDim(op);
 }
 
+std::vector<int> NodeGpusOf(const shardplan::v1::ClusterSpec& cluster) {
+  bool sized = false;
+  for (const auto& g : cluster.node_groups()) {
+    sized |=
+        g.gpus_per_node() > 0 && g.gpus_per_node() != cluster.gpus_per_node();
+  }
+  std::vector<int> out;
+  if (!sized) return out;
+  for (const auto& g : cluster.node_groups()) {
+    const int size =
+        g.gpus_per_node() > 0 ? g.gpus_per_node() : cluster.gpus_per_node();
+    out.insert(out.end(), std::max(0, g.num_nodes()), size);
+  }
+  return out;
+}
+
 std::string EffectiveWeightDtype(const EmitContext& context) {
   if (!context.weight_dtype.empty()) return context.weight_dtype;
   if (!context.native_dtype.empty()) return context.native_dtype;
@@ -1041,7 +1069,8 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
     Layout layout(context.gpus_per_node,
                   context.num_gpus > 0
                       ? std::max<int64_t>(context.num_gpus, plan_gpus)
-                      : plan_gpus);
+                      : plan_gpus,
+                  context.node_gpus);
     layout.k8s = k8s;
     EmitPool(engine, *ev, plan, context, model_id, quantization, layout,
              script);
@@ -1082,7 +1111,8 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   Layout layout(context.gpus_per_node,
                 context.num_gpus > 0
                     ? std::max<int64_t>(context.num_gpus, plan_gpus)
-                    : plan_gpus);
+                    : plan_gpus,
+                context.node_gpus);
   layout.k8s = k8s;
   Script pools[2];
   std::vector<Endpoint> heads[2];

@@ -263,6 +263,7 @@ RenderContext ContextFor(const shardplan::v1::ModelSource& model,
 // the server could not be asked; then only an inline spec is known.
 EmitContext EmitContextFor(const GlobalFlags& g,
                            const shardplan::v1::ModelSource& model,
+                           const shardplan::v1::ClusterSpec& cluster,
                            const shardplan::v1::ModelSpec* resolved,
                            const shardplan::v1::Workload& workload,
                            const RenderContext& rc,
@@ -287,6 +288,7 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   e.kv_cache_dtype = workload.kv_cache_dtype();
   e.gpus_per_node = rc.gpus_per_node > 0 ? rc.gpus_per_node : 8;
   e.num_gpus = rc.gpus;
+  e.node_gpus = NodeGpusOf(cluster);
   e.engine_version = g.engine_version;
   if (workload.input_tokens() > 0) e.input_tokens = workload.input_tokens();
   if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
@@ -417,8 +419,9 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
         ResolvedModel(g, *request, last.plan());
     return PrintEmitted(
         g, last.plan(),
-        EmitContextFor(g, request->model(), model ? &*model : nullptr,
-                       request->workload(), rc, last.prediction()));
+        EmitContextFor(g, request->model(), request->cluster(),
+                       model ? &*model : nullptr, request->workload(), rc,
+                       last.prediction()));
   }
   if (g.output == "table")
     std::cout << RenderPlanUpdate(last, rc) << std::flush;
@@ -446,10 +449,10 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
   canceller.Unwatch();
   if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
   if (!g.emit.empty()) {
-    return PrintEmitted(
-        g, response.plan(),
-        EmitContextFor(g, request->model(), &response.model(),
-                       request->workload(), rc, response.prediction()));
+    return PrintEmitted(g, response.plan(),
+                        EmitContextFor(g, request->model(), request->cluster(),
+                                       &response.model(), request->workload(),
+                                       rc, response.prediction()));
   }
   if (g.output == "json") {
     std::cout << ToJsonLine(response) << "\n";

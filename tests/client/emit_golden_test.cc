@@ -119,6 +119,13 @@ std::vector<Shape> Shapes() {
   // 12 GPUs on 8-GPU nodes: node 1 has only 4.
   shapes.push_back({"partial_node", MakePlan(3, 1, 4, 1, 4, 128),
                     Model("gpt-oss-120b", 12)});
+  // Node groups of different sizes: one 8-GPU node, then two 4-GPU nodes.
+  {
+    EmitContext c = Model("llama-3.1-70b", 16);
+    c.node_gpus = {8, 4, 4};
+    shapes.push_back({"node_groups_tp4", MakePlan(4, 1, 4, 1, 1, 64), c});
+    shapes.push_back({"node_groups_tp8", MakePlan(2, 1, 8, 1, 1, 128), c});
+  }
   // Disaggregated (plan.prefill/decode, built by hand as the server returns
   // them): 1P1D on one node, and 2P1D of DeepSeek over 4 nodes (each prefill
   // instance one node, the decode instance two).
@@ -154,7 +161,8 @@ std::vector<Case> Cases() {
   for (const Shape& s : Shapes()) {
     const std::string name = s.name;
     if (name == "dense_tp" || name == "pp_2nodes" ||
-        name == "moe_dpep_4nodes" || name == "partial_node") {
+        name == "moe_dpep_4nodes" || name == "partial_node" ||
+        name == "node_groups_tp4") {
       for (Engine e : {Engine::kVllm, Engine::kSglang}) {
         cases.push_back({e, "",
                          absl::StrCat(name, ".k8s-", EngineKey(e), ".yaml"), s,
@@ -385,7 +393,8 @@ TEST(EmitGoldenTest, ManifestsAreDeploymentsOrLeaderWorkerSetsWithAService) {
     ASSERT_EQ(docs.size(), 2u) << c.file;
     // One node per instance: a Deployment; several: a LeaderWorkerSet.
     const std::string name = c.shape.name;
-    const bool single_node = name == "dense_tp" || name == "partial_node";
+    const bool single_node = name == "dense_tp" || name == "partial_node" ||
+                             name == "node_groups_tp4";
     EXPECT_EQ(docs[0]["kind"].as<std::string>(),
               single_node ? "Deployment" : "LeaderWorkerSet")
         << c.file;
