@@ -1238,6 +1238,19 @@ std::string K8sName(absl::string_view text) {
   return out.empty() ? "model" : out;
 }
 
+// `env:` of a container from NAME=VALUE strings, its key indented by `pad`;
+// nothing when there are none.
+void AppendEnv(const std::vector<std::string>& env, const std::string& pad,
+               std::string& out) {
+  if (env.empty()) return;
+  absl::StrAppend(&out, pad, "env:\n");
+  for (const std::string& e : env) {
+    const size_t eq = e.find('=');
+    absl::StrAppend(&out, pad, "  - name: ", e.substr(0, eq), "\n", pad,
+                    "    value: ", Quoted(e.substr(eq + 1)), "\n");
+  }
+}
+
 // A container of a pod template whose `containers:` key is indented by
 // `indent` spaces.
 void AppendContainer(const Command& c, absl::string_view name,
@@ -1249,14 +1262,7 @@ void AppendContainer(const Command& c, absl::string_view name,
   // sh -c so that a worker computes its ranks from LWS_WORKER_INDEX.
   absl::StrAppend(&out, pad, "  command: [\"sh\", \"-c\", ",
                   Quoted(absl::StrJoin(c.args, " ")), "]\n");
-  if (!c.env.empty()) {
-    absl::StrAppend(&out, pad, "  env:\n");
-    for (const std::string& e : c.env) {
-      const size_t eq = e.find('=');
-      absl::StrAppend(&out, pad, "    - name: ", e.substr(0, eq), "\n", pad,
-                      "      value: ", Quoted(e.substr(eq + 1)), "\n");
-    }
-  }
+  AppendEnv(c.env, pad + "  ", out);
   if (leader) {
     absl::StrAppend(&out, pad, "  ports:\n", pad, "    - containerPort: ", port,
                     "\n");
@@ -1591,15 +1597,7 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
         env.push_back(e);
       }
     }
-    if (!env.empty()) {
-      absl::StrAppend(&out, "          env:\n");
-      for (const std::string& e : env) {
-        const size_t eq = e.find('=');
-        absl::StrAppend(&out, "            - name: ", e.substr(0, eq),
-                        "\n              value: ", Quoted(e.substr(eq + 1)),
-                        "\n");
-      }
-    }
+    AppendEnv(env, "          ", out);
   }
   // The benchmark through the frontend (Dynamo's OpenAI-compatible HTTP
   // service, port 8000).

@@ -786,14 +786,21 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
   // num_gpus need not be a multiple of gpus_per_node: part of a node (4 GPUs
   // of an 8-GPU node) and a last, partial node (12 GPUs on 8-GPU nodes) are
   // everyday allocations; placement knows the last node is smaller.
-  bool sized_groups = false;
-  for (const shardplan::v1::NodeGroup& group : cluster.node_groups()) {
-    sized_groups |=
-        group.gpus_per_node() != 0 && group.gpus_per_node() != c.gpus_per_node;
-  }
-  if (sized_groups) {
-    // Nodes of different sizes: each group's nodes hold its gpus_per_node
-    // GPUs, and they add up to num_gpus exactly.
+  // Node groups: consecutive nodes in rank order. When a group sets its own
+  // gpus_per_node (8-GPU and 4-GPU nodes in one cluster), the groups' GPUs
+  // must add up to num_gpus; else their node counts to the node count.
+  if (cluster.node_groups_size() > 0) {
+    bool sized = false;
+    for (const shardplan::v1::NodeGroup& group : cluster.node_groups()) {
+      sized |= group.gpus_per_node() != 0 &&
+               group.gpus_per_node() != c.gpus_per_node;
+    }
+    if (!sized && cluster.node_groups_size() > c.num_nodes()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.node_groups has ", cluster.node_groups_size(),
+                       " groups for ", c.num_nodes(), " nodes"));
+    }
+    int64_t nodes = 0;
     int64_t gpus = 0;
     for (int i = 0; i < cluster.node_groups_size(); ++i) {
       const shardplan::v1::NodeGroup& group = cluster.node_groups(i);
@@ -816,55 +823,31 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
       }
       const int size =
           group.gpus_per_node() > 0 ? group.gpus_per_node() : c.gpus_per_node;
+      nodes += group.num_nodes();
       gpus += static_cast<int64_t>(group.num_nodes()) * size;
-      if (gpus > kMaxGpus) break;  // reported below
       c.node_groups.push_back({group.name(), group.num_nodes(), size});
-      c.node_gpus.insert(c.node_gpus.end(), group.num_nodes(), size);
+      if (sized && gpus <= kMaxGpus) {
+        c.node_gpus.insert(c.node_gpus.end(), group.num_nodes(), size);
+      }
     }
-    if (gpus != c.num_gpus) {
+    if (!sized && nodes != c.num_nodes()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.node_groups: node counts add up to ", nodes, ", expected ",
+          c.num_nodes(),
+          " (cluster.num_gpus / cluster.gpus_per_node, rounded up)"));
+    }
+    if (sized && gpus != c.num_gpus) {
       return absl::InvalidArgumentError(
           absl::StrCat("cluster.node_groups: GPUs add up to ", gpus,
                        " (num_nodes x gpus_per_node over the groups), expected "
                        "cluster.num_gpus = ",
                        c.num_gpus));
     }
-    // Rules that need one node size (Megatron's tp within a node) take the
-    // smallest node.
-    c.gpus_per_node = *std::min_element(c.node_gpus.begin(), c.node_gpus.end());
-    return c;
-  }
-  if (cluster.node_groups_size() > 0) {
-    if (cluster.node_groups_size() > c.num_nodes()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("cluster.node_groups has ", cluster.node_groups_size(),
-                       " groups for ", c.num_nodes(), " nodes"));
-    }
-    int64_t total = 0;
-    for (int i = 0; i < cluster.node_groups_size(); ++i) {
-      const shardplan::v1::NodeGroup& group = cluster.node_groups(i);
-      const std::string path = absl::StrCat("cluster.node_groups[", i, "]");
-      RETURN_IF_ERROR(CheckRange(
-          group.num_nodes(), absl::StrCat(path, ".num_nodes"), 1, kMaxGpus));
-      if (group.name().empty()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat(path, ".name must not be empty"));
-      }
-      for (int j = 0; j < i; ++j) {
-        if (cluster.node_groups(j).name() == group.name()) {
-          return absl::InvalidArgumentError(
-              absl::StrFormat("%s.name: duplicate node group %s (also at [%d])",
-                              path, QuoteUserText(group.name()), j));
-        }
-      }
-      total += group.num_nodes();
-      c.node_groups.push_back(
-          {group.name(), group.num_nodes(), c.gpus_per_node});
-    }
-    if (total != c.num_nodes()) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "cluster.node_groups: node counts add up to ", total, ", expected ",
-          c.num_nodes(),
-          " (cluster.num_gpus / cluster.gpus_per_node, rounded up)"));
+    if (sized) {
+      // Rules that need one node size (Megatron's tp within a node) take the
+      // smallest node.
+      c.gpus_per_node =
+          *std::min_element(c.node_gpus.begin(), c.node_gpus.end());
     }
   }
   return c;
