@@ -136,9 +136,12 @@ void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
     cmd->add_option(
            "--emit", g->emit,
            "Print the launch commands of the plan for vllm, sglang or "
-           "trtllm, or a Kubernetes LeaderWorkerSet (k8s-vllm, k8s-sglang)")
-        ->check(CLI::IsMember(
-            {"vllm", "sglang", "trtllm", "k8s-vllm", "k8s-sglang"}));
+           "trtllm, Kubernetes objects (k8s-vllm, k8s-sglang), or an NVIDIA "
+           "Dynamo graph (dynamo: of --engine, default vllm; dynamo-vllm, "
+           "dynamo-sglang)")
+        ->check(
+            CLI::IsMember({"vllm", "sglang", "trtllm", "k8s-vllm", "k8s-sglang",
+                           "dynamo", "dynamo-vllm", "dynamo-sglang"}));
   }
 }
 
@@ -240,6 +243,7 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   }
 
   g.engine_version = problem.engine_version;
+  g.engine = problem.engine;
   if (plan->parsed()) {
     result.command = Command::kPlan;
     problem.hardware_set = plan_hw[0]->count() > 0;

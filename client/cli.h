@@ -17,9 +17,13 @@ struct GlobalFlags {
   double deadline_seconds =
       0;  // 0 = none for plan, 30 s evaluate/catalog, 5 s health
   std::string output = "table";  // table | json | yaml (plan only)
-  std::string emit;  // "" | vllm | sglang | trtllm | k8s-vllm | k8s-sglang
+  // "" | vllm | sglang | trtllm | k8s-vllm | k8s-sglang | dynamo |
+  // dynamo-vllm | dynamo-sglang
+  std::string emit;
   // Engine release whose flags --emit uses ("" = the newest checked).
   std::string engine_version;
+  // --engine: the engine of `--emit dynamo` ("" = vllm).
+  std::string engine;
   // Transport security (client/main.cc). Any of tls_ca/tls_cert/tls_key/
   // tls_server_name (or --tls) switches to TLS; tls_cert+tls_key: mutual TLS.
   bool tls = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <map>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -108,26 +110,40 @@ struct Segment {
 // Where the engine instances go.
 class Layout {
  public:
-  Layout(int gpus_per_node, int64_t num_gpus)
-      : per_node_(Positive(gpus_per_node)), num_gpus_(num_gpus) {}
-
-  int num_nodes() const {
-    return static_cast<int>((num_gpus_ + per_node_ - 1) / per_node_);
+  // Nodes of `node_gpus` GPUs each in rank order (node groups of different
+  // sizes), then of `gpus_per_node` up to `num_gpus` (the last possibly
+  // partial).
+  Layout(int gpus_per_node, int64_t num_gpus,
+         const std::vector<int>& node_gpus = {}) {
+    const int per_node = Positive(gpus_per_node);
+    starts_.push_back(0);
+    for (int n : node_gpus) {
+      if (starts_.back() >= num_gpus) break;
+      starts_.push_back(starts_.back() + Positive(n));
+    }
+    while (starts_.back() < num_gpus) {
+      starts_.push_back(std::min<int64_t>(num_gpus, starts_.back() + per_node));
+    }
   }
+
+  int num_nodes() const { return static_cast<int>(starts_.size()) - 1; }
   int NodeGpus(int node) const {
-    return static_cast<int>(std::min<int64_t>(
-        per_node_, num_gpus_ - static_cast<int64_t>(node) * per_node_));
+    return static_cast<int>(starts_[node + 1] - starts_[node]);
   }
   std::vector<Segment> SegmentsOf(int64_t first_rank, int64_t gpus) const {
     std::vector<Segment> out;
+    first_rank += offset;
     int64_t rank = first_rank;
     const int64_t end = first_rank + gpus;
     while (rank < end) {
       Segment s;
-      s.node = static_cast<int>(rank / per_node_);
-      s.first_gpu = static_cast<int>(rank % per_node_);
-      s.gpus = static_cast<int>(
-          std::min<int64_t>(end - rank, per_node_ - s.first_gpu));
+      s.node = static_cast<int>(
+          std::upper_bound(starts_.begin(), starts_.end(), rank) -
+          starts_.begin() - 1);
+      s.node = std::min(s.node, num_nodes() - 1);
+      s.first_gpu = static_cast<int>(rank - starts_[s.node]);
+      s.gpus = static_cast<int>(std::max<int64_t>(
+          1, std::min<int64_t>(end - rank, NodeGpus(s.node) - s.first_gpu)));
       s.whole_node = s.first_gpu == 0 && s.gpus == NodeGpus(s.node);
       out.push_back(s);
       rank += s.gpus;
@@ -164,10 +180,12 @@ class Layout {
   bool Pin(const Segment& s) const { return !k8s && !s.whole_node; }
 
   bool k8s = false;
+  // First rank of the pool being laid out (decode instances follow the
+  // prefill instances of a disaggregated plan).
+  int64_t offset = 0;
 
  private:
-  int per_node_;
-  int64_t num_gpus_;
+  std::vector<int64_t> starts_;  // first rank of each node, then the end
   std::map<int, int> used_ports_;
 };
 
@@ -182,10 +200,13 @@ struct Command {
   std::vector<std::string> comments;
   std::vector<std::string> env;
   std::vector<std::string> args;
-  // Which instance, how many GPUs of its node, whether Ray places it.
+  // Which instance, how many GPUs of its node, whether Ray places it; the
+  // node it runs on and its instance's HTTP port.
   int instance = 0;
   int gpus = 0;
   bool ray = false;
+  int node = 0;
+  int port = 0;
 
   void Flag(const std::string& name, int value) {
     if (!name.empty()) args.push_back(absl::StrCat(name, " ", value));
@@ -328,6 +349,8 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
       if (layout.Pin(s)) c.env.insert(c.env.begin(), VisibleDevices(s));
       c.instance = r;
       c.gpus = s.gpus;
+      c.node = s.node;
+      c.port = port;
       return c;
     };
     if (segs.size() == 1) {
@@ -390,6 +413,8 @@ void EmitVllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     Command c = common;
     c.instance = r;
     c.gpus = head.gpus;
+    c.node = head.node;
+    c.port = port;
     c.ray = true;
     c.comments.push_back(RayComment(layout, segs));
     if (v_dp > 1) {
@@ -515,6 +540,8 @@ void EmitSglang(const EngineVersion& ev, const Plan& plan, const Degrees& d,
         c.env.insert(c.env.begin(), VisibleDevices(segs[j]));
       c.instance = i;
       c.gpus = segs[j].gpus;
+      c.node = segs[j].node;
+      c.port = port;
       c.comments.push_back(NodeComment(i, servers, segs[j],
                                        segs.size() == 1 ? ""
                                        : j == 0         ? "head"
@@ -619,6 +646,8 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     Command c = common;
     c.instance = i;
     c.gpus = head.gpus;
+    c.node = head.node;
+    c.port = port;
     c.ray = segs.size() > 1;  // one mpirun for several nodes
     if (layout.num_nodes() > 1 || layout.k8s) {
       c.Flag(f.Flag("host"), "0.0.0.0");
@@ -777,6 +806,22 @@ std::string PlanDim(const Plan& plan, absl::string_view op) {
   return MegatronDim(op);
 }
 
+std::vector<int> NodeGpusOf(const shardplan::v1::ClusterSpec& cluster) {
+  bool sized = false;
+  for (const auto& g : cluster.node_groups()) {
+    sized |=
+        g.gpus_per_node() > 0 && g.gpus_per_node() != cluster.gpus_per_node();
+  }
+  std::vector<int> out;
+  if (!sized) return out;
+  for (const auto& g : cluster.node_groups()) {
+    const int size =
+        g.gpus_per_node() > 0 ? g.gpus_per_node() : cluster.gpus_per_node();
+    out.insert(out.end(), std::max(0, g.num_nodes()), size);
+  }
+  return out;
+}
+
 std::string EffectiveWeightDtype(const EmitContext& context) {
   if (!context.weight_dtype.empty()) return context.weight_dtype;
   if (!context.native_dtype.empty()) return context.native_dtype;
@@ -794,31 +839,28 @@ struct Built {
   int64_t plan_gpus = 0;
   int num_nodes = 1;
   bool ok = true;
+  // Disaggregated plans: the pools' instance counts and GPUs per instance.
+  bool disaggregated = false;
+  int prefill_instances = 0, decode_instances = 0;
+  int64_t prefill_gpus = 0, decode_gpus = 0;
+  // Where each pool's commands start in script.commands (decode after
+  // prefill); the router command is last.
+  size_t decode_begin = 0;
 };
 
-Built Build(Engine engine, const Plan& plan, const EmitContext& context,
-            bool k8s) {
-  Built built;
-  const Degrees d{Positive(plan.replicas()), Positive(plan.dp()),
-                  Positive(plan.tp()), Positive(plan.pp()),
-                  Positive(plan.ep())};
+Degrees DegreesOf(const Plan& plan) {
+  return Degrees{Positive(plan.replicas()), Positive(plan.dp()),
+                 Positive(plan.tp()), Positive(plan.pp()), Positive(plan.ep())};
+}
+
+// The commands of one pool of engine instances (the whole plan when it is
+// aggregated), with the warnings for what the engine cannot express.
+void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
+              const EmitContext& context, const std::string& model_id,
+              const std::string& quantization, Layout& layout, Script& script) {
+  const Degrees d = DegreesOf(plan);
   const bool moe = context.is_moe || d.ep > 1;
   const char* engine_name = EngineName(engine);
-  Script& script = built.script;
-
-  absl::StatusOr<EngineVersion> ev =
-      FindEngineVersion(engine, context.engine_version);
-  if (!ev.ok()) {
-    script.warnings.push_back(absl::StrCat(
-        ev.status().message(), "; using the newest table instead."));
-    ev = FindEngineVersion(engine, "");
-    if (!ev.ok()) {
-      script.warnings.push_back(std::string(ev.status().message()));
-      built.ok = false;
-      return built;
-    }
-  }
-  built.ev = *ev;
 
   // --- Which per-operator dimensions the engine can express. Every engine
   // implements Megatron's pattern inside a tensor-parallel group; attention
@@ -853,6 +895,151 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
         engine_name));
   }
 
+  const int batch =
+      plan.batch_size() > 0 ? plan.batch_size() : context.batch_fallback;
+  const std::string& kvdt = context.kv_cache_dtype;
+  script.concurrency_per_instance = batch * d.dp;
+  switch (engine) {
+    case Engine::kVllm:
+      EmitVllm(ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+               batch, layout, script);
+      break;
+    case Engine::kSglang:
+      EmitSglang(ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+                 batch, layout, script);
+      break;
+    case Engine::kTrtllm:
+      EmitTrtllm(ev, plan, d, moe, attention_dp, model_id, kvdt, batch, layout,
+                 script);
+      break;
+  }
+}
+
+bool IsDisaggregated(const Plan& plan) {
+  return plan.has_prefill() || plan.has_decode();
+}
+
+// A pool's sub-plan as one plan of `instances` replicas.
+Plan PoolPlan(const Plan& sub, int instances) {
+  Plan out = sub;
+  out.set_replicas(Positive(instances));
+  return out;
+}
+
+// Turns a pool's commands into prefill or decode servers: the engine's
+// disaggregation flags (vLLM: NixlConnector through --kv-transfer-config and
+// a NIXL side-channel port per instance on a host; SGLang:
+// --disaggregation-mode with its transfer backend and, for prefill, a
+// bootstrap port per instance on a host). Returns each instance's
+// (address, HTTP port, bootstrap port) for the router.
+struct Endpoint {
+  std::string host;
+  int port = 0;
+  int bootstrap_port = 0;
+};
+std::vector<Endpoint> MakeRole(Engine engine, const EngineVersion& ev,
+                               bool prefill, const Layout& layout,
+                               std::vector<Command>& commands) {
+  std::vector<Endpoint> heads;
+  const ToolFlags& f = ev.launch;
+  const ToolFlags& r = ev.router;
+  int last_instance = -1;
+  for (Command& c : commands) {
+    Endpoint e{layout.Addr(c.node), c.port, 0};
+    if (engine == Engine::kVllm) {
+      const int slot = c.port - 8000;
+      const std::string config =
+          fmt::format("'{{\"kv_connector\":\"{}\",\"kv_role\":\"{}\"}}'",
+                      r.Value("kv_connector"),
+                      r.Value(prefill ? "kv_role_prefill" : "kv_role_decode"));
+      c.Flag(f.Flag("kv_transfer_config"), config);
+      int base = 5600;
+      (void)absl::SimpleAtoi(r.Value("side_channel_port_base"), &base);
+      c.env.push_back(
+          absl::StrCat(r.Value("side_channel_port_env"), "=", base + 8 * slot));
+      if (layout.num_nodes() > 1 && !layout.k8s) {
+        c.env.push_back(absl::StrCat(r.Value("side_channel_host_env"), "=",
+                                     layout.Addr(c.node)));
+      }
+    } else if (engine == Engine::kSglang) {
+      const int slot = c.port - 30000;
+      c.Flag(f.Flag("disaggregation_mode"), prefill ? "prefill" : "decode");
+      c.Flag(f.Flag("disaggregation_transfer_backend"),
+             f.Value("disaggregation_transfer_backend"));
+      if (prefill) {
+        int base = 8998;
+        (void)absl::SimpleAtoi(f.Value("disaggregation_bootstrap_port"), &base);
+        e.bootstrap_port = base + slot;
+        c.Flag(f.Flag("disaggregation_bootstrap_port"), e.bootstrap_port);
+      }
+    }
+    if (c.instance != last_instance) heads.push_back(e);
+    last_instance = c.instance;
+  }
+  return heads;
+}
+
+// The router in front of the pools: vLLM's proxy, or sglang-router in PD
+// mode, on node 0.
+Command RouterCommand(Engine engine, const EngineVersion& ev,
+                      const Layout& layout,
+                      const std::vector<Endpoint>& prefill,
+                      const std::vector<Endpoint>& decode, int port) {
+  const ToolFlags& r = ev.router;
+  Command c;
+  c.args = {r.command};
+  if (engine == Engine::kVllm) {
+    c.comments.push_back(
+        "Router, on node 0 (vLLM's reference proxy: run it from a vLLM "
+        "checkout):");
+    std::vector<std::string> ph, pp, dh, dp;
+    for (const Endpoint& e : prefill) {
+      ph.push_back(e.host);
+      pp.push_back(absl::StrCat(e.port));
+    }
+    for (const Endpoint& e : decode) {
+      dh.push_back(e.host);
+      dp.push_back(absl::StrCat(e.port));
+    }
+    c.Flag(r.Flag("prefill_hosts"), absl::StrJoin(ph, " "));
+    c.Flag(r.Flag("prefill_ports"), absl::StrJoin(pp, " "));
+    c.Flag(r.Flag("decode_hosts"), absl::StrJoin(dh, " "));
+    c.Flag(r.Flag("decode_ports"), absl::StrJoin(dp, " "));
+  } else {
+    c.comments.push_back("Router (sglang-router, PD mode), on node 0:");
+    c.Switch(r.Flag("pd"));
+    for (const Endpoint& e : prefill) {
+      c.Flag(r.Flag("prefill"), absl::StrCat("http://", e.host, ":", e.port,
+                                             " ", e.bootstrap_port));
+    }
+    for (const Endpoint& e : decode) {
+      c.Flag(r.Flag("decode"), absl::StrCat("http://", e.host, ":", e.port));
+    }
+  }
+  if (layout.num_nodes() > 1) c.Flag(r.Flag("host"), "0.0.0.0");
+  c.Flag(r.Flag("port"), port);
+  return c;
+}
+
+Built Build(Engine engine, const Plan& plan, const EmitContext& context,
+            bool k8s) {
+  Built built;
+  Script& script = built.script;
+
+  absl::StatusOr<EngineVersion> ev =
+      FindEngineVersion(engine, context.engine_version);
+  if (!ev.ok()) {
+    script.warnings.push_back(absl::StrCat(
+        ev.status().message(), "; using the newest table instead."));
+    ev = FindEngineVersion(engine, "");
+    if (!ev.ok()) {
+      script.warnings.push_back(std::string(ev.status().message()));
+      built.ok = false;
+      return built;
+    }
+  }
+  built.ev = *ev;
+
   // --- Model id: the server's catalog (or the spec) names the checkpoint.
   std::string model_id = context.hugging_face_id;
   if (model_id.empty()) {
@@ -865,42 +1052,104 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
                     "checkpoint's path or id.",
                     context.model_name, model_id));
   }
-
-  const int batch =
-      plan.batch_size() > 0 ? plan.batch_size() : context.batch_fallback;
-  const std::string& kvdt = context.kv_cache_dtype;
-  const int64_t plan_gpus = static_cast<int64_t>(d.replicas) * d.replica_gpus();
-  Layout layout(context.gpus_per_node,
-                context.num_gpus > 0
-                    ? std::max<int64_t>(context.num_gpus, plan_gpus)
-                    : plan_gpus);
-  layout.k8s = k8s;
+  built.model_id = model_id;
   const std::string quantization =
       WeightQuantization(engine, context, model_id, script.warnings);
-  script.concurrency_per_instance = batch * d.dp;
-
-  switch (engine) {
-    case Engine::kVllm:
-      EmitVllm(*ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
-               batch, layout, script);
-      break;
-    case Engine::kSglang:
-      EmitSglang(*ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
-                 batch, layout, script);
-      break;
-    case Engine::kTrtllm:
-      EmitTrtllm(*ev, plan, d, moe, attention_dp, model_id, kvdt, batch, layout,
-                 script);
-      break;
-  }
-  if (kvdt == "fp4") {
+  if (context.kv_cache_dtype == "fp4") {
     script.warnings.push_back(
         fmt::format("{} has no FP4 KV cache; the command keeps the engine's "
                     "default KV-cache dtype.",
-                    engine_name));
+                    EngineName(engine)));
   }
 
-  built.model_id = model_id;
+  if (!IsDisaggregated(plan)) {
+    const Degrees d = DegreesOf(plan);
+    const int64_t plan_gpus =
+        static_cast<int64_t>(d.replicas) * d.replica_gpus();
+    Layout layout(context.gpus_per_node,
+                  context.num_gpus > 0
+                      ? std::max<int64_t>(context.num_gpus, plan_gpus)
+                      : plan_gpus,
+                  context.node_gpus);
+    layout.k8s = k8s;
+    EmitPool(engine, *ev, plan, context, model_id, quantization, layout,
+             script);
+    built.plan_gpus = plan_gpus;
+    built.num_nodes = layout.num_nodes();
+    return built;
+  }
+
+  // --- Disaggregated (xPyD): the prefill instances on the first GPUs, the
+  // decode instances after them, a router in front.
+  built.disaggregated = true;
+  if (!plan.has_prefill() || !plan.has_decode()) {
+    script.warnings.push_back(
+        "a disaggregated plan needs both plan.prefill and plan.decode; "
+        "nothing to emit.");
+    built.ok = false;
+    return built;
+  }
+  if (engine == Engine::kTrtllm || !ev->router.Has("port")) {
+    script.warnings.push_back(fmt::format(
+        "no disaggregated launch for {} here (its disaggregated serving "
+        "needs a trtllm-serve disaggregated config of context and generation "
+        "servers), which shardplan does not write yet; plan with "
+        "disaggregation off for a TensorRT-LLM launch.",
+        EngineName(engine)));
+    built.ok = false;
+    return built;
+  }
+  const Plan prefill = PoolPlan(plan.prefill(), plan.prefill_instances());
+  const Plan decode = PoolPlan(plan.decode(), plan.decode_instances());
+  built.prefill_instances = prefill.replicas();
+  built.decode_instances = decode.replicas();
+  built.prefill_gpus = DegreesOf(prefill).replica_gpus();
+  built.decode_gpus = DegreesOf(decode).replica_gpus();
+  const int64_t prefill_total = built.prefill_gpus * built.prefill_instances;
+  const int64_t plan_gpus =
+      prefill_total + built.decode_gpus * built.decode_instances;
+  Layout layout(context.gpus_per_node,
+                context.num_gpus > 0
+                    ? std::max<int64_t>(context.num_gpus, plan_gpus)
+                    : plan_gpus,
+                context.node_gpus);
+  layout.k8s = k8s;
+  Script pools[2];
+  std::vector<Endpoint> heads[2];
+  for (int i = 0; i < 2; ++i) {
+    const bool is_prefill = i == 0;
+    layout.offset = is_prefill ? 0 : prefill_total;
+    EmitPool(engine, *ev, is_prefill ? prefill : decode, context, model_id,
+             quantization, layout, pools[i]);
+    heads[i] = MakeRole(engine, *ev, is_prefill, layout, pools[i].commands);
+    const char* role = is_prefill ? "Prefill" : "Decode";
+    for (Command& c : pools[i].commands) {
+      if (!c.comments.empty()) {
+        std::string& comment = c.comments.back();
+        if (absl::StartsWith(comment, "Instance")) comment[0] = 'i';
+        comment = absl::StrCat(role, " ", comment);
+      }
+    }
+    for (const std::string& w : pools[i].warnings) {
+      script.warnings.push_back(
+          absl::StrCat(is_prefill ? "prefill" : "decode", " instances: ", w));
+    }
+    for (const std::string& p : pools[i].preamble) script.preamble.push_back(p);
+  }
+  built.decode_begin = pools[0].commands.size();
+  for (Script& pool : pools) {
+    for (Command& c : pool.commands) script.commands.push_back(std::move(c));
+  }
+  int router_port = 0;
+  (void)absl::SimpleAtoi(ev->router.Value("port"), &router_port);
+  script.commands.push_back(
+      RouterCommand(engine, *ev, layout, heads[0], heads[1], router_port));
+  // The benchmark goes through the router with every decode slot busy.
+  script.bench_host = layout.Addr(0);
+  script.bench_port = router_port;
+  script.instances = 1;
+  script.concurrency_per_instance =
+      pools[1].concurrency_per_instance * pools[1].instances;
   built.plan_gpus = plan_gpus;
   built.num_nodes = layout.num_nodes();
   return built;
@@ -919,13 +1168,23 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
   const int64_t plan_gpus = built.plan_gpus;
   // --- The script.
   std::vector<std::string> header;
+  const std::string shape =
+      built.disaggregated
+          ? fmt::format(
+                "disaggregated {}P{}D ({} prefill instance{} of {} GPUs, {} "
+                "decode instance{} of {} GPUs, a router)",
+                built.prefill_instances, built.decode_instances,
+                built.prefill_instances,
+                built.prefill_instances == 1 ? "" : "s", built.prefill_gpus,
+                built.decode_instances, built.decode_instances == 1 ? "" : "s",
+                built.decode_gpus)
+          : fmt::format("{} instance{}", script.instances,
+                        script.instances == 1 ? "" : "s");
   header.push_back(fmt::format(
-      "{} {} flags (releases {}{}; client/engines/{}.yaml): {} instance{} "
-      "on {} GPUs.",
+      "{} {} flags (releases {}{}; client/engines/{}.yaml): {} on {} GPUs.",
       engine_name, ev->name, ev->min,
       ev->max.empty() ? " and later" : absl::StrCat(" to before ", ev->max),
-      EngineKey(engine), script.instances, script.instances == 1 ? "" : "s",
-      plan_gpus));
+      EngineKey(engine), shape, plan_gpus));
   if (built.num_nodes > 1) {
     header.push_back(fmt::format(
         "Set NODE0_ADDR..NODE{}_ADDR to the nodes' addresses and run each "
@@ -979,31 +1238,105 @@ std::string K8sName(absl::string_view text) {
   return out.empty() ? "model" : out;
 }
 
+// `env:` of a container from NAME=VALUE strings, its key indented by `pad`;
+// nothing when there are none.
+void AppendEnv(const std::vector<std::string>& env, const std::string& pad,
+               std::string& out) {
+  if (env.empty()) return;
+  absl::StrAppend(&out, pad, "env:\n");
+  for (const std::string& e : env) {
+    const size_t eq = e.find('=');
+    absl::StrAppend(&out, pad, "  - name: ", e.substr(0, eq), "\n", pad,
+                    "    value: ", Quoted(e.substr(eq + 1)), "\n");
+  }
+}
+
+// A container of a pod template whose `containers:` key is indented by
+// `indent` spaces.
 void AppendContainer(const Command& c, absl::string_view name,
-                     absl::string_view image, int port, bool leader,
+                     absl::string_view image, int port, bool leader, int indent,
                      std::string& out) {
-  const std::string pad = "          ";
+  const std::string pad(indent + 2, ' ');
   absl::StrAppend(&out, pad, "- name: ", name, "\n");
   absl::StrAppend(&out, pad, "  image: ", image, "\n");
   // sh -c so that a worker computes its ranks from LWS_WORKER_INDEX.
   absl::StrAppend(&out, pad, "  command: [\"sh\", \"-c\", ",
                   Quoted(absl::StrJoin(c.args, " ")), "]\n");
-  if (!c.env.empty()) {
-    absl::StrAppend(&out, pad, "  env:\n");
-    for (const std::string& e : c.env) {
-      const size_t eq = e.find('=');
-      absl::StrAppend(&out, pad, "    - name: ", e.substr(0, eq), "\n", pad,
-                      "      value: ", Quoted(e.substr(eq + 1)), "\n");
-    }
-  }
+  AppendEnv(c.env, pad + "  ", out);
   if (leader) {
     absl::StrAppend(&out, pad, "  ports:\n", pad, "    - containerPort: ", port,
                     "\n");
   }
-  absl::StrAppend(&out, pad, "  resources:\n", pad, "    limits:\n", pad,
-                  "      nvidia.com/gpu: \"", c.gpus, "\"\n");
+  // An extended resource: requests must equal limits.
+  absl::StrAppend(&out, pad, "  resources:\n");
+  for (const char* kind : {"requests", "limits"}) {
+    absl::StrAppend(&out, pad, "    ", kind, ":\n", pad,
+                    "      nvidia.com/gpu: \"", c.gpus, "\"\n");
+  }
   absl::StrAppend(&out, pad, "  volumeMounts:\n", pad,
                   "    - {name: dshm, mountPath: /dev/shm}\n");
+}
+
+// The benchmark against a Service, as trailing comment lines.
+std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
+                             const EmitContext& context,
+                             const std::string& service, int port,
+                             std::string* bench) {
+  script.bench_host = service;
+  script.bench_port = port;
+  *bench = RenderBenchmark(engine, built.ev, built.model_id, script, context);
+  std::string out = "# From a pod in the cluster, through the Service:\n";
+  for (absl::string_view line : absl::StrSplit(*bench, '\n')) {
+    if (line.empty()) continue;
+    absl::StrAppend(&out, absl::StartsWith(line, "#") ? "" : "# ", line, "\n");
+  }
+  return out;
+}
+
+// Instances that each fit one node: a Deployment of identical pods (one per
+// instance) and a Service over them; Kubernetes assigns each pod its GPUs.
+EmittedCommand EmitDeployment(Engine engine, Built& built,
+                              const EmitContext& context, const Command& c,
+                              const std::string& name, const std::string& image,
+                              int port) {
+  Script& script = built.script;
+  std::string out;
+  absl::StrAppend(&out, "# ", EngineName(engine), " ", built.ev.name,
+                  " flags as a Deployment: ", script.instances, " pod",
+                  script.instances == 1 ? "" : "s", " of ", c.gpus,
+                  " GPUs (one instance each), ", built.plan_gpus,
+                  " GPUs. Model weights: mount or download them in every "
+                  "pod.\n");
+  absl::StrAppend(&out,
+                  "apiVersion: apps/v1\n"
+                  "kind: Deployment\n"
+                  "metadata:\n  name: ",
+                  name, "\nspec:\n  replicas: ", script.instances,
+                  "\n  selector:\n    matchLabels:\n      app: ", name,
+                  "\n  template:\n    metadata:\n      labels:\n        app: ",
+                  name, "\n    spec:\n      containers:\n");
+  AppendContainer(c, "server", image, port, true, 6, out);
+  absl::StrAppend(&out,
+                  "      volumes:\n"
+                  "        - name: dshm\n"
+                  "          emptyDir: {medium: Memory}\n");
+  absl::StrAppend(&out,
+                  "---\n"
+                  "apiVersion: v1\n"
+                  "kind: Service\n"
+                  "metadata:\n  name: ",
+                  name,
+                  "\n"
+                  "spec:\n  type: ClusterIP\n"
+                  "  ports:\n    - {name: http, port: ",
+                  port, ", targetPort: ", port,
+                  ", protocol: TCP}\n"
+                  "  selector:\n    app: ",
+                  name, "\n");
+  std::string bench;
+  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context, name,
+                                         port, &bench));
+  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
 }
 
 }  // namespace
@@ -1013,6 +1346,12 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
   Built built = Build(engine, plan, context, /*k8s=*/true);
   Script& script = built.script;
   if (!built.ok) return EmittedCommand{"", "", script.warnings};
+  if (built.disaggregated) {
+    script.warnings.push_back(
+        "no plain Kubernetes manifest for a disaggregated plan (prefill and "
+        "decode pools behind a PD router): use --emit dynamo.");
+    return EmittedCommand{"", "", script.warnings};
+  }
   if (engine == Engine::kTrtllm) {
     script.warnings.push_back(
         "no Kubernetes manifest for TensorRT-LLM: a multi-node instance is "
@@ -1046,6 +1385,9 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
   const int port = vllm ? 8000 : 30000;
   const int size = static_cast<int>(group.size());
 
+  if (size == 1) {
+    return EmitDeployment(engine, built, context, *group[0], name, image, port);
+  }
   std::string out;
   absl::StrAppend(
       &out, "# ", EngineName(engine), " ", built.ev.name,
@@ -1069,7 +1411,7 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                   "    leaderTemplate:\n"
                   "      metadata:\n        labels:\n          role: leader\n"
                   "      spec:\n        containers:\n");
-  AppendContainer(*group[0], "leader", image, port, true, out);
+  AppendContainer(*group[0], "leader", image, port, true, 8, out);
   const std::string volumes =
       "        volumes:\n"
       "          - name: dshm\n"
@@ -1079,7 +1421,7 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                   "    workerTemplate:\n      spec:\n        containers:\n");
   // One pod-group of size 1 still needs a worker template; it is unused.
   AppendContainer(size > 1 ? *group[1] : *group[0], "worker", image, port,
-                  false, out);
+                  false, 8, out);
   absl::StrAppend(&out, volumes);
   absl::StrAppend(&out,
                   "---\n"
@@ -1095,15 +1437,177 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                   "  selector:\n"
                   "    leaderworkerset.sigs.k8s.io/name: ",
                   name, "\n    role: leader\n");
-  script.bench_host = name + "-leader";
-  script.bench_port = port;
-  const std::string bench =
-      RenderBenchmark(engine, built.ev, built.model_id, script, context);
-  absl::StrAppend(&out, "# From a pod in the cluster, through the Service:\n");
-  for (absl::string_view line : absl::StrSplit(bench, '\n')) {
-    if (line.empty()) continue;
-    absl::StrAppend(&out, absl::StartsWith(line, "#") ? "" : "# ", line, "\n");
+  std::string bench;
+  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context,
+                                         name + "-leader", port, &bench));
+  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
+}
+
+namespace {
+
+// One worker service of a Dynamo graph: the first instance of a pool.
+struct DynamoPool {
+  std::string service;
+  std::string sub_type;               // "prefill", "decode" or "" (aggregated)
+  std::vector<const Command*> group;  // the nodes of instance 0
+  int instances = 0;
+};
+
+DynamoPool PoolOf(const std::vector<Command>& commands, size_t begin,
+                  size_t end, std::string service, std::string sub_type) {
+  DynamoPool pool{std::move(service), std::move(sub_type), {}, 0};
+  int last = -1;
+  for (size_t i = begin; i < end; ++i) {
+    const Command& c = commands[i];
+    if (c.instance == commands[begin].instance) pool.group.push_back(&c);
+    if (c.instance != last) ++pool.instances;
+    last = c.instance;
   }
+  return pool;
+}
+
+// The worker's arguments: the launch's flags, less what Dynamo sets itself
+// (ports, node ranks and addresses, KV-transfer wiring), one list item each.
+std::vector<std::string> DynamoArgs(const EngineVersion& ev,
+                                    const Command& head,
+                                    const std::string& model_id,
+                                    absl::string_view sub_type) {
+  std::vector<std::string> args = {ev.dynamo.Flag("model"), model_id};
+  std::set<std::string> dropped;
+  for (const char* role :
+       {"port", "host", "nnodes", "node_rank", "dist_init_addr", "master_addr",
+        "headless", "data_parallel_local", "data_parallel_start_rank",
+        "data_parallel_address", "data_parallel_rpc_port",
+        "data_parallel_backend", "distributed_executor_backend",
+        "kv_transfer_config", "disaggregation_bootstrap_port"}) {
+    dropped.insert(ev.launch.Flag(role));
+  }
+  if (ev.dynamo.Has("disaggregation_mode")) {
+    dropped.insert(ev.launch.Flag("disaggregation_mode"));
+  }
+  for (size_t i = 1; i < head.args.size(); ++i) {
+    const std::string& arg = head.args[i];
+    const size_t space = arg.find(' ');
+    const std::string flag = arg.substr(0, space);
+    if (dropped.count(flag) > 0) continue;
+    args.push_back(flag);
+    if (space != std::string::npos) args.push_back(arg.substr(space + 1));
+  }
+  if (!sub_type.empty() && ev.dynamo.Has("disaggregation_mode")) {
+    args.push_back(ev.dynamo.Flag("disaggregation_mode"));
+    args.push_back(std::string(sub_type));
+  }
+  return args;
+}
+
+}  // namespace
+
+EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
+                          const EmitContext& context) {
+  Built built = Build(engine, plan, context, /*k8s=*/true);
+  Script& script = built.script;
+  if (!built.ok) return EmittedCommand{"", "", script.warnings};
+  const EngineVersion& ev = built.ev;
+  if (ev.dynamo.command.empty()) {
+    script.warnings.push_back(fmt::format(
+        "no Dynamo graph for {}: its Dynamo worker reads engine config files "
+        "that shardplan does not write; use --emit {}.",
+        EngineName(engine), EngineKey(engine)));
+    return EmittedCommand{"", "", script.warnings};
+  }
+  std::vector<DynamoPool> pools;
+  if (built.disaggregated) {
+    // The router command is last: Dynamo's frontend replaces it.
+    pools.push_back(PoolOf(script.commands, 0, built.decode_begin,
+                           ev.dynamo.Value("prefill_worker"), "prefill"));
+    pools.push_back(PoolOf(script.commands, built.decode_begin,
+                           script.commands.size() - 1,
+                           ev.dynamo.Value("decode_worker"), "decode"));
+  } else {
+    pools.push_back(PoolOf(script.commands, 0, script.commands.size(),
+                           ev.dynamo.Value("worker"), ""));
+  }
+  const std::string name =
+      absl::StrCat("shardplan-", K8sName(context.model_name), "-",
+                   EngineKey(engine), built.disaggregated ? "-disagg" : "");
+  const std::string image = ev.dynamo.Value("image");
+  const std::vector<std::string> side_channel = {
+      ev.router.Value("side_channel_port_env"),
+      ev.router.Value("side_channel_host_env")};
+
+  std::string out;
+  absl::StrAppend(&out, "# ", EngineName(engine), " ", ev.name,
+                  " flags as an NVIDIA Dynamo graph (client/engines/",
+                  EngineKey(engine), ".yaml cites the CRD and examples), ",
+                  built.plan_gpus,
+                  " GPUs. Model weights: a PVC or HF_TOKEN secret as in "
+                  "Dynamo's examples.\n");
+  absl::StrAppend(&out,
+                  "apiVersion: nvidia.com/v1alpha1\n"
+                  "kind: DynamoGraphDeployment\n"
+                  "metadata:\n  name: ",
+                  name, "\nspec:\n  backendFramework: ", EngineKey(engine),
+                  "\n  services:\n"
+                  "    Frontend:\n"
+                  "      componentType: frontend\n"
+                  "      replicas: 1\n"
+                  "      extraPodSpec:\n"
+                  "        mainContainer:\n"
+                  "          image: ",
+                  image, "\n");
+  for (const DynamoPool& pool : pools) {
+    if (pool.group.empty()) continue;
+    const Command& head = *pool.group[0];
+    const int nodes = static_cast<int>(pool.group.size());
+    absl::StrAppend(&out, "    ", pool.service,
+                    ":\n      componentType: worker\n");
+    if (!pool.sub_type.empty()) {
+      absl::StrAppend(&out, "      subComponentType: ", pool.sub_type, "\n");
+    }
+    absl::StrAppend(&out, "      replicas: ", pool.instances, "\n");
+    if (nodes > 1) {
+      absl::StrAppend(&out, "      multinode:\n        nodeCount: ", nodes,
+                      "\n");
+    }
+    // GPUs per node (pod) of one instance.
+    absl::StrAppend(&out,
+                    "      resources:\n        limits:\n          gpu: \"",
+                    head.gpus, "\"\n");
+    absl::StrAppend(&out,
+                    "      extraPodSpec:\n"
+                    "        mainContainer:\n"
+                    "          image: ",
+                    image, "\n          command: [");
+    std::vector<std::string> command;
+    for (absl::string_view part :
+         absl::StrSplit(ev.dynamo.command, ' ', absl::SkipEmpty())) {
+      command.push_back(Quoted(part));
+    }
+    absl::StrAppend(&out, absl::StrJoin(command, ", "), "]\n");
+    absl::StrAppend(&out, "          args:\n");
+    for (const std::string& a :
+         DynamoArgs(ev, head, built.model_id, pool.sub_type)) {
+      absl::StrAppend(&out, "            - ", Quoted(a), "\n");
+    }
+    std::vector<std::string> env;
+    for (const std::string& e : head.env) {
+      const std::string key = e.substr(0, e.find('='));
+      if (std::find(side_channel.begin(), side_channel.end(), key) ==
+          side_channel.end()) {
+        env.push_back(e);
+      }
+    }
+    AppendEnv(env, "          ", out);
+  }
+  // The benchmark through the frontend (Dynamo's OpenAI-compatible HTTP
+  // service, port 8000).
+  if (!built.disaggregated) {
+    script.concurrency_per_instance *= script.instances;
+  }
+  script.instances = 1;
+  std::string bench;
+  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context,
+                                         name + "-frontend", 8000, &bench));
   return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
 }
 

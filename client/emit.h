@@ -31,6 +31,9 @@ struct EmitContext {
   std::string weight_dtype;
   std::string kv_cache_dtype;
   int gpus_per_node = 8;
+  // GPUs of each node in rank order when node groups differ in size
+  // (NodeGpusOf); empty = nodes of gpus_per_node.
+  std::vector<int> node_gpus;
   // GPUs of the cluster (the last node may be partial); 0 = the plan's.
   int num_gpus = 0;
   // Engine release whose flags to use ("0.11.2" or a table label); "" = the
@@ -63,6 +66,11 @@ std::string MegatronDim(absl::string_view op);
 // default.
 std::string PlanDim(const shardplan::v1::Plan& plan, absl::string_view op);
 
+// Per-node GPU counts of a cluster whose node groups set gpus_per_node
+// (cluster.node_groups in order, num_nodes each); empty when all nodes have
+// cluster.gpus_per_node.
+std::vector<int> NodeGpusOf(const shardplan::v1::ClusterSpec& cluster);
+
 // The weight dtype the server planned for: `weight_dtype` when given, else the
 // checkpoint's `native_dtype`, else "bf16".
 std::string EffectiveWeightDtype(const EmitContext& context);
@@ -81,6 +89,16 @@ EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
 // and launches that need Ray get no manifest, only a warning saying why.
 EmittedCommand EmitKubernetes(Engine engine, const shardplan::v1::Plan& plan,
                               const EmitContext& context);
+
+// `--emit dynamo`: an NVIDIA Dynamo DynamoGraphDeployment (nvidia.com/v1alpha1)
+// with a Frontend and one worker service per pool: the engine's Dynamo worker
+// (python3 -m dynamo.vllm|dynamo.sglang) with the launch's parallelism flags
+// (Dynamo sets up the nodes, ports and KV transfer), `replicas` = instances,
+// `multinode.nodeCount` and GPUs per node. Disaggregated plans get a prefill
+// and a decode worker service. TensorRT-LLM (engine config files) gets no
+// manifest, only a warning.
+EmittedCommand EmitDynamo(Engine engine, const shardplan::v1::Plan& plan,
+                          const EmitContext& context);
 
 }  // namespace shardplan::client
 

@@ -50,6 +50,11 @@ std::vector<EngineVersion> ParseEngineFile(Engine engine, const char* text) {
   try {
     const YAML::Node root = YAML::Load(text);
     const ToolFlags benchmark = ParseTool(root["benchmark"], "command");
+    // Optional tables: an engine without them gets none.
+    const ToolFlags router =
+        root["router"] ? ParseTool(root["router"], "command") : ToolFlags();
+    const ToolFlags dynamo =
+        root["dynamo"] ? ParseTool(root["dynamo"], "command") : ToolFlags();
     for (const auto& v : root["versions"]) {
       EngineVersion e;
       e.engine = engine;
@@ -62,6 +67,8 @@ std::vector<EngineVersion> ParseEngineFile(Engine engine, const char* text) {
       e.config = StringMap(v["config"]);
       e.multi_node_wrapper = v["multiNodeWrapper"].as<std::string>("");
       e.benchmark = benchmark;
+      e.router = router;
+      e.dynamo = dynamo;
       out.push_back(std::move(e));
     }
   } catch (const std::exception&) {

@@ -55,6 +55,12 @@ struct EngineVersion {
   std::map<std::string, std::string> config;  // role → LLM API config key
   std::string multi_node_wrapper;  // TensorRT-LLM: trtllm-llmapi-launch
   ToolFlags benchmark;             // shared by all ranges of the engine
+  // The request router in front of disaggregated prefill and decode
+  // instances; shared by all ranges.
+  ToolFlags router;
+  // The NVIDIA Dynamo worker of this engine (`--emit dynamo`): its own flags;
+  // it passes the engine's launch flags through. Shared by all ranges.
+  ToolFlags dynamo;
 };
 
 // All version ranges of `engine`, newest first. The tables are parsed once;

@@ -26,6 +26,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "client/cli.h"
 #include "client/emit.h"
 #include "client/exit_codes.h"
@@ -262,6 +263,7 @@ RenderContext ContextFor(const shardplan::v1::ModelSource& model,
 // the server could not be asked; then only an inline spec is known.
 EmitContext EmitContextFor(const GlobalFlags& g,
                            const shardplan::v1::ModelSource& model,
+                           const shardplan::v1::ClusterSpec& cluster,
                            const shardplan::v1::ModelSpec* resolved,
                            const shardplan::v1::Workload& workload,
                            const RenderContext& rc,
@@ -286,6 +288,7 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   e.kv_cache_dtype = workload.kv_cache_dtype();
   e.gpus_per_node = rc.gpus_per_node > 0 ? rc.gpus_per_node : 8;
   e.num_gpus = rc.gpus;
+  e.node_gpus = NodeGpusOf(cluster);
   e.engine_version = g.engine_version;
   if (workload.input_tokens() > 0) e.input_tokens = workload.input_tokens();
   if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
@@ -294,30 +297,42 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   return e;
 }
 
-// "k8s-vllm" → ("vllm", true).
-std::pair<std::string, bool> SplitEmit(const std::string& emit) {
+// What --emit writes and for which engine: "k8s-vllm" → (kKubernetes,
+// "vllm"); "dynamo" → (kDynamo, --engine or vllm).
+enum class EmitFormat { kScript, kKubernetes, kDynamo };
+std::pair<EmitFormat, std::string> SplitEmit(const GlobalFlags& g) {
   constexpr absl::string_view kK8s = "k8s-";
-  if (absl::StartsWith(emit, kK8s)) {
-    return {emit.substr(kK8s.size()), true};
+  constexpr absl::string_view kDynamo = "dynamo";
+  if (absl::StartsWith(g.emit, kK8s)) {
+    return {EmitFormat::kKubernetes, g.emit.substr(kK8s.size())};
   }
-  return {emit, false};
+  if (absl::StartsWith(g.emit, kDynamo)) {
+    std::string engine =
+        std::string(absl::StripPrefix(absl::StripPrefix(g.emit, kDynamo), "-"));
+    if (engine.empty()) engine = g.engine.empty() ? "vllm" : g.engine;
+    return {EmitFormat::kDynamo, engine};
+  }
+  return {EmitFormat::kScript, g.emit};
 }
 
 // INVALID_ARGUMENT (exit 2, before anything is sent) for an --emit engine or
 // --engine-version without a flag table.
 absl::Status CheckEmitFlags(const GlobalFlags& g) {
   if (g.emit.empty()) return absl::OkStatus();
-  absl::StatusOr<Engine> engine = ParseEngine(SplitEmit(g.emit).first);
+  absl::StatusOr<Engine> engine = ParseEngine(SplitEmit(g).second);
   if (!engine.ok()) return engine.status();
   return FindEngineVersion(*engine, g.engine_version).status();
 }
 
-int PrintEmitted(const std::string& emit, const shardplan::v1::Plan& plan,
+int PrintEmitted(const GlobalFlags& g, const shardplan::v1::Plan& plan,
                  const EmitContext& context) {
-  const auto [engine_name, k8s] = SplitEmit(emit);
+  const auto [format, engine_name] = SplitEmit(g);
   absl::StatusOr<Engine> engine = ParseEngine(engine_name);
   if (!engine.ok()) return ReportUsageError(engine.status());
-  const EmittedCommand emitted = k8s ? EmitKubernetes(*engine, plan, context)
+  const EmittedCommand emitted = format == EmitFormat::kDynamo
+                                     ? EmitDynamo(*engine, plan, context)
+                                 : format == EmitFormat::kKubernetes
+                                     ? EmitKubernetes(*engine, plan, context)
                                      : EmitCommand(*engine, plan, context);
   for (const std::string& w : emitted.warnings)
     std::cerr << "warning: " << w << "\n";
@@ -403,9 +418,10 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
     const std::optional<shardplan::v1::ModelSpec> model =
         ResolvedModel(g, *request, last.plan());
     return PrintEmitted(
-        g.emit, last.plan(),
-        EmitContextFor(g, request->model(), model ? &*model : nullptr,
-                       request->workload(), rc, last.prediction()));
+        g, last.plan(),
+        EmitContextFor(g, request->model(), request->cluster(),
+                       model ? &*model : nullptr, request->workload(), rc,
+                       last.prediction()));
   }
   if (g.output == "table")
     std::cout << RenderPlanUpdate(last, rc) << std::flush;
@@ -433,10 +449,10 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
   canceller.Unwatch();
   if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
   if (!g.emit.empty()) {
-    return PrintEmitted(
-        g.emit, response.plan(),
-        EmitContextFor(g, request->model(), &response.model(),
-                       request->workload(), rc, response.prediction()));
+    return PrintEmitted(g, response.plan(),
+                        EmitContextFor(g, request->model(), request->cluster(),
+                                       &response.model(), request->workload(),
+                                       rc, response.prediction()));
   }
   if (g.output == "json") {
     std::cout << ToJsonLine(response) << "\n";

@@ -710,8 +710,7 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan) {
   p.tp_expert = std::max(1, domain / std::max(1, p.ep));
   // Expert tp groups are consecutive domain members; an EP group takes one
   // rank of each, so it has 1/tp_expert of the domain's members in each node.
-  p.tp_expert_group = ToGroup(ContiguousBlockShape(
-      p.tp_expert, k.cluster.num_gpus, k.cluster.gpus_per_node));
+  p.tp_expert_group = ToGroup(ContiguousBlockShape(p.tp_expert, k.cluster));
   p.ep_group.n = p.ep;
   p.ep_group.per_node =
       place.domain.spans_nodes()

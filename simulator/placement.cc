@@ -51,6 +51,56 @@ GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node) {
   return worst;
 }
 
+GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster) {
+  if (cluster.node_gpus.empty()) {
+    return ContiguousBlockShape(size, cluster.num_gpus, cluster.gpus_per_node);
+  }
+  size = std::max(1, size);
+  const std::vector<int>& nodes = cluster.node_gpus;
+  GroupShape worst;
+  worst.n = size;
+  worst.per_node = size;
+  size_t node = 0;
+  int64_t node_first = 0;  // first rank of `node`
+  const int64_t blocks = std::max<int64_t>(1, cluster.num_gpus / size);
+  for (int64_t k = 0; k < blocks; ++k) {
+    const int64_t start = k * size;
+    const int64_t end = start + size;
+    while (node + 1 < nodes.size() && node_first + nodes[node] <= start) {
+      node_first += nodes[node++];
+    }
+    GroupShape s;
+    s.n = size;
+    s.nodes = 0;
+    int64_t fewest = size;
+    int64_t first = node_first;
+    for (size_t j = node; j < nodes.size() && first < end; ++j) {
+      const int64_t lo = std::max(start, first);
+      const int64_t hi = std::min(end, first + nodes[j]);
+      fewest = std::min(fewest, hi - lo);
+      ++s.nodes;
+      first += nodes[j];
+    }
+    s.nodes = std::max(1, s.nodes);
+    s.per_node = static_cast<int>(std::max<int64_t>(1, fewest));
+    worst = k == 0 ? s : Worse(worst, s);
+  }
+  return worst;
+}
+
+int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank) {
+  const int64_t last = std::max(1, cluster.num_nodes()) - 1;
+  if (cluster.node_gpus.empty()) {
+    return std::min(rank / std::max(1, cluster.gpus_per_node), last);
+  }
+  int64_t first = 0;
+  for (size_t j = 0; j < cluster.node_gpus.size(); ++j) {
+    first += cluster.node_gpus[j];
+    if (rank < first) return static_cast<int64_t>(j);
+  }
+  return last;
+}
+
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
                         bool moe) {
   PlanPlacement p;
@@ -61,11 +111,9 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
   p.replicas = moe ? replicas : replicas * dp;
   p.dp = moe ? dp : 1;
   p.stage_size = p.dp * tp;
-  const int n = cluster.num_gpus;
-  const int g = cluster.gpus_per_node;
-  p.tp = ContiguousBlockShape(tp, n, g);
-  p.domain = ContiguousBlockShape(p.stage_size, n, g);
-  p.replica = ContiguousBlockShape(p.stage_size * pp, n, g);
+  p.tp = ContiguousBlockShape(tp, cluster);
+  p.domain = ContiguousBlockShape(p.stage_size, cluster);
+  p.replica = ContiguousBlockShape(p.stage_size * pp, cluster);
   // Stage s sends to stage s + 1, rank i to rank i + stage_size: it stays in
   // the node only when the whole replica does (a replica that spans nodes has
   // a boundary on or across a node edge).

@@ -51,6 +51,13 @@ struct PlanPlacement {
 // the worst block's shape (fewest members in one node).
 GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node);
 
+// The same over `cluster`'s nodes: uniform nodes as above, or nodes of
+// different sizes (ClusterDims::node_gpus), where every block is looked at.
+GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster);
+
+// The node that holds global rank `rank` (clamped to the last node).
+int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank);
+
 // Placement of `plan` (degrees already validated) on `cluster`.
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
                         bool moe);

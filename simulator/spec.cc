@@ -786,18 +786,30 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
   // num_gpus need not be a multiple of gpus_per_node: part of a node (4 GPUs
   // of an 8-GPU node) and a last, partial node (12 GPUs on 8-GPU nodes) are
   // everyday allocations; placement knows the last node is smaller.
+  // Node groups: consecutive nodes in rank order. When a group sets its own
+  // gpus_per_node (8-GPU and 4-GPU nodes in one cluster), the groups' GPUs
+  // must add up to num_gpus; else their node counts to the node count.
   if (cluster.node_groups_size() > 0) {
-    if (cluster.node_groups_size() > c.num_nodes()) {
+    bool sized = false;
+    for (const shardplan::v1::NodeGroup& group : cluster.node_groups()) {
+      sized |= group.gpus_per_node() != 0 &&
+               group.gpus_per_node() != c.gpus_per_node;
+    }
+    if (!sized && cluster.node_groups_size() > c.num_nodes()) {
       return absl::InvalidArgumentError(
           absl::StrCat("cluster.node_groups has ", cluster.node_groups_size(),
                        " groups for ", c.num_nodes(), " nodes"));
     }
-    int64_t total = 0;
+    int64_t nodes = 0;
+    int64_t gpus = 0;
     for (int i = 0; i < cluster.node_groups_size(); ++i) {
       const shardplan::v1::NodeGroup& group = cluster.node_groups(i);
       const std::string path = absl::StrCat("cluster.node_groups[", i, "]");
       RETURN_IF_ERROR(CheckRange(
           group.num_nodes(), absl::StrCat(path, ".num_nodes"), 1, kMaxGpus));
+      RETURN_IF_ERROR(CheckRange(group.gpus_per_node(),
+                                 absl::StrCat(path, ".gpus_per_node"), 0,
+                                 kMaxGpusPerNode));
       if (group.name().empty()) {
         return absl::InvalidArgumentError(
             absl::StrCat(path, ".name must not be empty"));
@@ -809,14 +821,33 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
                               path, QuoteUserText(group.name()), j));
         }
       }
-      total += group.num_nodes();
-      c.node_groups.push_back({group.name(), group.num_nodes()});
+      const int size =
+          group.gpus_per_node() > 0 ? group.gpus_per_node() : c.gpus_per_node;
+      nodes += group.num_nodes();
+      gpus += static_cast<int64_t>(group.num_nodes()) * size;
+      c.node_groups.push_back({group.name(), group.num_nodes(), size});
+      if (sized && gpus <= kMaxGpus) {
+        c.node_gpus.insert(c.node_gpus.end(), group.num_nodes(), size);
+      }
     }
-    if (total != c.num_nodes()) {
+    if (!sized && nodes != c.num_nodes()) {
       return absl::InvalidArgumentError(absl::StrCat(
-          "cluster.node_groups: node counts add up to ", total, ", expected ",
+          "cluster.node_groups: node counts add up to ", nodes, ", expected ",
           c.num_nodes(),
           " (cluster.num_gpus / cluster.gpus_per_node, rounded up)"));
+    }
+    if (sized && gpus != c.num_gpus) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.node_groups: GPUs add up to ", gpus,
+                       " (num_nodes x gpus_per_node over the groups), expected "
+                       "cluster.num_gpus = ",
+                       c.num_gpus));
+    }
+    if (sized) {
+      // Rules that need one node size (Megatron's tp within a node) take the
+      // smallest node.
+      c.gpus_per_node =
+          *std::min_element(c.node_gpus.begin(), c.node_gpus.end());
     }
   }
   return c;
@@ -1033,7 +1064,7 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   out.set_micro_batches(plan.micro_batches);
   out.set_batch_size(plan.batch_size);
 
-  // Placement (simulator/placement.h): node = global rank / gpus_per_node.
+  // Placement (simulator/placement.h): which node holds which rank.
   const PlanPlacement placement =
       PlacePlan(plan, problem.cluster, problem.model.is_moe());
   const int layers = problem.model.layers;
@@ -1042,8 +1073,6 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
     stage_layers[s] = explicit_stages ? plan.stage_layers[s]
                                       : layers / pp + (s < layers % pp ? 1 : 0);
   }
-  const int64_t gpus_per_node = std::max(1, problem.cluster.gpus_per_node);
-  const int64_t num_nodes = std::max<int64_t>(1, problem.cluster.num_nodes());
   // Node index -> group name, by consecutive node counts.
   auto group_of = [&problem](int64_t node) -> std::string {
     int64_t first = 0;
@@ -1066,10 +1095,8 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
       first_layer += stage_layers[s];
       const int64_t first_rank = StageFirstRank(placement, pp, r, s);
       const int64_t last_rank = first_rank + placement.stage_size - 1;
-      const int64_t first_node =
-          std::min(first_rank / gpus_per_node, num_nodes - 1);
-      const int64_t last_node =
-          std::min(last_rank / gpus_per_node, num_nodes - 1);
+      const int64_t first_node = NodeOfRank(problem.cluster, first_rank);
+      const int64_t last_node = NodeOfRank(problem.cluster, last_rank);
       std::vector<std::string> groups;
       for (int64_t n = first_node; n <= last_node; ++n) {
         p->add_nodes(static_cast<int32_t>(n));
@@ -1081,9 +1108,10 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
       }
       p->set_node_group(absl::StrJoin(groups, "+"));
       const int64_t tp = std::max(1, plan.tp);
-      p->set_tp_spans_nodes(first_rank / gpus_per_node !=
-                                (first_rank + tp - 1) / gpus_per_node ||
-                            placement.tp.spans_nodes());
+      p->set_tp_spans_nodes(
+          NodeOfRank(problem.cluster, first_rank) !=
+              NodeOfRank(problem.cluster, first_rank + tp - 1) ||
+          placement.tp.spans_nodes());
       p->set_expert_domain_spans_nodes(problem.model.is_moe() &&
                                        last_node > first_node);
     }

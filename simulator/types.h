@@ -119,6 +119,7 @@ struct HardwareDims {
 struct NodeGroupDims {
   std::string name;
   int num_nodes = 0;
+  int gpus_per_node = 0;  // the cluster's when the group did not say
 };
 
 struct ClusterDims {
@@ -127,9 +128,14 @@ struct ClusterDims {
   int gpus_per_node = 0;
   // The last node may be partial (num_gpus not a multiple of gpus_per_node).
   int num_nodes() const {
+    if (!node_gpus.empty()) return static_cast<int>(node_gpus.size());
     return (num_gpus + gpus_per_node - 1) / gpus_per_node;
   }
   std::vector<NodeGroupDims> node_groups;
+  // GPUs of each node in rank order when node groups differ in size (then
+  // gpus_per_node is the smallest node's); empty = uniform nodes.
+  // simulator/placement.h reads it.
+  std::vector<int> node_gpus;
 };
 
 struct WorkloadDims {

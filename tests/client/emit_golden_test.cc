@@ -3,8 +3,11 @@
 // pages), and a check that every flag the emitter writes is in the engine's
 // flag list for the chosen version. SHARDPLAN_UPDATE_GOLDEN=1 rewrites the
 // files; review the diff before committing it.
+#include <algorithm>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -49,6 +52,16 @@ Plan MakePlan(int replicas, int dp, int tp, int pp, int ep, int batch,
       s->set_dim("batch");
     }
   }
+  return plan;
+}
+
+Plan Disaggregated(const Plan& prefill, int prefill_instances,
+                   const Plan& decode, int decode_instances) {
+  Plan plan;
+  *plan.mutable_prefill() = prefill;
+  *plan.mutable_decode() = decode;
+  plan.set_prefill_instances(prefill_instances);
+  plan.set_decode_instances(decode_instances);
   return plan;
 }
 
@@ -106,6 +119,24 @@ std::vector<Shape> Shapes() {
   // 12 GPUs on 8-GPU nodes: node 1 has only 4.
   shapes.push_back({"partial_node", MakePlan(3, 1, 4, 1, 4, 128),
                     Model("gpt-oss-120b", 12)});
+  // Node groups of different sizes: one 8-GPU node, then two 4-GPU nodes.
+  {
+    EmitContext c = Model("llama-3.1-70b", 16);
+    c.node_gpus = {8, 4, 4};
+    shapes.push_back({"node_groups_tp4", MakePlan(4, 1, 4, 1, 1, 64), c});
+    shapes.push_back({"node_groups_tp8", MakePlan(2, 1, 8, 1, 1, 128), c});
+  }
+  // Disaggregated (plan.prefill/decode, built by hand as the server returns
+  // them): 1P1D on one node, and 2P1D of DeepSeek over 4 nodes (each prefill
+  // instance one node, the decode instance two).
+  shapes.push_back({"disagg_1p1d_1node",
+                    Disaggregated(MakePlan(1, 1, 4, 1, 1, 16), 1,
+                                  MakePlan(1, 1, 4, 1, 1, 128), 1),
+                    Model("llama-3.1-70b", 8)});
+  shapes.push_back({"disagg_2p1d_4nodes",
+                    Disaggregated(MakePlan(1, 1, 8, 1, 8, 32, true), 2,
+                                  MakePlan(1, 2, 8, 1, 16, 128, true), 1),
+                    Model("deepseek-v3", 32)});
   return shapes;
 }
 
@@ -114,7 +145,8 @@ struct Case {
   std::string version;  // "" = newest
   std::string file;
   Shape shape;
-  bool k8s = false;  // a LeaderWorkerSet manifest instead of a script
+  bool k8s = false;     // a Kubernetes manifest instead of a script
+  bool dynamo = false;  // a Dynamo graph deployment instead of a script
 };
 
 std::vector<Case> Cases() {
@@ -129,11 +161,24 @@ std::vector<Case> Cases() {
   for (const Shape& s : Shapes()) {
     const std::string name = s.name;
     if (name == "dense_tp" || name == "pp_2nodes" ||
-        name == "moe_dpep_4nodes" || name == "partial_node") {
+        name == "moe_dpep_4nodes" || name == "partial_node" ||
+        name == "node_groups_tp4") {
       for (Engine e : {Engine::kVllm, Engine::kSglang}) {
         cases.push_back({e, "",
                          absl::StrCat(name, ".k8s-", EngineKey(e), ".yaml"), s,
                          true});
+      }
+    }
+  }
+  // Dynamo graphs: aggregated on one and on several nodes, disaggregated.
+  for (const Shape& s : Shapes()) {
+    const std::string name = s.name;
+    if (name == "dense_tp" || name == "moe_dpep_4nodes" ||
+        absl::StartsWith(name, "disagg_")) {
+      for (Engine e : {Engine::kVllm, Engine::kSglang}) {
+        Case c{e, "", absl::StrCat(name, ".dynamo-", EngineKey(e), ".yaml"), s};
+        c.dynamo = true;
+        cases.push_back(c);
       }
     }
   }
@@ -155,9 +200,10 @@ std::vector<Case> Cases() {
 std::string Render(const Case& c) {
   EmitContext context = c.shape.context;
   context.engine_version = c.version;
-  const EmittedCommand e = c.k8s
-                               ? EmitKubernetes(c.engine, c.shape.plan, context)
-                               : EmitCommand(c.engine, c.shape.plan, context);
+  const EmittedCommand e =
+      c.dynamo ? EmitDynamo(c.engine, c.shape.plan, context)
+      : c.k8s  ? EmitKubernetes(c.engine, c.shape.plan, context)
+               : EmitCommand(c.engine, c.shape.plan, context);
   std::string out;
   for (const std::string& w : e.warnings) {
     absl::StrAppend(&out, "# stderr: warning: ", w, "\n");
@@ -212,7 +258,8 @@ void ExpectKnownFlags(const std::string& script, const EngineVersion& ev,
     if (!absl::StartsWith(line, "  ")) {
       // A new command: find which tool it runs.
       tool = nullptr;
-      for (const ToolFlags* t : {&ev.launch, &ev.benchmark}) {
+      for (const ToolFlags* t : {&ev.launch, &ev.benchmark, &ev.router}) {
+        if (t->command.empty()) continue;  // the engine has no such tool
         const size_t at = text.find(t->command + " ");
         if (at != std::string::npos) {
           tool = t;
@@ -249,14 +296,83 @@ void ExpectKnownManifestFlags(const std::string& manifest,
     ExpectKnownFlags(std::string(command), ev, label);
     ++commands;
   }
-  EXPECT_EQ(commands, 2) << label << ": leader and worker";
+  // A Deployment has one container; a LeaderWorkerSet a leader and a worker.
+  EXPECT_TRUE(commands == 1 || commands == 2) << label << ": " << commands;
+}
+
+int64_t PlanGpus(const Plan& p) {
+  auto gpus = [](const Plan& q) {
+    return static_cast<int64_t>(std::max(1, q.dp())) * std::max(1, q.tp()) *
+           std::max(1, q.pp());
+  };
+  if (p.has_prefill()) {
+    return p.prefill_instances() * gpus(p.prefill()) +
+           p.decode_instances() * gpus(p.decode());
+  }
+  return std::max(1, p.replicas()) * gpus(p);
+}
+
+// A Dynamo worker's args: the engine's launch flags and the Dynamo worker's
+// own.
+void ExpectKnownDynamoFlags(const std::string& manifest,
+                            const EngineVersion& ev, const std::string& label) {
+  const YAML::Node doc = YAML::Load(manifest);
+  int workers = 0;
+  for (const auto& kv : doc["spec"]["services"]) {
+    const YAML::Node args = kv.second["extraPodSpec"]["mainContainer"]["args"];
+    if (!args) continue;
+    ++workers;
+    for (const auto& a : args) {
+      const std::string arg = a.as<std::string>();
+      if (!absl::StartsWith(arg, "--")) continue;
+      EXPECT_TRUE(ev.launch.known_flags.count(arg) > 0 ||
+                  ev.dynamo.known_flags.count(arg) > 0)
+          << label << ": " << arg << " is not a flag of `" << ev.dynamo.command
+          << "` (" << absl::StrJoin(ev.dynamo.sources, ", ") << ")";
+    }
+  }
+  EXPECT_GE(workers, 1) << label;
+}
+
+TEST(EmitGoldenTest, DynamoGraphsServeEveryGpuOfThePlan) {
+  for (const Case& c : Cases()) {
+    if (!c.dynamo) continue;
+    const YAML::Node doc = YAML::Load(Render(c));
+    EXPECT_EQ(doc["kind"].as<std::string>(), "DynamoGraphDeployment");
+    int64_t gpus = 0;
+    std::set<std::string> sub_types;
+    for (const auto& kv : doc["spec"]["services"]) {
+      const YAML::Node s = kv.second;
+      if (s["componentType"].as<std::string>() != "worker") continue;
+      const int nodes =
+          s["multinode"] ? s["multinode"]["nodeCount"].as<int>() : 1;
+      gpus += static_cast<int64_t>(s["replicas"].as<int>()) * nodes *
+              std::stoi(s["resources"]["limits"]["gpu"].as<std::string>());
+      if (s["subComponentType"]) {
+        sub_types.insert(s["subComponentType"].as<std::string>());
+      }
+    }
+    EXPECT_EQ(gpus, PlanGpus(c.shape.plan)) << c.file;
+    if (c.shape.plan.has_prefill()) {
+      EXPECT_EQ(sub_types, (std::set<std::string>{"prefill", "decode"}))
+          << c.file;
+    }
+  }
+  // TensorRT-LLM: a warning, no manifest.
+  const Shape dense = Shapes()[0];
+  const EmittedCommand trt =
+      EmitDynamo(Engine::kTrtllm, dense.plan, dense.context);
+  EXPECT_TRUE(trt.command.empty());
+  EXPECT_FALSE(trt.warnings.empty());
 }
 
 TEST(EmitGoldenTest, EveryEmittedFlagIsTheEnginesFlag) {
   for (const Case& c : Cases()) {
     absl::StatusOr<EngineVersion> ev = FindEngineVersion(c.engine, c.version);
     ASSERT_TRUE(ev.ok()) << ev.status();
-    if (c.k8s) {
+    if (c.dynamo) {
+      ExpectKnownDynamoFlags(Render(c), *ev, c.file);
+    } else if (c.k8s) {
       ExpectKnownManifestFlags(Render(c), *ev, c.file);
     } else {
       ExpectKnownFlags(Render(c), *ev, c.file);
@@ -264,7 +380,7 @@ TEST(EmitGoldenTest, EveryEmittedFlagIsTheEnginesFlag) {
   }
 }
 
-TEST(EmitGoldenTest, ManifestsAreLeaderWorkerSetsWithAService) {
+TEST(EmitGoldenTest, ManifestsAreDeploymentsOrLeaderWorkerSetsWithAService) {
   for (const Case& c : Cases()) {
     if (!c.k8s) continue;
     std::vector<YAML::Node> docs;
@@ -275,7 +391,13 @@ TEST(EmitGoldenTest, ManifestsAreLeaderWorkerSetsWithAService) {
       continue;
     }
     ASSERT_EQ(docs.size(), 2u) << c.file;
-    EXPECT_EQ(docs[0]["kind"].as<std::string>(), "LeaderWorkerSet");
+    // One node per instance: a Deployment; several: a LeaderWorkerSet.
+    const std::string name = c.shape.name;
+    const bool single_node = name == "dense_tp" || name == "partial_node" ||
+                             name == "node_groups_tp4";
+    EXPECT_EQ(docs[0]["kind"].as<std::string>(),
+              single_node ? "Deployment" : "LeaderWorkerSet")
+        << c.file;
     EXPECT_EQ(docs[0]["spec"]["replicas"].as<int>(),
               c.shape.plan.replicas() > 0 ? c.shape.plan.replicas() : 1)
         << c.file;

@@ -1,6 +1,7 @@
 #include "client/emit.h"
 
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -250,6 +251,36 @@ TEST(EmitTest, EveryCommandComesWithItsBenchmark) {
   EXPECT_THAT(EmitCommand(Engine::kTrtllm, plan, c).benchmark,
               AllOf(HasSubstr("aiperf profile"), HasSubstr("--concurrency 96"),
                     HasSubstr("--synthetic-input-tokens-mean 2048")));
+}
+
+TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_num_gpus(16);
+  cluster.set_gpus_per_node(8);
+  auto* big = cluster.add_node_groups();
+  big->set_name("dgx");
+  big->set_num_nodes(1);
+  auto* small = cluster.add_node_groups();
+  small->set_name("half");
+  small->set_num_nodes(2);
+  small->set_gpus_per_node(4);
+  EXPECT_EQ(NodeGpusOf(cluster), (std::vector<int>{8, 4, 4}));
+  small->set_gpus_per_node(8);  // all nodes alike: nothing to say
+  EXPECT_THAT(NodeGpusOf(cluster), IsEmpty());
+
+  // A tp-8 instance on the two 4-GPU nodes: one command per node, 4 GPUs
+  // each.
+  EmitContext c = Dense();
+  c.num_gpus = 16;
+  c.node_gpus = {8, 4, 4};
+  const Plan plan = MakePlan(1, 8, 1, 1, 64);
+  Plan two = plan;
+  two.set_replicas(2);
+  const EmittedCommand e = EmitCommand(Engine::kSglang, two, c);
+  EXPECT_THAT(e.command, AllOf(HasSubstr("Instance 1, node 1 (head)"),
+                               HasSubstr("Instance 1, node 2 (worker)"),
+                               HasSubstr("--nnodes 2")));
+  EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
 }
 
 }  // namespace

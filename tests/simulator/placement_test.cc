@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -144,6 +145,93 @@ TEST(PlacementTest, PartialNodeClustersArePlanned) {
   auto part = Make("llama-3.1-8b", 4, 8, "bf16", 16);
   ASSERT_NE(part, nullptr);
   EXPECT_EQ(part->problem().cluster.num_nodes(), 1);
+}
+
+// A cluster of one 8-GPU node then two 4-GPU nodes (16 GPUs).
+shardplan::v1::ClusterSpec MixedNodes() {
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(16);
+  cluster.set_gpus_per_node(8);
+  auto* big = cluster.add_node_groups();
+  big->set_name("dgx");
+  big->set_num_nodes(1);
+  big->set_gpus_per_node(8);
+  auto* small = cluster.add_node_groups();
+  small->set_name("half");
+  small->set_num_nodes(2);
+  small->set_gpus_per_node(4);
+  return cluster;
+}
+
+TEST(PlacementTest, NodesOfDifferentSizesBoundGroups) {
+  ClusterDims c;
+  c.num_gpus = 16;
+  c.gpus_per_node = 4;
+  c.node_gpus = {8, 4, 4};
+  EXPECT_EQ(c.num_nodes(), 3);
+  // tp 8: ranks 0-7 fill the big node, 8-15 span the two small ones.
+  const GroupShape eight = ContiguousBlockShape(8, c);
+  EXPECT_EQ(eight.nodes, 2);
+  EXPECT_EQ(eight.per_node, 4);
+  // tp 4 fits every node.
+  EXPECT_EQ(ContiguousBlockShape(4, c).nodes, 1);
+  EXPECT_EQ(NodeOfRank(c, 7), 0);
+  EXPECT_EQ(NodeOfRank(c, 8), 1);
+  EXPECT_EQ(NodeOfRank(c, 15), 2);
+  // Uniform 8-GPU nodes would keep both tp-8 groups inside a node.
+  EXPECT_EQ(ContiguousBlockShape(8, 16, 8).nodes, 1);
+}
+
+TEST(PlacementTest, NodeGroupsOfDifferentSizesArePlanned) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("llama-3.1-70b");
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(2048);
+  workload.set_output_tokens(512);
+  workload.set_concurrency(16);
+  absl::StatusOr<Problem> problem =
+      ProblemFromProto(source, MixedNodes(), workload);
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  EXPECT_EQ(problem->cluster.num_nodes(), 3);
+  EXPECT_EQ(problem->cluster.node_gpus, (std::vector<int>{8, 4, 4}));
+  auto m = CostModel::Create(*problem);
+  ASSERT_TRUE(m.ok()) << m.status();
+  // Four tp-4 copies: each inside a node (two on the big one).
+  const Evaluation inside = (*m)->Evaluate(Degrees(4, 1, 4, 1, 1));
+  EXPECT_TRUE(inside.feasible);
+  EXPECT_EQ(inside.ib_decode_bytes, 0);
+  // Two tp-8 copies: the second spans the two 4-GPU nodes over InfiniBand.
+  const Evaluation eight = (*m)->Evaluate(Degrees(2, 1, 8, 1, 1));
+  EXPECT_GT(eight.ib_decode_bytes, 0);
+  // The placement listing names the nodes of each copy by their sizes.
+  PlanDims plan = Degrees(2, 1, 8, 1, 1);
+  plan.dims = MegatronShardDims();
+  const shardplan::v1::Plan listed = PlanToProto(plan, *problem);
+  ASSERT_EQ(listed.placement_size(), 2);
+  EXPECT_THAT(listed.placement(0).nodes(), ::testing::ElementsAre(0));
+  EXPECT_THAT(listed.placement(1).nodes(), ::testing::ElementsAre(1, 2));
+  EXPECT_EQ(listed.placement(1).node_group(), "half");
+}
+
+TEST(PlacementTest, NodeGroupSizesAreValidatedWithFieldPaths) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("llama-3.1-8b");
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(128);
+  workload.set_output_tokens(128);
+  shardplan::v1::ClusterSpec wrong_total = MixedNodes();
+  wrong_total.set_num_gpus(24);
+  absl::StatusOr<Problem> p = ProblemFromProto(source, wrong_total, workload);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(),
+              ::testing::HasSubstr("cluster.node_groups: GPUs add up to 16"));
+  shardplan::v1::ClusterSpec negative = MixedNodes();
+  negative.mutable_node_groups(1)->set_gpus_per_node(-4);
+  p = ProblemFromProto(source, negative, workload);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(),
+              ::testing::HasSubstr("cluster.node_groups[1].gpus_per_node"));
 }
 
 TEST(PlacementTest, Fp4OnHopperIsDequantisedNotAPureFourBitRead) {

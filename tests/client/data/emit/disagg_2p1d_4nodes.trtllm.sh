@@ -1,0 +1,1 @@
+# stderr: warning: no disaggregated launch for TensorRT-LLM here (its disaggregated serving needs a trtllm-serve disaggregated config of context and generation servers), which shardplan does not write yet; plan with disaggregation off for a TensorRT-LLM launch.
