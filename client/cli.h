@@ -18,6 +18,9 @@ struct GlobalFlags {
       0;  // 0 = none for plan, 30 s evaluate/catalog, 5 s health
   std::string output = "table";  // table | json | yaml (plan only)
   std::string emit;  // "" | vllm | sglang | trtllm | k8s-vllm | k8s-sglang
+  // plan only: files for the final update's frontier ("" = not written).
+  std::string frontier_csv;
+  std::string frontier_png;  // drawn by gnuplot
   // Engine release whose flags --emit uses ("" = the newest checked).
   std::string engine_version;
   // Transport security (client/main.cc). Any of tls_ca/tls_cert/tls_key/
