@@ -57,8 +57,17 @@ std::string Degrees(const shardplan::v1::Plan& plan) {
                          plan.pp(), plan.ep());
 }
 
-bool SamePlan(const shardplan::v1::Plan& a, const shardplan::v1::Plan& b) {
-  return a.SerializeAsString() == b.SerializeAsString();
+// Whether frontier point `p` is the update's plan: the same plan, or a variant
+// with the same predicted figures (the chart cannot tell them apart).
+bool IsChosen(const FrontierPoint& p, const PlanUpdate& update) {
+  if (p.plan().SerializeAsString() == update.plan().SerializeAsString()) {
+    return true;
+  }
+  const shardplan::v1::Prediction& a = p.prediction();
+  const shardplan::v1::Prediction& b = update.prediction();
+  return a.output_tokens_per_s() == b.output_tokens_per_s() &&
+         a.tpot_ms() == b.tpot_ms() && a.ttft_ms() == b.ttft_ms() &&
+         a.batch_size() == b.batch_size();
 }
 
 }  // namespace
@@ -78,7 +87,7 @@ std::string RenderFrontierChart(const PlanUpdate& update, int width,
   std::vector<std::string> grid(height, std::string(width, ' '));
   bool chosen_on_curve = false;
   for (const FrontierPoint& p : update.frontier()) {
-    const bool chosen = SamePlan(p.plan(), update.plan());
+    const bool chosen = IsChosen(p, update);
     chosen_on_curve = chosen_on_curve || chosen;
     char& cell = grid[height - 1 - y_axis.Cell(p.output_tokens_per_s_per_gpu())]
                      [x_axis.Cell(p.tokens_per_s_per_user())];

@@ -2,6 +2,7 @@
 #include "server/search_job.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,6 +17,26 @@ namespace {
 
 double Throughput(const simulator::Evaluation& evaluation) {
   return evaluation.feasible ? evaluation.output_tokens_per_s : 0.0;
+}
+
+// Whether two plans are the same choice for a user: the same plan, or a variant
+// with the same degrees and batch whose throughput, TTFT and TPOT are within
+// 0.1% (e.g. a different split of an operator that costs next to nothing).
+// Top plans list one of each.
+bool SameChoice(const policy::ScoredPlan& a, const policy::ScoredPlan& b) {
+  if (a.plan == b.plan) return true;
+  const simulator::PlanDims& p = a.plan;
+  const simulator::PlanDims& q = b.plan;
+  auto close = [](double x, double y) {
+    return std::abs(x - y) <= 1e-3 * std::max(std::abs(x), std::abs(y));
+  };
+  return p.replicas == q.replicas && p.dp == q.dp && p.tp == q.tp &&
+         p.pp == q.pp && p.ep == q.ep &&
+         a.evaluation.batch_size == b.evaluation.batch_size &&
+         close(a.evaluation.output_tokens_per_s,
+               b.evaluation.output_tokens_per_s) &&
+         close(a.evaluation.tpot_s, b.evaluation.tpot_s) &&
+         close(a.evaluation.ttft_s, b.evaluation.ttft_s);
 }
 
 }  // namespace
@@ -159,8 +180,12 @@ SearchJob::Outcome SearchJob::OutcomeOf(
   outcome.warm_started = result.warm_started;
   outcome.frontier = result.frontier;
   // Candidates: the elite (top-K distinct by expected throughput, which the
-  // conservative objective may order differently), the best and the baseline.
+  // conservative objective may order differently), the frontier (other
+  // layouts and batches when the elite is variants of one plan), the best and
+  // the baseline.
   std::vector<policy::ScoredPlan> candidates = result.elite;
+  candidates.insert(candidates.end(), result.frontier.begin(),
+                    result.frontier.end());
   candidates.push_back(result.best);
   candidates.push_back(baseline_);
   std::stable_sort(
@@ -175,7 +200,7 @@ SearchJob::Outcome SearchJob::OutcomeOf(
     const bool seen =
         std::any_of(outcome.top_plans.begin(), outcome.top_plans.end(),
                     [&](const policy::ScoredPlan& kept) {
-                      return kept.plan == scored.plan;
+                      return SameChoice(kept, scored);
                     });
     if (!seen) outcome.top_plans.push_back(scored);
   }

@@ -56,7 +56,9 @@ class SearchJob {
     absl::Status status;
     std::optional<policy::StopReason> stop_reason;  // unset when failed
     policy::ScoredPlan best;  // by the objective; the baseline at worst
-    // Distinct feasible plans, best first by the objective, at most top_n.
+    // Distinct feasible plans, best first by the objective, at most top_n,
+    // from the elite and the frontier; a variant with the same degrees and
+    // batch and figures within 0.1% of a listed plan is not listed again.
     std::vector<policy::ScoredPlan> top_plans;
     std::vector<policy::ScoredPlan> frontier;  // see policy::SearchResult
     int evaluations = 0;

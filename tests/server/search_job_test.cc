@@ -3,6 +3,7 @@
 // errors; the objective filter of improvements.
 #include "server/search_job.h"
 
+#include <cmath>
 #include <memory>
 #include <string>
 #include <vector>
@@ -104,8 +105,15 @@ TEST_F(SearchJobTest, OutcomeHasBestTopPlansAndFrontierAndIsPersisted) {
                 job_->Score(outcome.top_plans[i]));
     }
     for (size_t j = 0; j < i; ++j) {
-      EXPECT_NE(outcome.top_plans[i].plan, outcome.top_plans[j].plan)
-          << "top plans are distinct";
+      const policy::ScoredPlan& a = outcome.top_plans[i];
+      const policy::ScoredPlan& b = outcome.top_plans[j];
+      EXPECT_NE(a.plan, b.plan) << "top plans are distinct";
+      EXPECT_FALSE(
+          a.plan.tp == b.plan.tp && a.plan.pp == b.plan.pp &&
+          a.plan.dp == b.plan.dp && a.plan.replicas == b.plan.replicas &&
+          a.evaluation.batch_size == b.evaluation.batch_size &&
+          a.evaluation.output_tokens_per_s == b.evaluation.output_tokens_per_s)
+          << "a variant with the same figures is not listed twice";
     }
   }
   ASSERT_GE(outcome.frontier.size(), 2u);
