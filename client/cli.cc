@@ -185,6 +185,14 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
                    "expected (default) or conservative: stream as best the "
                    "plan with the highest low end of its throughput range")
       ->check(CLI::IsMember({"expected", "conservative"}));
+  plan->add_option("--top-n", search.top_n,
+                   "Plans in the top list after the final table (0 = 5)")
+      ->check(CLI::Range(0, 64));
+  plan->add_option("--frontier-csv", g.frontier_csv,
+                   "Write the throughput-latency frontier to this CSV file");
+  plan->add_option("--frontier-png", g.frontier_png,
+                   "Draw the throughput-latency frontier into this PNG file "
+                   "(needs gnuplot)");
 
   CLI::App* evaluate = app.add_subcommand("evaluate", "Predict one given plan");
   AddGlobalOptions(evaluate, &g, true, true, false);

@@ -20,6 +20,9 @@ struct GlobalFlags {
   // "" | vllm | sglang | trtllm | k8s-vllm | k8s-sglang | dynamo |
   // dynamo-vllm | dynamo-sglang
   std::string emit;
+  // plan only: files for the final update's frontier ("" = not written).
+  std::string frontier_csv;
+  std::string frontier_png;  // drawn by gnuplot
   // Engine release whose flags --emit uses ("" = the newest checked).
   std::string engine_version;
   // --engine: the engine of `--emit dynamo` ("" = vllm).

@@ -30,6 +30,7 @@
 #include "client/cli.h"
 #include "client/emit.h"
 #include "client/exit_codes.h"
+#include "client/frontier.h"
 #include "client/render.h"
 #include "client/request_builder.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -368,6 +369,33 @@ std::optional<shardplan::v1::ModelSpec> ResolvedModel(
   return response.model();
 }
 
+// --frontier-csv and --frontier-png, after the search.
+int WriteFrontierFiles(const GlobalFlags& g,
+                       const shardplan::v1::PlanUpdate& last,
+                       const RenderContext& rc) {
+  if (!g.frontier_csv.empty()) {
+    std::ofstream out(g.frontier_csv);
+    out << FrontierCsv(last);
+    out.close();
+    if (!out) {
+      std::cerr << "shardplan: cannot write --frontier-csv \"" << g.frontier_csv
+                << "\"\n";
+      return kExitOther;
+    }
+  }
+  if (!g.frontier_png.empty()) {
+    const std::string title =
+        absl::StrCat(rc.model, " on ", rc.gpus, " x ", rc.hardware);
+    if (absl::Status drawn = WriteFrontierPng(last, g.frontier_png, title);
+        !drawn.ok()) {
+      std::cerr << "shardplan: --frontier-png \"" << g.frontier_png
+                << "\": " << drawn.message() << "\n";
+      return kExitOther;
+    }
+  }
+  return kExitOk;
+}
+
 int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
             const SearchFlags& search, SignalCanceller& canceller) {
   absl::StatusOr<shardplan::v1::PlanRequest> request =
@@ -423,11 +451,17 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
                        model ? &*model : nullptr, request->workload(), rc,
                        last.prediction()));
   }
-  if (g.output == "table")
-    std::cout << RenderPlanUpdate(last, rc) << std::flush;
+  if (g.output == "table") {
+    std::cout << RenderPlanUpdate(last, rc);
+    const std::string top = RenderTopPlans(last);
+    if (!top.empty()) std::cout << "\n" << top;
+    const std::string chart = RenderFrontierChart(last);
+    if (!chart.empty()) std::cout << "\n" << chart;
+    std::cout << std::flush;
+  }
   if (g.output == "yaml")
     std::cout << RenderYamlManifest(last, rc) << std::flush;
-  return kExitOk;
+  return WriteFrontierFiles(g, last, rc);
 }
 
 int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,

@@ -57,6 +57,7 @@ struct SearchFlags {
   uint32_t seed = 0;
   bool no_warm_start = false;
   std::string objective;  // "" = server default (expected) | conservative
+  int top_n = 0;          // plans in the final update's top list; 0 = 5
 };
 
 // `evaluate`-only flags.

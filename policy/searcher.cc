@@ -49,6 +49,25 @@ Maker Find(absl::string_view method) {
 
 }  // namespace
 
+double TokensPerSecondPerUser(const simulator::Evaluation& evaluation) {
+  if (!evaluation.feasible || !(evaluation.tpot_s > 0)) return 0;
+  return 1.0 / evaluation.tpot_s;
+}
+
+absl::string_view StopReasonName(StopReason reason) {
+  switch (reason) {
+    case StopReason::kBudget:
+      return "budget";
+    case StopReason::kTime:
+      return "time";
+    case StopReason::kExhausted:
+      return "exhausted";
+    case StopReason::kCancelled:
+      return "cancelled";
+  }
+  return "exhausted";
+}
+
 const std::vector<std::string>& SearchMethods() {
   static const auto* methods = new std::vector<std::string>{
       "rl", "megatron", "random", "anneal", "genetic", "exhaustive", "grid"};

@@ -21,7 +21,8 @@
 
 namespace shardplan::policy {
 
-class EvalPool;  // policy/eval_pool.h
+class EvalPool;   // policy/eval_pool.h
+class PlanSpace;  // policy/plan_space.h
 
 // Cooperative cancellation: set once by any thread, polled by searchers at
 // least once per iteration. Thread-safe.
@@ -50,6 +51,10 @@ struct ScoredPlan {
   double reward = 0;
 };
 
+// Tokens/s one user sees, 1 / TPOT: the frontier's second axis. 0 for
+// infeasible plans.
+double TokensPerSecondPerUser(const simulator::Evaluation& evaluation);
+
 struct Improvement {
   ScoredPlan best;
   int evaluations = 0;
@@ -70,6 +75,8 @@ struct SearchProgress {
 class SearchObserver {
  public:
   virtual ~SearchObserver() = default;
+  // Once, first: the Megatron plan every speedup is measured against.
+  virtual void OnBaseline(const ScoredPlan& baseline) { (void)baseline; }
   // Each time the best plan improves (the first feasible plan counts).
   virtual void OnImprovement(const Improvement& improvement) {
     (void)improvement;
@@ -97,7 +104,27 @@ struct SearchOptions {
   // exhaustive: the largest space it enumerates (it also needs max_evaluations
   // > size).
   double exhaustive_limit = 2e6;
+  // Optional, not owned: the plan space of this model, when the caller built
+  // it already (the server shares one between the grid reference and the
+  // search); must come from PlanSpace::Create of the same model.
+  const PlanSpace* space = nullptr;
+  // Optional, not owned: the Megatron plan already evaluated on this model,
+  // so that it is not evaluated twice; it still counts as the search's first
+  // evaluation.
+  const ScoredPlan* baseline = nullptr;
+  // Bound on SearchResult::frontier.
+  int frontier_size = 64;
 };
+
+// Why a search stopped. StopReasonName gives the text the API reports.
+enum class StopReason {
+  kBudget,     // max_evaluations spent
+  kTime,       // max_seconds elapsed
+  kExhausted,  // nothing new left to find
+  kCancelled,  // the cancellation token fired
+};
+// "budget", "time", "exhausted", "cancelled".
+absl::string_view StopReasonName(StopReason reason);
 
 struct SearchResult {
   ScoredPlan best;
@@ -108,9 +135,13 @@ struct SearchResult {
   std::vector<ScoredPlan> elite;  // top-K distinct plans, best first
   std::string
       policy_weights;  // RL only: serialised network, for the next warm start
-  std::string stop_reason;  // "budget", "time", "cancelled", "exhausted"
-  double space_size = 0;    // distinct valid plans in the space
+  StopReason stop_reason = StopReason::kExhausted;
+  double space_size = 0;  // distinct valid plans in the space
   bool warm_started = false;
+  // The non-dominated feasible plans of everything evaluated, in output
+  // tokens/s per GPU vs tokens/s per user (1 / TPOT), best throughput first
+  // (policy/internal/pareto_archive.h); at most options.frontier_size points.
+  std::vector<ScoredPlan> frontier;
 };
 
 // A search method. Instances are single-use per Search call but reusable
@@ -120,10 +151,10 @@ class Searcher {
   virtual ~Searcher() = default;
   virtual absl::string_view method() const = 0;
   // Searches `model`'s problem within `options`' budget. Deterministic for a
-  // given seed (and pool-size independent). Returns the best plan found;
-  // CANCELLED when `cancel` fired (the best so far has been reported through
-  // the observer); INVALID_ARGUMENT for a bad option (e.g. exhaustive over a
-  // too-large space); INTERNAL on LibTorch failures.
+  // given seed (and pool-size independent). Returns the best plan found,
+  // also when `cancel` fired (stop_reason kCancelled, the best so far);
+  // INVALID_ARGUMENT for a bad option (e.g. exhaustive over a too-large
+  // space); INTERNAL on LibTorch failures.
   virtual absl::StatusOr<SearchResult> Search(const simulator::CostModel& model,
                                               const SearchOptions& options,
                                               const CancellationToken& cancel,

@@ -15,12 +15,8 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
-#include "policy/baselines.h"
-#include "policy/plan_space.h"
-#include "server/elite_store.h"
 #include "server/status_util.h"
 #include "server/update_queue.h"
-#include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -89,19 +85,23 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // The rest of StartPlanStream, once constructed.
   void Begin() {
     const simulator::CostModel& cost_model = *request_.cost_model;
-    baseline_.plan = simulator::MegatronPlan(cost_model);
-    baseline_.evaluation = cost_model.Evaluate(baseline_.plan);
-    baseline_tps_ = Throughput(baseline_.evaluation);
-    best_ = baseline_;
-    best_tps_ = baseline_tps_;
-    best_score_ = Score(baseline_);
+    policy::ScoredPlan baseline;
+    baseline.plan = simulator::MegatronPlan(cost_model);
+    baseline.evaluation = cost_model.Evaluate(baseline.plan);
+    baseline_tps_ = Throughput(baseline.evaluation);
     deps_.metrics->cost_model_evaluations().Increment();
-    PlanUpdate baseline = MakeUpdate(baseline_, /*evaluations=*/1, "baseline");
+    PlanUpdate first = MakeUpdate(baseline, /*evaluations=*/1, "baseline");
+    // The job's search counts this evaluation as its first and does not
+    // repeat it.
+    job_ = std::make_unique<SearchJob>(
+        SearchJobDeps{deps_.history, deps_.searcher_factory, deps_.eval_pool,
+                      deps_.elite_size},
+        request_, std::move(baseline));
     {
       absl::MutexLock lock(&mu_);
       // Queued before the job exists so that it is written first whatever the
       // job does.
-      queue_.PushBaseline(std::move(baseline));
+      queue_.PushBaseline(std::move(first));
     }
     absl::Status admitted = absl::OkStatus();
     if (!deps_.registry->Add(this)) {
@@ -157,9 +157,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     token_.Cancel();
     // A search still waiting never starts: end the call now.
     if (job_id != 0 && deps_.scheduler->Remove(job_id)) {
+      summary_.set_stop_reason(
+          std::string(policy::StopReasonName(policy::StopReason::kCancelled)));
       {
         absl::MutexLock lock(&mu_);
-        stop_reason_ = "cancelled";
         queue_.PushFinal(PlanUpdate(), CancelStatusLocked());
       }
       Pump();
@@ -200,28 +201,16 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   }
 
  private:
-  // Observer on the worker thread: forwards strict improvements over what was
-  // streamed (the baseline included) and feeds the metrics.
-  class Observer final : public policy::SearchObserver {
+  // The job's reports, on the worker thread: improvements become stream
+  // updates, progress feeds the metrics.
+  class Listener final : public SearchJob::Listener {
    public:
-    Observer(PlanStream& stream, int slot) : stream_(stream), slot_(slot) {}
-    void OnImprovement(const policy::Improvement& improvement) override {
-      stream_.last_evaluations_ =
-          std::max(stream_.last_evaluations_, improvement.evaluations);
-      const double tps = Throughput(improvement.best.evaluation);
-      const double score = stream_.Score(improvement.best);
-      if (score <= stream_.best_score_) return;
-      stream_.best_ = improvement.best;
-      stream_.best_tps_ = tps;
-      stream_.best_score_ = score;
-      stream_.improvements_.push_back(improvement.best);
-      if (static_cast<int>(stream_.improvements_.size()) >
-          stream_.deps_.elite_size) {
-        stream_.improvements_.erase(stream_.improvements_.begin());
-      }
-      stream_.deps_.metrics->slot_best_speedup(slot_).Set(stream_.Speedup(tps));
-      PlanUpdate update = stream_.MakeUpdate(
-          improvement.best, improvement.evaluations, "improvement");
+    Listener(PlanStream& stream, int slot) : stream_(stream), slot_(slot) {}
+    void OnImprovement(const policy::ScoredPlan& best,
+                       int evaluations) override {
+      stream_.deps_.metrics->slot_best_speedup(slot_).Set(
+          stream_.Speedup(Throughput(best.evaluation)));
+      PlanUpdate update = stream_.MakeUpdate(best, evaluations, "improvement");
       {
         absl::MutexLock lock(&stream_.mu_);
         stream_.queue_.PushImprovement(std::move(update));
@@ -236,8 +225,6 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       if (progress.iterations_delta > 0) {
         metrics.rl_iterations().Increment(progress.iterations_delta);
       }
-      stream_.last_evaluations_ =
-          std::max(stream_.last_evaluations_, progress.evaluations);
       metrics.slot_evaluations(slot_).Set(progress.evaluations);
     }
 
@@ -245,16 +232,6 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     PlanStream& stream_;
     const int slot_;
   };
-
-  // What "best" means for this request: the expected throughput, or with
-  // options.objective "conservative" the low end of its range. Searchers
-  // always maximise the expected throughput; this only decides which of the
-  // plans they report is streamed as the best.
-  double Score(const policy::ScoredPlan& scored) const {
-    if (!request_.conservative) return Throughput(scored.evaluation);
-    return simulator::ConservativeOutputTokensPerS(
-        scored.evaluation, request_.cost_model->problem());
-  }
 
   double Speedup(double tps) const {
     return baseline_tps_ > 0 ? tps / baseline_tps_ : 0.0;
@@ -270,7 +247,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     update.set_evaluations(evaluations);
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     update.set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
-    const double grid_tps = grid_tps_.load(std::memory_order_acquire);
+    const double grid_tps = job_ != nullptr ? job_->grid_tokens_per_s() : 0;
     if (grid_tps > 0) {
       update.set_speedup_vs_grid(Throughput(scored.evaluation) / grid_tps);
     }
@@ -319,15 +296,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // The scheduler dropped the waiting job (server drain): end with the baseline
   // as best. Runs on the thread that drains the server, not on a gRPC thread.
   void Dropped() {
-    stop_reason_ = "shutdown";
     // The final update promises that the store holds what the client saw (the
-    // baseline): store it first, as RunSearch does.
-    if (baseline_.evaluation.feasible) {
-      deps_.history->Record(MakeProblemKey(request_.cost_model->problem()),
-                            request_.cost_model->problem(),
-                            {ToStored(baseline_)}, "");
-    }
-    PlanUpdate final_update = MakeFinal(0, 0, 0, false, "");
+    // baseline): the job stores it first.
+    const SearchJob::Outcome outcome = job_->Abandon();
+    PlanUpdate final_update = MakeFinal(outcome, "shutdown");
     {
       absl::MutexLock lock(&mu_);
       queue_.PushFinal(std::move(final_update), absl::OkStatus());
@@ -335,160 +307,69 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     Pump();
   }
 
-  PlanUpdate MakeFinal(int evaluations, int iterations, double space_size,
-                       bool warm_started, const std::string& warm_source) {
-    PlanUpdate update = MakeUpdate(best_, evaluations, "final");
+  // The final update: the outcome's best plan, the summary, the frontier and
+  // the top plans.
+  PlanUpdate MakeFinal(const SearchJob::Outcome& outcome,
+                       absl::string_view stop_reason) {
+    const simulator::Problem& problem = request_.cost_model->problem();
+    PlanUpdate update = MakeUpdate(outcome.best, outcome.evaluations, "final");
     update.set_final(true);
     summary_.set_method(request_.method);
-    summary_.set_evaluations(evaluations);
-    summary_.set_best_speedup(Speedup(best_tps_));
-    summary_.set_warm_started(warm_started);
-    summary_.set_warm_start_source(warm_started ? warm_source : "");
-    summary_.set_space_size(space_size);
-    summary_.set_iterations(iterations);
-    summary_.set_stop_reason(stop_reason_);
+    summary_.set_evaluations(outcome.evaluations);
+    summary_.set_best_speedup(Speedup(Throughput(outcome.best.evaluation)));
+    summary_.set_warm_started(outcome.warm_started);
+    summary_.set_warm_start_source(outcome.warm_start_source);
+    summary_.set_space_size(outcome.space_size);
+    summary_.set_iterations(outcome.iterations);
+    summary_.set_stop_reason(std::string(stop_reason));
     *update.mutable_summary() = summary_;
+    for (const policy::ScoredPlan& scored : outcome.frontier) {
+      shardplan::v1::FrontierPoint* point = update.add_frontier();
+      *point->mutable_plan() = simulator::PlanToProto(scored.plan, problem);
+      *point->mutable_prediction() =
+          simulator::PredictionToProto(scored.evaluation, problem);
+      point->set_output_tokens_per_s_per_gpu(
+          scored.evaluation.output_tokens_per_s_per_gpu);
+      point->set_tokens_per_s_per_user(
+          policy::TokensPerSecondPerUser(scored.evaluation));
+      point->set_disaggregated(point->plan().has_prefill());
+    }
+    for (const policy::ScoredPlan& scored : outcome.top_plans) {
+      shardplan::v1::TopPlan* top = update.add_top_plans();
+      *top->mutable_plan() = simulator::PlanToProto(scored.plan, problem);
+      *top->mutable_prediction() =
+          simulator::PredictionToProto(scored.evaluation, problem);
+      top->set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
+    }
     return update;
-  }
-
-  StoredPlan ToStored(const policy::ScoredPlan& scored) const {
-    StoredPlan stored;
-    stored.plan = scored.plan;
-    stored.reward = scored.reward;
-    stored.output_tokens_per_s = Throughput(scored.evaluation);
-    stored.prediction_json = simulator::ToJson(
-        simulator::PredictionToProto(scored.evaluation,
-                                     request_.cost_model->problem()),
-        /*pretty=*/false);
-    return stored;
   }
 
   // The job, on a worker thread.
   void RunSearch(int slot) {
     ServerMetrics& metrics = *deps_.metrics;
     metrics.ResetSlot(slot);
-    metrics.slot_best_speedup(slot).Set(Speedup(best_tps_));
-    const simulator::Problem& problem = request_.cost_model->problem();
+    metrics.slot_best_speedup(slot).Set(Speedup(baseline_tps_));
     const absl::Time search_start = absl::Now();
-
-    absl::Status status = absl::OkStatus();
-    std::optional<policy::SearchResult> result;
-    EliteHistory::Found found;
-    const ProblemKey key = MakeProblemKey(problem);
-    if (token_.cancelled()) {
-      status = absl::CancelledError("cancelled before the search started");
-    } else {
-      absl::StatusOr<std::unique_ptr<policy::Searcher>> searcher =
-          deps_.searcher_factory(request_.method);
-      if (!searcher.ok()) {
-        // Keeps the code: "rl" in a build without LibTorch is
-        // FAILED_PRECONDITION, not a server bug.
-        status = absl::Status(
-            searcher.status().code(),
-            absl::StrCat("cannot create searcher \"", request_.method,
-                         "\": ", searcher.status().message()));
-      } else {
-        // The grid reference (policy::GridBest: tens of milliseconds at
-        // most, on this worker) for speedup_vs_grid.
-        if (absl::StatusOr<std::unique_ptr<const policy::PlanSpace>> space =
-                policy::PlanSpace::Create(*request_.cost_model);
-            space.ok()) {
-          grid_tps_.store(Throughput(policy::GridBest(**space).evaluation),
-                          std::memory_order_release);
-        }
-        found = deps_.history->Find(key, request_.warm_start);
-        policy::SearchOptions options;
-        options.max_evaluations = request_.max_evaluations;
-        options.max_seconds = request_.max_seconds;
-        options.seed = request_.seed;
-        options.warm_start =
-            found.warm_start.has_value() ? &*found.warm_start : nullptr;
-        options.pool = deps_.eval_pool;
-        options.elite_size = deps_.elite_size;
-        Observer observer(*this, slot);
-        absl::StatusOr<policy::SearchResult> searched = (*searcher)->Search(
-            *request_.cost_model, options, token_, observer);
-        if (searched.ok()) {
-          result = *std::move(searched);
-        } else {
-          status = searched.status();
-        }
-      }
-    }
+    Listener listener(*this, slot);
+    const SearchJob::Outcome outcome = job_->Run(token_, listener);
     metrics.search_duration().Observe(
         absl::ToDoubleSeconds(absl::Now() - search_start));
-
-    // The result's best may never have been reported as an improvement (or have
-    // been reported below the baseline): take it if it beats what was streamed.
-    // With the conservative objective the elite plans (top-K by expected
-    // throughput) are candidates too.
-    if (result.has_value()) {
-      std::vector<const policy::ScoredPlan*> candidates = {&result->best};
-      if (request_.conservative) {
-        for (const policy::ScoredPlan& scored : result->elite) {
-          candidates.push_back(&scored);
-        }
-      }
-      for (const policy::ScoredPlan* scored : candidates) {
-        const double score = Score(*scored);
-        if (score > best_score_) {
-          best_ = *scored;
-          best_tps_ = Throughput(scored->evaluation);
-          best_score_ = score;
-        }
-      }
-    }
-
-    // Persist before the final update goes out: a client that saw `final` can
-    // rely on the store having the search (see elite_store.h).
-    std::vector<StoredPlan> to_store;
-    std::string weights;
-    if (result.has_value()) {
-      for (const policy::ScoredPlan& scored : result->elite) {
-        if (scored.evaluation.feasible) to_store.push_back(ToStored(scored));
-      }
-      if (result->best.evaluation.feasible)
-        to_store.push_back(ToStored(result->best));
-      weights = result->policy_weights;
-    } else if (absl::IsCancelled(status)) {
-      for (const policy::ScoredPlan& scored : improvements_)
-        to_store.push_back(ToStored(scored));
-    }
-    // The baseline was streamed first: it is stored even when the search found
-    // nothing better (e.g. cancelled by a shutdown in its first iteration), so
-    // that every `final: true` is backed by the store.
-    if (baseline_.evaluation.feasible) to_store.push_back(ToStored(baseline_));
-    deps_.history->Record(key, problem, to_store, weights);
     metrics.ResetSlot(slot);
 
-    bool shutdown = false;
-    {
+    absl::Status final_status = outcome.status;
+    std::string stop_reason = "error";
+    if (outcome.stop_reason == policy::StopReason::kCancelled) {
       absl::MutexLock lock(&mu_);
-      shutdown = shutdown_ && !client_cancelled_;
+      if (shutdown_ && !client_cancelled_) {
+        stop_reason = "shutdown";  // ends normally with the best so far
+      } else {
+        stop_reason = "cancelled";
+        final_status = CancelStatusLocked();
+      }
+    } else if (outcome.stop_reason.has_value()) {
+      stop_reason = std::string(policy::StopReasonName(*outcome.stop_reason));
     }
-    absl::Status final_status = absl::OkStatus();
-    if (result.has_value()) {
-      stop_reason_ = result->stop_reason;
-    } else if (absl::IsCancelled(status) && shutdown) {
-      stop_reason_ =
-          "shutdown";  // the stream ends normally with the best so far
-    } else if (absl::IsCancelled(status)) {
-      stop_reason_ = "cancelled";
-      absl::MutexLock lock(&mu_);
-      final_status = CancelStatusLocked();
-    } else {
-      stop_reason_ = "error";
-      final_status = status;
-    }
-    const int evaluations =
-        result.has_value() ? result->evaluations : last_evaluations_;
-    const bool warm_started = result.has_value() ? result->warm_started
-                                                 : found.warm_start.has_value();
-    PlanUpdate final_update =
-        MakeFinal(evaluations, result.has_value() ? result->iterations : 0,
-                  result.has_value() ? result->space_size : 0, warm_started,
-                  found.warm_start.has_value() ? found.warm_start->source
-                                               : std::string());
+    PlanUpdate final_update = MakeFinal(outcome, stop_reason);
     {
       absl::MutexLock lock(&mu_);
       queue_.PushFinal(std::move(final_update), final_status);
@@ -503,19 +384,11 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   policy::CancellationToken token_;
   bool registered_ = false;  // set before any other thread sees the stream
 
-  // Search state: written by the worker thread only (before the final update is
-  // queued), or by Begin/Dropped when no worker ever runs; read in OnDone after
-  // Finish.
-  policy::ScoredPlan baseline_;
+  // Set by Begin before any other thread sees the stream.
+  std::unique_ptr<SearchJob> job_;
   double baseline_tps_ = 0;
-  // The grid sweep's best throughput, set by the worker before the search.
-  std::atomic<double> grid_tps_{0};
-  policy::ScoredPlan best_;
-  double best_tps_ = 0;
-  double best_score_ = 0;  // Score(best_)
-  int last_evaluations_ = 0;
-  std::vector<policy::ScoredPlan> improvements_;
-  std::string stop_reason_;
+  // Written by the worker thread (before the final update is queued), or by
+  // Dropped/OnCancel when no worker ever runs; read in OnDone after Finish.
   shardplan::v1::SearchSummary summary_;
 
   absl::Mutex mu_;

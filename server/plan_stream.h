@@ -1,7 +1,8 @@
 // One PlanSharding call: a grpc::ServerWriteReactor (STYLE.md §5) that writes
-// the Megatron baseline at once, runs the search as a job on the
-// SearchScheduler, streams improvements through a coalescing UpdateQueue (one
-// write in flight), and ends with a final update and summary. Cancellation
+// the Megatron baseline at once, runs the SearchJob (server/search_job.h) on
+// the SearchScheduler, streams its improvements through a coalescing
+// UpdateQueue (one write in flight), and ends with a final update carrying the
+// summary, the frontier and the top plans. Cancellation
 // (client cancel, deadline, server drain) only sets the search's token; Finish
 // runs exactly once, after the worker handed over its final status; the reactor
 // is deleted in OnDone.
@@ -22,17 +23,12 @@
 #include "policy/searcher.h"
 #include "server/elite_history.h"
 #include "server/metrics.h"
+#include "server/search_job.h"
 #include "server/search_scheduler.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::server {
-
-// Makes a searcher for a validated method name ("rl", ...). The server uses
-// policy::CreateSearcher; tests inject fakes.
-using SearcherFactory =
-    std::function<absl::StatusOr<std::unique_ptr<policy::Searcher>>(
-        absl::string_view method)>;
 
 class PlanStream;
 

@@ -180,6 +180,12 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
                      simulator::QuoteUserText(options.objective())));
   }
   out.conservative = options.objective() == "conservative";
+  if (options.top_n() < 0 || options.top_n() > kMaxTopN) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.top_n must be between 0 (= ", kDefaultTopN,
+                     ") and ", kMaxTopN, ", got ", options.top_n()));
+  }
+  out.top_n = options.top_n() > 0 ? options.top_n() : kDefaultTopN;
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 

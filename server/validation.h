@@ -37,6 +37,10 @@ struct RequestLimits {
 absl::Status CheckProblemLimits(const simulator::Problem& problem,
                                 const RequestLimits& limits);
 
+// options.top_n: plans in the final update's top_plans.
+inline constexpr int kDefaultTopN = 5;
+inline constexpr int kMaxTopN = 64;
+
 struct ValidatedPlanRequest {
   std::shared_ptr<const simulator::CostModel>
       cost_model;           // immutable, shared with the search
@@ -49,6 +53,7 @@ struct ValidatedPlanRequest {
   // options.objective "conservative": the stream's best is chosen by the low
   // end of the throughput range (server/plan_stream.cc).
   bool conservative = false;
+  int top_n = kDefaultTopN;  // 1..kMaxTopN
 };
 
 struct ValidatedEvaluateRequest {

@@ -34,7 +34,8 @@ SearchRun::SearchRun(const simulator::CostModel& model,
       cancel_(cancel),
       observer_(observer),
       start_(std::chrono::steady_clock::now()),
-      elite_(options.elite_size) {}
+      elite_(options.elite_size),
+      frontier_(options.frontier_size) {}
 
 double SearchRun::ElapsedSeconds() const {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() -
@@ -52,9 +53,18 @@ absl::Status SearchRun::Start() {
     return absl::InvalidArgumentError(absl::StrFormat(
         "options.max_seconds must be > 0, got %g", options_.max_seconds));
   }
-  ASSIGN_OR_RETURN(space_, PlanSpace::Create(model_));
-  const simulator::PlanDims plan = simulator::MegatronPlan(model_);
-  const simulator::Evaluation e = model_.Evaluate(plan);
+  if (options_.space != nullptr) {
+    space_ = options_.space;
+  } else {
+    ASSIGN_OR_RETURN(owned_space_, PlanSpace::Create(model_));
+    space_ = owned_space_.get();
+  }
+  const simulator::PlanDims plan = options_.baseline != nullptr
+                                       ? options_.baseline->plan
+                                       : simulator::MegatronPlan(model_);
+  const simulator::Evaluation e = options_.baseline != nullptr
+                                      ? options_.baseline->evaluation
+                                      : model_.Evaluate(plan);
   ++evaluations_;
   reference_ =
       e.feasible && e.output_tokens_per_s > 0 ? e.output_tokens_per_s : 1.0;
@@ -65,6 +75,7 @@ absl::Status SearchRun::Start() {
     cache_.emplace(PlanSpace::Hash(*d), baseline_);
     ++distinct_;
   }
+  observer_.OnBaseline(baseline_);
   Consider(baseline_, d.ok() ? &*d : nullptr);
   return absl::OkStatus();
 }
@@ -80,6 +91,7 @@ ScoredPlan SearchRun::Score(const simulator::PlanDims& plan,
 
 void SearchRun::Consider(const ScoredPlan& scored, const Decisions* decisions) {
   if (decisions != nullptr) elite_.Insert(scored, *decisions);
+  frontier_.Offer(scored);
   const bool better = !has_best_ || scored.reward > best_.reward;
   if (!better) return;
   best_ = scored;
@@ -110,6 +122,7 @@ std::vector<Decisions> SearchRun::EvaluateWarmStart() {
       // learn it.
       const simulator::Evaluation e = model_.Evaluate(plan);
       ++evaluations_;
+      frontier_.Offer(Score(plan, e));
       d = space_->Encode(plan, e.batch_size);
       if (!d.ok()) continue;
     }
@@ -187,18 +200,18 @@ std::vector<ScoredPlan> SearchRun::Evaluate(absl::Span<const Decisions> batch,
 }
 
 bool SearchRun::Done() {
-  if (!stop_reason_.empty()) return true;
+  if (stop_reason_.has_value()) return true;
   if (cancel_.cancelled()) {
-    stop_reason_ = "cancelled";
+    stop_reason_ = StopReason::kCancelled;
   } else if (evaluations_ >= options_.max_evaluations) {
-    stop_reason_ = "budget";
+    stop_reason_ = StopReason::kBudget;
   } else if (ElapsedSeconds() >= options_.max_seconds) {
-    stop_reason_ = "time";
+    stop_reason_ = StopReason::kTime;
   } else if (exhausted_ || stalled_batches_ >= 50 ||
              static_cast<double>(distinct_) >= space_->Size()) {
-    stop_reason_ = "exhausted";
+    stop_reason_ = StopReason::kExhausted;
   }
-  return !stop_reason_.empty();
+  return stop_reason_.has_value();
 }
 
 void SearchRun::ReportProgress(int iterations_delta) {
@@ -215,14 +228,26 @@ void SearchRun::ReportProgress(int iterations_delta) {
   observer_.OnProgress(p);
 }
 
-absl::StatusOr<SearchResult> SearchRun::Finish(std::string policy_weights) {
-  if (reported_evaluations_ != evaluations_) ReportProgress(0);
-  if (stop_reason_.empty()) Done();
-  if (stop_reason_.empty()) stop_reason_ = "exhausted";
-  if (stop_reason_ == "cancelled" || cancel_.cancelled()) {
-    return absl::CancelledError(
-        absl::StrFormat("search cancelled after %d evaluations", evaluations_));
+void SearchRun::FillFrontier() {
+  if (model_.problem().workload.concurrency > 0) return;
+  const std::vector<ScoredPlan> layouts = frontier_.points();
+  for (const ScoredPlan& layout : layouts) {
+    for (int batch : simulator::BatchSizeCandidates()) {
+      if (batch >= layout.evaluation.batch_size) break;
+      simulator::PlanDims plan = layout.plan;
+      plan.batch_size = batch;
+      frontier_.Offer(Score(plan, model_.Evaluate(plan)));
+    }
   }
+}
+
+SearchResult SearchRun::Finish(std::string policy_weights) {
+  if (reported_evaluations_ != evaluations_) ReportProgress(0);
+  if (!stop_reason_.has_value()) Done();
+  if (!stop_reason_.has_value()) stop_reason_ = StopReason::kExhausted;
+  if (cancel_.cancelled()) stop_reason_ = StopReason::kCancelled;
+  // A cancelled search returns at once: no frontier fill.
+  if (*stop_reason_ != StopReason::kCancelled) FillFrontier();
   SearchResult r;
   r.best = best_;
   r.baseline = baseline_;
@@ -231,9 +256,10 @@ absl::StatusOr<SearchResult> SearchRun::Finish(std::string policy_weights) {
   r.elapsed_seconds = ElapsedSeconds();
   r.elite = elite_.Plans();
   r.policy_weights = std::move(policy_weights);
-  r.stop_reason = stop_reason_;
+  r.stop_reason = *stop_reason_;
   r.space_size = space_ != nullptr ? space_->Size() : 0;
   r.warm_started = warm_started_;
+  r.frontier = frontier_.points();
   return r;
 }
 

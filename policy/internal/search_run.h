@@ -1,7 +1,7 @@
 // Shared bookkeeping of one Search call, used by every searcher: plan space,
 // the Megatron baseline, budget (evaluations, seconds, cancellation),
 // evaluation through the pool with a de-duplicating cache, rewards, elite
-// history and observer reports.
+// history, the throughput-latency frontier and observer reports.
 #ifndef SHARDPLAN_POLICY_INTERNAL_SEARCH_RUN_H_
 #define SHARDPLAN_POLICY_INTERNAL_SEARCH_RUN_H_
 
@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "policy/elite_history.h"
+#include "policy/internal/pareto_archive.h"
 #include "policy/plan_space.h"
 #include "policy/searcher.h"
 
@@ -36,12 +37,15 @@ class SearchRun {
   SearchRun(const simulator::CostModel& model, const SearchOptions& options,
             const CancellationToken& cancel, SearchObserver& observer);
 
-  // Builds the plan space and evaluates the Megatron baseline (one evaluation).
+  // Builds the plan space and evaluates the Megatron baseline (one evaluation),
+  // or takes them from options.space / options.baseline; reports the baseline
+  // through SearchObserver::OnBaseline.
   absl::Status Start();
 
   const simulator::CostModel& model() const { return model_; }
   const SearchOptions& options() const { return options_; }
   const PlanSpace& space() const { return *space_; }
+  const ParetoArchive& frontier() const { return frontier_; }
   const ScoredPlan& baseline() const { return baseline_; }
   // The baseline as decisions, when it is representable in the space.
   const std::optional<Decisions>& baseline_decisions() const {
@@ -90,12 +94,19 @@ class SearchRun {
   void set_warm_started(bool w) { warm_started_ = w; }
   void set_iterations(int n) { iterations_ = n; }
 
-  // The result (or CANCELLED when cancelled). `stop_reason` unless set by
-  // Done().
-  absl::StatusOr<SearchResult> Finish(std::string policy_weights = "");
+  // The result, cancelled or not (stop_reason from Done()). Fills the frontier
+  // first by a batch sweep of its layouts (see FillFrontier).
+  SearchResult Finish(std::string policy_weights = "");
 
  private:
   void Consider(const ScoredPlan& scored, const Decisions* decisions);
+  // Re-evaluates each frontier layout at the smaller batch sizes of
+  // simulator::BatchSizeCandidates(): faster per user, less per GPU. The curve
+  // a search finds otherwise has few points at the per-user end, since the
+  // cost model picks each layout's highest-throughput batch. At most
+  // frontier_size x candidates extra cost-model calls, outside the budget;
+  // nothing when the workload fixes the concurrency.
+  void FillFrontier();
   ScoredPlan Score(const simulator::PlanDims& plan,
                    const simulator::Evaluation& e) const;
 
@@ -104,7 +115,8 @@ class SearchRun {
   const CancellationToken& cancel_;
   SearchObserver& observer_;
   std::chrono::steady_clock::time_point start_;
-  std::unique_ptr<const PlanSpace> space_;
+  std::unique_ptr<const PlanSpace> owned_space_;
+  const PlanSpace* space_ = nullptr;
   ScoredPlan baseline_;
   std::optional<Decisions> baseline_decisions_;
   double reference_ = 1;
@@ -112,6 +124,7 @@ class SearchRun {
   bool has_best_ = false;
   bool has_feasible_ = false;
   EliteHistory elite_;
+  ParetoArchive frontier_;
   std::unordered_map<uint64_t, ScoredPlan> cache_;
   bool use_cache_ = true;
   int distinct_ = 0;  // distinct plans of the space evaluated
@@ -121,7 +134,7 @@ class SearchRun {
   int stalled_batches_ = 0;
   bool exhausted_ = false;
   bool warm_started_ = false;
-  std::string stop_reason_;
+  std::optional<StopReason> stop_reason_;
   std::vector<simulator::PlanDims> plan_buffer_;
   std::vector<simulator::Evaluation> eval_buffer_;
 };

@@ -4,17 +4,25 @@
 // cached plan. items_per_second is the figure to read (one core; targets: >=
 // 1e6/s for llama-3.1-70b, >= 3e5/s for deepseek-v3 and moe-1.6t).
 // BM_BestBatch/* measure Evaluate with batch_size 0 and concurrency 0 (the
-// batch scan).
+// batch scan). BM_SearchRun/* measure the search's hot path: decoding a batch
+// of sampled decisions, evaluating it and the bookkeeping of every evaluation
+// (best, elite history, frontier archive), cache off as exhaustive runs it;
+// BM_FrontierOffer/* the frontier archive's part alone.
 //
 //   build/bin/shardplan-bench-simulator [--benchmark_filter=...]
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "policy/internal/pareto_archive.h"
+#include "policy/internal/search_run.h"
+#include "policy/plan_space.h"
+#include "policy/searcher.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
@@ -124,6 +132,57 @@ void BM_Evaluate(benchmark::State& state, const std::string& name,
           : 0;
 }
 
+void BM_SearchRun(benchmark::State& state, const std::string& name) {
+  std::unique_ptr<const CostModel> model = MakeModel(name, 0);
+  if (model == nullptr) {
+    state.SkipWithError("cannot build the problem");
+    return;
+  }
+  policy::SearchOptions options;
+  options.max_evaluations = std::numeric_limits<int>::max();
+  options.max_seconds = 1e9;
+  policy::CancellationToken cancel;
+  policy::SearchObserver observer;
+  policy::internal::SearchRun run(*model, options, cancel, observer);
+  if (!run.Start().ok()) {
+    state.SkipWithError("cannot build the plan space");
+    return;
+  }
+  run.DisableCache();
+  std::mt19937_64 rng(42);
+  std::vector<policy::Decisions> batch(256);
+  for (policy::Decisions& d : batch) d = run.space().SampleUniform(rng);
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(run.Evaluate(batch));
+  }
+  state.SetItemsProcessed(state.iterations() * batch.size());
+}
+
+// The frontier archive's share of the hot path: one Offer per evaluated plan,
+// on the evaluations of a real stream of plans (most are dominated).
+void BM_FrontierOffer(benchmark::State& state, const std::string& name) {
+  std::unique_ptr<const CostModel> model = MakeModel(name, 0);
+  if (model == nullptr) {
+    state.SkipWithError("cannot build the problem");
+    return;
+  }
+  std::vector<policy::ScoredPlan> scored;
+  for (const PlanDims& plan : PlanStream(*model, false, 4096)) {
+    policy::ScoredPlan s;
+    s.plan = plan;
+    s.evaluation = model->Evaluate(plan);
+    scored.push_back(s);
+  }
+  policy::internal::ParetoArchive archive(64);
+  size_t i = 0;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(archive.Offer(scored[i]));
+    if (++i == scored.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+  state.counters["frontier"] = archive.size();
+}
+
 void RegisterAll() {
   for (const shardplan::v1::ModelSpec& spec : CatalogModels()) {
     const std::string name = spec.name();
@@ -136,6 +195,12 @@ void RegisterAll() {
     benchmark::RegisterBenchmark(
         ("BM_BestBatch/" + n).c_str(),
         [n](benchmark::State& s) { BM_Evaluate(s, n, false); });
+    benchmark::RegisterBenchmark(
+        ("BM_SearchRun/" + n).c_str(),
+        [n](benchmark::State& s) { BM_SearchRun(s, n); });
+    benchmark::RegisterBenchmark(
+        ("BM_FrontierOffer/" + n).c_str(),
+        [n](benchmark::State& s) { BM_FrontierOffer(s, n); });
   }
   // The workload's fixed concurrency (batch 0): the search's usual case; at
   // 512 requests per replica many plans overflow the KV cache and queue

@@ -50,6 +50,30 @@ for want in "Plan for llama-3.1-8b on 8 x h100-sxm-80gb" "Parallelism" "Throughp
   grep -q "${want}" "${WORK}/out" || fail "plan table lacks '${want}': $(cat "${WORK}/out")"
 done
 
+# plan --frontier-csv / --frontier-png: the final update's frontier as CSV (non-dominated,
+# best throughput per GPU first) and a PNG drawn by gnuplot; the table lists top plans and
+# the terminal chart.
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method random --top-n 3 \
+  --frontier-csv "${WORK}/frontier.csv" --frontier-png "${WORK}/frontier.png"
+grep -q "Top 3 plans" "${WORK}/out" || fail "plan table lacks the top plans: $(cat "${WORK}/out")"
+grep -q "Throughput-latency frontier" "${WORK}/out" || fail "plan table lacks the frontier chart"
+"${PY}" - "${WORK}/frontier.csv" <<'PYEOF' || fail "--frontier-csv is not a sorted, non-dominated frontier"
+import csv, sys
+rows = list(csv.DictReader(open(sys.argv[1])))
+assert len(rows) >= 2, rows
+pts = [(float(r["output_tokens_per_s_per_gpu"]), float(r["tokens_per_s_per_user"])) for r in rows]
+for (a, b), (c, d) in zip(pts, pts[1:]):
+    assert a > c and b < d, (pts)
+print(f"frontier: {len(pts)} points")
+PYEOF
+head -c 8 "${WORK}/frontier.png" | od -An -c | grep -q "P   N   G" || fail "--frontier-png did not write a PNG"
+# a missing gnuplot is a clear error, not a crash
+SHARDPLAN_GNUPLOT=/nonexistent/gnuplot expect_rc 1 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron \
+  --frontier-png "${WORK}/never.png"
+grep -q "gnuplot-nox" "${WORK}/err" || fail "missing gnuplot: $(cat "${WORK}/err")"
+# a bad --top-n is a usage error
+expect_rc 2 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --top-n 99
+
 # plan --output yaml: a manifest that parses.
 expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --output yaml
 "${PY}" -c "

@@ -182,8 +182,11 @@ TEST_P(SearcherConformanceTest, CancellationStopsEverySearchQuickly) {
     auto r = (*searcher)->Search(m, options, cancel, observer);
     const auto returned_at = std::chrono::steady_clock::now();
     canceller.join();
-    ASSERT_FALSE(r.ok());
-    EXPECT_EQ(r.status().code(), absl::StatusCode::kCancelled);
+    // A cancelled search still returns what it found.
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->stop_reason, StopReason::kCancelled);
+    EXPECT_TRUE(r->best.evaluation.feasible ||
+                !r->baseline.evaluation.feasible);
     const double ms =
         std::chrono::duration<double, std::milli>(returned_at - cancelled_at)
             .count();

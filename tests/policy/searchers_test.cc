@@ -114,7 +114,7 @@ TEST(SearchersTest, ExhaustiveIsTheOptimumOfASmallSpace) {
   options.max_evaluations = 100000;
   auto exhaustive = RunSearch("exhaustive", **model, options, nullptr);
   ASSERT_TRUE(exhaustive.ok()) << exhaustive.status();
-  EXPECT_EQ(exhaustive->stop_reason, "exhausted");
+  EXPECT_EQ(exhaustive->stop_reason, StopReason::kExhausted);
   EXPECT_LE(exhaustive->evaluations, exhaustive->space_size + 1);
   // The other methods stay below it:
   // SearcherConformanceTest.NeverBeatsTheOptimumOfASmallSpace.
@@ -129,7 +129,7 @@ TEST(SearchersTest, GridSweepsEveryDegreeTupleWithMegatronDims) {
   options.max_evaluations = 1'000'000;
   auto grid = RunSearch("grid", **model, options, nullptr);
   ASSERT_TRUE(grid.ok()) << grid.status();
-  EXPECT_EQ(grid->stop_reason, "exhausted");
+  EXPECT_EQ(grid->stop_reason, StopReason::kExhausted);
   // Every tuple with every batch its masks allow: more evaluations than
   // tuples, and replicated tuples among them.
   EXPECT_GT(grid->evaluations, (*space)->NumChoices(kDegreesDecision));

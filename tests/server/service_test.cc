@@ -53,7 +53,8 @@ class ServiceTest : public ::testing::Test {
     options.max_queued_searches = queued;
     options.limits.max_evaluations_limit = 1000;
     options.shutdown_grace = absl::Seconds(5);
-    options.searcher_factory = [this](absl::string_view) {
+    options.searcher_factory = [this](absl::string_view method) {
+      if (real_searchers_) return policy::CreateSearcher(method);
       return absl::StatusOr<std::unique_ptr<policy::Searcher>>(
           std::make_unique<FakeSearcher>(script_));
     };
@@ -90,10 +91,74 @@ class ServiceTest : public ::testing::Test {
 
   TempDir dir_;
   FakeScript script_;
+  bool real_searchers_ = false;  // the torch-free policy searchers
   std::unique_ptr<PlannerServer> server_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<shardplan::v1::ShardingPlanner::Stub> stub_;
 };
+
+// The final update's frontier (non-dominated, sorted) and top plans (distinct,
+// best first, options.top_n of them), for a real searcher of each kind.
+TEST_F(ServiceTest, FinalUpdateCarriesFrontierAndTopPlans) {
+  real_searchers_ = true;
+  StartServer();
+  for (const char* method : {"random", "anneal", "grid", "megatron"}) {
+    SCOPED_TRACE(method);
+    shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-70b", 16);
+    request.mutable_options()->set_method(method);
+    request.mutable_options()->set_max_evaluations(800);
+    request.mutable_options()->set_top_n(3);
+    StreamResult result = Plan(request);
+    ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+    const PlanUpdate& last = result.updates.back();
+    ASSERT_TRUE(last.final());
+    ASSERT_FALSE(last.frontier().empty());
+    for (int i = 0; i < last.frontier_size(); ++i) {
+      const shardplan::v1::FrontierPoint& p = last.frontier(i);
+      EXPECT_TRUE(p.prediction().feasible());
+      EXPECT_NEAR(p.tokens_per_s_per_user(), 1000.0 / p.prediction().tpot_ms(),
+                  1e-6 * p.tokens_per_s_per_user());
+      EXPECT_DOUBLE_EQ(p.output_tokens_per_s_per_gpu(),
+                       p.prediction().output_tokens_per_s_per_gpu());
+      EXPECT_FALSE(p.disaggregated());
+      for (int j = 0; j < last.frontier_size(); ++j) {
+        const shardplan::v1::FrontierPoint& q = last.frontier(j);
+        EXPECT_FALSE(q.output_tokens_per_s_per_gpu() >=
+                         p.output_tokens_per_s_per_gpu() &&
+                     q.tokens_per_s_per_user() >= p.tokens_per_s_per_user() &&
+                     i != j)
+            << "point " << j << " dominates point " << i;
+      }
+      if (i > 0) {
+        EXPECT_GT(last.frontier(i - 1).output_tokens_per_s_per_gpu(),
+                  p.output_tokens_per_s_per_gpu());
+      }
+    }
+    // Megatron too: its frontier (the batch sweep) supplies other choices.
+    ASSERT_EQ(last.top_plans_size(), 3);
+    EXPECT_EQ(last.top_plans(0).plan().SerializeAsString(),
+              last.plan().SerializeAsString());
+    for (int i = 1; i < last.top_plans_size(); ++i) {
+      EXPECT_GE(last.top_plans(i - 1).prediction().output_tokens_per_s(),
+                last.top_plans(i).prediction().output_tokens_per_s());
+      for (int j = 0; j < i; ++j) {
+        EXPECT_NE(last.top_plans(i).plan().SerializeAsString(),
+                  last.top_plans(j).plan().SerializeAsString());
+      }
+    }
+  }
+}
+
+TEST_F(ServiceTest, BadTopNIsInvalidArgument) {
+  StartServer();
+  for (int top_n : {-1, 65}) {
+    shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+    request.mutable_options()->set_top_n(top_n);
+    StreamResult result = Plan(request);
+    EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(result.status.error_message(), StartsWith("options.top_n"));
+  }
+}
 
 TEST_F(ServiceTest, StreamsBaselineImprovementsAndFinal) {
   StartServer();

@@ -163,18 +163,19 @@ class FakeSearcher final : public policy::Searcher {
       while (!cancel.WaitForCancellation(absl::Milliseconds(50))) {
       }
     }
+    result.evaluations = script_.improvements * 10;
+    result.iterations = script_.improvements;
+    result.stop_reason = policy::StopReason::kBudget;
+    result.space_size = 1234;
+    result.warm_started = options.warm_start != nullptr;
     if (cancel.cancelled()) {
       absl::MutexLock lock(&script_.mu);
       ++script_.searches_cancelled;
-      return absl::CancelledError("cancelled");
+      // As every searcher: a cancelled search returns what it found.
+      result.stop_reason = policy::StopReason::kCancelled;
+      return result;
     }
     if (script_.fail_internal) return absl::InternalError("fake failure");
-    result.evaluations = script_.improvements * 10;
-    result.iterations = script_.improvements;
-    result.stop_reason = "budget";
-    result.space_size = 1234;
-    result.warm_started = options.warm_start != nullptr;
-    (void)options;
     return result;
   }
 

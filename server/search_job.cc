@@ -1,0 +1,229 @@
+// One search, gRPC-free (server/search_job.h).
+#include "server/search_job.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "policy/baselines.h"
+#include "policy/plan_space.h"
+#include "server/elite_store.h"
+#include "simulator/calibration.h"
+#include "simulator/spec.h"
+
+namespace shardplan::server {
+namespace {
+
+double Throughput(const simulator::Evaluation& evaluation) {
+  return evaluation.feasible ? evaluation.output_tokens_per_s : 0.0;
+}
+
+// Whether two plans are the same choice for a user: the same plan, or a variant
+// with the same degrees and batch whose throughput, TTFT and TPOT are within
+// 0.1% (e.g. a different split of an operator that costs next to nothing).
+// Top plans list one of each.
+bool SameChoice(const policy::ScoredPlan& a, const policy::ScoredPlan& b) {
+  if (a.plan == b.plan) return true;
+  const simulator::PlanDims& p = a.plan;
+  const simulator::PlanDims& q = b.plan;
+  auto close = [](double x, double y) {
+    return std::abs(x - y) <= 1e-3 * std::max(std::abs(x), std::abs(y));
+  };
+  return p.replicas == q.replicas && p.dp == q.dp && p.tp == q.tp &&
+         p.pp == q.pp && p.ep == q.ep &&
+         a.evaluation.batch_size == b.evaluation.batch_size &&
+         close(a.evaluation.output_tokens_per_s,
+               b.evaluation.output_tokens_per_s) &&
+         close(a.evaluation.tpot_s, b.evaluation.tpot_s) &&
+         close(a.evaluation.ttft_s, b.evaluation.ttft_s);
+}
+
+}  // namespace
+
+// Forwards the searcher's improvements that beat, by the request's objective,
+// what was reported before (the baseline first).
+class SearchJob::Observer final : public policy::SearchObserver {
+ public:
+  Observer(const SearchJob& job, Listener& listener)
+      : job_(job),
+        listener_(listener),
+        best_(job.baseline_),
+        best_score_(job.Score(job.baseline_)) {}
+
+  void OnImprovement(const policy::Improvement& improvement) override {
+    const double score = job_.Score(improvement.best);
+    if (score <= best_score_) return;
+    best_ = improvement.best;
+    best_score_ = score;
+    listener_.OnImprovement(improvement.best, improvement.evaluations);
+  }
+  void OnProgress(const policy::SearchProgress& progress) override {
+    listener_.OnProgress(progress);
+  }
+  const policy::ScoredPlan& best() const { return best_; }
+
+ private:
+  const SearchJob& job_;
+  Listener& listener_;
+  policy::ScoredPlan best_;
+  double best_score_;
+};
+
+SearchJob::SearchJob(SearchJobDeps deps, const ValidatedPlanRequest& request,
+                     policy::ScoredPlan baseline)
+    : deps_(std::move(deps)),
+      request_(request),
+      baseline_(std::move(baseline)) {}
+
+double SearchJob::Score(const policy::ScoredPlan& scored) const {
+  if (!request_.conservative) return Throughput(scored.evaluation);
+  return simulator::ConservativeOutputTokensPerS(
+      scored.evaluation, request_.cost_model->problem());
+}
+
+SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
+                                  Listener& listener) {
+  const simulator::Problem& problem = request_.cost_model->problem();
+  Outcome outcome;
+  outcome.best = baseline_;
+  std::optional<policy::SearchResult> result;
+  std::optional<policy::ScoredPlan> streamed_best;
+  EliteHistory::Found found;
+  if (cancel.cancelled()) {
+    outcome.stop_reason = policy::StopReason::kCancelled;
+  } else if (absl::StatusOr<std::unique_ptr<policy::Searcher>> searcher =
+                 deps_.searcher_factory(request_.method);
+             !searcher.ok()) {
+    // Keeps the code: "rl" in a build without LibTorch is FAILED_PRECONDITION,
+    // not a server bug.
+    outcome.status =
+        absl::Status(searcher.status().code(),
+                     absl::StrCat("cannot create searcher \"", request_.method,
+                                  "\": ", searcher.status().message()));
+  } else {
+    // One plan space for the grid reference and the search.
+    absl::StatusOr<std::unique_ptr<const policy::PlanSpace>> space =
+        policy::PlanSpace::Create(*request_.cost_model);
+    if (space.ok()) {
+      grid_tokens_per_s_.store(Throughput(policy::GridBest(**space).evaluation),
+                               std::memory_order_release);
+    }
+    found = deps_.history->Find(MakeProblemKey(problem), request_.warm_start);
+    policy::SearchOptions options;
+    options.max_evaluations = request_.max_evaluations;
+    options.max_seconds = request_.max_seconds;
+    options.seed = request_.seed;
+    options.warm_start =
+        found.warm_start.has_value() ? &*found.warm_start : nullptr;
+    options.pool = deps_.eval_pool;
+    options.elite_size = std::max(deps_.elite_size, request_.top_n);
+    options.space = space.ok() ? space->get() : nullptr;
+    options.baseline = &baseline_;
+    Observer observer(*this, listener);
+    absl::StatusOr<policy::SearchResult> searched =
+        (*searcher)->Search(*request_.cost_model, options, cancel, observer);
+    streamed_best = observer.best();
+    if (searched.ok()) {
+      result = *std::move(searched);
+    } else if (absl::IsCancelled(searched.status())) {
+      outcome.stop_reason = policy::StopReason::kCancelled;
+    } else {
+      outcome.status = searched.status();
+    }
+  }
+
+  std::vector<policy::ScoredPlan> to_store;
+  if (result.has_value()) {
+    to_store = result->elite;
+    to_store.push_back(result->best);
+  }
+  // The baseline was streamed first: it is stored even when the search found
+  // nothing better, so that every final update is backed by the store.
+  to_store.push_back(baseline_);
+  Persist(to_store, result.has_value() ? result->policy_weights : "");
+
+  if (result.has_value()) {
+    outcome = OutcomeOf(*result);
+  } else {
+    outcome.top_plans = {baseline_};
+  }
+  if (streamed_best.has_value() &&
+      Score(*streamed_best) > Score(outcome.best)) {
+    outcome.best = *streamed_best;
+  }
+  if (!result.has_value()) {
+    outcome.warm_started = found.warm_start.has_value();
+  }
+  if (outcome.warm_started && found.warm_start.has_value()) {
+    outcome.warm_start_source = found.warm_start->source;
+  }
+  return outcome;
+}
+
+SearchJob::Outcome SearchJob::Abandon() {
+  if (baseline_.evaluation.feasible) Persist({baseline_}, "");
+  Outcome outcome;
+  outcome.stop_reason = policy::StopReason::kCancelled;
+  outcome.best = baseline_;
+  if (baseline_.evaluation.feasible) outcome.top_plans = {baseline_};
+  return outcome;
+}
+
+SearchJob::Outcome SearchJob::OutcomeOf(
+    const policy::SearchResult& result) const {
+  Outcome outcome;
+  outcome.stop_reason = result.stop_reason;
+  outcome.evaluations = result.evaluations;
+  outcome.iterations = result.iterations;
+  outcome.space_size = result.space_size;
+  outcome.warm_started = result.warm_started;
+  outcome.frontier = result.frontier;
+  // Candidates: the elite (top-K distinct by expected throughput, which the
+  // conservative objective may order differently), the frontier (other
+  // layouts and batches when the elite is variants of one plan), the best and
+  // the baseline.
+  std::vector<policy::ScoredPlan> candidates = result.elite;
+  candidates.insert(candidates.end(), result.frontier.begin(),
+                    result.frontier.end());
+  candidates.push_back(result.best);
+  candidates.push_back(baseline_);
+  std::stable_sort(
+      candidates.begin(), candidates.end(),
+      [this](const policy::ScoredPlan& a, const policy::ScoredPlan& b) {
+        return Score(a) > Score(b);
+      });
+  outcome.best = candidates.front();
+  for (const policy::ScoredPlan& scored : candidates) {
+    if (static_cast<int>(outcome.top_plans.size()) >= request_.top_n) break;
+    if (!scored.evaluation.feasible) continue;
+    const bool seen =
+        std::any_of(outcome.top_plans.begin(), outcome.top_plans.end(),
+                    [&](const policy::ScoredPlan& kept) {
+                      return SameChoice(kept, scored);
+                    });
+    if (!seen) outcome.top_plans.push_back(scored);
+  }
+  return outcome;
+}
+
+void SearchJob::Persist(const std::vector<policy::ScoredPlan>& plans,
+                        const std::string& policy_weights) const {
+  const simulator::Problem& problem = request_.cost_model->problem();
+  std::vector<StoredPlan> stored;
+  for (const policy::ScoredPlan& scored : plans) {
+    if (!scored.evaluation.feasible) continue;
+    StoredPlan s;
+    s.plan = scored.plan;
+    s.reward = scored.reward;
+    s.output_tokens_per_s = Throughput(scored.evaluation);
+    s.prediction_json = simulator::ToJson(
+        simulator::PredictionToProto(scored.evaluation, problem),
+        /*pretty=*/false);
+    stored.push_back(std::move(s));
+  }
+  deps_.history->Record(MakeProblemKey(problem), problem, stored,
+                        policy_weights);
+}
+
+}  // namespace shardplan::server

@@ -1,0 +1,183 @@
+// SearchJob without gRPC: a real torch-free searcher, a real SQLite store;
+// the outcome's best, top plans and frontier; persistence; cancellation and
+// errors; the objective filter of improvements.
+#include "server/search_job.h"
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "gtest/gtest.h"
+#include "policy/searcher.h"
+#include "server/elite_store.h"
+#include "server/metrics.h"
+#include "simulator/megatron.h"
+#include "tests/server/test_util.h"
+
+namespace shardplan::server {
+namespace {
+
+using testing::FakeScript;
+using testing::FakeSearcher;
+using testing::MakePlanRequest;
+using testing::TempDir;
+
+class RecordingListener : public SearchJob::Listener {
+ public:
+  void OnImprovement(const policy::ScoredPlan& best, int) override {
+    improvements.push_back(best);
+  }
+  void OnProgress(const policy::SearchProgress& progress) override {
+    evaluations = progress.evaluations;
+  }
+  std::vector<policy::ScoredPlan> improvements;
+  int evaluations = 0;
+};
+
+class SearchJobTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    EliteStore::Options options;
+    options.path = dir_.File("store.db");
+    absl::StatusOr<std::unique_ptr<EliteStore>> store =
+        EliteStore::Open(options);
+    ASSERT_TRUE(store.ok()) << store.status();
+    history_ = std::make_unique<EliteHistory>(*std::move(store), metrics_);
+  }
+
+  // A validated request for `method` (a real searcher unless `fake`).
+  void Prepare(shardplan::v1::PlanRequest request, bool fake = false) {
+    absl::StatusOr<ValidatedPlanRequest> validated =
+        ValidatePlanRequest(request, RequestLimits());
+    ASSERT_TRUE(validated.ok()) << validated.status();
+    request_ = *std::move(validated);
+    SearchJobDeps deps;
+    deps.history = history_.get();
+    if (fake) {
+      deps.searcher_factory = [this](absl::string_view) {
+        return absl::StatusOr<std::unique_ptr<policy::Searcher>>(
+            std::make_unique<FakeSearcher>(script_));
+      };
+    } else {
+      deps.searcher_factory = policy::CreateSearcher;
+    }
+    policy::ScoredPlan baseline;
+    baseline.plan = simulator::MegatronPlan(*request_.cost_model);
+    baseline.evaluation = request_.cost_model->Evaluate(baseline.plan);
+    job_ = std::make_unique<SearchJob>(std::move(deps), request_, baseline);
+  }
+
+  TempDir dir_;
+  ServerMetrics metrics_{2, {"random", "anneal", "grid"}};
+  std::unique_ptr<EliteHistory> history_;
+  FakeScript script_;
+  ValidatedPlanRequest request_;
+  std::unique_ptr<SearchJob> job_;
+};
+
+TEST_F(SearchJobTest, OutcomeHasBestTopPlansAndFrontierAndIsPersisted) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-70b", 16);
+  request.mutable_options()->set_method("anneal");
+  request.mutable_options()->set_max_evaluations(1500);
+  request.mutable_options()->set_top_n(7);
+  Prepare(request);
+  RecordingListener listener;
+  policy::CancellationToken cancel;
+  const SearchJob::Outcome outcome = job_->Run(cancel, listener);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  ASSERT_TRUE(outcome.stop_reason.has_value());
+  EXPECT_NE(*outcome.stop_reason, policy::StopReason::kCancelled);
+  EXPECT_EQ(outcome.evaluations, 1500);
+  EXPECT_GT(job_->grid_tokens_per_s(), 0);
+  // The best is the last improvement (or the baseline), and first of the top.
+  const double best = job_->Score(outcome.best);
+  EXPECT_GE(best, job_->Score(job_->baseline()));
+  for (const policy::ScoredPlan& p : listener.improvements) {
+    EXPECT_LE(job_->Score(p), best);
+  }
+  ASSERT_EQ(outcome.top_plans.size(), 7u);
+  EXPECT_EQ(outcome.top_plans.front().plan, outcome.best.plan);
+  for (size_t i = 0; i < outcome.top_plans.size(); ++i) {
+    EXPECT_TRUE(outcome.top_plans[i].evaluation.feasible);
+    if (i > 0) {
+      EXPECT_GE(job_->Score(outcome.top_plans[i - 1]),
+                job_->Score(outcome.top_plans[i]));
+    }
+    for (size_t j = 0; j < i; ++j) {
+      const policy::ScoredPlan& a = outcome.top_plans[i];
+      const policy::ScoredPlan& b = outcome.top_plans[j];
+      EXPECT_NE(a.plan, b.plan) << "top plans are distinct";
+      EXPECT_FALSE(
+          a.plan.tp == b.plan.tp && a.plan.pp == b.plan.pp &&
+          a.plan.dp == b.plan.dp && a.plan.replicas == b.plan.replicas &&
+          a.evaluation.batch_size == b.evaluation.batch_size &&
+          a.evaluation.output_tokens_per_s == b.evaluation.output_tokens_per_s)
+          << "a variant with the same figures is not listed twice";
+    }
+  }
+  ASSERT_GE(outcome.frontier.size(), 2u);
+  for (size_t i = 1; i < outcome.frontier.size(); ++i) {
+    EXPECT_GT(outcome.frontier[i - 1].evaluation.output_tokens_per_s_per_gpu,
+              outcome.frontier[i].evaluation.output_tokens_per_s_per_gpu);
+    EXPECT_LT(
+        policy::TokensPerSecondPerUser(outcome.frontier[i - 1].evaluation),
+        policy::TokensPerSecondPerUser(outcome.frontier[i].evaluation));
+  }
+  // Nothing in the frontier is beaten on both axes by the best plan.
+  for (const policy::ScoredPlan& p : outcome.frontier) {
+    const bool dominated =
+        outcome.best.evaluation.output_tokens_per_s_per_gpu >
+            p.evaluation.output_tokens_per_s_per_gpu &&
+        policy::TokensPerSecondPerUser(outcome.best.evaluation) >
+            policy::TokensPerSecondPerUser(p.evaluation);
+    EXPECT_FALSE(dominated);
+  }
+  // Persisted: the next search of the problem warm-starts from it.
+  const EliteHistory::Found found = history_->Find(
+      MakeProblemKey(request_.cost_model->problem()), /*wanted=*/true);
+  ASSERT_TRUE(found.warm_start.has_value());
+  EXPECT_FALSE(found.warm_start->elite_plans.empty());
+}
+
+TEST_F(SearchJobTest, CancelledSearchKeepsWhatItFound) {
+  script_.improvements = 2;
+  script_.block_until_cancelled = false;
+  Prepare(MakePlanRequest("llama-3.1-8b", 8), /*fake=*/true);
+  RecordingListener listener;
+  policy::CancellationToken cancel;
+  cancel.Cancel();
+  // Cancelled before it started: no search, the baseline.
+  SearchJob::Outcome outcome = job_->Run(cancel, listener);
+  EXPECT_EQ(outcome.stop_reason, policy::StopReason::kCancelled);
+  EXPECT_EQ(outcome.best.plan, job_->baseline().plan);
+  EXPECT_EQ(script_.started(), 0);
+}
+
+TEST_F(SearchJobTest, FailureIsInTheStatusAndKeepsTheStreamedBest) {
+  script_.improvements = 2;
+  script_.fail_internal = true;
+  Prepare(MakePlanRequest("llama-3.1-8b", 8), /*fake=*/true);
+  RecordingListener listener;
+  policy::CancellationToken cancel;
+  const SearchJob::Outcome outcome = job_->Run(cancel, listener);
+  EXPECT_EQ(outcome.status.code(), absl::StatusCode::kInternal);
+  EXPECT_FALSE(outcome.stop_reason.has_value());
+  // Improvements streamed before the failure still count as the best.
+  ASSERT_EQ(listener.improvements.size(), 2u);
+  EXPECT_EQ(outcome.best.plan, listener.improvements.back().plan);
+}
+
+TEST_F(SearchJobTest, AbandonedJobStoresTheBaseline) {
+  Prepare(MakePlanRequest("llama-3.1-8b", 8), /*fake=*/true);
+  const SearchJob::Outcome outcome = job_->Abandon();
+  EXPECT_EQ(outcome.best.plan, job_->baseline().plan);
+  ASSERT_EQ(outcome.top_plans.size(), 1u);
+  EXPECT_TRUE(history_
+                  ->Find(MakeProblemKey(request_.cost_model->problem()),
+                         /*wanted=*/true)
+                  .warm_start.has_value());
+}
+
+}  // namespace
+}  // namespace shardplan::server
