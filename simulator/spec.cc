@@ -1029,7 +1029,6 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   for (int s = 0; s < num_stage_layers; ++s) {
     out.add_stage_layers(plan.stage_layers[s]);
   }
-  const bool explicit_stages = num_stage_layers == pp;
   out.set_micro_batches(plan.micro_batches);
   out.set_batch_size(plan.batch_size);
 
@@ -1039,8 +1038,7 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   const int layers = problem.model.layers;
   std::vector<int> stage_layers(pp);
   for (int s = 0; s < pp; ++s) {
-    stage_layers[s] = explicit_stages ? plan.stage_layers[s]
-                                      : layers / pp + (s < layers % pp ? 1 : 0);
+    stage_layers[s] = StageLayerCount(plan, layers, s);
   }
   const int64_t gpus_per_node = std::max(1, problem.cluster.gpus_per_node);
   const int64_t num_nodes = std::max<int64_t>(1, problem.cluster.num_nodes());
