@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "simulator/cost_model.h"
+#include "simulator/transition.h"
 #include "simulator/types.h"
 
 namespace shardplan::policy {
@@ -97,6 +98,9 @@ struct SearchOptions {
   // exhaustive: the largest space it enumerates (it also needs max_evaluations
   // > size).
   double exhaustive_limit = 2e6;
+  // Re-planning (optional, not owned): rewards pay the transition penalty and
+  // plans over its time limit are infeasible (simulator/transition.h).
+  const simulator::TransitionObjective* transition = nullptr;
 };
 
 struct SearchResult {

@@ -18,6 +18,7 @@
 #include "policy/baselines.h"
 #include "policy/plan_space.h"
 #include "server/elite_store.h"
+#include "server/replan.h"
 #include "server/status_util.h"
 #include "server/update_queue.h"
 #include "simulator/calibration.h"
@@ -251,9 +252,15 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // always maximise the expected throughput; this only decides which of the
   // plans they report is streamed as the best.
   double Score(const policy::ScoredPlan& scored) const {
-    if (!request_.conservative) return Throughput(scored.evaluation);
-    return simulator::ConservativeOutputTokensPerS(
-        scored.evaluation, request_.cost_model->problem());
+    const double tps =
+        request_.conservative
+            ? simulator::ConservativeOutputTokensPerS(
+                  scored.evaluation, request_.cost_model->problem())
+            : Throughput(scored.evaluation);
+    if (request_.transition != nullptr) {
+      return ReplanScore(*request_.transition, scored, tps);
+    }
+    return tps;
   }
 
   double Speedup(double tps) const {
@@ -275,6 +282,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       update.set_speedup_vs_grid(Throughput(scored.evaluation) / grid_tps);
     }
     update.set_kind(std::string(kind));
+    if (request_.transition != nullptr) {
+      *update.mutable_transition() =
+          TransitionToProto(*request_.transition, scored.plan);
+    }
     return update;
   }
 
@@ -403,6 +414,14 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
         options.seed = request_.seed;
         options.warm_start =
             found.warm_start.has_value() ? &*found.warm_start : nullptr;
+        // Re-planning starts from the running plan too, and scores moves.
+        policy::WarmStart replan_warm_start;
+        if (request_.transition != nullptr) {
+          replan_warm_start =
+              ReplanWarmStart(request_.current_plans, options.warm_start);
+          options.warm_start = &replan_warm_start;
+          options.transition = request_.transition.get();
+        }
         options.pool = deps_.eval_pool;
         options.elite_size = deps_.elite_size;
         Observer observer(*this, slot);
