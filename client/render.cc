@@ -393,7 +393,7 @@ std::string RenderReplan(const EvaluateResponse& current,
   const Prediction& a = current.prediction();
   const Prediction& b = next.prediction();
   std::string out = fmt::format("Re-plan of {}\n", context.model);
-  const auto row = [&out](absl::string_view what, const std::string& was,
+  const auto row = [&out](const std::string& what, const std::string& was,
                           const std::string& now) {
     absl::StrAppend(&out, fmt::format("  {:<16}{:<34}{}\n", what, was, now));
   };

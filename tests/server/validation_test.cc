@@ -204,41 +204,45 @@ TEST(ValidationTest, ReplanErrorsNameTheFieldUnderCurrent) {
   request.mutable_current()->mutable_plan()->set_tp(3);
   absl::Status s = Check(request);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), StartsWith("current.plan."));
+  EXPECT_THAT(std::string(s.message()), StartsWith("current.plan."));
 
   request = ReplanRequest();
   request.mutable_current()->mutable_plan()->set_replicas(2);  // 16 != 24
   s = Check(request);
-  EXPECT_THAT(s.message(), StartsWith("current.plan.replicas*dp*tp*pp"));
-  EXPECT_THAT(s.message(), HasSubstr("current.cluster.num_gpus (24)"));
+  EXPECT_THAT(std::string(s.message()),
+              StartsWith("current.plan.replicas*dp*tp*pp"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("current.cluster.num_gpus (24)"));
 
   request = ReplanRequest();
   request.mutable_current()->mutable_cluster()->set_num_gpus(0);
-  EXPECT_THAT(Check(request).message(), StartsWith("current.cluster."));
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("current.cluster."));
 
   request = ReplanRequest();
   request.mutable_current()->clear_cluster();
-  EXPECT_THAT(Check(request).message(), StartsWith("current needs both"));
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("current needs both"));
 
   request = ReplanRequest();
   request.mutable_current()->add_removed_nodes(7);
   s = Check(request);
   EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(s.message(), StartsWith("current.removed_nodes[0]"));
+  EXPECT_THAT(std::string(s.message()), StartsWith("current.removed_nodes[0]"));
 
   request = ReplanRequest();
   request.mutable_options()->set_max_transition_seconds(-1);
-  EXPECT_THAT(Check(request).message(),
+  EXPECT_THAT(std::string(Check(request).message()),
               StartsWith("options.max_transition_seconds"));
   request = ReplanRequest();
   request.mutable_options()->set_transition_weight(
       std::numeric_limits<double>::quiet_NaN());
-  EXPECT_THAT(Check(request).message(),
+  EXPECT_THAT(std::string(Check(request).message()),
               StartsWith("options.transition_weight"));
 
   request = MakePlanRequest("llama-3.1-70b", 16);
   request.mutable_options()->set_max_transition_seconds(30);
-  EXPECT_THAT(Check(request).message(), HasSubstr("need current"));
+  EXPECT_THAT(std::string(Check(request).message()), HasSubstr("need current"));
 }
 
 }  // namespace
