@@ -236,7 +236,8 @@ absl::StatusOr<shardplan::v1::RunningDeployment> ManifestToDeployment(
   shardplan::v1::RunningDeployment out;
   const YAML::Node cluster = root["cluster"];
   const YAML::Node degrees = root["parallelism"];
-  if (!cluster.IsMap() || !degrees.IsMap()) {
+  if (!cluster.IsDefined() || !cluster.IsMap() || !degrees.IsDefined() ||
+      !degrees.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": a ShardingPlan manifest needs cluster and parallelism"));
   }
@@ -252,10 +253,13 @@ absl::StatusOr<shardplan::v1::RunningDeployment> ManifestToDeployment(
   plan->set_ep(degrees["expert"].as<int>(1));
   plan->set_micro_batches(degrees["microBatches"].as<int>(0));
   plan->set_batch_size(degrees["batchSizePerReplica"].as<int>(0));
-  if (const YAML::Node stages = degrees["stageLayers"]; stages.IsSequence()) {
+  // A missing key is an invalid node: IsDefined() first, the others throw.
+  if (const YAML::Node stages = degrees["stageLayers"];
+      stages.IsDefined() && stages.IsSequence()) {
     for (const YAML::Node& n : stages) plan->add_stage_layers(n.as<int>());
   }
-  if (const YAML::Node ops = root["operatorSharding"]; ops.IsMap()) {
+  if (const YAML::Node ops = root["operatorSharding"];
+      ops.IsDefined() && ops.IsMap()) {
     for (const auto& kv : ops) {
       OperatorSharding* op = plan->add_operator_sharding();
       op->set_operator_(kv.first.as<std::string>());
@@ -299,7 +303,8 @@ absl::StatusOr<shardplan::v1::RunningDeployment> ParseRunningDeployment(
   absl::StatusOr<shardplan::v1::RunningDeployment> out;
   try {
     const YAML::Node root = YAML::Load(std::string(text));
-    if (!root.IsMap() || root["kind"].as<std::string>("") != "ShardingPlan") {
+    if (!root.IsDefined() || !root.IsMap() ||
+        root["kind"].as<std::string>("") != "ShardingPlan") {
       return absl::InvalidArgumentError(absl::StrCat(
           what,
           ": not what `shardplan plan --output json|yaml` writes (a "
