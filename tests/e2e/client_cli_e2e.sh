@@ -60,7 +60,7 @@ assert doc['parallelism']['tensor'] * doc['parallelism']['data'] * doc['parallel
 " "${WORK}/out" || fail "plan --output yaml is not a valid manifest"
 
 # replan: from what plan --output yaml / json wrote, on the same cluster (nothing moves) and
-# on one node fewer (70B, 16 -> 8 GPUs: the removed node's shards are loaded again).
+# on one node fewer (70B, 16 -> 8 GPUs).
 cp "${WORK}/out" "${WORK}/current.yaml"
 expect_rc 0 "${CLI}" replan "${PLAN_ARGS[@]}" --method megatron --current "${WORK}/current.yaml"
 for want in "Re-plan of llama-3.1-8b" "running" "throughput" "TPOT" "memory per GPU" "Transition" "8 GPUs unchanged"; do
@@ -76,9 +76,11 @@ import json, sys
 updates = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
 assert updates and all("transition" in u for u in updates), "update without transition"
 t = updates[-1]["transition"]
-assert t.get("totalBytes", 0) > 0 and t.get("estimatedSeconds", 0) > 0, t
-assert t.get("nodeLoads"), t
-print(f"replan: {t['totalBytes'] / 1e9:.1f} GB, {t['estimatedSeconds']:.1f} s, rolling {t.get('rolling', False)}")
+# The running plan is two copies of one node each: the copy on the surviving node keeps
+# serving (8 GPUs unchanged, rolling), the other's in-flight KV cache is lost.
+assert t.get("gpusUnchanged") == 8 and t.get("rolling") is True, t
+assert t.get("kvBytesLost", 0) > 0, t
+print(f"replan: {t.get('totalBytes', 0) / 1e9:.1f} GB, KV lost {t['kvBytesLost'] / 1e9:.1f} GB")
 PYEOF
 # A removed node that is not in the running cluster is the user's mistake (exit 4).
 expect_rc 4 "${CLI}" replan "${REPLAN_ARGS[@]}" --gpus 8 --current "${WORK}/current.jsonl" --removed-nodes 5
