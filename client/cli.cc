@@ -145,6 +145,29 @@ void AddGlobalOptions(CLI::App* cmd, GlobalFlags* g, bool with_output,
   }
 }
 
+void AddSearchOptions(CLI::App* cmd, SearchFlags* f) {
+  cmd->add_option("--method", f->method, "Search method")
+      ->check(CLI::IsMember({"rl", "megatron", "random", "anneal", "genetic",
+                             "exhaustive", "grid"}))
+      ->capture_default_str();
+  cmd->add_option("--max-evaluations", f->max_evaluations,
+                  "Cost-model evaluations (0 = server default)")
+      ->check(IntAtLeast(0));
+  cmd->add_option("--max-seconds", f->max_seconds,
+                  "Search time limit (0 = server default)")
+      ->check(NumberAtLeastZero());
+  cmd->add_option("--seed", f->seed, "Random seed");
+  cmd->add_flag("--no-warm-start", f->no_warm_start,
+                "Do not seed the search with what earlier searches learned");
+  cmd->add_option("--objective", f->objective,
+                  "expected (default) or conservative: stream as best the "
+                  "plan with the highest low end of its throughput range")
+      ->check(CLI::IsMember({"expected", "conservative"}));
+  cmd->add_option("--top-n", f->top_n,
+                  "Plans in the top list after the final table (0 = 5)")
+      ->check(CLI::Range(0, 64));
+}
+
 }  // namespace
 
 absl::StatusOr<CommandLine> ParseCommandLine(int argc,
@@ -163,31 +186,13 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   std::string& health_service = result.health_service;
   CLI::Option* plan_hw[3] = {};
   CLI::Option* eval_hw[3] = {};
+  CLI::Option* replan_hw[3] = {};
 
   CLI::App* plan =
       app.add_subcommand("plan", "Search for the best plan; streams progress");
   AddGlobalOptions(plan, &g, true, true, true);
   AddProblemOptions(plan, &problem, plan_hw);
-  plan->add_option("--method", search.method, "Search method")
-      ->check(CLI::IsMember({"rl", "megatron", "random", "anneal", "genetic",
-                             "exhaustive", "grid"}))
-      ->capture_default_str();
-  plan->add_option("--max-evaluations", search.max_evaluations,
-                   "Cost-model evaluations (0 = server default)")
-      ->check(IntAtLeast(0));
-  plan->add_option("--max-seconds", search.max_seconds,
-                   "Search time limit (0 = server default)")
-      ->check(NumberAtLeastZero());
-  plan->add_option("--seed", search.seed, "Random seed");
-  plan->add_flag("--no-warm-start", search.no_warm_start,
-                 "Do not seed the search with what earlier searches learned");
-  plan->add_option("--objective", search.objective,
-                   "expected (default) or conservative: stream as best the "
-                   "plan with the highest low end of its throughput range")
-      ->check(CLI::IsMember({"expected", "conservative"}));
-  plan->add_option("--top-n", search.top_n,
-                   "Plans in the top list after the final table (0 = 5)")
-      ->check(CLI::Range(0, 64));
+  AddSearchOptions(plan, &search);
   plan->add_option("--frontier-csv", g.frontier_csv,
                    "Write the throughput-latency frontier to this CSV file");
   plan->add_option("--frontier-png", g.frontier_png,
@@ -225,6 +230,36 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
                    "Micro-batches (0 = pp)")
       ->check(IntAtLeast(0));
 
+  CLI::App* replan = app.add_subcommand(
+      "replan",
+      "Re-plan a running deployment for a changed cluster: the best plan "
+      "that is cheap to move to, old vs new and the transition");
+  AddGlobalOptions(replan, &g, true, false, true);
+  AddProblemOptions(replan, &problem, replan_hw);
+  AddSearchOptions(replan, &search);
+  ReplanFlags& replan_flags = result.replan;
+  replan
+      ->add_option("--current", replan_flags.current,
+                   "The running plan: what `shardplan plan --output json` or "
+                   "`--output yaml` wrote")
+      ->required();
+  replan
+      ->add_option("--removed-nodes", replan_flags.removed_nodes,
+                   "Nodes of the running cluster that are gone, e.g. 1,3 "
+                   "(default: the last ones)")
+      ->delimiter(',')
+      ->check(IntAtLeast(0));
+  replan
+      ->add_option("--max-transition-seconds",
+                   replan_flags.max_transition_seconds,
+                   "Plans slower to reach are infeasible (0 = no limit)")
+      ->check(NumberAtLeastZero());
+  replan
+      ->add_option("--transition-weight", replan_flags.transition_weight,
+                   "Throughput (fraction) traded per second of transition "
+                   "(default: the server's rule, docs/server-and-api.md)")
+      ->check(NumberAtLeastZero());
+
   CLI::App* catalog =
       app.add_subcommand("catalog", "List the built-in models and hardware");
   AddGlobalOptions(catalog, &g, true, false, false);
@@ -258,6 +293,9 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   } else if (evaluate->parsed()) {
     result.command = Command::kEvaluate;
     problem.hardware_set = eval_hw[0]->count() > 0;
+  } else if (replan->parsed()) {
+    result.command = Command::kReplan;
+    problem.hardware_set = replan_hw[0]->count() > 0;
   } else if (catalog->parsed()) {
     result.command = Command::kCatalog;
   } else if (health->parsed()) {

@@ -5,6 +5,7 @@
 #define SHARDPLAN_CLIENT_CLI_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "client/request_builder.h"
@@ -42,7 +43,7 @@ struct GlobalFlags {
   }
 };
 
-enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth };
+enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth, kReplan };
 
 struct CommandLine {
   Command command = Command::kNone;
@@ -50,6 +51,7 @@ struct CommandLine {
   ProblemFlags problem;
   SearchFlags search;
   PlanFlags plan;
+  ReplanFlags replan;
   std::string health_service;
   // Non-empty when --help was asked for: print it and exit 0.
   std::string help;

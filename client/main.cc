@@ -1,5 +1,6 @@
 // `shardplan`: command-line client of shardplan-server. Subcommands plan,
-// evaluate, catalog, health; see `shardplan --help` and docs/cli-and-emit.md.
+// replan, evaluate, catalog, health; see `shardplan --help` and
+// docs/cli-and-emit.md.
 #include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
@@ -396,34 +397,30 @@ int WriteFrontierFiles(const GlobalFlags& g,
   return kExitOk;
 }
 
-int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
-            const SearchFlags& search, SignalCanceller& canceller) {
-  absl::StatusOr<shardplan::v1::PlanRequest> request =
-      BuildPlanRequest(problem, search, ReadFileFromDisk);
-  if (!request.ok()) return ReportUsageError(request.status());
-  if (absl::Status ok = CheckEmitFlags(g); !ok.ok()) {
-    return ReportUsageError(ok);
-  }
-  const RenderContext rc = ContextFor(request->model(), request->cluster());
+// Runs one PlanSharding call: JSON lines on stdout with --output json, the
+// progress line on a terminal. kExitOk with the last update in `last`, or the
+// exit code after reporting the error.
+int StreamSearch(const GlobalFlags& g,
+                 const shardplan::v1::PlanRequest& request,
+                 const std::string& method, SignalCanceller& canceller,
+                 shardplan::v1::PlanUpdate* last) {
   const bool json = g.output == "json" && g.emit.empty();
   const bool progress = g.output != "json" && isatty(STDERR_FILENO);
-
   auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
   grpc::ClientContext context;
   Authorize(&context);
   SetDeadline(&context, g.deadline_seconds);
   canceller.Watch(&context);
   std::unique_ptr<grpc::ClientReader<shardplan::v1::PlanUpdate>> reader =
-      stub->PlanSharding(&context, *request);
+      stub->PlanSharding(&context, request);
   shardplan::v1::PlanUpdate update;
-  shardplan::v1::PlanUpdate last;
   bool any = false;
-  ProgressTicker ticker(progress, search.method);
+  ProgressTicker ticker(progress, method);
   while (reader->Read(&update)) {
     any = true;
     if (json) std::cout << ToJsonLine(update) << "\n" << std::flush;
     ticker.Update(update);
-    last = update;
+    *last = update;
   }
   const grpc::Status status = reader->Finish();
   canceller.Unwatch();
@@ -433,6 +430,23 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
     std::cerr
         << "shardplan: the server ended the search without sending a plan\n";
     return kExitOther;
+  }
+  return kExitOk;
+}
+
+int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
+            const SearchFlags& search, SignalCanceller& canceller) {
+  absl::StatusOr<shardplan::v1::PlanRequest> request =
+      BuildPlanRequest(problem, search, ReadFileFromDisk);
+  if (!request.ok()) return ReportUsageError(request.status());
+  if (absl::Status ok = CheckEmitFlags(g); !ok.ok()) {
+    return ReportUsageError(ok);
+  }
+  const RenderContext rc = ContextFor(request->model(), request->cluster());
+  shardplan::v1::PlanUpdate last;
+  if (int code = StreamSearch(g, *request, search.method, canceller, &last);
+      code != kExitOk) {
+    return code;
   }
   if (!g.emit.empty()) {
     if (isatty(STDERR_FILENO)) std::cerr << RenderPlanUpdate(last, rc) << "\n";
@@ -462,6 +476,46 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
   if (g.output == "yaml")
     std::cout << RenderYamlManifest(last, rc) << std::flush;
   return WriteFrontierFiles(g, last, rc);
+}
+
+// `replan`: the search with the running deployment, then the running plan
+// evaluated on its own cluster for the side-by-side table.
+int RunReplan(const GlobalFlags& g, const ProblemFlags& problem,
+              const SearchFlags& search, const ReplanFlags& replan,
+              SignalCanceller& canceller) {
+  absl::StatusOr<shardplan::v1::PlanRequest> request =
+      BuildReplanRequest(problem, search, replan, ReadFileFromDisk);
+  if (!request.ok()) return ReportUsageError(request.status());
+  shardplan::v1::PlanUpdate last;
+  if (int code = StreamSearch(g, *request, search.method, canceller, &last);
+      code != kExitOk) {
+    return code;
+  }
+  const RenderContext rc = ContextFor(request->model(), request->cluster());
+  if (g.output == "json") return kExitOk;
+  if (g.output == "yaml") {
+    std::cout << RenderYamlManifest(last, rc) << std::flush;
+    return kExitOk;
+  }
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  Authorize(&context);
+  SetDeadline(&context, 30);
+  shardplan::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_model() = request->model();
+  *evaluate.mutable_cluster() = request->current().cluster();
+  *evaluate.mutable_workload() = request->workload();
+  *evaluate.mutable_plan() = request->current().plan();
+  evaluate.mutable_plan()->clear_placement();
+  shardplan::v1::EvaluateResponse current;
+  const grpc::Status status = stub->EvaluatePlan(&context, evaluate, &current);
+  if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
+  std::cout << RenderReplan(
+                   current,
+                   ContextFor(request->model(), request->current().cluster()),
+                   last, rc)
+            << std::flush;
+  return kExitOk;
 }
 
 int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
@@ -560,6 +614,8 @@ int Main(int argc, char** argv) {
       return RunPlan(g, cl->problem, cl->search, canceller);
     case Command::kEvaluate:
       return RunEvaluate(g, cl->problem, cl->plan, canceller);
+    case Command::kReplan:
+      return RunReplan(g, cl->problem, cl->search, cl->replan, canceller);
     case Command::kCatalog:
       return RunCatalog(g);
     case Command::kHealth:

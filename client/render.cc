@@ -375,6 +375,74 @@ std::string RenderEvaluateResponse(const EvaluateResponse& response,
   return out;
 }
 
+namespace {
+
+std::string Degrees(const Plan& plan) {
+  std::string out =
+      fmt::format("replicas {} dp {} tp {} pp {}", std::max(1, plan.replicas()),
+                  plan.dp(), plan.tp(), plan.pp());
+  if (plan.ep() > 1) absl::StrAppend(&out, " ep ", plan.ep());
+  return out;
+}
+
+}  // namespace
+
+std::string RenderReplan(const EvaluateResponse& current,
+                         const RenderContext& current_context,
+                         const PlanUpdate& next, const RenderContext& context) {
+  const Prediction& a = current.prediction();
+  const Prediction& b = next.prediction();
+  std::string out = fmt::format("Re-plan of {}\n", context.model);
+  const auto row = [&out](const std::string& what, const std::string& was,
+                          const std::string& now) {
+    absl::StrAppend(&out, fmt::format("  {:<16}{:<34}{}\n", what, was, now));
+  };
+  row("", "running", "new");
+  row("cluster", ClusterLabel(current_context, current.plan()),
+      ClusterLabel(context, next.plan()));
+  row("plan", Degrees(current.plan()), Degrees(next.plan()));
+  row("throughput", FormatCount(a.output_tokens_per_s()) + " tok/s",
+      FormatCount(b.output_tokens_per_s()) + " tok/s");
+  row("per GPU", FormatCount(a.output_tokens_per_s_per_gpu()) + " tok/s",
+      FormatCount(b.output_tokens_per_s_per_gpu()) + " tok/s");
+  row("TTFT", Ms(a.ttft_ms()), Ms(b.ttft_ms()));
+  row("TPOT", Ms(a.tpot_ms()), Ms(b.tpot_ms()));
+  row("memory per GPU",
+      FormatBytes(a.memory_per_gpu().total_bytes()) + " (weights " +
+          FormatBytes(a.memory_per_gpu().weights_bytes()) + ")",
+      FormatBytes(b.memory_per_gpu().total_bytes()) + " (weights " +
+          FormatBytes(b.memory_per_gpu().weights_bytes()) + ")");
+  if (!b.feasible()) {
+    absl::StrAppend(&out, "  new plan infeasible: ", b.infeasible_reason(),
+                    "\n");
+  }
+  const shardplan::v1::Transition& t = next.transition();
+  absl::StrAppend(
+      &out,
+      fmt::format("Transition      {} to load ({} from peers, {} from "
+                  "storage), at most {} per GPU\n",
+                  FormatBytes(t.total_bytes()), FormatBytes(t.peer_bytes()),
+                  FormatBytes(t.storage_bytes()),
+                  FormatBytes(t.max_bytes_per_gpu())));
+  absl::StrAppend(
+      &out, fmt::format("                {} GPUs unchanged, KV cache lost {}, "
+                        "about {}, {}\n",
+                        t.gpus_unchanged(), FormatBytes(t.kv_bytes_lost()),
+                        t.estimated_seconds() > 0
+                            ? fmt::format("{:.1f} s", t.estimated_seconds())
+                            : "0 s",
+                        t.rolling() ? "rolling (replica by replica)"
+                                    : "not rolling (service stops)"));
+  for (const shardplan::v1::NodeLoad& n : t.node_loads()) {
+    absl::StrAppend(
+        &out,
+        fmt::format("  node {}{}: {}\n", n.node(),
+                    n.node_group().empty() ? "" : " (" + n.node_group() + ")",
+                    n.what()));
+  }
+  return out;
+}
+
 std::string RenderCatalog(const ListCatalogResponse& catalog) {
   // Sizes, dtypes and checkpoints are the server's (model_info), so a model
   // added to the catalog shows up complete without a client change.

@@ -56,6 +56,15 @@ std::string RenderEvaluateResponse(
     const shardplan::v1::EvaluateResponse& response,
     const RenderContext& context);
 
+// `shardplan replan` output: the running plan (as the server evaluated it on
+// its cluster) and the new one side by side (degrees, throughput, TTFT, TPOT,
+// memory per GPU), then the transition: bytes, where from, KV lost, time,
+// rolling, and what each node loads.
+std::string RenderReplan(const shardplan::v1::EvaluateResponse& current,
+                         const RenderContext& current_context,
+                         const shardplan::v1::PlanUpdate& next,
+                         const RenderContext& context);
+
 // `shardplan catalog` output: models (with size and kind) and hardware.
 std::string RenderCatalog(const shardplan::v1::ListCatalogResponse& catalog);
 

@@ -1,5 +1,6 @@
 #include "client/request_builder.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <fstream>
@@ -225,6 +226,117 @@ absl::StatusOr<PlanRequest> BuildPlanRequest(const ProblemFlags& problem,
   options->set_warm_start(!search.no_warm_start);
   options->set_objective(search.objective);
   options->set_top_n(search.top_n);
+  return request;
+}
+
+namespace {
+
+// The running plan of a `plan --output yaml` manifest (kind ShardingPlan).
+absl::StatusOr<shardplan::v1::RunningDeployment> ManifestToDeployment(
+    const YAML::Node& root, absl::string_view what) {
+  shardplan::v1::RunningDeployment out;
+  const YAML::Node cluster = root["cluster"];
+  const YAML::Node degrees = root["parallelism"];
+  if (!cluster.IsDefined() || !cluster.IsMap() || !degrees.IsDefined() ||
+      !degrees.IsMap()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        what, ": a ShardingPlan manifest needs cluster and parallelism"));
+  }
+  ClusterSpec* c = out.mutable_cluster();
+  c->set_hardware(cluster["hardware"].as<std::string>(""));
+  c->set_num_gpus(cluster["gpus"].as<int>(0));
+  c->set_gpus_per_node(cluster["gpusPerNode"].as<int>(0));
+  shardplan::v1::Plan* plan = out.mutable_plan();
+  plan->set_replicas(degrees["replicas"].as<int>(1));
+  plan->set_dp(degrees["data"].as<int>(1));
+  plan->set_tp(degrees["tensor"].as<int>(1));
+  plan->set_pp(degrees["pipeline"].as<int>(1));
+  plan->set_ep(degrees["expert"].as<int>(1));
+  plan->set_micro_batches(degrees["microBatches"].as<int>(0));
+  plan->set_batch_size(degrees["batchSizePerReplica"].as<int>(0));
+  // A missing key is an invalid node: IsDefined() first, the others throw.
+  if (const YAML::Node stages = degrees["stageLayers"];
+      stages.IsDefined() && stages.IsSequence()) {
+    for (const YAML::Node& n : stages) plan->add_stage_layers(n.as<int>());
+  }
+  if (const YAML::Node ops = root["operatorSharding"];
+      ops.IsDefined() && ops.IsMap()) {
+    for (const auto& kv : ops) {
+      OperatorSharding* op = plan->add_operator_sharding();
+      op->set_operator_(kv.first.as<std::string>());
+      op->set_dim(kv.second.as<std::string>());
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<shardplan::v1::RunningDeployment> ParseRunningDeployment(
+    absl::string_view text, absl::string_view what,
+    const ClusterSpec& new_cluster) {
+  const absl::string_view trimmed = absl::StripAsciiWhitespace(text);
+  if (trimmed.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": empty file"));
+  }
+  if (trimmed.front() == '{') {
+    // JSON lines of PlanUpdate: the last one is the final plan.
+    const size_t newline = trimmed.rfind('\n');
+    const absl::string_view last = newline == absl::string_view::npos
+                                       ? trimmed
+                                       : trimmed.substr(newline + 1);
+    shardplan::v1::PlanUpdate update;
+    RETURN_IF_ERROR(ParseSpecText(last, what, &update));
+    if (!update.has_plan()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(what, ": the last line has no plan"));
+    }
+    shardplan::v1::RunningDeployment out;
+    *out.mutable_plan() = update.plan();
+    const shardplan::v1::Plan& p = update.plan();
+    *out.mutable_cluster() = new_cluster;
+    out.mutable_cluster()->clear_node_groups();
+    out.mutable_cluster()->set_num_gpus(
+        std::max(1, p.replicas()) * std::max(1, p.dp()) * std::max(1, p.tp()) *
+        std::max(1, p.pp()));
+    return out;
+  }
+  absl::StatusOr<shardplan::v1::RunningDeployment> out;
+  try {
+    const YAML::Node root = YAML::Load(std::string(text));
+    if (!root.IsDefined() || !root.IsMap() ||
+        root["kind"].as<std::string>("") != "ShardingPlan") {
+      return absl::InvalidArgumentError(absl::StrCat(
+          what,
+          ": not what `shardplan plan --output json|yaml` writes (a "
+          "ShardingPlan manifest or PlanUpdate JSON lines)"));
+    }
+    out = ManifestToDeployment(root, what);
+  } catch (const std::exception& e) {
+    return absl::InvalidArgumentError(absl::StrCat(what, ": ", e.what()));
+  }
+  return out;
+}
+
+absl::StatusOr<PlanRequest> BuildReplanRequest(const ProblemFlags& problem,
+                                               const SearchFlags& search,
+                                               const ReplanFlags& replan,
+                                               const FileReader& read_file) {
+  ASSIGN_OR_RETURN(PlanRequest request,
+                   BuildPlanRequest(problem, search, read_file));
+  ASSIGN_OR_RETURN(const std::string text, read_file(replan.current));
+  ASSIGN_OR_RETURN(
+      *request.mutable_current(),
+      ParseRunningDeployment(text, absl::StrCat("--current ", replan.current),
+                             request.cluster()));
+  for (int node : replan.removed_nodes) {
+    request.mutable_current()->add_removed_nodes(node);
+  }
+  request.mutable_options()->set_max_transition_seconds(
+      replan.max_transition_seconds);
+  if (replan.transition_weight >= 0) {
+    request.mutable_options()->set_transition_weight(replan.transition_weight);
+  }
   return request;
 }
 

@@ -60,6 +60,19 @@ struct SearchFlags {
   int top_n = 0;          // plans in the final update's top list; 0 = 5
 };
 
+// `replan`-only flags (with SearchFlags).
+struct ReplanFlags {
+  // --current: what `shardplan plan --output json` (PlanUpdate lines; the
+  // last one is the plan) or `--output yaml` (the ShardingPlan manifest)
+  // wrote.
+  std::string current;
+  // --removed-nodes: nodes of the running cluster that are gone ("" = the
+  // last ones when the new cluster is smaller).
+  std::vector<int> removed_nodes;
+  double max_transition_seconds = 0;  // 0 = no limit
+  double transition_weight = -1;      // < 0 = the server's default rule
+};
+
 // `evaluate`-only flags.
 struct PlanFlags {
   int tp = 1;
@@ -104,6 +117,18 @@ absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
 absl::StatusOr<shardplan::v1::PlanRequest> BuildPlanRequest(
     const ProblemFlags& problem, const SearchFlags& search,
     const FileReader& read_file);
+
+// The running deployment of a `plan --output json|yaml` file's text. The
+// JSON form carries no cluster: the plan's GPUs on `new_cluster`'s hardware
+// and node size. INVALID_ARGUMENT naming `what` (the path) otherwise.
+absl::StatusOr<shardplan::v1::RunningDeployment> ParseRunningDeployment(
+    absl::string_view text, absl::string_view what,
+    const shardplan::v1::ClusterSpec& new_cluster);
+
+// A PlanRequest with `current` set from --current and the transition options.
+absl::StatusOr<shardplan::v1::PlanRequest> BuildReplanRequest(
+    const ProblemFlags& problem, const SearchFlags& search,
+    const ReplanFlags& replan, const FileReader& read_file);
 
 absl::StatusOr<shardplan::v1::EvaluateRequest> BuildEvaluateRequest(
     const ProblemFlags& problem, const PlanFlags& plan,

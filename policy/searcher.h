@@ -17,6 +17,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "simulator/cost_model.h"
+#include "simulator/transition.h"
 #include "simulator/types.h"
 
 namespace shardplan::policy {
@@ -114,6 +115,9 @@ struct SearchOptions {
   const ScoredPlan* baseline = nullptr;
   // Bound on SearchResult::frontier.
   int frontier_size = 64;
+  // Re-planning (optional, not owned): rewards pay the transition penalty and
+  // plans over its time limit are infeasible (simulator/transition.h).
+  const simulator::TransitionObjective* transition = nullptr;
 };
 
 // Why a search stopped. StopReasonName gives the text the API reports.

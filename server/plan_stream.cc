@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "server/replan.h"
 #include "server/status_util.h"
 #include "server/update_queue.h"
 #include "simulator/cost_model.h"
@@ -252,6 +253,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       update.set_speedup_vs_grid(Throughput(scored.evaluation) / grid_tps);
     }
     update.set_kind(std::string(kind));
+    if (request_.transition != nullptr) {
+      *update.mutable_transition() =
+          TransitionToProto(*request_.transition, scored.plan);
+    }
     return update;
   }
 

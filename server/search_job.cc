@@ -9,6 +9,7 @@
 #include "policy/baselines.h"
 #include "policy/plan_space.h"
 #include "server/elite_store.h"
+#include "server/replan.h"
 #include "simulator/calibration.h"
 #include "simulator/spec.h"
 
@@ -77,9 +78,15 @@ SearchJob::SearchJob(SearchJobDeps deps, const ValidatedPlanRequest& request,
       baseline_(std::move(baseline)) {}
 
 double SearchJob::Score(const policy::ScoredPlan& scored) const {
-  if (!request_.conservative) return Throughput(scored.evaluation);
-  return simulator::ConservativeOutputTokensPerS(
-      scored.evaluation, request_.cost_model->problem());
+  const double tokens_per_s =
+      request_.conservative
+          ? simulator::ConservativeOutputTokensPerS(
+                scored.evaluation, request_.cost_model->problem())
+          : Throughput(scored.evaluation);
+  if (request_.transition != nullptr) {
+    return ReplanScore(*request_.transition, scored, tokens_per_s);
+  }
+  return tokens_per_s;
 }
 
 SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
@@ -116,6 +123,14 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     options.seed = request_.seed;
     options.warm_start =
         found.warm_start.has_value() ? &*found.warm_start : nullptr;
+    // Re-planning starts from the running plan too, and scores moves.
+    policy::WarmStart replan_warm_start;
+    if (request_.transition != nullptr) {
+      replan_warm_start =
+          ReplanWarmStart(request_.current_plans, options.warm_start);
+      options.warm_start = &replan_warm_start;
+      options.transition = request_.transition.get();
+    }
     options.pool = deps_.eval_pool;
     options.elite_size = std::max(deps_.elite_size, request_.top_n);
     options.space = space.ok() ? space->get() : nullptr;

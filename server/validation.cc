@@ -6,12 +6,15 @@
 #include <utility>
 
 #include "absl/status/status.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "policy/searcher.h"
 #include "simulator/calibration.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
+#include "simulator/transition.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::server {
@@ -97,6 +100,87 @@ absl::Status SetCostModel(const Request& request, const RequestLimits& limits,
   if (!cost_model.ok()) return AsInvalidArgument(cost_model.status());
   out.cost_model = *std::move(cost_model);
   out.model_name = ModelName(request.model(), out.cost_model->problem());
+  return absl::OkStatus();
+}
+
+// Errors about the running deployment's cluster and plan carry their paths
+// under `current` ("cluster.num_gpus ..." -> "current.cluster.num_gpus ...").
+absl::Status UnderCurrent(const absl::Status& status) {
+  const absl::Status invalid = AsInvalidArgument(status);
+  if (invalid.ok() || absl::StartsWith(invalid.message(), "current.")) {
+    return invalid;
+  }
+  // The plan's checks name the cluster they were checked against.
+  return absl::InvalidArgumentError(
+      absl::StrReplaceAll(absl::StrCat("current.", invalid.message()),
+                          {{" cluster.", " current.cluster."}}));
+}
+
+// options.max_transition_seconds / transition_weight, and PlanRequest.current
+// checked against its own cluster: builds out.transition and
+// out.current_plans. Needs out.cost_model (the new problem).
+absl::Status SetTransition(const shardplan::v1::PlanRequest& request,
+                           const RequestLimits& limits,
+                           ValidatedPlanRequest& out) {
+  const shardplan::v1::SearchOptions& options = request.options();
+  const double max_s = options.max_transition_seconds();
+  if (!std::isfinite(max_s) || max_s < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.max_transition_seconds must be a finite number "
+                     ">= 0 (0 = no limit), got ",
+                     max_s));
+  }
+  if (options.has_transition_weight() &&
+      (!std::isfinite(options.transition_weight()) ||
+       options.transition_weight() < 0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.transition_weight must be a finite number >= 0, "
+                     "got ",
+                     options.transition_weight()));
+  }
+  if (!request.has_current()) {
+    if (max_s > 0 || options.has_transition_weight()) {
+      return absl::InvalidArgumentError(
+          "options.max_transition_seconds and options.transition_weight need "
+          "current (the running plan and its cluster)");
+    }
+    return absl::OkStatus();
+  }
+  const shardplan::v1::RunningDeployment& current = request.current();
+  if (!current.has_plan() || !current.has_cluster()) {
+    return absl::InvalidArgumentError(
+        "current needs both current.plan and current.cluster (the plan that "
+        "runs and the cluster it runs on)");
+  }
+  auto running_model =
+      BuildCostModel(request.model(), request.has_model(), current.cluster(),
+                     true, request.workload(), limits);
+  if (!running_model.ok()) return UnderCurrent(running_model.status());
+  auto plan = simulator::PlanDimsFromProto(current.plan());
+  if (!plan.ok()) return UnderCurrent(plan.status());
+  absl::Status fits = (*running_model)->ValidatePlan(*plan);
+  if (!fits.ok()) return UnderCurrent(fits);
+  simulator::RunningDeployment running;
+  running.problem = (*running_model)->problem();
+  running.plan = *plan;
+  running.kv_cache_bytes_per_gpu =
+      (*running_model)->Evaluate(*plan).kv_cache_bytes;
+  running.removed_nodes.assign(current.removed_nodes().begin(),
+                               current.removed_nodes().end());
+  auto model = simulator::TransitionModel::Create(std::move(running),
+                                                  out.cost_model->problem());
+  if (!model.ok()) return AsInvalidArgument(model.status());
+  auto objective = std::make_shared<simulator::TransitionObjective>();
+  objective->model = *std::move(model);
+  objective->max_seconds = max_s;
+  if (options.has_transition_weight()) {
+    objective->weight_per_s = options.transition_weight();
+  }
+  out.transition = std::move(objective);
+  for (const simulator::PlanDims& p : simulator::AdaptRunningPlan(
+           *plan, out.cost_model->problem().cluster.num_gpus)) {
+    if (out.cost_model->ValidatePlan(p).ok()) out.current_plans.push_back(p);
+  }
   return absl::OkStatus();
 }
 
@@ -190,6 +274,7 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   out.warm_start = !options.has_warm_start() || options.warm_start();
 
   RETURN_IF_ERROR(SetCostModel(request, limits, out));
+  RETURN_IF_ERROR(SetTransition(request, limits, out));
   return out;
 }
 

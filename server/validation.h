@@ -11,10 +11,12 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
+#include "simulator/transition.h"
 #include "simulator/types.h"
 
 namespace shardplan::server {
@@ -54,6 +56,11 @@ struct ValidatedPlanRequest {
   // end of the throughput range (server/plan_stream.cc).
   bool conservative = false;
   int top_n = kDefaultTopN;  // 1..kMaxTopN
+  // Re-planning (PlanRequest.current set; null otherwise): the objective, whose
+  // model diffs a plan against the running one, and the running plan adapted
+  // to the new cluster (the ones valid there), to warm-start the search.
+  std::shared_ptr<const simulator::TransitionObjective> transition;
+  std::vector<simulator::PlanDims> current_plans;
 };
 
 struct ValidatedEvaluateRequest {

@@ -126,4 +126,10 @@ int64_t StageFirstRank(const PlanPlacement& placement, int pp, int replica,
   return (static_cast<int64_t>(replica) * pp + stage) * placement.stage_size;
 }
 
+int StageLayerCount(const PlanDims& plan, int layers, int stage) {
+  const int pp = std::max(1, plan.pp);
+  if (plan.num_stage_layers == pp) return plan.stage_layers[stage];
+  return layers / pp + (stage < layers % pp ? 1 : 0);
+}
+
 }  // namespace shardplan::simulator

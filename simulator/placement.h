@@ -67,6 +67,11 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
 int64_t StageFirstRank(const PlanPlacement& placement, int pp, int replica,
                        int stage);
 
+// Layers of pipeline stage `stage` of `plan` for a model of `layers` layers:
+// plan.stage_layers when it lists every stage, else as uniform as possible
+// (the first layers % pp stages take one more).
+int StageLayerCount(const PlanDims& plan, int layers, int stage);
+
 }  // namespace shardplan::simulator
 
 #endif  // SHARDPLAN_SIMULATOR_PLACEMENT_H_

@@ -1060,7 +1060,6 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   for (int s = 0; s < num_stage_layers; ++s) {
     out.add_stage_layers(plan.stage_layers[s]);
   }
-  const bool explicit_stages = num_stage_layers == pp;
   out.set_micro_batches(plan.micro_batches);
   out.set_batch_size(plan.batch_size);
 
@@ -1070,8 +1069,7 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   const int layers = problem.model.layers;
   std::vector<int> stage_layers(pp);
   for (int s = 0; s < pp; ++s) {
-    stage_layers[s] = explicit_stages ? plan.stage_layers[s]
-                                      : layers / pp + (s < layers % pp ? 1 : 0);
+    stage_layers[s] = StageLayerCount(plan, layers, s);
   }
   // Node index -> group name, by consecutive node counts.
   auto group_of = [&problem](int64_t node) -> std::string {

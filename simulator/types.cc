@@ -104,60 +104,58 @@ ShardDims MegatronShardDims() {
   return dims;
 }
 
-namespace {
-
-// Weights of one layer's attention block (projections only; norms are
-// negligible).
-double AttentionParams(const ModelDims& m) {
+LayerParams LayerParamsOf(const ModelDims& m) {
+  LayerParams p;
   const double h = m.hidden;
   if (m.is_mla()) {
     const double qk_head =
         static_cast<double>(m.qk_nope_head_dim) + m.qk_rope_head_dim;
-    const double q =
-        m.q_lora_rank > 0
-            ? h * m.q_lora_rank + double{1} * m.q_lora_rank * m.heads * qk_head
-            : h * m.heads * qk_head;
+    p.q = m.q_lora_rank > 0 ? h * m.q_lora_rank +
+                                  double{1} * m.q_lora_rank * m.heads * qk_head
+                            : h * m.heads * qk_head;
     const double kv_down =
         h * (static_cast<double>(m.kv_lora_rank) + m.qk_rope_head_dim);
     const double kv_up =
         static_cast<double>(m.kv_lora_rank) * m.heads *
         (static_cast<double>(m.qk_nope_head_dim) + m.v_head_dim);
-    const double out = static_cast<double>(m.heads) * m.v_head_dim * h;
-    return q + kv_down + kv_up + out;
+    p.kv = kv_down + kv_up;
+    p.attn_out = static_cast<double>(m.heads) * m.v_head_dim * h;
+  } else {
+    p.q = h * m.heads * m.head_dim;
+    p.kv = 2.0 * h * m.kv_heads * m.head_dim;
+    p.attn_out = static_cast<double>(m.heads) * m.head_dim * h;
   }
-  const double q = h * m.heads * m.head_dim;
-  const double kv = 2.0 * h * m.kv_heads * m.head_dim;
-  const double out = static_cast<double>(m.heads) * m.head_dim * h;
-  return q + kv + out;
+  p.mlp_up = 2.0 * h * m.intermediate;
+  p.mlp_down = h * m.intermediate;
+  p.router = h * m.experts;
+  p.expert_up = 2.0 * h * m.moe_intermediate;
+  p.expert_down = h * m.moe_intermediate;
+  p.embedding_table = static_cast<double>(m.vocab) * m.hidden;
+  return p;
 }
 
-double EmbeddingParams(const ModelDims& m) {
-  const double table = static_cast<double>(m.vocab) * m.hidden;
-  return m.tie_embeddings ? table : 2.0 * table;
+namespace {
+
+double ModelParams(const ModelDims& m, int experts_counted) {
+  const LayerParams p = LayerParamsOf(m);
+  const double attention = p.q + p.kv + p.attn_out;
+  const double dense_mlp = p.mlp_up + p.mlp_down;
+  const double expert = p.expert_up + p.expert_down;
+  const double moe_mlp =
+      (static_cast<double>(experts_counted) + m.shared_experts) * expert +
+      p.router;
+  const double embedding =
+      m.tie_embeddings ? p.embedding_table : 2.0 * p.embedding_table;
+  return m.layers * attention + m.dense_layers() * dense_mlp +
+         m.moe_layers() * moe_mlp + embedding;
 }
 
 }  // namespace
 
-double ModelDims::TotalParams() const {
-  const double h = hidden;
-  const double dense_mlp = 3.0 * h * intermediate;
-  const double expert = 3.0 * h * moe_intermediate;
-  const double moe_mlp =
-      (static_cast<double>(experts) + shared_experts) * expert +
-      h * experts;  // router
-  return layers * AttentionParams(*this) + dense_layers() * dense_mlp +
-         moe_layers() * moe_mlp + EmbeddingParams(*this);
-}
+double ModelDims::TotalParams() const { return ModelParams(*this, experts); }
 
 double ModelDims::ActiveParams() const {
-  const double h = hidden;
-  const double dense_mlp = 3.0 * h * intermediate;
-  const double expert = 3.0 * h * moe_intermediate;
-  const double moe_mlp =
-      (static_cast<double>(experts_per_token) + shared_experts) * expert +
-      h * experts;
-  return layers * AttentionParams(*this) + dense_layers() * dense_mlp +
-         moe_layers() * moe_mlp + EmbeddingParams(*this);
+  return ModelParams(*this, experts_per_token);
 }
 
 bool PlanDims::operator==(const PlanDims& other) const {
@@ -212,6 +210,11 @@ std::string InfeasibleReasonText(const Evaluation& e) {
                              e.reason_value * 1e3, e.reason_limit * 1e3);
     case InfeasibleReason::kNoBatchFits:
       return "no decode batch size fits in memory and meets the TTFT/TPOT SLOs";
+    case InfeasibleReason::kTransitionTooSlow:
+      return absl::StrFormat(
+          "moving from the running plan takes %.1f s, over the %.1f s limit "
+          "(options.max_transition_seconds)",
+          e.reason_value, e.reason_limit);
   }
   return "infeasible";
 }

@@ -105,6 +105,22 @@ struct ModelDims {
   double ActiveParams() const;
 };
 
+// Parameters (elements) of each weight of one layer, and of the embedding
+// table: the one count that TotalParams, ActiveParams and the transition diff
+// (simulator/transition.h) share. Norms are negligible and left out.
+struct LayerParams {
+  double q = 0;                // query projection (MLA: q down + up)
+  double kv = 0;               // key/value projections (MLA: kv down + up)
+  double attn_out = 0;         // attention output projection
+  double mlp_up = 0;           // dense MLP gate + up
+  double mlp_down = 0;         // dense MLP down
+  double router = 0;           // MoE gate
+  double expert_up = 0;        // one expert's gate + up
+  double expert_down = 0;      // one expert's down
+  double embedding_table = 0;  // vocab x hidden (the LM head has as many)
+};
+LayerParams LayerParamsOf(const ModelDims& model);
+
 struct HardwareDims {
   std::string name;
   std::array<double, kNumDtypes> peak_flops_per_s{};  // indexed by Dtype
@@ -195,6 +211,7 @@ enum class InfeasibleReason : uint8_t {
   kTtftSlo,               // value: predicted TTFT s, limit: max TTFT s
   kTpotSlo,               // value: predicted TPOT s, limit: max TPOT s
   kNoBatchFits,           // concurrency 0 and no batch meets memory and SLOs
+  kTransitionTooSlow,     // re-planning: value: transition s, limit: max s
 };
 
 enum class Bottleneck : uint8_t {

@@ -85,7 +85,13 @@ ScoredPlan SearchRun::Score(const simulator::PlanDims& plan,
   ScoredPlan s;
   s.plan = plan;
   s.evaluation = e;
-  s.reward = RewardFor(e, reference_);
+  double penalty = 0;
+  if (options_.transition != nullptr) {
+    penalty = simulator::ApplyTransitionObjective(*options_.transition, plan,
+                                                  &s.evaluation);
+  }
+  s.reward = RewardFor(s.evaluation, reference_);
+  if (penalty > 0) s.reward = std::max(kFeasibleFloor, s.reward - penalty);
   return s;
 }
 

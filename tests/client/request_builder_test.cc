@@ -237,5 +237,42 @@ TEST(YamlToJsonTest, SyntaxErrorNamesTheLine) {
   EXPECT_THAT(json.status().message(), HasSubstr("line"));
 }
 
+// `replan --current` reads what `plan --output yaml|json` writes.
+TEST(RequestBuilderTest, RunningDeploymentFromManifestAndJsonLines) {
+  shardplan::v1::ClusterSpec next;
+  next.set_hardware("h100-sxm-80gb");
+  next.set_num_gpus(24);
+  next.set_gpus_per_node(8);
+  absl::StatusOr<shardplan::v1::RunningDeployment> yaml =
+      ParseRunningDeployment(
+          "apiVersion: shardplan.dev/v1\nkind: ShardingPlan\n"
+          "cluster: {hardware: h100-sxm-80gb, gpus: 32, gpusPerNode: 8}\n"
+          "parallelism: {replicas: 1, data: 1, tensor: 4, pipeline: 8, "
+          "expert: 1, microBatches: 8, batchSizePerReplica: 64}\n"
+          "operatorSharding: {qkv: column, attn_out: row}\n",
+          "running.yaml", next);
+  ASSERT_TRUE(yaml.ok()) << yaml.status();
+  EXPECT_EQ(yaml->cluster().num_gpus(), 32);
+  EXPECT_EQ(yaml->plan().tp(), 4);
+  EXPECT_EQ(yaml->plan().pp(), 8);
+  EXPECT_EQ(yaml->plan().batch_size(), 64);
+  EXPECT_EQ(yaml->plan().operator_sharding_size(), 2);
+
+  absl::StatusOr<shardplan::v1::RunningDeployment> json =
+      ParseRunningDeployment(
+          "{\"plan\": {\"tp\": 8}}\n{\"plan\": {\"tp\": 8, \"pp\": 2, "
+          "\"replicas\": 2}, \"final\": true}\n",
+          "running.jsonl", next);
+  ASSERT_TRUE(json.ok()) << json.status();
+  EXPECT_EQ(json->plan().pp(), 2);
+  EXPECT_EQ(json->cluster().num_gpus(), 32);  // the plan's GPUs
+  EXPECT_EQ(json->cluster().hardware(), "h100-sxm-80gb");
+
+  absl::StatusOr<shardplan::v1::RunningDeployment> bad =
+      ParseRunningDeployment("kind: Other\n", "x.yaml", next);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(bad.status().message()), HasSubstr("x.yaml"));
+}
+
 }  // namespace
 }  // namespace shardplan::client

@@ -83,6 +83,36 @@ assert doc['kind'] == 'ShardingPlan', doc
 assert doc['parallelism']['tensor'] * doc['parallelism']['data'] * doc['parallelism']['pipeline'] == 8, doc
 " "${WORK}/out" || fail "plan --output yaml is not a valid manifest"
 
+# replan: from what plan --output yaml / json wrote, on the same cluster (nothing moves) and
+# on one node fewer (70B, 16 -> 8 GPUs).
+cp "${WORK}/out" "${WORK}/current.yaml"
+expect_rc 0 "${CLI}" replan "${PLAN_ARGS[@]}" --method megatron --current "${WORK}/current.yaml"
+for want in "Re-plan of llama-3.1-8b" "running" "throughput" "TPOT" "memory per GPU" "Transition" "8 GPUs unchanged"; do
+  grep -q "${want}" "${WORK}/out" || fail "replan table lacks '${want}': $(cat "${WORK}/out")"
+done
+REPLAN_ARGS=(--server "${SERVER}" --model llama-3.1-70b --isl 1024 --osl 256 --seed 7
+             --max-evaluations 300 --max-seconds 20 --deadline-seconds 120 --method genetic)
+expect_rc 0 "${CLI}" plan "${REPLAN_ARGS[@]}" --gpus 16 --output json
+cp "${WORK}/out" "${WORK}/current.jsonl"
+expect_rc 0 "${CLI}" replan "${REPLAN_ARGS[@]}" --gpus 8 --current "${WORK}/current.jsonl" --output json
+"${PY}" - "${WORK}/out" <<'PYEOF' || fail "replan --output json lacks the transition"
+import json, sys
+updates = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert updates and all("transition" in u for u in updates), "update without transition"
+t = updates[-1]["transition"]
+# A node is gone: its requests' KV cache is lost; the bytes add up (peers + storage, per node).
+assert t.get("kvBytesLost", 0) > 0, t
+total = t.get("totalBytes", 0)
+assert abs(total - t.get("peerBytes", 0) - t.get("storageBytes", 0)) <= 1e-6 * max(1, total), t
+assert abs(total - sum(n.get("bytes", 0) for n in t.get("nodeLoads", []))) <= 1e-6 * max(1, total), t
+assert (total > 0) == (t.get("estimatedSeconds", 0) > 0), t
+print(f"replan: {t.get('totalBytes', 0) / 1e9:.1f} GB, KV lost {t['kvBytesLost'] / 1e9:.1f} GB")
+PYEOF
+# A removed node that is not in the running cluster is the user's mistake (exit 4).
+expect_rc 4 "${CLI}" replan "${REPLAN_ARGS[@]}" --gpus 8 --current "${WORK}/current.jsonl" --removed-nodes 5
+grep -q "current.removed_nodes\[0\]" "${WORK}/err" || fail "bad --removed-nodes message: $(cat "${WORK}/err")"
+expect_rc 2 "${CLI}" replan "${REPLAN_ARGS[@]}" --gpus 8 --current "${WORK}/missing.json"
+
 # plan --emit vllm / sglang / trtllm
 expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm
 grep -q "vllm serve meta-llama/Llama-3.1-8B-Instruct" "${WORK}/out" || fail "--emit vllm: $(cat "${WORK}/out")"

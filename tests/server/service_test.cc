@@ -17,6 +17,9 @@
 #include "gtest/gtest.h"
 #include "server/server.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
+#include "simulator/cost_model.h"
+#include "simulator/megatron.h"
+#include "simulator/spec.h"
 #include "tests/server/test_util.h"
 
 namespace shardplan::server {
@@ -313,6 +316,39 @@ TEST_F(ServiceTest, ConservativeObjectiveRanksByTheRangesLowEnd) {
   EXPECT_GE(
       result.updates.back().prediction().output_tokens_per_s_range().low(),
       previous);
+}
+
+// Re-planning: every update carries the transition from the running plan; the
+// running plan itself (here the Megatron baseline on the same cluster) moves
+// nothing.
+TEST_F(ServiceTest, ReplanUpdatesCarryTheTransition) {
+  StartServer();
+  script_.improvements = 2;
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-70b", 16);
+  absl::StatusOr<simulator::Problem> problem =
+      testing::MakeProblem("llama-3.1-70b", 16);
+  ASSERT_TRUE(problem.ok());
+  auto model = simulator::CostModel::Create(*problem);
+  ASSERT_TRUE(model.ok());
+  *request.mutable_current()->mutable_plan() =
+      simulator::PlanToProto(simulator::MegatronPlan(**model), *problem);
+  *request.mutable_current()->mutable_cluster() = request.cluster();
+  StreamResult result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_GE(result.updates.size(), 2u);
+  for (const PlanUpdate& update : result.updates) {
+    EXPECT_TRUE(update.has_transition()) << update.kind();
+  }
+  const shardplan::v1::Transition& t = result.updates.front().transition();
+  EXPECT_EQ(t.total_bytes(), 0);
+  EXPECT_EQ(t.gpus_unchanged(), 16);
+  EXPECT_TRUE(t.rolling());
+  EXPECT_EQ(t.node_loads_size(), 0);
+
+  request.mutable_current()->mutable_plan()->set_tp(3);
+  result = Plan(request);
+  EXPECT_EQ(result.status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(result.status.error_message(), StartsWith("current.plan."));
 }
 
 TEST_F(ServiceTest, ListCatalog) {

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
@@ -165,6 +166,83 @@ TEST(ValidationTest, EvaluateRequestNeedsAValidPlan) {
       ValidateEvaluateRequest(request);
   ASSERT_TRUE(validated.ok()) << validated.status();
   EXPECT_EQ(validated->plan.tp, 8);
+}
+
+// Re-planning: PlanRequest.current is checked against its own cluster, and
+// the transition options need it.
+shardplan::v1::PlanRequest ReplanRequest() {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-70b", 16);
+  shardplan::v1::RunningDeployment* current = request.mutable_current();
+  *current->mutable_cluster() = request.cluster();
+  current->mutable_cluster()->set_num_gpus(24);
+  current->mutable_plan()->set_replicas(3);
+  current->mutable_plan()->set_tp(8);
+  current->mutable_plan()->set_pp(1);
+  current->mutable_plan()->set_dp(1);
+  return request;
+}
+
+TEST(ValidationTest, ReplanRequestBuildsTheTransitionObjective) {
+  absl::StatusOr<ValidatedPlanRequest> v =
+      ValidatePlanRequest(ReplanRequest(), Limits());
+  ASSERT_TRUE(v.ok()) << v.status();
+  ASSERT_NE(v->transition, nullptr);
+  EXPECT_EQ(v->transition->max_seconds, 0);
+  EXPECT_FALSE(v->transition->weight_per_s.has_value());
+  // The running plan adapted to 16 GPUs: 2 replicas of tp 8.
+  ASSERT_FALSE(v->current_plans.empty());
+  EXPECT_EQ(v->current_plans.front().replicas * v->current_plans.front().tp,
+            16);
+  EXPECT_EQ(v->transition->model->old_node_of(), std::vector<int>({0, 1}));
+  EXPECT_EQ(ValidatePlanRequest(MakePlanRequest("llama-3.1-70b", 16), Limits())
+                ->transition,
+            nullptr);
+}
+
+TEST(ValidationTest, ReplanErrorsNameTheFieldUnderCurrent) {
+  shardplan::v1::PlanRequest request = ReplanRequest();
+  request.mutable_current()->mutable_plan()->set_tp(3);
+  absl::Status s = Check(request);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), StartsWith("current.plan."));
+
+  request = ReplanRequest();
+  request.mutable_current()->mutable_plan()->set_replicas(2);  // 16 != 24
+  s = Check(request);
+  EXPECT_THAT(std::string(s.message()),
+              StartsWith("current.plan.replicas*dp*tp*pp"));
+  EXPECT_THAT(std::string(s.message()),
+              HasSubstr("current.cluster.num_gpus (24)"));
+
+  request = ReplanRequest();
+  request.mutable_current()->mutable_cluster()->set_num_gpus(0);
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("current.cluster."));
+
+  request = ReplanRequest();
+  request.mutable_current()->clear_cluster();
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("current needs both"));
+
+  request = ReplanRequest();
+  request.mutable_current()->add_removed_nodes(7);
+  s = Check(request);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(s.message()), StartsWith("current.removed_nodes[0]"));
+
+  request = ReplanRequest();
+  request.mutable_options()->set_max_transition_seconds(-1);
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("options.max_transition_seconds"));
+  request = ReplanRequest();
+  request.mutable_options()->set_transition_weight(
+      std::numeric_limits<double>::quiet_NaN());
+  EXPECT_THAT(std::string(Check(request).message()),
+              StartsWith("options.transition_weight"));
+
+  request = MakePlanRequest("llama-3.1-70b", 16);
+  request.mutable_options()->set_max_transition_seconds(30);
+  EXPECT_THAT(std::string(Check(request).message()), HasSubstr("need current"));
 }
 
 }  // namespace

@@ -1,0 +1,144 @@
+// Re-planning: what moving a running deployment to a new plan on a changed
+// cluster costs. The diff is placement-aware (simulator/placement.h decides
+// which GPU of which node holds which shard: the layer range of its stage, its
+// tensor-parallel slice, its expert subset, its replica): a GPU that already
+// holds what the new plan puts there loads nothing, a node that disappears
+// loses its shards, and every node is told what it loads. See
+// docs/server-and-api.md (re-planning) for the rules and the figures.
+#ifndef SHARDPLAN_SIMULATOR_TRANSITION_H_
+#define SHARDPLAN_SIMULATOR_TRANSITION_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+
+// Read bandwidth per node for weights no surviving GPU holds (loaded from the
+// checkpoint on shared storage): 5 GB/s, the top of the NFS v4 row (1-5 GB/s)
+// of the storage table at
+// https://flashgenius.net/guides/storage-systems-for-ai-workloads-ncp-aii-guide
+// (a DGX H100's local NVMe RAID reads ~50 GB/s by the same table; checkpoints
+// usually come from the shared file system, so this is the conservative
+// figure).
+inline constexpr double kStorageBytesPerSPerNode = 5e9;
+
+// The deployment that runs now.
+struct RunningDeployment {
+  Problem problem;  // the model, the cluster it runs on, the workload
+  PlanDims plan;    // passed CostModel::ValidatePlan for `problem`
+  // KV cache per GPU of the in-flight requests (Evaluation.kv_cache_bytes at
+  // the running batch).
+  double kv_cache_bytes_per_gpu = 0;
+  // Nodes of problem.cluster that are gone. Empty: when the new cluster has
+  // fewer nodes, the last ones.
+  std::vector<int> removed_nodes;
+};
+
+// What one node of the new cluster loads.
+struct NodeLoad {
+  int node = 0;  // index in the new cluster
+  std::string node_group;
+  double bytes = 0;
+  double seconds = 0;
+  // "replica 0 stage 1 layers 42-83 tp slices 0-7/8 (12.3 GB)", pieces joined
+  // by "; "; MoE pieces name their experts ("experts 64-95").
+  std::string what;
+};
+
+struct TransitionCost {
+  // Weight bytes to load: the busiest GPU, and all GPUs together; of the
+  // total, copied from surviving GPUs and read from storage.
+  double max_bytes_per_gpu = 0;
+  double total_bytes = 0;
+  double peer_bytes = 0;
+  double storage_bytes = 0;
+  // KV cache of the in-flight requests of every running replica that loses a
+  // GPU or whose shards change: they must be prefilled again.
+  double kv_bytes_lost = 0;
+  // GPUs of the new plan that keep exactly the shard they hold.
+  int gpus_unchanged = 0;
+  // The slowest GPU: its peer bytes over its InfiniBand link plus its node's
+  // storage bytes at kStorageBytesPerSPerNode.
+  double estimated_seconds = 0;
+  // The same plan deployed from nothing (every shard from storage): the
+  // scale of the default objective (TransitionPenalty).
+  double fresh_seconds = 0;
+  // Some running replica keeps all its GPUs and shards (it serves while the
+  // others reload), or nothing changes at all.
+  bool rolling = false;
+  std::vector<NodeLoad> node_loads;  // Diff(..., true) only; loading nodes
+};
+
+// Immutable after Create; Diff is thread-safe and costs O(GPUs).
+class TransitionModel {
+ public:
+  // INVALID_ARGUMENT naming `current.removed_nodes` when a removed node is out
+  // of range or repeated, or when the new cluster has fewer nodes than
+  // survive. `next` is the new problem (same model; the new cluster).
+  static absl::StatusOr<std::unique_ptr<const TransitionModel>> Create(
+      RunningDeployment running, const Problem& next,
+      double storage_bytes_per_s_per_node = kStorageBytesPerSPerNode);
+
+  // The cost of moving to `plan` (valid for the new problem). With
+  // `with_node_loads`, also what each node loads.
+  TransitionCost Diff(const PlanDims& plan, bool with_node_loads = false) const;
+
+  const RunningDeployment& running() const { return running_; }
+  // Per node of the new cluster: the node of the running cluster it is, or -1
+  // for an added node. Nodes match by index (survivors keep their order), or
+  // by node-group name and order inside the group when both clusters name
+  // their groups.
+  const std::vector<int>& old_node_of() const { return old_node_of_; }
+
+ private:
+  TransitionModel(RunningDeployment running, const Problem& next,
+                  double storage_bytes_per_s_per_node);
+  RunningDeployment running_;
+  Problem next_;
+  double storage_bytes_per_s_per_node_;
+  std::vector<int> old_node_of_;
+  std::vector<bool> old_node_survives_;
+  // Layer l (embedding 0, layers 1..L, LM head L+1) is held by a surviving,
+  // complete stage of a running replica: prefix sums of that indicator.
+  std::vector<int> peer_layers_prefix_;
+};
+
+// Fraction of throughput the default objective trades for a transition that
+// takes as long as deploying the plan from nothing.
+inline constexpr double kDefaultTransitionShare = 0.05;
+
+// The re-planning objective of one request.
+struct TransitionObjective {
+  std::shared_ptr<const TransitionModel> model;
+  double max_seconds = 0;  // > 0: plans slower to reach are infeasible
+  // Log-throughput traded per second of transition; unset: the default rule,
+  // kDefaultTransitionShare * estimated_seconds / fresh_seconds (a plan that
+  // moves every weight must be 5% faster than one that keeps them).
+  std::optional<double> weight_per_s;
+};
+
+// The log-throughput penalty of `cost` under `objective` (>= 0).
+double TransitionPenalty(const TransitionObjective& objective,
+                         const TransitionCost& cost);
+
+// Applies `objective` to `plan`'s `evaluation`: marks it infeasible
+// (kTransitionTooSlow) when the transition exceeds max_seconds, and returns
+// the penalty (0 for plans already infeasible).
+double ApplyTransitionObjective(const TransitionObjective& objective,
+                                const PlanDims& plan, Evaluation* evaluation);
+
+// Candidate warm starts on the new problem derived from the running plan: the
+// plan itself, then the same replica shape with as many replicas as the new
+// GPUs allow, then the same stage shape with the pipeline depth that fills
+// them. Unvalidated; callers keep the ones CostModel::ValidatePlan accepts.
+std::vector<PlanDims> AdaptRunningPlan(const PlanDims& running,
+                                       int new_num_gpus);
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_TRANSITION_H_
