@@ -182,6 +182,10 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
                    "expected (default) or conservative: stream as best the "
                    "plan with the highest low end of its throughput range")
       ->check(CLI::IsMember({"expected", "conservative"}));
+  plan->add_option("--disaggregation", search.disaggregation,
+                   "auto (default): search aggregated and disaggregated "
+                   "prefill/decode plans and show the best of each; off; only")
+      ->check(CLI::IsMember({"auto", "off", "only"}));
 
   CLI::App* evaluate = app.add_subcommand("evaluate", "Predict one given plan");
   AddGlobalOptions(evaluate, &g, true, true, false);

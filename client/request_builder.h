@@ -57,6 +57,8 @@ struct SearchFlags {
   uint32_t seed = 0;
   bool no_warm_start = false;
   std::string objective;  // "" = server default (expected) | conservative
+  // "" = server default (auto) | auto | off | only
+  std::string disaggregation;
 };
 
 // `evaluate`-only flags.

@@ -16,6 +16,7 @@
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "policy/baselines.h"
+#include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
 #include "server/elite_store.h"
 #include "server/status_util.h"
@@ -363,6 +364,35 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     return stored;
   }
 
+  // options.disaggregation "auto" / "only": the disaggregated sweep
+  // (policy/disaggregated_grid.h) after the aggregated search, on the same
+  // evaluation budget. "auto" reports the best of each kind in the summary;
+  // "only" makes the disaggregated best the answer. Disaggregated plans are
+  // not persisted in the elite store. Worker thread.
+  void AddDisaggregated(const simulator::Problem& problem) {
+    const policy::DisaggregatedSweep sweep = policy::SweepDisaggregated(
+        *request_.cost_model, request_.max_evaluations,
+        Throughput(baseline_.evaluation), token_);
+    if (sweep.found) {
+      *summary_.mutable_best_disaggregated_plan() =
+          simulator::PlanToProto(sweep.best.plan, problem);
+      *summary_.mutable_best_disaggregated() =
+          simulator::PredictionToProto(sweep.best.evaluation, problem);
+    }
+    if (request_.disaggregation == "only") {
+      best_ = sweep.best;
+      best_tps_ = Throughput(sweep.best.evaluation);
+      best_score_ = Score(sweep.best);
+      return;
+    }
+    if (best_.evaluation.feasible) {
+      *summary_.mutable_best_aggregated_plan() =
+          simulator::PlanToProto(best_.plan, problem);
+      *summary_.mutable_best_aggregated() =
+          simulator::PredictionToProto(best_.evaluation, problem);
+    }
+  }
+
   // The job, on a worker thread.
   void RunSearch(int slot) {
     ServerMetrics& metrics = *deps_.metrics;
@@ -437,6 +467,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
           best_score_ = score;
         }
       }
+    }
+
+    if (request_.disaggregation != "off" && !token_.cancelled()) {
+      AddDisaggregated(problem);
     }
 
     // Persist before the final update goes out: a client that saw `final` can

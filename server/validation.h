@@ -49,6 +49,9 @@ struct ValidatedPlanRequest {
   // options.objective "conservative": the stream's best is chosen by the low
   // end of the throughput range (server/plan_stream.cc).
   bool conservative = false;
+  // options.disaggregation: "auto" (default; search both kinds, report the
+  // best of each), "off" (aggregated only), "only" (disaggregated only).
+  std::string disaggregation = "auto";
 };
 
 struct ValidatedEvaluateRequest {

@@ -83,6 +83,10 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
 
   e.prefill_s = pre.chain_s;
   e.prefill_batch_size = prefill_batch;
+  e.prefill_instances = plan.prefill_instances;
+  e.prefill_instance_gpus = plan.prefill.gpus();
+  e.decode_instances = plan.decode_instances;
+  e.decode_instance_gpus = decode.instance_gpus();
   e.prefill_weights_bytes = pre.weights_bytes;
   e.prefill_kv_cache_bytes = pre.kv_cache_bytes;
   e.prefill_activations_bytes = pre.activations_bytes;

@@ -303,6 +303,8 @@ struct Evaluation {
   double prefill_kv_cache_bytes = 0;
   double prefill_activations_bytes = 0;
   int prefill_batch_size = 0;
+  int prefill_instances = 0, prefill_instance_gpus = 0;
+  int decode_instances = 0, decode_instance_gpus = 0;
 };
 
 // "weights need 141.2 GB per GPU, 80.0 GB available"; "" when feasible.
