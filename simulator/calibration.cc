@@ -332,26 +332,39 @@ PlanDims RowPlan(const MeasuredRow& row) {
   return plan;
 }
 
-absl::StatusOr<std::vector<RowPrediction>> PredictRows(
-    const std::vector<MeasuredRow>& rows,
-    const std::vector<CalibrationProfile>& profiles) {
+namespace {
+
+// Predicts each row (aggregated or disaggregated) with its engine's profile.
+template <typename Row, typename ProblemOf, typename PlanOf>
+absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
+    const std::vector<Row>& rows,
+    const std::vector<CalibrationProfile>& profiles, ProblemOf problem_of,
+    PlanOf plan_of) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
   std::vector<RowPrediction> out;
   out.reserve(rows.size());
-  for (const MeasuredRow& row : rows) {
-    ASSIGN_OR_RETURN(Problem problem, RowProblem(row));
+  for (const Row& row : rows) {
+    ASSIGN_OR_RETURN(Problem problem, problem_of(row));
     ASSIGN_OR_RETURN(
         std::unique_ptr<const CostModel> model,
         CostModel::Create(std::move(problem),
                           ProfileFor(profiles, row.engine).calibration));
-    const PlanDims plan = RowPlan(row);
+    const PlanDims plan = plan_of(row);
     RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
                              absl::StrCat("csv line ", row.line)));
     const Evaluation e = model->Evaluate(plan);
     out.push_back({e.ttft_s, e.tpot_s, e.feasible, e.prefill_s});
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RowPrediction>> PredictRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, RowProblem, RowPlan);
 }
 
 double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
@@ -655,23 +668,8 @@ PlanDims DisaggregatedRowPlan(const DisaggregatedRow& row) {
 absl::StatusOr<std::vector<RowPrediction>> PredictDisaggregatedRows(
     const std::vector<DisaggregatedRow>& rows,
     const std::vector<CalibrationProfile>& profiles) {
-  if (profiles.empty())
-    return absl::InvalidArgumentError("no calibration profiles");
-  std::vector<RowPrediction> out;
-  out.reserve(rows.size());
-  for (const DisaggregatedRow& row : rows) {
-    ASSIGN_OR_RETURN(Problem problem, DisaggregatedRowProblem(row));
-    ASSIGN_OR_RETURN(
-        std::unique_ptr<const CostModel> model,
-        CostModel::Create(std::move(problem),
-                          ProfileFor(profiles, row.engine).calibration));
-    const PlanDims plan = DisaggregatedRowPlan(row);
-    RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
-                             absl::StrCat("csv line ", row.line)));
-    const Evaluation e = model->Evaluate(plan);
-    out.push_back({e.ttft_s, e.tpot_s, e.feasible, e.prefill_s});
-  }
-  return out;
+  return PredictEachRow(rows, profiles, DisaggregatedRowProblem,
+                        DisaggregatedRowPlan);
 }
 
 absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(

@@ -1093,27 +1093,30 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
     e.reason_limit =
         std::max(0.0, k.capacity_bytes - e.weights_bytes - e.activations_bytes);
   }
-  if (decode_only) {
-    // SLOs are checked on the whole disaggregated plan.
-  } else if (e.feasible && k.max_ttft_s > 0 && e.ttft_s > k.max_ttft_s) {
-    e.feasible = false;
-    e.reason = InfeasibleReason::kTtftSlo;
-    e.reason_value = e.ttft_s;
-    e.reason_limit = k.max_ttft_s;
-  } else if (e.feasible && k.max_tpot_s > 0 && e.tpot_s > k.max_tpot_s) {
-    e.feasible = false;
-    e.reason = InfeasibleReason::kTpotSlo;
-    e.reason_value = e.tpot_s;
-    e.reason_limit = k.max_tpot_s;
-  }
-  if (!e.feasible) {
-    e.output_tokens_per_s = 0;
-    e.output_tokens_per_s_per_gpu = 0;
-  }
+  // A disaggregated plan's SLOs are checked on the whole plan.
+  ApplySlos(decode_only ? 0 : k.max_ttft_s, decode_only ? 0 : k.max_tpot_s, &e);
   return e;
 }
 
 }  // namespace
+
+void ApplySlos(double max_ttft_s, double max_tpot_s, Evaluation* e) {
+  if (e->feasible && max_ttft_s > 0 && e->ttft_s > max_ttft_s) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTtftSlo;
+    e->reason_value = e->ttft_s;
+    e->reason_limit = max_ttft_s;
+  } else if (e->feasible && max_tpot_s > 0 && e->tpot_s > max_tpot_s) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTpotSlo;
+    e->reason_value = e->tpot_s;
+    e->reason_limit = max_tpot_s;
+  }
+  if (!e->feasible) {
+    e->output_tokens_per_s = 0;
+    e->output_tokens_per_s_per_gpu = 0;
+  }
+}
 
 // The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
 // (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in

@@ -113,22 +113,8 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
           0.0, d.capacity_bytes - pre.weights_bytes - pre.activations_bytes);
     }
   }
-  const WorkloadDims& w = problem.workload;
-  if (e.feasible && w.max_ttft_s > 0 && e.ttft_s > w.max_ttft_s) {
-    e.feasible = false;
-    e.reason = InfeasibleReason::kTtftSlo;
-    e.reason_value = e.ttft_s;
-    e.reason_limit = w.max_ttft_s;
-  } else if (e.feasible && w.max_tpot_s > 0 && e.tpot_s > w.max_tpot_s) {
-    e.feasible = false;
-    e.reason = InfeasibleReason::kTpotSlo;
-    e.reason_value = e.tpot_s;
-    e.reason_limit = w.max_tpot_s;
-  }
-  if (!e.feasible) {
-    e.output_tokens_per_s = 0;
-    e.output_tokens_per_s_per_gpu = 0;
-  }
+  internal::ApplySlos(problem.workload.max_ttft_s, problem.workload.max_tpot_s,
+                      &e);
   return e;
 }
 

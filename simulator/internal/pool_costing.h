@@ -22,6 +22,10 @@ struct PrefillInstanceCost {
   int tp_nodes = 1, ep_nodes = 1, replica_nodes = 1;
 };
 
+// Marks `e` infeasible when it misses a TTFT or TPOT SLO (0: none), and
+// zeroes the throughput of an infeasible evaluation.
+void ApplySlos(double max_ttft_s, double max_tpot_s, Evaluation* e);
+
 class PoolCosting {
  public:
   // ValidatePlan of one instance (replicas must be 1) on its own GPUs.

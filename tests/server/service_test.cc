@@ -171,6 +171,31 @@ TEST_F(ServiceTest, InvalidRequestsGetInvalidArgumentAndServerStaysUp) {
   EXPECT_EQ(script_.started(), 0) << "no search ran for invalid requests";
 }
 
+TEST_F(ServiceTest, DisaggregationAutoReportsTheBestOfEachKind) {
+  StartServer();
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  StreamResult result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  const shardplan::v1::SearchSummary& summary = result.updates.back().summary();
+  ASSERT_TRUE(summary.has_best_disaggregated());
+  EXPECT_TRUE(summary.best_disaggregated().disaggregated());
+  EXPECT_GT(summary.best_disaggregated_plan().decode_instances(), 0);
+  ASSERT_TRUE(summary.has_best_aggregated());
+  EXPECT_FALSE(summary.best_aggregated().disaggregated());
+  EXPECT_FALSE(result.updates.back().prediction().disaggregated());
+
+  request.mutable_options()->set_disaggregation("only");
+  result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_TRUE(result.updates.back().prediction().disaggregated());
+  EXPECT_FALSE(result.updates.back().summary().has_best_aggregated());
+
+  request.mutable_options()->set_disaggregation("off");
+  result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_FALSE(result.updates.back().summary().has_best_disaggregated());
+}
+
 TEST_F(ServiceTest, EvaluatePlanPredictsDisaggregatedPlans) {
   StartServer();
   shardplan::v1::EvaluateRequest evaluate;
