@@ -200,50 +200,63 @@ absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
 
 // --- Rows ---
 
-absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
-                                                     bool validation_only) {
+namespace {
+
+// A calibration CSV: column index by name and the non-empty data lines
+// (1-based line number, fields).
+struct CsvTable {
+  std::map<std::string, int> col;
+  std::vector<std::pair<int, std::vector<std::string>>> rows;
+};
+
+// INVALID_ARGUMENT on a missing `required` column or a line whose field count
+// differs from the header's.
+absl::StatusOr<CsvTable> ReadCsvTable(
+    absl::string_view csv_text, const std::vector<std::string>& required) {
   std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
   if (lines.empty()) return absl::InvalidArgumentError("csv: empty");
   const std::vector<std::string> header =
       SplitCsvLine(absl::StripSuffix(lines[0], "\r"));
-  std::map<std::string, int> col;
+  CsvTable table;
   for (size_t i = 0; i < header.size(); ++i)
-    col[header[i]] = static_cast<int>(i);
-  const char* required[] = {"id",
-                            "backend",
-                            "backend_version",
-                            "model_path",
-                            "precision",
-                            "mode",
-                            "isl",
-                            "osl",
-                            "gemm_quant_mode",
-                            "batch_size",
-                            "tp_size",
-                            "pp_size",
-                            "attention_dp_size",
-                            "moe_tp_size",
-                            "moe_ep_size",
-                            "silicon_ttft_ms",
-                            "silicon_tpot_ms"};
-  for (const char* r : required) {
-    if (col.find(r) == col.end()) {
+    table.col[header[i]] = static_cast<int>(i);
+  for (const std::string& r : required) {
+    if (table.col.find(r) == table.col.end()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("csv: missing column \"%s\"", r));
     }
   }
-  ParsedMeasurements out;
-  int data_index = 0;
   for (size_t li = 1; li < lines.size(); ++li) {
     absl::string_view line = absl::StripSuffix(lines[li], "\r");
     if (line.empty()) continue;
     const int line_no = static_cast<int>(li) + 1;
-    const std::vector<std::string> f = SplitCsvLine(line);
+    std::vector<std::string> f = SplitCsvLine(line);
     if (f.size() != header.size()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("csv line %d: %d fields, header has %d", line_no,
                           f.size(), header.size()));
     }
+    table.rows.emplace_back(line_no, std::move(f));
+  }
+  return table;
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
+                                                     bool validation_only) {
+  ASSIGN_OR_RETURN(
+      CsvTable table,
+      ReadCsvTable(
+          csv_text,
+          {"id", "backend", "backend_version", "model_path", "precision",
+           "mode", "isl", "osl", "gemm_quant_mode", "batch_size", "tp_size",
+           "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
+           "silicon_ttft_ms", "silicon_tpot_ms"}));
+  std::map<std::string, int>& col = table.col;
+  ParsedMeasurements out;
+  int data_index = 0;
+  for (const auto& [line_no, f] : table.rows) {
     auto get = [&](const char* c) -> const std::string& { return f[col[c]]; };
     const int index = data_index++;
     if (get("mode") != "agg") {
@@ -514,13 +527,6 @@ MeasuredPool ResolvePool(MeasuredPool pool) {
 
 absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     absl::string_view csv_text) {
-  std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
-  if (lines.empty()) return absl::InvalidArgumentError("csv: empty");
-  const std::vector<std::string> header =
-      SplitCsvLine(absl::StripSuffix(lines[0], "\r"));
-  std::map<std::string, int> col;
-  for (size_t i = 0; i < header.size(); ++i)
-    col[header[i]] = static_cast<int>(i);
   std::vector<std::string> required = {"id",
                                        "silicon_data_source",
                                        "backend",
@@ -538,24 +544,11 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
       required.push_back(absl::StrCat(pool, f));
     }
   }
-  for (const std::string& r : required) {
-    if (col.find(r) == col.end()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("csv: missing column \"%s\"", r));
-    }
-  }
+  ASSIGN_OR_RETURN(CsvTable table, ReadCsvTable(csv_text, required));
+  std::map<std::string, int>& col = table.col;
   ParsedDisaggregated out;
   int data_index = 0;
-  for (size_t li = 1; li < lines.size(); ++li) {
-    absl::string_view line = absl::StripSuffix(lines[li], "\r");
-    if (line.empty()) continue;
-    const int line_no = static_cast<int>(li) + 1;
-    const std::vector<std::string> f = SplitCsvLine(line);
-    if (f.size() != header.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("csv line %d: %d fields, header has %d", line_no,
-                          f.size(), header.size()));
-    }
+  for (const auto& [line_no, f] : table.rows) {
     auto get = [&](const std::string& c) -> const std::string& {
       return f[col[c]];
     };
