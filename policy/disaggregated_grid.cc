@@ -32,8 +32,8 @@ std::vector<Layout> InstanceLayouts(const simulator::Problem& problem,
 
 }  // namespace
 
-std::vector<PlanDims> DisaggregatedCandidates(
-    const simulator::CostModel& model) {
+std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
+                                              size_t limit) {
   const simulator::Problem& problem = model.problem();
   const int n = problem.cluster.num_gpus;
   std::vector<PlanDims> out;
@@ -63,6 +63,7 @@ std::vector<PlanDims> DisaggregatedCandidates(
               p.pp = dl.pp;
               p.ep = dl.ep;
               if (model.ValidatePlan(p).ok()) out.push_back(p);
+              if (out.size() >= limit) return out;
             }
           }
         }
@@ -77,7 +78,8 @@ DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
                                       double baseline_tokens_per_s,
                                       const CancellationToken& token) {
   DisaggregatedSweep sweep;
-  const std::vector<PlanDims> candidates = DisaggregatedCandidates(model);
+  const std::vector<PlanDims> candidates = DisaggregatedCandidates(
+      model, static_cast<size_t>(std::max(0, max_evaluations)));
   sweep.candidates = static_cast<int>(candidates.size());
   for (const PlanDims& plan : candidates) {
     if (sweep.evaluations >= max_evaluations || token.cancelled()) break;

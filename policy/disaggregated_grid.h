@@ -18,9 +18,11 @@ namespace shardplan::policy {
 // covers, in sweep order (instance layouts of 1, 2, 4, ... GPUs: tp a power
 // of two up to a node, pp filling the rest; MoE: dp attention with ep over the
 // instance, or tp with ep 1; prefill batch 1, 2 or 4; decode batch 0 = best).
-// Cost: one ValidatePlan per candidate. Allocates.
+// At most `limit` of them (the first in sweep order), so that large clusters
+// stay bounded in time and memory. Cost: one ValidatePlan per candidate
+// tried. Allocates.
 std::vector<simulator::PlanDims> DisaggregatedCandidates(
-    const simulator::CostModel& model);
+    const simulator::CostModel& model, size_t limit);
 
 struct DisaggregatedSweep {
   ScoredPlan best;  // infeasible (evaluation.feasible false) when none fits

@@ -16,8 +16,9 @@ TEST(DisaggregatedGridTest, CandidatesAreValidAndCoverSplits) {
   auto model = MakeCostModel("llama-3.1-8b", 8, 4096, 512);
   ASSERT_TRUE(model.ok()) << model.status();
   const std::vector<simulator::PlanDims> candidates =
-      DisaggregatedCandidates(**model);
+      DisaggregatedCandidates(**model, 1 << 20);
   ASSERT_FALSE(candidates.empty());
+  EXPECT_EQ(DisaggregatedCandidates(**model, 5).size(), 5u);
   std::set<std::pair<int, int>> splits;
   for (const simulator::PlanDims& p : candidates) {
     EXPECT_TRUE(p.disaggregated);
@@ -39,7 +40,8 @@ TEST(DisaggregatedGridTest, SweepFindsTheBestWithinBudget) {
   ASSERT_TRUE(all.found);
   EXPECT_EQ(all.evaluations, all.candidates);
   // No candidate beats the sweep's best.
-  for (const simulator::PlanDims& p : DisaggregatedCandidates(**model)) {
+  for (const simulator::PlanDims& p :
+       DisaggregatedCandidates(**model, 1 << 20)) {
     EXPECT_LE((*model)->Evaluate(p).output_tokens_per_s,
               all.best.evaluation.output_tokens_per_s);
   }
