@@ -166,6 +166,10 @@ void AddSearchOptions(CLI::App* cmd, SearchFlags* f) {
   cmd->add_option("--top-n", f->top_n,
                   "Plans in the top list after the final table (0 = 5)")
       ->check(CLI::Range(0, 64));
+  cmd->add_option("--disaggregation", f->disaggregation,
+                  "auto (default): search aggregated and disaggregated "
+                  "prefill/decode plans and show the best of each; off; only")
+      ->check(CLI::IsMember({"auto", "off", "only"}));
 }
 
 }  // namespace

@@ -174,8 +174,30 @@ std::string ProgressLine(const PlanUpdate& update, absl::string_view method,
       elapsed_seconds >= 0 ? elapsed_seconds : update.elapsed_seconds());
 }
 
+namespace {
+
+std::string PoolLine(const char* name, const Plan& pool, int instances) {
+  return fmt::format("{:<16}{} x (dp {}  tp {}  pp {}  ep {}{})\n", name,
+                     instances, std::max(1, pool.dp()), std::max(1, pool.tp()),
+                     std::max(1, pool.pp()), std::max(1, pool.ep()),
+                     pool.batch_size() > 0
+                         ? absl::StrCat("  batch ", pool.batch_size())
+                         : std::string());
+}
+
+}  // namespace
+
 std::string RenderPlan(const Plan& plan, bool moe) {
   std::string out;
+  if (plan.has_prefill() && plan.has_decode()) {
+    absl::StrAppend(&out,
+                    "Disaggregated   prefill and decode on separate pools\n",
+                    PoolLine("Prefill pool", plan.prefill(),
+                             std::max(1, plan.prefill_instances())),
+                    PoolLine("Decode pool", plan.decode(),
+                             std::max(1, plan.decode_instances())));
+    return out;
+  }
   if (plan.replicas() > 1) {
     absl::StrAppend(&out,
                     fmt::format("Replicas        {} independent instances\n",
@@ -266,6 +288,22 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
                     Ms(p.ttft_ms_range().low()), Ms(p.ttft_ms_range().high()),
                     Ms(p.tpot_ms_range().low()), Ms(p.tpot_ms_range().high())));
   }
+  if (p.disaggregated()) {
+    absl::StrAppend(
+        &out,
+        fmt::format(
+            "Pools           prefill {:.2f} req/s  decode {:.2f} req/s  "
+            "prefill queue {} (load {:.0f}%)\n",
+            p.prefill_pool().requests_per_s(), p.decode_pool().requests_per_s(),
+            Ms(p.prefill_queue_ms()), 100 * p.prefill_utilization()),
+        fmt::format("KV transfer     {} per request over {}, {} exposed\n",
+                    FormatBytes(p.kv_transfer_bytes()), p.kv_transfer_link(),
+                    Ms(p.kv_transfer_ms())),
+        fmt::format(
+            "Prefill memory  weights {}  KV cache {}  per GPU\n",
+            FormatBytes(p.prefill_pool().memory_per_gpu().weights_bytes()),
+            FormatBytes(p.prefill_pool().memory_per_gpu().kv_cache_bytes())));
+  }
   if (!p.calibration_profile().empty())
     absl::StrAppend(&out, "Calibration     ", p.calibration_profile(), "\n");
   for (const std::string& note : p.validation())
@@ -327,6 +365,38 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
   return out;
 }
 
+std::string RenderAggregatedVsDisaggregated(
+    const shardplan::v1::SearchSummary& summary) {
+  if (!summary.has_best_aggregated() && !summary.has_best_disaggregated()) {
+    return "";
+  }
+  auto cell = [](bool has, const Prediction& p, int field) -> std::string {
+    if (!has) return "-";
+    switch (field) {
+      case 0:
+        return FormatCount(p.output_tokens_per_s_per_gpu());
+      case 1:
+        return Ms(p.ttft_ms());
+      case 2:
+        return Ms(p.tpot_ms());
+      default:
+        return p.feasible() ? "yes" : "no";
+    }
+  };
+  const bool a = summary.has_best_aggregated();
+  const bool d = summary.has_best_disaggregated();
+  std::string out = fmt::format("\n{:<18}{:>14}{:>16}\n", "Best of each",
+                                "aggregated", "disaggregated");
+  const char* rows[] = {"tok/s per GPU", "TTFT", "TPOT", "feasible"};
+  for (int i = 0; i < 4; ++i) {
+    absl::StrAppend(&out,
+                    fmt::format("{:<18}{:>14}{:>16}\n", rows[i],
+                                cell(a, summary.best_aggregated(), i),
+                                cell(d, summary.best_disaggregated(), i)));
+  }
+  return out;
+}
+
 std::string RenderPlanUpdate(const PlanUpdate& update,
                              const RenderContext& context) {
   std::string out;
@@ -355,6 +425,7 @@ std::string RenderPlanUpdate(const PlanUpdate& update,
       RenderPlan(update.plan(), LooksMoe(update.plan(), update.prediction())),
       "\n");
   absl::StrAppend(&out, RenderPrediction(update.prediction()));
+  absl::StrAppend(&out, RenderAggregatedVsDisaggregated(s));
   return out;
 }
 

@@ -48,6 +48,11 @@ std::string RenderPlan(const shardplan::v1::Plan& plan, bool moe);
 
 // The final plan of a search for people: heading, plan, prediction, search
 // summary.
+// The best aggregated and best disaggregated plans of a search
+// (options.disaggregation auto) side by side; "" when the summary has neither.
+std::string RenderAggregatedVsDisaggregated(
+    const shardplan::v1::SearchSummary& summary);
+
 std::string RenderPlanUpdate(const shardplan::v1::PlanUpdate& update,
                              const RenderContext& context);
 

@@ -225,6 +225,7 @@ absl::StatusOr<PlanRequest> BuildPlanRequest(const ProblemFlags& problem,
   options->set_seed(search.seed);
   options->set_warm_start(!search.no_warm_start);
   options->set_objective(search.objective);
+  options->set_disaggregation(search.disaggregation);
   options->set_top_n(search.top_n);
   return request;
 }

@@ -58,6 +58,8 @@ struct SearchFlags {
   bool no_warm_start = false;
   std::string objective;  // "" = server default (expected) | conservative
   int top_n = 0;          // plans in the final update's top list; 0 = 5
+  // "" = server default (auto) | auto | off | only
+  std::string disaggregation;
 };
 
 // `replan`-only flags (with SearchFlags).

@@ -327,6 +327,18 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     summary_.set_space_size(outcome.space_size);
     summary_.set_iterations(outcome.iterations);
     summary_.set_stop_reason(std::string(stop_reason));
+    if (outcome.best_aggregated.has_value()) {
+      *summary_.mutable_best_aggregated_plan() =
+          simulator::PlanToProto(outcome.best_aggregated->plan, problem);
+      *summary_.mutable_best_aggregated() = simulator::PredictionToProto(
+          outcome.best_aggregated->evaluation, problem);
+    }
+    if (outcome.best_disaggregated.has_value()) {
+      *summary_.mutable_best_disaggregated_plan() =
+          simulator::PlanToProto(outcome.best_disaggregated->plan, problem);
+      *summary_.mutable_best_disaggregated() = simulator::PredictionToProto(
+          outcome.best_disaggregated->evaluation, problem);
+    }
     *update.mutable_summary() = summary_;
     for (const policy::ScoredPlan& scored : outcome.frontier) {
       shardplan::v1::FrontierPoint* point = update.add_frontier();

@@ -7,6 +7,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "policy/baselines.h"
+#include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
 #include "server/elite_store.h"
 #include "server/replan.h"
@@ -173,7 +174,29 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
   if (outcome.warm_started && found.warm_start.has_value()) {
     outcome.warm_start_source = found.warm_start->source;
   }
+  if (request_.disaggregation != "off" && !cancel.cancelled()) {
+    AddDisaggregated(cancel, &outcome);
+  }
   return outcome;
+}
+
+// Disaggregated plans are not persisted: the elite store's plans are the
+// aggregated searchers' warm start.
+void SearchJob::AddDisaggregated(const policy::CancellationToken& cancel,
+                                 Outcome* outcome) const {
+  const policy::DisaggregatedSweep sweep = policy::SweepDisaggregated(
+      *request_.cost_model, request_.max_evaluations,
+      Throughput(baseline_.evaluation), cancel);
+  if (sweep.found) outcome->best_disaggregated = sweep.best;
+  if (request_.disaggregation == "only") {
+    outcome->best = sweep.best;
+    outcome->top_plans.clear();
+    if (sweep.found) outcome->top_plans.push_back(sweep.best);
+    return;
+  }
+  if (outcome->best.evaluation.feasible) {
+    outcome->best_aggregated = outcome->best;
+  }
 }
 
 SearchJob::Outcome SearchJob::Abandon() {

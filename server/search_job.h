@@ -66,6 +66,11 @@ class SearchJob {
     double space_size = 0;
     bool warm_started = false;
     std::string warm_start_source;  // "" unless warm_started
+    // options.disaggregation "auto": the best plan of each kind, when one is
+    // feasible (best is the aggregated one); "only": best is the
+    // disaggregated one.
+    std::optional<policy::ScoredPlan> best_aggregated;
+    std::optional<policy::ScoredPlan> best_disaggregated;
   };
 
   // `baseline`: the Megatron plan of the request, already evaluated (the
@@ -97,6 +102,10 @@ class SearchJob {
   void Persist(const std::vector<policy::ScoredPlan>& plans,
                const std::string& policy_weights) const;
   Outcome OutcomeOf(const policy::SearchResult& result) const;
+  // options.disaggregation "auto" / "only": the disaggregated sweep after the
+  // aggregated search, on the same evaluation budget.
+  void AddDisaggregated(const policy::CancellationToken& cancel,
+                        Outcome* outcome) const;
 
   const SearchJobDeps deps_;
   const ValidatedPlanRequest& request_;

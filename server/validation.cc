@@ -270,6 +270,16 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
                      ") and ", kMaxTopN, ", got ", options.top_n()));
   }
   out.top_n = options.top_n() > 0 ? options.top_n() : kDefaultTopN;
+  if (!options.disaggregation().empty() && options.disaggregation() != "auto" &&
+      options.disaggregation() != "off" && options.disaggregation() != "only") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.disaggregation must be one of auto, off, only; "
+                     "got ",
+                     simulator::QuoteUserText(options.disaggregation())));
+  }
+  if (!options.disaggregation().empty()) {
+    out.disaggregation = options.disaggregation();
+  }
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 

@@ -61,6 +61,9 @@ struct ValidatedPlanRequest {
   // to the new cluster (the ones valid there), to warm-start the search.
   std::shared_ptr<const simulator::TransitionObjective> transition;
   std::vector<simulator::PlanDims> current_plans;
+  // options.disaggregation: "auto" (default; search both kinds, report the
+  // best of each), "off" (aggregated only), "only" (disaggregated only).
+  std::string disaggregation = "auto";
 };
 
 struct ValidatedEvaluateRequest {

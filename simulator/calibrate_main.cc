@@ -12,6 +12,9 @@
 //                       [--rows]   (per-row predictions as CSV)
 //                       [--bands]  (error-bar table as C++ and markdown,
 //                                   coverage on the held-out rows)
+//   shardplan-calibrate --disagg-csv
+//   simulator/calibration/data/h100_disagg_latency.csv [--rows]
+//                       (accuracy on disaggregated prefill/decode rows)
 #include <fstream>
 #include <iostream>
 #include <optional>
@@ -27,7 +30,8 @@ namespace {
 int Usage() {
   std::cerr
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
-         "[--fit] [--rows] [--bands]\n";
+         "[--fit] [--rows] [--bands]\n"
+         "       shardplan-calibrate --disagg-csv FILE [--rows]\n";
   return 2;
 }
 
@@ -70,17 +74,72 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
   return *std::move(data);
 }
 
+// The accuracy on disaggregated rows (and with `rows` each row's
+// prediction as CSV). Exit code as main's.
+int ReportDisaggregated(const std::string& path, bool rows) {
+  namespace sim = shardplan::simulator;
+  std::ifstream in(path);
+  if (!in) {
+    std::cerr << "cannot read " << path << "\n";
+    return 1;
+  }
+  std::stringstream text;
+  text << in.rdbuf();
+  absl::StatusOr<sim::ParsedDisaggregated> data =
+      sim::ParseDisaggregatedRows(text.str());
+  absl::StatusOr<sim::DisaggregatedAccuracy> report =
+      data.ok() ? sim::ComputeDisaggregatedAccuracy(data->rows,
+                                                    sim::CalibrationProfiles())
+                : absl::StatusOr<sim::DisaggregatedAccuracy>(data.status());
+  if (!report.ok()) {
+    std::cerr << path << ": " << report.status() << "\n";
+    return 1;
+  }
+  std::cout << report->Markdown()
+            << absl::StrFormat(
+                   "Rows skipped: %d without a model or numbers, %d with more "
+                   "than %d requests per decode worker (engine queue).\n",
+                   data->skipped, data->skipped_queueing,
+                   sim::kMaxRunningBatch);
+  if (rows) {
+    absl::StatusOr<std::vector<sim::RowPrediction>> pred =
+        sim::PredictDisaggregatedRows(data->rows, sim::CalibrationProfiles());
+    if (!pred.ok()) {
+      std::cerr << pred.status() << "\n";
+      return 1;
+    }
+    std::cout << "\nline,model,engine,isl,osl,concurrency,prefill,decode,"
+                 "ttft_ms,predicted_ttft_ms,tpot_ms,predicted_tpot_ms\n";
+    for (size_t i = 0; i < data->rows.size(); ++i) {
+      const sim::DisaggregatedRow& r = data->rows[i];
+      std::cout << absl::StrFormat(
+          "%d,%s,%s,%d,%d,%d,%dx(tp%d dp%d ep%d b%d),%dx(tp%d dp%d ep%d "
+          "b%d),%.0f,%.0f,%.1f,%.1f\n",
+          r.line, r.catalog_model, r.engine, r.isl, r.osl, r.concurrency,
+          r.prefill.workers, r.prefill.tp, r.prefill.attention_dp,
+          r.prefill.moe_ep, r.prefill.batch_size, r.decode.workers, r.decode.tp,
+          r.decode.attention_dp, r.decode.moe_ep, r.decode.batch_size,
+          r.ttft_s * 1e3, (*pred)[i].ttft_s * 1e3, r.tpot_s * 1e3,
+          (*pred)[i].tpot_s * 1e3);
+    }
+  }
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   namespace sim = shardplan::simulator;
   std::vector<std::string> csv_paths;
   std::vector<std::string> validation_paths;
+  std::string disagg_path;
   bool fit = false, rows = false, bands = false;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
       csv_paths.push_back(argv[++i]);
+    } else if (a == "--disagg-csv" && i + 1 < argc) {
+      disagg_path = argv[++i];
     } else if (a == "--validation-csv" && i + 1 < argc) {
       validation_paths.push_back(argv[++i]);
     } else if (a == "--fit") {
@@ -93,6 +152,7 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
+  if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows);
   if (csv_paths.empty()) return Usage();
   std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;

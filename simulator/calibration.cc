@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstring>
 #include <map>
 #include <memory>
 #include <string>
@@ -217,50 +218,63 @@ absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
 
 // --- Rows ---
 
-absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
-                                                     bool validation_only) {
+namespace {
+
+// A calibration CSV: column index by name and the non-empty data lines
+// (1-based line number, fields).
+struct CsvTable {
+  std::map<std::string, int> col;
+  std::vector<std::pair<int, std::vector<std::string>>> rows;
+};
+
+// INVALID_ARGUMENT on a missing `required` column or a line whose field count
+// differs from the header's.
+absl::StatusOr<CsvTable> ReadCsvTable(
+    absl::string_view csv_text, const std::vector<std::string>& required) {
   std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
   if (lines.empty()) return absl::InvalidArgumentError("csv: empty");
   const std::vector<std::string> header =
       SplitCsvLine(absl::StripSuffix(lines[0], "\r"));
-  std::map<std::string, int> col;
+  CsvTable table;
   for (size_t i = 0; i < header.size(); ++i)
-    col[header[i]] = static_cast<int>(i);
-  const char* required[] = {"id",
-                            "backend",
-                            "backend_version",
-                            "model_path",
-                            "precision",
-                            "mode",
-                            "isl",
-                            "osl",
-                            "gemm_quant_mode",
-                            "batch_size",
-                            "tp_size",
-                            "pp_size",
-                            "attention_dp_size",
-                            "moe_tp_size",
-                            "moe_ep_size",
-                            "silicon_ttft_ms",
-                            "silicon_tpot_ms"};
-  for (const char* r : required) {
-    if (col.find(r) == col.end()) {
+    table.col[header[i]] = static_cast<int>(i);
+  for (const std::string& r : required) {
+    if (table.col.find(r) == table.col.end()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("csv: missing column \"%s\"", r));
     }
   }
-  ParsedMeasurements out;
-  int data_index = 0;
   for (size_t li = 1; li < lines.size(); ++li) {
     absl::string_view line = absl::StripSuffix(lines[li], "\r");
     if (line.empty()) continue;
     const int line_no = static_cast<int>(li) + 1;
-    const std::vector<std::string> f = SplitCsvLine(line);
+    std::vector<std::string> f = SplitCsvLine(line);
     if (f.size() != header.size()) {
       return absl::InvalidArgumentError(
           absl::StrFormat("csv line %d: %d fields, header has %d", line_no,
                           f.size(), header.size()));
     }
+    table.rows.emplace_back(line_no, std::move(f));
+  }
+  return table;
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
+                                                     bool validation_only) {
+  ASSIGN_OR_RETURN(
+      CsvTable table,
+      ReadCsvTable(
+          csv_text,
+          {"id", "backend", "backend_version", "model_path", "precision",
+           "mode", "isl", "osl", "gemm_quant_mode", "batch_size", "tp_size",
+           "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
+           "silicon_ttft_ms", "silicon_tpot_ms"}));
+  std::map<std::string, int>& col = table.col;
+  ParsedMeasurements out;
+  int data_index = 0;
+  for (const auto& [line_no, f] : table.rows) {
     auto get = [&](const char* c) -> const std::string& { return f[col[c]]; };
     const int index = data_index++;
     if (get("mode") != "agg") {
@@ -357,26 +371,39 @@ PlanDims RowPlan(const MeasuredRow& row) {
   return plan;
 }
 
-absl::StatusOr<std::vector<RowPrediction>> PredictRows(
-    const std::vector<MeasuredRow>& rows,
-    const std::vector<CalibrationProfile>& profiles) {
+namespace {
+
+// Predicts each row (aggregated or disaggregated) with its engine's profile.
+template <typename Row, typename ProblemOf, typename PlanOf>
+absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
+    const std::vector<Row>& rows,
+    const std::vector<CalibrationProfile>& profiles, ProblemOf problem_of,
+    PlanOf plan_of) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
   std::vector<RowPrediction> out;
   out.reserve(rows.size());
-  for (const MeasuredRow& row : rows) {
-    ASSIGN_OR_RETURN(Problem problem, RowProblem(row));
+  for (const Row& row : rows) {
+    ASSIGN_OR_RETURN(Problem problem, problem_of(row));
     ASSIGN_OR_RETURN(
         std::unique_ptr<const CostModel> model,
         CostModel::Create(std::move(problem),
                           ProfileFor(profiles, row.engine).calibration));
-    const PlanDims plan = RowPlan(row);
+    const PlanDims plan = plan_of(row);
     RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
                              absl::StrCat("csv line ", row.line)));
     const Evaluation e = model->Evaluate(plan);
     out.push_back({e.ttft_s, e.tpot_s, e.feasible, e.prefill_s});
   }
   return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RowPrediction>> PredictRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, RowProblem, RowPlan);
 }
 
 double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
@@ -512,6 +539,241 @@ std::string AccuracyReport::Markdown() const {
       layout_spearman_mean, layout_groups);
   absl::StrAppendFormat(&s, "Disaggregated rows excluded: %d.\n",
                         skipped_disaggregated);
+  return s;
+}
+
+// --- Disaggregated rows ---
+
+namespace {
+
+const char* DisaggregatedCatalogNameFor(absl::string_view model_path) {
+  // DeepSeek-R1 is DeepSeek-V3's architecture with other weights.
+  if (model_path == "deepseek-ai/DeepSeek-R1" ||
+      model_path == "deepseek-ai/DeepSeek-V3") {
+    return "deepseek-v3";
+  }
+  return CatalogNameFor(model_path);
+}
+
+// A pool's layout; the vLLM quirk (tp_size 1 beside moe_tp 2 or 4, see the
+// CSV's README) resolved as tp = moe_tp * moe_ep / attention_dp.
+MeasuredPool ResolvePool(MeasuredPool pool) {
+  pool.batch_size = std::max(0, pool.batch_size);
+  pool.workers = std::max(1, pool.workers);
+  pool.tp = std::max(1, pool.tp);
+  pool.pp = std::max(1, pool.pp);
+  pool.attention_dp = std::max(1, pool.attention_dp);
+  pool.moe_tp = std::max(1, pool.moe_tp);
+  pool.moe_ep = std::max(1, pool.moe_ep);
+  const int moe_ranks = pool.moe_tp * pool.moe_ep;
+  if (pool.tp == 1 && moe_ranks > pool.attention_dp &&
+      moe_ranks % pool.attention_dp == 0) {
+    pool.tp = moe_ranks / pool.attention_dp;
+  }
+  return pool;
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
+    absl::string_view csv_text) {
+  std::vector<std::string> required = {"id",
+                                       "silicon_data_source",
+                                       "backend",
+                                       "model_path",
+                                       "precision",
+                                       "mode",
+                                       "isl",
+                                       "osl",
+                                       "gemm_quant_mode",
+                                       "silicon_ttft_ms",
+                                       "silicon_tpot_ms"};
+  for (const char* pool : {"prefill_", "decode_"}) {
+    for (const char* f : {"batch_size", "num_workers", "tp_size", "pp_size",
+                          "attention_dp_size", "moe_tp_size", "moe_ep_size"}) {
+      required.push_back(absl::StrCat(pool, f));
+    }
+  }
+  ASSIGN_OR_RETURN(CsvTable table, ReadCsvTable(csv_text, required));
+  std::map<std::string, int>& col = table.col;
+  ParsedDisaggregated out;
+  int data_index = 0;
+  for (const auto& [line_no, f] : table.rows) {
+    auto get = [&](const std::string& c) -> const std::string& {
+      return f[col[c]];
+    };
+    if (get("mode") != "disagg") continue;
+    const int index = data_index++;
+    DisaggregatedRow row;
+    row.line = line_no;
+    row.id = get("id");
+    row.engine = get("backend");
+    row.model_path = get("model_path");
+    const char* catalog = DisaggregatedCatalogNameFor(row.model_path);
+    double ttft_ms = 0, tpot_ms = 0;
+    if (catalog == nullptr ||
+        !absl::SimpleAtod(get("silicon_ttft_ms"), &ttft_ms) ||
+        !absl::SimpleAtod(get("silicon_tpot_ms"), &tpot_ms) || !(ttft_ms > 0) ||
+        !(tpot_ms > 0)) {
+      ++out.skipped;
+      continue;
+    }
+    row.catalog_model = catalog;
+    row.fp8 = absl::StrContains(get("precision"), "fp8") ||
+              absl::StartsWith(get("gemm_quant_mode"), "fp8");
+    ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
+    ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
+    const std::string& source = get("silicon_data_source");
+    const size_t at = source.find("silicon_concurrency=");
+    if (at != std::string::npos) {
+      const absl::string_view rest =
+          absl::string_view(source).substr(at + strlen("silicon_concurrency="));
+      ASSIGN_OR_RETURN(row.concurrency,
+                       IntField(rest.substr(0, rest.find(';')), 0, line_no,
+                                "silicon_data_source"));
+    }
+    for (auto [prefix, pool] :
+         {std::pair<const char*, MeasuredPool*>{"prefill_", &row.prefill},
+          {"decode_", &row.decode}}) {
+      auto field = [&](const char* name, int fallback) {
+        const std::string c = absl::StrCat(prefix, name);
+        return IntField(get(c), fallback, line_no, c);
+      };
+      ASSIGN_OR_RETURN(pool->batch_size, field("batch_size", 0));
+      ASSIGN_OR_RETURN(pool->workers, field("num_workers", 1));
+      ASSIGN_OR_RETURN(pool->tp, field("tp_size", 1));
+      ASSIGN_OR_RETURN(pool->pp, field("pp_size", 1));
+      ASSIGN_OR_RETURN(pool->attention_dp, field("attention_dp_size", 1));
+      ASSIGN_OR_RETURN(pool->moe_tp, field("moe_tp_size", 1));
+      ASSIGN_OR_RETURN(pool->moe_ep, field("moe_ep_size", 1));
+      *pool = ResolvePool(*pool);
+    }
+    if (row.isl <= 0 || row.osl <= 0 ||
+        (row.concurrency <= 0 && row.decode.batch_size <= 0)) {
+      ++out.skipped;
+      continue;
+    }
+    const int per_worker = row.decode.batch_size > 0
+                               ? row.decode.batch_size
+                               : row.concurrency / row.decode.workers;
+    if (per_worker > kMaxRunningBatch) {
+      ++out.skipped_queueing;
+      continue;
+    }
+    row.ttft_s = ttft_ms / 1e3;
+    row.tpot_s = tpot_ms / 1e3;
+    row.held_out_row = index % 4 == 3;
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+absl::StatusOr<Problem> DisaggregatedRowProblem(const DisaggregatedRow& row) {
+  shardplan::v1::ModelSource model;
+  model.set_catalog_name(row.catalog_model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  const int gpus = row.prefill.workers * row.prefill.gpus() +
+                   row.decode.workers * row.decode.gpus();
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(std::min(8, gpus));
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(row.isl);
+  workload.set_output_tokens(row.osl);
+  workload.set_weight_dtype(row.fp8 ? "fp8" : "bf16");
+  workload.set_kv_cache_dtype("bf16");
+  return ProblemFromProto(model, cluster, workload);
+}
+
+PlanDims DisaggregatedRowPlan(const DisaggregatedRow& row) {
+  PlanDims plan;
+  plan.disaggregated = true;
+  plan.prefill_instances = row.prefill.workers;
+  plan.decode_instances = row.decode.workers;
+  plan.prefill.dp = row.prefill.attention_dp;
+  plan.prefill.tp = row.prefill.tp;
+  plan.prefill.pp = row.prefill.pp;
+  plan.prefill.ep = row.prefill.moe_ep;
+  plan.prefill.batch_size = std::max(1, row.prefill.batch_size);
+  plan.dp = row.decode.attention_dp;
+  plan.tp = row.decode.tp;
+  plan.pp = row.decode.pp;
+  plan.ep = row.decode.moe_ep;
+  // Requests per decode worker, then per attention rank.
+  const int per_worker = row.decode.batch_size > 0
+                             ? row.decode.batch_size
+                             : row.concurrency / row.decode.workers;
+  plan.batch_size = std::max(
+      1, (per_worker + row.decode.attention_dp - 1) / row.decode.attention_dp);
+  return plan;
+}
+
+absl::StatusOr<std::vector<RowPrediction>> PredictDisaggregatedRows(
+    const std::vector<DisaggregatedRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, DisaggregatedRowProblem,
+                        DisaggregatedRowPlan);
+}
+
+absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
+    const std::vector<DisaggregatedRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
+                   PredictDisaggregatedRows(rows, profiles));
+  struct Acc {
+    std::vector<double> pt, mt, pf, mf;
+    void Add(const RowPrediction& p, const DisaggregatedRow& r) {
+      pt.push_back(p.tpot_s);
+      mt.push_back(r.tpot_s);
+      pf.push_back(p.ttft_s);
+      mf.push_back(r.ttft_s);
+    }
+  };
+  std::map<std::tuple<std::string, std::string, std::string>, Acc> groups;
+  Acc all, held;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const DisaggregatedRow& r = rows[i];
+    groups[{r.catalog_model, r.engine, "all rows"}].Add(pred[i], r);
+    all.Add(pred[i], r);
+    if (r.held_out_row) {
+      groups[{r.catalog_model, r.engine, "held-out rows"}].Add(pred[i], r);
+      held.Add(pred[i], r);
+    }
+  }
+  DisaggregatedAccuracy report;
+  for (const auto& [key, a] : groups) {
+    AccuracyGroup g;
+    std::tie(g.model, g.engine, g.split) = key;
+    g.rows = static_cast<int>(a.pt.size());
+    g.tpot_mape = Mape(a.pt, a.mt);
+    g.ttft_mape = Mape(a.pf, a.mf);
+    g.tpot_spearman = Spearman(a.pt, a.mt);
+    report.groups.push_back(std::move(g));
+  }
+  report.rows = static_cast<int>(all.pt.size());
+  report.tpot_mape = Mape(all.pt, all.mt);
+  report.ttft_mape = Mape(all.pf, all.mf);
+  report.held_out_rows = static_cast<int>(held.pt.size());
+  report.held_out_tpot_mape = Mape(held.pt, held.mt);
+  report.held_out_ttft_mape = Mape(held.pf, held.mf);
+  return report;
+}
+
+std::string DisaggregatedAccuracy::Markdown() const {
+  std::string s =
+      "| model | engine | split | rows | TPOT MAPE | TTFT MAPE | TPOT Spearman "
+      "|\n|---|---|---|---|---|---|---|\n";
+  for (const AccuracyGroup& g : groups) {
+    absl::StrAppendFormat(
+        &s, "| %s | %s | %s | %d | %.1f%% | %.1f%% | %.3f |\n", g.model,
+        g.engine, g.split, g.rows, g.tpot_mape, g.ttft_mape, g.tpot_spearman);
+  }
+  absl::StrAppendFormat(&s,
+                        "\nAll %d rows: TPOT MAPE %.1f%%, TTFT MAPE %.1f%%. "
+                        "Held-out rows (%d): TPOT MAPE %.1f%%, TTFT MAPE "
+                        "%.1f%%.\n",
+                        rows, tpot_mape, ttft_mape, held_out_rows,
+                        held_out_tpot_mape, held_out_ttft_mape);
   return s;
 }
 

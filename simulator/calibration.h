@@ -303,6 +303,85 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
     const std::vector<CalibrationProfile>& start,
     const FitOptions& options = FitOptions());
 
+// --- Disaggregated rows ---
+//
+// The mode=disagg rows of AIConfigurator's H100 silicon sample
+// (h100_disagg_latency.csv): a prefill and a decode layout, worker counts and
+// the concurrency. Each is predicted as a disaggregated PlanDims
+// (simulator/disaggregated.h) with the profile of its engine. Nothing is
+// fitted on them: every row is a validation row; every 4th (by data-row
+// index) is also reported apart as "held-out rows" for a later fit.
+
+// One pool of a disaggregated row (the CSV's prefill_* / decode_* columns).
+struct MeasuredPool {
+  int batch_size = 0;  // requests per instance (0: not given)
+  int workers = 1;     // instances
+  int tp = 1;
+  int pp = 1;
+  int attention_dp = 1;
+  int moe_tp = 1;
+  int moe_ep = 1;
+  int gpus() const { return tp * pp * attention_dp; }
+};
+
+struct DisaggregatedRow {
+  int line = 0;
+  std::string id;
+  std::string engine;
+  std::string model_path;
+  std::string catalog_model;
+  bool fp8 = false;
+  int isl = 0;
+  int osl = 0;
+  int concurrency = 0;  // whole deployment (silicon_concurrency=N)
+  MeasuredPool prefill;
+  MeasuredPool decode;
+  double ttft_s = 0;
+  double tpot_s = 0;
+  bool held_out_row = false;
+};
+
+struct ParsedDisaggregated {
+  std::vector<DisaggregatedRow> rows;
+  int skipped = 0;  // unknown model, missing layout or numbers
+  // More requests per decode worker than kMaxRunningBatch: they measure the
+  // engine's queue, not the batch (as for aggregated rows).
+  int skipped_queueing = 0;
+};
+
+// Parses the mode=disagg rows of a calibration CSV (other rows are ignored).
+// DeepSeek-R1 maps to the deepseek-v3 catalog entry (same architecture).
+// INVALID_ARGUMENT on a missing column or a malformed number.
+absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
+    absl::string_view csv_text);
+
+// The Problem (H100 nodes of 8 holding both pools) and the disaggregated plan
+// (Megatron dims; decode batch per attention rank from the row's per-worker
+// batch, or the concurrency over the decode workers) of a row.
+absl::StatusOr<Problem> DisaggregatedRowProblem(const DisaggregatedRow& row);
+PlanDims DisaggregatedRowPlan(const DisaggregatedRow& row);
+
+// Predictions of `rows` (indexed like them), each with its engine's profile.
+absl::StatusOr<std::vector<RowPrediction>> PredictDisaggregatedRows(
+    const std::vector<DisaggregatedRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+
+// MAPE of TPOT and TTFT per (model, engine) over all rows ("all rows") and
+// over the held-out rows; plus the totals over each split.
+struct DisaggregatedAccuracy {
+  std::vector<AccuracyGroup> groups;
+  int rows = 0;
+  double tpot_mape = 0;
+  double ttft_mape = 0;
+  int held_out_rows = 0;
+  double held_out_tpot_mape = 0;
+  double held_out_ttft_mape = 0;
+  std::string Markdown() const;
+};
+absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
+    const std::vector<DisaggregatedRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+
 }  // namespace shardplan::simulator
 
 #endif  // SHARDPLAN_SIMULATOR_CALIBRATION_H_

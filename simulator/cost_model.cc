@@ -66,7 +66,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "simulator/calibration.h"
+#include "simulator/disaggregated.h"
 #include "simulator/internal/cost_layers.h"
+#include "simulator/internal/pool_costing.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
 
@@ -694,9 +696,22 @@ Group ToGroup(const GroupShape& shape) {
   return g;
 }
 
-PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan) {
+// `num_gpus`: the GPUs the plan is placed on (the cluster's, or one instance's
+// for a pool of a disaggregated plan, placed from a node boundary).
+PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan,
+                    int num_gpus) {
   PlanCtx p;
-  const PlanPlacement place = PlacePlan(plan, k.cluster, k.moe);
+  // The whole cluster as it is (node sizes included), or a pool of a
+  // disaggregated plan on uniform nodes (no heap: names and node groups stay
+  // empty).
+  ClusterDims pool;
+  const ClusterDims* placed = &k.cluster;
+  if (num_gpus != k.cluster.num_gpus) {
+    pool.num_gpus = num_gpus;
+    pool.gpus_per_node = k.cluster.gpus_per_node;
+    placed = &pool;
+  }
+  const PlanPlacement place = PlacePlan(plan, *placed, k.moe);
   p.replicas = place.replicas;
   p.dp = place.dp;
   p.tp = plan.tp;
@@ -710,7 +725,7 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan) {
   p.tp_expert = std::max(1, domain / std::max(1, p.ep));
   // Expert tp groups are consecutive domain members; an EP group takes one
   // rank of each, so it has 1/tp_expert of the domain's members in each node.
-  p.tp_expert_group = ToGroup(ContiguousBlockShape(p.tp_expert, k.cluster));
+  p.tp_expert_group = ToGroup(ContiguousBlockShape(p.tp_expert, *placed));
   p.ep_group.n = p.ep;
   p.ep_group.per_node =
       place.domain.spans_nodes()
@@ -775,8 +790,11 @@ double DimShare(ShardDim d, int n) {
   return (d == ShardDim::kColumn || d == ShardDim::kRow) ? 1.0 / n : 1.0;
 }
 
-void PreparePlan(const CostConstants& k, const PlanDims& plan, PlanState* s) {
-  s->ctx = MakePlanCtx(k, plan);
+// `prefill_requests` requests of ISL tokens are prefilled together (1 in
+// aggregated serving, the prefill batch of a disaggregated prefill instance).
+void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
+                 int prefill_requests, PlanState* s) {
+  s->ctx = MakePlanCtx(k, plan, num_gpus);
   const PlanCtx& p = s->ctx;
   s->residuals = SteadyResiduals(k, p);
   s->num_stages = plan.pp;
@@ -792,19 +810,20 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, PlanState* s) {
     start += n;
   }
   // Prefill costs.
-  const double T = k.isl;
-  s->pre_dense = k.dense_layers > 0 ? CostLayer(k, p, false, false, T, 1, T,
+  const double R = std::max(1, prefill_requests);
+  const double T = k.isl * R;
+  s->pre_dense = k.dense_layers > 0 ? CostLayer(k, p, false, false, T, R, k.isl,
                                                 s->residuals.dense, nullptr)
                                     : LayerResult{};
-  s->pre_moe = k.moe_layers > 0 ? CostLayer(k, p, true, false, T, 1, T,
+  s->pre_moe = k.moe_layers > 0 ? CostLayer(k, p, true, false, T, R, k.isl,
                                             s->residuals.moe, nullptr)
                                 : LayerResult{};
   {
-    Pass e(k, p, false, T, 1, T, nullptr);
+    Pass e(k, p, false, T, R, k.isl, nullptr);
     e.Embedding(s->residuals.first);
     e.Finish();
     s->pre_embed = e.result();
-    Pass h(k, p, false, T, 1, T, nullptr);
+    Pass h(k, p, false, T, R, k.isl, nullptr);
     h.LmHead(s->residuals.last);
     h.Finish();
     s->pre_head = h.result();
@@ -902,27 +921,10 @@ void AddOps(const LayerResult& r, double times,
   }
 }
 
-// Marks `e` infeasible when it breaks the TTFT or TPOT SLO.
-void ApplySlos(const CostConstants& k, Evaluation* e) {
-  if (e->feasible && k.max_ttft_s > 0 && e->ttft_s > k.max_ttft_s) {
-    e->feasible = false;
-    e->reason = InfeasibleReason::kTtftSlo;
-    e->reason_value = e->ttft_s;
-    e->reason_limit = k.max_ttft_s;
-  } else if (e->feasible && k.max_tpot_s > 0 && e->tpot_s > k.max_tpot_s) {
-    e->feasible = false;
-    e->reason = InfeasibleReason::kTpotSlo;
-    e->reason_value = e->tpot_s;
-    e->reason_limit = k.max_tpot_s;
-  }
-  if (!e->feasible) {
-    e->output_tokens_per_s = 0;
-    e->output_tokens_per_s_per_gpu = 0;
-  }
-}
-
-Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
-                         int batch) {
+// `decode_only`: a decode instance of a disaggregated plan: no prefill work
+// interleaves with its iterations and TTFT/SLOs are left to the caller.
+Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
+                         bool decode_only = false) {
   Evaluation e;
   e.batch_size = batch;
   e.running_batch = batch;
@@ -989,8 +991,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   // rest of the prefill work happens in bursts while requests queue for their
   // first token (TTFT): the more requests arrive together
   // (prefill_queue_fraction -> 1), the less lands in TPOT.
-  const double share = B / std::max(1.0, k.osl) *
-                       (1.0 - std::min(1.0, k.cal.prefill_queue_fraction));
+  const double share =
+      decode_only ? 0.0
+                  : B / std::max(1.0, k.osl) *
+                        (1.0 - std::min(1.0, k.cal.prefill_queue_fraction));
   double max_work = 0, chain = 0;
   int slow = 0;
   for (int st = 0; st < pp; ++st) {
@@ -1097,7 +1101,8 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
     e.reason_limit =
         std::max(0.0, k.capacity_bytes - e.weights_bytes - e.activations_bytes);
   }
-  ApplySlos(k, &e);
+  // A disaggregated plan's SLOs are checked on the whole plan.
+  ApplySlos(decode_only ? 0 : k.max_ttft_s, decode_only ? 0 : k.max_tpot_s, &e);
   return e;
 }
 
@@ -1144,11 +1149,29 @@ Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
   e.queued_requests = concurrency - running;
   e.queue_wait_s = slot_s * e.queued_requests / running;
   e.ttft_s += e.queue_wait_s;
-  ApplySlos(k, &e);  // the TTFT SLO now sees the wait
+  ApplySlos(k.max_ttft_s, k.max_tpot_s, &e);  // the TTFT SLO now sees the wait
   return e;
 }
 
 }  // namespace
+
+void ApplySlos(double max_ttft_s, double max_tpot_s, Evaluation* e) {
+  if (e->feasible && max_ttft_s > 0 && e->ttft_s > max_ttft_s) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTtftSlo;
+    e->reason_value = e->ttft_s;
+    e->reason_limit = max_ttft_s;
+  } else if (e->feasible && max_tpot_s > 0 && e->tpot_s > max_tpot_s) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTpotSlo;
+    e->reason_value = e->tpot_s;
+    e->reason_limit = max_tpot_s;
+  }
+  if (!e->feasible) {
+    e->output_tokens_per_s = 0;
+    e->output_tokens_per_s_per_gpu = 0;
+  }
+}
 
 // The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
 // (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
@@ -1230,7 +1253,7 @@ std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(
     const CostModel& model, const PlanDims& plan, bool moe_layer, bool decode,
     int tokens) {
   const CostConstants& k = *model.constants_;
-  const PlanCtx p = MakePlanCtx(k, plan);
+  const PlanCtx p = MakePlanCtx(k, plan, k.num_gpus);
   const Residuals r = SteadyResiduals(k, p);
   std::vector<CollectiveRecord> records;
   const double t = tokens;
@@ -1447,8 +1470,13 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
 }
 
 absl::Status CostModel::ValidatePlan(const PlanDims& plan) const {
+  if (plan.disaggregated) return ValidateDisaggregatedPlan(*this, plan);
+  return ValidateLayout(plan, problem_.cluster.num_gpus);
+}
+
+absl::Status CostModel::ValidateLayout(const PlanDims& plan,
+                                       int num_gpus) const {
   const ModelDims& m = problem_.model;
-  const ClusterDims& c = problem_.cluster;
   auto positive = [](const char* field, int v) -> absl::Status {
     if (v >= 1) return absl::OkStatus();
     return absl::InvalidArgumentError(
@@ -1461,11 +1489,11 @@ absl::Status CostModel::ValidatePlan(const PlanDims& plan) const {
   RETURN_IF_ERROR(positive("ep", plan.ep));
   const int64_t product =
       static_cast<int64_t>(plan.replicas) * plan.dp * plan.tp * plan.pp;
-  if (product != c.num_gpus) {
+  if (product != num_gpus) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "plan.replicas*dp*tp*pp must equal cluster.num_gpus (%d), got "
         "%d*%d*%d*%d = %d",
-        c.num_gpus, plan.replicas, plan.dp, plan.tp, plan.pp, product));
+        num_gpus, plan.replicas, plan.dp, plan.tp, plan.pp, product));
   }
   if (plan.pp > m.layers || plan.pp > kMaxPipelineStages) {
     return absl::InvalidArgumentError(
@@ -1595,6 +1623,7 @@ absl::Status CostModel::ValidatePlan(const PlanDims& plan) const {
 
 Evaluation CostModel::Evaluate(const PlanDims& plan) const {
   const internal::CostConstants& k = *constants_;
+  if (plan.disaggregated) return EvaluateDisaggregated(*this, plan);
   // Evaluate requires a plan that passed ValidatePlan; this cheap guard keeps a
   // caller's mistake from indexing out of bounds or dividing by zero (the
   // result is infeasible).
@@ -1624,7 +1653,7 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
     return e;  // feasible = false, reason kNone ("infeasible")
   }
   internal::PlanState state;
-  internal::PreparePlan(k, plan, &state);
+  internal::PreparePlan(k, plan, k.num_gpus, 1, &state);
   // Workload.concurrency is per replica (see the proto). Requests beyond what
   // the KV cache holds queue; a batch the plan chooses itself (no fixed
   // concurrency) must fit.
@@ -1660,3 +1689,65 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
 }
 
 }  // namespace shardplan::simulator
+
+namespace shardplan::simulator::internal {
+
+absl::Status PoolCosting::ValidateInstance(const CostModel& model,
+                                           const PlanDims& instance) {
+  if (instance.replicas != 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "plan.replicas must be 1 in a pool instance (the pool's size is "
+        "the instance count), got %d",
+        instance.replicas));
+  }
+  return model.ValidateLayout(instance, instance.instance_gpus());
+}
+
+Evaluation PoolCosting::DecodeInstance(const CostModel& model,
+                                       const PlanDims& instance, int batch) {
+  const CostConstants& k = *model.constants_;
+  PlanState state;
+  PreparePlan(k, instance, instance.instance_gpus(), 1, &state);
+  return EvaluateState(k, state, batch, /*decode_only=*/true);
+}
+
+PrefillInstanceCost PoolCosting::PrefillInstance(const CostModel& model,
+                                                 const PlanDims& instance,
+                                                 int requests) {
+  const CostConstants& k = *model.constants_;
+  PlanState state;
+  PreparePlan(k, instance, instance.instance_gpus(), requests, &state);
+  // Memory as a decode step of the same batch would hold it, the KV cache
+  // scaled from ISL+OSL contexts to the ISL tokens a prefill leaves.
+  const Evaluation e =
+      EvaluateState(k, state, std::max(1, requests), /*decode_only=*/true);
+  PrefillInstanceCost c;
+  c.chain_s = state.prefill_chain_s;
+  c.max_stage_s = state.prefill_max_stage_s;
+  c.weights_bytes = e.weights_bytes;
+  c.kv_cache_bytes = e.kv_cache_bytes * k.isl / std::max(1.0, k.ctx_max);
+  c.activations_bytes = e.activations_bytes;
+  c.fits = c.weights_bytes + c.kv_cache_bytes + c.activations_bytes <=
+           k.capacity_bytes;
+  c.tp_nodes = e.tp_nodes;
+  c.ep_nodes = e.ep_nodes;
+  c.replica_nodes = e.replica_nodes;
+  return c;
+}
+
+double PoolCosting::KvBytesPerToken(const CostModel& model) {
+  const CostConstants& k = *model.constants_;
+  return k.kv_per_token_layer * k.layers * k.kv_bytes;
+}
+
+double PoolCosting::LinkBytesPerS(const CostModel& model, bool inter_node) {
+  const CostConstants& k = *model.constants_;
+  return inter_node ? k.ib_bytes_per_s : k.nv_bytes_per_s;
+}
+
+double PoolCosting::LinkLatencyS(const CostModel& model, bool inter_node) {
+  const CostConstants& k = *model.constants_;
+  return inter_node ? k.ib_latency_s : k.nv_latency_s;
+}
+
+}  // namespace shardplan::simulator::internal

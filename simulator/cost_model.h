@@ -83,6 +83,8 @@ struct CostConstants;      // per-problem constants precomputed by Create
                            // (cost_model.cc)
 class CostModelInspector;  // test access to intermediate results
                            // (internal/cost_layers.h)
+class PoolCosting;         // one instance of a pool of a disaggregated plan
+                           // (internal/pool_costing.h)
 }  // namespace internal
 
 // Immutable after Create; Evaluate is thread-safe and allocation-free.
@@ -101,11 +103,13 @@ class CostModel {
   // NCCL/cuBLAS workspaces and fragmentation.
   double capacity_bytes() const;
 
-  // Structural validity of `plan` for this problem: degrees positive with
-  // product = GPUs, divisibility (heads by tp, experts by ep, ...), dims
-  // allowed for each operator, stage split, micro-batches, batch size.
-  // INVALID_ARGUMENT whose message starts with the field path ("plan.tp must
-  // divide num_attention_heads (64), got 3").
+  // Structural validity of `plan` for this problem (a disaggregated plan:
+  // each pool's instance and the instance counts, messages naming
+  // plan.prefill.* / plan.decode.*): degrees positive with product = GPUs,
+  // divisibility (heads by tp, experts by ep, ...), dims allowed for each
+  // operator, stage split, micro-batches, batch size. INVALID_ARGUMENT whose
+  // message starts with the field path ("plan.tp must divide
+  // num_attention_heads (64), got 3").
   absl::Status ValidatePlan(const PlanDims& plan) const;
 
   // Predicts `plan`, which must have passed ValidatePlan. Pure and
@@ -116,6 +120,9 @@ class CostModel {
 
  private:
   friend class internal::CostModelInspector;
+  friend class internal::PoolCosting;
+  // ValidatePlan of an aggregated plan (or one instance) on `num_gpus` GPUs.
+  absl::Status ValidateLayout(const PlanDims& plan, int num_gpus) const;
   CostModel(Problem problem, const Calibration& calibration);
   Problem problem_;
   Calibration calibration_;

@@ -26,6 +26,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "simulator/calibration.h"
+#include "simulator/disaggregated.h"
 #include "simulator/internal/catalog_data.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
@@ -955,17 +956,27 @@ absl::StatusOr<Problem> ProblemFromProto(const ModelSource& model,
   return p;
 }
 
-absl::StatusOr<PlanDims> PlanDimsFromProto(const Plan& plan) {
+namespace {
+
+// One layout (an aggregated plan, or one instance of a disaggregated plan's
+// pool) under the field path `path` ("plan", "plan.decode").
+absl::StatusOr<PlanDims> LayoutFromProto(const Plan& plan,
+                                         absl::string_view path) {
   PlanDims d;
+  const std::string replicas_path = absl::StrCat(path, ".replicas");
+  const std::string dp_path = absl::StrCat(path, ".dp");
+  const std::string tp_path = absl::StrCat(path, ".tp");
+  const std::string pp_path = absl::StrCat(path, ".pp");
+  const std::string ep_path = absl::StrCat(path, ".ep");
   const struct {
-    const char* path;
+    const std::string& path;
     int value;
     int* out;
-  } degrees[] = {{"plan.replicas", plan.replicas(), &d.replicas},
-                 {"plan.dp", plan.dp(), &d.dp},
-                 {"plan.tp", plan.tp(), &d.tp},
-                 {"plan.pp", plan.pp(), &d.pp},
-                 {"plan.ep", plan.ep(), &d.ep}};
+  } degrees[] = {{replicas_path, plan.replicas(), &d.replicas},
+                 {dp_path, plan.dp(), &d.dp},
+                 {tp_path, plan.tp(), &d.tp},
+                 {pp_path, plan.pp(), &d.pp},
+                 {ep_path, plan.ep(), &d.ep}};
   for (const auto& degree : degrees) {
     RETURN_IF_ERROR(CheckRange(degree.value, degree.path, 0, kMaxDegree));
     *degree.out = degree.value == 0 ? 1 : degree.value;  // 0 = unset = 1
@@ -975,15 +986,15 @@ absl::StatusOr<PlanDims> PlanDimsFromProto(const Plan& plan) {
   std::fill(seen_at, seen_at + kNumOpKinds, -1);
   for (int i = 0; i < plan.operator_sharding_size(); ++i) {
     const shardplan::v1::OperatorSharding& entry = plan.operator_sharding(i);
-    const std::string path = absl::StrCat("plan.operator_sharding[", i, "]");
+    const std::string at = absl::StrCat(path, ".operator_sharding[", i, "]");
     ASSIGN_OR_RETURN(const OpKind op,
-                     ParseOpKind(entry.operator_(), path + ".operator"));
+                     ParseOpKind(entry.operator_(), at + ".operator"));
     ASSIGN_OR_RETURN(const ShardDim dim,
-                     ParseShardDim(entry.dim(), path + ".dim"));
+                     ParseShardDim(entry.dim(), at + ".dim"));
     const int k = static_cast<int>(op);
     if (seen_at[k] >= 0) {
       return absl::InvalidArgumentError(absl::StrFormat(
-          "%s.operator: duplicate operator \"%s\" (also at [%d])", path,
+          "%s.operator: duplicate operator \"%s\" (also at [%d])", at,
           OpKindName(op), seen_at[k]));
     }
     seen_at[k] = i;
@@ -991,22 +1002,88 @@ absl::StatusOr<PlanDims> PlanDimsFromProto(const Plan& plan) {
   }
   if (plan.stage_layers_size() > kMaxPipelineStages) {
     return absl::InvalidArgumentError(
-        absl::StrCat("plan.stage_layers has ", plan.stage_layers_size(),
+        absl::StrCat(path, ".stage_layers has ", plan.stage_layers_size(),
                      " entries, at most ", kMaxPipelineStages));
   }
   for (int i = 0; i < plan.stage_layers_size(); ++i) {
     RETURN_IF_ERROR(CheckRange(plan.stage_layers(i),
-                               absl::StrCat("plan.stage_layers[", i, "]"), 1,
+                               absl::StrCat(path, ".stage_layers[", i, "]"), 1,
                                kMaxStageLayers));
     d.stage_layers[i] = static_cast<int16_t>(plan.stage_layers(i));
   }
   d.num_stage_layers = plan.stage_layers_size();
-  RETURN_IF_ERROR(CheckRange(plan.micro_batches(), "plan.micro_batches", 0,
+  RETURN_IF_ERROR(CheckRange(plan.micro_batches(),
+                             absl::StrCat(path, ".micro_batches"), 0,
                              kMaxMicroBatches));
-  RETURN_IF_ERROR(
-      CheckRange(plan.batch_size(), "plan.batch_size", 0, kMaxBatchSize));
+  RETURN_IF_ERROR(CheckRange(
+      plan.batch_size(), absl::StrCat(path, ".batch_size"), 0, kMaxBatchSize));
   d.micro_batches = plan.micro_batches();
   d.batch_size = plan.batch_size();
+  return d;
+}
+
+// A pool's instance count: `instances` when set, else the sub-plan's
+// replicas, else 1; the sub-plan's replicas must then be 0 or the count.
+absl::StatusOr<int> PoolInstances(int instances, const Plan& sub,
+                                  absl::string_view instances_path,
+                                  absl::string_view sub_path) {
+  RETURN_IF_ERROR(CheckRange(instances, instances_path, 0, kMaxDegree));
+  RETURN_IF_ERROR(CheckRange(
+      sub.replicas(), absl::StrCat(sub_path, ".replicas"), 0, kMaxDegree));
+  const int n =
+      instances > 0 ? instances : (sub.replicas() > 0 ? sub.replicas() : 1);
+  if (sub.replicas() != 0 && sub.replicas() != n) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.replicas must be 0 or %s (%d), got %d", sub_path,
+                        instances_path, n, sub.replicas()));
+  }
+  return n;
+}
+
+}  // namespace
+
+absl::StatusOr<PlanDims> PlanDimsFromProto(const Plan& plan) {
+  if (!plan.has_prefill() && !plan.has_decode()) {
+    if (plan.prefill_instances() != 0 || plan.decode_instances() != 0) {
+      return absl::InvalidArgumentError(
+          "plan.prefill_instances and plan.decode_instances need plan.prefill "
+          "and plan.decode");
+    }
+    return LayoutFromProto(plan, "plan");
+  }
+  if (!plan.has_prefill() || !plan.has_decode()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("plan.", plan.has_prefill() ? "decode" : "prefill",
+                     " must be set too: a disaggregated plan has both pools"));
+  }
+  if (plan.prefill().has_prefill() || plan.prefill().has_decode() ||
+      plan.decode().has_prefill() || plan.decode().has_decode()) {
+    return absl::InvalidArgumentError(
+        "plan.prefill and plan.decode must not nest further pools");
+  }
+  ASSIGN_OR_RETURN(PlanDims d, LayoutFromProto(plan.decode(), "plan.decode"));
+  ASSIGN_OR_RETURN(const PlanDims pre,
+                   LayoutFromProto(plan.prefill(), "plan.prefill"));
+  if (pre.num_stage_layers != 0) {
+    return absl::InvalidArgumentError(
+        "plan.prefill.stage_layers: a prefill instance splits its layers "
+        "uniformly; leave it empty");
+  }
+  ASSIGN_OR_RETURN(d.decode_instances,
+                   PoolInstances(plan.decode_instances(), plan.decode(),
+                                 "plan.decode_instances", "plan.decode"));
+  ASSIGN_OR_RETURN(d.prefill_instances,
+                   PoolInstances(plan.prefill_instances(), plan.prefill(),
+                                 "plan.prefill_instances", "plan.prefill"));
+  d.disaggregated = true;
+  d.replicas = 1;
+  d.prefill.dp = pre.dp;
+  d.prefill.tp = pre.tp;
+  d.prefill.pp = pre.pp;
+  d.prefill.ep = pre.ep;
+  d.prefill.dims = pre.dims;
+  d.prefill.micro_batches = pre.micro_batches;
+  d.prefill.batch_size = pre.batch_size;
   return d;
 }
 
@@ -1039,7 +1116,11 @@ ModelSpec ModelSpecFromDims(const ModelDims& m) {
   return spec;
 }
 
-Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
+namespace {
+
+// The degrees, every operator's dim, stage split, micro-batches and batch of
+// one layout, exactly as in `plan` (0 = default).
+Plan LayoutToProto(const PlanDims& plan) {
   Plan out;
   out.set_replicas(plan.replicas);
   out.set_dp(plan.dp);
@@ -1051,7 +1132,6 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
     entry->set_operator_(std::string(OpKindName(static_cast<OpKind>(k))));
     entry->set_dim(std::string(ShardDimName(plan.dims[k])));
   }
-  const int pp = std::max(1, plan.pp);
   // Stage split, micro-batches and batch size exactly as in `plan` (0 =
   // default), so that PlanDimsFromProto(PlanToProto(plan)) == plan; the
   // prediction carries the batch used.
@@ -1062,6 +1142,28 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   }
   out.set_micro_batches(plan.micro_batches);
   out.set_batch_size(plan.batch_size);
+  return out;
+}
+
+}  // namespace
+
+Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
+  if (plan.disaggregated) {
+    // Each pool's sub-plan is one instance, its replicas the instance count.
+    // TODO(disagg): placement entries per pool instance.
+    Plan out;
+    *out.mutable_prefill() = LayoutToProto(PrefillInstancePlan(plan));
+    out.mutable_prefill()->set_replicas(plan.prefill_instances);
+    *out.mutable_decode() = LayoutToProto(DecodeInstancePlan(plan));
+    out.mutable_decode()->set_replicas(plan.decode_instances);
+    out.set_prefill_instances(plan.prefill_instances);
+    out.set_decode_instances(plan.decode_instances);
+    return out;
+  }
+  Plan out = LayoutToProto(plan);
+  const int pp = std::max(1, plan.pp);
+  const bool explicit_stages =
+      std::clamp(plan.num_stage_layers, 0, kMaxPipelineStages) == pp;
 
   // Placement (simulator/placement.h): which node holds which rank.
   const PlanPlacement placement =
@@ -1123,6 +1225,45 @@ void SetRange(double value, double low_ratio, double high_ratio,
               shardplan::v1::Range* range) {
   range->set_low(value * low_ratio);
   range->set_high(value * high_ratio);
+}
+
+}  // namespace
+
+namespace {
+
+// The pools, the KV transfer and the prefill queue of a disaggregated plan.
+void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
+  out->set_disaggregated(true);
+  shardplan::v1::PoolPrediction* prefill = out->mutable_prefill_pool();
+  prefill->set_requests_per_s(e.prefill_requests_per_s);
+  prefill->set_batch_size(e.prefill_batch_size);
+  prefill->set_seconds(e.prefill_s);
+  prefill->set_instances(e.prefill_instances);
+  prefill->set_gpus_per_instance(e.prefill_instance_gpus);
+  shardplan::v1::MemoryBreakdown* pm = prefill->mutable_memory_per_gpu();
+  pm->set_weights_bytes(e.prefill_weights_bytes);
+  pm->set_kv_cache_bytes(e.prefill_kv_cache_bytes);
+  pm->set_activations_bytes(e.prefill_activations_bytes);
+  pm->set_total_bytes(e.prefill_weights_bytes + e.prefill_kv_cache_bytes +
+                      e.prefill_activations_bytes);
+  pm->set_capacity_bytes(e.capacity_bytes);
+  shardplan::v1::PoolPrediction* decode = out->mutable_decode_pool();
+  decode->set_requests_per_s(e.decode_requests_per_s);
+  decode->set_batch_size(e.batch_size);
+  decode->set_seconds(e.decode_iteration_s);
+  decode->set_instances(e.decode_instances);
+  decode->set_gpus_per_instance(e.decode_instance_gpus);
+  *decode->mutable_memory_per_gpu() = out->memory_per_gpu();
+  out->set_kv_transfer_bytes(e.kv_transfer_bytes);
+  out->set_kv_transfer_ms(e.kv_transfer_s * 1e3);
+  out->set_kv_transfer_link(e.kv_transfer_inter_node ? "infiniband" : "nvlink");
+  out->set_prefill_queue_ms(e.prefill_queue_s * 1e3);
+  out->set_prefill_utilization(e.prefill_utilization);
+  if (e.kv_transfer_inter_node) {
+    out->add_cross_node(
+        "KV cache transfer: prefill and decode pools on separate nodes "
+        "(InfiniBand)");
+  }
 }
 
 }  // namespace
@@ -1237,6 +1378,7 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
                   "speed",
                   e.replica_nodes, weight_bytes / 1e9, node_bytes / 1e9));
   }
+  if (e.disaggregated) AddDisaggregatedPrediction(e, &out);
   return out;
 }
 

@@ -158,7 +158,19 @@ double ModelDims::ActiveParams() const {
   return ModelParams(*this, experts_per_token);
 }
 
+bool PrefillLayout::operator==(const PrefillLayout& other) const {
+  return dp == other.dp && tp == other.tp && pp == other.pp && ep == other.ep &&
+         dims == other.dims && micro_batches == other.micro_batches &&
+         batch_size == other.batch_size;
+}
+
 bool PlanDims::operator==(const PlanDims& other) const {
+  if (disaggregated != other.disaggregated) return false;
+  if (disaggregated && (prefill != other.prefill ||
+                        prefill_instances != other.prefill_instances ||
+                        decode_instances != other.decode_instances)) {
+    return false;
+  }
   if (replicas != other.replicas || dp != other.dp || tp != other.tp ||
       pp != other.pp || ep != other.ep || dims != other.dims ||
       micro_batches != other.micro_batches || batch_size != other.batch_size ||

@@ -181,7 +181,36 @@ struct Problem {
 inline constexpr int kMaxPipelineStages = 128;
 inline constexpr int kMaxBatchSize = 4096;
 
+// The layout of one prefill instance of a disaggregated plan (see PlanDims):
+// its degrees and operator dims, and how many requests it prefills in one
+// forward pass. Its layers are split as evenly as possible over its stages.
+struct PrefillLayout {
+  int dp = 1;
+  int tp = 1;
+  int pp = 1;
+  int ep = 1;
+  ShardDims dims = MegatronShardDims();
+  int micro_batches = 0;  // 0: pp
+  int batch_size = 0;     // requests per prefill pass; 0: 1
+
+  int gpus() const { return dp * tp * pp; }
+  bool operator==(const PrefillLayout& other) const;
+  bool operator!=(const PrefillLayout& other) const {
+    return !(*this == other);
+  }
+};
+
 // A plan in compact form. Value type, cheap to copy, no heap.
+//
+// Aggregated (disaggregated == false): every GPU prefills and decodes.
+// Disaggregated: `prefill_instances` prefill instances of layout `prefill`
+// and `decode_instances` decode instances whose layout is the fields below
+// (replicas must be 1; dp, tp, pp, ep, dims, micro_batches, batch_size,
+// stage_layers describe one decode instance), with the KV cache of each
+// request moving from a prefill instance to a decode instance.
+// prefill_instances * prefill.gpus() + decode_instances * dp * tp * pp =
+// num_gpus; prefill instances take the lowest ranks (see
+// simulator/disaggregated.h).
 struct PlanDims {
   // Independent model instances (see simulator/placement.h); each has pp
   // stages of dp x tp GPUs. replicas * dp * tp * pp = num_gpus.
@@ -198,6 +227,14 @@ struct PlanDims {
   // possible.
   int num_stage_layers = 0;
   std::array<int16_t, kMaxPipelineStages> stage_layers{};
+
+  bool disaggregated = false;
+  PrefillLayout prefill;      // read only when disaggregated
+  int prefill_instances = 0;  // read only when disaggregated
+  int decode_instances = 0;   // read only when disaggregated
+
+  // GPUs of one decode instance (aggregated: of one replica).
+  int instance_gpus() const { return dp * tp * pp; }
 
   bool operator==(const PlanDims& other) const;
   bool operator!=(const PlanDims& other) const { return !(*this == other); }
@@ -277,6 +314,26 @@ struct Evaluation {
   bool pipeline_crosses_nodes = false;
   // Pipeline stages of the plan evaluated (the error bars' regime).
   int pipeline_stages = 1;
+
+  // Disaggregated plans only (simulator/disaggregated.h); zero otherwise.
+  // The fields above then describe the whole plan (throughput, TTFT, TPOT,
+  // feasibility) and the decode pool (memory, breakdown, placement).
+  bool disaggregated = false;
+  double prefill_queue_s = 0;           // mean wait for a prefill instance
+  double kv_transfer_s = 0;             // exposed KV-cache transfer per request
+  double kv_transfer_bytes = 0;         // KV cache bytes per request moved
+  bool kv_transfer_inter_node = false;  // over InfiniBand (else NVLink)
+  double prefill_utilization = 0;       // offered load / prefill pool capacity
+  // Requests per second each pool sustains (the plan runs at the minimum).
+  double prefill_requests_per_s = 0;
+  double decode_requests_per_s = 0;
+  // Per GPU of a prefill instance (worst stage), at its prefill batch.
+  double prefill_weights_bytes = 0;
+  double prefill_kv_cache_bytes = 0;
+  double prefill_activations_bytes = 0;
+  int prefill_batch_size = 0;
+  int prefill_instances = 0, prefill_instance_gpus = 0;
+  int decode_instances = 0, decode_instance_gpus = 0;
 };
 
 // "weights need 141.2 GB per GPU, 80.0 GB available"; "" when feasible.

@@ -202,5 +202,33 @@ TEST(RenderTest, NumberFormatting) {
   EXPECT_EQ(FormatBytes(1.5e12), "1.50 TB");
 }
 
+TEST(RenderTest, AggregatedAndDisaggregatedSideBySide) {
+  shardplan::v1::SearchSummary summary;
+  EXPECT_EQ(RenderAggregatedVsDisaggregated(summary), "");
+  summary.mutable_best_aggregated()->set_output_tokens_per_s_per_gpu(1234);
+  summary.mutable_best_aggregated()->set_ttft_ms(250);
+  summary.mutable_best_aggregated()->set_feasible(true);
+  summary.mutable_best_disaggregated()->set_output_tokens_per_s_per_gpu(2345);
+  summary.mutable_best_disaggregated()->set_tpot_ms(20);
+  const std::string table = RenderAggregatedVsDisaggregated(summary);
+  EXPECT_THAT(table, HasSubstr("aggregated"));
+  EXPECT_THAT(table, HasSubstr("disaggregated"));
+  EXPECT_THAT(table, HasSubstr("1,234"));
+  EXPECT_THAT(table, HasSubstr("2,345"));
+  PlanUpdate update;
+  *update.mutable_summary() = summary;
+  update.mutable_plan()->mutable_prefill()->set_tp(2);
+  update.mutable_plan()->mutable_decode()->set_tp(4);
+  update.mutable_plan()->set_prefill_instances(3);
+  update.mutable_plan()->set_decode_instances(1);
+  update.mutable_prediction()->set_disaggregated(true);
+  update.mutable_prediction()->set_kv_transfer_link("infiniband");
+  const std::string text = RenderPlanUpdate(update, RenderContext());
+  EXPECT_THAT(text, HasSubstr("Prefill pool    3 x (dp 1  tp 2"));
+  EXPECT_THAT(text, HasSubstr("Decode pool     1 x (dp 1  tp 4"));
+  EXPECT_THAT(text, HasSubstr("over infiniband"));
+  EXPECT_THAT(text, HasSubstr("Best of each"));
+}
+
 }  // namespace
 }  // namespace shardplan::client

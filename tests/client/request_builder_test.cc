@@ -42,6 +42,7 @@ TEST(RequestBuilderTest, PlanRequestCarriesEveryFlag) {
   s.seed = 42;
   s.no_warm_start = true;
   s.objective = "conservative";
+  s.disaggregation = "only";
   ProblemFlags problem = CatalogProblem();
   problem.engine = "sglang";
   problem.engine_version = "0.5.1";
@@ -59,6 +60,7 @@ TEST(RequestBuilderTest, PlanRequestCarriesEveryFlag) {
   EXPECT_EQ(request->workload().engine(), "sglang");
   EXPECT_EQ(request->workload().engine_version(), "0.5.1");
   EXPECT_EQ(request->options().objective(), "conservative");
+  EXPECT_EQ(request->options().disaggregation(), "only");
   EXPECT_EQ(request->options().method(), "anneal");
   EXPECT_EQ(request->options().max_evaluations(), 500);
   EXPECT_DOUBLE_EQ(request->options().max_seconds(), 7.5);

@@ -239,6 +239,79 @@ TEST_F(ServiceTest, InvalidRequestsGetInvalidArgumentAndServerStaysUp) {
   EXPECT_EQ(script_.started(), 0) << "no search ran for invalid requests";
 }
 
+TEST_F(ServiceTest, DisaggregationAutoReportsTheBestOfEachKind) {
+  StartServer();
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  StreamResult result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  const shardplan::v1::SearchSummary& summary = result.updates.back().summary();
+  ASSERT_TRUE(summary.has_best_disaggregated());
+  EXPECT_TRUE(summary.best_disaggregated().disaggregated());
+  EXPECT_GT(summary.best_disaggregated_plan().decode_instances(), 0);
+  ASSERT_TRUE(summary.has_best_aggregated());
+  EXPECT_FALSE(summary.best_aggregated().disaggregated());
+  EXPECT_FALSE(result.updates.back().prediction().disaggregated());
+
+  request.mutable_options()->set_disaggregation("only");
+  result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_TRUE(result.updates.back().prediction().disaggregated());
+  EXPECT_FALSE(result.updates.back().summary().has_best_aggregated());
+
+  request.mutable_options()->set_disaggregation("off");
+  result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  EXPECT_FALSE(result.updates.back().summary().has_best_disaggregated());
+}
+
+TEST_F(ServiceTest, EvaluatePlanPredictsDisaggregatedPlans) {
+  StartServer();
+  shardplan::v1::EvaluateRequest evaluate;
+  evaluate.mutable_model()->set_catalog_name("llama-3.1-8b");
+  evaluate.mutable_cluster()->set_hardware("h100-sxm-80gb");
+  evaluate.mutable_cluster()->set_num_gpus(16);
+  evaluate.mutable_cluster()->set_gpus_per_node(8);
+  evaluate.mutable_workload()->set_input_tokens(4096);
+  evaluate.mutable_workload()->set_output_tokens(512);
+  shardplan::v1::Plan* plan = evaluate.mutable_plan();
+  plan->mutable_prefill()->set_tp(2);
+  plan->mutable_decode()->set_tp(2);
+  plan->mutable_decode()->set_batch_size(32);
+  plan->set_prefill_instances(4);
+  plan->set_decode_instances(4);
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->EvaluatePlan(&context, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const shardplan::v1::Prediction& p = response.prediction();
+  EXPECT_TRUE(p.disaggregated());
+  EXPECT_TRUE(p.feasible()) << p.infeasible_reason();
+  EXPECT_EQ(p.prefill_pool().instances(), 4);
+  EXPECT_EQ(p.decode_pool().gpus_per_instance(), 2);
+  EXPECT_GT(p.kv_transfer_bytes(), 0);
+  EXPECT_EQ(p.kv_transfer_link(), "infiniband");
+  EXPECT_GT(p.prefill_pool().memory_per_gpu().weights_bytes(), 0);
+  EXPECT_EQ(response.plan().prefill_instances(), 4);
+  EXPECT_EQ(response.plan().decode().tp(), 2);
+
+  // A bad sub-plan is INVALID_ARGUMENT naming its field path.
+  plan->mutable_decode()->set_tp(3);
+  grpc::ClientContext context2;
+  status = stub_->EvaluatePlan(&context2, evaluate, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), StartsWith("plan.decode."));
+  plan->mutable_decode()->set_tp(-1);
+  grpc::ClientContext context3;
+  status = stub_->EvaluatePlan(&context3, evaluate, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), StartsWith("plan.decode.tp"));
+  plan->clear_decode();
+  grpc::ClientContext context4;
+  status = stub_->EvaluatePlan(&context4, evaluate, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), StartsWith("plan.decode must be set"));
+}
+
 TEST_F(ServiceTest, EvaluatePlanUsesTheEnginesProfileAndRanges) {
   StartServer();
   shardplan::v1::EvaluateRequest evaluate;

@@ -64,6 +64,26 @@ TEST(ValidationTest, ObjectiveIsExpectedOrConservative) {
             "\"optimistic\"");
 }
 
+TEST(ValidationTest, DisaggregationIsAutoOffOrOnly) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  absl::StatusOr<ValidatedPlanRequest> validated =
+      ValidatePlanRequest(request, Limits());
+  ASSERT_TRUE(validated.ok()) << validated.status();
+  EXPECT_EQ(validated->disaggregation, "auto");
+  for (const char* mode : {"auto", "off", "only"}) {
+    request.mutable_options()->set_disaggregation(mode);
+    validated = ValidatePlanRequest(request, Limits());
+    ASSERT_TRUE(validated.ok()) << validated.status();
+    EXPECT_EQ(validated->disaggregation, mode);
+  }
+  request.mutable_options()->set_disaggregation("both");
+  const absl::Status status = Check(request);
+  EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(status.message(),
+            "options.disaggregation must be one of auto, off, only; got "
+            "\"both\"");
+}
+
 TEST(ValidationTest, ExplicitOptionsAreKept) {
   shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
   request.mutable_options()->set_method("anneal");

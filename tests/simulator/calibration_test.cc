@@ -453,3 +453,35 @@ TEST(CalibrationParseTest, SpearmanOfKnownRanks) {
 
 }  // namespace
 }  // namespace shardplan::simulator
+
+namespace shardplan::simulator {
+namespace {
+
+// Disaggregated H100 rows (AIConfigurator's silicon sample, mode=disagg):
+// nothing is fitted on them; the held-out figures must stay under what
+// docs/cost-model-and-calibration.md reports (which misses the issue's
+// targets of TPOT <= 20% and TTFT <= 30%; see the docs).
+TEST(CalibrationDisaggTest, HeldOutRowsStayUnderDocumentedErrors) {
+  const std::string text = ReadCsv("h100_disagg_latency.csv");
+  ASSERT_FALSE(text.empty()) << "disaggregated CSV missing";
+  absl::StatusOr<ParsedDisaggregated> data = ParseDisaggregatedRows(text);
+  ASSERT_TRUE(data.ok()) << data.status();
+  EXPECT_EQ(data->rows.size() + data->skipped + data->skipped_queueing, 107u);
+  absl::StatusOr<DisaggregatedAccuracy> report =
+      ComputeDisaggregatedAccuracy(data->rows, CalibrationProfiles());
+  ASSERT_TRUE(report.ok()) << report.status();
+  SCOPED_TRACE(report->Markdown());
+  EXPECT_GE(report->held_out_rows, 20);
+  EXPECT_LE(report->held_out_tpot_mape, 40.0);
+  EXPECT_LE(report->held_out_ttft_mape, 85.0);
+  EXPECT_LE(report->tpot_mape, 36.0);
+}
+
+TEST(CalibrationDisaggTest, RejectsMissingPoolColumns) {
+  absl::StatusOr<ParsedDisaggregated> data = ParseDisaggregatedRows(
+      "id,backend,model_path,mode\nx,sglang,Qwen/Qwen3-32B,disagg\n");
+  EXPECT_EQ(data.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace shardplan::simulator

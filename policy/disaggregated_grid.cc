@@ -1,0 +1,105 @@
+#include "policy/disaggregated_grid.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardplan::policy {
+namespace {
+
+using simulator::PlanDims;
+
+// One instance's degrees on `gpus` GPUs.
+struct Layout {
+  int dp = 1, tp = 1, pp = 1, ep = 1;
+};
+
+std::vector<Layout> InstanceLayouts(const simulator::Problem& problem,
+                                    int gpus) {
+  std::vector<Layout> out;
+  const int node = std::max(1, problem.cluster.gpus_per_node);
+  for (int tp = 1; tp <= std::min(gpus, node); tp *= 2) {
+    if (gpus % tp != 0) continue;
+    out.push_back({1, tp, gpus / tp, 1});  // tp within a node, pp across
+    if (problem.model.is_moe() && tp == 1 && gpus > 1) {
+      out.push_back({gpus, 1, 1, gpus});  // dp attention + EP (DeepSeek)
+    }
+    if (problem.model.is_moe() && gpus / tp == 1 && tp > 1) {
+      out.push_back({1, tp, 1, tp});  // tp attention + EP
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
+                                              size_t limit) {
+  const simulator::Problem& problem = model.problem();
+  const int n = problem.cluster.num_gpus;
+  std::vector<PlanDims> out;
+  std::vector<int> sizes;
+  for (int g = 1; g < n; g *= 2) sizes.push_back(g);
+  for (int pg : sizes) {
+    const std::vector<Layout> prefill_layouts = InstanceLayouts(problem, pg);
+    for (int dg : sizes) {
+      const std::vector<Layout> decode_layouts = InstanceLayouts(problem, dg);
+      for (int x = 1; x * pg < n; ++x) {
+        if ((n - x * pg) % dg != 0) continue;
+        const int y = (n - x * pg) / dg;
+        for (const Layout& pl : prefill_layouts) {
+          for (const Layout& dl : decode_layouts) {
+            for (int prefill_batch : {1, 2, 4}) {
+              PlanDims p;
+              p.disaggregated = true;
+              p.prefill_instances = x;
+              p.decode_instances = y;
+              p.prefill.dp = pl.dp;
+              p.prefill.tp = pl.tp;
+              p.prefill.pp = pl.pp;
+              p.prefill.ep = pl.ep;
+              p.prefill.batch_size = prefill_batch;
+              p.dp = dl.dp;
+              p.tp = dl.tp;
+              p.pp = dl.pp;
+              p.ep = dl.ep;
+              if (model.ValidatePlan(p).ok()) out.push_back(p);
+              if (out.size() >= limit) return out;
+            }
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
+                                      int max_evaluations,
+                                      double baseline_tokens_per_s,
+                                      const CancellationToken& token) {
+  DisaggregatedSweep sweep;
+  const std::vector<PlanDims> candidates = DisaggregatedCandidates(
+      model, static_cast<size_t>(std::max(0, max_evaluations)));
+  sweep.candidates = static_cast<int>(candidates.size());
+  for (const PlanDims& plan : candidates) {
+    if (sweep.evaluations >= max_evaluations || token.cancelled()) break;
+    const simulator::Evaluation e = model.Evaluate(plan);
+    ++sweep.evaluations;
+    if (!sweep.found && sweep.evaluations == 1) {
+      sweep.best = {plan, e, 0};
+    }
+    if (e.feasible &&
+        (!sweep.found ||
+         e.output_tokens_per_s > sweep.best.evaluation.output_tokens_per_s)) {
+      sweep.best = {
+          plan, e,
+          baseline_tokens_per_s > 0 && e.output_tokens_per_s > 0
+              ? std::log(e.output_tokens_per_s / baseline_tokens_per_s)
+              : 0};
+      sweep.found = true;
+    }
+  }
+  return sweep;
+}
+
+}  // namespace shardplan::policy

@@ -1,0 +1,44 @@
+// A sweep of disaggregated prefill/decode plans (simulator/disaggregated.h):
+// every pool split x prefill layout x decode layout x prefill batch, Megatron
+// operator dims, the best decode batch under memory and the SLOs. The
+// searchers of policy/searcher.h cover aggregated plans; this sweep is how
+// options.disaggregation "auto" and "only" find disaggregated ones.
+#ifndef SHARDPLAN_POLICY_DISAGGREGATED_GRID_H_
+#define SHARDPLAN_POLICY_DISAGGREGATED_GRID_H_
+
+#include <vector>
+
+#include "policy/searcher.h"
+#include "simulator/cost_model.h"
+#include "simulator/types.h"
+
+namespace shardplan::policy {
+
+// The structurally valid disaggregated plans of `model`'s problem the sweep
+// covers, in sweep order (instance layouts of 1, 2, 4, ... GPUs: tp a power
+// of two up to a node, pp filling the rest; MoE: dp attention with ep over the
+// instance, or tp with ep 1; prefill batch 1, 2 or 4; decode batch 0 = best).
+// At most `limit` of them (the first in sweep order), so that large clusters
+// stay bounded in time and memory. Cost: one ValidatePlan per candidate
+// tried. Allocates.
+std::vector<simulator::PlanDims> DisaggregatedCandidates(
+    const simulator::CostModel& model, size_t limit);
+
+struct DisaggregatedSweep {
+  ScoredPlan best;  // infeasible (evaluation.feasible false) when none fits
+  bool found = false;
+  int evaluations = 0;
+  int candidates = 0;
+};
+
+// Evaluates the candidates in sweep order, at most `max_evaluations` of them,
+// polling `token` between evaluations; the best feasible plan by throughput.
+// reward = log(throughput / baseline_tokens_per_s) when both are positive.
+DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
+                                      int max_evaluations,
+                                      double baseline_tokens_per_s,
+                                      const CancellationToken& token);
+
+}  // namespace shardplan::policy
+
+#endif  // SHARDPLAN_POLICY_DISAGGREGATED_GRID_H_

@@ -1,0 +1,239 @@
+// Disaggregated prefill/decode plans: the pools' per-instance costs come from
+// the aggregated cost model's per-phase terms (internal/pool_costing.h); this
+// file adds what only disaggregation has: the prefill queue, the KV-cache
+// transfer and the balance of the two pools.
+#include "simulator/disaggregated.h"
+
+#include <algorithm>
+#include <string>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "simulator/internal/pool_costing.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::simulator {
+namespace {
+
+using internal::PoolCosting;
+using internal::PrefillInstanceCost;
+
+// Re-roots an instance's "plan.<field>" message at `prefix` ("plan.decode.").
+absl::Status AtPool(absl::Status status, absl::string_view prefix) {
+  if (status.ok()) return status;
+  std::string message(status.message());
+  if (absl::StartsWith(message, "plan.")) {
+    message = absl::StrCat(prefix, message.substr(5));
+  } else {
+    message = absl::StrCat(prefix, message);
+  }
+  return absl::Status(status.code(), message);
+}
+
+// The plan at decode batch `batch` (per attention rank of a decode instance).
+Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
+                           const PlanDims& decode,
+                           const PrefillInstanceCost& pre, int batch) {
+  const Problem& problem = model.problem();
+  const double isl = problem.workload.input_tokens;
+  const double osl = std::max(1, problem.workload.output_tokens);
+  const Evaluation d = PoolCosting::DecodeInstance(model, decode, batch);
+  Evaluation e = d;
+  e.disaggregated = true;
+
+  // Pools' rates, requests per second.
+  // DecodeInstance zeroes the rate of an instance that does not fit; the
+  // rate from the iteration keeps the report meaningful (the plan is
+  // infeasible anyway). dp attention ranks (dense: copies) of B requests.
+  const double decode_tokens_per_s =
+      d.decode_iteration_s > 0 ? decode.dp * batch / d.decode_iteration_s : 0;
+  const double decode_rate = plan.decode_instances * decode_tokens_per_s / osl;
+  const int prefill_batch = std::max(1, plan.prefill.batch_size);
+  const double instance_rate =
+      pre.max_stage_s > 0 ? prefill_batch / pre.max_stage_s : 0;
+  const double prefill_capacity = plan.prefill_instances * instance_rate;
+  const double offered = std::min(decode_rate, prefill_capacity);
+  e.prefill_requests_per_s = prefill_capacity;
+  e.decode_requests_per_s = decode_rate;
+
+  // Prefill queue: M/D/1 per instance (Pollaczek-Khinchine mean wait,
+  // https://en.wikipedia.org/wiki/Pollaczek%E2%80%93Khinchine_formula).
+  const double rho = prefill_capacity > 0 ? std::min(offered / prefill_capacity,
+                                                     kMaxPrefillUtilization)
+                                          : kMaxPrefillUtilization;
+  e.prefill_utilization = rho;
+  e.prefill_queue_s =
+      instance_rate > 0 ? rho / (2 * instance_rate * (1 - rho)) : 0;
+
+  // KV-cache transfer of one prefill pass, layer by layer behind the compute.
+  const ClusterDims& cluster = problem.cluster;
+  const bool inter_node = cluster.num_gpus > cluster.gpus_per_node;
+  const double bytes =
+      prefill_batch * isl * PoolCosting::KvBytesPerToken(model);
+  const int streams =
+      std::max(1, std::min(plan.prefill.gpus(), decode.instance_gpus()));
+  const double transfer_s =
+      bytes / (streams * PoolCosting::LinkBytesPerS(model, inter_node)) +
+      PoolCosting::LinkLatencyS(model, inter_node);
+  const double layers = std::max(1, problem.model.layers);
+  e.kv_transfer_bytes = bytes / prefill_batch;
+  e.kv_transfer_inter_node = inter_node;
+  e.kv_transfer_s = std::max(transfer_s / layers, transfer_s - pre.chain_s);
+
+  e.prefill_s = pre.chain_s;
+  e.prefill_batch_size = prefill_batch;
+  e.prefill_instances = plan.prefill_instances;
+  e.prefill_instance_gpus = plan.prefill.gpus();
+  e.decode_instances = plan.decode_instances;
+  e.decode_instance_gpus = decode.instance_gpus();
+  e.prefill_weights_bytes = pre.weights_bytes;
+  e.prefill_kv_cache_bytes = pre.kv_cache_bytes;
+  e.prefill_activations_bytes = pre.activations_bytes;
+  e.ttft_s = e.prefill_queue_s + pre.chain_s + e.kv_transfer_s;
+  e.tpot_s = d.decode_iteration_s;
+  e.output_tokens_per_s = offered * osl;
+  e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / cluster.num_gpus;
+  e.tp_nodes = std::max(d.tp_nodes, pre.tp_nodes);
+  e.ep_nodes = std::max(d.ep_nodes, pre.ep_nodes);
+  e.replica_nodes = std::max(d.replica_nodes, pre.replica_nodes);
+
+  // Feasibility: the decode pool's memory (from DecodeInstance), then the
+  // prefill pool's, then the SLOs of the whole plan.
+  if (e.feasible && !pre.fits) {
+    e.feasible = false;
+    if (pre.weights_bytes > d.capacity_bytes) {
+      e.reason = InfeasibleReason::kWeightsExceedMemory;
+      e.reason_value = pre.weights_bytes;
+      e.reason_limit = d.capacity_bytes;
+    } else {
+      e.reason = InfeasibleReason::kKvCacheExceedsMemory;
+      e.reason_value = pre.kv_cache_bytes;
+      e.reason_limit = std::max(
+          0.0, d.capacity_bytes - pre.weights_bytes - pre.activations_bytes);
+    }
+  }
+  internal::ApplySlos(problem.workload.max_ttft_s, problem.workload.max_tpot_s,
+                      &e);
+  return e;
+}
+
+}  // namespace
+
+PlanDims DecodeInstancePlan(const PlanDims& plan) {
+  PlanDims d = plan;
+  d.disaggregated = false;
+  d.replicas = 1;
+  d.prefill = PrefillLayout();
+  d.prefill_instances = 0;
+  d.decode_instances = 0;
+  return d;
+}
+
+PlanDims PrefillInstancePlan(const PlanDims& plan) {
+  PlanDims p;
+  p.dp = plan.prefill.dp;
+  p.tp = plan.prefill.tp;
+  p.pp = plan.prefill.pp;
+  p.ep = plan.prefill.ep;
+  p.dims = plan.prefill.dims;
+  p.micro_batches = plan.prefill.micro_batches;
+  p.batch_size = plan.prefill.batch_size;
+  return p;
+}
+
+absl::Status ValidateDisaggregatedPlan(const CostModel& model,
+                                       const PlanDims& plan) {
+  if (plan.prefill_instances < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "plan.prefill_instances must be >= 1 in a disaggregated plan, got %d",
+        plan.prefill_instances));
+  }
+  if (plan.decode_instances < 1) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "plan.decode_instances must be >= 1 in a disaggregated plan, got %d",
+        plan.decode_instances));
+  }
+  if (plan.replicas != 1) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("plan.decode.replicas must be 1 (the pool's size is "
+                        "plan.decode_instances), got %d",
+                        plan.replicas));
+  }
+  RETURN_IF_ERROR(
+      AtPool(PoolCosting::ValidateInstance(model, PrefillInstancePlan(plan)),
+             "plan.prefill."));
+  RETURN_IF_ERROR(
+      AtPool(PoolCosting::ValidateInstance(model, DecodeInstancePlan(plan)),
+             "plan.decode."));
+  const int64_t gpus =
+      static_cast<int64_t>(plan.prefill_instances) * plan.prefill.gpus() +
+      static_cast<int64_t>(plan.decode_instances) * plan.instance_gpus();
+  const int num_gpus = model.problem().cluster.num_gpus;
+  if (gpus != num_gpus) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "plan.prefill_instances*prefill GPUs + plan.decode_instances*decode "
+        "GPUs must equal cluster.num_gpus (%d), got %d*%d + %d*%d = %d",
+        num_gpus, plan.prefill_instances, plan.prefill.gpus(),
+        plan.decode_instances, plan.instance_gpus(), gpus));
+  }
+  return absl::OkStatus();
+}
+
+Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
+  // Cheap guard (as CostModel::Evaluate): a caller's unvalidated plan comes
+  // back infeasible instead of dividing by zero.
+  const int num_gpus = model.problem().cluster.num_gpus;
+  const bool evaluable =
+      plan.prefill_instances >= 1 && plan.decode_instances >= 1 &&
+      plan.prefill.dp >= 1 && plan.prefill.tp >= 1 && plan.prefill.pp >= 1 &&
+      plan.prefill.ep >= 1 && plan.prefill.pp <= kMaxPipelineStages &&
+      plan.prefill.pp <= model.problem().model.layers &&
+      plan.prefill.batch_size >= 0 &&
+      plan.prefill.batch_size <= kMaxBatchSize && plan.dp >= 1 &&
+      plan.tp >= 1 && plan.pp >= 1 && plan.ep >= 1 &&
+      plan.pp <= kMaxPipelineStages &&
+      plan.pp <= model.problem().model.layers && plan.batch_size >= 0 &&
+      plan.batch_size <= kMaxBatchSize &&
+      static_cast<int64_t>(plan.prefill_instances) * plan.prefill.gpus() +
+              static_cast<int64_t>(plan.decode_instances) *
+                  plan.instance_gpus() ==
+          num_gpus;
+  if (!evaluable) {
+    Evaluation e;
+    e.disaggregated = true;
+    e.capacity_bytes = model.capacity_bytes();
+    return e;
+  }
+  const PlanDims decode = DecodeInstancePlan(plan);
+  const PrefillInstanceCost pre = PoolCosting::PrefillInstance(
+      model, PrefillInstancePlan(plan), std::max(1, plan.prefill.batch_size));
+  if (plan.batch_size > 0) {
+    return EvaluateAtBatch(model, plan, decode, pre, plan.batch_size);
+  }
+  const int concurrency = model.problem().workload.concurrency;
+  if (concurrency > 0) {
+    return EvaluateAtBatch(model, plan, decode, pre,
+                           std::min(kMaxBatchSize, concurrency));
+  }
+  // Memory and TPOT only get worse with the batch: stop at the first batch
+  // that fails. TTFT can improve (a fuller decode pool offers the prefill
+  // pool no more than its capacity), so an SLO miss on TTFT keeps scanning.
+  Evaluation best, first;
+  bool have_best = false;
+  for (int b : BatchSizeCandidates()) {
+    const Evaluation e = EvaluateAtBatch(model, plan, decode, pre, b);
+    if (b == 1) first = e;
+    if (!e.feasible) {
+      if (e.reason == InfeasibleReason::kTtftSlo) continue;
+      break;
+    }
+    if (!have_best || e.output_tokens_per_s > best.output_tokens_per_s) {
+      best = e;
+      have_best = true;
+    }
+  }
+  return have_best ? best : first;
+}
+
+}  // namespace shardplan::simulator

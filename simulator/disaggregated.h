@@ -1,0 +1,60 @@
+// Disaggregated prefill/decode serving (xPyD): x prefill instances of one
+// layout and y decode instances of another, the KV cache of each request
+// moving from its prefill instance to a decode instance. The plan is a
+// PlanDims with disaggregated = true (see simulator/types.h); CostModel's
+// ValidatePlan and Evaluate dispatch here.
+//
+// Model (docs/cost-model-and-calibration.md, "Disaggregated plans"):
+//  - decode: each decode instance runs continuous-batching decode iterations
+//    at its batch, with no prefill work interleaved; TPOT = the iteration.
+//    The decode pool sustains y * (tokens/s of an instance) / OSL requests/s.
+//  - prefill: an instance prefills `prefill.batch_size` requests per pass;
+//    pipelined, it sustains batch / (slowest stage) requests/s. Requests
+//    reach it as a Poisson stream at the offered load (what the decode pool
+//    sustains, at most the prefill pool's capacity), split evenly over the x
+//    instances: each is an M/D/1 queue, mean wait (Pollaczek-Khinchine)
+//    rho / (2 mu (1 - rho)), rho capped at kMaxPrefillUtilization.
+//  - KV transfer: ISL x KV bytes per token per request, over NVLink when
+//    the whole plan sits in one node, else InfiniBand, one stream per GPU of
+//    the smaller instance. Sent layer by layer while the prefill computes
+//    (NIXL / Mooncake transfer engines), so only what the prefill cannot
+//    hide is exposed: max(one layer's share, transfer - prefill).
+//  - TTFT = prefill wait + prefill + exposed transfer; throughput = the
+//    offered load x OSL; per GPU over every GPU of both pools; memory per
+//    pool (the Evaluation's memory fields are the decode pool's).
+// Placement: prefill instances take the lowest ranks, decode instances the
+// rest, so the pools share no node whenever the prefill pool fills whole
+// nodes.
+#ifndef SHARDPLAN_SIMULATOR_DISAGGREGATED_H_
+#define SHARDPLAN_SIMULATOR_DISAGGREGATED_H_
+
+#include "absl/status/status.h"
+#include "simulator/cost_model.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+
+// Highest prefill-pool utilisation the queueing formula is evaluated at: a
+// pool offered more than its capacity is reported at this load (closed-loop
+// clients cannot push it further) with throughput capped at its capacity.
+inline constexpr double kMaxPrefillUtilization = 0.9;
+
+// The decode instance of a disaggregated plan as an aggregated PlanDims
+// (replicas 1), and the prefill instance likewise.
+PlanDims DecodeInstancePlan(const PlanDims& plan);
+PlanDims PrefillInstancePlan(const PlanDims& plan);
+
+// Structural validity of a disaggregated plan: instance counts >= 1, each
+// instance valid on its own GPUs (messages start with plan.prefill. or
+// plan.decode.), GPUs of both pools = cluster.num_gpus. INVALID_ARGUMENT.
+absl::Status ValidateDisaggregatedPlan(const CostModel& model,
+                                       const PlanDims& plan);
+
+// Predicts a disaggregated plan that passed ValidateDisaggregatedPlan (else
+// infeasible). Decode batch 0 with workload concurrency 0: the best decode
+// batch under memory and the SLOs. Allocation-free.
+Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan);
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_DISAGGREGATED_H_
