@@ -373,7 +373,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
 
     absl::Status status = absl::OkStatus();
     std::optional<policy::SearchResult> result;
-    EliteHistory::Found found;
+    WarmStartPersistence::Found found;
     const ProblemKey key = MakeProblemKey(problem);
     if (token_.cancelled()) {
       status = absl::CancelledError("cancelled before the search started");
