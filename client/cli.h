@@ -5,8 +5,10 @@
 #define SHARDPLAN_CLIENT_CLI_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/measurements.h"
 #include "client/request_builder.h"
 
 namespace shardplan::client {
@@ -35,7 +37,15 @@ struct GlobalFlags {
   }
 };
 
-enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth };
+// `shardplan calibrate`: result files, the profile name, and what the files
+// leave out (client/measurements.h).
+struct CalibrateFlags {
+  std::vector<std::string> results;
+  std::string name;
+  RunDefaults defaults;
+};
+
+enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth, kCalibrate };
 
 struct CommandLine {
   Command command = Command::kNone;
@@ -44,6 +54,7 @@ struct CommandLine {
   SearchFlags search;
   PlanFlags plan;
   std::string health_service;
+  CalibrateFlags calibrate;
   // Non-empty when --help was asked for: print it and exit 0.
   std::string help;
 };

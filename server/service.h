@@ -64,7 +64,7 @@ class PlannerService final
  private:
   // gRPC 1.51 answers a request its protobuf traits cannot parse with
   // UNIMPLEMENTED and an empty message, before any of our code runs. The
-  // constructors therefore register the three methods with handlers that take
+  // constructors therefore register the four methods with handlers that take
   // the raw bytes; these parse them (DecodeRequest) and answer
   // INVALID_ARGUMENT with the reason, or call the typed methods above.
   void RegisterRawRequestHandlers();
