@@ -32,21 +32,6 @@ std::unique_ptr<EliteStore> OpenOrDie(const std::string& path, int top_k = 16) {
   return store.ok() ? *std::move(store) : nullptr;
 }
 
-int SchemaVersionOf(const std::string& path) {
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_stmt* stmt = nullptr;
-  int version = -1;
-  if (sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1,
-                         &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW) {
-    version = sqlite3_column_int(stmt, 0);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return version;
-}
-
 void ExecOrDie(sqlite3* db, const std::string& sql) {
   char* error = nullptr;
   ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error), SQLITE_OK)
@@ -167,7 +152,7 @@ TEST(EliteStoreTest, MigratesAVersionOneStore) {
   }
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(SchemaVersionOf(path), EliteStore::kSchemaVersion);
+  EXPECT_EQ(testing::SqliteSchemaVersion(path), EliteStore::kSchemaVersion);
   auto found = store->Lookup(key);
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(found->has_value());

@@ -88,20 +88,7 @@ struct SqliteBackend {
     location = dir->File("store.db");
     return true;
   }
-  int SchemaVersion() const {
-    sqlite3* db = nullptr;
-    sqlite3_open(location.c_str(), &db);
-    sqlite3_stmt* stmt = nullptr;
-    int version = -1;
-    if (sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1,
-                           &stmt, nullptr) == SQLITE_OK &&
-        sqlite3_step(stmt) == SQLITE_ROW) {
-      version = sqlite3_column_int(stmt, 0);
-    }
-    sqlite3_finalize(stmt);
-    sqlite3_close(db);
-    return version;
-  }
+  int SchemaVersion() const { return testing::SqliteSchemaVersion(location); }
   void SetSchemaVersion(int version) const {
     sqlite3* db = nullptr;
     sqlite3_open(location.c_str(), &db);
