@@ -90,6 +90,9 @@ void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
                   "Serving engine the plan is for: vllm, sglang or trtllm "
                   "(predicts with its calibration profile; default: "
                   "engine-agnostic)");
+  cmd->add_option("--calibration-profile", f->calibration_profile,
+                  "Calibration profile the server predicts with: a built-in "
+                  "one or a name given to `shardplan calibrate`");
   // One flag for both uses: the release the plan is predicted for and the one
   // whose flag table --emit uses.
   cmd->add_option("--engine-version", f->engine_version,
@@ -274,6 +277,53 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
   health->add_option("--service", health_service,
                      "Service name (\"\" = the whole server)");
 
+  CalibrateFlags& cal = result.calibrate;
+  CLI::App* calibrate = app.add_subcommand(
+      "calibrate",
+      "Fit a calibration profile to your measured runs (vLLM --save-result "
+      "JSON, SGLang bench_serving JSONL, or CSV) and store it on the server");
+  AddGlobalOptions(calibrate, &g, true, false, false);
+  calibrate->add_option("--results", cal.results, "Result files")
+      ->required()
+      ->expected(1, -1);
+  calibrate
+      ->add_option("--name", cal.name,
+                   "Profile name; requests use it as --calibration-profile / "
+                   "workload.calibrationProfile")
+      ->required();
+  calibrate
+      ->add_option("--engine", cal.defaults.engine,
+                   "Engine of the JSON results (default: vllm for vLLM "
+                   "files, sglang for SGLang files)")
+      ->check(CLI::IsMember({"vllm", "sglang", "trtllm"}));
+  calibrate->add_option("--engine-version", cal.defaults.engine_version,
+                        "Engine release the runs used");
+  calibrate->add_option("--model", cal.defaults.model,
+                        "Model of the JSON results: catalog name or Hugging "
+                        "Face id (vLLM files name it themselves)");
+  calibrate->add_option("--hardware", cal.defaults.hardware,
+                        "GPU type of the runs (h100-sxm-80gb)");
+  calibrate
+      ->add_option("--weight-dtype", cal.defaults.weight_dtype,
+                   "Weight dtype of the JSON results: bf16, fp8 or fp4")
+      ->check(CLI::IsMember({"bf16", "fp8", "fp4"}));
+  calibrate
+      ->add_option("--tp", cal.defaults.tp,
+                   "Tensor-parallel degree of the runs")
+      ->check(IntAtLeast(1));
+  calibrate
+      ->add_option("--pp", cal.defaults.pp,
+                   "Pipeline-parallel degree of the runs")
+      ->check(IntAtLeast(1));
+  calibrate
+      ->add_option("--dp", cal.defaults.dp,
+                   "Attention data-parallel degree of the runs")
+      ->check(IntAtLeast(1));
+  calibrate
+      ->add_option("--ep", cal.defaults.ep,
+                   "Expert-parallel degree of the runs")
+      ->check(IntAtLeast(1));
+
   // CLI11 reports through exceptions; none leaves this function.
   try {
     app.parse(argc, argv);
@@ -304,6 +354,8 @@ absl::StatusOr<CommandLine> ParseCommandLine(int argc,
     result.command = Command::kCatalog;
   } else if (health->parsed()) {
     result.command = Command::kHealth;
+  } else if (calibrate->parsed()) {
+    result.command = Command::kCalibrate;
   }
   return result;
 }

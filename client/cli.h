@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "client/measurements.h"
 #include "client/request_builder.h"
 
 namespace shardplan::client {
@@ -43,7 +44,16 @@ struct GlobalFlags {
   }
 };
 
-enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth, kReplan };
+// `shardplan calibrate`: result files, the profile name, and what the files
+// leave out (client/measurements.h).
+struct CalibrateFlags {
+  std::vector<std::string> results;
+  std::string name;
+  RunDefaults defaults;
+};
+
+enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth, kReplan,
+                     kCalibrate };;
 
 struct CommandLine {
   Command command = Command::kNone;
@@ -53,6 +63,7 @@ struct CommandLine {
   PlanFlags plan;
   ReplanFlags replan;
   std::string health_service;
+  CalibrateFlags calibrate;
   // Non-empty when --help was asked for: print it and exit 0.
   std::string help;
 };

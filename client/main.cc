@@ -32,6 +32,7 @@
 #include "client/emit.h"
 #include "client/exit_codes.h"
 #include "client/frontier.h"
+#include "client/measurements.h"
 #include "client/render.h"
 #include "client/request_builder.h"
 #include "grpc/health/v1/health.grpc.pb.h"
@@ -585,6 +586,55 @@ int RunHealth(const GlobalFlags& g, const std::string& service) {
              : kExitUnreachable;
 }
 
+int RunCalibrate(const GlobalFlags& g, const CalibrateFlags& flags,
+                 SignalCanceller& canceller) {
+  const RunDefaults& defaults = flags.defaults;
+  shardplan::v1::CalibrateRequest request;
+  request.set_name(flags.name);
+  int skipped_disaggregated = 0, skipped_queueing = 0;
+  for (const std::string& path : flags.results) {
+    absl::StatusOr<std::string> text = ReadFileFromDisk(path);
+    if (!text.ok()) return ReportUsageError(text.status());
+    absl::StatusOr<ParsedResults> parsed = ParseResults(path, *text, defaults);
+    if (!parsed.ok()) return ReportUsageError(parsed.status());
+    for (auto& run : parsed->runs) *request.add_runs() = std::move(run);
+    skipped_disaggregated += parsed->skipped_disaggregated;
+    skipped_queueing += parsed->skipped_queueing;
+  }
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  Authorize(&context);
+  SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 300);
+  canceller.Watch(&context);
+  shardplan::v1::CalibrateResponse response;
+  const grpc::Status status = stub->Calibrate(&context, request, &response);
+  canceller.Unwatch();
+  if (!status.ok()) return ReportRpcError(status, g, "Calibrate");
+  if (g.output == "json") {
+    std::cout << ToJsonLine(response) << "\n" << std::flush;
+    return kExitOk;
+  }
+  std::cout << "Profile " << response.name() << " (engine " << response.engine()
+            << ", from " << response.base_profile() << "): fitted on "
+            << response.fit_runs() << " runs, measured on "
+            << response.held_out_runs() << " held-out runs\n"
+            << absl::StrFormat(
+                   "Held-out TPOT MAPE %.1f%% -> %.1f%%, TTFT MAPE %.1f%% -> "
+                   "%.1f%%\n",
+                   response.held_out_tpot_mape_before(),
+                   response.held_out_tpot_mape_after(),
+                   response.held_out_ttft_mape_before(),
+                   response.held_out_ttft_mape_after());
+  if (skipped_disaggregated + skipped_queueing > 0) {
+    std::cout << "Skipped " << skipped_disaggregated << " disaggregated and "
+              << skipped_queueing << " queue-bound (> 256 concurrent) rows\n";
+  }
+  std::cout << "Use it with --calibration-profile " << response.name()
+            << " (workload.calibrationProfile)\n\n"
+            << response.report() << std::flush;
+  return kExitOk;
+}
+
 int Main(int argc, char** argv) {
   SignalCanceller canceller;
   if (argc <= 1) {
@@ -620,6 +670,8 @@ int Main(int argc, char** argv) {
       return RunCatalog(g);
     case Command::kHealth:
       return RunHealth(g, cl->health_service);
+    case Command::kCalibrate:
+      return RunCalibrate(g, cl->calibrate, canceller);
     case Command::kNone:
       break;
   }

@@ -208,6 +208,7 @@ absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
   workload->set_kv_cache_dtype(flags.kv_cache_dtype);
   workload->set_engine(flags.engine);
   workload->set_engine_version(flags.engine_version);
+  workload->set_calibration_profile(flags.calibration_profile);
   return absl::OkStatus();
 }
 

@@ -44,6 +44,9 @@ struct ProblemFlags {
   // server's calibration profile for that engine. --engine-version: recorded.
   std::string engine;
   std::string engine_version;
+  // --calibration-profile: a built-in profile or one made by `shardplan
+  // calibrate` ("" = the engine's built-in profile).
+  std::string calibration_profile;
   // True when the user set --hardware / --gpus / --gpus-per-node explicitly
   // (they override the cluster file's values).
   bool hardware_set = false;

@@ -11,8 +11,11 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "server/postgres_store.h"
 #include "server/sqlite_store.h"
+#include "server/store_schema.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
@@ -184,6 +187,35 @@ absl::StatusOr<simulator::PlanDims> PlanFromStoredJson(
   shardplan::v1::Plan proto;
   RETURN_IF_ERROR(simulator::ParseSpecText(json, &proto));
   return simulator::PlanDimsFromProto(proto);
+}
+
+absl::StatusOr<std::optional<WarmStartData>> EliteStore::Lookup(
+    const ProblemKey& key) {
+  ASSIGN_OR_RETURN(WarmStartRows rows, ReadWarmStartRows(key));
+  if (!rows.chosen.has_value()) return std::optional<WarmStartData>();
+  WarmStartData data;
+  data.exact = rows.chosen->exact;
+  data.fingerprint = rows.chosen->fingerprint;
+  data.distance = rows.chosen->distance;
+  data.plans = store::StoredPlansFromRows(data.fingerprint, rows.plans);
+  data.policy_weights = std::move(rows.policy_weights);
+  return std::optional<WarmStartData>(std::move(data));
+}
+
+absl::Status EliteStore::Record(const ProblemKey& key,
+                                const simulator::Problem& problem,
+                                absl::Span<const StoredPlan> plans,
+                                const std::string& policy_weights) {
+  RecordRows rows;
+  rows.problem.key = key;
+  rows.problem.updated_at_ms = absl::ToUnixMillis(absl::Now());
+  for (const StoredPlan& stored : plans) {
+    rows.plans.push_back({PlanToStoredJson(stored.plan, problem), stored.reward,
+                          stored.output_tokens_per_s, stored.prediction_json});
+  }
+  rows.policy_weights = policy_weights;
+  rows.top_k = top_k_;
+  return WriteRecordRows(rows);
 }
 
 absl::StatusOr<std::unique_ptr<EliteStore>> EliteStore::Open(

@@ -7,6 +7,7 @@
 #ifndef SHARDPLAN_SERVER_ELITE_STORE_H_
 #define SHARDPLAN_SERVER_ELITE_STORE_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -79,6 +80,27 @@ struct StoredPlan {
   std::string prediction_json;  // proto3 JSON of shardplan.v1.Prediction
 };
 
+// The rows the backends move (their statements: server/store_schema.h).
+namespace store {
+struct ProblemRow {
+  ProblemKey key;
+  int64_t updated_at_ms = 0;
+};
+// A plan row as stored.
+struct PlanRow {
+  std::string plan_json;
+  double reward = 0;
+  double output_tokens_per_s = 0;
+  std::string prediction_json;
+};
+// The problem a warm start uses (store::ChooseWarmStartProblem).
+struct ChosenProblem {
+  std::string fingerprint;
+  bool exact = false;
+  double distance = 0;
+};
+}  // namespace store
+
 struct WarmStartData {
   bool exact = false;       // the same fingerprint; else the nearest problem
   std::string fingerprint;  // of the stored problem used
@@ -87,15 +109,26 @@ struct WarmStartData {
   std::string policy_weights;     // of the family, possibly empty
 };
 
+// A calibration profile fitted from a user's measurements (the Calibrate RPC):
+// the simulator::Calibration as proto3 JSON (CalibrationParameters) and the
+// fit's accuracy report.
+struct StoredProfile {
+  std::string name;
+  std::string engine;  // "" = engine-agnostic
+  std::string profile_json;
+  std::string report;
+  int64_t updated_at_ms = 0;
+};
+
 // The store interface. Two backends: SQLite (server/sqlite_store.h, the
 // embedded default, one file per server) and PostgreSQL
 // (server/postgres_store.h, shared by several replicas). Both keep the same
-// schema (a `schema_version` table and the same migration steps), the same
-// top-K semantics and the same lookup rules; tests/server/
-// elite_store_conformance_test.cc runs one suite over both.
+// schema, statements, row mapping and lookup rule (server/store_schema.h, the
+// contract: backends only move rows); tests/server/store_conformance_test.cc
+// runs one suite over both.
 class EliteStore {
  public:
-  static constexpr int kSchemaVersion = 2;
+  static constexpr int kSchemaVersion = 3;
 
   struct Options {
     // A file path = SQLite; `postgresql://...` or `postgres://...` (a libpq
@@ -123,21 +156,24 @@ class EliteStore {
   EliteStore& operator=(const EliteStore&) = delete;
 
   // Warm-start data for `key`: the exact fingerprint if stored, else the
-  // nearest problem of the same family by WorkloadDistance (ties: most recently
-  // updated), else nullopt. Plans that no longer parse are skipped.
-  // Thread-safe.
-  virtual absl::StatusOr<std::optional<WarmStartData>> Lookup(
-      const ProblemKey& key) = 0;
+  // nearest problem of the same family (store::ChooseWarmStartProblem), else
+  // nullopt. Plans that no longer parse are skipped. Thread-safe.
+  absl::StatusOr<std::optional<WarmStartData>> Lookup(const ProblemKey& key);
 
   // Merges `plans` into the problem's top-K (distinct plans, by reward), and
   // replaces the family's policy weights when `policy_weights` is non-empty;
   // one transaction, durable on return. Plans are serialised against `problem`
   // (proto3 JSON, placement dropped). Thread-safe; concurrent writers (threads
   // or processes sharing the store) never lose or duplicate plans.
-  virtual absl::Status Record(const ProblemKey& key,
-                              const simulator::Problem& problem,
-                              absl::Span<const StoredPlan> plans,
-                              const std::string& policy_weights) = 0;
+  absl::Status Record(const ProblemKey& key, const simulator::Problem& problem,
+                      absl::Span<const StoredPlan> plans,
+                      const std::string& policy_weights);
+
+  // Stores `profile` (replacing one of the same name); durable on return.
+  // Thread-safe.
+  virtual absl::Status SaveProfile(const StoredProfile& profile) = 0;
+  // Every stored calibration profile, by name. Thread-safe.
+  virtual absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() = 0;
 
   // Total plans stored (for shardplan_elite_store_plans).
   virtual absl::StatusOr<int64_t> CountPlans() = 0;
@@ -155,11 +191,35 @@ class EliteStore {
   const std::string& path() const { return display_path_; }
 
  protected:
-  explicit EliteStore(std::string display_path)
-      : display_path_(std::move(display_path)) {}
+  EliteStore(std::string display_path, int top_k)
+      : display_path_(std::move(display_path)), top_k_(std::max(1, top_k)) {}
+
+  // What a backend reads for Lookup, in one consistent snapshot: the family's
+  // problems (store::kSelectFamilyProblemsSql), the one
+  // store::ChooseWarmStartProblem picks, its plan rows
+  // (store::kSelectPlansSql) and the family's policy weights.
+  struct WarmStartRows {
+    std::optional<store::ChosenProblem> chosen;  // none: nothing stored
+    std::vector<store::PlanRow> plans;
+    std::string policy_weights;
+  };
+  virtual absl::StatusOr<WarmStartRows> ReadWarmStartRows(
+      const ProblemKey& key) = 0;
+
+  // What a backend writes for Record, in one transaction: upsert `problem`
+  // (store::kUpsertProblemSql), each plan (store::kUpsertPlanSql), trim to
+  // `top_k` (store::kTrimPlansSql), and the family's weights when non-empty.
+  struct RecordRows {
+    store::ProblemRow problem;
+    std::vector<store::PlanRow> plans;
+    std::string policy_weights;
+    int top_k = 1;
+  };
+  virtual absl::Status WriteRecordRows(const RecordRows& rows) = 0;
 
  private:
   const std::string display_path_;
+  const int top_k_;
 };
 
 // True for `postgresql://...` and `postgres://...` store locations.

@@ -21,7 +21,7 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "policy/searcher.h"
-#include "server/elite_history.h"
+#include "server/warm_start_persistence.h"
 #include "server/metrics.h"
 #include "server/search_job.h"
 #include "server/search_scheduler.h"
@@ -58,7 +58,7 @@ class StreamRegistry {
 struct ServiceDeps {
   ServerMetrics* metrics = nullptr;
   SearchScheduler* scheduler = nullptr;
-  EliteHistory* history = nullptr;
+  WarmStartPersistence* history = nullptr;
   StreamRegistry* registry = nullptr;
   SearcherFactory searcher_factory;
   policy::EvalPool* eval_pool = nullptr;  // null: searchers evaluate inline

@@ -3,8 +3,8 @@
 // warm-starts from what every replica has learned (elite plans per problem,
 // policy weights per family).
 //
-// Schema: the same tables, columns and migration steps as the SQLite backend
-// (schema_version table; migrations run in one transaction under a
+// Schema: the shared one (server/store_schema.h), with PostgreSQL's column
+// types (schema_version table; migrations run in one transaction under a
 // transaction-scoped advisory lock, so replicas starting together migrate
 // once).
 //
@@ -41,6 +41,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/status.h"
@@ -62,11 +63,8 @@ class PostgresStore : public EliteStore {
       const Options& options);
   ~PostgresStore() override;
 
-  absl::StatusOr<std::optional<WarmStartData>> Lookup(
-      const ProblemKey& key) override;
-  absl::Status Record(const ProblemKey& key, const simulator::Problem& problem,
-                      absl::Span<const StoredPlan> plans,
-                      const std::string& policy_weights) override;
+  absl::Status SaveProfile(const StoredProfile& profile) override;
+  absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() override;
   absl::StatusOr<int64_t> CountPlans() override;
   absl::Status Flush() override { return absl::OkStatus(); }
   bool recovers_from_failures() const override { return true; }
@@ -78,6 +76,9 @@ class PostgresStore : public EliteStore {
   struct Connection;  // wraps pqxx::connection (keeps pqxx out of headers)
 
   explicit PostgresStore(const Options& options);
+  absl::StatusOr<WarmStartRows> ReadWarmStartRows(
+      const ProblemKey& key) override;
+  absl::Status WriteRecordRows(const RecordRows& rows) override;
   // Connects (and migrates) unless connected; honours the backoff.
   absl::Status EnsureConnectedLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Runs `body` with a live connection: catches every libpqxx exception,

@@ -97,7 +97,7 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
   outcome.best = baseline_;
   std::optional<policy::SearchResult> result;
   std::optional<policy::ScoredPlan> streamed_best;
-  EliteHistory::Found found;
+  WarmStartPersistence::Found found;
   if (cancel.cancelled()) {
     outcome.stop_reason = policy::StopReason::kCancelled;
   } else if (absl::StatusOr<std::unique_ptr<policy::Searcher>> searcher =

@@ -18,7 +18,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "policy/searcher.h"
-#include "server/elite_history.h"
+#include "server/warm_start_persistence.h"
 #include "server/validation.h"
 
 namespace shardplan::server {
@@ -30,7 +30,7 @@ using SearcherFactory =
         absl::string_view method)>;
 
 struct SearchJobDeps {
-  EliteHistory* history = nullptr;  // not owned, outlives the job
+  WarmStartPersistence* history = nullptr;  // not owned, outlives the job
   SearcherFactory searcher_factory;
   policy::EvalPool* eval_pool = nullptr;  // null: searchers evaluate inline
   int elite_size = 16;

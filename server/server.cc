@@ -132,7 +132,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   server->metrics_ = std::make_unique<ServerMetrics>(
       opts.max_concurrent_searches, policy::SearchMethods());
 
-  std::unique_ptr<EliteStore> store;
+  std::shared_ptr<EliteStore> store;
   if (opts.store_path.empty()) {
     LOG(INFO) << "no --store: warm starts are off";
   } else {
@@ -156,8 +156,9 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
                    << opened.status();
     }
   }
-  server->history_ =
-      std::make_unique<EliteHistory>(std::move(store), *server->metrics_);
+  server->profiles_ = std::make_unique<CalibrationProfileStore>(store);
+  server->history_ = std::make_unique<WarmStartPersistence>(std::move(store),
+                                                            *server->metrics_);
 
   if (opts.eval_threads > 0) {
     server->eval_pool_ = std::make_unique<policy::EvalPool>(opts.eval_threads);
@@ -178,6 +179,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   deps.searcher_factory = opts.searcher_factory;
   deps.eval_pool = server->eval_pool_.get();
   deps.limits = opts.limits;
+  deps.limits.user_profiles = server->profiles_.get();
   deps.elite_size = opts.elite_size;
   server->authenticator_ = std::move(authenticator);
   server->peer_limiter_ =
@@ -185,7 +187,8 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   AccessControl access;
   access.authenticator = server->authenticator_.get();
   access.peer_limiter = server->peer_limiter_.get();
-  server->service_ = std::make_unique<PlannerService>(std::move(deps), access);
+  server->service_ = std::make_unique<PlannerService>(std::move(deps), access,
+                                                      server->profiles_.get());
 
   CHECK(HealthProtoFile() != nullptr);
   grpc::EnableDefaultHealthCheckService(true);

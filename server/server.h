@@ -15,13 +15,14 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "server/auth.h"
-#include "server/elite_history.h"
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/plan_stream.h"
+#include "server/profile_store.h"
 #include "server/search_scheduler.h"
 #include "server/service.h"
 #include "server/validation.h"
+#include "server/warm_start_persistence.h"
 
 namespace prometheus {
 class Exposer;
@@ -77,7 +78,8 @@ class PlannerServer {
     return metrics_port_;
   }  // 0 without metrics endpoint
   ServerMetrics& metrics() { return *metrics_; }
-  EliteHistory& history() { return *history_; }
+  WarmStartPersistence& history() { return *history_; }
+  CalibrationProfileStore& profiles() { return *profiles_; }
   SearchScheduler& scheduler() { return *scheduler_; }
   StreamRegistry& registry() { return registry_; }
 
@@ -96,7 +98,8 @@ class PlannerServer {
 
   const ServerOptions options_;
   std::unique_ptr<ServerMetrics> metrics_;
-  std::unique_ptr<EliteHistory> history_;
+  std::unique_ptr<WarmStartPersistence> history_;
+  std::unique_ptr<CalibrationProfileStore> profiles_;
   std::unique_ptr<policy::EvalPool> eval_pool_;
   std::unique_ptr<SearchScheduler> scheduler_;
   StreamRegistry registry_;

@@ -84,6 +84,12 @@ PlannerService::PlannerService(ServiceDeps deps, AccessControl access)
   RegisterRawRequestHandlers();
 }
 
+PlannerService::PlannerService(ServiceDeps deps, AccessControl access,
+                               CalibrationProfileStore* calibration)
+    : deps_(std::move(deps)), access_(access), calibration_(calibration) {
+  RegisterRawRequestHandlers();
+}
+
 void PlannerService::RegisterRawRequestHandlers() {
   // Indices are the methods' order in shardplan.proto, as in the generated
   // CallbackService constructors whose handlers these replace.
@@ -110,6 +116,13 @@ void PlannerService::RegisterRawRequestHandlers() {
                                 shardplan::v1::ListCatalogResponse* response) {
                            return ListCatalogBytes(context, request, response);
                          }));
+  MarkMethodCallback(3, new grpc::internal::CallbackUnaryHandler<
+                            grpc::ByteBuffer, shardplan::v1::CalibrateResponse>(
+                            [this](grpc::CallbackServerContext* context,
+                                   const grpc::ByteBuffer* request,
+                                   shardplan::v1::CalibrateResponse* response) {
+                              return CalibrateBytes(context, request, response);
+                            }));
 }
 
 grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>*
@@ -148,6 +161,50 @@ grpc::ServerUnaryReactor* PlannerService::ListCatalogBytes(
   status = RefuseUndecodable(access_, *context, status);
   LogRefused("ListCatalog", status, *context);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PlannerService::CalibrateBytes(
+    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+    shardplan::v1::CalibrateResponse* response) {
+  shardplan::v1::CalibrateRequest decoded;
+  absl::Status status = DecodeRequest(*request, &decoded);
+  if (status.ok()) return Calibrate(context, &decoded, response);
+  status = RefuseUndecodable(access_, *context, status);
+  LogRefused("Calibrate", status, *context);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* PlannerService::Calibrate(
+    grpc::CallbackServerContext* context,
+    const shardplan::v1::CalibrateRequest* request,
+    shardplan::v1::CalibrateResponse* response) {
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  absl::Status status = CheckToken(access_, *context);
+  if (status.ok() && calibration_ == nullptr) {
+    status = absl::FailedPreconditionError(
+        "this server does not keep calibration profiles");
+  }
+  if (status.ok()) {
+    const absl::Time start = absl::Now();
+    const std::string name = simulator::EscapeForLog(request->name());
+    const int runs = request->runs_size();
+    status = calibration_->Submit(
+        *request, [reactor, response, start, name, runs](
+                      absl::StatusOr<shardplan::v1::CalibrateResponse> result) {
+          if (result.ok()) *response = *std::move(result);
+          LOG(INFO) << "method=Calibrate name=" << name << " runs=" << runs
+                    << " outcome=" << CodeName(result.status().code())
+                    << " duration_ms="
+                    << absl::ToDoubleMilliseconds(absl::Now() - start);
+          reactor->Finish(ToGrpcStatus(result.status()));
+        });
+    if (status.ok()) return reactor;
+  }
+  LogRefused("Calibrate", status, *context);
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }

@@ -1,7 +1,8 @@
 // The ShardingPlanner gRPC service (callback API): PlanSharding streams
 // (server/plan_stream.h), EvaluatePlan and ListCatalog answered inline on the
 // gRPC thread (one cost-model call, no blocking), so running searches never
-// starve them.
+// starve them; Calibrate answered from the profile store's thread
+// (server/profile_store.h).
 #ifndef SHARDPLAN_SERVER_SERVICE_H_
 #define SHARDPLAN_SERVER_SERVICE_H_
 
@@ -11,6 +12,7 @@
 #include "server/auth.h"
 #include "server/limits.h"
 #include "server/plan_stream.h"
+#include "server/profile_store.h"
 #include "server/request_decoding.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 
@@ -34,6 +36,10 @@ class PlannerService final
   explicit PlannerService(ServiceDeps deps);
   // `access` (and what it points to) outlives the service and every call.
   PlannerService(ServiceDeps deps, AccessControl access);
+  // `calibration` (may be null: Calibrate answers FAILED_PRECONDITION)
+  // outlives the service and every call.
+  PlannerService(ServiceDeps deps, AccessControl access,
+                 CalibrationProfileStore* calibration);
 
   grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* PlanSharding(
       grpc::CallbackServerContext* context,
@@ -46,13 +52,19 @@ class PlannerService final
       grpc::CallbackServerContext* context,
       const shardplan::v1::ListCatalogRequest* request,
       shardplan::v1::ListCatalogResponse* response) override;
+  // Queues the fit on the profile store's thread; the reply is sent from
+  // there.
+  grpc::ServerUnaryReactor* Calibrate(
+      grpc::CallbackServerContext* context,
+      const shardplan::v1::CalibrateRequest* request,
+      shardplan::v1::CalibrateResponse* response) override;
 
   const ServiceDeps& deps() const { return deps_; }
 
  private:
   // gRPC 1.51 answers a request its protobuf traits cannot parse with
   // UNIMPLEMENTED and an empty message, before any of our code runs. The
-  // constructors therefore register the three methods with handlers that take
+  // constructors therefore register the four methods with handlers that take
   // the raw bytes; these parse them (DecodeRequest) and answer
   // INVALID_ARGUMENT with the reason, or call the typed methods above.
   void RegisterRawRequestHandlers();
@@ -64,9 +76,13 @@ class PlannerService final
   grpc::ServerUnaryReactor* ListCatalogBytes(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       shardplan::v1::ListCatalogResponse* response);
+  grpc::ServerUnaryReactor* CalibrateBytes(
+      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
+      shardplan::v1::CalibrateResponse* response);
 
   const ServiceDeps deps_;
   const AccessControl access_;
+  CalibrationProfileStore* const calibration_ = nullptr;
 };
 
 }  // namespace shardplan::server

@@ -16,6 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "server/store_schema.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::server {
@@ -72,75 +73,33 @@ absl::Status StepDone(sqlite3* db, sqlite3_stmt* stmt, absl::string_view what) {
   return absl::OkStatus();
 }
 
-// The schema, as the steps that lead from version i to i + 1 (index i). Never
-// edit a released step: add a new one and bump kSchemaVersion.
-const std::vector<const char*>& MigrationSteps() {
-  static const auto* steps = new std::vector<const char*>{
-      // 0 -> 1: problems, their top-K plans, policy weights per family.
-      "CREATE TABLE problems ("
-      "  fingerprint TEXT PRIMARY KEY,"
-      "  family_key TEXT NOT NULL,"
-      "  model_key TEXT NOT NULL,"
-      "  model_name TEXT NOT NULL,"
-      "  input_tokens_log2 INTEGER NOT NULL,"
-      "  output_tokens_log2 INTEGER NOT NULL,"
-      "  concurrency_bucket INTEGER NOT NULL,"
-      "  ttft_bucket INTEGER NOT NULL,"
-      "  tpot_bucket INTEGER NOT NULL,"
-      "  weight_dtype TEXT NOT NULL,"
-      "  kv_cache_dtype TEXT NOT NULL,"
-      "  cost_model_version INTEGER NOT NULL,"
-      "  searches INTEGER NOT NULL DEFAULT 0,"
-      "  updated_at_ms INTEGER NOT NULL);"
-      "CREATE TABLE plans ("
-      "  fingerprint TEXT NOT NULL REFERENCES problems(fingerprint),"
-      "  plan_json TEXT NOT NULL,"
-      "  reward REAL NOT NULL,"
-      "  prediction_json TEXT NOT NULL,"
-      "  PRIMARY KEY (fingerprint, plan_json));"
-      "CREATE TABLE policy_weights ("
-      "  family_key TEXT PRIMARY KEY,"
-      "  weights BLOB NOT NULL,"
-      "  updated_at_ms INTEGER NOT NULL);",
-      // 1 -> 2: throughput kept beside the reward (readable without parsing the
-      // prediction),
-      // and an index for nearest-problem lookups.
-      "ALTER TABLE plans ADD COLUMN output_tokens_per_s REAL NOT NULL DEFAULT "
-      "0;"
-      "CREATE INDEX problems_by_family ON problems(family_key);",
-  };
-  return *steps;
+// Binds `value` to the statement's parameter `name` ("$1", ...): the shared
+// statements number their parameters the PostgreSQL way, which SQLite reads
+// as named parameters.
+void BindNamed(sqlite3_stmt* stmt, const std::string& name,
+               const std::string& value) {
+  const int index = sqlite3_bind_parameter_index(stmt, name.c_str());
+  if (index > 0) BindText(stmt, index, value);
 }
-
-ProblemKey KeyFromRow(sqlite3_stmt* stmt) {
-  // Column order of kProblemColumns.
-  ProblemKey key;
-  key.fingerprint = ColumnText(stmt, 0);
-  key.family_key = ColumnText(stmt, 1);
-  key.model_key = ColumnText(stmt, 2);
-  key.model_name = ColumnText(stmt, 3);
-  key.input_tokens_log2 = sqlite3_column_int(stmt, 4);
-  key.output_tokens_log2 = sqlite3_column_int(stmt, 5);
-  key.concurrency_bucket = sqlite3_column_int(stmt, 6);
-  key.ttft_bucket = sqlite3_column_int(stmt, 7);
-  key.tpot_bucket = sqlite3_column_int(stmt, 8);
-  key.weight_dtype = ColumnText(stmt, 9);
-  key.kv_cache_dtype = ColumnText(stmt, 10);
-  key.cost_model_version = sqlite3_column_int(stmt, 11);
-  return key;
+void BindNamed(sqlite3_stmt* stmt, const std::string& name, double value) {
+  const int index = sqlite3_bind_parameter_index(stmt, name.c_str());
+  if (index > 0) sqlite3_bind_double(stmt, index, value);
 }
-
-constexpr char kProblemColumns[] =
-    "fingerprint, family_key, model_key, model_name, input_tokens_log2, "
-    "output_tokens_log2, "
-    "concurrency_bucket, ttft_bucket, tpot_bucket, weight_dtype, "
-    "kv_cache_dtype, "
-    "cost_model_version, updated_at_ms";
+void BindNamed(sqlite3_stmt* stmt, const std::string& name, int64_t value) {
+  const int index = sqlite3_bind_parameter_index(stmt, name.c_str());
+  if (index > 0) sqlite3_bind_int64(stmt, index, value);
+}
+// $1..$n as text (SQLite's column affinity stores numbers as numbers).
+void BindAllText(sqlite3_stmt* stmt, const std::vector<std::string>& values) {
+  for (size_t i = 0; i < values.size(); ++i) {
+    BindNamed(stmt, absl::StrCat("$", i + 1), values[i]);
+  }
+}
 
 }  // namespace
 
 SqliteStore::SqliteStore(const Options& options, sqlite3* db)
-    : EliteStore(options.path), options_(options), db_(db) {}
+    : EliteStore(options.path, options.top_k), options_(options), db_(db) {}
 
 SqliteStore::~SqliteStore() {
   absl::MutexLock lock(&mu_);
@@ -225,9 +184,9 @@ absl::Status SqliteStore::Migrate() {
           "point --store "
           "at another file. The file was not modified."));
     }
-    const auto& steps = MigrationSteps();
+    const auto& steps = store::MigrationSteps(store::SqlDialect::kSqlite);
     for (int v = version; v < kSchemaVersion; ++v) {
-      RETURN_IF_ERROR(Annotate(Exec(steps[v]),
+      RETURN_IF_ERROR(Annotate(Exec(steps[v].c_str()),
                                absl::StrCat("migration ", v, " -> ", v + 1)));
     }
     if (version != kSchemaVersion) {
@@ -251,76 +210,50 @@ absl::Status SqliteStore::Migrate() {
   return Exec("COMMIT");
 }
 
-absl::StatusOr<std::vector<StoredPlan>> SqliteStore::LoadPlans(
-    const std::string& fingerprint) {
-  ASSIGN_OR_RETURN(Stmt stmt,
-                   Prepare(db_,
-                           "SELECT plan_json, reward, output_tokens_per_s, "
-                           "prediction_json FROM plans WHERE fingerprint = ?1 "
-                           "ORDER BY reward DESC, plan_json"));
-  BindText(stmt.get(), 1, fingerprint);
-  std::vector<StoredPlan> plans;
-  while (true) {
-    const int rc = sqlite3_step(stmt.get());
-    if (rc == SQLITE_DONE) break;
-    if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read plans");
-    absl::StatusOr<simulator::PlanDims> plan =
-        PlanFromStoredJson(ColumnText(stmt.get(), 0));
-    if (!plan.ok()) {
-      LOG(WARNING) << "elite store: skipping unreadable plan of " << fingerprint
-                   << ": " << plan.status();
-      continue;
-    }
-    StoredPlan stored;
-    stored.plan = *plan;
-    stored.reward = sqlite3_column_double(stmt.get(), 1);
-    stored.output_tokens_per_s = sqlite3_column_double(stmt.get(), 2);
-    stored.prediction_json = ColumnText(stmt.get(), 3);
-    plans.push_back(std::move(stored));
-  }
-  return plans;
-}
-
-absl::StatusOr<std::optional<WarmStartData>> SqliteStore::Lookup(
+absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRows(
     const ProblemKey& key) {
   absl::MutexLock lock(&mu_);
-  std::optional<ProblemKey> best;
-  double best_distance = std::numeric_limits<double>::infinity();
-  int64_t best_updated = -1;
+  // One read transaction: the snapshot the choice and its plans come from.
+  RETURN_IF_ERROR(Exec("BEGIN"));
+  absl::StatusOr<WarmStartRows> rows = ReadWarmStartRowsLocked(key);
+  Exec("COMMIT").IgnoreError();
+  return rows;
+}
+
+absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRowsLocked(
+    const ProblemKey& key) {
+  WarmStartRows out;
+  std::vector<store::ProblemRow> problems;
   {
-    ASSIGN_OR_RETURN(
-        Stmt stmt,
-        Prepare(
-            db_,
-            absl::StrCat(
-                "SELECT ", kProblemColumns,
-                " FROM problems WHERE family_key = ?1 AND EXISTS (SELECT 1 "
-                "FROM plans WHERE plans.fingerprint = problems.fingerprint)")
-                .c_str()));
-    BindText(stmt.get(), 1, key.family_key);
+    ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kSelectFamilyProblemsSql));
+    BindNamed(stmt.get(), "$1", key.family_key);
     while (true) {
       const int rc = sqlite3_step(stmt.get());
       if (rc == SQLITE_DONE) break;
       if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read problems");
-      ProblemKey candidate = KeyFromRow(stmt.get());
-      const int64_t updated = sqlite3_column_int64(stmt.get(), 12);
-      const double distance = candidate.fingerprint == key.fingerprint
-                                  ? -1
-                                  : WorkloadDistance(key, candidate);
-      if (distance < best_distance ||
-          (distance == best_distance && updated > best_updated)) {
-        best = std::move(candidate);
-        best_distance = distance;
-        best_updated = updated;
+      std::vector<std::string> columns;
+      for (int c = 0; c < sqlite3_column_count(stmt.get()); ++c) {
+        columns.push_back(ColumnText(stmt.get(), c));
       }
+      ASSIGN_OR_RETURN(store::ProblemRow row,
+                       store::ProblemRowFromText(columns));
+      problems.push_back(std::move(row));
     }
   }
-  if (!best.has_value()) return std::optional<WarmStartData>();
-  WarmStartData data;
-  data.exact = best->fingerprint == key.fingerprint;
-  data.fingerprint = best->fingerprint;
-  data.distance = data.exact ? 0 : best_distance;
-  ASSIGN_OR_RETURN(data.plans, LoadPlans(best->fingerprint));
+  out.chosen = store::ChooseWarmStartProblem(key, problems);
+  if (!out.chosen.has_value()) return out;
+  {
+    ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kSelectPlansSql));
+    BindNamed(stmt.get(), "$1", out.chosen->fingerprint);
+    while (true) {
+      const int rc = sqlite3_step(stmt.get());
+      if (rc == SQLITE_DONE) break;
+      if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read plans");
+      out.plans.push_back(
+          {ColumnText(stmt.get(), 0), sqlite3_column_double(stmt.get(), 1),
+           sqlite3_column_double(stmt.get(), 2), ColumnText(stmt.get(), 3)});
+    }
+  }
   {
     ASSIGN_OR_RETURN(
         Stmt stmt,
@@ -332,93 +265,44 @@ absl::StatusOr<std::optional<WarmStartData>> SqliteStore::Lookup(
       const void* blob = sqlite3_column_blob(stmt.get(), 0);
       const int size = sqlite3_column_bytes(stmt.get(), 0);
       if (blob != nullptr)
-        data.policy_weights.assign(static_cast<const char*>(blob), size);
+        out.policy_weights.assign(static_cast<const char*>(blob), size);
     } else if (rc != SQLITE_DONE) {
       return SqliteError(db_, rc, "read policy_weights");
     }
   }
-  return std::optional<WarmStartData>(std::move(data));
+  return out;
 }
 
-absl::Status SqliteStore::Record(const ProblemKey& key,
-                                 const simulator::Problem& problem,
-                                 absl::Span<const StoredPlan> plans,
-                                 const std::string& policy_weights) {
-  // Serialise outside the lock.
-  std::vector<std::string> plan_json;
-  plan_json.reserve(plans.size());
-  for (const StoredPlan& stored : plans) {
-    plan_json.push_back(PlanToStoredJson(stored.plan, problem));
-  }
-  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
-
+absl::Status SqliteStore::WriteRecordRows(const RecordRows& rows) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
   auto write = [&]() -> absl::Status {
     {
-      ASSIGN_OR_RETURN(Stmt stmt,
-                       Prepare(db_,
-                               "INSERT INTO problems (fingerprint, family_key, "
-                               "model_key, model_name, "
-                               "input_tokens_log2, output_tokens_log2, "
-                               "concurrency_bucket, ttft_bucket, "
-                               "tpot_bucket, weight_dtype, kv_cache_dtype, "
-                               "cost_model_version, searches, "
-                               "updated_at_ms) VALUES (?1, ?2, ?3, ?4, ?5, ?6, "
-                               "?7, ?8, ?9, ?10, ?11, ?12, 1, "
-                               "?13) ON CONFLICT(fingerprint) DO UPDATE SET "
-                               "searches = searches + 1, "
-                               "updated_at_ms = excluded.updated_at_ms"));
-      sqlite3_stmt* s = stmt.get();
-      BindText(s, 1, key.fingerprint);
-      BindText(s, 2, key.family_key);
-      BindText(s, 3, key.model_key);
-      BindText(s, 4, key.model_name);
-      sqlite3_bind_int(s, 5, key.input_tokens_log2);
-      sqlite3_bind_int(s, 6, key.output_tokens_log2);
-      sqlite3_bind_int(s, 7, key.concurrency_bucket);
-      sqlite3_bind_int(s, 8, key.ttft_bucket);
-      sqlite3_bind_int(s, 9, key.tpot_bucket);
-      BindText(s, 10, key.weight_dtype);
-      BindText(s, 11, key.kv_cache_dtype);
-      sqlite3_bind_int(s, 12, key.cost_model_version);
-      sqlite3_bind_int64(s, 13, now_ms);
-      RETURN_IF_ERROR(StepDone(db_, s, "write problem"));
+      ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kUpsertProblemSql));
+      BindAllText(stmt.get(), store::ProblemRowParams(rows.problem));
+      RETURN_IF_ERROR(StepDone(db_, stmt.get(), "write problem"));
     }
+    const std::string& fingerprint = rows.problem.key.fingerprint;
     {
-      ASSIGN_OR_RETURN(Stmt stmt,
-                       Prepare(db_,
-                               "INSERT INTO plans (fingerprint, plan_json, "
-                               "reward, prediction_json, "
-                               "output_tokens_per_s) VALUES (?1, ?2, ?3, ?4, "
-                               "?5) ON CONFLICT(fingerprint, "
-                               "plan_json) DO UPDATE SET reward = "
-                               "excluded.reward, prediction_json = "
-                               "excluded.prediction_json, output_tokens_per_s "
-                               "= excluded.output_tokens_per_s"));
-      for (size_t i = 0; i < plans.size(); ++i) {
+      ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kUpsertPlanSql));
+      for (const store::PlanRow& plan : rows.plans) {
         sqlite3_stmt* s = stmt.get();
         sqlite3_reset(s);
-        BindText(s, 1, key.fingerprint);
-        BindText(s, 2, plan_json[i]);
-        sqlite3_bind_double(s, 3, plans[i].reward);
-        BindText(s, 4, plans[i].prediction_json);
-        sqlite3_bind_double(s, 5, plans[i].output_tokens_per_s);
+        BindNamed(s, "$1", fingerprint);
+        BindNamed(s, "$2", plan.plan_json);
+        BindNamed(s, "$3", plan.reward);
+        BindNamed(s, "$4", plan.prediction_json);
+        BindNamed(s, "$5", plan.output_tokens_per_s);
         RETURN_IF_ERROR(StepDone(db_, s, "write plan"));
       }
     }
     {
-      ASSIGN_OR_RETURN(
-          Stmt stmt,
-          Prepare(db_,
-                  "DELETE FROM plans WHERE fingerprint = ?1 AND rowid NOT IN "
-                  "(SELECT rowid FROM plans WHERE fingerprint = ?1 ORDER BY "
-                  "reward DESC, plan_json LIMIT ?2)"));
-      BindText(stmt.get(), 1, key.fingerprint);
-      sqlite3_bind_int(stmt.get(), 2, std::max(1, options_.top_k));
+      ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kTrimPlansSql));
+      BindNamed(stmt.get(), "$1", fingerprint);
+      BindNamed(stmt.get(), "$2", static_cast<int64_t>(rows.top_k));
       RETURN_IF_ERROR(StepDone(db_, stmt.get(), "trim plans"));
     }
-    if (!policy_weights.empty()) {
+    if (!rows.policy_weights.empty()) {
       ASSIGN_OR_RETURN(
           Stmt stmt,
           Prepare(
@@ -427,16 +311,19 @@ absl::Status SqliteStore::Record(const ProblemKey& key,
               "VALUES (?1, ?2, ?3) ON CONFLICT(family_key) DO UPDATE SET "
               "weights = excluded.weights, updated_at_ms = "
               "excluded.updated_at_ms"));
-      BindText(stmt.get(), 1, key.family_key);
-      sqlite3_bind_blob(stmt.get(), 2, policy_weights.data(),
-                        static_cast<int>(policy_weights.size()),
+      BindText(stmt.get(), 1, rows.problem.key.family_key);
+      sqlite3_bind_blob(stmt.get(), 2, rows.policy_weights.data(),
+                        static_cast<int>(rows.policy_weights.size()),
                         SQLITE_TRANSIENT);
-      sqlite3_bind_int64(stmt.get(), 3, now_ms);
+      sqlite3_bind_int64(stmt.get(), 3, rows.problem.updated_at_ms);
       RETURN_IF_ERROR(StepDone(db_, stmt.get(), "write policy weights"));
     }
     return absl::OkStatus();
   };
-  absl::Status status = write();
+  return CommitOrRollback(write());
+}
+
+absl::Status SqliteStore::CommitOrRollback(absl::Status status) {
   if (!status.ok()) {
     Exec("ROLLBACK").IgnoreError();
     return status;
@@ -446,9 +333,39 @@ absl::Status SqliteStore::Record(const ProblemKey& key,
   return status;
 }
 
+absl::Status SqliteStore::SaveProfile(const StoredProfile& profile) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto write = [&]() -> absl::Status {
+    ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kUpsertProfileSql));
+    BindNamed(stmt.get(), "$1", profile.name);
+    BindNamed(stmt.get(), "$2", profile.engine);
+    BindNamed(stmt.get(), "$3", profile.profile_json);
+    BindNamed(stmt.get(), "$4", profile.report);
+    BindNamed(stmt.get(), "$5", profile.updated_at_ms);
+    return StepDone(db_, stmt.get(), "write calibration profile");
+  };
+  return CommitOrRollback(write());
+}
+
+absl::StatusOr<std::vector<StoredProfile>> SqliteStore::LoadProfiles() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kSelectProfilesSql));
+  std::vector<StoredProfile> profiles;
+  while (true) {
+    const int rc = sqlite3_step(stmt.get());
+    if (rc == SQLITE_DONE) break;
+    if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read profiles");
+    profiles.push_back({ColumnText(stmt.get(), 0), ColumnText(stmt.get(), 1),
+                        ColumnText(stmt.get(), 2), ColumnText(stmt.get(), 3),
+                        sqlite3_column_int64(stmt.get(), 4)});
+  }
+  return profiles;
+}
+
 absl::StatusOr<int64_t> SqliteStore::CountPlans() {
   absl::MutexLock lock(&mu_);
-  ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, "SELECT COUNT(*) FROM plans"));
+  ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kCountPlansSql));
   const int rc = sqlite3_step(stmt.get());
   if (rc != SQLITE_ROW) return SqliteError(db_, rc, "count plans");
   return sqlite3_column_int64(stmt.get(), 0);

@@ -36,11 +36,8 @@ class SqliteStore : public EliteStore {
       const Options& options);
   ~SqliteStore() override;
 
-  absl::StatusOr<std::optional<WarmStartData>> Lookup(
-      const ProblemKey& key) override;
-  absl::Status Record(const ProblemKey& key, const simulator::Problem& problem,
-                      absl::Span<const StoredPlan> plans,
-                      const std::string& policy_weights) override;
+  absl::Status SaveProfile(const StoredProfile& profile) override;
+  absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() override;
   absl::StatusOr<int64_t> CountPlans() override;
   // Checkpoints the WAL into the main file (called at shutdown); the data is
   // durable without it.
@@ -50,8 +47,14 @@ class SqliteStore : public EliteStore {
   SqliteStore(const Options& options, sqlite3* db);
   absl::Status Exec(const char* sql) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status Migrate() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  absl::StatusOr<std::vector<StoredPlan>> LoadPlans(
-      const std::string& fingerprint) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::StatusOr<WarmStartRows> ReadWarmStartRows(
+      const ProblemKey& key) override;
+  absl::StatusOr<WarmStartRows> ReadWarmStartRowsLocked(const ProblemKey& key)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  absl::Status WriteRecordRows(const RecordRows& rows) override;
+  // COMMIT when `status` is OK, else ROLLBACK; returns the outcome.
+  absl::Status CommitOrRollback(absl::Status status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;
   absl::Mutex mu_;

@@ -2,12 +2,14 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "policy/searcher.h"
@@ -46,6 +48,40 @@ bool IsKnownMethod(const std::string& method) {
   return false;
 }
 
+// The user profile workload.calibration_profile names, if it names one
+// (nullopt for built-in names and ""). An unknown name is INVALID_ARGUMENT
+// listing every known profile.
+absl::StatusOr<std::optional<simulator::CalibrationProfile>> FindUserProfile(
+    const shardplan::v1::Workload& workload, const RequestLimits& limits) {
+  const std::string& name = workload.calibration_profile();
+  if (name.empty() || limits.user_profiles == nullptr) return std::nullopt;
+  std::vector<std::string> known;
+  for (const simulator::CalibrationProfile& p :
+       simulator::CalibrationProfiles()) {
+    if (p.name == name) return std::nullopt;
+    known.push_back(p.name);
+  }
+  std::optional<simulator::CalibrationProfile> user =
+      limits.user_profiles->Find(name);
+  if (!user.has_value()) {
+    for (const std::string& n : limits.user_profiles->Names()) {
+      known.push_back(n);
+    }
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "workload.calibration_profile %s is not a known profile; known: %s",
+        simulator::QuoteUserText(name), absl::StrJoin(known, ", ")));
+  }
+  if (!workload.engine().empty() && !user->engine.empty() &&
+      workload.engine() != user->engine) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("workload.calibration_profile %s is for engine %s, but "
+                        "workload.engine is %s",
+                        simulator::QuoteUserText(name), user->engine,
+                        simulator::QuoteUserText(workload.engine())));
+  }
+  return user;
+}
+
 absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
     const ModelSource& model, bool has_model,
     const shardplan::v1::ClusterSpec& cluster, bool has_cluster,
@@ -65,13 +101,23 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
         "cluster.num_gpus ", cluster.num_gpus(), " exceeds the server limit ",
         limits.max_num_gpus, " (--max_num_gpus)"));
   }
+  // A profile made by the Calibrate RPC stands in for the built-in one: the
+  // simulator validates the rest of the workload without it.
+  ASSIGN_OR_RETURN(std::optional<simulator::CalibrationProfile> user_profile,
+                   FindUserProfile(workload, limits));
+  shardplan::v1::Workload simulated = workload;
+  if (user_profile.has_value()) simulated.clear_calibration_profile();
   ASSIGN_OR_RETURN(simulator::Problem problem,
-                   simulator::ProblemFromProto(model, cluster, workload));
+                   simulator::ProblemFromProto(model, cluster, simulated));
   RETURN_IF_ERROR(CheckProblemLimits(problem, limits));
   // The workload names the engine's calibration profile (validated by
-  // ProblemFromProto; "" = the default).
+  // ProblemFromProto; "" = the default) or a user's.
+  if (user_profile.has_value()) {
+    problem.workload.calibration_profile = user_profile->name;
+  }
   ASSIGN_OR_RETURN(const simulator::CalibrationProfile profile,
-                   problem.workload.calibration_profile.empty()
+                   user_profile.has_value() ? *user_profile
+                   : problem.workload.calibration_profile.empty()
                        ? simulator::DefaultCalibrationProfile()
                        : simulator::FindCalibrationProfile(
                              problem.workload.calibration_profile));

@@ -10,16 +10,28 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "shardplan/v1/shardplan.pb.h"
+#include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/transition.h"
 #include "simulator/types.h"
 
 namespace shardplan::server {
+
+// Calibration profiles made by the Calibrate RPC, by name
+// (server/profile_store.h). Thread-safe; never blocks.
+class UserProfiles {
+ public:
+  virtual ~UserProfiles() = default;
+  virtual std::optional<simulator::CalibrationProfile> Find(
+      const std::string& name) const = 0;
+  virtual std::vector<std::string> Names() const = 0;
+};
 
 // The server's budget defaults and limits (from its flags).
 struct RequestLimits {
@@ -32,6 +44,9 @@ struct RequestLimits {
   int max_num_gpus = 16384;
   int max_layers = 1024;
   int max_experts = 4096;
+  // Where workload.calibration_profile names not built in are looked up;
+  // null: only the built-in profiles exist. Outlives the requests.
+  const UserProfiles* user_profiles = nullptr;
 };
 
 // OK, or INVALID_ARGUMENT such as "cluster.num_gpus 20000 exceeds the server

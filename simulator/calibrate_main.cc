@@ -12,17 +12,32 @@
 //                       [--rows]   (per-row predictions as CSV)
 //                       [--bands]  (error-bar table as C++ and markdown,
 //                                   coverage on the held-out rows)
+//                       [--report-dir DIR]  (DIR/accuracy-report.md and
+//                                   DIR/predicted-vs-measured.png via gnuplot)
+//                       [--user-fit ENGINE:MODEL [--fit-rows N] [--base P]]
+//                                   (a profile fitted on N rows of one group,
+//                                   as the Calibrate RPC does; error on the
+//                                   group's other rows before and after;
+//                                   the fit starts from profile P, default
+//                                   the engine's)
 //   shardplan-calibrate --disagg-csv
 //   simulator/calibration/data/h100_disagg_latency.csv [--rows]
 //                       (accuracy on disaggregated prefill/decode rows)
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
 #include <fstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <tuple>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
 #include "simulator/calibration.h"
 
 namespace {
@@ -30,7 +45,8 @@ namespace {
 int Usage() {
   std::cerr
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
-         "[--fit] [--rows] [--bands]\n"
+         "[--fit] [--rows] [--bands] [--report-dir DIR] [--user-fit "
+         "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
          "       shardplan-calibrate --disagg-csv FILE [--rows]\n";
   return 2;
 }
@@ -126,14 +142,222 @@ int ReportDisaggregated(const std::string& path, bool rows) {
   return 0;
 }
 
+namespace sim = shardplan::simulator;
+
+// Per (split, engine, model, regime) accuracy of `predictions`: MAPE and bias
+// (mean signed error, predicted/measured - 1) of TPOT and TTFT, and how many
+// measurements fall inside the p10-p90 range a prediction of that regime
+// carries (FindPredictionBand: the shipped bands).
+std::string AccuracyMarkdown(
+    const std::vector<sim::MeasuredRow>& rows,
+    const std::vector<sim::RowPrediction>& predictions) {
+  struct Acc {
+    int n = 0;
+    double tpot_ape = 0, tpot_bias = 0, ttft_ape = 0, ttft_bias = 0;
+    int tpot_in = 0, ttft_in = 0;
+  };
+  std::map<std::tuple<std::string, std::string, std::string, std::string>, Acc>
+      groups;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const sim::MeasuredRow& r = rows[i];
+    const sim::RowPrediction& p = predictions[i];
+    if (!p.feasible || !(p.tpot_s > 0) || !(p.ttft_s > 0)) continue;
+    absl::StatusOr<sim::Problem> problem = sim::RowProblem(r);
+    if (!problem.ok()) continue;
+    sim::BandRegime regime;
+    for (const sim::CalibrationProfile& profile : sim::CalibrationProfiles()) {
+      if (profile.engine == r.engine) regime.profile = profile.name;
+    }
+    regime.moe = problem->model.is_moe();
+    regime.weight_dtype = problem->workload.weight_dtype;
+    regime.pipeline_stages = r.pp;
+    const sim::PredictionBand band = sim::FindPredictionBand(regime);
+    const std::string split = r.held_out_model ? "held-out model"
+                              : r.held_out_row ? "held-out rows"
+                                               : "fit";
+    const std::string regime_name = absl::StrCat(
+        regime.moe ? "MoE" : "dense", " ", sim::DtypeName(regime.weight_dtype),
+        r.pp > 1 ? " pp>1" : "");
+    Acc& a = groups[{split, r.engine, r.catalog_model, regime_name}];
+    const double tpot_ratio = r.tpot_s / p.tpot_s;  // measured / predicted
+    const double ttft_ratio = r.ttft_s / p.ttft_s;
+    ++a.n;
+    a.tpot_ape += std::abs(p.tpot_s / r.tpot_s - 1);
+    a.tpot_bias += p.tpot_s / r.tpot_s - 1;
+    a.ttft_ape += std::abs(p.ttft_s / r.ttft_s - 1);
+    a.ttft_bias += p.ttft_s / r.ttft_s - 1;
+    a.tpot_in += tpot_ratio >= band.tpot_low && tpot_ratio <= band.tpot_high;
+    a.ttft_in += ttft_ratio >= band.ttft_low && ttft_ratio <= band.ttft_high;
+  }
+  std::string out =
+      "| split | engine | model | regime | rows | TPOT MAPE | TPOT bias | TTFT "
+      "MAPE | TTFT bias | in TPOT p10-p90 | in TTFT p10-p90 |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const auto& [key, a] : groups) {
+    const auto& [split, engine, model, regime] = key;
+    absl::StrAppendFormat(
+        &out,
+        "| %s | %s | %s | %s | %d | %.1f%% | %+.1f%% | %.1f%% | %+.1f%% "
+        "| %.0f%% | %.0f%% |\n",
+        split, engine, model, regime, a.n, 100 * a.tpot_ape / a.n,
+        100 * a.tpot_bias / a.n, 100 * a.ttft_ape / a.n,
+        100 * a.ttft_bias / a.n, 100.0 * a.tpot_in / a.n,
+        100.0 * a.ttft_in / a.n);
+  }
+  return out;
+}
+
+// Writes DIR/accuracy-report.md, DIR/predicted-vs-measured.dat and .gp, and
+// runs gnuplot (Debian gnuplot-nox) for DIR/predicted-vs-measured.png.
+int WriteReport(const std::string& dir,
+                const std::vector<sim::MeasuredRow>& rows,
+                const std::vector<sim::RowPrediction>& predictions,
+                const std::string& summary) {
+  {
+    std::ofstream md(dir + "/accuracy-report.md");
+    md << "# Cost-model accuracy on measured H100 serving runs\n\n"
+       << "Generated by `shardplan-calibrate --report-dir` (see "
+          "docs/cost-model-and-calibration.md for the command). Bias is the "
+          "mean of predicted/measured - 1 (positive: the model predicts "
+          "slower than measured). \"In p10-p90\" is the share of "
+          "measurements inside the range a prediction of that regime "
+          "carries (target 75-85% on held-out rows). Fit rows were used "
+          "by the fit; held-out rows and models never were.\n\n"
+       << AccuracyMarkdown(rows, predictions) << "\n"
+       << summary;
+    if (!md) {
+      std::cerr << "cannot write " << dir << "/accuracy-report.md\n";
+      return 1;
+    }
+  }
+  std::ofstream data(dir + "/predicted-vs-measured.dat");
+  // gnuplot data blocks: 0 fit TPOT, 1 held-out TPOT, 2 fit TTFT, 3 held-out
+  // TTFT (measured, predicted, in ms).
+  for (int block = 0; block < 4; ++block) {
+    const bool ttft = block >= 2;
+    const bool held = block % 2 == 1;
+    data << "# " << (held ? "held-out" : "fit") << (ttft ? " TTFT" : " TPOT")
+         << "\n";
+    for (size_t i = 0; i < rows.size(); ++i) {
+      const sim::RowPrediction& p = predictions[i];
+      if (rows[i].held_out() != held || !p.feasible) continue;
+      data << (ttft ? rows[i].ttft_s : rows[i].tpot_s) * 1e3 << " "
+           << (ttft ? p.ttft_s : p.tpot_s) * 1e3 << "\n";
+    }
+    data << "\n\n";
+  }
+  data.close();
+  std::ofstream gp(dir + "/predicted-vs-measured.gp");
+  gp << "set terminal pngcairo size 1200,540 font ',10'\n"
+     << "set output '" << dir << "/predicted-vs-measured.png'\n"
+     << "set multiplot layout 1,2 title 'shardplan cost model vs measured "
+        "H100 serving (log-log; dashed: +-25%)'\n"
+     << "set logscale xy\nset grid\nset key top left\n"
+     << "set xlabel 'measured (ms)'\nset ylabel 'predicted (ms)'\n"
+     << "set title 'TPOT'\n"
+     << "plot '" << dir
+     << "/predicted-vs-measured.dat' index 0 using 1:2 "
+        "with points pt 7 ps 0.5 lc rgb '#9ecae1' title 'fit rows', '' index "
+        "1 using 1:2 with points pt 7 ps 0.6 lc rgb '#d62728' title "
+        "'held-out', x with lines lc rgb 'black' notitle, 1.25*x with lines "
+        "dt 2 lc rgb 'gray' notitle, 0.75*x with lines dt 2 lc rgb 'gray' "
+        "notitle\n"
+     << "set title 'TTFT'\n"
+     << "plot '" << dir
+     << "/predicted-vs-measured.dat' index 2 using 1:2 "
+        "with points pt 7 ps 0.5 lc rgb '#9ecae1' title 'fit rows', '' index "
+        "3 using 1:2 with points pt 7 ps 0.6 lc rgb '#d62728' title "
+        "'held-out', x with lines lc rgb 'black' notitle, 1.25*x with lines "
+        "dt 2 lc rgb 'gray' notitle, 0.75*x with lines dt 2 lc rgb 'gray' "
+        "notitle\n"
+     << "unset multiplot\n";
+  gp.close();
+  const std::string command =
+      absl::StrCat("gnuplot '", dir, "/predicted-vs-measured.gp'");
+  if (std::system(command.c_str()) != 0) {
+    std::cerr << "gnuplot failed (install gnuplot-nox: scripts/install-deps); "
+                 "the report is written, the PNG is not\n";
+    return 1;
+  }
+  return 0;
+}
+
+// --user-fit: the Calibrate RPC's fit (FitProfile) on `fit_rows` rows of one
+// (engine, model) group, spread over the group; the group's other rows are
+// held out. Prints the group's held-out errors before and after.
+int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
+            int fit_rows, const std::string& base_name) {
+  const std::vector<std::string> parts = absl::StrSplit(group, ':');
+  if (parts.size() != 2) {
+    std::cerr << "--user-fit wants ENGINE:MODEL, got " << group << "\n";
+    return 2;
+  }
+  absl::StatusOr<sim::CalibrationProfile> base =
+      sim::FindCalibrationProfile(base_name.empty() ? parts[0] : base_name);
+  if (!base.ok()) {
+    std::cerr << base.status() << "\n";
+    return 1;
+  }
+  std::vector<sim::MeasuredRow> group_rows;
+  for (const sim::MeasuredRow& r : all) {
+    if (r.engine == parts[0] && r.catalog_model == parts[1]) {
+      group_rows.push_back(r);
+    }
+  }
+  // Only rows the cost model can predict (FitProfile would leave the others
+  // out), so that exactly `fit_rows` rows are fitted.
+  absl::StatusOr<std::vector<sim::RowPrediction>> feasible =
+      sim::PredictRows(group_rows, {*base});
+  if (!feasible.ok()) {
+    std::cerr << feasible.status() << "\n";
+    return 1;
+  }
+  std::vector<sim::MeasuredRow> rows;
+  for (size_t i = 0; i < group_rows.size(); ++i) {
+    if ((*feasible)[i].feasible) rows.push_back(group_rows[i]);
+  }
+  if (static_cast<int>(rows.size()) <= fit_rows) {
+    std::cerr << group << ": " << rows.size() << " rows, need more than "
+              << fit_rows << "\n";
+    return 1;
+  }
+  // Every k-th row (k = rows / fit_rows) is fitted, spread over the file's
+  // order (workloads and layouts alike); the rest are held out.
+  const double stride = static_cast<double>(rows.size()) / fit_rows;
+  std::vector<bool> fitted(rows.size(), false);
+  for (int i = 0; i < fit_rows; ++i) {
+    fitted[static_cast<size_t>(std::floor(i * stride))] = true;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].held_out_model = false;
+    rows[i].held_out_row = !fitted[i];
+  }
+  absl::StatusOr<sim::ProfileFit> fit =
+      sim::FitProfile("user-" + parts[0], rows, *base);
+  if (!fit.ok()) {
+    std::cerr << fit.status() << "\n";
+    return 1;
+  }
+  std::cout << absl::StrFormat(
+      "| group | fit rows | held-out rows | held-out TPOT MAPE %s | "
+      "fitted | held-out TTFT MAPE %s | fitted |\n"
+      "|---|---:|---:|---:|---:|---:|---:|\n"
+      "| %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n",
+      base->name, base->name, group, fit->fit_rows, fit->held_out_rows,
+      fit->tpot_mape_before, fit->tpot_mape_after, fit->ttft_mape_before,
+      fit->ttft_mape_after);
+  return 0;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  namespace sim = shardplan::simulator;
   std::vector<std::string> csv_paths;
   std::vector<std::string> validation_paths;
   std::string disagg_path;
   bool fit = false, rows = false, bands = false;
+  std::string report_dir, user_fit, base_profile;
+  int fit_rows = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
@@ -148,6 +372,15 @@ int main(int argc, char** argv) {
       rows = true;
     } else if (a == "--bands") {
       bands = true;
+    } else if (a == "--report-dir" && i + 1 < argc) {
+      report_dir = argv[++i];
+    } else if (a == "--user-fit" && i + 1 < argc) {
+      user_fit = argv[++i];
+    } else if (a == "--base" && i + 1 < argc) {
+      base_profile = argv[++i];
+    } else if (a == "--fit-rows" && i + 1 < argc) {
+      fit_rows = std::atoi(argv[++i]);
+      if (fit_rows < 1) return Usage();
     } else {
       return Usage();
     }
@@ -179,6 +412,8 @@ int main(int argc, char** argv) {
                                        more->high_concurrency_rows.begin(),
                                        more->high_concurrency_rows.end());
   }
+  if (!user_fit.empty())
+    return UserFit(data->rows, user_fit, fit_rows, base_profile);
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
   if (fit) {
     // The fit starts from the Calibration struct's defaults (not from the
@@ -259,5 +494,15 @@ int main(int argc, char** argv) {
   }
   std::cout << "\nPublished maximum throughput (cross-check, not fitted):\n\n"
             << sim::CrossCheckMarkdown(*cross);
+  if (!report_dir.empty()) {
+    absl::StatusOr<std::vector<sim::RowPrediction>> pred =
+        sim::PredictRows(data->rows, profiles);
+    if (!pred.ok()) {
+      std::cerr << pred.status() << "\n";
+      return 1;
+    }
+    return WriteReport(report_dir, data->rows, *pred,
+                       absl::StrCat("## Summary\n\n", report->Markdown()));
+  }
   return 0;
 }

@@ -1301,4 +1301,144 @@ std::string ErrorBandsMarkdown(const std::vector<ErrorBand>& bands,
   return s;
 }
 
+// --- Calibration from a user's measured runs ---
+
+absl::StatusOr<std::string> CatalogModelOfRun(absl::string_view model) {
+  if (const char* catalog = CatalogNameFor(model); catalog != nullptr) {
+    return std::string(catalog);
+  }
+  if (FindCatalogModel(model).ok()) return std::string(model);
+  return absl::NotFoundError(absl::StrFormat(
+      "model %s is neither a catalog name nor a Hugging Face id the "
+      "calibration knows",
+      QuoteUserText(model)));
+}
+
+void SplitUserRows(std::vector<MeasuredRow>& rows) {
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].held_out_model = false;
+    rows[i].held_out_row = i % 3 == 2;
+  }
+}
+
+absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
+                                      const std::vector<MeasuredRow>& rows,
+                                      const CalibrationProfile& start,
+                                      const FitOptions& options) {
+  for (const MeasuredRow& row : rows) {
+    if (absl::Status s = RowProblem(row).status(); !s.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("run ", row.id, ": ", s.message()));
+    }
+  }
+  CalibrationProfile base = start;
+  // The rows' engine selects the profile inside the fit.
+  base.engine = rows.empty() ? start.engine : rows.front().engine;
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> base_predictions,
+                   PredictRows(rows, {base}));
+  // A run the cost model finds infeasible (its batch's KV cache does not fit,
+  // so the engine queued requests) has no prediction to fit: left out.
+  ParsedMeasurements data;
+  ProfileFit fit;
+  std::vector<std::string> infeasible;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    if (!base_predictions[i].feasible) {
+      infeasible.push_back(rows[i].id);
+      continue;
+    }
+    data.rows.push_back(rows[i]);
+    (rows[i].held_out() ? fit.held_out_rows : fit.fit_rows) += 1;
+  }
+  if (fit.fit_rows == 0 || fit.held_out_rows == 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "calibration needs fitted and held-out runs; got ", fit.fit_rows,
+        " fitted and ", fit.held_out_rows, " held out"));
+  }
+  ASSIGN_OR_RETURN(std::vector<CalibrationProfile> fitted,
+                   FitCalibration(data, {base}, options));
+  fit.profile = fitted.front();
+  fit.profile.name = name;
+  const std::vector<MeasuredRow>& used = data.rows;
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> before,
+                   PredictRows(used, {base}));
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> after,
+                   PredictRows(used, {fit.profile}));
+  std::vector<double> pb, pa, mt, fb, fa, mf;
+  fit.report =
+      absl::StrCat("| run | split | measured TPOT ms | ", start.name, " | ",
+                   name, " | measured TTFT ms | ", start.name, " | ", name,
+                   " |\n|---|---|---:|---:|---:|---:|---:|---:|\n");
+  for (size_t i = 0; i < used.size(); ++i) {
+    const MeasuredRow& r = used[i];
+    absl::StrAppendFormat(
+        &fit.report, "| %s | %s | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |\n",
+        r.id, r.held_out() ? "held out" : "fit", r.tpot_s * 1e3,
+        before[i].tpot_s * 1e3, after[i].tpot_s * 1e3, r.ttft_s * 1e3,
+        before[i].ttft_s * 1e3, after[i].ttft_s * 1e3);
+    if (!r.held_out() || !before[i].feasible || !after[i].feasible) continue;
+    pb.push_back(before[i].tpot_s);
+    pa.push_back(after[i].tpot_s);
+    mt.push_back(r.tpot_s);
+    fb.push_back(before[i].ttft_s);
+    fa.push_back(after[i].ttft_s);
+    mf.push_back(r.ttft_s);
+  }
+  fit.tpot_mape_before = Mape(pb, mt);
+  fit.tpot_mape_after = Mape(pa, mt);
+  fit.ttft_mape_before = Mape(fb, mf);
+  fit.ttft_mape_after = Mape(fa, mf);
+  absl::StrAppendFormat(
+      &fit.report,
+      "\nHeld-out runs (%d): TPOT MAPE %.1f%% -> %.1f%%, TTFT MAPE %.1f%% -> "
+      "%.1f%% (%s -> %s); fitted on %d runs.\n",
+      static_cast<int>(mt.size()), fit.tpot_mape_before, fit.tpot_mape_after,
+      fit.ttft_mape_before, fit.ttft_mape_after, start.name, name,
+      fit.fit_rows);
+  if (!infeasible.empty()) {
+    absl::StrAppend(&fit.report, "Left out (infeasible for the cost model: ",
+                    "the batch's KV cache does not fit): ",
+                    absl::StrJoin(infeasible, ", "), ".\n");
+  }
+  return fit;
+}
+
+shardplan::v1::CalibrationParameters CalibrationToProto(const Calibration& c) {
+  shardplan::v1::CalibrationParameters p;
+  p.set_gemm_efficiency(c.gemm_efficiency);
+  p.set_gemm_half_efficiency_tokens(c.gemm_half_efficiency_tokens);
+  p.set_hbm_efficiency(c.hbm_efficiency);
+  p.set_attention_efficiency(c.attention_efficiency);
+  p.set_intra_node_efficiency(c.intra_node_efficiency);
+  p.set_inter_node_efficiency(c.inter_node_efficiency);
+  p.set_collective_latency_scale(c.collective_latency_scale);
+  p.set_decode_step_overhead_s(c.decode_step_overhead_s);
+  p.set_layer_overhead_s(c.layer_overhead_s);
+  p.set_prefill_overhead_s(c.prefill_overhead_s);
+  p.set_prefill_queue_fraction(c.prefill_queue_fraction);
+  p.set_ttft_wait_iterations(c.ttft_wait_iterations);
+  p.set_ttft_inflight_prefills(c.ttft_inflight_prefills);
+  p.set_fp4_dequant_bytes_per_weight(c.fp4_dequant_bytes_per_weight);
+  return p;
+}
+
+Calibration CalibrationFromProto(
+    const shardplan::v1::CalibrationParameters& p) {
+  Calibration c;
+  c.gemm_efficiency = p.gemm_efficiency();
+  c.gemm_half_efficiency_tokens = p.gemm_half_efficiency_tokens();
+  c.hbm_efficiency = p.hbm_efficiency();
+  c.attention_efficiency = p.attention_efficiency();
+  c.intra_node_efficiency = p.intra_node_efficiency();
+  c.inter_node_efficiency = p.inter_node_efficiency();
+  c.collective_latency_scale = p.collective_latency_scale();
+  c.decode_step_overhead_s = p.decode_step_overhead_s();
+  c.layer_overhead_s = p.layer_overhead_s();
+  c.prefill_overhead_s = p.prefill_overhead_s();
+  c.prefill_queue_fraction = p.prefill_queue_fraction();
+  c.ttft_wait_iterations = p.ttft_wait_iterations();
+  c.ttft_inflight_prefills = p.ttft_inflight_prefills();
+  c.fp4_dequant_bytes_per_weight = p.fp4_dequant_bytes_per_weight();
+  return c;
+}
+
 }  // namespace shardplan::simulator

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/types.h"
 
@@ -381,6 +382,46 @@ struct DisaggregatedAccuracy {
 absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
     const std::vector<DisaggregatedRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
+
+// --- Calibration from a user's measured runs (the Calibrate RPC) ---
+
+// The catalog name of a measured run's model: a catalog name as is, or a
+// Hugging Face id the calibration data uses. NOT_FOUND naming the model
+// otherwise.
+absl::StatusOr<std::string> CatalogModelOfRun(absl::string_view model);
+
+// The split of a user's rows: every third row (index 2, 5, 8, ...) held out,
+// the rest fitted (held_out_row set accordingly; held_out_model cleared).
+void SplitUserRows(std::vector<MeasuredRow>& rows);
+
+struct ProfileFit {
+  CalibrationProfile profile;  // the fitted one, named as asked
+  int fit_rows = 0;
+  int held_out_rows = 0;
+  // Held-out rows, percent: with the starting profile and the fitted one.
+  double tpot_mape_before = 0;
+  double tpot_mape_after = 0;
+  double ttft_mape_before = 0;
+  double ttft_mape_after = 0;
+  // Markdown: one line per row (split, measured, before, after).
+  std::string report;
+};
+
+// Fits `start` (renamed `name`) on the rows of `rows` that are not held out
+// and measures both profiles on the held-out ones. The fitted parameters are
+// the few physical ones FitCalibration moves. INVALID_ARGUMENT when there are
+// no fit or no held-out rows or a row does not map to a problem (message
+// names the row's id). Deterministic; cost: FitCalibration on the fit rows
+// (~60 rounds x parameters x rows cost-model evaluations, well under a
+// second for 20 rows).
+absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
+                                      const std::vector<MeasuredRow>& rows,
+                                      const CalibrationProfile& start,
+                                      const FitOptions& options = FitOptions());
+
+// Calibration <-> its proto form (shardplan.v1.CalibrationParameters).
+shardplan::v1::CalibrationParameters CalibrationToProto(const Calibration& c);
+Calibration CalibrationFromProto(const shardplan::v1::CalibrationParameters& p);
 
 }  // namespace shardplan::simulator
 

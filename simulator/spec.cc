@@ -1150,7 +1150,6 @@ Plan LayoutToProto(const PlanDims& plan) {
 Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   if (plan.disaggregated) {
     // Each pool's sub-plan is one instance, its replicas the instance count.
-    // TODO(disagg): placement entries per pool instance.
     Plan out;
     *out.mutable_prefill() = LayoutToProto(PrefillInstancePlan(plan));
     out.mutable_prefill()->set_replicas(plan.prefill_instances);
@@ -1162,8 +1161,6 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
   }
   Plan out = LayoutToProto(plan);
   const int pp = std::max(1, plan.pp);
-  const bool explicit_stages =
-      std::clamp(plan.num_stage_layers, 0, kMaxPipelineStages) == pp;
 
   // Placement (simulator/placement.h): which node holds which rank.
   const PlanPlacement placement =

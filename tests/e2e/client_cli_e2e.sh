@@ -181,4 +181,24 @@ YAML
 expect_rc 0 "${CLI}" evaluate --server "${SERVER}" --model-file "${WORK}/tiny.yaml" --gpus 8 --tp 2 --dp 4
 grep -q "tiny-llama" "${WORK}/out" || fail "model file: $(cat "${WORK}/out")"
 
+# calibrate: measured runs (CSV + vLLM --save-result JSON) -> a stored profile that a
+# later evaluate uses; unknown profiles list it; a bad file names file:line and field.
+CAL_DATA="$(dirname "$0")/../client/data/calibration"
+expect_rc 0 "${CLI}" calibrate --server "${SERVER}" --name e2e-70b --tp 4 --weight-dtype fp8 \
+  --results "${CAL_DATA}/runs.csv" "${CAL_DATA}/vllm_result.json"
+# 5 runs, every third held out; a run the cost model finds infeasible is left out of the fit.
+grep -Eq "Profile e2e-70b \(engine vllm, from h100-vllm\): fitted on [34] runs, measured on 1 held-out" "${WORK}/out" \
+  || fail "calibrate summary: $(cat "${WORK}/out")"
+grep -q "Skipped 1 disaggregated and 1 queue-bound" "${WORK}/out" || fail "calibrate skips: $(cat "${WORK}/out")"
+EVAL_70B=(--server "${SERVER}" --model llama-3.1-70b --gpus 4 --tp 4 --isl 1024 --osl 1024
+          --concurrency 16 --weight-dtype fp8 --engine vllm)
+expect_rc 0 "${CLI}" evaluate "${EVAL_70B[@]}" --calibration-profile e2e-70b
+grep -q "Calibration *e2e-70b" "${WORK}/out" || fail "evaluate with the profile: $(cat "${WORK}/out")"
+expect_rc 4 "${CLI}" evaluate "${EVAL_70B[@]}" --calibration-profile nope
+grep -q "e2e-70b" "${WORK}/err" || fail "unknown profile does not list e2e-70b: $(cat "${WORK}/err")"
+printf 'backend,model_path,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tpot_ms\nvllm,llama-3.1-70b,1024,128,16,4,fast,10\n' \
+  > "${WORK}/bad.csv"
+expect_rc 2 "${CLI}" calibrate --server "${SERVER}" --name x --results "${WORK}/bad.csv"
+grep -q "bad.csv:2: silicon_ttft_ms" "${WORK}/err" || fail "bad results file: $(cat "${WORK}/err")"
+
 echo "client CLI e2e: OK"

@@ -43,7 +43,7 @@ class SearchJobTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<EliteStore>> store =
         EliteStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status();
-    history_ = std::make_unique<EliteHistory>(*std::move(store), metrics_);
+    history_ = std::make_unique<WarmStartPersistence>(*std::move(store), metrics_);
   }
 
   // A validated request for `method` (a real searcher unless `fake`).
@@ -70,7 +70,7 @@ class SearchJobTest : public ::testing::Test {
 
   TempDir dir_;
   ServerMetrics metrics_{2, {"random", "anneal", "grid"}};
-  std::unique_ptr<EliteHistory> history_;
+  std::unique_ptr<WarmStartPersistence> history_;
   FakeScript script_;
   ValidatedPlanRequest request_;
   std::unique_ptr<SearchJob> job_;
@@ -134,7 +134,7 @@ TEST_F(SearchJobTest, OutcomeHasBestTopPlansAndFrontierAndIsPersisted) {
     EXPECT_FALSE(dominated);
   }
   // Persisted: the next search of the problem warm-starts from it.
-  const EliteHistory::Found found = history_->Find(
+  const WarmStartPersistence::Found found = history_->Find(
       MakeProblemKey(request_.cost_model->problem()), /*wanted=*/true);
   ASSERT_TRUE(found.warm_start.has_value());
   EXPECT_FALSE(found.warm_start->elite_plans.empty());

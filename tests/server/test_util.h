@@ -4,6 +4,7 @@
 #ifndef SHARDPLAN_TESTS_SERVER_TEST_UTIL_H_
 #define SHARDPLAN_TESTS_SERVER_TEST_UTIL_H_
 
+#include <sqlite3.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -201,6 +202,23 @@ inline std::vector<StoredPlan> Plans(int n, double top_reward = 1.0) {
     plans.push_back(stored);
   }
   return plans;
+}
+
+// MAX(version) of the schema_version table of the SQLite store at `path`; -1
+// when it cannot be read.
+inline int SqliteSchemaVersion(const std::string& path) {
+  sqlite3* db = nullptr;
+  sqlite3_open(path.c_str(), &db);
+  sqlite3_stmt* stmt = nullptr;
+  int version = -1;
+  if (sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1,
+                         &stmt, nullptr) == SQLITE_OK &&
+      sqlite3_step(stmt) == SQLITE_ROW) {
+    version = sqlite3_column_int(stmt, 0);
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return version;
 }
 
 }  // namespace shardplan::server::testing

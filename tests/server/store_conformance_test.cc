@@ -1,11 +1,12 @@
 // One conformance suite over the EliteStore interface, run against both
 // backends (SQLite file, PostgreSQL database on a real throwaway server started
-// by the test), plus PostgreSQL-only tests: concurrent writers from separate
-// connections, a newer schema refused, and the database going away and coming
-// back (the store fails fast while it is down, then reconnects by itself).
-// PostgreSQL tests are skipped only when the server binaries are not
-// installed (scripts/install-deps installs them).
-#include "server/postgres_store.h"
+// by the test): round trip, top-K, nearest problem, concurrent writers from
+// separate connections, a newer schema refused, calibration profiles. Then
+// PostgreSQL-only tests: the database going away and coming back (the store
+// fails fast while it is down, then reconnects by itself). PostgreSQL tests
+// are skipped only when the server binaries are not installed
+// (scripts/install-deps installs them).
+#include <sqlite3.h>
 
 #include <atomic>
 #include <map>
@@ -24,9 +25,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
-#include "server/elite_history.h"
 #include "server/elite_store.h"
 #include "server/metrics.h"
+#include "server/postgres_store.h"
+#include "server/warm_start_persistence.h"
 #include "tests/e2e/postgres_instance.h"
 #include "tests/server/test_util.h"
 
@@ -75,6 +77,8 @@ std::string FreshDatabase(PostgresInstance& pg) {
   return pg.Url(name);
 }
 
+// A backend of the suite: Prepare makes an empty store location; the schema
+// hooks read and overwrite its schema_version behind the store's back.
 struct SqliteBackend {
   static constexpr const char* kName = "sqlite";
   std::unique_ptr<TempDir> dir;
@@ -83,6 +87,16 @@ struct SqliteBackend {
     dir = std::make_unique<TempDir>();
     location = dir->File("store.db");
     return true;
+  }
+  int SchemaVersion() const { return testing::SqliteSchemaVersion(location); }
+  void SetSchemaVersion(int version) const {
+    sqlite3* db = nullptr;
+    sqlite3_open(location.c_str(), &db);
+    const std::string sql =
+        absl::StrCat("UPDATE schema_version SET version = ", version);
+    EXPECT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, nullptr),
+              SQLITE_OK);
+    sqlite3_close(db);
   }
 };
 
@@ -94,6 +108,17 @@ struct PostgresBackend {
     if (pg == nullptr) return false;
     location = FreshDatabase(*pg);
     return true;
+  }
+  int SchemaVersion() const {
+    pqxx::connection conn(location);
+    pqxx::work txn(conn);
+    return txn.exec1("SELECT MAX(version) FROM schema_version")[0].as<int>();
+  }
+  void SetSchemaVersion(int version) const {
+    pqxx::connection conn(location);
+    pqxx::work txn(conn);
+    txn.exec(absl::StrCat("UPDATE schema_version SET version = ", version));
+    txn.commit();
   }
 };
 
@@ -275,6 +300,45 @@ TYPED_TEST(EliteStoreConformanceTest, ConcurrentWritersKeepAnExactTopK) {
   }
 }
 
+TYPED_TEST(EliteStoreConformanceTest, RefusesANewerSchemaAndLeavesItAlone) {
+  ASSERT_NE(this->Open(), nullptr);
+  EXPECT_EQ(this->backend_.SchemaVersion(), EliteStore::kSchemaVersion);
+  this->backend_.SetSchemaVersion(99);
+  EliteStore::Options options;
+  options.path = this->backend_.location;
+  absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
+  ASSERT_FALSE(store.ok());
+  EXPECT_TRUE(absl::IsFailedPrecondition(store.status())) << store.status();
+  EXPECT_THAT(store.status().message(), HasSubstr("schema version 99"));
+  EXPECT_THAT(store.status().message(), HasSubstr("newer"));
+  EXPECT_EQ(this->backend_.SchemaVersion(), 99) << "left alone";
+}
+
+TYPED_TEST(EliteStoreConformanceTest, CalibrationProfilesAreReplacedByName) {
+  {
+    auto store = this->Open();
+    ASSERT_NE(store, nullptr);
+    EXPECT_TRUE(store->LoadProfiles()->empty());
+    ASSERT_TRUE(
+        store->SaveProfile({"mine", "vllm", "{\"a\":1}", "r1", 5}).ok());
+    ASSERT_TRUE(store->SaveProfile({"alpha", "", "{}", "", 6}).ok());
+    ASSERT_TRUE(
+        store->SaveProfile({"mine", "sglang", "{\"a\":2}", "r2", 7}).ok());
+  }
+  auto store = this->Open();  // another connection / a restarted server
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::vector<StoredProfile>> profiles = store->LoadProfiles();
+  ASSERT_TRUE(profiles.ok()) << profiles.status();
+  ASSERT_EQ(profiles->size(), 2u);
+  EXPECT_EQ((*profiles)[0].name, "alpha");
+  EXPECT_EQ((*profiles)[0].engine, "");
+  EXPECT_EQ((*profiles)[1].name, "mine");
+  EXPECT_EQ((*profiles)[1].engine, "sglang");
+  EXPECT_EQ((*profiles)[1].profile_json, "{\"a\":2}");
+  EXPECT_EQ((*profiles)[1].report, "r2");
+  EXPECT_EQ((*profiles)[1].updated_at_ms, 7);
+}
+
 // ---- PostgreSQL only --------------------------------------------------------
 
 class PostgresStoreTest : public ::testing::Test {
@@ -298,26 +362,6 @@ class PostgresStoreTest : public ::testing::Test {
   PostgresInstance* pg_ = nullptr;
   std::string url_;
 };
-
-TEST_F(PostgresStoreTest, SchemaVersionTableAndNewerSchemaRefused) {
-  ASSERT_TRUE(Open().ok());
-  pqxx::connection conn(url_);
-  {
-    pqxx::work txn(conn);
-    EXPECT_EQ(txn.exec1("SELECT MAX(version) FROM schema_version")[0].as<int>(),
-              EliteStore::kSchemaVersion);
-    txn.exec("UPDATE schema_version SET version = 7");
-    txn.commit();
-  }
-  absl::StatusOr<std::unique_ptr<EliteStore>> store = Open();
-  ASSERT_FALSE(store.ok());
-  EXPECT_TRUE(absl::IsFailedPrecondition(store.status())) << store.status();
-  EXPECT_THAT(store.status().message(), HasSubstr("schema version 7"));
-  pqxx::work txn(conn);
-  EXPECT_EQ(txn.exec1("SELECT MAX(version) FROM schema_version")[0].as<int>(),
-            7)
-      << "left alone";
-}
 
 TEST(StoreLocationTest, PasswordIsNotInThePathUsedForLogs) {
   EXPECT_EQ(RedactStorePath("postgresql://u:secret@db:5432/x?sslmode=require"),
@@ -386,11 +430,11 @@ TEST_F(PostgresStoreTest, OpensWhileTheDatabaseIsDownAndMigratesLater) {
   EXPECT_TRUE((*opened)->Record(key, *problem, Plans(1), "").ok());
 }
 
-TEST_F(PostgresStoreTest, HistoryKeepsThePostgresStoreThroughAnOutage) {
+TEST_F(PostgresStoreTest, PersistenceKeepsThePostgresStoreThroughAnOutage) {
   absl::StatusOr<std::unique_ptr<EliteStore>> opened = Open();
   ASSERT_TRUE(opened.ok()) << opened.status();
   ServerMetrics metrics(1, {"random"});
-  EliteHistory history(*std::move(opened), metrics);
+  WarmStartPersistence history(*std::move(opened), metrics);
   auto problem = MakeProblem("llama-3.1-8b", 8);
   ASSERT_TRUE(problem.ok());
   const ProblemKey key = MakeProblemKey(*problem);

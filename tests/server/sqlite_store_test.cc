@@ -1,5 +1,3 @@
-#include "server/elite_store.h"
-
 #include <sqlite3.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -12,8 +10,9 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/elite_history.h"
+#include "server/elite_store.h"
 #include "server/metrics.h"
+#include "server/warm_start_persistence.h"
 #include "tests/server/test_util.h"
 
 namespace shardplan::server {
@@ -31,21 +30,6 @@ std::unique_ptr<EliteStore> OpenOrDie(const std::string& path, int top_k = 16) {
   absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
   EXPECT_TRUE(store.ok()) << store.status();
   return store.ok() ? *std::move(store) : nullptr;
-}
-
-int SchemaVersionOf(const std::string& path) {
-  sqlite3* db = nullptr;
-  sqlite3_open(path.c_str(), &db);
-  sqlite3_stmt* stmt = nullptr;
-  int version = -1;
-  if (sqlite3_prepare_v2(db, "SELECT MAX(version) FROM schema_version", -1,
-                         &stmt, nullptr) == SQLITE_OK &&
-      sqlite3_step(stmt) == SQLITE_ROW) {
-    version = sqlite3_column_int(stmt, 0);
-  }
-  sqlite3_finalize(stmt);
-  sqlite3_close(db);
-  return version;
 }
 
 void ExecOrDie(sqlite3* db, const std::string& sql) {
@@ -119,7 +103,9 @@ TEST(ProblemKeyTest, WorkloadDistance) {
 }
 
 // Round trip, top-K and nearest-problem lookups are in the backend conformance
-// suite (tests/server/postgres_store_test.cc), which runs them on SQLite too.
+// suite (tests/server/store_conformance_test.cc), which runs them on SQLite and
+// PostgreSQL; this file keeps what only SQLite has (file migration, a full
+// disk).
 
 TEST(EliteStoreTest, MigratesAVersionOneStore) {
   TempDir dir;
@@ -166,7 +152,7 @@ TEST(EliteStoreTest, MigratesAVersionOneStore) {
   }
   auto store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(SchemaVersionOf(path), EliteStore::kSchemaVersion);
+  EXPECT_EQ(testing::SqliteSchemaVersion(path), EliteStore::kSchemaVersion);
   auto found = store->Lookup(key);
   ASSERT_TRUE(found.ok()) << found.status();
   ASSERT_TRUE(found->has_value());
@@ -177,28 +163,6 @@ TEST(EliteStoreTest, MigratesAVersionOneStore) {
       << "new column's default";
   // And the migrated store takes new writes.
   EXPECT_TRUE(store->Record(key, *problem, Plans(2), "").ok());
-}
-
-TEST(EliteStoreTest, RefusesANewerSchemaAndLeavesItAlone) {
-  TempDir dir;
-  const std::string path = dir.File("future.db");
-  {
-    sqlite3* db = nullptr;
-    ASSERT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
-    ExecOrDie(db,
-              "CREATE TABLE schema_version (version INTEGER NOT NULL);"
-              "INSERT INTO schema_version VALUES (99);");
-    sqlite3_close(db);
-  }
-  EliteStore::Options options;
-  options.path = path;
-  absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
-  ASSERT_FALSE(store.ok());
-  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
-  EXPECT_THAT(std::string(store.status().message()),
-              HasSubstr("schema version 99"));
-  EXPECT_THAT(std::string(store.status().message()), HasSubstr("newer"));
-  EXPECT_EQ(SchemaVersionOf(path), 99);
 }
 
 TEST(EliteStoreTest, UnopenablePathsFail) {
@@ -224,13 +188,13 @@ TEST(EliteStoreTest, UnopenablePathsFail) {
   }
 }
 
-TEST(EliteHistoryTest, NoStoreMeansWarmStartDisabled) {
+TEST(WarmStartPersistenceTest, NoStoreMeansWarmStartDisabled) {
   ServerMetrics metrics(1, {"random"});
-  EliteHistory history(nullptr, metrics);
+  WarmStartPersistence history(nullptr, metrics);
   EXPECT_FALSE(history.enabled());
   auto problem = MakeProblem("llama-3.1-8b", 8);
   ASSERT_TRUE(problem.ok());
-  EliteHistory::Found found =
+  WarmStartPersistence::Found found =
       history.Find(MakeProblemKey(*problem), /*wanted=*/true);
   EXPECT_EQ(found.result, kWarmStartDisabled);
   EXPECT_FALSE(found.warm_start.has_value());
@@ -238,23 +202,25 @@ TEST(EliteHistoryTest, NoStoreMeansWarmStartDisabled) {
                  "");  // a no-op, no crash
 }
 
-TEST(EliteHistoryTest, HitsAndMisses) {
+TEST(WarmStartPersistenceTest, HitsAndMisses) {
   TempDir dir;
   ServerMetrics metrics(1, {"random"});
-  EliteHistory history(OpenOrDie(dir.File("store.db")), metrics);
+  WarmStartPersistence history(OpenOrDie(dir.File("store.db")), metrics);
   auto p2048 = MakeProblem("llama-3.1-8b", 8, 2048, 512);
   auto p4096 = MakeProblem("llama-3.1-8b", 8, 4096, 512);
   ASSERT_TRUE(p2048.ok() && p4096.ok());
   EXPECT_EQ(history.Find(MakeProblemKey(*p2048), true).result, kWarmStartMiss);
   history.Record(MakeProblemKey(*p2048), *p2048, Plans(3), "w");
   EXPECT_DOUBLE_EQ(metrics.elite_store_plans().Value(), 3);
-  EliteHistory::Found exact = history.Find(MakeProblemKey(*p2048), true);
+  WarmStartPersistence::Found exact =
+      history.Find(MakeProblemKey(*p2048), true);
   EXPECT_EQ(exact.result, kWarmStartHitExact);
   ASSERT_TRUE(exact.warm_start.has_value());
   EXPECT_EQ(exact.warm_start->source, "exact");
   EXPECT_EQ(exact.warm_start->elite_plans.size(), 3u);
   EXPECT_EQ(exact.warm_start->policy_weights, "w");
-  EliteHistory::Found nearest = history.Find(MakeProblemKey(*p4096), true);
+  WarmStartPersistence::Found nearest =
+      history.Find(MakeProblemKey(*p4096), true);
   EXPECT_EQ(nearest.result, kWarmStartHitNearest);
   ASSERT_TRUE(nearest.warm_start.has_value());
   EXPECT_EQ(nearest.warm_start->source,
@@ -263,7 +229,7 @@ TEST(EliteHistoryTest, HitsAndMisses) {
             kWarmStartDisabled);
 }
 
-TEST(EliteHistoryTest, AFullDiskTurnsWarmStartsOff) {
+TEST(WarmStartPersistenceTest, AFullDiskTurnsWarmStartsOff) {
   TempDir dir;
   ServerMetrics metrics(1, {"random"});
   EliteStore::Options options;
@@ -273,7 +239,7 @@ TEST(EliteHistoryTest, AFullDiskTurnsWarmStartsOff) {
       20;  // ~80 KB: the big write below fails with SQLITE_FULL
   absl::StatusOr<std::unique_ptr<EliteStore>> store = EliteStore::Open(options);
   ASSERT_TRUE(store.ok()) << store.status();
-  EliteHistory history(*std::move(store), metrics);
+  WarmStartPersistence history(*std::move(store), metrics);
   ASSERT_TRUE(history.enabled());
   auto problem = MakeProblem("llama-3.1-8b", 8);
   ASSERT_TRUE(problem.ok());

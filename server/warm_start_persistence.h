@@ -7,8 +7,8 @@
 // shardplan_elite_store_plans gauge and counts
 // shardplan_warm_starts_total{result}. Called only on worker threads (and at
 // startup/shutdown), never on gRPC threads.
-#ifndef SHARDPLAN_SERVER_ELITE_HISTORY_H_
-#define SHARDPLAN_SERVER_ELITE_HISTORY_H_
+#ifndef SHARDPLAN_SERVER_WARM_START_PERSISTENCE_H_
+#define SHARDPLAN_SERVER_WARM_START_PERSISTENCE_H_
 
 #include <memory>
 #include <optional>
@@ -25,11 +25,12 @@
 
 namespace shardplan::server {
 
-class EliteHistory {
+class WarmStartPersistence {
  public:
   // `store` may be null (could not be opened: warm starts are off). `metrics`
   // outlives this.
-  EliteHistory(std::unique_ptr<EliteStore> store, ServerMetrics& metrics);
+  WarmStartPersistence(std::shared_ptr<EliteStore> store,
+                       ServerMetrics& metrics);
 
   struct Found {
     std::optional<policy::WarmStart> warm_start;  // set on a hit
@@ -65,4 +66,4 @@ class EliteHistory {
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_ELITE_HISTORY_H_
+#endif  // SHARDPLAN_SERVER_WARM_START_PERSISTENCE_H_

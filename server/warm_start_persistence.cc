@@ -1,4 +1,4 @@
-#include "server/elite_history.h"
+#include "server/warm_start_persistence.h"
 
 #include <memory>
 #include <string>
@@ -10,21 +10,21 @@
 
 namespace shardplan::server {
 
-EliteHistory::EliteHistory(std::unique_ptr<EliteStore> store,
-                           ServerMetrics& metrics)
+WarmStartPersistence::WarmStartPersistence(std::shared_ptr<EliteStore> store,
+                                           ServerMetrics& metrics)
     : metrics_(metrics), store_(std::move(store)) {
   absl::MutexLock lock(&mu_);
   UpdateGauge();
 }
 
-std::shared_ptr<EliteStore> EliteHistory::Get() const {
+std::shared_ptr<EliteStore> WarmStartPersistence::Get() const {
   absl::MutexLock lock(&mu_);
   return store_;
 }
 
-bool EliteHistory::enabled() const { return Get() != nullptr; }
+bool WarmStartPersistence::enabled() const { return Get() != nullptr; }
 
-void EliteHistory::Disable(const absl::Status& status) {
+void WarmStartPersistence::Disable(const absl::Status& status) {
   if (store_ == nullptr) return;
   if (store_->recovers_from_failures()) {
     // PostgreSQL: only this call failed; the store reconnects by itself.
@@ -41,7 +41,7 @@ void EliteHistory::Disable(const absl::Status& status) {
   store_.reset();
 }
 
-void EliteHistory::UpdateGauge() {
+void WarmStartPersistence::UpdateGauge() {
   if (store_ == nullptr) return;
   absl::StatusOr<int64_t> count = store_->CountPlans();
   if (!count.ok()) {
@@ -51,7 +51,8 @@ void EliteHistory::UpdateGauge() {
   metrics_.elite_store_plans().Set(static_cast<double>(*count));
 }
 
-EliteHistory::Found EliteHistory::Find(const ProblemKey& key, bool wanted) {
+WarmStartPersistence::Found WarmStartPersistence::Find(const ProblemKey& key,
+                                                       bool wanted) {
   Found found;
   std::shared_ptr<EliteStore> store = Get();
   if (!wanted || store == nullptr) {
@@ -83,10 +84,10 @@ EliteHistory::Found EliteHistory::Find(const ProblemKey& key, bool wanted) {
   return found;
 }
 
-void EliteHistory::Record(const ProblemKey& key,
-                          const simulator::Problem& problem,
-                          const std::vector<StoredPlan>& plans,
-                          const std::string& policy_weights) {
+void WarmStartPersistence::Record(const ProblemKey& key,
+                                  const simulator::Problem& problem,
+                                  const std::vector<StoredPlan>& plans,
+                                  const std::string& policy_weights) {
   std::shared_ptr<EliteStore> store = Get();
   if (store == nullptr || (plans.empty() && policy_weights.empty())) return;
   absl::Status status = store->Record(key, problem, plans, policy_weights);
@@ -99,7 +100,7 @@ void EliteHistory::Record(const ProblemKey& key,
   UpdateGauge();
 }
 
-void EliteHistory::Flush() {
+void WarmStartPersistence::Flush() {
   std::shared_ptr<EliteStore> store = Get();
   if (store == nullptr) return;
   absl::Status status = store->Flush();

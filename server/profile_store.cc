@@ -1,0 +1,319 @@
+#include "server/profile_store.h"
+
+#include <cmath>
+#include <memory>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/time/clock.h"
+#include "glog/logging.h"
+#include "simulator/spec.h"
+#include "simulator/status_macros.h"
+#include "simulator/user_text.h"
+
+namespace shardplan::server {
+namespace {
+
+using shardplan::v1::CalibrateRequest;
+using shardplan::v1::CalibrateResponse;
+using shardplan::v1::MeasuredRun;
+
+constexpr int kMinRuns = 4;
+constexpr int kMaxRuns = 10000;
+
+absl::Status CheckName(const std::string& name) {
+  if (name.empty() || name.size() > 64) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "name must be 1-64 characters, got ", name.size(), " characters"));
+  }
+  for (char c : name) {
+    if (!absl::ascii_isalnum(static_cast<unsigned char>(c)) && c != '.' &&
+        c != '_' && c != '-') {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("name must use only [A-Za-z0-9._-], got %s",
+                          simulator::QuoteUserText(name)));
+    }
+  }
+  for (const simulator::CalibrationProfile& p :
+       simulator::CalibrationProfiles()) {
+    if (p.name == name || p.engine == name) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "name %s is a built-in calibration profile; choose another",
+          simulator::QuoteUserText(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+// "runs[3] (results.json:4): " for messages.
+std::string RunPath(int i, const MeasuredRun& run) {
+  return run.source().empty()
+             ? absl::StrCat("runs[", i, "]")
+             : absl::StrFormat("runs[%d] (%s)", i,
+                               simulator::QuoteUserText(run.source()));
+}
+
+absl::StatusOr<int> Degree(int value, const std::string& path,
+                           const char* field) {
+  if (value < 0 || value > 1024) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.%s must be in [0, 1024] (0 = 1), got %d", path, field, value));
+  }
+  return std::max(1, value);
+}
+
+absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
+  const std::string path = RunPath(i, run);
+  simulator::MeasuredRow row;
+  row.id = run.source().empty() ? absl::StrCat("runs[", i, "]") : run.source();
+  if (run.engine() != "vllm" && run.engine() != "sglang" &&
+      run.engine() != "trtllm") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.engine must be one of vllm, sglang, trtllm, got %s",
+                        path, simulator::QuoteUserText(run.engine())));
+  }
+  row.engine = run.engine();
+  row.engine_version = run.engine_version();
+  if (!run.hardware().empty() && run.hardware() != "h100-sxm-80gb") {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.hardware must be h100-sxm-80gb (the only hardware calibration "
+        "supports), got %s",
+        path, simulator::QuoteUserText(run.hardware())));
+  }
+  absl::StatusOr<std::string> catalog =
+      simulator::CatalogModelOfRun(run.model());
+  if (!catalog.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, ".model: ", catalog.status().message()));
+  }
+  row.model_path = run.model();
+  row.catalog_model = *catalog;
+  const std::string& dtype = run.weight_dtype();
+  if (dtype != "" && dtype != "bf16" && dtype != "fp8" && dtype != "fp4") {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.weight_dtype must be bf16, fp8 or fp4, got %s",
+                        path, simulator::QuoteUserText(dtype)));
+  }
+  row.fp8 = dtype == "fp8";
+  row.fp4 = dtype == "fp4";
+  const std::pair<int, const char*> counts[] = {
+      {run.input_tokens(), "input_tokens"},
+      {run.output_tokens(), "output_tokens"},
+      {run.concurrency(), "concurrency"}};
+  for (const auto& [value, field] : counts) {
+    if (value < 1 || value > 1 << 20) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.%s must be in [1, 1048576], got %d", path, field, value));
+    }
+  }
+  if (run.concurrency() > simulator::kMaxRunningBatch) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s.concurrency must be at most %d (above it the engine queues "
+        "requests and the run measures its queue), got %d",
+        path, simulator::kMaxRunningBatch, run.concurrency()));
+  }
+  row.isl = run.input_tokens();
+  row.osl = run.output_tokens();
+  row.concurrency = run.concurrency();
+  ASSIGN_OR_RETURN(row.tp, Degree(run.tp(), path, "tp"));
+  ASSIGN_OR_RETURN(row.pp, Degree(run.pp(), path, "pp"));
+  ASSIGN_OR_RETURN(row.attention_dp, Degree(run.dp(), path, "dp"));
+  ASSIGN_OR_RETURN(row.moe_ep, Degree(run.ep(), path, "ep"));
+  const std::pair<double, const char*> times[] = {{run.ttft_ms(), "ttft_ms"},
+                                                  {run.tpot_ms(), "tpot_ms"}};
+  for (const auto& [value, field] : times) {
+    if (!(value > 0) || !std::isfinite(value) || value > 1e7) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.%s must be a positive number of milliseconds, got %g", path,
+          field, value));
+    }
+  }
+  row.ttft_s = run.ttft_ms() / 1e3;
+  row.tpot_s = run.tpot_ms() / 1e3;
+  absl::Status problem = simulator::RowProblem(row).status();
+  if (!problem.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, ": the layout does not fit the model: ", problem.message()));
+  }
+  return row;
+}
+
+std::string ProfileJson(const simulator::CalibrationProfile& profile) {
+  return simulator::ToJson(simulator::CalibrationToProto(profile.calibration),
+                           /*pretty=*/false);
+}
+
+absl::StatusOr<simulator::CalibrationProfile> ProfileOfStored(
+    const StoredProfile& stored) {
+  shardplan::v1::CalibrationParameters parameters;
+  RETURN_IF_ERROR(simulator::ParseSpecText(stored.profile_json, &parameters));
+  return simulator::CalibrationProfile{
+      stored.name, stored.engine, simulator::CalibrationFromProto(parameters)};
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<simulator::MeasuredRow>> RowsOfCalibrateRequest(
+    const CalibrateRequest& request) {
+  RETURN_IF_ERROR(CheckName(request.name()));
+  if (request.runs_size() < kMinRuns || request.runs_size() > kMaxRuns) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "runs must hold ", kMinRuns, " to ", kMaxRuns,
+        " measured runs (a third is held out to measure the fit), got ",
+        request.runs_size()));
+  }
+  std::vector<simulator::MeasuredRow> rows;
+  for (int i = 0; i < request.runs_size(); ++i) {
+    ASSIGN_OR_RETURN(simulator::MeasuredRow row, RowOfRun(i, request.runs(i)));
+    if (!rows.empty() && row.engine != rows.front().engine) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.engine is %s but runs[0].engine is %s: a profile is for one "
+          "engine",
+          RunPath(i, request.runs(i)), row.engine, rows.front().engine));
+    }
+    rows.push_back(std::move(row));
+  }
+  simulator::SplitUserRows(rows);
+  return rows;
+}
+
+CalibrationProfileStore::CalibrationProfileStore(
+    std::shared_ptr<EliteStore> store, absl::Duration refresh_interval)
+    : store_(std::move(store)), refresh_interval_(refresh_interval) {
+  absl::Status loaded = Refresh();
+  if (!loaded.ok()) {
+    LOG(WARNING) << "calibration profiles: could not read the store yet: "
+                 << loaded;
+  }
+  thread_ = std::thread([this] { Run(); });
+}
+
+CalibrationProfileStore::~CalibrationProfileStore() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  thread_.join();
+}
+
+absl::Status CalibrationProfileStore::Refresh() {
+  if (store_ == nullptr) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::vector<StoredProfile> stored, store_->LoadProfiles());
+  std::map<std::string, simulator::CalibrationProfile> loaded;
+  for (const StoredProfile& s : stored) {
+    absl::StatusOr<simulator::CalibrationProfile> profile = ProfileOfStored(s);
+    if (!profile.ok()) {
+      LOG(WARNING) << "calibration profile " << simulator::EscapeForLog(s.name)
+                   << " is unreadable, skipped: " << profile.status();
+      continue;
+    }
+    loaded[s.name] = *std::move(profile);
+  }
+  absl::MutexLock lock(&mu_);
+  // Profiles made here but not (yet) in the store stay (store writes that
+  // failed are reported to the caller and never reach profiles_).
+  for (auto& [name, profile] : loaded) profiles_[name] = std::move(profile);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<CalibrateResponse> CalibrationProfileStore::Calibrate(
+    const CalibrateRequest& request) {
+  ASSIGN_OR_RETURN(std::vector<simulator::MeasuredRow> rows,
+                   RowsOfCalibrateRequest(request));
+  // The fit starts from the built-in profile of the runs' engine.
+  ASSIGN_OR_RETURN(simulator::CalibrationProfile base,
+                   simulator::FindCalibrationProfile(rows.front().engine));
+  absl::StatusOr<simulator::ProfileFit> fit =
+      simulator::FitProfile(request.name(), rows, base);
+  if (!fit.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("calibration: ", fit.status().message()));
+  }
+  CalibrateResponse response;
+  response.set_name(request.name());
+  response.set_engine(fit->profile.engine);
+  response.set_base_profile(base.name);
+  response.set_fit_runs(fit->fit_rows);
+  response.set_held_out_runs(fit->held_out_rows);
+  response.set_held_out_tpot_mape_before(fit->tpot_mape_before);
+  response.set_held_out_tpot_mape_after(fit->tpot_mape_after);
+  response.set_held_out_ttft_mape_before(fit->ttft_mape_before);
+  response.set_held_out_ttft_mape_after(fit->ttft_mape_after);
+  *response.mutable_parameters() =
+      simulator::CalibrationToProto(fit->profile.calibration);
+  response.set_report(fit->report);
+  if (store_ != nullptr) {
+    RETURN_IF_ERROR(store_->SaveProfile({request.name(), fit->profile.engine,
+                                         ProfileJson(fit->profile), fit->report,
+                                         absl::ToUnixMillis(absl::Now())}));
+  }
+  absl::MutexLock lock(&mu_);
+  profiles_[request.name()] = fit->profile;
+  return response;
+}
+
+absl::Status CalibrationProfileStore::Submit(CalibrateRequest request,
+                                             Done done) {
+  absl::MutexLock lock(&mu_);
+  if (stopping_) return absl::UnavailableError("server is shutting down");
+  if (static_cast<int>(queue_.size()) >= kMaxQueued) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        kMaxQueued, " calibrations are already queued; retry later"));
+  }
+  queue_.push_back({std::move(request), std::move(done)});
+  return absl::OkStatus();
+}
+
+void CalibrationProfileStore::Run() {
+  absl::Time next_refresh = absl::Now() + refresh_interval_;
+  while (true) {
+    std::optional<Job> job;
+    {
+      absl::MutexLock lock(&mu_);
+      auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !queue_.empty();
+      };
+      mu_.AwaitWithDeadline(absl::Condition(&ready), next_refresh);
+      if (!queue_.empty()) {
+        job = std::move(queue_.front());
+        queue_.pop_front();
+      } else if (stopping_) {
+        return;
+      }
+    }
+    if (job.has_value()) {
+      job->done(Calibrate(job->request));
+      continue;
+    }
+    if (absl::Now() >= next_refresh) {
+      absl::Status refreshed = Refresh();
+      if (!refreshed.ok()) {
+        VLOG(1) << "calibration profiles: refresh failed: " << refreshed;
+      }
+      next_refresh = absl::Now() + refresh_interval_;
+    }
+  }
+}
+
+std::optional<simulator::CalibrationProfile> CalibrationProfileStore::Find(
+    const std::string& name) const {
+  absl::MutexLock lock(&mu_);
+  auto it = profiles_.find(name);
+  if (it == profiles_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::vector<std::string> CalibrationProfileStore::Names() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<std::string> names;
+  for (const auto& [name, profile] : profiles_) names.push_back(name);
+  return names;
+}
+
+}  // namespace shardplan::server

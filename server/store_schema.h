@@ -1,0 +1,97 @@
+// The store contract both backends (server/sqlite_store.h,
+// server/postgres_store.h) share: the schema text and its migration steps, the
+// SQL statements (written once, with $1..$n parameters, which SQLite and
+// PostgreSQL both accept), the mapping between a `problems` row and a
+// ProblemKey, and the nearest-problem rule of a warm-start lookup. A backend
+// only runs these statements and moves rows; everything a backend could get
+// differently from the other lives here.
+#ifndef SHARDPLAN_SERVER_STORE_SCHEMA_H_
+#define SHARDPLAN_SERVER_STORE_SCHEMA_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/types/span.h"
+#include "server/elite_store.h"
+
+namespace shardplan::server::store {
+
+enum class SqlDialect { kSqlite, kPostgres };
+
+// The steps from schema version i to i + 1 (index i), in `dialect`'s column
+// types. Never edit a released step: add one and bump
+// EliteStore::kSchemaVersion.
+const std::vector<std::string>& MigrationSteps(SqlDialect dialect);
+
+// --- problems ---
+
+// The columns of a `problems` row as the statements below read and write
+// them, in this order.
+enum ProblemColumn {
+  kFingerprint = 0,
+  kFamilyKey,
+  kModelKey,
+  kModelName,
+  kInputTokensLog2,
+  kOutputTokensLog2,
+  kConcurrencyBucket,
+  kTtftBucket,
+  kTpotBucket,
+  kWeightDtype,
+  kKvCacheDtype,
+  kCostModelVersion,
+  kUpdatedAtMs,
+  kProblemColumnCount,
+};
+
+// $1 = family_key. Problems of the family that have at least one plan, every
+// column of ProblemColumn.
+extern const char kSelectFamilyProblemsSql[];
+// Upsert of a problem row ($1..$13: ProblemColumn order); counts searches.
+extern const char kUpsertProblemSql[];
+
+// The row's parameters for kUpsertProblemSql, as text (ProblemColumn order).
+std::vector<std::string> ProblemRowParams(const ProblemRow& row);
+// A row read by kSelectFamilyProblemsSql, every column as text.
+// INTERNAL when a number does not parse or a column is missing.
+absl::StatusOr<ProblemRow> ProblemRowFromText(
+    absl::Span<const std::string> columns);
+
+// The warm-start choice among `candidates` (problems of key's family): the
+// exact fingerprint, else the nearest by WorkloadDistance, ties to the most
+// recently updated; nullopt when there are none.
+std::optional<ChosenProblem> ChooseWarmStartProblem(
+    const ProblemKey& key, absl::Span<const ProblemRow> candidates);
+
+// --- plans ---
+
+// $1 = fingerprint: plan_json, reward, output_tokens_per_s, prediction_json,
+// best first.
+extern const char kSelectPlansSql[];
+// $1 fingerprint, $2 plan_json, $3 reward, $4 prediction_json,
+// $5 output_tokens_per_s.
+extern const char kUpsertPlanSql[];
+// $1 fingerprint, $2 top_k: keeps the problem's best top_k plans.
+extern const char kTrimPlansSql[];
+extern const char kCountPlansSql[];
+
+// Plan rows -> StoredPlans; rows whose plan this build no longer parses are
+// skipped (logged).
+std::vector<StoredPlan> StoredPlansFromRows(const std::string& fingerprint,
+                                            absl::Span<const PlanRow> rows);
+
+// --- calibration profiles ---
+
+// name, engine, profile_json, report, updated_at_ms of every profile, by
+// name.
+extern const char kSelectProfilesSql[];
+// $1 name, $2 engine, $3 profile_json, $4 report, $5 updated_at_ms
+// (replaces a profile of the same name).
+extern const char kUpsertProfileSql[];
+
+}  // namespace shardplan::server::store
+
+#endif  // SHARDPLAN_SERVER_STORE_SCHEMA_H_
