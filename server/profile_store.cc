@@ -112,11 +112,11 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
           "%s.%s must be in [1, 1048576], got %d", path, field, value));
     }
   }
-  if (run.concurrency() > simulator::kMaxRunningBatch) {
+  if (run.concurrency() > simulator::kMaxFitConcurrency) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s.concurrency must be at most %d (above it the engine queues "
         "requests and the run measures its queue), got %d",
-        path, simulator::kMaxRunningBatch, run.concurrency()));
+        path, simulator::kMaxFitConcurrency, run.concurrency()));
   }
   row.isl = run.input_tokens();
   row.osl = run.output_tokens();

@@ -656,7 +656,7 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     const int per_worker = row.decode.batch_size > 0
                                ? row.decode.batch_size
                                : row.concurrency / row.decode.workers;
-    if (per_worker > kMaxRunningBatch) {
+    if (per_worker > kMaxFitConcurrency) {
       ++out.skipped_queueing;
       continue;
     }

@@ -127,7 +127,11 @@ expect_rc 2 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm --engi
 expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit vllm --engine-version 0.11.2
 grep -q "vllm bench serve" "${WORK}/out" || fail "--emit vllm lacks the benchmark command"
 expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit k8s-sglang
-grep -q "kind: LeaderWorkerSet" "${WORK}/out" || fail "--emit k8s-sglang: $(cat "${WORK}/out")"
+# one node per instance: a Deployment and its Service (LeaderWorkerSet only across nodes)
+grep -q "kind: Deployment" "${WORK}/out" || fail "--emit k8s-sglang: $(cat "${WORK}/out")"
+grep -q "kind: Service" "${WORK}/out" || fail "--emit k8s-sglang lacks the Service"
+expect_rc 0 "${CLI}" plan "${PLAN_ARGS[@]}" --method megatron --emit dynamo
+grep -q "kind: DynamoGraphDeployment" "${WORK}/out" || fail "--emit dynamo: $(cat "${WORK}/out")"
 
 # evaluate (table and JSON)
 expect_rc 0 "${CLI}" evaluate --server "${SERVER}" --model llama-3.1-8b --gpus 8 --tp 8 \
