@@ -100,7 +100,7 @@ int ReportDisaggregated(const std::string& path, bool rows) {
                    "Rows skipped: %d without a model or numbers, %d with more "
                    "than %d requests per decode worker (engine queue).\n",
                    data->skipped, data->skipped_queueing,
-                   sim::kMaxRunningBatch);
+                   sim::kMaxFitConcurrency);
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictDisaggregatedRows(data->rows, sim::CalibrationProfiles());

@@ -63,8 +63,10 @@ Calibration SharedFit() {
 }
 
 Calibration EngineFit(double prefill_overhead_s, double prefill_queue_fraction,
-                      double kv_reserved_output_fraction) {
+                      double kv_reserved_output_fraction,
+                      double disagg_request_overhead_s) {
   Calibration c = SharedFit();
+  c.disagg_request_overhead_s = disagg_request_overhead_s;
   c.prefill_overhead_s = prefill_overhead_s;
   c.prefill_queue_fraction = prefill_queue_fraction;
   c.kv_reserved_output_fraction = kv_reserved_output_fraction;
@@ -191,11 +193,11 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput)},
+           EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, 0)},
           {"h100-sglang", "sglang",
-           EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput)},
+           EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput, 0)},
           {"h100-vllm", "vllm",
-           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput)},
+           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput, 0)},
       };
   return *kProfiles;
 }
@@ -656,7 +658,7 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     const int per_worker = row.decode.batch_size > 0
                                ? row.decode.batch_size
                                : row.concurrency / row.decode.workers;
-    if (per_worker > kMaxRunningBatch) {
+    if (per_worker > kMaxFitConcurrency) {
       ++out.skipped_queueing;
       continue;
     }
@@ -682,6 +684,12 @@ absl::StatusOr<Problem> DisaggregatedRowProblem(const DisaggregatedRow& row) {
   workload.set_output_tokens(row.osl);
   workload.set_weight_dtype(row.fp8 ? "fp8" : "bf16");
   workload.set_kv_cache_dtype("bf16");
+  // The benchmark's closed-loop clients, per decode instance (the replica
+  // unit of Workload.concurrency); every row's concurrency divides evenly.
+  if (row.concurrency > 0) {
+    workload.set_concurrency((row.concurrency + row.decode.workers - 1) /
+                             row.decode.workers);
+  }
   return ProblemFromProto(model, cluster, workload);
 }
 
@@ -699,7 +707,10 @@ PlanDims DisaggregatedRowPlan(const DisaggregatedRow& row) {
   plan.tp = row.decode.tp;
   plan.pp = row.decode.pp;
   plan.ep = row.decode.moe_ep;
-  // Requests per decode worker, then per attention rank.
+  // With a concurrency, the closed-loop model derives the decode batch
+  // (Little's law, simulator/disaggregated.h). Else requests per decode
+  // worker, then per attention rank.
+  if (row.concurrency > 0) return plan;
   const int per_worker = row.decode.batch_size > 0
                              ? row.decode.batch_size
                              : row.concurrency / row.decode.workers;

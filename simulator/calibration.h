@@ -344,7 +344,7 @@ struct DisaggregatedRow {
 struct ParsedDisaggregated {
   std::vector<DisaggregatedRow> rows;
   int skipped = 0;  // unknown model, missing layout or numbers
-  // More requests per decode worker than kMaxRunningBatch: they measure the
+  // More requests per decode worker than kMaxFitConcurrency: they measure the
   // engine's queue, not the batch (as for aggregated rows).
   int skipped_queueing = 0;
 };

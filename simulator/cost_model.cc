@@ -1359,7 +1359,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.collective_latency_scale >= 0) ||
       !(cal.decode_step_overhead_s >= 0) || !(cal.layer_overhead_s >= 0) ||
       !(cal.prefill_overhead_s >= 0) || !(cal.prefill_queue_fraction >= 0) ||
-      !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0)) {
+      !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0) ||
+      !(cal.disagg_request_overhead_s >= 0)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }

@@ -66,6 +66,12 @@ struct Calibration {
   // half its output. Decides how many requests fit memory and how many queue.
   // Engine behaviour, not fitted (simulator/calibration.cc cites the sources).
   double kv_reserved_output_fraction = 1.0;
+  // Disaggregated plans only: fixed latency per request before its first
+  // token on top of the prefill (routing to two servers, the KV-transfer
+  // bootstrap handshake and the decode server admitting the transferred
+  // request). Fitted per engine on the non-held-out disaggregated H100 rows
+  // (simulator/calibration.cc).
+  double disagg_request_overhead_s = 0.0;
 };
 
 // The calibration shipped with this version (constants produced by the fit).
