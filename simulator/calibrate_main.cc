@@ -31,7 +31,7 @@ int Usage() {
   std::cerr
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
          "[--fit] [--rows] [--bands]\n"
-         "       shardplan-calibrate --disagg-csv FILE [--rows]\n";
+         "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n";
   return 2;
 }
 
@@ -76,7 +76,7 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
 
 // The accuracy on disaggregated rows (and with `rows` each row's
 // prediction as CSV). Exit code as main's.
-int ReportDisaggregated(const std::string& path, bool rows) {
+int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   namespace sim = shardplan::simulator;
   std::ifstream in(path);
   if (!in) {
@@ -87,6 +87,20 @@ int ReportDisaggregated(const std::string& path, bool rows) {
   text << in.rdbuf();
   absl::StatusOr<sim::ParsedDisaggregated> data =
       sim::ParseDisaggregatedRows(text.str());
+  if (data.ok() && fit) {
+    absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
+        sim::FitDisaggregatedOverheads(data->rows, sim::CalibrationProfiles());
+    if (!fitted.ok()) {
+      std::cerr << fitted.status() << "\n";
+      return 1;
+    }
+    for (const sim::CalibrationProfile& p : *fitted) {
+      std::cout << absl::StrFormat("%s: disagg_request_overhead_s %.10g\n",
+                                   p.name,
+                                   p.calibration.disagg_request_overhead_s);
+    }
+    return 0;
+  }
   absl::StatusOr<sim::DisaggregatedAccuracy> report =
       data.ok() ? sim::ComputeDisaggregatedAccuracy(data->rows,
                                                     sim::CalibrationProfiles())
@@ -152,7 +166,7 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows);
+  if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows, fit);
   if (csv_paths.empty()) return Usage();
   std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;

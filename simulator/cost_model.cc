@@ -1267,8 +1267,16 @@ std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(
 // ----------------------------------------------------------------------------------------
 
 const Calibration& DefaultCalibration() {
-  static const Calibration* const kDefault =
-      new Calibration(DefaultCalibrationProfile().calibration);
+  static const Calibration* const kDefault = [] {
+    Calibration* c = new Calibration(DefaultCalibrationProfile().calibration);
+    // Engine-agnostic disaggregated plans get the per-request overhead SGLang
+    // shows at concurrency 1 (TTFT 211 ms for a ~70 ms prefill), not the
+    // ~6.8 s fitted to the TensorRT-LLM rows, which is a property of that
+    // Dynamo 0.8.1 deployment (docs/cost-model-and-calibration.md); naming
+    // the engine (workload.engine) applies its own value.
+    c->disagg_request_overhead_s = kEngineAgnosticDisaggOverheadS;
+    return c;
+  }();
   return *kDefault;
 }
 

@@ -74,6 +74,10 @@ struct Calibration {
   double disagg_request_overhead_s = 0.0;
 };
 
+// Calibration::disagg_request_overhead_s of the engine-agnostic default
+// (the SGLang profile's fitted value).
+inline constexpr double kEngineAgnosticDisaggOverheadS = 0.285;
+
 // The calibration shipped with this version (constants produced by the fit).
 const Calibration& DefaultCalibration();
 
