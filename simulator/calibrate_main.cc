@@ -95,9 +95,11 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
       return 1;
     }
     for (const sim::CalibrationProfile& p : *fitted) {
-      std::cout << absl::StrFormat("%s: disagg_request_overhead_s %.10g\n",
-                                   p.name,
-                                   p.calibration.disagg_request_overhead_s);
+      std::cout << absl::StrFormat(
+          "%s: disagg_request_overhead_s %.10g, "
+          "disagg_prefill_queue_fraction %.10g\n",
+          p.name, p.calibration.disagg_request_overhead_s,
+          p.calibration.disagg_prefill_queue_fraction);
     }
     return 0;
   }

@@ -62,16 +62,19 @@ Calibration SharedFit() {
   return c;
 }
 
-// disagg_request_overhead_s (the fourth argument) comes from
+// disagg_request_overhead_s and disagg_prefill_queue_fraction (the last two
+// arguments) come from
 //   build/bin/shardplan-calibrate --disagg-csv
 //   simulator/calibration/data/h100_disagg_latency.csv --fit
 // (FitDisaggregatedOverheads: TTFT MAPE of the engine's non-held-out
 // disaggregated rows; vLLM's rows, without a concurrency, leave it at 0).
 Calibration EngineFit(double prefill_overhead_s, double prefill_queue_fraction,
                       double kv_reserved_output_fraction,
-                      double disagg_request_overhead_s) {
+                      double disagg_request_overhead_s,
+                      double disagg_prefill_queue_fraction) {
   Calibration c = SharedFit();
   c.disagg_request_overhead_s = disagg_request_overhead_s;
+  c.disagg_prefill_queue_fraction = disagg_prefill_queue_fraction;
   c.prefill_overhead_s = prefill_overhead_s;
   c.prefill_queue_fraction = prefill_queue_fraction;
   c.kv_reserved_output_fraction = kv_reserved_output_fraction;
@@ -198,12 +201,13 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, 6.775)},
+           EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, 6.77,
+                     0.02)},
           {"h100-sglang", "sglang",
            EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput,
-                     kEngineAgnosticDisaggOverheadS)},
+                     kEngineAgnosticDisaggOverheadS, 0.16)},
           {"h100-vllm", "vllm",
-           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput, 0)},
+           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput, 0, 0)},
       };
   return *kProfiles;
 }
@@ -792,9 +796,9 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitDisaggregatedOverheads(
       if (!r.held_out_row && r.engine == profile.engine) fit.push_back(r);
     }
     if (fit.empty()) continue;
-    auto ttft_mape = [&](double overhead_s) -> absl::StatusOr<double> {
+    auto ttft_mape = [&](const Calibration& c) -> absl::StatusOr<double> {
       CalibrationProfile p = profile;
-      p.calibration.disagg_request_overhead_s = overhead_s;
+      p.calibration = c;
       ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
                        PredictDisaggregatedRows(fit, {p}));
       std::vector<double> predicted, measured;
@@ -804,21 +808,38 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitDisaggregatedOverheads(
       }
       return Mape(predicted, measured);
     };
-    double best = 0, lo = 0, hi = 20, step = 0.5;
-    ASSIGN_OR_RETURN(double best_mape, ttft_mape(0));
-    while (step >= 0.001) {
-      for (double v = lo; v <= hi + 1e-12; v += step) {
-        ASSIGN_OR_RETURN(double m, ttft_mape(v));
-        if (m < best_mape) {
-          best_mape = m;
-          best = v;
+    // Coordinate descent: each parameter scanned coarse to fine (to 1e-3)
+    // over [0, upper] with the other fixed; three rounds.
+    Calibration c = profile.calibration;
+    c.disagg_request_overhead_s = 0;
+    c.disagg_prefill_queue_fraction = 0;
+    ASSIGN_OR_RETURN(double best_mape, ttft_mape(c));
+    for (int round = 0; round < 3; ++round) {
+      for (auto [field, upper] :
+           {std::pair<double Calibration::*, double>{
+                &Calibration::disagg_request_overhead_s, 20.0},
+            {&Calibration::disagg_prefill_queue_fraction, 1.0}}) {
+        double best = c.*field, lo = 0, hi = upper, step = upper / 40;
+        while (step >= 0.001) {
+          for (double v = lo; v <= hi + 1e-12; v += step) {
+            Calibration t = c;
+            t.*field = v;
+            ASSIGN_OR_RETURN(double m, ttft_mape(t));
+            if (m < best_mape) {
+              best_mape = m;
+              best = v;
+            }
+          }
+          lo = std::max(0.0, best - step);
+          hi = best + step;
+          step /= 10;
         }
+        c.*field = best;
       }
-      lo = std::max(0.0, best - step);
-      hi = best + step;
-      step /= 10;
     }
-    profile.calibration.disagg_request_overhead_s = best;
+    profile.calibration.disagg_request_overhead_s = c.disagg_request_overhead_s;
+    profile.calibration.disagg_prefill_queue_fraction =
+        c.disagg_prefill_queue_fraction;
   }
   return out;
 }

@@ -1269,8 +1269,8 @@ std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(
 const Calibration& DefaultCalibration() {
   static const Calibration* const kDefault = [] {
     Calibration* c = new Calibration(DefaultCalibrationProfile().calibration);
-    // Engine-agnostic disaggregated plans get the per-request overhead SGLang
-    // shows at concurrency 1 (TTFT 211 ms for a ~70 ms prefill), not the
+    // Engine-agnostic disaggregated plans get the per-request overhead fitted
+    // to SGLang (TTFT 211 ms at concurrency 1 for a ~70 ms prefill), not the
     // ~6.8 s fitted to the TensorRT-LLM rows, which is a property of that
     // Dynamo 0.8.1 deployment (docs/cost-model-and-calibration.md); naming
     // the engine (workload.engine) applies its own value.
@@ -1368,7 +1368,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.decode_step_overhead_s >= 0) || !(cal.layer_overhead_s >= 0) ||
       !(cal.prefill_overhead_s >= 0) || !(cal.prefill_queue_fraction >= 0) ||
       !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0) ||
-      !(cal.disagg_request_overhead_s >= 0)) {
+      !(cal.disagg_request_overhead_s >= 0) ||
+      !(cal.disagg_prefill_queue_fraction >= 0)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }

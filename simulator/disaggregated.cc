@@ -141,7 +141,9 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
 // batch; the rest wait for or are in prefill. Solved by fixed-point
 // iteration on the decode occupancy; for each occupancy lambda is the root
 // of lambda (service + W(lambda) + decode) = clients, W the M/D/1 wait of an
-// instance at lambda / x, capped at everyone else ahead, (clients - 1) / mu.
+// instance at lambda / x or the lockstep-wave wait
+// (Calibration::disagg_prefill_queue_fraction), whichever is longer, capped
+// at everyone else ahead, (clients - 1) / mu.
 Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
                               const PlanDims& decode,
                               const PrefillInstanceCost& pre, int clients) {
@@ -161,11 +163,19 @@ Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
     const double mu_instance = mu / std::max(1, plan.prefill_instances);
     const double service = e.ttft_s - e.prefill_queue_s;
     const double decode_s = decode_steps * e.tpot_s;
+    // Lockstep waves: the calibrated share of the instance's other clients
+    // ahead of a request, each one prefill (1 / mu_instance) long.
+    const double burst =
+        model.calibration().disagg_prefill_queue_fraction *
+        std::max(0.0, static_cast<double>(clients) /
+                              std::max(1, plan.prefill_instances) -
+                          1) /
+        mu_instance;
     auto wait = [&](double lambda) {
       const double rho = lambda / mu;
       const double w = rho < 1 ? rho / (2 * mu_instance * (1 - rho))
                                : std::numeric_limits<double>::infinity();
-      return std::min(w, (clients - 1) / mu);
+      return std::min(std::max(w, burst), (clients - 1) / mu);
     };
     double lo = 0, hi = std::min(mu, clients / (service + decode_s));
     for (int b = 0; b < 60; ++b) {
