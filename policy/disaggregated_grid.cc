@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
+
+#include "policy/internal/pareto_archive.h"
 
 namespace shardplan::policy {
 namespace {
@@ -76,8 +79,10 @@ std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
 DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
                                       int max_evaluations,
                                       double baseline_tokens_per_s,
-                                      const CancellationToken& token) {
+                                      const CancellationToken& token,
+                                      int frontier_size) {
   DisaggregatedSweep sweep;
+  internal::ParetoArchive archive(std::max(2, frontier_size));
   const std::vector<PlanDims> candidates = DisaggregatedCandidates(
       model, static_cast<size_t>(std::max(0, max_evaluations)));
   sweep.candidates = static_cast<int>(candidates.size());
@@ -85,21 +90,32 @@ DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
     if (sweep.evaluations >= max_evaluations || token.cancelled()) break;
     const simulator::Evaluation e = model.Evaluate(plan);
     ++sweep.evaluations;
+    const double reward =
+        baseline_tokens_per_s > 0 && e.output_tokens_per_s > 0
+            ? std::log(e.output_tokens_per_s / baseline_tokens_per_s)
+            : 0;
+    if (e.feasible) archive.Offer({plan, e, reward});
     if (!sweep.found && sweep.evaluations == 1) {
       sweep.best = {plan, e, 0};
     }
     if (e.feasible &&
         (!sweep.found ||
          e.output_tokens_per_s > sweep.best.evaluation.output_tokens_per_s)) {
-      sweep.best = {
-          plan, e,
-          baseline_tokens_per_s > 0 && e.output_tokens_per_s > 0
-              ? std::log(e.output_tokens_per_s / baseline_tokens_per_s)
-              : 0};
+      sweep.best = {plan, e, reward};
       sweep.found = true;
     }
   }
+  sweep.frontier = archive.points();
   return sweep;
+}
+
+std::vector<ScoredPlan> MergeFrontiers(const std::vector<ScoredPlan>& a,
+                                       const std::vector<ScoredPlan>& b,
+                                       int capacity) {
+  internal::ParetoArchive archive(std::max(2, capacity));
+  for (const ScoredPlan& p : a) archive.Offer(p);
+  for (const ScoredPlan& p : b) archive.Offer(p);
+  return archive.points();
 }
 
 }  // namespace shardplan::policy

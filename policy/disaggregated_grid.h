@@ -29,6 +29,10 @@ struct DisaggregatedSweep {
   bool found = false;
   int evaluations = 0;
   int candidates = 0;
+  // The non-dominated feasible plans the sweep evaluated (throughput per GPU
+  // vs tokens/s per user, policy/internal/pareto_archive.h), best throughput
+  // first; at most the frontier_size passed.
+  std::vector<ScoredPlan> frontier;
 };
 
 // Evaluates the candidates in sweep order, at most `max_evaluations` of them,
@@ -37,7 +41,15 @@ struct DisaggregatedSweep {
 DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
                                       int max_evaluations,
                                       double baseline_tokens_per_s,
-                                      const CancellationToken& token);
+                                      const CancellationToken& token,
+                                      int frontier_size = 64);
+
+// The Pareto frontier of the union of two frontiers (e.g. the aggregated
+// search's and the disaggregated sweep's), at most `capacity` (>= 2) points,
+// best throughput per GPU first.
+std::vector<ScoredPlan> MergeFrontiers(const std::vector<ScoredPlan>& a,
+                                       const std::vector<ScoredPlan>& b,
+                                       int capacity);
 
 }  // namespace shardplan::policy
 

@@ -184,16 +184,23 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
 // aggregated searchers' warm start.
 void SearchJob::AddDisaggregated(const policy::CancellationToken& cancel,
                                  Outcome* outcome) const {
+  const int frontier_size = policy::SearchOptions().frontier_size;
   const policy::DisaggregatedSweep sweep = policy::SweepDisaggregated(
       *request_.cost_model, request_.max_evaluations,
-      Throughput(baseline_.evaluation), cancel);
+      Throughput(baseline_.evaluation), cancel, frontier_size);
+  outcome->evaluations += sweep.evaluations;
   if (sweep.found) outcome->best_disaggregated = sweep.best;
   if (request_.disaggregation == "only") {
     outcome->best = sweep.best;
     outcome->top_plans.clear();
     if (sweep.found) outcome->top_plans.push_back(sweep.best);
+    outcome->frontier = sweep.frontier;
     return;
   }
+  // The frontier over everything evaluated, agg and disagg (marked by
+  // FrontierPoint.disaggregated).
+  outcome->frontier =
+      policy::MergeFrontiers(outcome->frontier, sweep.frontier, frontier_size);
   if (outcome->best.evaluation.feasible) {
     outcome->best_aggregated = outcome->best;
   }

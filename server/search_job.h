@@ -60,7 +60,10 @@ class SearchJob {
     // from the elite and the frontier; a variant with the same degrees and
     // batch and figures within 0.1% of a listed plan is not listed again.
     std::vector<policy::ScoredPlan> top_plans;
-    std::vector<policy::ScoredPlan> frontier;  // see policy::SearchResult
+    // policy::SearchResult's, merged with the disaggregated sweep's unless
+    // disaggregation is "off" (only the sweep's when "only").
+    std::vector<policy::ScoredPlan> frontier;
+    // The search's cost-model evaluations plus the disaggregated sweep's.
     int evaluations = 0;
     int iterations = 0;
     double space_size = 0;

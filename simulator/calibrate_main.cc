@@ -47,7 +47,7 @@ int Usage() {
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
          "[--fit] [--rows] [--bands] [--report-dir DIR] [--user-fit "
          "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
-         "       shardplan-calibrate --disagg-csv FILE [--rows]\n";
+         "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n";
   return 2;
 }
 
@@ -92,7 +92,7 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
 
 // The accuracy on disaggregated rows (and with `rows` each row's
 // prediction as CSV). Exit code as main's.
-int ReportDisaggregated(const std::string& path, bool rows) {
+int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   namespace sim = shardplan::simulator;
   std::ifstream in(path);
   if (!in) {
@@ -103,6 +103,22 @@ int ReportDisaggregated(const std::string& path, bool rows) {
   text << in.rdbuf();
   absl::StatusOr<sim::ParsedDisaggregated> data =
       sim::ParseDisaggregatedRows(text.str());
+  if (data.ok() && fit) {
+    absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
+        sim::FitDisaggregatedOverheads(data->rows, sim::CalibrationProfiles());
+    if (!fitted.ok()) {
+      std::cerr << fitted.status() << "\n";
+      return 1;
+    }
+    for (const sim::CalibrationProfile& p : *fitted) {
+      std::cout << absl::StrFormat(
+          "%s: disagg_request_overhead_s %.10g, "
+          "disagg_prefill_queue_fraction %.10g\n",
+          p.name, p.calibration.disagg_request_overhead_s,
+          p.calibration.disagg_prefill_queue_fraction);
+    }
+    return 0;
+  }
   absl::StatusOr<sim::DisaggregatedAccuracy> report =
       data.ok() ? sim::ComputeDisaggregatedAccuracy(data->rows,
                                                     sim::CalibrationProfiles())
@@ -385,7 +401,7 @@ int main(int argc, char** argv) {
       return Usage();
     }
   }
-  if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows);
+  if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows, fit);
   if (csv_paths.empty()) return Usage();
   std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;

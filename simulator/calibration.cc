@@ -62,9 +62,19 @@ Calibration SharedFit() {
   return c;
 }
 
+// disagg_request_overhead_s and disagg_prefill_queue_fraction (the last two
+// arguments) come from
+//   build/bin/shardplan-calibrate --disagg-csv
+//   simulator/calibration/data/h100_disagg_latency.csv --fit
+// (FitDisaggregatedOverheads: TTFT MAPE of the engine's non-held-out
+// disaggregated rows; vLLM's rows, without a concurrency, leave it at 0).
 Calibration EngineFit(double prefill_overhead_s, double prefill_queue_fraction,
-                      double kv_reserved_output_fraction) {
+                      double kv_reserved_output_fraction,
+                      double disagg_request_overhead_s,
+                      double disagg_prefill_queue_fraction) {
   Calibration c = SharedFit();
+  c.disagg_request_overhead_s = disagg_request_overhead_s;
+  c.disagg_prefill_queue_fraction = disagg_prefill_queue_fraction;
   c.prefill_overhead_s = prefill_overhead_s;
   c.prefill_queue_fraction = prefill_queue_fraction;
   c.kv_reserved_output_fraction = kv_reserved_output_fraction;
@@ -191,11 +201,13 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput)},
+           EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, 6.77,
+                     0.02)},
           {"h100-sglang", "sglang",
-           EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput)},
+           EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput,
+                     kEngineAgnosticDisaggOverheadS, 0.16)},
           {"h100-vllm", "vllm",
-           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput)},
+           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput, 0, 0)},
       };
   return *kProfiles;
 }
@@ -682,6 +694,12 @@ absl::StatusOr<Problem> DisaggregatedRowProblem(const DisaggregatedRow& row) {
   workload.set_output_tokens(row.osl);
   workload.set_weight_dtype(row.fp8 ? "fp8" : "bf16");
   workload.set_kv_cache_dtype("bf16");
+  // The benchmark's closed-loop clients, per decode instance (the replica
+  // unit of Workload.concurrency); every row's concurrency divides evenly.
+  if (row.concurrency > 0) {
+    workload.set_concurrency((row.concurrency + row.decode.workers - 1) /
+                             row.decode.workers);
+  }
   return ProblemFromProto(model, cluster, workload);
 }
 
@@ -699,7 +717,10 @@ PlanDims DisaggregatedRowPlan(const DisaggregatedRow& row) {
   plan.tp = row.decode.tp;
   plan.pp = row.decode.pp;
   plan.ep = row.decode.moe_ep;
-  // Requests per decode worker, then per attention rank.
+  // With a concurrency, the closed-loop model derives the decode batch
+  // (Little's law, simulator/disaggregated.h). Else requests per decode
+  // worker, then per attention rank.
+  if (row.concurrency > 0) return plan;
   const int per_worker = row.decode.batch_size > 0
                              ? row.decode.batch_size
                              : row.concurrency / row.decode.workers;
@@ -730,7 +751,7 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
     }
   };
   std::map<std::tuple<std::string, std::string, std::string>, Acc> groups;
-  Acc all, held;
+  Acc all, held, fit;
   for (size_t i = 0; i < rows.size(); ++i) {
     const DisaggregatedRow& r = rows[i];
     groups[{r.catalog_model, r.engine, "all rows"}].Add(pred[i], r);
@@ -738,6 +759,9 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
     if (r.held_out_row) {
       groups[{r.catalog_model, r.engine, "held-out rows"}].Add(pred[i], r);
       held.Add(pred[i], r);
+    } else {
+      groups[{r.catalog_model, r.engine, "fit rows"}].Add(pred[i], r);
+      fit.Add(pred[i], r);
     }
   }
   DisaggregatedAccuracy report;
@@ -756,7 +780,68 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
   report.held_out_rows = static_cast<int>(held.pt.size());
   report.held_out_tpot_mape = Mape(held.pt, held.mt);
   report.held_out_ttft_mape = Mape(held.pf, held.mf);
+  report.fit_rows = static_cast<int>(fit.pt.size());
+  report.fit_tpot_mape = Mape(fit.pt, fit.mt);
+  report.fit_ttft_mape = Mape(fit.pf, fit.mf);
   return report;
+}
+
+absl::StatusOr<std::vector<CalibrationProfile>> FitDisaggregatedOverheads(
+    const std::vector<DisaggregatedRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  std::vector<CalibrationProfile> out = profiles;
+  for (CalibrationProfile& profile : out) {
+    std::vector<DisaggregatedRow> fit;
+    for (const DisaggregatedRow& r : rows) {
+      if (!r.held_out_row && r.engine == profile.engine) fit.push_back(r);
+    }
+    if (fit.empty()) continue;
+    auto ttft_mape = [&](const Calibration& c) -> absl::StatusOr<double> {
+      CalibrationProfile p = profile;
+      p.calibration = c;
+      ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
+                       PredictDisaggregatedRows(fit, {p}));
+      std::vector<double> predicted, measured;
+      for (size_t i = 0; i < fit.size(); ++i) {
+        predicted.push_back(pred[i].ttft_s);
+        measured.push_back(fit[i].ttft_s);
+      }
+      return Mape(predicted, measured);
+    };
+    // Coordinate descent: each parameter scanned coarse to fine (to 1e-3)
+    // over [0, upper] with the other fixed; three rounds.
+    Calibration c = profile.calibration;
+    c.disagg_request_overhead_s = 0;
+    c.disagg_prefill_queue_fraction = 0;
+    ASSIGN_OR_RETURN(double best_mape, ttft_mape(c));
+    for (int round = 0; round < 3; ++round) {
+      for (auto [field, upper] :
+           {std::pair<double Calibration::*, double>{
+                &Calibration::disagg_request_overhead_s, 20.0},
+            {&Calibration::disagg_prefill_queue_fraction, 1.0}}) {
+        double best = c.*field, lo = 0, hi = upper, step = upper / 40;
+        while (step >= 0.001) {
+          for (double v = lo; v <= hi + 1e-12; v += step) {
+            Calibration t = c;
+            t.*field = v;
+            ASSIGN_OR_RETURN(double m, ttft_mape(t));
+            if (m < best_mape) {
+              best_mape = m;
+              best = v;
+            }
+          }
+          lo = std::max(0.0, best - step);
+          hi = best + step;
+          step /= 10;
+        }
+        c.*field = best;
+      }
+    }
+    profile.calibration.disagg_request_overhead_s = c.disagg_request_overhead_s;
+    profile.calibration.disagg_prefill_queue_fraction =
+        c.disagg_prefill_queue_fraction;
+  }
+  return out;
 }
 
 std::string DisaggregatedAccuracy::Markdown() const {
@@ -774,6 +859,9 @@ std::string DisaggregatedAccuracy::Markdown() const {
                         "%.1f%%.\n",
                         rows, tpot_mape, ttft_mape, held_out_rows,
                         held_out_tpot_mape, held_out_ttft_mape);
+  absl::StrAppendFormat(&s,
+                        "Fit rows (%d): TPOT MAPE %.1f%%, TTFT MAPE %.1f%%.\n",
+                        fit_rows, fit_tpot_mape, fit_ttft_mape);
   return s;
 }
 

@@ -377,9 +377,22 @@ struct DisaggregatedAccuracy {
   int held_out_rows = 0;
   double held_out_tpot_mape = 0;
   double held_out_ttft_mape = 0;
+  // The other rows, the only ones FitDisaggregatedOverheads looks at.
+  int fit_rows = 0;
+  double fit_tpot_mape = 0;
+  double fit_ttft_mape = 0;
   std::string Markdown() const;
 };
 absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
+    const std::vector<DisaggregatedRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+
+// Fits Calibration::disagg_request_overhead_s of each engine with rows: the
+// value on a 1 ms grid (0 to 20 s, coarse to fine) minimising the TTFT MAPE
+// of that engine's non-held-out rows. Returns `profiles` with it set; the
+// shipped profiles carry the values this printed
+// (shardplan-calibrate --disagg-csv ... --fit).
+absl::StatusOr<std::vector<CalibrationProfile>> FitDisaggregatedOverheads(
     const std::vector<DisaggregatedRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 

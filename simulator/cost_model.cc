@@ -1267,8 +1267,16 @@ std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(
 // ----------------------------------------------------------------------------------------
 
 const Calibration& DefaultCalibration() {
-  static const Calibration* const kDefault =
-      new Calibration(DefaultCalibrationProfile().calibration);
+  static const Calibration* const kDefault = [] {
+    Calibration* c = new Calibration(DefaultCalibrationProfile().calibration);
+    // Engine-agnostic disaggregated plans get the per-request overhead fitted
+    // to SGLang (TTFT 211 ms at concurrency 1 for a ~70 ms prefill), not the
+    // ~6.8 s fitted to the TensorRT-LLM rows, which is a property of that
+    // Dynamo 0.8.1 deployment (docs/cost-model-and-calibration.md); naming
+    // the engine (workload.engine) applies its own value.
+    c->disagg_request_overhead_s = kEngineAgnosticDisaggOverheadS;
+    return c;
+  }();
   return *kDefault;
 }
 
@@ -1359,7 +1367,9 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.collective_latency_scale >= 0) ||
       !(cal.decode_step_overhead_s >= 0) || !(cal.layer_overhead_s >= 0) ||
       !(cal.prefill_overhead_s >= 0) || !(cal.prefill_queue_fraction >= 0) ||
-      !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0)) {
+      !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0) ||
+      !(cal.disagg_request_overhead_s >= 0) ||
+      !(cal.disagg_prefill_queue_fraction >= 0)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }

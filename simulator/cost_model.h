@@ -66,7 +66,25 @@ struct Calibration {
   // half its output. Decides how many requests fit memory and how many queue.
   // Engine behaviour, not fitted (simulator/calibration.cc cites the sources).
   double kv_reserved_output_fraction = 1.0;
+  // Disaggregated plans only: fixed latency per request before its first
+  // token on top of the prefill (routing to two servers, the KV-transfer
+  // bootstrap handshake and the decode server admitting the transferred
+  // request). Fitted per engine on the non-held-out disaggregated H100 rows
+  // (simulator/calibration.cc).
+  double disagg_request_overhead_s = 0.0;
+  // Disaggregated plans with closed-loop clients: a new request waits behind
+  // this fraction of the prefills of the other clients of its prefill
+  // instance. Closed-loop clients with one ISL/OSL run in lockstep waves
+  // (they start together, decode equally long and resubmit together), so
+  // requests reach the prefill pool in bursts that Poisson (M/D/1) arrivals
+  // do not have; the counterpart of prefill_queue_fraction. Fitted per
+  // engine with disagg_request_overhead_s.
+  double disagg_prefill_queue_fraction = 0.0;
 };
+
+// Calibration::disagg_request_overhead_s of the engine-agnostic default
+// (the SGLang profile's fitted value).
+inline constexpr double kEngineAgnosticDisaggOverheadS = 0.16;
 
 // The calibration shipped with this version (constants produced by the fit).
 const Calibration& DefaultCalibration();

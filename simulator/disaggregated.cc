@@ -5,6 +5,8 @@
 #include "simulator/disaggregated.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <string>
 
 #include "absl/strings/match.h"
@@ -17,6 +19,10 @@ namespace shardplan::simulator {
 namespace {
 
 using internal::PoolCosting;
+
+// Fixed-point iterations of the closed-loop decode occupancy (converges in a
+// handful; the cap bounds the cost of an evaluation).
+constexpr int kClosedLoopIterations = 30;
 using internal::PrefillInstanceCost;
 
 // Re-roots an instance's "plan.<field>" message at `prefix` ("plan.decode.").
@@ -34,7 +40,8 @@ absl::Status AtPool(absl::Status status, absl::string_view prefix) {
 // The plan at decode batch `batch` (per attention rank of a decode instance).
 Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
                            const PlanDims& decode,
-                           const PrefillInstanceCost& pre, int batch) {
+                           const PrefillInstanceCost& pre, int batch,
+                           bool check_slos = true) {
   const Problem& problem = model.problem();
   const double isl = problem.workload.input_tokens;
   const double osl = std::max(1, problem.workload.output_tokens);
@@ -49,9 +56,13 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
   const double decode_tokens_per_s =
       d.decode_iteration_s > 0 ? decode.dp * batch / d.decode_iteration_s : 0;
   const double decode_rate = plan.decode_instances * decode_tokens_per_s / osl;
+  // A prefill pass holds `batch` requests on each of the instance's dp
+  // attention ranks (dense: copies), as PreparePlan costs it.
   const int prefill_batch = std::max(1, plan.prefill.batch_size);
   const double instance_rate =
-      pre.max_stage_s > 0 ? prefill_batch / pre.max_stage_s : 0;
+      pre.max_stage_s > 0
+          ? std::max(1, plan.prefill.dp) * prefill_batch / pre.max_stage_s
+          : 0;
   const double prefill_capacity = plan.prefill_instances * instance_rate;
   const double offered = std::min(decode_rate, prefill_capacity);
   e.prefill_requests_per_s = prefill_capacity;
@@ -90,7 +101,8 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
   e.prefill_weights_bytes = pre.weights_bytes;
   e.prefill_kv_cache_bytes = pre.kv_cache_bytes;
   e.prefill_activations_bytes = pre.activations_bytes;
-  e.ttft_s = e.prefill_queue_s + pre.chain_s + e.kv_transfer_s;
+  e.ttft_s = e.prefill_queue_s + pre.chain_s + e.kv_transfer_s +
+             model.calibration().disagg_request_overhead_s;
   e.tpot_s = d.decode_iteration_s;
   e.output_tokens_per_s = offered * osl;
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / cluster.num_gpus;
@@ -113,6 +125,79 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
           0.0, d.capacity_bytes - pre.weights_bytes - pre.activations_bytes);
     }
   }
+  if (check_slos) {
+    internal::ApplySlos(problem.workload.max_ttft_s,
+                        problem.workload.max_tpot_s, &e);
+  }
+  return e;
+}
+
+// `clients` closed-loop users (each sends its next request when the last one
+// finishes, as the benchmark clients of the calibration rows do). A request
+// cycles through the prefill pool (wait + service) and the decode pool
+// ((OSL - 1) iterations), so by Little's law (as EvaluateQueued in
+// cost_model.cc) the completion rate is lambda = clients / (TTFT + decode
+// time), and only lambda x decode time of the clients sit in the decode
+// batch; the rest wait for or are in prefill. Solved by fixed-point
+// iteration on the decode occupancy; for each occupancy lambda is the root
+// of lambda (service + W(lambda) + decode) = clients, W the M/D/1 wait of an
+// instance at lambda / x or the lockstep-wave wait
+// (Calibration::disagg_prefill_queue_fraction), whichever is longer, capped
+// at everyone else ahead, (clients - 1) / mu.
+Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
+                              const PlanDims& decode,
+                              const PrefillInstanceCost& pre, int clients) {
+  const Problem& problem = model.problem();
+  const double osl = std::max(1, problem.workload.output_tokens);
+  const double decode_steps = std::max(0.0, osl - 1);
+  const double ranks =
+      std::max(1, plan.decode_instances) * std::max(1, decode.dp);
+  double in_decode = clients;
+  Evaluation e;
+  for (int it = 0; it < kClosedLoopIterations; ++it) {
+    const int batch = std::clamp(static_cast<int>(std::ceil(in_decode / ranks)),
+                                 1, kMaxBatchSize);
+    e = EvaluateAtBatch(model, plan, decode, pre, batch, /*check_slos=*/false);
+    const double mu = e.prefill_requests_per_s;
+    if (!(mu > 0)) break;
+    const double mu_instance = mu / std::max(1, plan.prefill_instances);
+    const double service = e.ttft_s - e.prefill_queue_s;
+    const double decode_s = decode_steps * e.tpot_s;
+    // Lockstep waves: the calibrated share of the instance's other clients
+    // ahead of a request, each one prefill (1 / mu_instance) long.
+    const double burst =
+        model.calibration().disagg_prefill_queue_fraction *
+        std::max(0.0, static_cast<double>(clients) /
+                              std::max(1, plan.prefill_instances) -
+                          1) /
+        mu_instance;
+    auto wait = [&](double lambda) {
+      const double rho = lambda / mu;
+      const double w = rho < 1 ? rho / (2 * mu_instance * (1 - rho))
+                               : std::numeric_limits<double>::infinity();
+      return std::min(std::max(w, burst), (clients - 1) / mu);
+    };
+    double lo = 0, hi = std::min(mu, clients / (service + decode_s));
+    for (int b = 0; b < 60; ++b) {
+      const double mid = 0.5 * (lo + hi);
+      if (mid * (service + wait(mid) + decode_s) < clients) {
+        lo = mid;
+      } else {
+        hi = mid;
+      }
+    }
+    const double lambda = hi;
+    e.ttft_s = std::max(service, clients / lambda - decode_s);
+    e.prefill_queue_s = e.ttft_s - service;
+    e.prefill_utilization = lambda / mu;
+    e.output_tokens_per_s = lambda * osl;
+    e.output_tokens_per_s_per_gpu =
+        e.output_tokens_per_s / problem.cluster.num_gpus;
+    const double next = lambda * decode_s;
+    if (std::abs(next - in_decode) < 0.01) break;
+    in_decode = 0.5 * (in_decode + next);
+  }
+  // The SLOs once TTFT carries the closed-loop wait.
   internal::ApplySlos(problem.workload.max_ttft_s, problem.workload.max_tpot_s,
                       &e);
   return e;
@@ -213,8 +298,10 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
   }
   const int concurrency = model.problem().workload.concurrency;
   if (concurrency > 0) {
-    return EvaluateAtBatch(model, plan, decode, pre,
-                           std::min(kMaxBatchSize, concurrency));
+    // Workload.concurrency is per replica; a decode instance is one.
+    return EvaluateClosedLoop(
+        model, plan, decode, pre,
+        std::min(kMaxBatchSize, concurrency) * plan.decode_instances);
   }
   // Memory and TPOT only get worse with the batch: stop at the first batch
   // that fails. TTFT can improve (a fuller decode pool offers the prefill

@@ -19,9 +19,17 @@
 //    the smaller instance. Sent layer by layer while the prefill computes
 //    (NIXL / Mooncake transfer engines), so only what the prefill cannot
 //    hide is exposed: max(one layer's share, transfer - prefill).
-//  - TTFT = prefill wait + prefill + exposed transfer; throughput = the
-//    offered load x OSL; per GPU over every GPU of both pools; memory per
-//    pool (the Evaluation's memory fields are the decode pool's).
+//  - TTFT = prefill wait + prefill + exposed transfer + the calibrated
+//    per-request overhead (Calibration::disagg_request_overhead_s);
+//    throughput = the offered load x OSL; per GPU over every GPU of both
+//    pools; memory per pool (the Evaluation's memory fields are the decode
+//    pool's).
+//  - closed-loop clients (workload concurrency C per decode instance, decode
+//    batch 0): N = C x y clients; Little's law gives the completion rate
+//    N / (TTFT + (OSL - 1) TPOT) and the decode occupancy, solved by
+//    fixed-point iteration; the prefill wait is the M/D/1 wait at that rate
+//    or the lockstep-burst wait (Calibration::disagg_prefill_queue_fraction),
+//    whichever is longer.
 // Placement: prefill instances take the lowest ranks, decode instances the
 // rest, so the pools share no node whenever the prefill pool fills whole
 // nodes.
@@ -51,8 +59,9 @@ absl::Status ValidateDisaggregatedPlan(const CostModel& model,
                                        const PlanDims& plan);
 
 // Predicts a disaggregated plan that passed ValidateDisaggregatedPlan (else
-// infeasible). Decode batch 0 with workload concurrency 0: the best decode
-// batch under memory and the SLOs. Allocation-free.
+// infeasible). Decode batch 0: closed-loop clients when the workload has a
+// concurrency, else the best decode batch under memory and the SLOs.
+// Allocation-free.
 Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan);
 
 }  // namespace shardplan::simulator

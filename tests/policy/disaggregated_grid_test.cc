@@ -46,6 +46,25 @@ TEST(DisaggregatedGridTest, SweepFindsTheBestWithinBudget) {
               all.best.evaluation.output_tokens_per_s);
   }
   EXPECT_LE(all.best.evaluation.tpot_s, 0.050);
+  // Its frontier: feasible disaggregated plans, non-dominated, best
+  // throughput per GPU first, the best plan's throughput at its head; merging
+  // it with nothing (or itself) changes nothing.
+  ASSERT_FALSE(all.frontier.empty());
+  for (size_t i = 0; i < all.frontier.size(); ++i) {
+    EXPECT_TRUE(all.frontier[i].evaluation.feasible);
+    EXPECT_TRUE(all.frontier[i].plan.disaggregated);
+    if (i > 0) {
+      EXPECT_GT(all.frontier[i - 1].evaluation.output_tokens_per_s_per_gpu,
+                all.frontier[i].evaluation.output_tokens_per_s_per_gpu);
+      EXPECT_LT(TokensPerSecondPerUser(all.frontier[i - 1].evaluation),
+                TokensPerSecondPerUser(all.frontier[i].evaluation));
+    }
+  }
+  EXPECT_DOUBLE_EQ(all.frontier.front().evaluation.output_tokens_per_s,
+                   all.best.evaluation.output_tokens_per_s);
+  EXPECT_EQ(MergeFrontiers(all.frontier, {}, 64).size(), all.frontier.size());
+  EXPECT_EQ(MergeFrontiers(all.frontier, all.frontier, 64).size(),
+            all.frontier.size());
   const DisaggregatedSweep few = SweepDisaggregated(**model, 3, 0, token);
   EXPECT_EQ(few.evaluations, 3);
   token.Cancel();

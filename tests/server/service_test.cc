@@ -123,7 +123,8 @@ TEST_F(ServiceTest, FinalUpdateCarriesFrontierAndTopPlans) {
                   1e-6 * p.tokens_per_s_per_user());
       EXPECT_DOUBLE_EQ(p.output_tokens_per_s_per_gpu(),
                        p.prediction().output_tokens_per_s_per_gpu());
-      EXPECT_FALSE(p.disaggregated());
+      // Aggregated and disaggregated plans share the frontier, marked.
+      EXPECT_EQ(p.disaggregated(), p.plan().has_prefill());
       for (int j = 0; j < last.frontier_size(); ++j) {
         const shardplan::v1::FrontierPoint& q = last.frontier(j);
         EXPECT_FALSE(q.output_tokens_per_s_per_gpu() >=
@@ -166,7 +167,11 @@ TEST_F(ServiceTest, BadTopNIsInvalidArgument) {
 TEST_F(ServiceTest, StreamsBaselineImprovementsAndFinal) {
   StartServer();
   script_.improvements = 3;
-  StreamResult result = Plan(MakePlanRequest("llama-3.1-8b", 8));
+  // Aggregated only: the summary counts the scripted searcher's evaluations
+  // alone (DisaggregationAutoReportsTheBestOfEachKind counts the sweep's).
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  request.mutable_options()->set_disaggregation("off");
+  StreamResult result = Plan(request);
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
   ASSERT_GE(result.updates.size(), 2u);
   const PlanUpdate& baseline = result.updates.front();
@@ -251,17 +256,32 @@ TEST_F(ServiceTest, DisaggregationAutoReportsTheBestOfEachKind) {
   ASSERT_TRUE(summary.has_best_aggregated());
   EXPECT_FALSE(summary.best_aggregated().disaggregated());
   EXPECT_FALSE(result.updates.back().prediction().disaggregated());
+  const int auto_evaluations = summary.evaluations();
+  // The frontier is over everything evaluated: the sweep's plans compete.
+  int disaggregated_points = 0;
+  for (const shardplan::v1::FrontierPoint& point :
+       result.updates.back().frontier()) {
+    if (point.disaggregated()) ++disaggregated_points;
+  }
+  EXPECT_GT(disaggregated_points, 0);
 
   request.mutable_options()->set_disaggregation("only");
   result = Plan(request);
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
   EXPECT_TRUE(result.updates.back().prediction().disaggregated());
   EXPECT_FALSE(result.updates.back().summary().has_best_aggregated());
+  ASSERT_GT(result.updates.back().frontier_size(), 0);
+  for (const shardplan::v1::FrontierPoint& point :
+       result.updates.back().frontier()) {
+    EXPECT_TRUE(point.disaggregated());
+  }
 
   request.mutable_options()->set_disaggregation("off");
   result = Plan(request);
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
   EXPECT_FALSE(result.updates.back().summary().has_best_disaggregated());
+  // The sweep's evaluations are counted in the summary.
+  EXPECT_GT(auto_evaluations, result.updates.back().summary().evaluations());
 }
 
 TEST_F(ServiceTest, EvaluatePlanPredictsDisaggregatedPlans) {

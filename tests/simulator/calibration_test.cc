@@ -472,9 +472,12 @@ TEST(CalibrationDisaggTest, HeldOutRowsStayUnderDocumentedErrors) {
   ASSERT_TRUE(report.ok()) << report.status();
   SCOPED_TRACE(report->Markdown());
   EXPECT_GE(report->held_out_rows, 20);
-  EXPECT_LE(report->held_out_tpot_mape, 40.0);
-  EXPECT_LE(report->held_out_ttft_mape, 85.0);
-  EXPECT_LE(report->tpot_mape, 36.0);
+  // Measured (docs/cost-model-and-calibration.md): held-out TPOT 34.5%, TTFT
+  // 32.7%; fit rows TPOT 32.3%, TTFT 32.4% (the 20% / 30% missed).
+  EXPECT_LE(report->held_out_tpot_mape, 36.0);
+  EXPECT_LE(report->held_out_ttft_mape, 35.0);
+  EXPECT_LE(report->fit_ttft_mape, 34.0);
+  EXPECT_LE(report->tpot_mape, 34.0);
 }
 
 TEST(CalibrationDisaggTest, RejectsMissingPoolColumns) {

@@ -19,7 +19,8 @@ using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
 std::unique_ptr<const CostModel> Make(int gpus, int isl = 4096, int osl = 512,
-                                      double max_ttft_ms = 0) {
+                                      double max_ttft_ms = 0,
+                                      int concurrency = 0) {
   shardplan::v1::ModelSource source;
   source.set_catalog_name("llama-3.1-8b");
   shardplan::v1::ClusterSpec cluster;
@@ -30,6 +31,7 @@ std::unique_ptr<const CostModel> Make(int gpus, int isl = 4096, int osl = 512,
   workload.set_input_tokens(isl);
   workload.set_output_tokens(osl);
   workload.set_max_ttft_ms(max_ttft_ms);
+  workload.set_concurrency(concurrency);
   absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
   EXPECT_TRUE(problem.ok()) << problem.status();
   if (!problem.ok()) return nullptr;
@@ -88,6 +90,31 @@ TEST(DisaggregatedTest, ThroughputIsTheSlowerPool) {
   EXPECT_NEAR(d.output_tokens_per_s, d.decode_requests_per_s * 512,
               1e-6 * d.output_tokens_per_s);
   EXPECT_LT(d.prefill_queue_s, e.prefill_queue_s);
+}
+
+// Closed-loop clients (workload concurrency per decode instance): Little's
+// law holds, clients = completion rate x (TTFT + (OSL - 1) TPOT), and a
+// prefill-bound plan turns more clients into TTFT, not throughput.
+TEST(DisaggregatedTest, ClosedLoopClientsObeyLittlesLaw) {
+  for (int concurrency : {1, 16, 64}) {
+    auto model = Make(8, 4096, 512, 0, concurrency);
+    ASSERT_NE(model, nullptr);
+    const Evaluation e = model->Evaluate(Disagg(1, 1, 7, 1, 0));
+    ASSERT_TRUE(e.feasible) << InfeasibleReasonText(e);
+    const double rate = e.output_tokens_per_s / 512;
+    EXPECT_NEAR(rate * (e.ttft_s + 511 * e.tpot_s), 7.0 * concurrency,
+                0.03 * 7 * concurrency)
+        << concurrency;
+    EXPECT_LE(rate, e.prefill_requests_per_s * (1 + 1e-9));
+  }
+  auto few = Make(8, 4096, 512, 0, 1);
+  auto many = Make(8, 4096, 512, 0, 64);
+  ASSERT_NE(few, nullptr);
+  ASSERT_NE(many, nullptr);
+  const Evaluation a = few->Evaluate(Disagg(1, 1, 7, 1, 0));
+  const Evaluation b = many->Evaluate(Disagg(1, 1, 7, 1, 0));
+  EXPECT_LT(a.prefill_queue_s, b.prefill_queue_s);
+  EXPECT_GT(b.ttft_s, 10 * a.ttft_s);
 }
 
 TEST(DisaggregatedTest, KvTransferBytesAndLink) {
