@@ -52,8 +52,16 @@ struct CalibrateFlags {
   RunDefaults defaults;
 };
 
-enum class Command { kNone, kPlan, kEvaluate, kCatalog, kHealth, kReplan,
-                     kCalibrate };;
+enum class Command {
+  kNone,
+  kPlan,
+  kEvaluate,
+  kCatalog,
+  kHealth,
+  kReplan,
+  kCalibrate
+};
+;
 
 struct CommandLine {
   Command command = Command::kNone;

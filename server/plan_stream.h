@@ -21,11 +21,11 @@
 #include "absl/time/time.h"
 #include "grpcpp/grpcpp.h"
 #include "policy/searcher.h"
-#include "server/warm_start_persistence.h"
 #include "server/metrics.h"
 #include "server/search_job.h"
 #include "server/search_scheduler.h"
 #include "server/validation.h"
+#include "server/warm_start_persistence.h"
 #include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::server {

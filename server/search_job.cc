@@ -119,7 +119,9 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     }
     found = deps_.history->Find(MakeProblemKey(problem), request_.warm_start);
     policy::SearchOptions options;
-    options.max_evaluations = request_.max_evaluations;
+    // The disaggregated sweep after the search shares the request's budget.
+    options.max_evaluations =
+        std::max(1, request_.max_evaluations - DisaggregatedSweepBudget());
     options.max_seconds = request_.max_seconds;
     options.seed = request_.seed;
     options.warm_start =
@@ -175,20 +177,33 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     outcome.warm_start_source = found.warm_start->source;
   }
   if (request_.disaggregation != "off" && !cancel.cancelled()) {
-    AddDisaggregated(cancel, &outcome);
+    AddDisaggregated(cancel, listener, &outcome);
   }
   return outcome;
 }
 
 // Disaggregated plans are not persisted: the elite store's plans are the
 // aggregated searchers' warm start.
+int SearchJob::DisaggregatedSweepBudget() const {
+  if (request_.disaggregation == "off") return 0;
+  // "auto": a quarter of the budget (the sweep's candidates are few next to
+  // the aggregated space); "only": half (the aggregated search then mostly
+  // serves the baseline, the warm-start store and the frontier).
+  return request_.disaggregation == "only" ? request_.max_evaluations / 2
+                                           : request_.max_evaluations / 4;
+}
+
 void SearchJob::AddDisaggregated(const policy::CancellationToken& cancel,
-                                 Outcome* outcome) const {
+                                 Listener& listener, Outcome* outcome) const {
   const int frontier_size = policy::SearchOptions().frontier_size;
   const policy::DisaggregatedSweep sweep = policy::SweepDisaggregated(
-      *request_.cost_model, request_.max_evaluations,
+      *request_.cost_model, DisaggregatedSweepBudget(),
       Throughput(baseline_.evaluation), cancel, frontier_size);
   outcome->evaluations += sweep.evaluations;
+  policy::SearchProgress progress;  // for the evaluation counters
+  progress.evaluations_delta = sweep.evaluations;
+  progress.evaluations = outcome->evaluations;
+  listener.OnProgress(progress);
   if (sweep.found) outcome->best_disaggregated = sweep.best;
   if (request_.disaggregation == "only") {
     outcome->best = sweep.best;

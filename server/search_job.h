@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "policy/searcher.h"
-#include "server/warm_start_persistence.h"
 #include "server/validation.h"
+#include "server/warm_start_persistence.h"
 
 namespace shardplan::server {
 
@@ -108,7 +108,9 @@ class SearchJob {
   // options.disaggregation "auto" / "only": the disaggregated sweep after the
   // aggregated search, on the same evaluation budget.
   void AddDisaggregated(const policy::CancellationToken& cancel,
-                        Outcome* outcome) const;
+                        Listener& listener, Outcome* outcome) const;
+  // Evaluations of the request's budget the disaggregated sweep gets.
+  int DisaggregatedSweepBudget() const;
 
   const SearchJobDeps deps_;
   const ValidatedPlanRequest& request_;

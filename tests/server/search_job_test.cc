@@ -43,7 +43,8 @@ class SearchJobTest : public ::testing::Test {
     absl::StatusOr<std::unique_ptr<EliteStore>> store =
         EliteStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status();
-    history_ = std::make_unique<WarmStartPersistence>(*std::move(store), metrics_);
+    history_ =
+        std::make_unique<WarmStartPersistence>(*std::move(store), metrics_);
   }
 
   // A validated request for `method` (a real searcher unless `fake`).
@@ -88,10 +89,10 @@ TEST_F(SearchJobTest, OutcomeHasBestTopPlansAndFrontierAndIsPersisted) {
   ASSERT_TRUE(outcome.status.ok()) << outcome.status;
   ASSERT_TRUE(outcome.stop_reason.has_value());
   EXPECT_NE(*outcome.stop_reason, policy::StopReason::kCancelled);
-  // The aggregated search's budget, then the disaggregated sweep's (the same
-  // budget again, disaggregation "auto"): both are counted.
-  EXPECT_GT(outcome.evaluations, 1500);
-  EXPECT_LE(outcome.evaluations, 3000);
+  // The aggregated search and the disaggregated sweep (disaggregation
+  // "auto") share the budget; both are counted.
+  EXPECT_GT(outcome.evaluations, 1500 / 2);
+  EXPECT_LE(outcome.evaluations, 1500 + 64);  // a batch may overrun
   EXPECT_GT(job_->grid_tokens_per_s(), 0);
   // The best is the last improvement (or the baseline), and first of the top.
   const double best = job_->Score(outcome.best);
