@@ -286,7 +286,10 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
   std::map<std::string, int>& col = table.col;
   ParsedMeasurements out;
   int data_index = 0;
-  for (const auto& [line_no, f] : table.rows) {
+  for (const auto& table_row : table.rows) {
+    // Named copies: lambdas may not capture structured bindings (C++17).
+    const int line_no = table_row.first;
+    const auto& f = table_row.second;
     auto get = [&](const char* c) -> const std::string& { return f[col[c]]; };
     const int index = data_index++;
     if (get("mode") != "agg") {
@@ -610,7 +613,10 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
   std::map<std::string, int>& col = table.col;
   ParsedDisaggregated out;
   int data_index = 0;
-  for (const auto& [line_no, f] : table.rows) {
+  for (const auto& table_row : table.rows) {
+    // Named copies: lambdas may not capture structured bindings (C++17).
+    const int line_no = table_row.first;
+    const auto& f = table_row.second;
     auto get = [&](const std::string& c) -> const std::string& {
       return f[col[c]];
     };
@@ -644,9 +650,11 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
                        IntField(rest.substr(0, rest.find(';')), 0, line_no,
                                 "silicon_data_source"));
     }
-    for (auto [prefix, pool] :
+    for (const std::pair<const char*, MeasuredPool*>& side :
          {std::pair<const char*, MeasuredPool*>{"prefill_", &row.prefill},
           {"decode_", &row.decode}}) {
+      const char* const prefix = side.first;
+      MeasuredPool* const pool = side.second;
       auto field = [&](const char* name, int fallback) {
         const std::string c = absl::StrCat(prefix, name);
         return IntField(get(c), fallback, line_no, c);
