@@ -271,6 +271,29 @@ absl::StatusOr<CsvTable> ReadCsvTable(
   return table;
 }
 
+// A row's measured TTFT and TPOT (the CSV's milliseconds, in seconds); false
+// when either is missing or not positive.
+bool MeasuredLatencies(const std::string& ttft_ms_text,
+                       const std::string& tpot_ms_text, double* ttft_s,
+                       double* tpot_s) {
+  double ttft_ms = 0, tpot_ms = 0;
+  if (!absl::SimpleAtod(ttft_ms_text, &ttft_ms) ||
+      !absl::SimpleAtod(tpot_ms_text, &tpot_ms) || !(ttft_ms > 0) ||
+      !(tpot_ms > 0)) {
+    return false;
+  }
+  *ttft_s = ttft_ms / 1e3;
+  *tpot_s = tpot_ms / 1e3;
+  return true;
+}
+
+// FP8 weights: the CSV says so in precision or in the GEMM quantisation.
+bool Fp8Weights(const std::string& precision,
+                const std::string& gemm_quant_mode) {
+  return absl::StrContains(precision, "fp8") ||
+         absl::StartsWith(gemm_quant_mode, "fp8");
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
@@ -303,17 +326,14 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     row.engine_version = get("backend_version");
     row.model_path = get("model_path");
     const char* catalog = CatalogNameFor(row.model_path);
-    double ttft_ms = 0, tpot_ms = 0;
     if (catalog == nullptr ||
-        !absl::SimpleAtod(get("silicon_ttft_ms"), &ttft_ms) ||
-        !absl::SimpleAtod(get("silicon_tpot_ms"), &tpot_ms) || !(ttft_ms > 0) ||
-        !(tpot_ms > 0)) {
+        !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
+                           &row.ttft_s, &row.tpot_s)) {
       ++out.skipped_other;
       continue;
     }
     row.catalog_model = catalog;
-    row.fp8 = absl::StrContains(get("precision"), "fp8") ||
-              absl::StartsWith(get("gemm_quant_mode"), "fp8");
+    row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     row.fp4 = get("precision") == "fp4" ||
               absl::StrContains(get("gemm_quant_mode"), "fp4");
     ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
@@ -337,8 +357,6 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
       ++out.skipped_other;
       continue;
     }
-    row.ttft_s = ttft_ms / 1e3;
-    row.tpot_s = tpot_ms / 1e3;
     row.held_out_model = validation_only || row.catalog_model == kHeldOutModel;
     row.held_out_row = !row.held_out_model && index % 4 == 3;
     if (row.concurrency > kMaxFitConcurrency) {
@@ -628,17 +646,14 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     row.engine = get("backend");
     row.model_path = get("model_path");
     const char* catalog = DisaggregatedCatalogNameFor(row.model_path);
-    double ttft_ms = 0, tpot_ms = 0;
     if (catalog == nullptr ||
-        !absl::SimpleAtod(get("silicon_ttft_ms"), &ttft_ms) ||
-        !absl::SimpleAtod(get("silicon_tpot_ms"), &tpot_ms) || !(ttft_ms > 0) ||
-        !(tpot_ms > 0)) {
+        !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
+                           &row.ttft_s, &row.tpot_s)) {
       ++out.skipped;
       continue;
     }
     row.catalog_model = catalog;
-    row.fp8 = absl::StrContains(get("precision"), "fp8") ||
-              absl::StartsWith(get("gemm_quant_mode"), "fp8");
+    row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
     ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
     const std::string& source = get("silicon_data_source");
@@ -680,8 +695,6 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
       ++out.skipped_queueing;
       continue;
     }
-    row.ttft_s = ttft_ms / 1e3;
-    row.tpot_s = tpot_ms / 1e3;
     row.held_out_row = index % 4 == 3;
     out.rows.push_back(std::move(row));
   }
