@@ -409,10 +409,11 @@ TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
   const absl::Status s = model24->ValidatePlan(Plan(8, 3, 1));
   EXPECT_THAT(std::string(s.message()),
               StartsWith("plan.tp must divide num_attention_heads"));
-  // MoE: ep must divide the experts and dp*tp.
+  // MoE: ep at most the experts (it need not divide them: redundant slots),
+  // and it must divide dp*tp.
   auto moe = Make({.model = "mixtral-8x7b", .gpus = 8});
   EXPECT_THAT(std::string(moe->ValidatePlan(Plan(1, 8, 1, 16)).message()),
-              StartsWith("plan.ep must divide num_experts"));
+              StartsWith("plan.ep must be at most num_experts"));
 }
 
 TEST(CostModelTest, UnvalidatedGarbagePlanIsInfeasibleNotACrash) {
