@@ -132,7 +132,7 @@ TEST(PublishedMultiNodeTest, SglangDecodeEp72On9H100NodesWithin30Percent) {
 // SGLang, 4 prefill nodes (DP32 + EP32, DeepEP normal kernels, two-batch
 // overlap), 16,384 tokens per GPU per pass: 57,674 / 54,543 / 50,302 input
 // tokens/s per node at 1K / 2K / 4K prompts (same blog, "Prefill Phase");
-// the headline 52.3k is at 2000 tokens. The model predicts 24-26% less: it
+// the headline 52.3k is at 2000 tokens. The model predicts 21-26% less: it
 // adds the all-to-all (60% of a MoE layer here) to the compute where the
 // engine overlaps the two micro-batches (docs: "Published multi-node
 // figures"). Within 30%, and never above: the missing overlap is the one
