@@ -135,8 +135,8 @@ TEST(PublishedMultiNodeTest, SglangDecodeEp72On9H100NodesWithin30Percent) {
 // the headline 52.3k is at 2000 tokens. The model predicts 21-26% less: it
 // adds the all-to-all (60% of a MoE layer here) to the compute where the
 // engine overlaps the two micro-batches (docs: "Published multi-node
-// figures"). Within 30%, and never above: the missing overlap is the one
-// direction the model can err here.
+// figures"). Within 30%, and below, as the missing overlap makes it: a
+// prediction above these would mean another term moved.
 TEST(PublishedMultiNodeTest, SglangPrefillEp32On4H100NodesWithin30Percent) {
   struct Case {
     int isl;
