@@ -384,7 +384,7 @@ TEST(PredictionBandTest, WidensWhereNoRowsWereMeasured) {
   const PredictionBand pp = FindPredictionBand(regime);
   ASSERT_EQ(pp.notes.size(), 1u);
   EXPECT_THAT(pp.notes[0],
-              ::testing::StartsWith("pipeline parallelism: no measured rows"));
+              ::testing::StartsWith("pipeline parallelism: no H100 rows"));
   EXPECT_LT(pp.tpot_low, base.tpot_low);
   EXPECT_GT(pp.tpot_high, base.tpot_high);
   // sqrt(2) times the log-width (before the band is extended to contain 1).
