@@ -45,7 +45,8 @@
 // Serving (continuous batching, per replica, batch B, OSL output tokens per
 // request):
 //   iteration = max over stages of (m * t_stage(B/m) + (B/OSL) * prefill_stage)
-//   (pipelined),
+//   (pipelined; with pp > 1 t_stage includes the host's walk over the B
+//   active requests, pipeline_request_overhead_seconds * B, per micro-batch),
 //               at least the micro-batch's trip through all stages, + step
 //               overhead;
 //   TPOT = iteration; throughput = dp * B / iteration;
@@ -1004,12 +1005,17 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
       decode_only ? 0.0
                   : B / std::max(1.0, k.osl) *
                         (1.0 - std::min(1.0, k.cal.prefill_queue_fraction));
+  // Host work per micro-batch step in series with the GPU (see
+  // Calibration::pipeline_request_overhead_seconds): each rank's scheduler
+  // walks its B active requests once per micro-batch.
+  const double host_s =
+      pp > 1 ? k.cal.pipeline_request_overhead_seconds * B : 0.0;
   double max_work = 0, chain = 0;
   int slow = 0;
   for (int st = 0; st < pp; ++st) {
     const StageLayers& sl = s.stages[st];
     double t = sl.dense * dense.seconds + sl.moe * moe.seconds +
-               (sl.dense + sl.moe) * k.cal.layer_overhead_s;
+               (sl.dense + sl.moe) * k.cal.layer_overhead_s + host_s;
     if (st == 0) t += embed.seconds;
     if (st == pp - 1) t += head.seconds;
     const double work = std::max(m * t + share * s.prefill_stage_s[st],
@@ -1378,6 +1384,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.prefill_overhead_s >= 0) || !(cal.prefill_queue_fraction >= 0) ||
       !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0) ||
       !(cal.disagg_request_overhead_s >= 0) ||
+      !(cal.pipeline_request_overhead_seconds >= 0) ||
       !(cal.disagg_prefill_queue_fraction >= 0)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");

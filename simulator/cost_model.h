@@ -66,6 +66,18 @@ struct Calibration {
   // half its output. Decides how many requests fit memory and how many queue.
   // Engine behaviour, not fitted (simulator/calibration.cc cites the sources).
   double kv_reserved_output_fraction = 1.0;
+  // Pipeline-parallel plans only: host time per active request of a rank that
+  // every micro-batch step costs in series with the GPU. An executor that
+  // overlaps its scheduling with the GPU hides this at pp = 1; TensorRT-LLM's
+  // PyTorch pipeline loop (_executor_loop_pp in
+  // https://github.com/NVIDIA/TensorRT-LLM, tensorrt_llm/_torch/pyexecutor/
+  // py_executor.py) runs without the overlap scheduler and, on every rank,
+  // schedules over all active requests and hands tokens back through the
+  // host once per micro-batch, so the cost grows with the requests the
+  // pipeline's KV room admits. 0 where no engine measurement exists; fitted
+  // for trtllm on TensorRT-LLM's RTX PRO 6000 pp rows
+  // (simulator/calibration.cc).
+  double pipeline_request_overhead_seconds = 0.0;
   // Disaggregated plans only: fixed latency per request before its first
   // token on top of the prefill (routing to two servers, the KV-transfer
   // bootstrap handshake and the decode server admitting the transferred

@@ -16,15 +16,14 @@
 // the rows exercise, and that a schedule without micro-batching is ruled out.
 // The table and the reasons for every bound are in
 // docs/cost-model-and-calibration.md ("Pipeline-parallel measurements").
+#include <algorithm>
 #include <cmath>
-#include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <map>
 #include <memory>
-#include <sstream>
 #include <string>
-#include <tuple>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_format.h"
@@ -86,6 +85,8 @@ struct Knobs {
   // TensorRT-LLM takes from the checkpoint; the pp ratios hold with a bf16
   // cache too (KvCacheDtypeDoesNotDecideTheRatio).
   std::string kv_cache_dtype = "fp8";
+  // Calibration::pipeline_request_overhead_seconds; < 0: the profile's.
+  double pipeline_request_overhead_seconds = -1;
 };
 
 // NVIDIA RTX PRO 6000 Blackwell Server Edition, datasheet figures from
@@ -140,14 +141,23 @@ shardplan::v1::ModelSource ModelOf(const std::string& name) {
   return m;
 }
 
-// trtllm-bench queues its whole dataset at once; the request counts are the
-// page's "Number of Requests" table (1000/1000 is not listed: the count of
-// 1024/1024). Any count above what the KV cache holds predicts the same: the
-// engine runs the resident batch and queues the rest (EvaluateQueued).
+// trtllm-bench queues its whole dataset at once: the request counts of the
+// pages' "Number of Requests" tables (both versions; capped at the cost
+// model's largest concurrency, which is also trtllm-bench's cap on the
+// requests in flight). Any count above what the KV cache holds predicts the
+// same: the engine runs the resident batch and queues the rest
+// (EvaluateQueued).
 int BenchmarkRequests(int isl, int osl) {
-  if (isl >= 32768 || osl >= 32768) return 1000;
-  if (isl >= 8192 || osl >= 8192) return 1500;
-  return 3000;
+  static const std::map<std::pair<int, int>, int>* const kRequests =
+      new std::map<std::pair<int, int>, int>{
+          {{128, 128}, 30000},   {{128, 2048}, 3000},  {{128, 4096}, 1500},
+          {{500, 2000}, 3000},   {{1000, 1000}, 3000}, {{1000, 2000}, 1500},
+          {{2048, 128}, 3000},   {{2048, 2048}, 1500}, {{5000, 500}, 1500},
+          {{20000, 2000}, 1000}, {{1024, 1024}, 3000}, {{8192, 1024}, 1500},
+          {{1024, 8192}, 1500},  {{32768, 1024}, 1000}};
+  const auto it = kRequests->find({isl, osl});
+  EXPECT_NE(it, kRequests->end()) << isl << "/" << osl;
+  return std::min(kMaxBatchSize, it == kRequests->end() ? 1000 : it->second);
 }
 
 struct Predicted {
@@ -175,8 +185,13 @@ Predicted Predict(const Row& r, const Knobs& k = {}) {
       FindCalibrationProfile(problem->workload.calibration_profile);
   EXPECT_TRUE(profile.ok()) << profile.status();
   if (!profile.ok()) return {};
+  Calibration calibration = profile->calibration;
+  if (k.pipeline_request_overhead_seconds >= 0) {
+    calibration.pipeline_request_overhead_seconds =
+        k.pipeline_request_overhead_seconds;
+  }
   absl::StatusOr<std::unique_ptr<const CostModel>> model =
-      CostModel::Create(*problem, profile->calibration);
+      CostModel::Create(*problem, calibration);
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return {};
   PlanDims plan;
@@ -207,7 +222,8 @@ std::vector<Pair> PipelinePairs(const std::vector<Row>& rows) {
     if (p.pp < 2) continue;
     for (const Row& b : rows) {
       if (b.pp == 1 && b.model == p.model && b.isl == p.isl && b.osl == p.osl &&
-          b.tp == p.tp && b.dp == p.dp && b.ep == p.ep) {
+          b.tp == p.tp && b.dp == p.dp && b.ep == p.ep &&
+          b.source_url == p.source_url) {
         pairs.push_back({b, p});
       }
     }
@@ -234,106 +250,122 @@ std::string Layout(const Row& r) {
 
 bool Dense(const Pair& p) { return p.base.model == "llama-3.3-70b"; }
 
+// The two-stage dense pairs, the regime the pipeline terms are validated in.
+bool DenseTwoStages(const Pair& p) { return Dense(p) && p.piped.pp == 2; }
+
+const char* PageVersion(const Row& r) {
+  return r.source_url.find("00f37686") != std::string::npos ? "v1.0"
+                                                            : "03e27c7d";
+}
+
 // Every row, as docs/cost-model-and-calibration.md shows it.
 TEST(PipelineParallelMeasuredTest, EveryRowIsPredictedAndPrinted) {
   const std::vector<Row> rows = ReadRows();
-  ASSERT_EQ(rows.size(), 27u);
-  std::cout << "| model | GPUs | layout | ISL/OSL | measured tok/s/GPU | "
-               "predicted | pred/meas | running batch |\n"
-               "|---|---|---|---|---|---|---|---|\n";
+  ASSERT_EQ(rows.size(), 73u);
+  std::cout << "| page | model | GPUs | layout | ISL/OSL | measured tok/s/GPU "
+               "| predicted | pred/meas | running batch |\n"
+               "|---|---|---|---|---|---|---|---|---|\n";
   for (const Row& r : rows) {
     EXPECT_NE(r.source_url.find("https://github.com/NVIDIA/TensorRT-LLM/"),
               std::string::npos);
     const Predicted p = Predict(r);
     EXPECT_GT(p.per_gpu, 0) << r.model;
     std::cout << absl::StrFormat(
-        "| %s | %d | %s | %d/%d | %.0f | %.0f | %.2f | "
+        "| %s | %s | %d | %s | %d/%d | %.0f | %.0f | %.2f | "
         "%d |\n",
-        r.model, r.gpus, Layout(r), r.isl, r.osl, r.measured_per_gpu, p.per_gpu,
-        p.per_gpu / r.measured_per_gpu, p.running_batch);
+        PageVersion(r), r.model, r.gpus, Layout(r), r.isl, r.osl,
+        r.measured_per_gpu, p.per_gpu, p.per_gpu / r.measured_per_gpu,
+        p.running_batch);
   }
 }
 
-// The dense pairs (Llama-3.3-70B, TP1,PP2 on 2 GPUs against TP1,PP1 on 1):
-// measured 1.10x per GPU at three lengths. The model's micro-batched stage
-// term with the KV room of the second GPU predicts it within 5%.
-TEST(PipelineParallelMeasuredTest, DensePp2OverPp1PerGpuWithinFivePercent) {
-  const std::vector<Pair> pairs = PipelinePairs(ReadRows());
-  int dense = 0;
-  for (const Pair& p : pairs) {
-    if (!Dense(p)) continue;
-    ++dense;
+// The two-stage dense pairs (Llama-3.3-70B, TP1,PP2 on 2 GPUs against
+// TP1,PP1 on 1, both page versions, 13 lengths; the 1000/1000 v1.0 pair is
+// one of the three the host term was fitted on): measured 0.94-1.12x per
+// GPU. The micro-batched stage term with the KV room of the second GPU and
+// the host term predicts them with a median error of 3% and none above 25%
+// (the worst, +15% at 1000/2000 on v1.0, is the one length where the measured
+// pipeline loses per GPU).
+TEST(PipelineParallelMeasuredTest, DenseTwoStagesPerGpuRatio) {
+  std::vector<double> errors;
+  for (const Pair& p : PipelinePairs(ReadRows())) {
+    if (!DenseTwoStages(p)) continue;
     const double measured = MeasuredRatio(p);
     const Predicted base = Predict(p.base);
     const Predicted piped = Predict(p.piped);
     const double predicted = piped.per_gpu / base.per_gpu;
+    const double error = predicted / measured - 1;
+    errors.push_back(std::abs(error));
     std::cout << absl::StrFormat(
-        "%s %d/%d: pp2/pp1 per GPU measured %.3f predicted %.3f (%+.1f%%); "
-        "running batch %d -> %d\n",
-        p.base.model, p.base.isl, p.base.osl, measured, predicted,
-        100 * (predicted / measured - 1), base.running_batch,
-        piped.running_batch);
-    EXPECT_NEAR(predicted / measured, 1.0, 0.05) << p.base.isl;
+        "| %s | %d/%d | %.3f | %.3f | %+.1f%% | %d -> %d |\n",
+        PageVersion(p.base), p.base.isl, p.base.osl, measured, predicted,
+        100 * error, base.running_batch, piped.running_batch);
+    EXPECT_LT(std::abs(error), 0.25) << p.base.isl << "/" << p.base.osl;
     // The gain is the KV room: the second GPU holds half the weights of the
     // first, so the pipeline keeps well over twice the requests resident.
-    EXPECT_GT(predicted, 1.0);
-    EXPECT_GT(piped.running_batch, 2.2 * base.running_batch);
+    EXPECT_GT(piped.running_batch, 2.2 * base.running_batch) << p.base.isl;
   }
-  EXPECT_EQ(dense, 3);
+  ASSERT_EQ(errors.size(), 13u);
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 0.05);
 }
 
 // Without micro-batching one batch walks through the stages in turn and each
-// GPU idles half the time; the rows (1.10x) rule that schedule out. More
+// GPU idles half the time; the rows (0.94-1.12x) rule that schedule out. More
 // micro-batches than stages re-read every stage's weights once more per
 // micro-batch and lose too: m = pp is the schedule the rows support.
 TEST(PipelineParallelMeasuredTest, MicroBatchesEqualToStagesIsWhatTheRowsShow) {
   for (const Pair& p : PipelinePairs(ReadRows())) {
-    if (!Dense(p)) continue;
+    if (!DenseTwoStages(p)) continue;
     const double measured = MeasuredRatio(p);
     Knobs one;
     one.micro_batches = 1;
     Knobs four;
     four.micro_batches = 4;
-    EXPECT_LT(PredictedRatio(p, one), 0.75 * measured) << p.base.isl;
-    EXPECT_LT(PredictedRatio(p, four), 0.9 * measured) << p.base.isl;
+    EXPECT_LT(PredictedRatio(p, one), 0.8 * measured) << p.base.isl;
+    EXPECT_LT(PredictedRatio(p, four), PredictedRatio(p)) << p.base.isl;
   }
 }
 
-// The ratio does not rest on the datasheet figures: +-25% compute or +-20%
-// memory bandwidth move the one-GPU row by 5-15% but the pp2/pp1 ratio by at
-// most half as much (at most 5.3%, against a measured-vs-predicted gap of
-// 1.3-2.7%).
+// The ratio rests much less on the datasheet memory bandwidth than the
+// absolute figure does: +-20% moves the one-GPU prediction by 3-18% and the
+// ratio by at most 7%, never more than half as much. Compute matters more
+// where the pipeline's 2.7x larger batch makes decode attention compute-bound
+// (long outputs): +-25% compute moves the ratio by up to 8.7%, the size of
+// the measured-vs-predicted spread, so the agreement is within the
+// constants' reach, not finer.
 TEST(PipelineParallelMeasuredTest, HardwareConstantsCancelInTheRatio) {
   for (const Pair& p : PipelinePairs(ReadRows())) {
-    if (!Dense(p)) continue;
+    if (!DenseTwoStages(p)) continue;
     const double nominal = PredictedRatio(p);
     const double one_gpu = Predict(p.base).per_gpu;
-    std::vector<Knobs> changed(4);
-    changed[0].compute_scale = 0.75;
-    changed[1].compute_scale = 1.25;
-    changed[2].memory_bandwidth_scale = 0.8;
-    changed[3].memory_bandwidth_scale = 1.2;
-    for (const Knobs& k : changed) {
+    for (double m : {0.8, 1.2}) {
+      Knobs k;
+      k.memory_bandwidth_scale = m;
       const double ratio_change = std::abs(PredictedRatio(p, k) / nominal - 1);
       const double absolute_change =
           std::abs(Predict(p.base, k).per_gpu / one_gpu - 1);
-      EXPECT_LT(ratio_change, 0.06) << p.base.isl << " " << k.compute_scale
-                                    << " " << k.memory_bandwidth_scale;
+      EXPECT_LT(ratio_change, 0.08) << p.base.isl << "/" << p.base.osl << m;
       EXPECT_LE(ratio_change, 0.5 * absolute_change)
-          << p.base.isl << " " << k.compute_scale << " "
-          << k.memory_bandwidth_scale;
+          << p.base.isl << "/" << p.base.osl << " " << m;
+    }
+    for (double c : {0.75, 1.25}) {
+      Knobs k;
+      k.compute_scale = c;
+      EXPECT_LT(std::abs(PredictedRatio(p, k) / nominal - 1), 0.10)
+          << p.base.isl << "/" << p.base.osl << " " << c;
     }
   }
 }
 
-// What these rows cannot validate: the stage-to-stage sends. At the batches a
-// maximum-throughput run keeps resident, one hidden vector per request per
-// stage boundary is a few MB against tens of ms of stage work, so ten times
-// the send latency or a quarter of the PCIe bandwidth moves the ratio by
-// under 1%.
+// What two-stage rows cannot validate: the stage-to-stage sends. At the
+// batches a maximum-throughput run keeps resident, one hidden vector per
+// request per stage boundary is a few MB against tens of ms of stage work, so
+// ten times the send latency with a quarter of the PCIe bandwidth moves the
+// ratio by under 1%.
 TEST(PipelineParallelMeasuredTest, PipelineSendsAreNotWhatTheRowsTest) {
   for (const Pair& p : PipelinePairs(ReadRows())) {
-    if (!Dense(p)) continue;
+    if (!DenseTwoStages(p)) continue;
     const double nominal = PredictedRatio(p);
     Knobs slow;
     slow.link_latency_scale = 10;
@@ -343,35 +375,69 @@ TEST(PipelineParallelMeasuredTest, PipelineSendsAreNotWhatTheRowsTest) {
 }
 
 TEST(PipelineParallelMeasuredTest, KvCacheDtypeDoesNotDecideTheRatio) {
+  std::vector<double> errors;
   for (const Pair& p : PipelinePairs(ReadRows())) {
-    if (!Dense(p)) continue;
+    if (!DenseTwoStages(p)) continue;
     Knobs bf16;
     bf16.kv_cache_dtype = "bf16";
-    EXPECT_NEAR(PredictedRatio(p, bf16) / MeasuredRatio(p), 1.0, 0.05)
-        << p.base.isl;
+    errors.push_back(std::abs(PredictedRatio(p, bf16) / MeasuredRatio(p) - 1));
+  }
+  ASSERT_FALSE(errors.empty());
+  std::sort(errors.begin(), errors.end());
+  EXPECT_LT(errors[errors.size() / 2], 0.06);
+}
+
+// Four and eight stages (v1.0 page, Llama-3.3-70B TP1,PP4 on 4 GPUs and
+// TP1,PP8 on 8): the measured throughput per GPU falls with every doubling of
+// the stages beyond two, on every length. On the GPU alone the KV room of the
+// extra GPUs would pay for the micro-batches' extra weight reads and keep it
+// flat; what falls is the host's share: each rank walks all its active
+// requests once per micro-batch, and a deeper pipeline admits more requests
+// while each stage's GPU work shrinks (Calibration::
+// pipeline_request_overhead_seconds; HeldOutLengthsAndDepths checks the
+// model's ratios). This test checks the data's shape and prints both.
+TEST(PipelineParallelMeasuredTest, DeeperPipelinesLosePerGpu) {
+  const std::vector<Pair> pairs = PipelinePairs(ReadRows());
+  std::map<std::pair<int, int>, std::map<int, std::pair<double, double>>> by;
+  for (const Pair& p : pairs) {
+    if (!Dense(p) || std::string(PageVersion(p.base)) != "v1.0") continue;
+    by[{p.base.isl, p.base.osl}][p.piped.pp] = {MeasuredRatio(p),
+                                                PredictedRatio(p)};
+  }
+  ASSERT_EQ(by.size(), 10u);
+  for (const auto& [lengths, ratios] : by) {
+    ASSERT_EQ(ratios.size(), 3u);
+    std::cout << absl::StrFormat(
+        "| %d/%d | %.2f / %.2f | %.2f / %.2f | %.2f / %.2f |\n", lengths.first,
+        lengths.second, ratios.at(2).first, ratios.at(2).second,
+        ratios.at(4).first, ratios.at(4).second, ratios.at(8).first,
+        ratios.at(8).second);
+    EXPECT_LT(ratios.at(4).first, ratios.at(2).first) << lengths.first;
+    EXPECT_LT(ratios.at(8).first, ratios.at(4).first) << lengths.first;
   }
 }
 
-// Absolute figures on hardware the calibration never saw: the dense rows are
-// within 30% (most over-predicted by ~20%; the 32k-token prompt row, a
-// prefill-bound run, under-predicted by ~27%).
-TEST(PipelineParallelMeasuredTest, DenseAbsoluteWithinThirtyPercent) {
+// Absolute figures on hardware the calibration never saw: the dense rows with
+// one or two stages are within 40% (from -27% at a 32k-token prompt, a
+// prefill-bound run, to +36%; most over-predicted by 5-25%). Deeper pipelines
+// are not: see DeeperPipelinesLosePerGpu.
+TEST(PipelineParallelMeasuredTest, DenseAbsoluteWithinFortyPercent) {
   for (const Row& r : ReadRows()) {
-    if (r.model != "llama-3.3-70b") continue;
-    EXPECT_NEAR(Predict(r).per_gpu / r.measured_per_gpu, 1.0, 0.30)
-        << r.isl << "/" << r.osl << " pp " << r.pp;
+    if (r.model != "llama-3.3-70b" || r.pp > 2) continue;
+    EXPECT_NEAR(Predict(r).per_gpu / r.measured_per_gpu, 1.0, 0.40)
+        << PageVersion(r) << " " << r.isl << "/" << r.osl << " pp " << r.pp;
   }
 }
 
-// Qwen3-30B-A3B, DEP2,PP2 (4 GPUs) against DEP2,PP1 (2 GPUs): measured 0.84x
-// per GPU, predicted ~1.0x. The same model's DEP2,PP1 against TP1,PP1 (one
-// GPU), which has no pipeline at all, is over-predicted by the same factor
-// (measured 0.85x, predicted ~1.0x): the miss is common to every layout that
-// exchanges tokens between GPUs over PCIe (expert all-to-alls through the
-// host fabric, which the cost model charges at the per-GPU link rate without
-// contention), not a pipeline term. The test holds the two errors within 5%
-// of each other.
-TEST(PipelineParallelMeasuredTest, MoeMissIsCommonToMultiGpuLayouts) {
+// Qwen3-30B-A3B (held out: MoE, attention data parallel, FP4 experts),
+// DEP2,PP2 on 4 GPUs against DEP2,PP1 on 2: measured 0.84x per GPU, predicted
+// within 10% by the same stage and host terms that fit dense Llama (each DP
+// rank's scheduler walks its own ~1700 requests per micro-batch). What the
+// model misses on this GPU is the exchange, not the pipeline: DEP2,PP1 against
+// one GPU, with no pipeline at all, is measured 0.85x and predicted ~1.0x
+// (expert all-to-alls on PCIe cross the host fabric, which the cost model
+// charges at the per-GPU link rate without contention).
+TEST(PipelineParallelMeasuredTest, MoePipelineHoldsTheExchangeMisses) {
   const std::vector<Row> rows = ReadRows();
   auto find = [&](int gpus, int pp, int dp) -> const Row* {
     for (const Row& r : rows) {
@@ -389,16 +455,89 @@ TEST(PipelineParallelMeasuredTest, MoeMissIsCommonToMultiGpuLayouts) {
   const Pair pipeline{*dep2, *dep2pp2};
   const Pair exchange{*tp1, *dep2};
   const double pipeline_error =
-      PredictedRatio(pipeline) / MeasuredRatio(pipeline);
+      PredictedRatio(pipeline) / MeasuredRatio(pipeline) - 1;
   const double exchange_error =
-      PredictedRatio(exchange) / MeasuredRatio(exchange);
+      PredictedRatio(exchange) / MeasuredRatio(exchange) - 1;
   std::cout << absl::StrFormat(
       "qwen3-30b-a3b 1000/1000: DEP2,PP2/DEP2,PP1 measured %.3f predicted "
-      "%.3f; "
-      "DEP2,PP1/TP1,PP1 measured %.3f predicted %.3f\n",
+      "%.3f; DEP2,PP1/TP1,PP1 measured %.3f predicted %.3f\n",
       MeasuredRatio(pipeline), PredictedRatio(pipeline),
       MeasuredRatio(exchange), PredictedRatio(exchange));
-  EXPECT_NEAR(pipeline_error / exchange_error, 1.0, 0.05);
+  EXPECT_LT(std::abs(pipeline_error), 0.10);
+  EXPECT_GT(std::abs(exchange_error), std::abs(pipeline_error));
+}
+
+// The v1.0 page's dense pairs at one length, 1000/1000 (pp 2, 4 and 8 against
+// pp 1): the rows Calibration::pipeline_request_overhead_seconds is fitted on.
+bool FitPair(const Pair& p) {
+  return Dense(p) && std::string(PageVersion(p.base)) == "v1.0" &&
+         p.base.isl == 1000 && p.base.osl == 1000;
+}
+
+// Least squares in the log of the per-GPU ratio over the fit pairs, on a grid
+// of 0.25 us up to 50 us.
+double FitPipelineRequestOverhead(const std::vector<Pair>& pairs) {
+  double best = 0, best_error = -1;
+  for (int i = 0; i <= 200; ++i) {
+    Knobs k;
+    k.pipeline_request_overhead_seconds = i * 0.25e-6;
+    double error = 0;
+    for (const Pair& p : pairs) {
+      if (!FitPair(p)) continue;
+      const double e = std::log(PredictedRatio(p, k) / MeasuredRatio(p));
+      error += e * e;
+    }
+    if (best_error < 0 || error < best_error) {
+      best_error = error;
+      best = k.pipeline_request_overhead_seconds;
+    }
+  }
+  return best;
+}
+
+// The compiled trtllm value is that fit (so it cannot drift from the rows).
+TEST(PipelineParallelMeasuredTest, CompiledOverheadIsTheFitOnOneLength) {
+  absl::StatusOr<CalibrationProfile> trtllm = FindCalibrationProfile("trtllm");
+  ASSERT_TRUE(trtllm.ok());
+  EXPECT_DOUBLE_EQ(trtllm->calibration.pipeline_request_overhead_seconds,
+                   FitPipelineRequestOverhead(PipelinePairs(ReadRows())));
+  // Engines without pipeline rows carry none.
+  for (const char* engine : {"vllm", "sglang"}) {
+    absl::StatusOr<CalibrationProfile> p = FindCalibrationProfile(engine);
+    ASSERT_TRUE(p.ok());
+    EXPECT_EQ(p->calibration.pipeline_request_overhead_seconds, 0) << engine;
+  }
+}
+
+// Held out: the v1.0 page's other nine lengths at 2, 4 and 8 stages (27
+// per-GPU ratios). With the fitted host term the median error is a few
+// percent; without it (0, the pipeline as the GPU alone would run it) the
+// model keeps deep pipelines' per-GPU throughput flat and misses by up to
+// 2.2x.
+TEST(PipelineParallelMeasuredTest, HeldOutLengthsAndDepths) {
+  Knobs without;
+  without.pipeline_request_overhead_seconds = 0;
+  std::vector<double> with_term, without_term;
+  for (const Pair& p : PipelinePairs(ReadRows())) {
+    if (!Dense(p) || std::string(PageVersion(p.base)) != "v1.0" || FitPair(p)) {
+      continue;
+    }
+    const double measured = MeasuredRatio(p);
+    with_term.push_back(std::abs(PredictedRatio(p) / measured - 1));
+    without_term.push_back(std::abs(PredictedRatio(p, without) / measured - 1));
+  }
+  ASSERT_EQ(with_term.size(), 27u);
+  std::sort(with_term.begin(), with_term.end());
+  std::sort(without_term.begin(), without_term.end());
+  const size_t mid = with_term.size() / 2;
+  std::cout << absl::StrFormat(
+      "held-out per-GPU ratios: median |error| %.1f%% (max %.1f%%) with the "
+      "host term, %.1f%% (max %.1f%%) without\n",
+      100 * with_term[mid], 100 * with_term.back(), 100 * without_term[mid],
+      100 * without_term.back());
+  EXPECT_LT(with_term[mid], 0.06);
+  EXPECT_LT(with_term.back(), 0.25);
+  EXPECT_LT(with_term[mid], 0.5 * without_term[mid]);
 }
 
 }  // namespace
