@@ -1008,14 +1008,14 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
   // Host work per micro-batch step in series with the GPU (see
   // Calibration::pipeline_request_overhead_seconds): each rank's scheduler
   // walks its B active requests once per micro-batch.
-  const double host_s =
+  const double host_seconds =
       pp > 1 ? k.cal.pipeline_request_overhead_seconds * B : 0.0;
   double max_work = 0, chain = 0;
   int slow = 0;
   for (int st = 0; st < pp; ++st) {
     const StageLayers& sl = s.stages[st];
     double t = sl.dense * dense.seconds + sl.moe * moe.seconds +
-               (sl.dense + sl.moe) * k.cal.layer_overhead_s + host_s;
+               (sl.dense + sl.moe) * k.cal.layer_overhead_s + host_seconds;
     if (st == 0) t += embed.seconds;
     if (st == pp - 1) t += head.seconds;
     const double work = std::max(m * t + share * s.prefill_stage_s[st],
