@@ -1037,21 +1037,40 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
   for (const Param& p : params) {
     if (p.engine < 0) set(p, get(p));
   }
-  auto objective = [&]() -> double {
-    double s = 0;
+  // The reported metrics themselves: mean absolute percentage error of TPOT
+  // and of TTFT over the fit rows (as fractions); infinite when a row cannot
+  // be predicted.
+  struct Errors {
+    double tpot = 0;
+    double ttft = 0;
+    double Weighted(double ttft_weight) const {
+      return tpot + ttft_weight * ttft;
+    }
+  };
+  auto objective = [&]() -> Errors {
+    Errors s;
     for (const FitRow& r : rows) {
       absl::StatusOr<std::unique_ptr<const CostModel>> model =
           CostModel::Create(r.problem, profiles[r.profile].calibration);
-      if (!model.ok()) return 1e30;
+      if (!model.ok()) return {1e30, 1e30};
       const Evaluation e = (*model)->Evaluate(r.plan);
-      if (!(e.tpot_s > 0) || !(e.ttft_s > 0)) return 1e30;
-      // The reported metric itself: absolute percentage error.
-      s += std::abs(e.tpot_s / r.row->tpot_s - 1) +
-           options.ttft_weight * std::abs(e.ttft_s / r.row->ttft_s - 1);
+      if (!(e.tpot_s > 0) || !(e.ttft_s > 0)) return {1e30, 1e30};
+      s.tpot += std::abs(e.tpot_s / r.row->tpot_s - 1);
+      s.ttft += std::abs(e.ttft_s / r.row->ttft_s - 1);
     }
-    return s / rows.size();
+    s.tpot /= rows.size();
+    s.ttft /= rows.size();
+    return s;
   };
-  double best = objective();
+  auto better = [&](const Errors& f, const Errors& best) {
+    if (options.pareto_steps &&
+        (f.tpot > best.tpot + 1e-12 || f.ttft > best.ttft + 1e-12)) {
+      return false;
+    }
+    return f.Weighted(options.ttft_weight) <
+           best.Weighted(options.ttft_weight) - 1e-12;
+  };
+  Errors best = objective();
   double step = 0.125;
   for (int round = 0; round < options.max_rounds && step > 1e-3; ++round) {
     bool improved = false;
@@ -1062,8 +1081,8 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
         const double v = std::clamp(old + dir * step * range, p.lo, p.hi);
         if (v == old) continue;
         set(p, v);
-        const double f = objective();
-        if (f < best - 1e-12) {
+        const Errors f = objective();
+        if (better(f, best)) {
           best = f;
           improved = true;
           break;
@@ -1443,10 +1462,27 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
   CalibrationProfile base = start;
   // The rows' engine selects the profile inside the fit.
   base.engine = rows.empty() ? start.engine : rows.front().engine;
+  // How much KV cache a running request holds is the engine's admission
+  // policy (not fitted, sources at kTrtllmKvReservedOutput): runs of one
+  // engine started from another engine's profile (e.g. the engine-agnostic
+  // default) keep their own engine's. Without this, vLLM or SGLang runs
+  // started from h100-trtllm are costed with TensorRT-LLM's whole-output
+  // reservation: batches that run unqueued on the engine are predicted to
+  // queue (sglang:qwen3-32b held-out TPOT 34.4% instead of 8%), and the fit
+  // bends the efficiency parameters to undo a queue that is not there.
+  if (absl::StatusOr<CalibrationProfile> own =
+          FindCalibrationProfile(base.engine);
+      own.ok()) {
+    base.calibration.kv_reserved_output_fraction =
+        own->calibration.kv_reserved_output_fraction;
+  }
   ASSIGN_OR_RETURN(std::vector<RowPrediction> base_predictions,
                    PredictRows(rows, {base}));
   // A run the cost model finds infeasible (its batch's KV cache does not fit,
   // so the engine queued requests) has no prediction to fit: left out.
+  // A fit on a user's few runs must leave neither metric worse on those runs.
+  FitOptions pareto = options;
+  pareto.pareto_steps = true;
   ParsedMeasurements data;
   ProfileFit fit;
   std::vector<std::string> infeasible;
@@ -1464,7 +1500,7 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
         " fitted and ", fit.held_out_rows, " held out"));
   }
   ASSIGN_OR_RETURN(std::vector<CalibrationProfile> fitted,
-                   FitCalibration(data, {base}, options));
+                   FitCalibration(data, {base}, pareto));
   fit.profile = fitted.front();
   fit.profile.name = name;
   const std::vector<MeasuredRow>& used = data.rows;
@@ -1473,6 +1509,7 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
   ASSIGN_OR_RETURN(std::vector<RowPrediction> after,
                    PredictRows(used, {fit.profile}));
   std::vector<double> pb, pa, mt, fb, fa, mf;
+  std::vector<double> fit_pb, fit_pa, fit_mt, fit_fb, fit_fa, fit_mf;
   fit.report =
       absl::StrCat("| run | split | measured TPOT ms | ", start.name, " | ",
                    name, " | measured TTFT ms | ", start.name, " | ", name,
@@ -1484,7 +1521,16 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
         r.id, r.held_out() ? "held out" : "fit", r.tpot_s * 1e3,
         before[i].tpot_s * 1e3, after[i].tpot_s * 1e3, r.ttft_s * 1e3,
         before[i].ttft_s * 1e3, after[i].ttft_s * 1e3);
-    if (!r.held_out() || !before[i].feasible || !after[i].feasible) continue;
+    if (!before[i].feasible || !after[i].feasible) continue;
+    if (!r.held_out()) {
+      fit_pb.push_back(before[i].tpot_s);
+      fit_pa.push_back(after[i].tpot_s);
+      fit_mt.push_back(r.tpot_s);
+      fit_fb.push_back(before[i].ttft_s);
+      fit_fa.push_back(after[i].ttft_s);
+      fit_mf.push_back(r.ttft_s);
+      continue;
+    }
     pb.push_back(before[i].tpot_s);
     pa.push_back(after[i].tpot_s);
     mt.push_back(r.tpot_s);
@@ -1496,19 +1542,57 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
   fit.tpot_mape_after = Mape(pa, mt);
   fit.ttft_mape_before = Mape(fb, mf);
   fit.ttft_mape_after = Mape(fa, mf);
+  fit.fit_tpot_mape_before = Mape(fit_pb, fit_mt);
+  fit.fit_tpot_mape_after = Mape(fit_pa, fit_mt);
+  fit.fit_ttft_mape_before = Mape(fit_fb, fit_mf);
+  fit.fit_ttft_mape_after = Mape(fit_fa, fit_mf);
   absl::StrAppendFormat(
       &fit.report,
       "\nHeld-out runs (%d): TPOT MAPE %.1f%% -> %.1f%%, TTFT MAPE %.1f%% -> "
-      "%.1f%% (%s -> %s); fitted on %d runs.\n",
+      "%.1f%% (%s -> %s); fitted on %d runs (TPOT MAPE %.1f%% -> %.1f%%, "
+      "TTFT MAPE %.1f%% -> %.1f%%).\n",
       static_cast<int>(mt.size()), fit.tpot_mape_before, fit.tpot_mape_after,
-      fit.ttft_mape_before, fit.ttft_mape_after, start.name, name,
-      fit.fit_rows);
+      fit.ttft_mape_before, fit.ttft_mape_after, start.name, name, fit.fit_rows,
+      fit.fit_tpot_mape_before, fit.fit_tpot_mape_after,
+      fit.fit_ttft_mape_before, fit.fit_ttft_mape_after);
   if (!infeasible.empty()) {
     absl::StrAppend(&fit.report, "Left out (infeasible for the cost model: ",
                     "the batch's KV cache does not fit): ",
                     absl::StrJoin(infeasible, ", "), ".\n");
   }
   return fit;
+}
+
+absl::StatusOr<std::vector<MeasuredRow>> UserFitRows(
+    const std::vector<MeasuredRow>& all, absl::string_view engine,
+    absl::string_view model, int fit_rows, const CalibrationProfile& start) {
+  std::vector<MeasuredRow> group;
+  for (const MeasuredRow& r : all) {
+    if (r.engine == engine && r.catalog_model == model) group.push_back(r);
+  }
+  CalibrationProfile base = start;
+  base.engine = std::string(engine);
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> predicted,
+                   PredictRows(group, {base}));
+  std::vector<MeasuredRow> rows;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (predicted[i].feasible) rows.push_back(group[i]);
+  }
+  if (fit_rows <= 0 || static_cast<int>(rows.size()) <= fit_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%s: %d predictable rows, need more than %d", engine,
+                        model, rows.size(), fit_rows));
+  }
+  const double stride = static_cast<double>(rows.size()) / fit_rows;
+  std::vector<bool> fitted(rows.size(), false);
+  for (int i = 0; i < fit_rows; ++i) {
+    fitted[static_cast<size_t>(std::floor(i * stride))] = true;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].held_out_model = false;
+    rows[i].held_out_row = !fitted[i];
+  }
+  return rows;
 }
 
 shardplan::v1::CalibrationParameters CalibrationToProto(const Calibration& c) {

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -198,15 +201,24 @@ TEST(CalibrationMoeTest, HeldOutMoeRowsMeetTargets) {
 // (Llama-3.1-8B's harness queueing term, Llama-3.1-70B's short TTFT on vLLM;
 // docs/cost-model-and-calibration.md, "Per-engine targets"), so those two are
 // bounded at what they are, not at the target.
-TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
+// The rows of the three aggregated CSVs (the validation file's as a held-out
+// model's).
+ParsedMeasurements AllAggregatedRows() {
   ParsedMeasurements data;
   for (const char* file : {"h100_measured_latency.csv", "h100_moe_latency.csv",
                            "h100_validation_latency.csv"}) {
     absl::StatusOr<ParsedMeasurements> part = ParseMeasurements(
         ReadCsv(file), std::string(file) == "h100_validation_latency.csv");
-    ASSERT_TRUE(part.ok()) << part.status();
+    EXPECT_TRUE(part.ok()) << part.status();
+    if (!part.ok()) continue;
     data.rows.insert(data.rows.end(), part->rows.begin(), part->rows.end());
   }
+  return data;
+}
+
+TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
+  const ParsedMeasurements data = AllAggregatedRows();
+  ASSERT_FALSE(data.rows.empty());
   absl::StatusOr<AccuracyReport> report =
       ComputeAccuracy(data, CalibrationProfiles());
   ASSERT_TRUE(report.ok()) << report.status();
@@ -223,6 +235,49 @@ TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
       EXPECT_LE(e.ttft_mape, 41.0) << "target 25%, not met";
     }
   }
+}
+
+// A user's 20 measured runs of one engine/model (FitProfile, as the Calibrate
+// RPC runs it), for every (engine, model) group of the CSVs, started from the
+// engine's own profile and from the engine-agnostic default: the fit never
+// worsens its own runs' TPOT or TTFT; where the starting profile is off by
+// more than 20% on the group's other runs' TPOT it cuts that error at least in
+// half (the target; SGLang Qwen3-32B from the default: 34.5% -> 7.5%);
+// elsewhere the held-out TPOT moves by at most +0.8 points (measured worst:
+// +0.7, TensorRT-LLM Llama-3.1-8B from its own profile, 8.2% -> 8.9%).
+TEST(CalibrationUserFitTest, TwentyRunsHalveTpotErrorWhereTheProfileIsOff) {
+  const ParsedMeasurements data = AllAggregatedRows();
+  std::set<std::pair<std::string, std::string>> groups;
+  for (const MeasuredRow& r : data.rows) {
+    groups.insert({r.engine, r.catalog_model});
+  }
+  ASSERT_EQ(groups.size(), 7u);
+  int off_by_more_than_20 = 0;
+  for (const auto& [engine, model] : groups) {
+    absl::StatusOr<CalibrationProfile> own = FindCalibrationProfile(engine);
+    ASSERT_TRUE(own.ok()) << own.status();
+    for (const CalibrationProfile& start :
+         {*own, DefaultCalibrationProfile()}) {
+      SCOPED_TRACE(absl::StrCat(engine, ":", model, " from ", start.name));
+      absl::StatusOr<std::vector<MeasuredRow>> rows =
+          UserFitRows(data.rows, engine, model, 20, start);
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      absl::StatusOr<ProfileFit> fit = FitProfile("user", *rows, start);
+      ASSERT_TRUE(fit.ok()) << fit.status();
+      EXPECT_EQ(fit->fit_rows, 20);
+      EXPECT_GE(fit->held_out_rows, 20);
+      EXPECT_LE(fit->fit_tpot_mape_after, fit->fit_tpot_mape_before + 1e-9);
+      EXPECT_LE(fit->fit_ttft_mape_after, fit->fit_ttft_mape_before + 1e-9);
+      if (fit->tpot_mape_before > 20) {
+        ++off_by_more_than_20;
+        EXPECT_LE(fit->tpot_mape_after, fit->tpot_mape_before / 2);
+      } else {
+        EXPECT_LE(fit->tpot_mape_after, fit->tpot_mape_before + 0.8);
+      }
+    }
+  }
+  // Not vacuous: at least one start is off by more than 20%.
+  EXPECT_GE(off_by_more_than_20, 1);
 }
 
 TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
