@@ -130,9 +130,12 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   std::cout << report->Markdown()
             << absl::StrFormat(
                    "Rows skipped: %d without a model or numbers, %d with more "
-                   "than %d requests per decode worker (engine queue).\n",
+                   "than %d requests per decode worker (engine queue), %d "
+                   "repeats of a measurement, %d rows of measurements "
+                   "reported under different layouts.\n",
                    data->skipped, data->skipped_queueing,
-                   sim::kMaxFitConcurrency);
+                   sim::kMaxFitConcurrency, data->skipped_duplicates,
+                   data->skipped_conflicting_layouts);
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictDisaggregatedRows(data->rows, sim::CalibrationProfiles());

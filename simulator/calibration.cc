@@ -606,6 +606,59 @@ MeasuredPool ResolvePool(MeasuredPool pool) {
   return pool;
 }
 
+bool SamePool(const MeasuredPool& a, const MeasuredPool& b) {
+  return a.batch_size == b.batch_size && a.workers == b.workers &&
+         a.tp == b.tp && a.pp == b.pp && a.attention_dp == b.attention_dp &&
+         a.moe_tp == b.moe_tp && a.moe_ep == b.moe_ep;
+}
+
+// Equal to the last digits a re-export changes (13693.258112009305 and
+// ...304 are one number).
+bool SameMeasuredValue(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+// The same run exported more than once (the source merges database dumps
+// and CSV exports): rows with the same model, engine, ISL, OSL, concurrency
+// and the same measured TTFT and TPOT to the last digits are one
+// measurement. Under one layout it is kept once (the first row; the split
+// flag of that row stays, so a measurement is never on both sides of the
+// split). Under different layouts the deployment that produced it is
+// unknown (e.g. one TensorRT-LLM run reported both as 1 prefill worker of
+// dp16 + 3 decode workers of tp16 and as 1 + 1 workers of tp16): every copy
+// is dropped, since no layout can be predicted for it.
+void DropRepeatedMeasurements(ParsedDisaggregated& out) {
+  std::vector<DisaggregatedRow> kept;
+  std::vector<bool> used(out.rows.size(), false);
+  for (size_t i = 0; i < out.rows.size(); ++i) {
+    if (used[i]) continue;
+    const DisaggregatedRow& a = out.rows[i];
+    std::vector<size_t> copies = {i};
+    bool conflicting = false;
+    for (size_t j = i + 1; j < out.rows.size(); ++j) {
+      const DisaggregatedRow& b = out.rows[j];
+      if (used[j] || a.catalog_model != b.catalog_model ||
+          a.engine != b.engine || a.isl != b.isl || a.osl != b.osl ||
+          a.concurrency != b.concurrency ||
+          !SameMeasuredValue(a.ttft_s, b.ttft_s) ||
+          !SameMeasuredValue(a.tpot_s, b.tpot_s)) {
+        continue;
+      }
+      copies.push_back(j);
+      conflicting = conflicting || !SamePool(a.prefill, b.prefill) ||
+                    !SamePool(a.decode, b.decode);
+    }
+    for (size_t j : copies) used[j] = true;
+    if (conflicting) {
+      out.skipped_conflicting_layouts += static_cast<int>(copies.size());
+      continue;
+    }
+    out.skipped_duplicates += static_cast<int>(copies.size()) - 1;
+    kept.push_back(a);
+  }
+  out.rows = std::move(kept);
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
@@ -698,6 +751,7 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     row.held_out_row = index % 4 == 3;
     out.rows.push_back(std::move(row));
   }
+  DropRepeatedMeasurements(out);
   return out;
 }
 

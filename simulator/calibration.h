@@ -355,6 +355,12 @@ struct ParsedDisaggregated {
   // More requests per decode worker than kMaxFitConcurrency: they measure the
   // engine's queue, not the batch (as for aggregated rows).
   int skipped_queueing = 0;
+  // One measurement in several rows (same model, engine, ISL, OSL,
+  // concurrency, TTFT and TPOT): the repeats of a measurement under one
+  // layout (the first row is kept), and every row of a measurement reported
+  // under different layouts (its deployment is unknown).
+  int skipped_duplicates = 0;
+  int skipped_conflicting_layouts = 0;
 };
 
 // Parses the mode=disagg rows of a calibration CSV (other rows are ignored).

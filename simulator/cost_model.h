@@ -84,7 +84,7 @@ struct Calibration {
 
 // Calibration::disagg_request_overhead_s of the engine-agnostic default
 // (the SGLang profile's fitted value).
-inline constexpr double kEngineAgnosticDisaggOverheadS = 0.16;
+inline constexpr double kEngineAgnosticDisaggOverheadS = 0.17;
 
 // The calibration shipped with this version (constants produced by the fit).
 const Calibration& DefaultCalibration();

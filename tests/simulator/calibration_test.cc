@@ -521,18 +521,54 @@ TEST(CalibrationDisaggTest, HeldOutRowsStayUnderDocumentedErrors) {
   ASSERT_FALSE(text.empty()) << "disaggregated CSV missing";
   absl::StatusOr<ParsedDisaggregated> data = ParseDisaggregatedRows(text);
   ASSERT_TRUE(data.ok()) << data.status();
-  EXPECT_EQ(data->rows.size() + data->skipped + data->skipped_queueing, 107u);
+  EXPECT_EQ(data->rows.size() + data->skipped + data->skipped_queueing +
+                data->skipped_duplicates + data->skipped_conflicting_layouts,
+            107u);
   absl::StatusOr<DisaggregatedAccuracy> report =
       ComputeDisaggregatedAccuracy(data->rows, CalibrationProfiles());
   ASSERT_TRUE(report.ok()) << report.status();
   SCOPED_TRACE(report->Markdown());
-  EXPECT_GE(report->held_out_rows, 20);
-  // Measured (docs/cost-model-and-calibration.md): held-out TPOT 34.5%, TTFT
-  // 32.7%; fit rows TPOT 32.3%, TTFT 32.4% (the 20% / 30% missed).
+  // 22 repeats of a measurement under one layout and 21 rows of 8
+  // measurements reported under two layouts (TensorRT-LLM) leave 48 distinct
+  // measurements, 12 of them held out.
+  EXPECT_EQ(data->skipped_duplicates, 22);
+  EXPECT_EQ(data->skipped_conflicting_layouts, 21);
+  EXPECT_EQ(report->rows, 48);
+  EXPECT_EQ(report->held_out_rows, 12);
+  // Measured (docs/cost-model-and-calibration.md): held-out TPOT 35.2%, TTFT
+  // 38.0%; fit rows TPOT 41.8%, TTFT 33.5%; all rows TPOT 40.1% (the issue's
+  // 20% / 30% missed).
   EXPECT_LE(report->held_out_tpot_mape, 36.0);
-  EXPECT_LE(report->held_out_ttft_mape, 35.0);
+  EXPECT_LE(report->held_out_ttft_mape, 39.0);
   EXPECT_LE(report->fit_ttft_mape, 34.0);
-  EXPECT_LE(report->tpot_mape, 34.0);
+  EXPECT_LE(report->tpot_mape, 41.0);
+}
+
+// One measurement in several rows: kept once under one layout, dropped under
+// conflicting layouts; different measurements of one layout all stay.
+TEST(CalibrationDisaggTest, RepeatedMeasurementsCountOnce) {
+  const std::string header =
+      "id,silicon_data_source,backend,model_path,precision,mode,isl,osl,"
+      "gemm_quant_mode,prefill_batch_size,prefill_num_workers,prefill_tp_size,"
+      "prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,"
+      "prefill_moe_ep_size,decode_batch_size,decode_num_workers,decode_tp_size,"
+      "decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,"
+      "decode_moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n";
+  auto row = [](const char* id, int decode_workers, const char* ttft) {
+    return absl::StrCat(id,
+                        ",silicon_concurrency=6,sglang,Qwen/Qwen3-32B,bf16,"
+                        "disagg,1024,1024,bf16,1,1,2,1,1,1,1,,",
+                        decode_workers, ",2,1,1,1,1,", ttft, ",10.5\n");
+  };
+  absl::StatusOr<ParsedDisaggregated> data = ParseDisaggregatedRows(
+      header + row("a", 2, "300.0000000001") + row("b", 2, "300.0") +
+      row("c", 2, "310.0") + row("d", 2, "400.0") + row("e", 1, "400.0"));
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_EQ(data->rows.size(), 2u);
+  EXPECT_EQ(data->rows[0].id, "a");
+  EXPECT_EQ(data->rows[1].id, "c");
+  EXPECT_EQ(data->skipped_duplicates, 1);
+  EXPECT_EQ(data->skipped_conflicting_layouts, 2);
 }
 
 TEST(CalibrationDisaggTest, RejectsMissingPoolColumns) {
