@@ -340,6 +340,8 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
       fit->tpot_mape_before, fit->tpot_mape_after, fit->ttft_mape_before,
       fit->ttft_mape_after, fit->fit_tpot_mape_before, fit->fit_tpot_mape_after,
       fit->fit_ttft_mape_before, fit->fit_ttft_mape_after);
+  std::cout << "\nStarting and fitted profiles:\n";
+  PrintProfiles({*base, fit->profile});
   return 0;
 }
 

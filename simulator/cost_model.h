@@ -94,7 +94,7 @@ const Calibration& DefaultCalibration();
 const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
-inline constexpr int kCostModelVersion = 4;
+inline constexpr int kCostModelVersion = 5;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -1304,6 +1304,15 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
         "throughput and TPOT are the running batch's",
         e.running_batch, e.batch_size, e.queued_requests,
         e.queue_wait_s * 1e3));
+    if (e.preemption_wait_seconds > 0) {
+      out.add_validation(absl::StrFormat(
+          "the engine allocates KV cache as tokens are generated: running "
+          "requests are preempted and recomputed, so %.0f ms of the wait "
+          "falls after the first token (TPOT %.1f ms instead of the running "
+          "batch's %.1f ms)",
+          e.preemption_wait_seconds * 1e3, e.tpot_s * 1e3,
+          e.decode_iteration_s * 1e3));
+    }
   }
   shardplan::v1::MemoryBreakdown* memory = out.mutable_memory_per_gpu();
   memory->set_weights_bytes(e.weights_bytes);

@@ -95,18 +95,19 @@ TEST_F(CalibrationTest, HeldOutTpotRanksLayouts) {
 }
 
 // TTFT: the held-out rows of the fitted models meet the 25% target. The
-// held-out models do not. Llama-3.1-8B (35.9%): at concurrency <= 32 its
+// held-out models do not. Llama-3.1-8B (35.1%): at concurrency <= 32 its
 // measured TTFT is a + OSL * TPOT / concurrency, one inter-completion interval
 // of queueing (fitted OSL slope x concurrency: median 0.97 over its 36
 // layout/ISL/concurrency groups), while the Qwen3 trtllm rows of the same
 // engine version (1.0.0rc3) have none (median -0.03 and 0.00 over 61 groups),
-// so no term fitted on them can predict it. Llama-3.1-70B on vLLM:
-// its TTFT is 1.25-1.4x one predicted prefill at concurrency 4-8 where the
-// fitted vLLM rows (Qwen3-32B) show ~2.5x; its rows whose KV cache overflows
-// are predicted with the engine's queue, which over-predicts the measured
-// TTFT of the two that queue 2.8-3.7x (59.7% overall)
-// (docs/cost-model-and-calibration.md, "Calibration"). The errors are
-// reported and bounded here, not tuned.
+// so no term fitted on them can predict it. Llama-3.1-70B on vLLM (53.8%):
+// its TTFT is overhead + P (1 + ~0.05 (C - 1)) + waiting decode steps, i.e.
+// the fitted terms without the in-flight prefill (ttft_inflight_prefills,
+// 1.56 on the vLLM 0.12 / 0.18 rows of Qwen3-32B and gpt-oss, 0 here: 20 of
+// its own runs fit it to 0), and that term is TTFT-only (the Qwen rows'
+// TPOT, which carries the same prefill, is unbiased), so no fitted parameter
+// can carry the difference (docs/cost-model-and-calibration.md,
+// "Calibration"). The errors are reported and bounded here, not tuned.
 TEST_F(CalibrationTest, HeldOutTtft) {
   for (const AccuracyGroup& g : report_.groups) {
     if (g.split == "fit") continue;
@@ -116,7 +117,7 @@ TEST_F(CalibrationTest, HeldOutTtft) {
       EXPECT_LE(g.ttft_mape, 37.0) << g.engine;
     } else {
       EXPECT_EQ(g.model, "llama-3.1-70b");
-      EXPECT_LE(g.ttft_mape, 61.0) << g.engine;
+      EXPECT_LE(g.ttft_mape, 54.5) << g.engine;
     }
   }
 }
@@ -232,7 +233,7 @@ TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
       EXPECT_LE(e.ttft_mape, 30.0) << "target 25%, not met";
     } else {
       EXPECT_EQ(e.engine, "vllm");
-      EXPECT_LE(e.ttft_mape, 41.0) << "target 25%, not met";
+      EXPECT_LE(e.ttft_mape, 37.5) << "target 25%, not met";
     }
   }
 }

@@ -38,6 +38,8 @@ struct Setup {
   std::string weight_dtype = "bf16";
   double max_ttft_ms = 0;
   double max_tpot_ms = 0;
+  // < 0: the default calibration's (TensorRT-LLM's whole-output reservation).
+  double kv_reserved_output_fraction = -1;
 };
 
 std::unique_ptr<const CostModel> Make(const Setup& s) {
@@ -58,8 +60,12 @@ std::unique_ptr<const CostModel> Make(const Setup& s) {
   absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
   EXPECT_TRUE(problem.ok()) << problem.status();
   if (!problem.ok()) return nullptr;
+  Calibration calibration = DefaultCalibration();
+  if (s.kv_reserved_output_fraction >= 0) {
+    calibration.kv_reserved_output_fraction = s.kv_reserved_output_fraction;
+  }
   absl::StatusOr<std::unique_ptr<const CostModel>> model =
-      CostModel::Create(*problem);
+      CostModel::Create(*problem, calibration);
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return nullptr;
   return std::move(*model);
@@ -497,6 +503,48 @@ TEST(CostModelTest, KvCacheOverflowQueuesAtFixedConcurrency) {
   EXPECT_EQ(fits.queued_requests, 0);
   EXPECT_EQ(fits.running_batch, e.running_batch);
   EXPECT_EQ(fits.queue_wait_s, 0);
+}
+
+// An engine that allocates KV blocks as tokens are generated (vLLM, SGLang)
+// admits a request once its prompt fits and preempts running requests when
+// the cache runs out: the same Little's-law wait, but the share of a running
+// request's KV taken after admission ((ctx - ISL) / ctx, ctx = ISL + OSL / 2)
+// falls after the first token, in the per-request TPOT. A whole-output
+// reservation (TensorRT-LLM, the test above) never preempts.
+TEST(CostModelTest, KvCacheOverflowPreemptsOnPagedEngines) {
+  const CaseSetup setup{.model = "llama-3.1-70b",
+                        .gpus = 2,
+                        .isl = 1024,
+                        .osl = 8192,
+                        .concurrency = 64,
+                        .weight_dtype = "fp8",
+                        .kv_reserved_output_fraction = 0.5};
+  const Evaluation e = Make(setup)->Evaluate(Plan(1, 2, 1));
+  ASSERT_TRUE(e.feasible) << InfeasibleReasonText(e);
+  ASSERT_GE(e.running_batch, 1);
+  ASSERT_LT(e.running_batch, 64);
+  CaseSetup free_batch = setup;
+  free_batch.concurrency = 0;
+  const Evaluation running =
+      Make(free_batch)->Evaluate(Plan(1, 2, 1, 1, e.running_batch));
+  ASSERT_TRUE(running.feasible);
+  const double slot_s = running.ttft_s + (8192 - 1) * running.tpot_s;
+  const double wait_s = slot_s * (64 - e.running_batch) / e.running_batch;
+  const double share = 4096.0 / (1024 + 4096);  // OSL / 2 of ISL + OSL / 2
+  EXPECT_NEAR(e.queue_wait_s + e.preemption_wait_seconds, wait_s,
+              1e-9 * wait_s);
+  EXPECT_NEAR(e.preemption_wait_seconds, share * wait_s, 1e-9 * wait_s);
+  EXPECT_NEAR(e.ttft_s, running.ttft_s + e.queue_wait_s, 1e-9 * e.ttft_s);
+  EXPECT_NEAR(e.tpot_s, running.tpot_s + e.preemption_wait_seconds / (8192 - 1),
+              1e-9 * e.tpot_s);
+  // The engine's token rate is the running batch's.
+  EXPECT_DOUBLE_EQ(e.output_tokens_per_s, running.output_tokens_per_s);
+  // Whole-output reservation: no preemption.
+  CaseSetup reserved = setup;
+  reserved.kv_reserved_output_fraction = 1;
+  const Evaluation r = Make(reserved)->Evaluate(Plan(1, 2, 1));
+  ASSERT_GT(r.queued_requests, 0);
+  EXPECT_EQ(r.preemption_wait_seconds, 0);
 }
 
 TEST(CostModelTest, KvCacheOverflowStaysInfeasibleWhenNoRequestFits) {
