@@ -441,9 +441,9 @@ struct ProfileFit {
 // Fits `start` (renamed `name`) on the rows of `rows` that are not held out
 // and measures both profiles on the held-out ones. The fitted parameters are
 // the few physical ones FitCalibration moves, with pareto_steps: no step
-// worsens the fit rows' TPOT or TTFT MAPE. The KV-cache admission
-// (kv_reserved_output_fraction, engine behaviour) is the rows' engine's, also
-// when `start` is another engine's profile; "before" means `start` with it.
+// worsens the fit rows' TPOT or TTFT MAPE. Engine behaviour
+// (WithEngineBehaviour) is the rows' engine's, also when `start` is another
+// engine's profile; "before" means `start` with it.
 // INVALID_ARGUMENT when there are no fit or no held-out rows or a row does not
 // map to a problem (message names the row's id). Deterministic; cost:
 // FitCalibration on the fit rows
@@ -463,6 +463,14 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
 absl::StatusOr<std::vector<MeasuredRow>> UserFitRows(
     const std::vector<MeasuredRow>& all, absl::string_view engine,
     absl::string_view model, int fit_rows, const CalibrationProfile& start);
+
+// `c` with the behaviour of `engine`'s built-in profile (KV-cache admission,
+// preemption, the disaggregated overheads fitted on that engine's rows): what
+// a measured run's engine does, not what a fit of efficiency parameters
+// learns. A profile fitted from user runs or read back from its proto form
+// (which holds only the fitted parameters) gets it here. `c` unchanged for an
+// engine without a built-in profile.
+Calibration WithEngineBehaviour(Calibration c, absl::string_view engine);
 
 // Calibration <-> its proto form (shardplan.v1.CalibrationParameters).
 shardplan::v1::CalibrationParameters CalibrationToProto(const Calibration& c);

@@ -1148,23 +1148,22 @@ Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
   e.batch_size = concurrency;
   e.queued_requests = concurrency - running;
   const double wait_s = slot_s * e.queued_requests / running;
-  // Where the wait shows. An engine that reserves a request's whole output at
-  // admission (TensorRT-LLM's GUARANTEED_NO_EVICT, kv_reserved_output_fraction
-  // 1) never evicts: the whole wait is before the first token. Engines that
-  // allocate KV blocks as tokens are generated (vLLM, SGLang) admit a request
-  // once its prompt fits and, when the cache runs out, preempt running
-  // requests and recompute them later (vLLM's default RECOMPUTE mode,
+  // Where the wait shows. An engine that admits a request only when its
+  // reserved KV fits never evicts: the whole wait is before the first token.
+  // An engine that admits a request once its prompt fits and preempts running
+  // requests when the cache runs out (Calibration::preempts_on_kv_overflow:
+  // vLLM, whose default RECOMPUTE mode recomputes them later,
   // https://docs.vllm.ai/en/v0.10.1.1/configuration/optimization.html,
-  // "Preemption"; SGLang retracts them): of the KV a running request holds
-  // (ctx_max), the prompt is taken at admission and the rest while it decodes,
-  // so that share of the wait moves behind the first token, into the
-  // per-request TPOT ((E2E - TTFT) / (OSL - 1), as the benchmarks report it).
-  // Little's law still fixes the total time in the system. Evidence: the two
-  // vLLM Llama-3.1-70B rows that queue measure TTFT 30.8 s / 6.5 s and TPOT
+  // "Preemption"): of the KV a running request holds (ctx_max), the prompt is
+  // taken at admission and the rest while it decodes, so that share of the
+  // wait moves behind the first token, into the per-request TPOT
+  // ((E2E - TTFT) / (OSL - 1), as the benchmarks report it). Little's law
+  // still fixes the total time in the system. Evidence: the two vLLM
+  // Llama-3.1-70B rows that queue measure TTFT 30.8 s / 6.5 s and TPOT
   // 41.7 / 52.4 ms where a wait before the first token predicts 114 s / 18 s
   // with the running batch's 28.4 / 42.4 ms, while their end-to-end latency
   // (372 s / 60 s) is within 7% of Little's.
-  const bool evicts = k.cal.kv_reserved_output_fraction < 1 && k.osl > 1;
+  const bool evicts = k.cal.preempts_on_kv_overflow && k.osl > 1;
   const double preempted_share =
       evicts && k.ctx_max > 0 ? std::max(0.0, k.ctx_max - k.isl) / k.ctx_max
                               : 0.0;

@@ -66,6 +66,15 @@ struct Calibration {
   // half its output. Decides how many requests fit memory and how many queue.
   // Engine behaviour, not fitted (simulator/calibration.cc cites the sources).
   double kv_reserved_output_fraction = 1.0;
+  // When a fixed concurrency needs more KV cache than fits: true = the engine
+  // admits a request once its prompt fits and preempts running requests when
+  // the cache runs out (vLLM: recompute), so part of the queue wait falls
+  // after the first token; false = admission waits until the request's
+  // reserved KV fits (TensorRT-LLM's whole-output reservation; SGLang's
+  // scheduler reserves for the running requests' estimated remaining output),
+  // so the whole wait is before the first token. Engine behaviour, not fitted
+  // (simulator/calibration.cc cites the sources).
+  bool preempts_on_kv_overflow = false;
   // Disaggregated plans only: fixed latency per request before its first
   // token on top of the prefill (routing to two servers, the KV-transfer
   // bootstrap handshake and the decode server admitting the transferred

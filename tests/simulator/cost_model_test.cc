@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardplan/v1/shardplan.pb.h"
+#include "simulator/calibration.h"
 #include "simulator/internal/cost_layers.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -38,8 +39,8 @@ struct Setup {
   std::string weight_dtype = "bf16";
   double max_ttft_ms = 0;
   double max_tpot_ms = 0;
-  // < 0: the default calibration's (TensorRT-LLM's whole-output reservation).
-  double kv_reserved_output_fraction = -1;
+  // A calibration profile name; empty: DefaultCalibration().
+  std::string profile = "";
 };
 
 std::unique_ptr<const CostModel> Make(const Setup& s) {
@@ -61,8 +62,12 @@ std::unique_ptr<const CostModel> Make(const Setup& s) {
   EXPECT_TRUE(problem.ok()) << problem.status();
   if (!problem.ok()) return nullptr;
   Calibration calibration = DefaultCalibration();
-  if (s.kv_reserved_output_fraction >= 0) {
-    calibration.kv_reserved_output_fraction = s.kv_reserved_output_fraction;
+  if (!s.profile.empty()) {
+    absl::StatusOr<CalibrationProfile> profile =
+        FindCalibrationProfile(s.profile);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    if (!profile.ok()) return nullptr;
+    calibration = profile->calibration;
   }
   absl::StatusOr<std::unique_ptr<const CostModel>> model =
       CostModel::Create(*problem, calibration);
@@ -505,20 +510,20 @@ TEST(CostModelTest, KvCacheOverflowQueuesAtFixedConcurrency) {
   EXPECT_EQ(fits.queue_wait_s, 0);
 }
 
-// An engine that allocates KV blocks as tokens are generated (vLLM, SGLang)
-// admits a request once its prompt fits and preempts running requests when
-// the cache runs out: the same Little's-law wait, but the share of a running
-// request's KV taken after admission ((ctx - ISL) / ctx, ctx = ISL + OSL / 2)
-// falls after the first token, in the per-request TPOT. A whole-output
-// reservation (TensorRT-LLM, the test above) never preempts.
-TEST(CostModelTest, KvCacheOverflowPreemptsOnPagedEngines) {
+// vLLM admits a request once its prompt fits and preempts running requests
+// when the cache runs out: the same Little's-law wait, but the share of a
+// running request's KV taken after admission ((ctx - ISL) / ctx, ctx = ISL +
+// OSL / 2) falls after the first token, in the per-request TPOT. SGLang holds
+// the same KV per request but admits against the running requests' estimated
+// output, so its wait stays before the first token.
+TEST(CostModelTest, KvCacheOverflowPreemptsOnVllm) {
   const CaseSetup setup{.model = "llama-3.1-70b",
                         .gpus = 2,
                         .isl = 1024,
                         .osl = 8192,
                         .concurrency = 64,
                         .weight_dtype = "fp8",
-                        .kv_reserved_output_fraction = 0.5};
+                        .profile = "h100-vllm"};
   const Evaluation e = Make(setup)->Evaluate(Plan(1, 2, 1));
   ASSERT_TRUE(e.feasible) << InfeasibleReasonText(e);
   ASSERT_GE(e.running_batch, 1);
@@ -539,12 +544,13 @@ TEST(CostModelTest, KvCacheOverflowPreemptsOnPagedEngines) {
               1e-9 * e.tpot_s);
   // The engine's token rate is the running batch's.
   EXPECT_DOUBLE_EQ(e.output_tokens_per_s, running.output_tokens_per_s);
-  // Whole-output reservation: no preemption.
-  CaseSetup reserved = setup;
-  reserved.kv_reserved_output_fraction = 1;
-  const Evaluation r = Make(reserved)->Evaluate(Plan(1, 2, 1));
-  ASSERT_GT(r.queued_requests, 0);
-  EXPECT_EQ(r.preemption_wait_seconds, 0);
+  // SGLang: the same running batch, the whole wait before the first token.
+  CaseSetup sglang = setup;
+  sglang.profile = "h100-sglang";
+  const Evaluation g = Make(sglang)->Evaluate(Plan(1, 2, 1));
+  EXPECT_EQ(g.running_batch, e.running_batch);
+  EXPECT_EQ(g.preemption_wait_seconds, 0);
+  EXPECT_GT(g.queue_wait_s, e.queue_wait_s);
 }
 
 TEST(CostModelTest, KvCacheOverflowStaysInfeasibleWhenNoRequestFits) {
