@@ -514,7 +514,8 @@ namespace shardplan::simulator {
 namespace {
 
 // Disaggregated H100 rows (AIConfigurator's silicon sample, mode=disagg):
-// nothing is fitted on them; the held-out figures must stay under what
+// only the two disaggregated overheads per engine are fitted, on the rows
+// that are not held out; the figures must stay under what
 // docs/cost-model-and-calibration.md reports (which misses the issue's
 // targets of TPOT <= 20% and TTFT <= 30%; see the docs).
 TEST(CalibrationDisaggTest, HeldOutRowsStayUnderDocumentedErrors) {
