@@ -1572,8 +1572,12 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
                    PredictRows(used, {base}));
   ASSIGN_OR_RETURN(std::vector<RowPrediction> after,
                    PredictRows(used, {fit.profile}));
-  std::vector<double> pb, pa, mt, fb, fa, mf;
-  std::vector<double> fit_pb, fit_pa, fit_mt, fit_fb, fit_fa, fit_mf;
+  // Predictions before and after, and the measurements, of one split.
+  struct Split {
+    std::vector<double> tpot_before, tpot_after, tpot, ttft_before, ttft_after,
+        ttft;
+  };
+  Split held, fit_runs;
   fit.report =
       absl::StrCat("| run | split | measured TPOT ms | ", start.name, " | ",
                    name, " | measured TTFT ms | ", start.name, " | ", name,
@@ -1586,39 +1590,32 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
         before[i].tpot_s * 1e3, after[i].tpot_s * 1e3, r.ttft_s * 1e3,
         before[i].ttft_s * 1e3, after[i].ttft_s * 1e3);
     if (!before[i].feasible || !after[i].feasible) continue;
-    if (!r.held_out()) {
-      fit_pb.push_back(before[i].tpot_s);
-      fit_pa.push_back(after[i].tpot_s);
-      fit_mt.push_back(r.tpot_s);
-      fit_fb.push_back(before[i].ttft_s);
-      fit_fa.push_back(after[i].ttft_s);
-      fit_mf.push_back(r.ttft_s);
-      continue;
-    }
-    pb.push_back(before[i].tpot_s);
-    pa.push_back(after[i].tpot_s);
-    mt.push_back(r.tpot_s);
-    fb.push_back(before[i].ttft_s);
-    fa.push_back(after[i].ttft_s);
-    mf.push_back(r.ttft_s);
+    Split& split = r.held_out() ? held : fit_runs;
+    split.tpot_before.push_back(before[i].tpot_s);
+    split.tpot_after.push_back(after[i].tpot_s);
+    split.tpot.push_back(r.tpot_s);
+    split.ttft_before.push_back(before[i].ttft_s);
+    split.ttft_after.push_back(after[i].ttft_s);
+    split.ttft.push_back(r.ttft_s);
   }
-  fit.tpot_mape_before = Mape(pb, mt);
-  fit.tpot_mape_after = Mape(pa, mt);
-  fit.ttft_mape_before = Mape(fb, mf);
-  fit.ttft_mape_after = Mape(fa, mf);
-  fit.fit_tpot_mape_before = Mape(fit_pb, fit_mt);
-  fit.fit_tpot_mape_after = Mape(fit_pa, fit_mt);
-  fit.fit_ttft_mape_before = Mape(fit_fb, fit_mf);
-  fit.fit_ttft_mape_after = Mape(fit_fa, fit_mf);
+  fit.tpot_mape_before = Mape(held.tpot_before, held.tpot);
+  fit.tpot_mape_after = Mape(held.tpot_after, held.tpot);
+  fit.ttft_mape_before = Mape(held.ttft_before, held.ttft);
+  fit.ttft_mape_after = Mape(held.ttft_after, held.ttft);
+  fit.fit_tpot_mape_before = Mape(fit_runs.tpot_before, fit_runs.tpot);
+  fit.fit_tpot_mape_after = Mape(fit_runs.tpot_after, fit_runs.tpot);
+  fit.fit_ttft_mape_before = Mape(fit_runs.ttft_before, fit_runs.ttft);
+  fit.fit_ttft_mape_after = Mape(fit_runs.ttft_after, fit_runs.ttft);
   absl::StrAppendFormat(
       &fit.report,
       "\nHeld-out runs (%d): TPOT MAPE %.1f%% -> %.1f%%, TTFT MAPE %.1f%% -> "
       "%.1f%% (%s -> %s); fitted on %d runs (TPOT MAPE %.1f%% -> %.1f%%, "
       "TTFT MAPE %.1f%% -> %.1f%%).\n",
-      static_cast<int>(mt.size()), fit.tpot_mape_before, fit.tpot_mape_after,
-      fit.ttft_mape_before, fit.ttft_mape_after, start.name, name, fit.fit_rows,
-      fit.fit_tpot_mape_before, fit.fit_tpot_mape_after,
-      fit.fit_ttft_mape_before, fit.fit_ttft_mape_after);
+      static_cast<int>(held.tpot.size()), fit.tpot_mape_before,
+      fit.tpot_mape_after, fit.ttft_mape_before, fit.ttft_mape_after,
+      start.name, name, fit.fit_rows, fit.fit_tpot_mape_before,
+      fit.fit_tpot_mape_after, fit.fit_ttft_mape_before,
+      fit.fit_ttft_mape_after);
   if (!infeasible.empty()) {
     absl::StrAppend(&fit.report, "Left out (infeasible for the cost model: ",
                     "the batch's KV cache does not fit): ",
