@@ -103,7 +103,11 @@ const Calibration& DefaultCalibration();
 const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
-inline constexpr int kCostModelVersion = 5;
+// 5: a disaggregated prefill pass of several requests pays the attention
+// quadratic term per request (it was charged over the whole pass).
+// 6: on engines that preempt (vLLM) the KV-overflow wait is split between
+// TTFT and TPOT.
+inline constexpr int kCostModelVersion = 6;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
