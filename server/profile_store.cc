@@ -153,8 +153,12 @@ absl::StatusOr<simulator::CalibrationProfile> ProfileOfStored(
     const StoredProfile& stored) {
   shardplan::v1::CalibrationParameters parameters;
   RETURN_IF_ERROR(simulator::ParseSpecText(stored.profile_json, &parameters));
+  // The proto form holds the fitted parameters; the engine's behaviour (KV
+  // admission, preemption) comes from the engine the runs were measured on.
   return simulator::CalibrationProfile{
-      stored.name, stored.engine, simulator::CalibrationFromProto(parameters)};
+      stored.name, stored.engine,
+      simulator::WithEngineBehaviour(
+          simulator::CalibrationFromProto(parameters), stored.engine)};
 }
 
 }  // namespace

@@ -130,9 +130,12 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   std::cout << report->Markdown()
             << absl::StrFormat(
                    "Rows skipped: %d without a model or numbers, %d with more "
-                   "than %d requests per decode worker (engine queue).\n",
+                   "than %d requests per decode worker (engine queue), %d "
+                   "repeats of a measurement, %d rows of measurements "
+                   "reported under different layouts.\n",
                    data->skipped, data->skipped_queueing,
-                   sim::kMaxFitConcurrency);
+                   sim::kMaxFitConcurrency, data->skipped_duplicates,
+                   data->skipped_conflicting_layouts);
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictDisaggregatedRows(data->rows, sim::CalibrationProfiles());
@@ -314,54 +317,31 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
     std::cerr << base.status() << "\n";
     return 1;
   }
-  std::vector<sim::MeasuredRow> group_rows;
-  for (const sim::MeasuredRow& r : all) {
-    if (r.engine == parts[0] && r.catalog_model == parts[1]) {
-      group_rows.push_back(r);
-    }
-  }
-  // Only rows the cost model can predict (FitProfile would leave the others
-  // out), so that exactly `fit_rows` rows are fitted.
-  absl::StatusOr<std::vector<sim::RowPrediction>> feasible =
-      sim::PredictRows(group_rows, {*base});
-  if (!feasible.ok()) {
-    std::cerr << feasible.status() << "\n";
+  absl::StatusOr<std::vector<sim::MeasuredRow>> rows =
+      sim::UserFitRows(all, parts[0], parts[1], fit_rows, *base);
+  if (!rows.ok()) {
+    std::cerr << rows.status() << "\n";
     return 1;
-  }
-  std::vector<sim::MeasuredRow> rows;
-  for (size_t i = 0; i < group_rows.size(); ++i) {
-    if ((*feasible)[i].feasible) rows.push_back(group_rows[i]);
-  }
-  if (static_cast<int>(rows.size()) <= fit_rows) {
-    std::cerr << group << ": " << rows.size() << " rows, need more than "
-              << fit_rows << "\n";
-    return 1;
-  }
-  // Every k-th row (k = rows / fit_rows) is fitted, spread over the file's
-  // order (workloads and layouts alike); the rest are held out.
-  const double stride = static_cast<double>(rows.size()) / fit_rows;
-  std::vector<bool> fitted(rows.size(), false);
-  for (int i = 0; i < fit_rows; ++i) {
-    fitted[static_cast<size_t>(std::floor(i * stride))] = true;
-  }
-  for (size_t i = 0; i < rows.size(); ++i) {
-    rows[i].held_out_model = false;
-    rows[i].held_out_row = !fitted[i];
   }
   absl::StatusOr<sim::ProfileFit> fit =
-      sim::FitProfile("user-" + parts[0], rows, *base);
+      sim::FitProfile("user-" + parts[0], *rows, *base);
   if (!fit.ok()) {
     std::cerr << fit.status() << "\n";
     return 1;
   }
   std::cout << absl::StrFormat(
       "| group | fit rows | held-out rows | held-out TPOT MAPE %s | "
-      "fitted | held-out TTFT MAPE %s | fitted |\n"
-      "|---|---:|---:|---:|---:|---:|---:|\n"
-      "| %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n",
+      "fitted | held-out TTFT MAPE %s | fitted | fit-row TPOT | fit-row "
+      "TTFT |\n"
+      "|---|---:|---:|---:|---:|---:|---:|---|---|\n"
+      "| %s | %d | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% | %.1f%% -> %.1f%% "
+      "| %.1f%% -> %.1f%% |\n",
       base->name, base->name, group, fit->fit_rows, fit->held_out_rows,
       fit->tpot_mape_before, fit->tpot_mape_after, fit->ttft_mape_before,
-      fit->ttft_mape_after);
+      fit->ttft_mape_after, fit->fit_tpot_mape_before, fit->fit_tpot_mape_after,
+      fit->fit_ttft_mape_before, fit->fit_ttft_mape_after);
+  std::cout << "\nStarting and fitted profiles:\n";
+  PrintProfiles({*base, fit->profile});
   return 0;
 }
 

@@ -70,9 +70,11 @@ Calibration SharedFit() {
 // disaggregated rows; vLLM's rows, without a concurrency, leave it at 0).
 Calibration EngineFit(double prefill_overhead_s, double prefill_queue_fraction,
                       double kv_reserved_output_fraction,
+                      bool preempts_on_kv_overflow,
                       double disagg_request_overhead_s,
                       double disagg_prefill_queue_fraction) {
   Calibration c = SharedFit();
+  c.preempts_on_kv_overflow = preempts_on_kv_overflow;
   c.disagg_request_overhead_s = disagg_request_overhead_s;
   c.disagg_prefill_queue_fraction = disagg_prefill_queue_fraction;
   c.prefill_overhead_s = prefill_overhead_s;
@@ -112,6 +114,18 @@ Calibration WithPipelineRequestOverhead(Calibration c, double seconds) {
   return c;
 }
 constexpr double kPagedKvReservedOutput = 0.5;
+// What happens when the cache runs out (Calibration::preempts_on_kv_overflow):
+// vLLM admits waiting requests whenever their prompt's blocks are free and
+// preempts running requests (RECOMPUTE) when a decode step finds no free block
+// (https://docs.vllm.ai/en/v0.10.1.1/configuration/optimization.html,
+// "Preemption"); SGLang admits a request only when the running requests'
+// estimated remaining output (new_token_ratio) still fits and retracts only
+// when the estimate fails
+// (https://docs.sglang.ai/advanced_features/hyperparameter_tuning.html,
+// "--schedule-conservativeness"), and its queueing Qwen3-32B rows keep the
+// wait before the first token (TTFT 16-89 s measured with TPOT below the
+// running batch's); TensorRT-LLM's GUARANTEED_NO_EVICT never evicts.
+constexpr bool kVllmPreempts = true;
 
 // Splits one CSV line (RFC 4180 quotes).
 std::vector<std::string> SplitCsvLine(absl::string_view line) {
@@ -220,14 +234,15 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
            WithPipelineRequestOverhead(
-               EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, 6.77,
-                         0.02),
+               EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, false,
+                         6.77, 0.02),
                kTrtllmPipelineRequestOverheadSeconds)},
           {"h100-sglang", "sglang",
-           EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput,
+           EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput, false,
                      kEngineAgnosticDisaggOverheadS, 0.16)},
           {"h100-vllm", "vllm",
-           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput, 0, 0)},
+           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput,
+                     kVllmPreempts, 0, 0)},
       };
   return *kProfiles;
 }
@@ -626,6 +641,59 @@ MeasuredPool ResolvePool(MeasuredPool pool) {
   return pool;
 }
 
+bool SamePool(const MeasuredPool& a, const MeasuredPool& b) {
+  return a.batch_size == b.batch_size && a.workers == b.workers &&
+         a.tp == b.tp && a.pp == b.pp && a.attention_dp == b.attention_dp &&
+         a.moe_tp == b.moe_tp && a.moe_ep == b.moe_ep;
+}
+
+// Equal to the last digits a re-export changes (13693.258112009305 and
+// ...304 are one number).
+bool SameMeasuredValue(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+// The same run exported more than once (the source merges database dumps
+// and CSV exports): rows with the same model, engine, ISL, OSL, concurrency
+// and the same measured TTFT and TPOT to the last digits are one
+// measurement. Under one layout it is kept once (the first row; the split
+// flag of that row stays, so a measurement is never on both sides of the
+// split). Under different layouts the deployment that produced it is
+// unknown (e.g. one TensorRT-LLM run reported both as 1 prefill worker of
+// dp16 + 3 decode workers of tp16 and as 1 + 1 workers of tp16): every copy
+// is dropped, since no layout can be predicted for it.
+void DropRepeatedMeasurements(ParsedDisaggregated& out) {
+  std::vector<DisaggregatedRow> kept;
+  std::vector<bool> used(out.rows.size(), false);
+  for (size_t i = 0; i < out.rows.size(); ++i) {
+    if (used[i]) continue;
+    const DisaggregatedRow& a = out.rows[i];
+    std::vector<size_t> copies = {i};
+    bool conflicting = false;
+    for (size_t j = i + 1; j < out.rows.size(); ++j) {
+      const DisaggregatedRow& b = out.rows[j];
+      if (used[j] || a.catalog_model != b.catalog_model ||
+          a.engine != b.engine || a.isl != b.isl || a.osl != b.osl ||
+          a.concurrency != b.concurrency ||
+          !SameMeasuredValue(a.ttft_s, b.ttft_s) ||
+          !SameMeasuredValue(a.tpot_s, b.tpot_s)) {
+        continue;
+      }
+      copies.push_back(j);
+      conflicting = conflicting || !SamePool(a.prefill, b.prefill) ||
+                    !SamePool(a.decode, b.decode);
+    }
+    for (size_t j : copies) used[j] = true;
+    if (conflicting) {
+      out.skipped_conflicting_layouts += static_cast<int>(copies.size());
+      continue;
+    }
+    out.skipped_duplicates += static_cast<int>(copies.size()) - 1;
+    kept.push_back(a);
+  }
+  out.rows = std::move(kept);
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
@@ -718,6 +786,7 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     row.held_out_row = index % 4 == 3;
     out.rows.push_back(std::move(row));
   }
+  DropRepeatedMeasurements(out);
   return out;
 }
 
@@ -1057,21 +1126,40 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
   for (const Param& p : params) {
     if (p.engine < 0) set(p, get(p));
   }
-  auto objective = [&]() -> double {
-    double s = 0;
+  // The reported metrics themselves: mean absolute percentage error of TPOT
+  // and of TTFT over the fit rows (as fractions); infinite when a row cannot
+  // be predicted.
+  struct Errors {
+    double tpot = 0;
+    double ttft = 0;
+    double Weighted(double ttft_weight) const {
+      return tpot + ttft_weight * ttft;
+    }
+  };
+  auto objective = [&]() -> Errors {
+    Errors s;
     for (const FitRow& r : rows) {
       absl::StatusOr<std::unique_ptr<const CostModel>> model =
           CostModel::Create(r.problem, profiles[r.profile].calibration);
-      if (!model.ok()) return 1e30;
+      if (!model.ok()) return {1e30, 1e30};
       const Evaluation e = (*model)->Evaluate(r.plan);
-      if (!(e.tpot_s > 0) || !(e.ttft_s > 0)) return 1e30;
-      // The reported metric itself: absolute percentage error.
-      s += std::abs(e.tpot_s / r.row->tpot_s - 1) +
-           options.ttft_weight * std::abs(e.ttft_s / r.row->ttft_s - 1);
+      if (!(e.tpot_s > 0) || !(e.ttft_s > 0)) return {1e30, 1e30};
+      s.tpot += std::abs(e.tpot_s / r.row->tpot_s - 1);
+      s.ttft += std::abs(e.ttft_s / r.row->ttft_s - 1);
     }
-    return s / rows.size();
+    s.tpot /= rows.size();
+    s.ttft /= rows.size();
+    return s;
   };
-  double best = objective();
+  auto better = [&](const Errors& f, const Errors& best) {
+    if (options.pareto_steps &&
+        (f.tpot > best.tpot + 1e-12 || f.ttft > best.ttft + 1e-12)) {
+      return false;
+    }
+    return f.Weighted(options.ttft_weight) <
+           best.Weighted(options.ttft_weight) - 1e-12;
+  };
+  Errors best = objective();
   double step = 0.125;
   for (int round = 0; round < options.max_rounds && step > 1e-3; ++round) {
     bool improved = false;
@@ -1082,8 +1170,8 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
         const double v = std::clamp(old + dir * step * range, p.lo, p.hi);
         if (v == old) continue;
         set(p, v);
-        const double f = objective();
-        if (f < best - 1e-12) {
+        const Errors f = objective();
+        if (better(f, best)) {
           best = f;
           improved = true;
           break;
@@ -1191,7 +1279,7 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
   // of measured / predicted.
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
-          {"*", false, "*", 311, 0.664565, 2.14664, 0.89026, 1.19744},
+          {"*", false, "*", 311, 0.664763, 2.14664, 0.89026, 1.186},
           {"*", true, "*", 47, 0.840553, 1.40878, 0.793413, 1.17636},
           {"sglang", false, "*", 21, 0.847166, 1.31809, 0.897134, 1.09373},
           {"sglang", false, "bf16", 21, 0.847166, 1.31809, 0.897134, 1.09373},
@@ -1200,9 +1288,9 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
           {"trtllm", false, "fp8", 45, 0.843788, 1.26525, 0.952203, 1.25154},
           {"trtllm", true, "*", 32, 0.832452, 1.44238, 0.785611, 1.17656},
           {"trtllm", true, "fp8", 32, 0.832452, 1.44238, 0.785611, 1.17656},
-          {"vllm", false, "*", 68, 0.492486, 1.05929, 0.950411, 1.15698},
+          {"vllm", false, "*", 68, 0.505898, 1.06811, 0.950411, 1.13765},
           {"vllm", false, "bf16", 22, 0.908057, 1.18738, 0.987863, 1.16494},
-          {"vllm", false, "fp8", 46, 0.467548, 0.819256, 0.950166, 1.14032},
+          {"vllm", false, "fp8", 46, 0.472175, 0.830643, 0.950166, 1.12217},
           {"vllm", true, "*", 15, 0.84857, 1.12727, 0.829239, 1.1443},
           {"vllm", true, "fp4", 15, 0.84857, 1.12727, 0.829239, 1.1443},
       };
@@ -1470,10 +1558,22 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
   CalibrationProfile base = start;
   // The rows' engine selects the profile inside the fit.
   base.engine = rows.empty() ? start.engine : rows.front().engine;
+  // How much KV cache a running request holds is the engine's admission
+  // policy (not fitted, sources at kTrtllmKvReservedOutput): runs of one
+  // engine started from another engine's profile (e.g. the engine-agnostic
+  // default) keep their own engine's. Without this, vLLM or SGLang runs
+  // started from h100-trtllm are costed with TensorRT-LLM's whole-output
+  // reservation: batches that run unqueued on the engine are predicted to
+  // queue (sglang:qwen3-32b held-out TPOT 34.4% instead of 8%), and the fit
+  // bends the efficiency parameters to undo a queue that is not there.
+  base.calibration = WithEngineBehaviour(base.calibration, base.engine);
   ASSIGN_OR_RETURN(std::vector<RowPrediction> base_predictions,
                    PredictRows(rows, {base}));
   // A run the cost model finds infeasible (its batch's KV cache does not fit,
   // so the engine queued requests) has no prediction to fit: left out.
+  // A fit on a user's few runs must leave neither metric worse on those runs.
+  FitOptions pareto = options;
+  pareto.pareto_steps = true;
   ParsedMeasurements data;
   ProfileFit fit;
   std::vector<std::string> infeasible;
@@ -1491,7 +1591,7 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
         " fitted and ", fit.held_out_rows, " held out"));
   }
   ASSIGN_OR_RETURN(std::vector<CalibrationProfile> fitted,
-                   FitCalibration(data, {base}, options));
+                   FitCalibration(data, {base}, pareto));
   fit.profile = fitted.front();
   fit.profile.name = name;
   const std::vector<MeasuredRow>& used = data.rows;
@@ -1499,7 +1599,12 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
                    PredictRows(used, {base}));
   ASSIGN_OR_RETURN(std::vector<RowPrediction> after,
                    PredictRows(used, {fit.profile}));
-  std::vector<double> pb, pa, mt, fb, fa, mf;
+  // Predictions before and after, and the measurements, of one split.
+  struct Split {
+    std::vector<double> tpot_before, tpot_after, tpot, ttft_before, ttft_after,
+        ttft;
+  };
+  Split held, fit_runs;
   fit.report =
       absl::StrCat("| run | split | measured TPOT ms | ", start.name, " | ",
                    name, " | measured TTFT ms | ", start.name, " | ", name,
@@ -1511,31 +1616,82 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
         r.id, r.held_out() ? "held out" : "fit", r.tpot_s * 1e3,
         before[i].tpot_s * 1e3, after[i].tpot_s * 1e3, r.ttft_s * 1e3,
         before[i].ttft_s * 1e3, after[i].ttft_s * 1e3);
-    if (!r.held_out() || !before[i].feasible || !after[i].feasible) continue;
-    pb.push_back(before[i].tpot_s);
-    pa.push_back(after[i].tpot_s);
-    mt.push_back(r.tpot_s);
-    fb.push_back(before[i].ttft_s);
-    fa.push_back(after[i].ttft_s);
-    mf.push_back(r.ttft_s);
+    if (!before[i].feasible || !after[i].feasible) continue;
+    Split& split = r.held_out() ? held : fit_runs;
+    split.tpot_before.push_back(before[i].tpot_s);
+    split.tpot_after.push_back(after[i].tpot_s);
+    split.tpot.push_back(r.tpot_s);
+    split.ttft_before.push_back(before[i].ttft_s);
+    split.ttft_after.push_back(after[i].ttft_s);
+    split.ttft.push_back(r.ttft_s);
   }
-  fit.tpot_mape_before = Mape(pb, mt);
-  fit.tpot_mape_after = Mape(pa, mt);
-  fit.ttft_mape_before = Mape(fb, mf);
-  fit.ttft_mape_after = Mape(fa, mf);
+  fit.tpot_mape_before = Mape(held.tpot_before, held.tpot);
+  fit.tpot_mape_after = Mape(held.tpot_after, held.tpot);
+  fit.ttft_mape_before = Mape(held.ttft_before, held.ttft);
+  fit.ttft_mape_after = Mape(held.ttft_after, held.ttft);
+  fit.fit_tpot_mape_before = Mape(fit_runs.tpot_before, fit_runs.tpot);
+  fit.fit_tpot_mape_after = Mape(fit_runs.tpot_after, fit_runs.tpot);
+  fit.fit_ttft_mape_before = Mape(fit_runs.ttft_before, fit_runs.ttft);
+  fit.fit_ttft_mape_after = Mape(fit_runs.ttft_after, fit_runs.ttft);
   absl::StrAppendFormat(
       &fit.report,
       "\nHeld-out runs (%d): TPOT MAPE %.1f%% -> %.1f%%, TTFT MAPE %.1f%% -> "
-      "%.1f%% (%s -> %s); fitted on %d runs.\n",
-      static_cast<int>(mt.size()), fit.tpot_mape_before, fit.tpot_mape_after,
-      fit.ttft_mape_before, fit.ttft_mape_after, start.name, name,
-      fit.fit_rows);
+      "%.1f%% (%s -> %s); fitted on %d runs (TPOT MAPE %.1f%% -> %.1f%%, "
+      "TTFT MAPE %.1f%% -> %.1f%%).\n",
+      static_cast<int>(held.tpot.size()), fit.tpot_mape_before,
+      fit.tpot_mape_after, fit.ttft_mape_before, fit.ttft_mape_after,
+      start.name, name, fit.fit_rows, fit.fit_tpot_mape_before,
+      fit.fit_tpot_mape_after, fit.fit_ttft_mape_before,
+      fit.fit_ttft_mape_after);
   if (!infeasible.empty()) {
     absl::StrAppend(&fit.report, "Left out (infeasible for the cost model: ",
                     "the batch's KV cache does not fit): ",
                     absl::StrJoin(infeasible, ", "), ".\n");
   }
   return fit;
+}
+
+Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
+  absl::StatusOr<CalibrationProfile> own = FindCalibrationProfile(engine);
+  if (!own.ok()) return c;
+  const Calibration& e = own->calibration;
+  c.kv_reserved_output_fraction = e.kv_reserved_output_fraction;
+  c.preempts_on_kv_overflow = e.preempts_on_kv_overflow;
+  c.disagg_request_overhead_s = e.disagg_request_overhead_s;
+  c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
+  return c;
+}
+
+absl::StatusOr<std::vector<MeasuredRow>> UserFitRows(
+    const std::vector<MeasuredRow>& all, absl::string_view engine,
+    absl::string_view model, int fit_rows, const CalibrationProfile& start) {
+  std::vector<MeasuredRow> group;
+  for (const MeasuredRow& r : all) {
+    if (r.engine == engine && r.catalog_model == model) group.push_back(r);
+  }
+  CalibrationProfile base = start;
+  base.engine = std::string(engine);
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> predicted,
+                   PredictRows(group, {base}));
+  std::vector<MeasuredRow> rows;
+  for (size_t i = 0; i < group.size(); ++i) {
+    if (predicted[i].feasible) rows.push_back(group[i]);
+  }
+  if (fit_rows <= 0 || static_cast<int>(rows.size()) <= fit_rows) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s:%s: %d predictable rows, need more than %d", engine,
+                        model, rows.size(), fit_rows));
+  }
+  const double stride = static_cast<double>(rows.size()) / fit_rows;
+  std::vector<bool> fitted(rows.size(), false);
+  for (int i = 0; i < fit_rows; ++i) {
+    fitted[static_cast<size_t>(std::floor(i * stride))] = true;
+  }
+  for (size_t i = 0; i < rows.size(); ++i) {
+    rows[i].held_out_model = false;
+    rows[i].held_out_row = !fitted[i];
+  }
+  return rows;
 }
 
 shardplan::v1::CalibrationParameters CalibrationToProto(const Calibration& c) {

@@ -78,6 +78,15 @@ struct Calibration {
   // for trtllm on TensorRT-LLM's RTX PRO 6000 pp rows
   // (simulator/calibration.cc).
   double pipeline_request_overhead_seconds = 0.0;
+  // When a fixed concurrency needs more KV cache than fits: true = the engine
+  // admits a request once its prompt fits and preempts running requests when
+  // the cache runs out (vLLM: recompute), so part of the queue wait falls
+  // after the first token; false = admission waits until the request's
+  // reserved KV fits (TensorRT-LLM's whole-output reservation; SGLang's
+  // scheduler reserves for the running requests' estimated remaining output),
+  // so the whole wait is before the first token. Engine behaviour, not fitted
+  // (simulator/calibration.cc cites the sources).
+  bool preempts_on_kv_overflow = false;
   // Disaggregated plans only: fixed latency per request before its first
   // token on top of the prefill (routing to two servers, the KV-transfer
   // bootstrap handshake and the decode server admitting the transferred
@@ -96,7 +105,7 @@ struct Calibration {
 
 // Calibration::disagg_request_overhead_s of the engine-agnostic default
 // (the SGLang profile's fitted value).
-inline constexpr double kEngineAgnosticDisaggOverheadS = 0.16;
+inline constexpr double kEngineAgnosticDisaggOverheadS = 0.17;
 
 // The calibration shipped with this version (constants produced by the fit).
 const Calibration& DefaultCalibration();
@@ -108,7 +117,9 @@ const std::vector<int>& BatchSizeCandidates();
 // Version of the cost model; part of the elite store's problem fingerprint.
 // 5: a disaggregated prefill pass of several requests pays the attention
 // quadratic term per request (it was charged over the whole pass).
-inline constexpr int kCostModelVersion = 5;
+// 6: on engines that preempt (vLLM) the KV-overflow wait is split between
+// TTFT and TPOT.
+inline constexpr int kCostModelVersion = 6;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -1301,9 +1301,19 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
     out.add_validation(absl::StrFormat(
         "KV cache holds %d of %d requests per replica: %d wait in the "
         "engine's queue (+%.0f ms TTFT, Little's law over a closed loop); "
-        "throughput and TPOT are the running batch's",
-        e.running_batch, e.batch_size, e.queued_requests,
-        e.queue_wait_s * 1e3));
+        "%s the running batch's",
+        e.running_batch, e.batch_size, e.queued_requests, e.queue_wait_s * 1e3,
+        e.preemption_wait_seconds > 0 ? "throughput is"
+                                      : "throughput and TPOT are"));
+    if (e.preemption_wait_seconds > 0) {
+      out.add_validation(absl::StrFormat(
+          "the engine allocates KV cache as tokens are generated: running "
+          "requests are preempted and recomputed, so %.0f ms of the wait "
+          "falls after the first token (TPOT %.1f ms instead of the running "
+          "batch's %.1f ms)",
+          e.preemption_wait_seconds * 1e3, e.tpot_s * 1e3,
+          e.decode_iteration_s * 1e3));
+    }
   }
   shardplan::v1::MemoryBreakdown* memory = out.mutable_memory_per_gpu();
   memory->set_weights_bytes(e.weights_bytes);

@@ -287,6 +287,9 @@ struct Evaluation {
   int running_batch = 0;
   int queued_requests = 0;
   double queue_wait_s = 0;  // included in ttft_s
+  // Engines that preempt (vLLM, SGLang): the part of the wait spent after the
+  // first token, preempted and recomputed; spread over tpot_s.
+  double preemption_wait_seconds = 0;
 
   // Per GPU, worst stage.
   double weights_bytes = 0;

@@ -8,8 +8,11 @@
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <set>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -92,18 +95,19 @@ TEST_F(CalibrationTest, HeldOutTpotRanksLayouts) {
 }
 
 // TTFT: the held-out rows of the fitted models meet the 25% target. The
-// held-out models do not. Llama-3.1-8B (35.9%): at concurrency <= 32 its
+// held-out models do not. Llama-3.1-8B (35.1%): at concurrency <= 32 its
 // measured TTFT is a + OSL * TPOT / concurrency, one inter-completion interval
 // of queueing (fitted OSL slope x concurrency: median 0.97 over its 36
 // layout/ISL/concurrency groups), while the Qwen3 trtllm rows of the same
 // engine version (1.0.0rc3) have none (median -0.03 and 0.00 over 61 groups),
-// so no term fitted on them can predict it. Llama-3.1-70B on vLLM:
-// its TTFT is 1.25-1.4x one predicted prefill at concurrency 4-8 where the
-// fitted vLLM rows (Qwen3-32B) show ~2.5x; its rows whose KV cache overflows
-// are predicted with the engine's queue, which over-predicts the measured
-// TTFT of the two that queue 2.8-3.7x (59.7% overall)
-// (docs/cost-model-and-calibration.md, "Calibration"). The errors are
-// reported and bounded here, not tuned.
+// so no term fitted on them can predict it. Llama-3.1-70B on vLLM (53.8%):
+// its TTFT is overhead + P (1 + ~0.05 (C - 1)) + waiting decode steps, i.e.
+// the fitted terms without the in-flight prefill (ttft_inflight_prefills,
+// 1.56 on the vLLM 0.12 / 0.18 rows of Qwen3-32B and gpt-oss, 0 here: 20 of
+// its own runs fit it to 0), and that term is TTFT-only (the Qwen rows'
+// TPOT, which carries the same prefill, is unbiased), so no fitted parameter
+// can carry the difference (docs/cost-model-and-calibration.md,
+// "Calibration"). The errors are reported and bounded here, not tuned.
 TEST_F(CalibrationTest, HeldOutTtft) {
   for (const AccuracyGroup& g : report_.groups) {
     if (g.split == "fit") continue;
@@ -113,7 +117,7 @@ TEST_F(CalibrationTest, HeldOutTtft) {
       EXPECT_LE(g.ttft_mape, 37.0) << g.engine;
     } else {
       EXPECT_EQ(g.model, "llama-3.1-70b");
-      EXPECT_LE(g.ttft_mape, 61.0) << g.engine;
+      EXPECT_LE(g.ttft_mape, 54.5) << g.engine;
     }
   }
 }
@@ -198,15 +202,24 @@ TEST(CalibrationMoeTest, HeldOutMoeRowsMeetTargets) {
 // (Llama-3.1-8B's harness queueing term, Llama-3.1-70B's short TTFT on vLLM;
 // docs/cost-model-and-calibration.md, "Per-engine targets"), so those two are
 // bounded at what they are, not at the target.
-TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
+// The rows of the three aggregated CSVs (the validation file's as a held-out
+// model's).
+ParsedMeasurements AllAggregatedRows() {
   ParsedMeasurements data;
   for (const char* file : {"h100_measured_latency.csv", "h100_moe_latency.csv",
                            "h100_validation_latency.csv"}) {
     absl::StatusOr<ParsedMeasurements> part = ParseMeasurements(
         ReadCsv(file), std::string(file) == "h100_validation_latency.csv");
-    ASSERT_TRUE(part.ok()) << part.status();
+    EXPECT_TRUE(part.ok()) << part.status();
+    if (!part.ok()) continue;
     data.rows.insert(data.rows.end(), part->rows.begin(), part->rows.end());
   }
+  return data;
+}
+
+TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
+  const ParsedMeasurements data = AllAggregatedRows();
+  ASSERT_FALSE(data.rows.empty());
   absl::StatusOr<AccuracyReport> report =
       ComputeAccuracy(data, CalibrationProfiles());
   ASSERT_TRUE(report.ok()) << report.status();
@@ -220,9 +233,52 @@ TEST(CalibrationEngineTest, PerEngineHeldOutAccuracy) {
       EXPECT_LE(e.ttft_mape, 30.0) << "target 25%, not met";
     } else {
       EXPECT_EQ(e.engine, "vllm");
-      EXPECT_LE(e.ttft_mape, 41.0) << "target 25%, not met";
+      EXPECT_LE(e.ttft_mape, 37.5) << "target 25%, not met";
     }
   }
+}
+
+// A user's 20 measured runs of one engine/model (FitProfile, as the Calibrate
+// RPC runs it), for every (engine, model) group of the CSVs, started from the
+// engine's own profile and from the engine-agnostic default: the fit never
+// worsens its own runs' TPOT or TTFT; where the starting profile is off by
+// more than 20% on the group's other runs' TPOT it cuts that error at least in
+// half (the target; SGLang Qwen3-32B from the default: 34.5% -> 7.5%);
+// elsewhere the held-out TPOT moves by at most +0.8 points (measured worst:
+// +0.7, TensorRT-LLM Llama-3.1-8B from its own profile, 8.2% -> 8.9%).
+TEST(CalibrationUserFitTest, TwentyRunsHalveTpotErrorWhereTheProfileIsOff) {
+  const ParsedMeasurements data = AllAggregatedRows();
+  std::set<std::pair<std::string, std::string>> groups;
+  for (const MeasuredRow& r : data.rows) {
+    groups.insert({r.engine, r.catalog_model});
+  }
+  ASSERT_EQ(groups.size(), 7u);
+  int off_by_more_than_20 = 0;
+  for (const auto& [engine, model] : groups) {
+    absl::StatusOr<CalibrationProfile> own = FindCalibrationProfile(engine);
+    ASSERT_TRUE(own.ok()) << own.status();
+    for (const CalibrationProfile& start :
+         {*own, DefaultCalibrationProfile()}) {
+      SCOPED_TRACE(absl::StrCat(engine, ":", model, " from ", start.name));
+      absl::StatusOr<std::vector<MeasuredRow>> rows =
+          UserFitRows(data.rows, engine, model, 20, start);
+      ASSERT_TRUE(rows.ok()) << rows.status();
+      absl::StatusOr<ProfileFit> fit = FitProfile("user", *rows, start);
+      ASSERT_TRUE(fit.ok()) << fit.status();
+      EXPECT_EQ(fit->fit_rows, 20);
+      EXPECT_GE(fit->held_out_rows, 20);
+      EXPECT_LE(fit->fit_tpot_mape_after, fit->fit_tpot_mape_before + 1e-9);
+      EXPECT_LE(fit->fit_ttft_mape_after, fit->fit_ttft_mape_before + 1e-9);
+      if (fit->tpot_mape_before > 20) {
+        ++off_by_more_than_20;
+        EXPECT_LE(fit->tpot_mape_after, fit->tpot_mape_before / 2);
+      } else {
+        EXPECT_LE(fit->tpot_mape_after, fit->tpot_mape_before + 0.8);
+      }
+    }
+  }
+  // Not vacuous: at least one start is off by more than 20%.
+  EXPECT_GE(off_by_more_than_20, 1);
 }
 
 TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
@@ -458,7 +514,8 @@ namespace shardplan::simulator {
 namespace {
 
 // Disaggregated H100 rows (AIConfigurator's silicon sample, mode=disagg):
-// nothing is fitted on them; the held-out figures must stay under what
+// only the two disaggregated overheads per engine are fitted, on the rows
+// that are not held out; the figures must stay under what
 // docs/cost-model-and-calibration.md reports (which misses the issue's
 // targets of TPOT <= 20% and TTFT <= 30%; see the docs).
 TEST(CalibrationDisaggTest, HeldOutRowsStayUnderDocumentedErrors) {
@@ -466,18 +523,54 @@ TEST(CalibrationDisaggTest, HeldOutRowsStayUnderDocumentedErrors) {
   ASSERT_FALSE(text.empty()) << "disaggregated CSV missing";
   absl::StatusOr<ParsedDisaggregated> data = ParseDisaggregatedRows(text);
   ASSERT_TRUE(data.ok()) << data.status();
-  EXPECT_EQ(data->rows.size() + data->skipped + data->skipped_queueing, 107u);
+  EXPECT_EQ(data->rows.size() + data->skipped + data->skipped_queueing +
+                data->skipped_duplicates + data->skipped_conflicting_layouts,
+            107u);
   absl::StatusOr<DisaggregatedAccuracy> report =
       ComputeDisaggregatedAccuracy(data->rows, CalibrationProfiles());
   ASSERT_TRUE(report.ok()) << report.status();
   SCOPED_TRACE(report->Markdown());
-  EXPECT_GE(report->held_out_rows, 20);
-  // Measured (docs/cost-model-and-calibration.md): held-out TPOT 34.5%, TTFT
-  // 32.7%; fit rows TPOT 32.3%, TTFT 32.4% (the 20% / 30% missed).
+  // 22 repeats of a measurement under one layout and 21 rows of 8
+  // measurements reported under two layouts (TensorRT-LLM) leave 48 distinct
+  // measurements, 12 of them held out.
+  EXPECT_EQ(data->skipped_duplicates, 22);
+  EXPECT_EQ(data->skipped_conflicting_layouts, 21);
+  EXPECT_EQ(report->rows, 48);
+  EXPECT_EQ(report->held_out_rows, 12);
+  // Measured (docs/cost-model-and-calibration.md): held-out TPOT 35.2%, TTFT
+  // 38.0%; fit rows TPOT 41.8%, TTFT 33.5%; all rows TPOT 40.1% (the issue's
+  // 20% / 30% missed).
   EXPECT_LE(report->held_out_tpot_mape, 36.0);
-  EXPECT_LE(report->held_out_ttft_mape, 35.0);
+  EXPECT_LE(report->held_out_ttft_mape, 39.0);
   EXPECT_LE(report->fit_ttft_mape, 34.0);
-  EXPECT_LE(report->tpot_mape, 34.0);
+  EXPECT_LE(report->tpot_mape, 41.0);
+}
+
+// One measurement in several rows: kept once under one layout, dropped under
+// conflicting layouts; different measurements of one layout all stay.
+TEST(CalibrationDisaggTest, RepeatedMeasurementsCountOnce) {
+  const std::string header =
+      "id,silicon_data_source,backend,model_path,precision,mode,isl,osl,"
+      "gemm_quant_mode,prefill_batch_size,prefill_num_workers,prefill_tp_size,"
+      "prefill_pp_size,prefill_attention_dp_size,prefill_moe_tp_size,"
+      "prefill_moe_ep_size,decode_batch_size,decode_num_workers,decode_tp_size,"
+      "decode_pp_size,decode_attention_dp_size,decode_moe_tp_size,"
+      "decode_moe_ep_size,silicon_ttft_ms,silicon_tpot_ms\n";
+  auto row = [](const char* id, int decode_workers, const char* ttft) {
+    return absl::StrCat(id,
+                        ",silicon_concurrency=6,sglang,Qwen/Qwen3-32B,bf16,"
+                        "disagg,1024,1024,bf16,1,1,2,1,1,1,1,,",
+                        decode_workers, ",2,1,1,1,1,", ttft, ",10.5\n");
+  };
+  absl::StatusOr<ParsedDisaggregated> data = ParseDisaggregatedRows(
+      header + row("a", 2, "300.0000000001") + row("b", 2, "300.0") +
+      row("c", 2, "310.0") + row("d", 2, "400.0") + row("e", 1, "400.0"));
+  ASSERT_TRUE(data.ok()) << data.status();
+  ASSERT_EQ(data->rows.size(), 2u);
+  EXPECT_EQ(data->rows[0].id, "a");
+  EXPECT_EQ(data->rows[1].id, "c");
+  EXPECT_EQ(data->skipped_duplicates, 1);
+  EXPECT_EQ(data->skipped_conflicting_layouts, 2);
 }
 
 TEST(CalibrationDisaggTest, RejectsMissingPoolColumns) {

@@ -12,6 +12,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardplan/v1/shardplan.pb.h"
+#include "simulator/calibration.h"
 #include "simulator/internal/cost_layers.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -38,6 +39,8 @@ struct Setup {
   std::string weight_dtype = "bf16";
   double max_ttft_ms = 0;
   double max_tpot_ms = 0;
+  // A calibration profile name; empty: DefaultCalibration().
+  std::string profile = "";
 };
 
 std::unique_ptr<const CostModel> Make(const Setup& s) {
@@ -58,8 +61,16 @@ std::unique_ptr<const CostModel> Make(const Setup& s) {
   absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
   EXPECT_TRUE(problem.ok()) << problem.status();
   if (!problem.ok()) return nullptr;
+  Calibration calibration = DefaultCalibration();
+  if (!s.profile.empty()) {
+    absl::StatusOr<CalibrationProfile> profile =
+        FindCalibrationProfile(s.profile);
+    EXPECT_TRUE(profile.ok()) << profile.status();
+    if (!profile.ok()) return nullptr;
+    calibration = profile->calibration;
+  }
   absl::StatusOr<std::unique_ptr<const CostModel>> model =
-      CostModel::Create(*problem);
+      CostModel::Create(*problem, calibration);
   EXPECT_TRUE(model.ok()) << model.status();
   if (!model.ok()) return nullptr;
   return std::move(*model);
@@ -518,6 +529,49 @@ TEST(CostModelTest, KvCacheOverflowQueuesAtFixedConcurrency) {
   EXPECT_EQ(fits.queued_requests, 0);
   EXPECT_EQ(fits.running_batch, e.running_batch);
   EXPECT_EQ(fits.queue_wait_s, 0);
+}
+
+// vLLM admits a request once its prompt fits and preempts running requests
+// when the cache runs out: the same Little's-law wait, but the share of a
+// running request's KV taken after admission ((ctx - ISL) / ctx, ctx = ISL +
+// OSL / 2) falls after the first token, in the per-request TPOT. SGLang holds
+// the same KV per request but admits against the running requests' estimated
+// output, so its wait stays before the first token.
+TEST(CostModelTest, KvCacheOverflowPreemptsOnVllm) {
+  const CaseSetup setup{.model = "llama-3.1-70b",
+                        .gpus = 2,
+                        .isl = 1024,
+                        .osl = 8192,
+                        .concurrency = 64,
+                        .weight_dtype = "fp8",
+                        .profile = "h100-vllm"};
+  const Evaluation e = Make(setup)->Evaluate(Plan(1, 2, 1));
+  ASSERT_TRUE(e.feasible) << InfeasibleReasonText(e);
+  ASSERT_GE(e.running_batch, 1);
+  ASSERT_LT(e.running_batch, 64);
+  CaseSetup free_batch = setup;
+  free_batch.concurrency = 0;
+  const Evaluation running =
+      Make(free_batch)->Evaluate(Plan(1, 2, 1, 1, e.running_batch));
+  ASSERT_TRUE(running.feasible);
+  const double slot_s = running.ttft_s + (8192 - 1) * running.tpot_s;
+  const double wait_s = slot_s * (64 - e.running_batch) / e.running_batch;
+  const double share = 4096.0 / (1024 + 4096);  // OSL / 2 of ISL + OSL / 2
+  EXPECT_NEAR(e.queue_wait_s + e.preemption_wait_seconds, wait_s,
+              1e-9 * wait_s);
+  EXPECT_NEAR(e.preemption_wait_seconds, share * wait_s, 1e-9 * wait_s);
+  EXPECT_NEAR(e.ttft_s, running.ttft_s + e.queue_wait_s, 1e-9 * e.ttft_s);
+  EXPECT_NEAR(e.tpot_s, running.tpot_s + e.preemption_wait_seconds / (8192 - 1),
+              1e-9 * e.tpot_s);
+  // The engine's token rate is the running batch's.
+  EXPECT_DOUBLE_EQ(e.output_tokens_per_s, running.output_tokens_per_s);
+  // SGLang: the same running batch, the whole wait before the first token.
+  CaseSetup sglang = setup;
+  sglang.profile = "h100-sglang";
+  const Evaluation g = Make(sglang)->Evaluate(Plan(1, 2, 1));
+  EXPECT_EQ(g.running_batch, e.running_batch);
+  EXPECT_EQ(g.preemption_wait_seconds, 0);
+  EXPECT_GT(g.queue_wait_s, e.queue_wait_s);
 }
 
 TEST(CostModelTest, KvCacheOverflowStaysInfeasibleWhenNoRequestFits) {
