@@ -285,10 +285,58 @@ std::string NodeGroupName(const ClusterDims& cluster, int node) {
   return "";
 }
 
-// GPUs on node `node` of `cluster` (the last node may be partial).
+// GPUs on node `node` of `cluster` (the last node may be partial; node
+// groups may differ in size).
 int GpusOnNode(const ClusterDims& cluster, int node) {
+  if (!cluster.node_gpus.empty()) {
+    return node >= 0 && node < static_cast<int>(cluster.node_gpus.size())
+               ? cluster.node_gpus[node]
+               : 0;
+  }
   const int g = std::max(1, cluster.gpus_per_node);
   return std::clamp(cluster.num_gpus - node * g, 0, g);
+}
+
+// Global rank of the first GPU of node `node` of `cluster`.
+int64_t NodeFirstRank(const ClusterDims& cluster, int node) {
+  if (cluster.node_gpus.empty()) {
+    return static_cast<int64_t>(node) * std::max(1, cluster.gpus_per_node);
+  }
+  int64_t first = 0;
+  for (int j = 0; j < node && j < static_cast<int>(cluster.node_gpus.size());
+       ++j) {
+    first += cluster.node_gpus[j];
+  }
+  return first;
+}
+
+// Deploying `plan` on `problem`'s cluster from nothing: the weight bytes of
+// all GPUs and the slowest node's storage read.
+struct FreshDeploy {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+FreshDeploy FreshDeployOf(const PlanDims& plan, const Problem& problem,
+                          double storage_bytes_per_s) {
+  FreshDeploy out;
+  const Layout layout = LayoutOf(plan, problem);
+  const LayerParams params = LayerParamsOf(problem.model);
+  const double bytes_per_element =
+      BytesPerElement(problem.workload.weight_dtype);
+  for (int node = 0; node < problem.cluster.num_nodes(); ++node) {
+    double node_bytes = 0;
+    const int64_t first = NodeFirstRank(problem.cluster, node);
+    for (int k = 0; k < GpusOnNode(problem.cluster, node); ++k) {
+      const Shard s = ShardOf(plan, problem, layout, first + k);
+      node_bytes +=
+          Compare(problem.model, params, s, nullptr).needed * bytes_per_element;
+    }
+    out.bytes += node_bytes;
+    out.seconds =
+        std::max(out.seconds, node_bytes / std::max(1.0, storage_bytes_per_s));
+  }
+  return out;
 }
 
 }  // namespace
@@ -366,14 +414,13 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
   const int layers = r.problem.model.layers;
   const Layout l = LayoutOf(r.plan, r.problem);
   std::vector<int> covered(layers + 2, 0);
-  const int g = std::max(1, old_cluster.gpus_per_node);
   const int stage_size = std::max(1, l.placement.stage_size);
   for (int rep = 0; rep < l.placement.replicas; ++rep) {
     for (int s = 0; s < l.pp; ++s) {
       const int64_t first = StageFirstRank(l.placement, l.pp, rep, s);
       bool alive = true;
       for (int64_t k = first; k < first + stage_size && alive; ++k) {
-        alive = model->old_node_survives_[k / g];
+        alive = model->old_node_survives_[NodeOfRank(old_cluster, k)];
       }
       if (!alive) continue;
       for (int layer = l.stage_first[s]; layer < l.stage_first[s + 1];
@@ -384,6 +431,10 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
       if (s == l.pp - 1) covered[layers + 1] = 1;
     }
   }
+  const FreshDeploy running_fresh =
+      FreshDeployOf(r.plan, r.problem, model->storage_bytes_per_s_per_node_);
+  model->running_fresh_seconds_ = running_fresh.seconds;
+  model->running_bytes_ = running_fresh.bytes;
   model->peer_layers_prefix_.assign(layers + 3, 0);
   for (int i = 0; i < layers + 2; ++i) {
     model->peer_layers_prefix_[i + 1] =
@@ -407,8 +458,6 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
   const double old_bytes_per_element =
       BytesPerElement(running_.problem.workload.weight_dtype);
   const double bytes_per_element = BytesPerElement(next_.workload.weight_dtype);
-  const int old_g = std::max(1, old_cluster.gpus_per_node);
-  const int new_g = std::max(1, new_cluster.gpus_per_node);
   const int new_nodes = new_cluster.num_nodes();
   const double ib = std::max(1.0, new_cluster.hardware.inter_node_bytes_per_s);
   const double storage = std::max(1.0, storage_bytes_per_s_per_node_);
@@ -418,7 +467,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
     if (old_node_survives_[n]) continue;
     const int gpus = GpusOnNode(old_cluster, n);
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = static_cast<int64_t>(n) * old_g + k;
+      const int64_t rank = NodeFirstRank(old_cluster, n) + k;
       old_replica_changed
           [ShardOf(running_.plan, running_.problem, old_layout, rank).replica] =
               1;
@@ -433,13 +482,13 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
     const int old_node = old_node_of_[node];
     const int gpus = GpusOnNode(new_cluster, node);
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = static_cast<int64_t>(node) * new_g + k;
+      const int64_t rank = NodeFirstRank(new_cluster, node) + k;
       const Shard n = ShardOf(plan, next_, new_layout, rank);
       Shard o;
       bool held = false;
       if (old_node >= 0 && k < GpusOnNode(old_cluster, old_node)) {
         o = ShardOf(running_.plan, running_.problem, old_layout,
-                    static_cast<int64_t>(old_node) * old_g + k);
+                    NodeFirstRank(old_cluster, old_node) + k);
         held = true;
       }
       const Elements e =
@@ -501,10 +550,11 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
     const double storage_s = node_storage_bytes[node] / storage;
     cost.fresh_seconds =
         std::max(cost.fresh_seconds, node_fresh_bytes[node] / storage);
+    cost.fresh_bytes += node_fresh_bytes[node];
     const int gpus = GpusOnNode(new_cluster, node);
     double node_s = 0, node_bytes = 0;
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = static_cast<int64_t>(node) * new_g + k;
+      const int64_t rank = NodeFirstRank(new_cluster, node) + k;
       node_s = std::max(node_s, peer_bytes[rank] / ib + storage_s);
     }
     if (node_storage_bytes[node] > 0) node_s = std::max(node_s, storage_s);
@@ -538,15 +588,29 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
   return cost;
 }
 
+double DefaultTransitionWeight(const TransitionModel& model) {
+  if (model.running_fresh_seconds() <= 0) return 0;
+  return -std::log1p(-kDefaultTransitionShare) / model.running_fresh_seconds();
+}
+
 double TransitionPenalty(const TransitionObjective& objective,
                          const TransitionCost& cost) {
   if (objective.weight_per_s.has_value()) {
     return *objective.weight_per_s * cost.estimated_seconds;
   }
-  if (cost.fresh_seconds <= 0) return 0;
-  // -log(1 - share) at a full reload, in proportion below it.
-  return -std::log1p(-kDefaultTransitionShare) *
-         std::min(1.0, cost.estimated_seconds / cost.fresh_seconds);
+  if (objective.model == nullptr) return 0;
+  const TransitionModel& model = *objective.model;
+  // One scale for every candidate (the running plan's own deploy time): a
+  // per-plan scale would reward plans that are slow to deploy. Bytes only
+  // break near-ties in seconds, which are common: the layers only a removed
+  // node held come from storage whatever the new plan is.
+  const double bytes_seconds =
+      model.running_bytes() > 0
+          ? kDefaultBytesTieBreak * model.running_fresh_seconds() *
+                cost.total_bytes / model.running_bytes()
+          : 0;
+  return DefaultTransitionWeight(model) *
+         (cost.estimated_seconds + bytes_seconds);
 }
 
 double ApplyTransitionObjective(const TransitionObjective& objective,

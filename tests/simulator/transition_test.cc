@@ -233,6 +233,45 @@ TEST(TransitionTest, ObjectiveLimitAndDefaultRule) {
   EXPECT_THAT(InfeasibleReasonText(f), HasSubstr("max_transition_seconds"));
 }
 
+TEST(TransitionTest, DefaultRuleHasOneScaleAndBreaksTiesByBytes) {
+  const Problem old_problem = MakeProblem("llama-3.1-70b", 16);
+  const Problem next = MakeProblem("llama-3.1-70b", 8);
+  const PlanDims running = Degrees(1, 1, 8, 2);
+  TransitionObjective objective;
+  objective.model = MakeModel(old_problem, running, next);
+  // The scale is the running plan deployed from nothing on its cluster: what
+  // a diff from nothing (the same plan, the same cluster, no survivor) says.
+  RunningDeployment nothing;
+  nothing.problem = old_problem;
+  nothing.plan = running;
+  nothing.removed_nodes = {0, 1};
+  auto from_nothing = TransitionModel::Create(nothing, old_problem);
+  ASSERT_TRUE(from_nothing.ok()) << from_nothing.status();
+  const TransitionCost full = (*from_nothing)->Diff(running);
+  EXPECT_DOUBLE_EQ(objective.model->running_fresh_seconds(),
+                   full.estimated_seconds);
+  EXPECT_DOUBLE_EQ(objective.model->running_bytes(), full.total_bytes);
+  EXPECT_DOUBLE_EQ(
+      DefaultTransitionWeight(*objective.model),
+      -std::log1p(-kDefaultTransitionShare) / full.estimated_seconds);
+  // Linear in seconds with that one weight, whatever the plan's own deploy
+  // time; at equal seconds the plan that loads fewer bytes pays less.
+  TransitionCost a;
+  a.estimated_seconds = 10;
+  a.total_bytes = 100e9;
+  TransitionCost b = a;
+  b.estimated_seconds = 20;
+  b.fresh_seconds = 1e6;  // plan-dependent figures do not enter the rule
+  TransitionCost c = a;
+  c.total_bytes = 50e9;
+  const double pa = TransitionPenalty(objective, a);
+  EXPECT_NEAR(TransitionPenalty(objective, b) - pa,
+              10 * DefaultTransitionWeight(*objective.model), 1e-12);
+  EXPECT_LT(TransitionPenalty(objective, c), pa);
+  EXPECT_LT(pa - TransitionPenalty(objective, c),
+            1e-2 * DefaultTransitionWeight(*objective.model));
+}
+
 TEST(TransitionTest, AdaptRunningPlanFitsTheNewGpus) {
   const std::vector<PlanDims> a = AdaptRunningPlan(Degrees(4, 1, 8, 1), 24);
   ASSERT_GE(a.size(), 2u);
