@@ -165,21 +165,25 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
   p.tp = ContiguousBlockShape(tp, cluster);
   p.domain = ContiguousBlockShape(p.stage_size, cluster);
   p.replica = ContiguousBlockShape(p.stage_size * pp, cluster);
-  // Stage s sends to stage s + 1, rank i to rank i + stage_size: it stays in
-  // the node only when the whole replica does (a replica that spans nodes has
-  // a boundary on or across a node edge).
+  // Stage s sends to stage s + 1, rank i to rank i + stage_size. Some
+  // boundary crosses nodes exactly when the replica spans nodes (a node edge
+  // inside it falls on or inside a stage pair).
   p.p2p_inter_node = pp > 1 && p.replica.spans_nodes();
   if (p.p2p_inter_node) {
     // A boundary stays in a node when both its stages do. Replica layouts
     // repeat with the node size, so the first node's worth of replicas and
     // the last ones (a partial or smaller last node) cover every pattern.
-    const std::vector<int64_t> starts = NodeStarts(cluster);
+    // NodeOfRank is arithmetic on uniform nodes: no allocation in the cost
+    // model's hot path.
     const int64_t replica_size = static_cast<int64_t>(p.stage_size) * pp;
     auto crossings = [&](int r) {
       int n = 0;
       for (int s = 0; s + 1 < pp; ++s) {
         const int64_t first = (int64_t{r} * pp + s) * p.stage_size;
-        n += BlockOn(starts, first, 2 * p.stage_size).spans_nodes() ? 1 : 0;
+        n += NodeOfRank(cluster, first) !=
+                     NodeOfRank(cluster, first + 2 * p.stage_size - 1)
+                 ? 1
+                 : 0;
       }
       return n;
     };
