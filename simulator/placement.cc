@@ -107,36 +107,8 @@ GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster) {
     return ContiguousBlockShape(size, cluster.num_gpus, cluster.gpus_per_node);
   }
   size = std::max(1, size);
-  const std::vector<int>& nodes = cluster.node_gpus;
-  GroupShape worst;
-  worst.n = size;
-  worst.per_node = size;
-  size_t node = 0;
-  int64_t node_first = 0;  // first rank of `node`
-  const int64_t blocks = std::max<int64_t>(1, cluster.num_gpus / size);
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t start = k * size;
-    const int64_t end = start + size;
-    while (node + 1 < nodes.size() && node_first + nodes[node] <= start) {
-      node_first += nodes[node++];
-    }
-    GroupShape s;
-    s.n = size;
-    s.nodes = 0;
-    int64_t fewest = size;
-    int64_t first = node_first;
-    for (size_t j = node; j < nodes.size() && first < end; ++j) {
-      const int64_t lo = std::max(start, first);
-      const int64_t hi = std::min(end, first + nodes[j]);
-      fewest = std::min(fewest, hi - lo);
-      ++s.nodes;
-      first += nodes[j];
-    }
-    s.nodes = std::max(1, s.nodes);
-    s.per_node = static_cast<int>(std::max<int64_t>(1, fewest));
-    worst = k == 0 ? s : Worse(worst, s);
-  }
-  return worst;
+  return WorstBlockOn(NodeStarts(cluster), 0, size,
+                      std::max(1, cluster.num_gpus / size));
 }
 
 int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank) {
