@@ -276,6 +276,66 @@ std::string PieceText(const Piece& p) {
   return text;
 }
 
+// Which surviving GPU of a node takes each local rank of the new plan:
+// gpu_of[k] indexes `olds`, -1 for a GPU the node did not have. In order (rank
+// k on GPU k) unless `match`; then greedily the pairs that keep the most
+// weights, ties to the GPU in order, so an unchanged plan stays in order.
+// Engines map local ranks to GPUs through CUDA_VISIBLE_DEVICES, so the order
+// is free to choose. O(GPUs^2) per node.
+std::vector<int> MatchGpus(const ModelDims& m, const LayerParams& p,
+                           const std::vector<Shard>& news,
+                           const std::vector<Shard>& olds, bool match) {
+  const int gpus = static_cast<int>(news.size());
+  const int old_gpus = static_cast<int>(olds.size());
+  std::vector<int> gpu_of(gpus, -1);
+  if (!match) {
+    for (int k = 0; k < std::min(gpus, old_gpus); ++k) gpu_of[k] = k;
+    return gpu_of;
+  }
+  struct Pair {
+    double kept;
+    bool in_order;
+    int k, j;
+  };
+  std::vector<Pair> pairs;
+  pairs.reserve(static_cast<size_t>(gpus) * old_gpus);
+  for (int k = 0; k < gpus; ++k) {
+    for (int j = 0; j < old_gpus; ++j) {
+      const Elements e = Compare(m, p, news[k], &olds[j]);
+      pairs.push_back({e.needed - e.missing, k == j, k, j});
+    }
+  }
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const Pair& a, const Pair& b) {
+                     if (a.kept != b.kept) return a.kept > b.kept;
+                     return a.in_order && !b.in_order;
+                   });
+  std::vector<bool> taken(old_gpus, false);
+  for (const Pair& x : pairs) {
+    if (x.kept <= 0) break;
+    if (gpu_of[x.k] >= 0 || taken[x.j]) continue;
+    gpu_of[x.k] = x.j;
+    taken[x.j] = true;
+  }
+  // The rest keep nothing either way: in order where free, then what is left.
+  for (int k = 0; k < gpus; ++k) {
+    if (gpu_of[k] < 0 && k < old_gpus && !taken[k]) {
+      gpu_of[k] = k;
+      taken[k] = true;
+    }
+  }
+  int j = 0;
+  for (int k = 0; k < gpus; ++k) {
+    if (gpu_of[k] >= 0) continue;
+    while (j < old_gpus && taken[j]) ++j;
+    if (j < old_gpus) {
+      gpu_of[k] = j;
+      taken[j] = true;
+    }
+  }
+  return gpu_of;
+}
+
 std::string NodeGroupName(const ClusterDims& cluster, int node) {
   int first = 0;
   for (const NodeGroupDims& g : cluster.node_groups) {
@@ -443,8 +503,8 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
   return std::unique_ptr<const TransitionModel>(std::move(model));
 }
 
-TransitionCost TransitionModel::Diff(const PlanDims& plan,
-                                     bool with_node_loads) const {
+TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
+                                     bool match_gpu_order) const {
   TransitionCost cost;
   const ModelDims& m = next_.model;
   const LayerParams params = LayerParamsOf(m);
@@ -478,19 +538,45 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
   std::vector<double> node_fresh_bytes(new_nodes, 0);
   std::vector<std::vector<Piece>> pieces(with_node_loads ? new_nodes : 0);
   const int layers = m.layers;
+  std::vector<std::string> gpu_orders(with_node_loads ? new_nodes : 0);
   for (int node = 0; node < new_nodes; ++node) {
     const int old_node = old_node_of_[node];
     const int gpus = GpusOnNode(new_cluster, node);
+    const int old_gpus = old_node >= 0 ? GpusOnNode(old_cluster, old_node) : 0;
+    std::vector<Shard> news(gpus), olds(old_gpus);
+    for (int k = 0; k < gpus; ++k) {
+      news[k] = ShardOf(plan, next_, new_layout,
+                        NodeFirstRank(new_cluster, node) + k);
+    }
+    for (int j = 0; j < old_gpus; ++j) {
+      olds[j] = ShardOf(running_.plan, running_.problem, old_layout,
+                        NodeFirstRank(old_cluster, old_node) + j);
+    }
+    const std::vector<int> gpu_of =
+        MatchGpus(m, params, news, olds, match_gpu_order && same_dtype);
+    std::vector<bool> taken(old_gpus, false);
+    bool identity = true;
+    for (int k = 0; k < gpus; ++k) {
+      if (gpu_of[k] >= 0) taken[gpu_of[k]] = true;
+      identity = identity && (gpu_of[k] == k || gpu_of[k] < 0);
+    }
+    for (int j = 0; j < old_gpus; ++j) {
+      if (!taken[j]) old_replica_changed[olds[j].replica] = 1;
+    }
+    if (with_node_loads && !identity) {
+      std::vector<std::string> order;
+      for (int k = 0; k < gpus; ++k) {
+        order.push_back(gpu_of[k] >= 0 ? absl::StrCat(gpu_of[k]) : "new");
+      }
+      gpu_orders[node] =
+          absl::StrCat("GPU order ", absl::StrJoin(order, ","),
+                       " (CUDA_VISIBLE_DEVICES: local rank k on the k-th); ");
+    }
     for (int k = 0; k < gpus; ++k) {
       const int64_t rank = NodeFirstRank(new_cluster, node) + k;
-      const Shard n = ShardOf(plan, next_, new_layout, rank);
-      Shard o;
-      bool held = false;
-      if (old_node >= 0 && k < GpusOnNode(old_cluster, old_node)) {
-        o = ShardOf(running_.plan, running_.problem, old_layout,
-                    NodeFirstRank(old_cluster, old_node) + k);
-        held = true;
-      }
+      const Shard& n = news[k];
+      const bool held = gpu_of[k] >= 0;
+      const Shard o = held ? olds[gpu_of[k]] : Shard{};
       const Elements e =
           Compare(m, params, n, held && same_dtype ? &o : nullptr);
       const double load = e.missing * bytes_per_element;
@@ -517,11 +603,15 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
           static_cast<double>(peer_layers_prefix_[std::min(hi, layers + 2)] -
                               peer_layers_prefix_[std::max(0, lo)]) /
           span;
-      peer_bytes[rank] = load * covered;
-      node_storage_bytes[node] += load * (1 - covered);
+      // Layers no surviving stage holds come from storage whole (what the GPU
+      // keeps lies in layers it held, so in covered ones).
+      const double from_storage =
+          std::min(load, e.needed * bytes_per_element * (1 - covered));
+      peer_bytes[rank] = load - from_storage;
+      node_storage_bytes[node] += from_storage;
       cost.total_bytes += load;
-      cost.peer_bytes += load * covered;
-      cost.storage_bytes += load * (1 - covered);
+      cost.peer_bytes += load - from_storage;
+      cost.storage_bytes += from_storage;
       cost.max_bytes_per_gpu = std::max(cost.max_bytes_per_gpu, load);
       if (with_node_loads) {
         Piece piece = PieceOf(n, held ? &o : nullptr, m.is_moe(), load);
@@ -570,7 +660,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
       }
       nl.bytes = node_bytes;
       nl.seconds = node_s;
-      nl.what = absl::StrJoin(texts, "; ");
+      nl.what = absl::StrCat(gpu_orders[node], absl::StrJoin(texts, "; "));
       cost.node_loads.push_back(std::move(nl));
     }
   }

@@ -87,8 +87,13 @@ class TransitionModel {
       double storage_bytes_per_s_per_node = kStorageBytesPerSPerNode);
 
   // The cost of moving to `plan` (valid for the new problem). With
-  // `with_node_loads`, also what each node loads.
-  TransitionCost Diff(const PlanDims& plan, bool with_node_loads = false) const;
+  // `with_node_loads`, also what each node loads. With `match_gpu_order`, each
+  // surviving node chooses which of its GPUs takes which local rank so that
+  // GPUs keep what they hold (the node load then names the order, e.g. "GPU
+  // order 0,4,1,5,2,6,3,7"); without it rank k runs on GPU k, as
+  // a plan made without the running deployment would be launched.
+  TransitionCost Diff(const PlanDims& plan, bool with_node_loads = false,
+                      bool match_gpu_order = true) const;
 
   const RunningDeployment& running() const { return running_; }
   // Seconds the running plan takes to deploy from nothing on its own cluster
