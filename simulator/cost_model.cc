@@ -783,8 +783,8 @@ struct PlanState {
   double prefill_chain_s = 0;
   double prefill_max_stage_s = 0;
   int prefill_worst_stage = 0;
-  double p2p_prefill_s = 0;        // the slowest stage boundary
-  double p2p_prefill_chain_s = 0;  // all boundaries, each over its link
+  double p2p_prefill_s = 0;              // the slowest stage boundary
+  double p2p_prefill_chain_seconds = 0;  // all boundaries, each over its link
   Traffic p2p_prefill_traffic;
   // Memory per GPU per stage (weights) and per layer (KV for one request).
   std::array<double, kMaxPipelineStages> weights_bytes{};
@@ -877,7 +877,7 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                                       T * k.hidden * kActivationBytes / plan.tp,
                                       p2p_group, &s->p2p_prefill_traffic)
                   : 0;
-  s->p2p_prefill_chain_s =
+  s->p2p_prefill_chain_seconds =
       P2pChainSeconds(k, p, plan.pp, T * k.hidden * kActivationBytes / plan.tp);
   double chain = 0, worst = 0;
   int worst_stage = 0;
@@ -895,7 +895,7 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
     }
   }
   s->prefill_chain_s =
-      chain + s->p2p_prefill_chain_s + k.cal.prefill_overhead_s;
+      chain + s->p2p_prefill_chain_seconds + k.cal.prefill_overhead_s;
   s->prefill_max_stage_s = std::max(worst, s->p2p_prefill_s);
   s->prefill_worst_stage = worst_stage;
 
@@ -1057,7 +1057,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
   chain += (pp > 1 ? P2pChainSeconds(k, p, pp,
                                      b * k.hidden * kActivationBytes / p.tp)
                    : 0) +
-           share / m * s.p2p_prefill_chain_s;
+           share / m * s.p2p_prefill_chain_seconds;
   const double iteration =
       std::max(max_work, chain) + k.cal.decode_step_overhead_s;
 
