@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
 #include <string>
@@ -819,6 +820,9 @@ std::vector<int> NodeGpusOf(const shardplan::v1::ClusterSpec& cluster) {
         g.gpus_per_node() > 0 ? g.gpus_per_node() : cluster.gpus_per_node();
     out.insert(out.end(), std::max(0, g.num_nodes()), size);
   }
+  // The server places bigger nodes first (simulator/spec.cc); the commands
+  // must number the nodes the same way.
+  std::stable_sort(out.begin(), out.end(), std::greater<int>());
   return out;
 }
 

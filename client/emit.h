@@ -67,8 +67,8 @@ std::string MegatronDim(absl::string_view op);
 std::string PlanDim(const shardplan::v1::Plan& plan, absl::string_view op);
 
 // Per-node GPU counts of a cluster whose node groups set gpus_per_node
-// (cluster.node_groups in order, num_nodes each); empty when all nodes have
-// cluster.gpus_per_node.
+// (num_nodes each, bigger nodes first: the server's placement order); empty
+// when all nodes have cluster.gpus_per_node.
 std::vector<int> NodeGpusOf(const shardplan::v1::ClusterSpec& cluster);
 
 // The weight dtype the server planned for: `weight_dtype` when given, else the

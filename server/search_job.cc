@@ -113,9 +113,14 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     // One plan space for the grid reference and the search.
     absl::StatusOr<std::unique_ptr<const policy::PlanSpace>> space =
         policy::PlanSpace::Create(*request_.cost_model);
+    std::vector<simulator::PlanDims> replan_starts = request_.current_plans;
     if (space.ok()) {
-      grid_tokens_per_s_.store(Throughput(policy::GridBest(**space).evaluation),
+      const policy::ScoredPlan grid = policy::GridBest(**space);
+      grid_tokens_per_s_.store(Throughput(grid.evaluation),
                                std::memory_order_release);
+      // A re-plan also starts from what a fresh plan would be, so it never
+      // ends below it by the objective for want of finding it.
+      if (grid.evaluation.feasible) replan_starts.push_back(grid.plan);
     }
     found = deps_.history->Find(MakeProblemKey(problem), request_.warm_start);
     policy::SearchOptions options;
@@ -129,8 +134,7 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     // Re-planning starts from the running plan too, and scores moves.
     policy::WarmStart replan_warm_start;
     if (request_.transition != nullptr) {
-      replan_warm_start =
-          ReplanWarmStart(request_.current_plans, options.warm_start);
+      replan_warm_start = ReplanWarmStart(replan_starts, options.warm_start);
       options.warm_start = &replan_warm_start;
       options.transition = request_.transition.get();
     }

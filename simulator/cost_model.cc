@@ -160,6 +160,8 @@ struct PlanCtx {
   Group tp_group, tp_expert_group, ep_group;
   int micro_batches = 1;
   bool p2p_inter_node = false;
+  // Stage boundaries whose sends cross nodes (the others ride NVLink).
+  int p2p_ib_boundaries = 0;
   // Nodes spanned (reported in the Evaluation).
   int tp_nodes = 1, ep_nodes = 1, replica_nodes = 1;
   // Expected distinct expert groups a token is sent to, divided by top_k (a
@@ -707,8 +709,10 @@ Group ToGroup(const GroupShape& shape) {
 
 // `num_gpus`: the GPUs the plan is placed on (the cluster's, or one instance's
 // for a pool of a disaggregated plan, placed from a node boundary).
-PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan,
-                    int num_gpus) {
+// `replica_class`: the shapes of some of the replicas (ReplicaClasses), or
+// null for the worst of all.
+PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
+                    const PlanPlacement* replica_class = nullptr) {
   PlanCtx p;
   // The whole cluster as it is (node sizes included), or a pool of a
   // disaggregated plan on uniform nodes (no heap: names and node groups stay
@@ -720,7 +724,9 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan,
     pool.gpus_per_node = k.cluster.gpus_per_node;
     placed = &pool;
   }
-  const PlanPlacement place = PlacePlan(plan, *placed, k.moe);
+  const PlanPlacement place = replica_class != nullptr
+                                  ? *replica_class
+                                  : PlacePlan(plan, *placed, k.moe);
   p.replicas = place.replicas;
   p.dp = place.dp;
   p.tp = plan.tp;
@@ -741,6 +747,10 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan,
           ? std::max(1, std::min(p.ep, place.domain.per_node / p.tp_expert))
           : p.ep;
   p.p2p_inter_node = place.p2p_inter_node;
+  p.p2p_ib_boundaries =
+      p.p2p_inter_node
+          ? std::clamp(place.p2p_inter_node_boundaries, 1, plan.pp - 1)
+          : 0;
   p.tp_nodes = place.tp.nodes;
   p.ep_nodes = p.ep > 1 ? place.domain.nodes : 1;
   p.replica_nodes = place.replica.nodes;
@@ -774,7 +784,8 @@ struct PlanState {
   double prefill_chain_s = 0;
   double prefill_max_stage_s = 0;
   int prefill_worst_stage = 0;
-  double p2p_prefill_s = 0;
+  double p2p_prefill_s = 0;              // the slowest stage boundary
+  double p2p_prefill_chain_seconds = 0;  // all boundaries, each over its link
   Traffic p2p_prefill_traffic;
   // Memory per GPU per stage (weights) and per layer (KV for one request).
   std::array<double, kMaxPipelineStages> weights_bytes{};
@@ -800,11 +811,32 @@ double DimShare(ShardDim d, int n) {
   return (d == ShardDim::kColumn || d == ShardDim::kRow) ? 1.0 / n : 1.0;
 }
 
+// Seconds of one send of `bytes` across every stage boundary in turn: the
+// boundaries inside a node over NVLink, the ones between nodes over
+// InfiniBand (a stage pair inside one node never leaves it, even when its
+// replica spans nodes).
+double P2pChainSeconds(const CostConstants& k, const PlanCtx& p, int pp,
+                       double bytes) {
+  if (pp <= 1) return 0;
+  Traffic unused;
+  Group nv;
+  nv.n = 2;
+  nv.per_node = 2;
+  Group ib = nv;
+  ib.per_node = 1;
+  const int inter = p.p2p_ib_boundaries;
+  return inter * CollectiveSeconds(k, Collective::kPointToPoint, bytes, ib,
+                                   &unused) +
+         (pp - 1 - inter) * CollectiveSeconds(k, Collective::kPointToPoint,
+                                              bytes, nv, &unused);
+}
+
 // `prefill_requests` requests of ISL tokens are prefilled together (1 in
 // aggregated serving, the prefill batch of a disaggregated prefill instance).
 void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
-                 int prefill_requests, PlanState* s) {
-  s->ctx = MakePlanCtx(k, plan, num_gpus);
+                 int prefill_requests, PlanState* s,
+                 const PlanPlacement* replica_class = nullptr) {
+  s->ctx = MakePlanCtx(k, plan, num_gpus, replica_class);
   const PlanCtx& p = s->ctx;
   s->residuals = SteadyResiduals(k, p);
   s->num_stages = plan.pp;
@@ -846,6 +878,8 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                                       T * k.hidden * kActivationBytes / plan.tp,
                                       p2p_group, &s->p2p_prefill_traffic)
                   : 0;
+  s->p2p_prefill_chain_seconds =
+      P2pChainSeconds(k, p, plan.pp, T * k.hidden * kActivationBytes / plan.tp);
   double chain = 0, worst = 0;
   int worst_stage = 0;
   for (int st = 0; st < plan.pp; ++st) {
@@ -862,7 +896,7 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
     }
   }
   s->prefill_chain_s =
-      chain + (plan.pp - 1) * s->p2p_prefill_s + k.cal.prefill_overhead_s;
+      chain + s->p2p_prefill_chain_seconds + k.cal.prefill_overhead_s;
   s->prefill_max_stage_s = std::max(worst, s->p2p_prefill_s);
   s->prefill_worst_stage = worst_stage;
 
@@ -1026,7 +1060,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
     }
     chain += t + share / m * s.prefill_stage_s[st];
   }
-  chain += (pp - 1) * (p2p_s + share / m * s.p2p_prefill_s);
+  chain += (pp > 1 ? P2pChainSeconds(k, p, pp,
+                                     b * k.hidden * kActivationBytes / p.tp)
+                   : 0) +
+           share / m * s.p2p_prefill_chain_seconds;
   const double iteration =
       std::max(max_work, chain) + k.cal.decode_step_overhead_s;
 
@@ -1704,26 +1741,60 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
     e.capacity_bytes = k.capacity_bytes;
     return e;  // feasible = false, reason kNone ("infeasible")
   }
+  // Replicas placed differently (node groups of different sizes, a partial
+  // last node) are costed class by class: throughput adds up over the
+  // replicas, latency is the slowest class's (memory is the same for all).
+  std::vector<ReplicaClass> classes;
+  if (ReplicasMayDiffer(k.cluster)) {
+    classes = ReplicaClasses(plan, k.cluster, k.moe);
+  }
+  if (classes.size() <= 1) classes.clear();
+  // One state on the stack in the common case (uniform nodes).
   internal::PlanState state;
-  internal::PreparePlan(k, plan, k.num_gpus, 1, &state);
+  std::vector<internal::PlanState> class_states(classes.size());
+  if (classes.empty()) internal::PreparePlan(k, plan, k.num_gpus, 1, &state);
+  for (size_t i = 0; i < classes.size(); ++i) {
+    internal::PreparePlan(k, plan, k.num_gpus, 1, &class_states[i],
+                          &classes[i].placement);
+  }
   // Workload.concurrency is per replica (see the proto). Requests beyond what
   // the KV cache holds queue; a batch the plan chooses itself (no fixed
   // concurrency) must fit.
   const int concurrency =
       std::min(kMaxBatchSize, problem_.workload.concurrency);
+  auto at = [&](int batch, bool queued) {
+    auto one = [&](const internal::PlanState& state) {
+      return queued ? internal::EvaluateQueued(k, state, batch)
+                    : internal::EvaluateState(k, state, batch);
+    };
+    if (classes.empty()) return one(state);
+    Evaluation worst;
+    double tokens_per_s = 0, ttft_s = 0;
+    for (size_t i = 0; i < classes.size(); ++i) {
+      Evaluation e = one(class_states[i]);
+      if (!e.feasible) return e;
+      tokens_per_s += e.output_tokens_per_s * classes[i].count /
+                      std::max(1, classes[i].placement.replicas);
+      ttft_s = std::max(ttft_s, e.ttft_s);
+      if (i == 0 || e.tpot_s > worst.tpot_s) worst = std::move(e);
+    }
+    worst.ttft_s = ttft_s;
+    worst.output_tokens_per_s = tokens_per_s;
+    worst.output_tokens_per_s_per_gpu = tokens_per_s / k.num_gpus;
+    return worst;
+  };
   if (concurrency > 0 &&
       (plan.batch_size == 0 || plan.batch_size == concurrency)) {
-    return internal::EvaluateQueued(k, state, concurrency);
+    return at(concurrency, /*queued=*/true);
   }
-  if (plan.batch_size > 0)
-    return internal::EvaluateState(k, state, plan.batch_size);
+  if (plan.batch_size > 0) return at(plan.batch_size, false);
   // Scan the candidates: memory and both SLOs only get worse with the batch, so
   // stop at the first batch that fails one of them.
   Evaluation best;
   bool have_best = false;
   Evaluation first;
   for (int b : BatchSizeCandidates()) {
-    Evaluation e = internal::EvaluateState(k, state, b);
+    Evaluation e = at(b, false);
     if (!e.feasible) {
       if (!have_best) {
         if (b == 1) first = e;

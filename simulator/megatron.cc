@@ -6,7 +6,8 @@
 //  num_key_value_heads (for MLA
 //     models: of num_attention_heads) that is <= gpus_per_node and divides
 //     num_gpus — tensor parallelism stays inside one NVLink node (powers of two
-//     in practice).
+//     in practice). With node groups of different sizes: <= the biggest node,
+//     skipping tp whose groups the placement would split over nodes.
 //  2. pp = 1 if the weights plus the KV cache of a modest batch (the workload's
 //  concurrency
 //     when set, at most 8 requests) fit in GPU memory; otherwise the smallest
@@ -32,6 +33,8 @@
 #include "simulator/megatron.h"
 
 #include <algorithm>
+
+#include "simulator/placement.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -69,7 +72,13 @@ PlanDims MegatronPlan(const CostModel& model) {
     }
     return std::max(1, a);
   }();
-  int tp = LargestDivisor(heads_gcd, std::max(1, c.gpus_per_node), n);
+  // Tensor parallelism within a node: up to the biggest node when node
+  // groups differ in size, as long as every tp group is placed inside one.
+  const int biggest_node =
+      c.node_gpus.empty()
+          ? c.gpus_per_node
+          : *std::max_element(c.node_gpus.begin(), c.node_gpus.end());
+  int tp = LargestDivisor(heads_gcd, std::max(1, biggest_node), n);
   PlanDims best;
   for (; tp >= 1; tp = tp > 1 ? tp / 2 : 0) {
     if (n % tp != 0) continue;
@@ -92,6 +101,10 @@ PlanDims MegatronPlan(const CostModel& model) {
       plan.micro_batches = 0;
       plan.batch_size = 0;
       if (!model.ValidatePlan(plan).ok()) continue;
+      if (tp > c.gpus_per_node &&
+          PlacePlan(plan, c, m.is_moe()).tp.spans_nodes()) {
+        continue;
+      }
       if (MemoryFits(model, plan)) return plan;
       fallback = plan;
       have_fallback = true;

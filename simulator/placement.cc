@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <numeric>
+#include <tuple>
+#include <vector>
 
 namespace shardplan::simulator {
 namespace {
@@ -30,6 +32,55 @@ GroupShape Worse(const GroupShape& a, const GroupShape& b) {
   return b.nodes > a.nodes ? b : a;
 }
 
+bool SameShape(const GroupShape& a, const GroupShape& b) {
+  return a.n == b.n && a.per_node == b.per_node && a.nodes == b.nodes;
+}
+
+// First rank of each node of `cluster`, then the end (num_gpus).
+std::vector<int64_t> NodeStarts(const ClusterDims& cluster) {
+  std::vector<int64_t> starts = {0};
+  if (!cluster.node_gpus.empty()) {
+    for (int g : cluster.node_gpus) starts.push_back(starts.back() + g);
+  } else {
+    const int g = std::max(1, cluster.gpus_per_node);
+    while (starts.back() < cluster.num_gpus) {
+      starts.push_back(std::min<int64_t>(cluster.num_gpus, starts.back() + g));
+    }
+  }
+  return starts;
+}
+
+// Shape of the block [start, start + size) on nodes starting at `starts`.
+GroupShape BlockOn(const std::vector<int64_t>& starts, int64_t start,
+                   int size) {
+  GroupShape s;
+  s.n = size;
+  s.nodes = 0;
+  int64_t fewest = size;
+  const int64_t end = start + size;
+  auto node = std::upper_bound(starts.begin(), starts.end() - 1, start) - 1;
+  for (; node + 1 < starts.end() && *node < end; ++node) {
+    const int64_t lo = std::max(start, *node);
+    const int64_t hi = std::min(end, *(node + 1));
+    if (hi <= lo) continue;
+    fewest = std::min(fewest, hi - lo);
+    ++s.nodes;
+  }
+  s.nodes = std::max(1, s.nodes);
+  s.per_node = static_cast<int>(std::max<int64_t>(1, fewest));
+  return s;
+}
+
+// The worst of `count` consecutive blocks of `size` from `start`.
+GroupShape WorstBlockOn(const std::vector<int64_t>& starts, int64_t start,
+                        int size, int count) {
+  GroupShape worst = BlockOn(starts, start, size);
+  for (int k = 1; k < count; ++k) {
+    worst = Worse(worst, BlockOn(starts, start + int64_t{k} * size, size));
+  }
+  return worst;
+}
+
 }  // namespace
 
 GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node) {
@@ -56,36 +107,8 @@ GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster) {
     return ContiguousBlockShape(size, cluster.num_gpus, cluster.gpus_per_node);
   }
   size = std::max(1, size);
-  const std::vector<int>& nodes = cluster.node_gpus;
-  GroupShape worst;
-  worst.n = size;
-  worst.per_node = size;
-  size_t node = 0;
-  int64_t node_first = 0;  // first rank of `node`
-  const int64_t blocks = std::max<int64_t>(1, cluster.num_gpus / size);
-  for (int64_t k = 0; k < blocks; ++k) {
-    const int64_t start = k * size;
-    const int64_t end = start + size;
-    while (node + 1 < nodes.size() && node_first + nodes[node] <= start) {
-      node_first += nodes[node++];
-    }
-    GroupShape s;
-    s.n = size;
-    s.nodes = 0;
-    int64_t fewest = size;
-    int64_t first = node_first;
-    for (size_t j = node; j < nodes.size() && first < end; ++j) {
-      const int64_t lo = std::max(start, first);
-      const int64_t hi = std::min(end, first + nodes[j]);
-      fewest = std::min(fewest, hi - lo);
-      ++s.nodes;
-      first += nodes[j];
-    }
-    s.nodes = std::max(1, s.nodes);
-    s.per_node = static_cast<int>(std::max<int64_t>(1, fewest));
-    worst = k == 0 ? s : Worse(worst, s);
-  }
-  return worst;
+  return WorstBlockOn(NodeStarts(cluster), 0, size,
+                      std::max(1, cluster.num_gpus / size));
 }
 
 int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank) {
@@ -114,11 +137,98 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
   p.tp = ContiguousBlockShape(tp, cluster);
   p.domain = ContiguousBlockShape(p.stage_size, cluster);
   p.replica = ContiguousBlockShape(p.stage_size * pp, cluster);
-  // Stage s sends to stage s + 1, rank i to rank i + stage_size: it stays in
-  // the node only when the whole replica does (a replica that spans nodes has
-  // a boundary on or across a node edge).
+  // Stage s sends to stage s + 1, rank i to rank i + stage_size. Some
+  // boundary crosses nodes exactly when the replica spans nodes (a node edge
+  // inside it falls on or inside a stage pair).
   p.p2p_inter_node = pp > 1 && p.replica.spans_nodes();
+  if (p.p2p_inter_node) {
+    // A boundary stays in a node when both its stages do. Replica layouts
+    // repeat with the node size, so the first node's worth of replicas and
+    // the last ones (a partial or smaller last node) cover every pattern.
+    // NodeOfRank is arithmetic on uniform nodes: no allocation in the cost
+    // model's hot path.
+    const int64_t replica_size = static_cast<int64_t>(p.stage_size) * pp;
+    auto crossings = [&](int r) {
+      int n = 0;
+      for (int s = 0; s + 1 < pp; ++s) {
+        const int64_t first = (int64_t{r} * pp + s) * p.stage_size;
+        n += NodeOfRank(cluster, first) !=
+                     NodeOfRank(cluster, first + 2 * p.stage_size - 1)
+                 ? 1
+                 : 0;
+      }
+      return n;
+    };
+    int64_t period = p.replicas, tail = p.replicas;
+    if (cluster.node_gpus.empty()) {
+      const int64_t g = std::max(1, cluster.gpus_per_node);
+      period = std::min<int64_t>(p.replicas, g / std::gcd(replica_size, g));
+      tail = g / replica_size + 2;  // replicas touching a partial last node
+    }
+    for (int64_t r = 0; r < p.replicas; ++r) {
+      if (r >= period && r < p.replicas - tail) r = p.replicas - tail;
+      p.p2p_inter_node_boundaries =
+          std::max(p.p2p_inter_node_boundaries, crossings(static_cast<int>(r)));
+    }
+  }
   return p;
+}
+
+bool ReplicasMayDiffer(const ClusterDims& cluster) {
+  return !cluster.node_gpus.empty() ||
+         cluster.num_gpus % std::max(1, cluster.gpus_per_node) != 0;
+}
+
+std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
+                                         const ClusterDims& cluster, bool moe) {
+  const PlanPlacement all = PlacePlan(plan, cluster, moe);
+  const int pp = std::max(1, plan.pp);
+  const int tp = std::max(1, plan.tp);
+  const std::vector<int64_t> starts = NodeStarts(cluster);
+  const int64_t replica_size = static_cast<int64_t>(all.stage_size) * pp;
+  std::vector<ReplicaClass> out;
+  for (int r = 0; r < all.replicas; ++r) {
+    const int64_t first = r * replica_size;
+    PlanPlacement p = all;
+    p.tp = WorstBlockOn(starts, first, tp, static_cast<int>(replica_size / tp));
+    p.domain = WorstBlockOn(starts, first, all.stage_size, pp);
+    p.replica = BlockOn(starts, first, static_cast<int>(replica_size));
+    p.p2p_inter_node = pp > 1 && p.replica.spans_nodes();
+    p.p2p_inter_node_boundaries = 0;
+    for (int s = 0; p.p2p_inter_node && s + 1 < pp; ++s) {
+      p.p2p_inter_node_boundaries +=
+          BlockOn(starts, first + int64_t{s} * all.stage_size,
+                  2 * all.stage_size)
+                  .spans_nodes()
+              ? 1
+              : 0;
+    }
+    auto same = [&p](const ReplicaClass& c) {
+      return SameShape(c.placement.tp, p.tp) &&
+             SameShape(c.placement.domain, p.domain) &&
+             SameShape(c.placement.replica, p.replica) &&
+             c.placement.p2p_inter_node_boundaries ==
+                 p.p2p_inter_node_boundaries;
+    };
+    auto it = std::find_if(out.begin(), out.end(), same);
+    if (it != out.end()) {
+      ++it->count;
+    } else {
+      out.push_back({1, p});
+    }
+  }
+  // Worst first: fewest GPUs per node in a tp group, then expert domain,
+  // then the most inter-node stage boundaries.
+  std::stable_sort(
+      out.begin(), out.end(), [](const ReplicaClass& a, const ReplicaClass& b) {
+        const PlanPlacement& x = a.placement;
+        const PlanPlacement& y = b.placement;
+        return std::make_tuple(x.tp.per_node, -x.tp.nodes, x.domain.per_node,
+                               -x.domain.nodes, -x.p2p_inter_node_boundaries) <
+               std::make_tuple(y.tp.per_node, -y.tp.nodes, y.domain.per_node,
+                               -y.domain.nodes, -y.p2p_inter_node_boundaries);
+      });
+  return out;
 }
 
 int64_t StageFirstRank(const PlanPlacement& placement, int pp, int replica,

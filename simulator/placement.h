@@ -20,6 +20,7 @@
 #define SHARDPLAN_SIMULATOR_PLACEMENT_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "simulator/types.h"
 
@@ -44,6 +45,16 @@ struct PlanPlacement {
   GroupShape domain;   // a stage of a replica (MoE: the expert domain)
   GroupShape replica;  // all GPUs of one replica
   bool p2p_inter_node = false;  // some stage boundary crosses nodes
+  // Stage boundaries of the worst replica whose sends cross nodes (the others
+  // stay inside a node: both stages lie in it).
+  int p2p_inter_node_boundaries = 0;
+};
+
+// Replicas placed alike: `count` of them with the shapes of `placement`
+// (whose `replicas` is the plan's total, as PlacePlan's).
+struct ReplicaClass {
+  int count = 0;
+  PlanPlacement placement;
 };
 
 // Contiguous blocks of `size` ranks at offsets 0, size, 2*size, ... over
@@ -61,6 +72,18 @@ int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank);
 // Placement of `plan` (degrees already validated) on `cluster`.
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
                         bool moe);
+
+// True when replicas of one plan can be placed differently on `cluster`: node
+// groups of different sizes or a partial last node. Cheap; lets callers skip
+// ReplicaClasses on uniform clusters.
+bool ReplicasMayDiffer(const ClusterDims& cluster);
+
+// The replicas of `plan` on `cluster` grouped by their own shapes (a replica
+// on an 8-GPU node keeps tp 8 on NVLink while one over two 4-GPU nodes does
+// not), worst class first. Cost O(replicas * (pp + blocks)); call only when
+// ReplicasMayDiffer.
+std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
+                                         const ClusterDims& cluster, bool moe);
 
 // First global rank of stage `stage` of replica `replica` (and its size) in the
 // rank order above, for listing which nodes host what.

@@ -845,8 +845,22 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
                        c.num_gpus));
     }
     if (sized) {
-      // Rules that need one node size (Megatron's tp within a node) take the
-      // smallest node.
+      // Placement order: groups with bigger nodes first (stable), so that
+      // instances, tp groups and expert domains that fit a big node are placed
+      // on one and the smaller nodes are used last (8, 8, 4, 4 keeps two of
+      // three tp-8 instances inside a node; 4, 8, 8, 4 would split all
+      // three). Node indices everywhere (placement, removed_nodes, emitted
+      // commands) count in this order.
+      std::stable_sort(c.node_groups.begin(), c.node_groups.end(),
+                       [](const NodeGroupDims& a, const NodeGroupDims& b) {
+                         return a.gpus_per_node > b.gpus_per_node;
+                       });
+      c.node_gpus.clear();
+      for (const NodeGroupDims& g : c.node_groups) {
+        c.node_gpus.insert(c.node_gpus.end(), g.num_nodes, g.gpus_per_node);
+      }
+      // Rules that need one node size (the disaggregated pools' uniform
+      // nodes) take the smallest node.
       c.gpus_per_node =
           *std::min_element(c.node_gpus.begin(), c.node_gpus.end());
     }
@@ -1204,11 +1218,15 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
         }
       }
       p->set_node_group(absl::StrJoin(groups, "+"));
+      // This stage's own tp groups (with node groups of different sizes,
+      // some replicas keep theirs inside a node and others do not).
       const int64_t tp = std::max(1, plan.tp);
-      p->set_tp_spans_nodes(
-          NodeOfRank(problem.cluster, first_rank) !=
-              NodeOfRank(problem.cluster, first_rank + tp - 1) ||
-          placement.tp.spans_nodes());
+      bool tp_spans = false;
+      for (int64_t g = first_rank; g <= last_rank && !tp_spans; g += tp) {
+        tp_spans = NodeOfRank(problem.cluster, g) !=
+                   NodeOfRank(problem.cluster, g + tp - 1);
+      }
+      p->set_tp_spans_nodes(tp_spans);
       p->set_expert_domain_spans_nodes(problem.model.is_moe() &&
                                        last_node > first_node);
     }
@@ -1369,8 +1387,12 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
     out.add_cross_node("pipeline: stage-to-stage sends between nodes");
   }
   if (e.replica_nodes > 1) {
+    const std::vector<int>& sizes = problem.cluster.node_gpus;
     const double node_bytes =
-        e.capacity_bytes * std::max(1, problem.cluster.gpus_per_node);
+        e.capacity_bytes *
+        std::max(1, sizes.empty()
+                        ? problem.cluster.gpus_per_node
+                        : *std::max_element(sizes.begin(), sizes.end()));
     const double weight_bytes = problem.model.TotalParams() *
                                 BytesPerElement(problem.workload.weight_dtype);
     out.set_multi_node_reason(

@@ -280,6 +280,66 @@ std::string PieceText(const Piece& p) {
   return text;
 }
 
+// Which surviving GPU of a node takes each local rank of the new plan:
+// gpu_of[k] indexes `olds`, -1 for a GPU the node did not have. In order (rank
+// k on GPU k) unless `match`; then greedily the pairs that keep the most
+// weights, ties to the GPU in order, so an unchanged plan stays in order.
+// Engines map local ranks to GPUs through CUDA_VISIBLE_DEVICES, so the order
+// is free to choose. O(GPUs^2) per node.
+std::vector<int> MatchGpus(const ModelDims& m, const LayerParams& p,
+                           const std::vector<Shard>& news,
+                           const std::vector<Shard>& olds, bool match) {
+  const int gpus = static_cast<int>(news.size());
+  const int old_gpus = static_cast<int>(olds.size());
+  std::vector<int> gpu_of(gpus, -1);
+  if (!match) {
+    for (int k = 0; k < std::min(gpus, old_gpus); ++k) gpu_of[k] = k;
+    return gpu_of;
+  }
+  struct Pair {
+    double kept;
+    bool in_order;
+    int k, j;
+  };
+  std::vector<Pair> pairs;
+  pairs.reserve(static_cast<size_t>(gpus) * old_gpus);
+  for (int k = 0; k < gpus; ++k) {
+    for (int j = 0; j < old_gpus; ++j) {
+      const Elements e = Compare(m, p, news[k], &olds[j]);
+      pairs.push_back({e.needed - e.missing, k == j, k, j});
+    }
+  }
+  std::stable_sort(pairs.begin(), pairs.end(),
+                   [](const Pair& a, const Pair& b) {
+                     if (a.kept != b.kept) return a.kept > b.kept;
+                     return a.in_order && !b.in_order;
+                   });
+  std::vector<bool> taken(old_gpus, false);
+  for (const Pair& x : pairs) {
+    if (x.kept <= 0) break;
+    if (gpu_of[x.k] >= 0 || taken[x.j]) continue;
+    gpu_of[x.k] = x.j;
+    taken[x.j] = true;
+  }
+  // The rest keep nothing either way: in order where free, then what is left.
+  for (int k = 0; k < gpus; ++k) {
+    if (gpu_of[k] < 0 && k < old_gpus && !taken[k]) {
+      gpu_of[k] = k;
+      taken[k] = true;
+    }
+  }
+  int j = 0;
+  for (int k = 0; k < gpus; ++k) {
+    if (gpu_of[k] >= 0) continue;
+    while (j < old_gpus && taken[j]) ++j;
+    if (j < old_gpus) {
+      gpu_of[k] = j;
+      taken[j] = true;
+    }
+  }
+  return gpu_of;
+}
+
 std::string NodeGroupName(const ClusterDims& cluster, int node) {
   int first = 0;
   for (const NodeGroupDims& g : cluster.node_groups) {
@@ -289,10 +349,58 @@ std::string NodeGroupName(const ClusterDims& cluster, int node) {
   return "";
 }
 
-// GPUs on node `node` of `cluster` (the last node may be partial).
+// GPUs on node `node` of `cluster` (the last node may be partial; node
+// groups may differ in size).
 int GpusOnNode(const ClusterDims& cluster, int node) {
+  if (!cluster.node_gpus.empty()) {
+    return node >= 0 && node < static_cast<int>(cluster.node_gpus.size())
+               ? cluster.node_gpus[node]
+               : 0;
+  }
   const int g = std::max(1, cluster.gpus_per_node);
   return std::clamp(cluster.num_gpus - node * g, 0, g);
+}
+
+// Global rank of the first GPU of node `node` of `cluster`.
+int64_t NodeFirstRank(const ClusterDims& cluster, int node) {
+  if (cluster.node_gpus.empty()) {
+    return static_cast<int64_t>(node) * std::max(1, cluster.gpus_per_node);
+  }
+  int64_t first = 0;
+  for (int j = 0; j < node && j < static_cast<int>(cluster.node_gpus.size());
+       ++j) {
+    first += cluster.node_gpus[j];
+  }
+  return first;
+}
+
+// Deploying `plan` on `problem`'s cluster from nothing: the weight bytes of
+// all GPUs and the slowest node's storage read.
+struct FreshDeploy {
+  double bytes = 0;
+  double seconds = 0;
+};
+
+FreshDeploy FreshDeployOf(const PlanDims& plan, const Problem& problem,
+                          double storage_bytes_per_s) {
+  FreshDeploy out;
+  const Layout layout = LayoutOf(plan, problem);
+  const LayerParams params = LayerParamsOf(problem.model);
+  const double bytes_per_element =
+      BytesPerElement(problem.workload.weight_dtype);
+  for (int node = 0; node < problem.cluster.num_nodes(); ++node) {
+    double node_bytes = 0;
+    const int64_t first = NodeFirstRank(problem.cluster, node);
+    for (int k = 0; k < GpusOnNode(problem.cluster, node); ++k) {
+      const Shard s = ShardOf(plan, problem, layout, first + k);
+      node_bytes +=
+          Compare(problem.model, params, s, nullptr).needed * bytes_per_element;
+    }
+    out.bytes += node_bytes;
+    out.seconds =
+        std::max(out.seconds, node_bytes / std::max(1.0, storage_bytes_per_s));
+  }
+  return out;
 }
 
 }  // namespace
@@ -370,14 +478,13 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
   const int layers = r.problem.model.layers;
   const Layout l = LayoutOf(r.plan, r.problem);
   std::vector<int> covered(layers + 2, 0);
-  const int g = std::max(1, old_cluster.gpus_per_node);
   const int stage_size = std::max(1, l.placement.stage_size);
   for (int rep = 0; rep < l.placement.replicas; ++rep) {
     for (int s = 0; s < l.pp; ++s) {
       const int64_t first = StageFirstRank(l.placement, l.pp, rep, s);
       bool alive = true;
       for (int64_t k = first; k < first + stage_size && alive; ++k) {
-        alive = model->old_node_survives_[k / g];
+        alive = model->old_node_survives_[NodeOfRank(old_cluster, k)];
       }
       if (!alive) continue;
       for (int layer = l.stage_first[s]; layer < l.stage_first[s + 1];
@@ -388,6 +495,10 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
       if (s == l.pp - 1) covered[layers + 1] = 1;
     }
   }
+  const FreshDeploy running_fresh =
+      FreshDeployOf(r.plan, r.problem, model->storage_bytes_per_s_per_node_);
+  model->running_fresh_seconds_ = running_fresh.seconds;
+  model->running_bytes_ = running_fresh.bytes;
   model->peer_layers_prefix_.assign(layers + 3, 0);
   for (int i = 0; i < layers + 2; ++i) {
     model->peer_layers_prefix_[i + 1] =
@@ -396,8 +507,8 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
   return std::unique_ptr<const TransitionModel>(std::move(model));
 }
 
-TransitionCost TransitionModel::Diff(const PlanDims& plan,
-                                     bool with_node_loads) const {
+TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
+                                     bool match_gpu_order) const {
   TransitionCost cost;
   const ModelDims& m = next_.model;
   const LayerParams params = LayerParamsOf(m);
@@ -411,8 +522,6 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
   const double old_bytes_per_element =
       BytesPerElement(running_.problem.workload.weight_dtype);
   const double bytes_per_element = BytesPerElement(next_.workload.weight_dtype);
-  const int old_g = std::max(1, old_cluster.gpus_per_node);
-  const int new_g = std::max(1, new_cluster.gpus_per_node);
   const int new_nodes = new_cluster.num_nodes();
   const double ib = std::max(1.0, new_cluster.hardware.inter_node_bytes_per_s);
   const double storage = std::max(1.0, storage_bytes_per_s_per_node_);
@@ -422,7 +531,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
     if (old_node_survives_[n]) continue;
     const int gpus = GpusOnNode(old_cluster, n);
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = static_cast<int64_t>(n) * old_g + k;
+      const int64_t rank = NodeFirstRank(old_cluster, n) + k;
       old_replica_changed
           [ShardOf(running_.plan, running_.problem, old_layout, rank).replica] =
               1;
@@ -433,19 +542,45 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
   std::vector<double> node_fresh_bytes(new_nodes, 0);
   std::vector<std::vector<Piece>> pieces(with_node_loads ? new_nodes : 0);
   const int layers = m.layers;
+  std::vector<std::string> gpu_orders(with_node_loads ? new_nodes : 0);
   for (int node = 0; node < new_nodes; ++node) {
     const int old_node = old_node_of_[node];
     const int gpus = GpusOnNode(new_cluster, node);
+    const int old_gpus = old_node >= 0 ? GpusOnNode(old_cluster, old_node) : 0;
+    std::vector<Shard> news(gpus), olds(old_gpus);
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = static_cast<int64_t>(node) * new_g + k;
-      const Shard n = ShardOf(plan, next_, new_layout, rank);
-      Shard o;
-      bool held = false;
-      if (old_node >= 0 && k < GpusOnNode(old_cluster, old_node)) {
-        o = ShardOf(running_.plan, running_.problem, old_layout,
-                    static_cast<int64_t>(old_node) * old_g + k);
-        held = true;
+      news[k] = ShardOf(plan, next_, new_layout,
+                        NodeFirstRank(new_cluster, node) + k);
+    }
+    for (int j = 0; j < old_gpus; ++j) {
+      olds[j] = ShardOf(running_.plan, running_.problem, old_layout,
+                        NodeFirstRank(old_cluster, old_node) + j);
+    }
+    const std::vector<int> gpu_of =
+        MatchGpus(m, params, news, olds, match_gpu_order && same_dtype);
+    std::vector<bool> taken(old_gpus, false);
+    bool identity = true;
+    for (int k = 0; k < gpus; ++k) {
+      if (gpu_of[k] >= 0) taken[gpu_of[k]] = true;
+      identity = identity && (gpu_of[k] == k || gpu_of[k] < 0);
+    }
+    for (int j = 0; j < old_gpus; ++j) {
+      if (!taken[j]) old_replica_changed[olds[j].replica] = 1;
+    }
+    if (with_node_loads && !identity) {
+      std::vector<std::string> order;
+      for (int k = 0; k < gpus; ++k) {
+        order.push_back(gpu_of[k] >= 0 ? absl::StrCat(gpu_of[k]) : "new");
       }
+      gpu_orders[node] =
+          absl::StrCat("GPU order ", absl::StrJoin(order, ","),
+                       " (CUDA_VISIBLE_DEVICES: local rank k on the k-th); ");
+    }
+    for (int k = 0; k < gpus; ++k) {
+      const int64_t rank = NodeFirstRank(new_cluster, node) + k;
+      const Shard& n = news[k];
+      const bool held = gpu_of[k] >= 0;
+      const Shard o = held ? olds[gpu_of[k]] : Shard{};
       const Elements e =
           Compare(m, params, n, held && same_dtype ? &o : nullptr);
       const double load = e.missing * bytes_per_element;
@@ -472,11 +607,15 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
           static_cast<double>(peer_layers_prefix_[std::min(hi, layers + 2)] -
                               peer_layers_prefix_[std::max(0, lo)]) /
           span;
-      peer_bytes[rank] = load * covered;
-      node_storage_bytes[node] += load * (1 - covered);
+      // Layers no surviving stage holds come from storage whole (what the GPU
+      // keeps lies in layers it held, so in covered ones).
+      const double from_storage =
+          std::min(load, e.needed * bytes_per_element * (1 - covered));
+      peer_bytes[rank] = load - from_storage;
+      node_storage_bytes[node] += from_storage;
       cost.total_bytes += load;
-      cost.peer_bytes += load * covered;
-      cost.storage_bytes += load * (1 - covered);
+      cost.peer_bytes += load - from_storage;
+      cost.storage_bytes += from_storage;
       cost.max_bytes_per_gpu = std::max(cost.max_bytes_per_gpu, load);
       if (with_node_loads) {
         Piece piece = PieceOf(n, held ? &o : nullptr, m.is_moe(), load);
@@ -505,10 +644,11 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
     const double storage_s = node_storage_bytes[node] / storage;
     cost.fresh_seconds =
         std::max(cost.fresh_seconds, node_fresh_bytes[node] / storage);
+    cost.fresh_bytes += node_fresh_bytes[node];
     const int gpus = GpusOnNode(new_cluster, node);
     double node_s = 0, node_bytes = 0;
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = static_cast<int64_t>(node) * new_g + k;
+      const int64_t rank = NodeFirstRank(new_cluster, node) + k;
       node_s = std::max(node_s, peer_bytes[rank] / ib + storage_s);
     }
     if (node_storage_bytes[node] > 0) node_s = std::max(node_s, storage_s);
@@ -524,7 +664,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
       }
       nl.bytes = node_bytes;
       nl.seconds = node_s;
-      nl.what = absl::StrJoin(texts, "; ");
+      nl.what = absl::StrCat(gpu_orders[node], absl::StrJoin(texts, "; "));
       cost.node_loads.push_back(std::move(nl));
     }
   }
@@ -542,15 +682,29 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan,
   return cost;
 }
 
+double DefaultTransitionWeight(const TransitionModel& model) {
+  if (model.running_fresh_seconds() <= 0) return 0;
+  return -std::log1p(-kDefaultTransitionShare) / model.running_fresh_seconds();
+}
+
 double TransitionPenalty(const TransitionObjective& objective,
                          const TransitionCost& cost) {
   if (objective.weight_per_s.has_value()) {
     return *objective.weight_per_s * cost.estimated_seconds;
   }
-  if (cost.fresh_seconds <= 0) return 0;
-  // -log(1 - share) at a full reload, in proportion below it.
-  return -std::log1p(-kDefaultTransitionShare) *
-         std::min(1.0, cost.estimated_seconds / cost.fresh_seconds);
+  if (objective.model == nullptr) return 0;
+  const TransitionModel& model = *objective.model;
+  // One scale for every candidate (the running plan's own deploy time): a
+  // per-plan scale would reward plans that are slow to deploy. Bytes only
+  // break near-ties in seconds, which are common: the layers only a removed
+  // node held come from storage whatever the new plan is.
+  const double bytes_seconds =
+      model.running_bytes() > 0
+          ? kDefaultBytesTieBreak * model.running_fresh_seconds() *
+                cost.total_bytes / model.running_bytes()
+          : 0;
+  return DefaultTransitionWeight(model) *
+         (cost.estimated_seconds + bytes_seconds);
 }
 
 double ApplyTransitionObjective(const TransitionObjective& objective,

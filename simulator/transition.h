@@ -65,9 +65,11 @@ struct TransitionCost {
   // The slowest GPU: its peer bytes over its InfiniBand link plus its node's
   // storage bytes at kStorageBytesPerSPerNode.
   double estimated_seconds = 0;
-  // The same plan deployed from nothing (every shard from storage): the
-  // scale of the default objective (TransitionPenalty).
+  // The same plan deployed from nothing (every shard from storage). For
+  // reference only: a scale that depends on the plan would favour plans that
+  // are slow to deploy, so the default objective does not use it.
   double fresh_seconds = 0;
+  double fresh_bytes = 0;  // and its bytes (every GPU's whole shard)
   // Some running replica keeps all its GPUs and shards (it serves while the
   // others reload), or nothing changes at all.
   bool rolling = false;
@@ -85,10 +87,22 @@ class TransitionModel {
       double storage_bytes_per_s_per_node = kStorageBytesPerSPerNode);
 
   // The cost of moving to `plan` (valid for the new problem). With
-  // `with_node_loads`, also what each node loads.
-  TransitionCost Diff(const PlanDims& plan, bool with_node_loads = false) const;
+  // `with_node_loads`, also what each node loads. With `match_gpu_order`, each
+  // surviving node chooses which of its GPUs takes which local rank so that
+  // GPUs keep what they hold (the node load then names the order, e.g. "GPU
+  // order 0,4,1,5,2,6,3,7"); without it rank k runs on GPU k, as
+  // a plan made without the running deployment would be launched.
+  TransitionCost Diff(const PlanDims& plan, bool with_node_loads = false,
+                      bool match_gpu_order = true) const;
 
   const RunningDeployment& running() const { return running_; }
+  // Seconds the running plan takes to deploy from nothing on its own cluster
+  // (every shard from storage, the slowest node): the time scale of the
+  // default objective, the same for every candidate plan of a request.
+  double running_fresh_seconds() const { return running_fresh_seconds_; }
+  // Weight bytes the running deployment holds over all its GPUs: the scale of
+  // the default objective's byte tie-break.
+  double running_bytes() const { return running_bytes_; }
   // Per node of the new cluster: the node of the running cluster it is, or -1
   // for an added node. Nodes match by index (survivors keep their order), or
   // by node-group name and order inside the group when both clusters name
@@ -106,23 +120,41 @@ class TransitionModel {
   // Layer l (embedding 0, layers 1..L, LM head L+1) is held by a surviving,
   // complete stage of a running replica: prefix sums of that indicator.
   std::vector<int> peer_layers_prefix_;
+  double running_fresh_seconds_ = 0;
+  double running_bytes_ = 0;
 };
 
 // Fraction of throughput the default objective trades for a transition that
-// takes as long as deploying the plan from nothing.
+// takes as long as deploying the running plan from nothing
+// (TransitionModel::running_fresh_seconds).
 inline constexpr double kDefaultTransitionShare = 0.05;
+
+// The default objective's tie-break: moving as many bytes as the running
+// deployment holds costs as much as this fraction of the time scale in extra
+// seconds. Small enough to decide only between plans whose throughput and
+// transition seconds (nearly) tie, e.g. when both are bound by the same
+// storage read; then the plan that keeps more shards wins.
+inline constexpr double kDefaultBytesTieBreak = 1e-3;
 
 // The re-planning objective of one request.
 struct TransitionObjective {
   std::shared_ptr<const TransitionModel> model;
   double max_seconds = 0;  // > 0: plans slower to reach are infeasible
-  // Log-throughput traded per second of transition; unset: the default rule,
-  // kDefaultTransitionShare * estimated_seconds / fresh_seconds (a plan that
-  // moves every weight must be 5% faster than one that keeps them).
+  // Log-throughput traded per second of transition; unset: the default rule
+  // (DefaultTransitionWeight plus the byte tie-break).
   std::optional<double> weight_per_s;
 };
 
-// The log-throughput penalty of `cost` under `objective` (>= 0).
+// The default rule's log-throughput per second of transition:
+// -ln(1 - kDefaultTransitionShare) / model.running_fresh_seconds(), one
+// number per request (0 when the running plan holds no bytes).
+double DefaultTransitionWeight(const TransitionModel& model);
+
+// The log-throughput penalty of `cost` under `objective` (>= 0). With
+// weight_per_s: weight_per_s * estimated_seconds. Default rule: w *
+// (estimated_seconds + kDefaultBytesTieBreak * running_fresh_seconds *
+// total_bytes / running_bytes), w = DefaultTransitionWeight; linear, so a
+// transition twice as long costs twice as much for every plan alike.
 double TransitionPenalty(const TransitionObjective& objective,
                          const TransitionCost& cost);
 

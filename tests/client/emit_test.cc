@@ -3,6 +3,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -265,6 +266,17 @@ TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
   small->set_num_nodes(2);
   small->set_gpus_per_node(4);
   EXPECT_EQ(NodeGpusOf(cluster), (std::vector<int>{8, 4, 4}));
+  // Listed small first, numbered as the server places them: big first.
+  shardplan::v1::ClusterSpec small_first;
+  small_first.set_num_gpus(24);
+  small_first.set_gpus_per_node(8);
+  for (int size : {4, 8, 4}) {
+    auto* g = small_first.add_node_groups();
+    g->set_name(absl::StrCat("g", size, "-", small_first.node_groups_size()));
+    g->set_num_nodes(size == 8 ? 2 : 1);
+    g->set_gpus_per_node(size);
+  }
+  EXPECT_EQ(NodeGpusOf(small_first), (std::vector<int>{8, 8, 4, 4}));
   small->set_gpus_per_node(8);  // all nodes alike: nothing to say
   EXPECT_THAT(NodeGpusOf(cluster), IsEmpty());
 

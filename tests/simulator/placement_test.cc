@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -250,6 +251,135 @@ TEST(PlacementTest, Fp4OnHopperIsDequantisedNotAPureFourBitRead) {
   EXPECT_GT(a.decode[up].compute_s, 1.5 * b.decode[up].compute_s);
   // Memory still holds 4-bit weights.
   EXPECT_LT(a.weights_bytes, 0.6 * b.weights_bytes);
+}
+
+}  // namespace
+}  // namespace shardplan::simulator
+
+namespace shardplan::simulator {
+namespace {
+
+// A cluster of `groups` (name, nodes, GPUs per node) in the order listed.
+shardplan::v1::ClusterSpec Groups(
+    int gpus_per_node,
+    const std::vector<std::tuple<std::string, int, int>>& groups) {
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_gpus_per_node(gpus_per_node);
+  int gpus = 0;
+  for (const auto& [name, nodes, size] : groups) {
+    auto* g = cluster.add_node_groups();
+    g->set_name(name);
+    g->set_num_nodes(nodes);
+    g->set_gpus_per_node(size);
+    gpus += nodes * size;
+  }
+  cluster.set_num_gpus(gpus);
+  return cluster;
+}
+
+std::unique_ptr<const CostModel> ModelOn(const std::string& name,
+                                         const shardplan::v1::ClusterSpec& c,
+                                         const std::string& dtype = "bf16") {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name(name);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(2048);
+  workload.set_output_tokens(512);
+  workload.set_concurrency(16);
+  workload.set_weight_dtype(dtype);
+  absl::StatusOr<Problem> problem = ProblemFromProto(source, c, workload);
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  if (!problem.ok()) return nullptr;
+  auto m = CostModel::Create(*problem);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+shardplan::v1::ClusterSpec Uniform(int gpus, int gpus_per_node) {
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(gpus_per_node);
+  return cluster;
+}
+
+TEST(PlacementTest, BigNodesFirstAndEachReplicaCostedOnItsOwnNodes) {
+  // Listed small, big, big, small: placed big first, so two of three tp-8
+  // copies of Llama-3.1-70B stay inside an 8-GPU node.
+  const auto listed =
+      Groups(8, {{"small-a", 1, 4}, {"big", 2, 8}, {"small-b", 1, 4}});
+  auto mixed = ModelOn("llama-3.1-70b", listed);
+  ASSERT_NE(mixed, nullptr);
+  const ClusterDims& c = mixed->problem().cluster;
+  EXPECT_EQ(c.node_gpus, (std::vector<int>{8, 8, 4, 4}));
+  EXPECT_EQ(c.node_groups[0].name, "big");
+  PlanDims plan = Degrees(1, 3, 8, 1, 1);
+  plan.dims = MegatronShardDims();
+  ASSERT_TRUE(mixed->ValidatePlan(plan).ok());
+  const std::vector<ReplicaClass> classes = ReplicaClasses(plan, c, false);
+  ASSERT_EQ(classes.size(), 2u);
+  // Worst first: the copy over the two 4-GPU nodes.
+  EXPECT_EQ(classes[0].count, 1);
+  EXPECT_EQ(classes[0].placement.tp.nodes, 2);
+  EXPECT_EQ(classes[0].placement.tp.per_node, 4);
+  // The other two keep their tp group inside one node.
+  EXPECT_EQ(classes[1].count, 2);
+  EXPECT_EQ(classes[1].placement.tp.nodes, 1);
+  const shardplan::v1::Plan listed_plan = PlanToProto(plan, mixed->problem());
+  ASSERT_EQ(listed_plan.placement_size(), 3);
+  EXPECT_THAT(listed_plan.placement(0).nodes(), ::testing::ElementsAre(0));
+  EXPECT_THAT(listed_plan.placement(1).nodes(), ::testing::ElementsAre(1));
+  EXPECT_THAT(listed_plan.placement(2).nodes(), ::testing::ElementsAre(2, 3));
+  EXPECT_EQ(listed_plan.placement(2).node_group(), "small-a+small-b");
+  EXPECT_FALSE(listed_plan.placement(0).tp_spans_nodes());
+  EXPECT_TRUE(listed_plan.placement(2).tp_spans_nodes());
+
+  // The smallest-node model (24 GPUs on 4-GPU nodes) splits every copy over
+  // InfiniBand; 8-GPU nodes split none. The real cluster is priced copy by
+  // copy: two at the 8-GPU price, one at the 4-GPU price (same batch, fixed
+  // concurrency), and its latency is the slow copy's.
+  auto smallest = ModelOn("llama-3.1-70b", Uniform(24, 4));
+  auto big = ModelOn("llama-3.1-70b", Uniform(24, 8));
+  const Evaluation m = mixed->Evaluate(plan);
+  const Evaluation s = smallest->Evaluate(plan);
+  const Evaluation b = big->Evaluate(plan);
+  ASSERT_TRUE(m.feasible && s.feasible && b.feasible);
+  ASSERT_EQ(m.batch_size, s.batch_size);
+  ASSERT_EQ(m.batch_size, b.batch_size);
+  EXPECT_GT(m.output_tokens_per_s, 1.1 * s.output_tokens_per_s);
+  EXPECT_LT(m.output_tokens_per_s, b.output_tokens_per_s);
+  EXPECT_NEAR(m.output_tokens_per_s,
+              (2 * b.output_tokens_per_s + s.output_tokens_per_s) / 3,
+              1e-9 * m.output_tokens_per_s);
+  EXPECT_DOUBLE_EQ(m.tpot_s, s.tpot_s);
+}
+
+TEST(PlacementTest, StageBoundariesInsideABigNodeRideNvlink) {
+  // 8 + 8 + 4 GPUs, Llama-3.1-405B FP8 as tp 4 x pp 5: stages 0-1 share the
+  // first node, 2-3 the second, 4 is the 4-GPU node. Two of the four stage
+  // boundaries stay on NVLink; on 4-GPU nodes (the smallest-node model) all
+  // four would cross InfiniBand.
+  const auto groups = Groups(8, {{"big", 2, 8}, {"small", 1, 4}});
+  auto mixed = ModelOn("llama-3.1-405b", groups, "fp8");
+  auto smallest = ModelOn("llama-3.1-405b", Uniform(20, 4), "fp8");
+  ASSERT_NE(mixed, nullptr);
+  ASSERT_NE(smallest, nullptr);
+  PlanDims plan = Degrees(1, 1, 4, 5, 1);
+  plan.dims = MegatronShardDims();
+  ASSERT_TRUE(mixed->ValidatePlan(plan).ok());
+  const PlanPlacement real = PlacePlan(plan, mixed->problem().cluster, false);
+  EXPECT_FALSE(real.tp.spans_nodes());
+  EXPECT_TRUE(real.p2p_inter_node);
+  EXPECT_EQ(real.p2p_inter_node_boundaries, 2);
+  EXPECT_EQ(PlacePlan(plan, smallest->problem().cluster, false)
+                .p2p_inter_node_boundaries,
+            4);
+  const Evaluation m = mixed->Evaluate(plan);
+  const Evaluation s = smallest->Evaluate(plan);
+  ASSERT_TRUE(m.feasible && s.feasible);
+  EXPECT_LT(m.prefill_s, s.prefill_s);
+  EXPECT_GE(m.output_tokens_per_s, s.output_tokens_per_s);
 }
 
 }  // namespace

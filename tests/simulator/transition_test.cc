@@ -77,23 +77,33 @@ TEST(TransitionTest, SamePlanSameClusterMovesNothing) {
 }
 
 TEST(TransitionTest, ChangingTpReloadsAllButTheOverlappingSlice) {
-  // tp 8 -> tp 4 on the same 8 GPUs (2 replicas of tp 4): rank r of the tp 4
-  // group holds slice [r/4, (r+1)/4), of which it had [r/8, (r+1)/8) only
-  // when r/8 ... overlaps: ranks 0 keep their slice 0/8 (half of 0/4).
+  // tp 8 -> tp 4 on the same 8 GPUs (2 replicas of tp 4): rank r of a tp 4
+  // group holds slice [r/4, (r+1)/4), which contains the old slices 2r/8 and
+  // (2r+1)/8.
   const Problem p = MakeProblem("llama-3.1-8b", 8);
   auto model = MakeModel(p, Degrees(1, 1, 8, 1), p);
-  const TransitionCost c = model->Diff(Degrees(2, 1, 4, 1));
-  EXPECT_GT(c.total_bytes, 0);
-  EXPECT_EQ(c.gpus_unchanged, 0);
-  EXPECT_FALSE(c.rolling);
-  // Every GPU needs a quarter of the model; rank 0 of replica 0 held an
-  // eighth inside it, so it loads less than the busiest GPU.
   const double weights = p.model.TotalParams() * 2;
-  EXPECT_NEAR(c.max_bytes_per_gpu, weights / 4, weights * 0.01);
-  EXPECT_LT(c.total_bytes, 8 * weights / 4);
+  // Ranks in GPU order: only GPU 0 (slice 0/8 inside 0/4) keeps anything, so
+  // the busiest GPU loads its whole quarter.
+  const TransitionCost in_order =
+      model->Diff(Degrees(2, 1, 4, 1), false, /*match_gpu_order=*/false);
+  EXPECT_GT(in_order.total_bytes, 0);
+  EXPECT_EQ(in_order.gpus_unchanged, 0);
+  EXPECT_FALSE(in_order.rolling);
+  EXPECT_NEAR(in_order.max_bytes_per_gpu, weights / 4, weights * 0.01);
+  EXPECT_LT(in_order.total_bytes, 8 * weights / 4);
   // Everything is still on the cluster: all of it comes from peers.
-  EXPECT_EQ(c.storage_bytes, 0);
-  EXPECT_NEAR(c.peer_bytes, c.total_bytes, 1);
+  EXPECT_EQ(in_order.storage_bytes, 0);
+  EXPECT_NEAR(in_order.peer_bytes, in_order.total_bytes, 1);
+  // Matched: replica 0's rank r runs on the GPU that held slice 2r/8 and
+  // replica 1's on the one that held (2r+1)/8, so every GPU keeps an eighth
+  // and loads the other eighth: one model's worth in all.
+  const TransitionCost c = model->Diff(Degrees(2, 1, 4, 1), true);
+  EXPECT_NEAR(c.max_bytes_per_gpu, weights / 8, weights * 0.01);
+  EXPECT_NEAR(c.total_bytes, weights, weights * 0.02);
+  EXPECT_LT(c.total_bytes, in_order.total_bytes);
+  ASSERT_EQ(c.node_loads.size(), 1u);
+  EXPECT_THAT(c.node_loads[0].what, HasSubstr("GPU order 0,2,4,6,1,3,5,7"));
 }
 
 TEST(TransitionTest, RemovedNodeLosesItsShardsAndReplicaKeepsServing) {
@@ -231,6 +241,45 @@ TEST(TransitionTest, ObjectiveLimitAndDefaultRule) {
   EXPECT_FALSE(f.feasible);
   EXPECT_EQ(f.reason, InfeasibleReason::kTransitionTooSlow);
   EXPECT_THAT(InfeasibleReasonText(f), HasSubstr("max_transition_seconds"));
+}
+
+TEST(TransitionTest, DefaultRuleHasOneScaleAndBreaksTiesByBytes) {
+  const Problem old_problem = MakeProblem("llama-3.1-70b", 16);
+  const Problem next = MakeProblem("llama-3.1-70b", 8);
+  const PlanDims running = Degrees(1, 1, 8, 2);
+  TransitionObjective objective;
+  objective.model = MakeModel(old_problem, running, next);
+  // The scale is the running plan deployed from nothing on its cluster: what
+  // a diff from nothing (the same plan, the same cluster, no survivor) says.
+  RunningDeployment nothing;
+  nothing.problem = old_problem;
+  nothing.plan = running;
+  nothing.removed_nodes = {0, 1};
+  auto from_nothing = TransitionModel::Create(nothing, old_problem);
+  ASSERT_TRUE(from_nothing.ok()) << from_nothing.status();
+  const TransitionCost full = (*from_nothing)->Diff(running);
+  EXPECT_DOUBLE_EQ(objective.model->running_fresh_seconds(),
+                   full.estimated_seconds);
+  EXPECT_DOUBLE_EQ(objective.model->running_bytes(), full.total_bytes);
+  EXPECT_DOUBLE_EQ(
+      DefaultTransitionWeight(*objective.model),
+      -std::log1p(-kDefaultTransitionShare) / full.estimated_seconds);
+  // Linear in seconds with that one weight, whatever the plan's own deploy
+  // time; at equal seconds the plan that loads fewer bytes pays less.
+  TransitionCost a;
+  a.estimated_seconds = 10;
+  a.total_bytes = 100e9;
+  TransitionCost b = a;
+  b.estimated_seconds = 20;
+  b.fresh_seconds = 1e6;  // plan-dependent figures do not enter the rule
+  TransitionCost c = a;
+  c.total_bytes = 50e9;
+  const double pa = TransitionPenalty(objective, a);
+  EXPECT_NEAR(TransitionPenalty(objective, b) - pa,
+              10 * DefaultTransitionWeight(*objective.model), 1e-12);
+  EXPECT_LT(TransitionPenalty(objective, c), pa);
+  EXPECT_LT(pa - TransitionPenalty(objective, c),
+            1e-2 * DefaultTransitionWeight(*objective.model));
 }
 
 TEST(TransitionTest, AdaptRunningPlanFitsTheNewGpus) {
