@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "simulator/disaggregated.h"
+#include "simulator/status_macros.h"
 
 namespace shardplan::policy {
 namespace {
@@ -192,14 +193,20 @@ int MaxChoices(int decision) {
   return NumBatchChoices();
 }
 
-absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
-    const simulator::CostModel& model, const PlanSpaceOptions& options) {
+absl::StatusOr<std::unique_ptr<PlanSpace>> PlanSpace::NewEmpty(
+    const simulator::CostModel& model) {
   if (NumBatchChoices() > 64) {
     return absl::InternalError(
         "too many batch-size candidates for the plan space");
   }
   std::unique_ptr<PlanSpace> space(new PlanSpace());
   space->model_ = &model;
+  return space;
+}
+
+absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
+    const simulator::CostModel& model, const PlanSpaceOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PlanSpace> space, NewEmpty(model));
   const simulator::Problem& p = model.problem();
   const simulator::ModelDims& m = p.model;
   const int n = p.cluster.num_gpus;
@@ -243,12 +250,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
 
 absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
     const simulator::CostModel& model, const PlanSpaceOptions& options) {
-  if (NumBatchChoices() > 64) {
-    return absl::InternalError(
-        "too many batch-size candidates for the plan space");
-  }
-  std::unique_ptr<PlanSpace> space(new PlanSpace());
-  space->model_ = &model;
+  ASSIGN_OR_RETURN(std::unique_ptr<PlanSpace> space, NewEmpty(model));
   space->disaggregated_ = true;
   const simulator::Problem& p = model.problem();
   const simulator::ModelDims& m = p.model;

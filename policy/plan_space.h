@@ -199,6 +199,10 @@ class PlanSpace {
 
  private:
   PlanSpace() = default;
+  // An empty space of `model` (INTERNAL when the batch candidates do not fit
+  // a 64-bit mask); Create* fill it.
+  static absl::StatusOr<std::unique_ptr<PlanSpace>> NewEmpty(
+      const simulator::CostModel& model);
   void ComputeSize();
   bool ForEachFrom(Decisions& d, int decision,
                    const std::function<bool(const Decisions&)>& fn) const;
