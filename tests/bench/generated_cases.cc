@@ -452,7 +452,7 @@ absl::StatusOr<std::string> TimeAutoSearch(const GeneratedCase& c,
     TimedObserver dis_obs(start, agg.evaluations - 1);
     ASSIGN_OR_RETURN(policy::SearchResult dis,
                      ResultOf(method, *model, so, &dis_obs, &dis_stats));
-    const double total_s =
+    const double total_seconds =
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
     // The combined best over time (aggregated first, then disaggregated).
@@ -461,27 +461,28 @@ absl::StatusOr<std::string> TimeAutoSearch(const GeneratedCase& c,
     double final_best = 0;
     for (const auto& p : trace)
       final_best = std::max(final_best, p.tokens_per_s);
-    double seconds_99 = -1;
+    double seconds_to_99 = -1;
     int evals_99 = -1;
     for (const auto& p : trace) {
       if (p.tokens_per_s >= 0.99 * final_best) {
-        seconds_99 = p.seconds;
+        seconds_to_99 = p.seconds;
         evals_99 = p.evaluations;
         break;
       }
     }
     const int evaluations = agg.evaluations + dis.evaluations - 1;
-    const double cost_model_s =
+    const double both_cost_model_seconds =
         agg_stats.cost_model_seconds + dis_stats.cost_model_seconds;
     const bool disagg_wins = Tps(dis.best) > Tps(agg.best);
     absl::StrAppend(
-        &md, absl::StrFormat(
-                 "| %d | %.0f | %s | %.2f | %d | %.2f | %d | %.2f "
-                 "|\n",
-                 s, final_best, disagg_wins ? "disaggregated" : "aggregated",
-                 seconds_99, evals_99, total_s, evaluations, cost_model_s));
+        &md, absl::StrFormat("| %d | %.0f | %s | %.2f | %d | %.2f | %d | %.2f "
+                             "|\n",
+                             s, final_best,
+                             disagg_wins ? "disaggregated" : "aggregated",
+                             seconds_to_99, evals_99, total_seconds,
+                             evaluations, both_cost_model_seconds));
     std::fprintf(stderr, "seed %d: %.2f s to 99%%, %.2f s total\n", s,
-                 seconds_99, total_s);
+                 seconds_to_99, total_seconds);
   }
   return md;
 }
