@@ -14,6 +14,7 @@
 #include "policy/plan_space.h"
 #include "policy/rl/rl_searcher.h"
 #include "shardplan/v1/shardplan.pb.h"
+#include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -57,6 +58,10 @@ absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeModel(
   workload.set_weight_dtype(c.weight_dtype);
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(source, cluster, workload));
+  if (c.server_profile) {
+    return simulator::CostModel::Create(
+        std::move(problem), simulator::DefaultCalibrationProfile().calibration);
+  }
   return simulator::CostModel::Create(std::move(problem));
 }
 
@@ -419,16 +424,20 @@ absl::StatusOr<std::string> TimeAutoSearch(const GeneratedCase& c,
   const policy::DisaggregatedSweep share = policy::SweepDisaggregated(
       *model, options.budget / 2, 1, never_cancelled);
   std::string md = absl::StrFormat(
-      "%s, %s, %d evaluations: aggregated space %d degree tuples (%.3g "
+      "%s%s, %s, %d evaluations: aggregated space %d degree tuples (%.3g "
       "plans), disaggregated %d joint tuples (%.3g plans); for reference the "
       "whole disaggregated sweep (%d candidates) finds %.0f tok/s (%.0f on "
       "%d evaluations, the disaggregated share) and grid (aggregated) %.0f "
       "tok/s\n\n",
-      c.name(), method, options.budget,
-      aggregated->NumChoices(policy::kDegreesDecision), aggregated->Size(),
-      joint->NumChoices(policy::kDegreesDecision), joint->Size(),
-      sweep.candidates, Tps(sweep.best), Tps(share.best), options.budget / 2,
-      Tps(policy::GridBest(*aggregated)));
+      c.name(),
+      c.server_profile
+          ? absl::StrCat(" (calibration profile ",
+                         simulator::DefaultCalibrationProfile().name, ")")
+          : " (built-in calibration)",
+      method, options.budget, aggregated->NumChoices(policy::kDegreesDecision),
+      aggregated->Size(), joint->NumChoices(policy::kDegreesDecision),
+      joint->Size(), sweep.candidates, Tps(sweep.best), Tps(share.best),
+      options.budget / 2, Tps(policy::GridBest(*aggregated)));
   absl::StrAppend(
       &md,
       absl::StrFormat(
