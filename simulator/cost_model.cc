@@ -164,6 +164,12 @@ struct PlanCtx {
   // Expected distinct expert groups a token is sent to, divided by top_k (a
   // token routed to several experts of one group is sent there once).
   double dispatch_fanout = 1;
+  // Routed-expert slots per expert-parallel rank: ceil(experts / ep). When ep
+  // does not divide the experts, engines fill the spare slots with copies of
+  // hot experts (EPLB's redundant experts: SGLang
+  // --ep-num-redundant-experts, vLLM --num-redundant-experts), so every rank
+  // holds and reads this many.
+  double experts_rank = 0;
 };
 
 double ShareCeil(double tokens, int n) {
@@ -368,7 +374,9 @@ class Pass {
       flops = T * ctx_ * k_.attn_decode_flops;
       kv_bytes = requests_ * ctx_ * k_.kv_per_token_layer * k_.kv_bytes;
     } else {
-      flops = requests_ * T * T * k_.attn_prefill_flops;
+      // Each request attends over its own ISL tokens (ctx_): the quadratic
+      // term is per request, not over the pass's T = requests x ISL tokens.
+      flops = requests_ * ctx_ * ctx_ * k_.attn_prefill_flops;
       kv_bytes = T * k_.kv_per_token_layer * k_.kv_bytes;
     }
     double flop_share = 1, kv_share = 1;
@@ -463,11 +471,11 @@ class Pass {
                   : 1.0;
     const double pairs =
         std::min(mean_pairs * imbalance,
-                 domain_tokens * std::min(k_.top_k, k_.experts / p_.ep));
+                 domain_tokens * std::min(k_.top_k, p_.experts_rank));
     const double unique =
         std::min(domain_tokens * dests / p_.ep * imbalance, domain_tokens);
     const double shared_tokens = domain_tokens / p_.ep;
-    const double experts_rank = k_.experts / p_.ep;
+    const double experts_rank = p_.experts_rank;
     const int ne = p_.tp_expert;
     // Fraction of this group's routed experts that receive at least one token
     // this step.
@@ -735,6 +743,7 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan,
   p.tp_nodes = place.tp.nodes;
   p.ep_nodes = p.ep > 1 ? place.domain.nodes : 1;
   p.replica_nodes = place.replica.nodes;
+  p.experts_rank = std::ceil(k.experts / std::max(1, p.ep));
   if (k.moe && k.experts > 0 && p.ep > 1) {
     p.dispatch_fanout =
         p.ep * (1.0 - std::pow(1.0 - 1.0 / p.ep, k.top_k)) / k.top_k;
@@ -874,7 +883,7 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                             k.w_mlp_down * DimShare(dim(OpKind::kMlpDown), n);
   double moe_rank = 0;
   if (k.moe) {
-    const double experts_rank = k.experts / p.ep + k.shared_experts;
+    const double experts_rank = p.experts_rank + k.shared_experts;
     moe_rank =
         attn_rank + k.w_router * DimShare(dim(OpKind::kRouter), n) +
         experts_rank *
@@ -1573,9 +1582,13 @@ absl::Status CostModel::ValidateLayout(const PlanDims& plan,
           "plan.ep must be 1 for a dense model, got %d", plan.ep));
     }
   } else {
-    if (m.experts % plan.ep != 0) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "plan.ep must divide num_experts (%d), got %d", m.experts, plan.ep));
+    // ep need not divide the experts: the spare slots of ceil(experts / ep)
+    // per rank hold redundant copies (see PlanCtx::experts_rank), as in
+    // DeepSeek's EP144 and SGLang's EP72 deployments of 256 experts.
+    if (plan.ep > m.experts) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("plan.ep must be at most num_experts (%d), got %d",
+                          m.experts, plan.ep));
     }
     const int domain = plan.dp * plan.tp;
     if (domain % plan.ep != 0) {

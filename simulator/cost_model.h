@@ -94,7 +94,9 @@ const Calibration& DefaultCalibration();
 const std::vector<int>& BatchSizeCandidates();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
-inline constexpr int kCostModelVersion = 4;
+// 5: a disaggregated prefill pass of several requests pays the attention
+// quadratic term per request (it was charged over the whole pass).
+inline constexpr int kCostModelVersion = 5;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -99,12 +99,16 @@ Shard ShardOf(const PlanDims& plan, const Problem& problem, const Layout& l,
   const ModelDims& m = problem.model;
   if (m.is_moe()) {
     // The stage's dp x tp ranks form the expert domain: ep groups of
-    // tp_expert consecutive ranks, each with experts / ep experts.
+    // tp_expert consecutive ranks, each with ceil(experts / ep) consecutive
+    // experts (when ep does not divide them, the last groups' spare slots
+    // repeat experts: the redundant copies the cost model charges).
     s.tp_expert = std::max(1, stage_size / l.ep);
     const int ep_rank = i / s.tp_expert;
     s.expert_rank = i % s.tp_expert;
-    s.num_experts = m.experts / l.ep;
-    s.first_expert = ep_rank * s.num_experts;
+    const int ep = std::max(1, l.ep);
+    s.num_experts = (m.experts + ep - 1) / ep;
+    s.first_expert =
+        std::min(ep_rank * s.num_experts, m.experts - s.num_experts);
   }
   s.embedding = s.stage == 0;
   s.lm_head = s.stage == l.pp - 1 && !(m.tie_embeddings && l.pp == 1);

@@ -409,10 +409,31 @@ TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
   const absl::Status s = model24->ValidatePlan(Plan(8, 3, 1));
   EXPECT_THAT(std::string(s.message()),
               StartsWith("plan.tp must divide num_attention_heads"));
-  // MoE: ep must divide the experts and dp*tp.
+  // MoE: ep at most the experts (it need not divide them: redundant slots),
+  // and it must divide dp*tp.
   auto moe = Make({.model = "mixtral-8x7b", .gpus = 8});
   EXPECT_THAT(std::string(moe->ValidatePlan(Plan(1, 8, 1, 16)).message()),
-              StartsWith("plan.ep must divide num_experts"));
+              StartsWith("plan.ep must be at most num_experts"));
+}
+
+// An ep that does not divide the experts (EP72 of DeepSeek's 256, as SGLang
+// deploys it with EPLB's redundant experts) gives every rank ceil(256 / 72) =
+// 4 expert slots: the same weights per GPU as EP64, where 4 divides evenly,
+// and more than EP128's 2.
+TEST(CostModelTest, RedundantExpertSlotsAreCeilOfExpertsOverEp) {
+  auto weights = [](int ep) {
+    auto model = Make({.model = "deepseek-v3",
+                       .gpus = ep,
+                       .concurrency = 8,
+                       .weight_dtype = "fp8"});
+    const PlanDims p = Plan(ep, 1, 1, ep);
+    EXPECT_TRUE(model->ValidatePlan(p).ok()) << model->ValidatePlan(p);
+    return model->Evaluate(p).weights_bytes;
+  };
+  const double ep64 = weights(64);
+  EXPECT_GT(ep64, 0);
+  EXPECT_DOUBLE_EQ(weights(72), ep64);
+  EXPECT_LT(weights(128), ep64);
 }
 
 TEST(CostModelTest, UnvalidatedGarbagePlanIsInfeasibleNotACrash) {
