@@ -11,6 +11,8 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
+#include "simulator/disaggregated.h"
+#include "simulator/status_macros.h"
 
 namespace shardplan::policy {
 namespace {
@@ -70,6 +72,118 @@ double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
   return weight_bytes + kv_bytes;
 }
 
+// Whether an instance of `gpus` GPUs can hold the weights at all (raw HBM).
+bool HoldsWeights(const simulator::Problem& p, int gpus) {
+  const double weight_bytes =
+      p.model.TotalParams() *
+      simulator::BytesPerElement(p.workload.weight_dtype);
+  return weight_bytes <= gpus * p.cluster.hardware.hbm_bytes;
+}
+
+// Calls fn(Degrees) for every (dp, tp, pp, ep) of one instance of `instance`
+// GPUs the divisibility rules allow (replicas 1); ValidatePlan decides the
+// rest.
+template <typename Fn>
+void ForEachInstanceDegrees(const simulator::ModelDims& m, int instance,
+                            Fn fn) {
+  for (int tp = 1; tp <= instance; ++tp) {
+    if (instance % tp != 0) continue;
+    if (m.heads > 0 && m.heads % tp != 0) continue;
+    if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
+      continue;
+    for (int pp = 1; pp <= instance / tp; ++pp) {
+      if ((instance / tp) % pp != 0 || pp > m.layers ||
+          pp > simulator::kMaxPipelineStages) {
+        continue;
+      }
+      const int dp = instance / (tp * pp);
+      for (int ep = 1; ep <= dp * tp; ++ep) {
+        if ((dp * tp) % ep != 0) continue;
+        if (!m.is_moe() && ep != 1) continue;
+        if (m.is_moe() && m.experts % ep != 0) continue;
+        fn(Degrees{dp, tp, pp, ep, 1});
+      }
+    }
+  }
+}
+
+// The masks of one layout (an aggregated plan or one pool instance).
+struct LayoutMasks {
+  std::array<uint64_t, simulator::kNumOpKinds> ops{};
+  uint64_t micro = 0;
+  std::array<uint64_t, kMicroBatchMultipliers.size()> batch{};
+};
+
+// Derives `plan`'s masks by checking every single-decision variation with
+// `valid`; micro-batches pp only unless `vary_micro_batches`. False when no
+// micro-batch and batch choice is left.
+template <typename Valid>
+bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
+                        const Degrees& g, const PlanSpaceOptions& options,
+                        const Valid& valid, bool vary_micro_batches,
+                        LayoutMasks* out) {
+  const simulator::Problem& p = model.problem();
+  const simulator::ModelDims& m = p.model;
+  const bool concurrency_fixed = p.workload.concurrency > 0;
+  const std::vector<int>& batches = simulator::BatchSizeCandidates();
+  const simulator::ShardDims megatron_dims = simulator::MegatronShardDims();
+  // Operators.
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+    const OpKind op = static_cast<OpKind>(o);
+    const uint64_t fixed = uint64_t{1} << static_cast<int>(megatron_dims[o]);
+    const int group = IsExpertOp(op) ? g.tp_expert() : g.tp;
+    if (!OpExists(m, op) || group <= 1) {
+      out->ops[o] = fixed;
+      continue;
+    }
+    uint64_t mask = 0;
+    for (int d = 0; d < simulator::kNumShardDims; ++d) {
+      const ShardDim dim = static_cast<ShardDim>(d);
+      if ((op == OpKind::kAttention || op == OpKind::kRouter) &&
+          dim == ShardDim::kRow) {
+        continue;
+      }
+      PlanDims variant = plan;
+      variant.dims[o] = dim;
+      if (valid(variant)) mask |= uint64_t{1} << d;
+    }
+    out->ops[o] = mask != 0 ? mask : fixed;
+  }
+
+  // Micro-batches (meaningless without a pipeline) and batch sizes.
+  for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
+    if ((g.pp == 1 || !vary_micro_batches) && k > 0) continue;
+    PlanDims variant = plan;
+    variant.micro_batches = kMicroBatchMultipliers[k] * g.pp;
+    if (!valid(variant)) continue;
+    uint64_t bmask = 0;
+    if (concurrency_fixed) {
+      bmask = uint64_t{1} << AutoBatchChoice();
+    } else {
+      int smallest_valid = -1;
+      for (int b = 0; b < static_cast<int>(batches.size()); ++b) {
+        PlanDims with_batch = variant;
+        with_batch.batch_size = batches[b];
+        if (!valid(with_batch)) continue;
+        if (smallest_valid < 0) smallest_valid = b;
+        if (options.memory_bound_batches &&
+            MemoryLowerBoundBytes(p, g, batches[b]) > model.capacity_bytes()) {
+          continue;
+        }
+        bmask |= uint64_t{1} << b;
+      }
+      // Keep the smallest valid batch so the tuple stays representable (its
+      // plans are infeasible, which the cost model reports).
+      if (bmask == 0 && smallest_valid >= 0)
+        bmask = uint64_t{1} << smallest_valid;
+    }
+    if (bmask == 0) continue;
+    out->micro |= uint64_t{1} << k;
+    out->batch[k] = bmask;
+  }
+  return out->micro != 0;
+}
+
 }  // namespace
 
 int MaxChoices(int decision) {
@@ -79,142 +193,177 @@ int MaxChoices(int decision) {
   return NumBatchChoices();
 }
 
-absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
-    const simulator::CostModel& model, const PlanSpaceOptions& options) {
+absl::StatusOr<std::unique_ptr<PlanSpace>> PlanSpace::NewEmpty(
+    const simulator::CostModel& model) {
   if (NumBatchChoices() > 64) {
     return absl::InternalError(
         "too many batch-size candidates for the plan space");
   }
   std::unique_ptr<PlanSpace> space(new PlanSpace());
   space->model_ = &model;
+  return space;
+}
+
+absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
+    const simulator::CostModel& model, const PlanSpaceOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PlanSpace> space, NewEmpty(model));
   const simulator::Problem& p = model.problem();
   const simulator::ModelDims& m = p.model;
   const int n = p.cluster.num_gpus;
-  const bool concurrency_fixed = p.workload.concurrency > 0;
-  const std::vector<int>& batches = simulator::BatchSizeCandidates();
-  const simulator::ShardDims megatron_dims = simulator::MegatronShardDims();
 
   // Replicas (MoE only; see Degrees): an instance must at least hold the
   // weights, so instances too small for them are not offered.
-  const double weight_bytes =
-      m.TotalParams() * simulator::BytesPerElement(p.workload.weight_dtype);
   for (int replicas = 1; replicas <= (m.is_moe() ? n : 1); ++replicas) {
     if (n % replicas != 0) continue;
     const int instance = n / replicas;
-    if (replicas > 1 &&
-        weight_bytes > instance * p.cluster.hardware.hbm_bytes) {
-      continue;
-    }
-    for (int tp = 1; tp <= instance; ++tp) {
-      if (instance % tp != 0) continue;
-      if (m.heads > 0 && m.heads % tp != 0) continue;
-      if (m.kv_heads > 0 && m.kv_heads % tp != 0 && tp % m.kv_heads != 0)
-        continue;
-      for (int pp = 1; pp <= instance / tp; ++pp) {
-        if ((instance / tp) % pp != 0 || pp > m.layers ||
-            pp > simulator::kMaxPipelineStages) {
-          continue;
-        }
-        const int dp = instance / (tp * pp);
-        for (int ep = 1; ep <= dp * tp; ++ep) {
-          if ((dp * tp) % ep != 0) continue;
-          if (!m.is_moe() && ep != 1) continue;
-          if (m.is_moe() && m.experts % ep != 0) continue;
-          PlanDims plan;
-          plan.replicas = replicas;
-          plan.dp = dp;
-          plan.tp = tp;
-          plan.pp = pp;
-          plan.ep = ep;
-          if (!model.ValidatePlan(plan).ok()) continue;
-          const Degrees g{dp, tp, pp, ep, replicas};
+    if (replicas > 1 && !HoldsWeights(p, instance)) continue;
+    ForEachInstanceDegrees(m, instance, [&](Degrees g) {
+      g.replicas = replicas;
+      PlanDims plan;
+      plan.replicas = replicas;
+      plan.dp = g.dp;
+      plan.tp = g.tp;
+      plan.pp = g.pp;
+      plan.ep = g.ep;
+      auto valid = [&](const PlanDims& variant) {
+        return model.ValidatePlan(variant).ok();
+      };
+      if (!valid(plan)) return;
+      LayoutMasks masks;
+      if (!ComputeLayoutMasks(model, plan, g, options, valid,
+                              /*vary_micro_batches=*/true, &masks)) {
+        return;
+      }
+      space->degrees_.push_back(g);
+      space->op_masks_.push_back(masks.ops);
+      space->micro_masks_.push_back(masks.micro);
+      space->batch_masks_.push_back(masks.batch);
+    });
+  }
+  if (space->degrees_.empty()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "no valid (replicas, dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
+  }
+  space->ComputeSize();
+  return std::unique_ptr<const PlanSpace>(std::move(space));
+}
 
-          // Operators.
-          std::array<uint64_t, simulator::kNumOpKinds> op_mask{};
-          for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-            const OpKind op = static_cast<OpKind>(o);
-            const uint64_t fixed = uint64_t{1}
-                                   << static_cast<int>(megatron_dims[o]);
-            const int group = IsExpertOp(op) ? g.tp_expert() : tp;
-            if (!OpExists(m, op) || group <= 1) {
-              op_mask[o] = fixed;
-              continue;
-            }
-            uint64_t mask = 0;
-            for (int d = 0; d < simulator::kNumShardDims; ++d) {
-              const ShardDim dim = static_cast<ShardDim>(d);
-              if ((op == OpKind::kAttention || op == OpKind::kRouter) &&
-                  dim == ShardDim::kRow) {
-                continue;
-              }
-              PlanDims variant = plan;
-              variant.dims[o] = dim;
-              if (model.ValidatePlan(variant).ok()) mask |= uint64_t{1} << d;
-            }
-            op_mask[o] = mask != 0 ? mask : fixed;
-          }
+absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
+    const simulator::CostModel& model, const PlanSpaceOptions& options) {
+  ASSIGN_OR_RETURN(std::unique_ptr<PlanSpace> space, NewEmpty(model));
+  space->disaggregated_ = true;
+  const simulator::Problem& p = model.problem();
+  const simulator::ModelDims& m = p.model;
+  const int n = p.cluster.num_gpus;
+  const int node = std::max(1, p.cluster.gpus_per_node);
 
-          // Micro-batches (meaningless without a pipeline) and batch sizes.
-          uint64_t micro_mask = 0;
-          std::array<uint64_t, kMicroBatchMultipliers.size()> batch_mask{};
-          for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size());
-               ++k) {
-            if (pp == 1 && k > 0) continue;
-            PlanDims variant = plan;
-            variant.micro_batches = kMicroBatchMultipliers[k] * pp;
-            if (!model.ValidatePlan(variant).ok()) continue;
-            uint64_t bmask = 0;
-            if (concurrency_fixed) {
-              bmask = uint64_t{1} << AutoBatchChoice();
-            } else {
-              int smallest_valid = -1;
-              for (int b = 0; b < static_cast<int>(batches.size()); ++b) {
-                PlanDims with_batch = variant;
-                with_batch.batch_size = batches[b];
-                if (!model.ValidatePlan(with_batch).ok()) continue;
-                if (smallest_valid < 0) smallest_valid = b;
-                if (options.memory_bound_batches &&
-                    MemoryLowerBoundBytes(p, g, batches[b]) >
-                        model.capacity_bytes()) {
-                  continue;
-                }
-                bmask |= uint64_t{1} << b;
-              }
-              // Keep the smallest valid batch so the tuple stays representable
-              // (its plans are infeasible, which the cost model reports).
-              if (bmask == 0 && smallest_valid >= 0)
-                bmask = uint64_t{1} << smallest_valid;
-            }
-            if (bmask == 0) continue;
-            micro_mask |= uint64_t{1} << k;
-            batch_mask[k] = bmask;
+  // Instance sizes engines deploy (powers of two, whole nodes) that hold the
+  // weights, and on each the layouts of one instance: as a decode instance
+  // (with its masks) and as a prefill instance (with its prefill batches).
+  struct DecodeLayout {
+    Degrees g;
+    LayoutMasks masks;
+  };
+  struct PrefillLayout {
+    Degrees g;
+    uint64_t batches = 0;  // bits over kPrefillBatches
+  };
+  std::vector<int> sizes;
+  std::vector<std::vector<DecodeLayout>> decode_layouts;
+  std::vector<std::vector<PrefillLayout>> prefill_layouts;
+  for (int gpus = 1; gpus < n; ++gpus) {
+    const bool power_of_two = (gpus & (gpus - 1)) == 0;
+    if (!power_of_two && gpus % node != 0) continue;
+    if (!HoldsWeights(p, gpus)) continue;
+    std::vector<DecodeLayout> decode;
+    std::vector<PrefillLayout> prefill;
+    ForEachInstanceDegrees(m, gpus, [&](const Degrees& g) {
+      // A dense instance's dp ranks are copies: more instances say the same.
+      if (!m.is_moe() && g.dp != 1) return;
+      PlanDims plan;
+      plan.dp = g.dp;
+      plan.tp = g.tp;
+      plan.pp = g.pp;
+      plan.ep = g.ep;
+      auto valid = [&](const PlanDims& variant) {
+        return simulator::ValidateInstancePlan(model, variant).ok();
+      };
+      if (!valid(plan)) return;
+      DecodeLayout d{g, {}};
+      if (ComputeLayoutMasks(model, plan, g, options, valid,
+                             /*vary_micro_batches=*/false, &d.masks)) {
+        decode.push_back(d);
+      }
+      PrefillLayout pre{g, 0};
+      for (int k = 0; k < static_cast<int>(kPrefillBatches.size()); ++k) {
+        PlanDims variant = plan;
+        variant.batch_size = kPrefillBatches[k];
+        if (valid(variant)) pre.batches |= uint64_t{1} << k;
+      }
+      if (pre.batches != 0) prefill.push_back(pre);
+    });
+    if (decode.empty() && prefill.empty()) continue;
+    sizes.push_back(gpus);
+    decode_layouts.push_back(std::move(decode));
+    prefill_layouts.push_back(std::move(prefill));
+  }
+
+  // Joint tuples: every pool split x * pg + y * dg = n, by instance sizes.
+  // A split whose tuples would pass the cap is left out whole.
+  const size_t cap = static_cast<size_t>(std::max(1, options.max_joint_tuples));
+  for (size_t pi = 0; pi < sizes.size(); ++pi) {
+    for (size_t di = 0; di < sizes.size(); ++di) {
+      const int pg = sizes[pi], dg = sizes[di];
+      for (int x = 1; x * pg < n; ++x) {
+        if ((n - x * pg) % dg != 0) continue;
+        const int y = (n - x * pg) / dg;
+        const size_t count =
+            prefill_layouts[pi].size() * decode_layouts[di].size();
+        if (count == 0 || space->degrees_.size() + count > cap) continue;
+        for (const PrefillLayout& pre : prefill_layouts[pi]) {
+          for (const DecodeLayout& dec : decode_layouts[di]) {
+            Degrees g = dec.g;
+            g.replicas = y;
+            g.prefill_instances = x;
+            g.prefill_dp = pre.g.dp;
+            g.prefill_tp = pre.g.tp;
+            g.prefill_pp = pre.g.pp;
+            g.prefill_ep = pre.g.ep;
+            space->degrees_.push_back(g);
+            space->op_masks_.push_back(dec.masks.ops);
+            // The micro-batch decision is the prefill batch; the decode batch
+            // does not depend on it.
+            space->micro_masks_.push_back(pre.batches);
+            std::array<uint64_t, kMicroBatchMultipliers.size()> batch{};
+            batch.fill(dec.masks.batch[0]);
+            space->batch_masks_.push_back(batch);
           }
-          if (micro_mask == 0) continue;
-          space->degrees_.push_back(g);
-          space->op_masks_.push_back(op_mask);
-          space->micro_masks_.push_back(micro_mask);
-          space->batch_masks_.push_back(batch_mask);
         }
       }
     }
   }
   if (space->degrees_.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat(
-        "no valid (replicas, dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
+        "no valid disaggregated plan (prefill and decode pools) for %s on %d "
+        "GPUs",
+        m.name, n));
   }
+  space->ComputeSize();
+  return std::unique_ptr<const PlanSpace>(std::move(space));
+}
+
+void PlanSpace::ComputeSize() {
   double size = 0;
-  for (size_t t = 0; t < space->degrees_.size(); ++t) {
+  for (size_t t = 0; t < degrees_.size(); ++t) {
     double ops = 1;
-    for (uint64_t mask : space->op_masks_[t]) ops *= Popcount(mask);
+    for (uint64_t mask : op_masks_[t]) ops *= Popcount(mask);
     double tail = 0;
     for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
-      if (space->micro_masks_[t] >> k & 1)
-        tail += Popcount(space->batch_masks_[t][k]);
+      if (micro_masks_[t] >> k & 1) tail += Popcount(batch_masks_[t][k]);
     }
     size += ops * tail;
   }
-  space->size_ = size;
-  return std::unique_ptr<const PlanSpace>(std::move(space));
+  size_ = size;
 }
 
 int PlanSpace::NumChoices(int decision) const {
@@ -269,8 +418,21 @@ PlanDims PlanSpace::Decode(const Decisions& decisions) const {
   for (int o = 0; o < simulator::kNumOpKinds; ++o) {
     plan.dims[o] = static_cast<ShardDim>(decisions[kFirstOpDecision + o]);
   }
-  plan.micro_batches =
-      kMicroBatchMultipliers[decisions[kMicroBatchesDecision]] * g.pp;
+  if (disaggregated_) {
+    plan.disaggregated = true;
+    plan.replicas = 1;
+    plan.decode_instances = g.replicas;
+    plan.prefill_instances = g.prefill_instances;
+    plan.prefill.dp = g.prefill_dp;
+    plan.prefill.tp = g.prefill_tp;
+    plan.prefill.pp = g.prefill_pp;
+    plan.prefill.ep = g.prefill_ep;
+    plan.prefill.batch_size = kPrefillBatches[decisions[kPrefillBatchDecision]];
+    plan.micro_batches = g.pp;
+  } else {
+    plan.micro_batches =
+        kMicroBatchMultipliers[decisions[kMicroBatchesDecision]] * g.pp;
+  }
   const int b = decisions[kBatchDecision];
   plan.batch_size =
       b == AutoBatchChoice() ? 0 : simulator::BatchSizeCandidates()[b];
@@ -280,20 +442,40 @@ PlanDims PlanSpace::Decode(const Decisions& decisions) const {
 absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
                                             int resolved_batch) const {
   Decisions d{};
+  if (plan.disaggregated != disaggregated_) {
+    return absl::InvalidArgumentError(
+        plan.disaggregated
+            ? "a disaggregated plan is not in an aggregated plan space"
+            : "an aggregated plan is not in a disaggregated plan space");
+  }
   int t = -1;
   for (size_t i = 0; i < degrees_.size(); ++i) {
     const Degrees& g = degrees_[i];
-    if (g.replicas == plan.replicas && g.dp == plan.dp && g.tp == plan.tp &&
-        g.pp == plan.pp && g.ep == plan.ep) {
+    const bool same_pools =
+        !disaggregated_ ||
+        (plan.replicas == 1 && g.replicas == plan.decode_instances &&
+         g.prefill_instances == plan.prefill_instances &&
+         g.prefill_dp == plan.prefill.dp && g.prefill_tp == plan.prefill.tp &&
+         g.prefill_pp == plan.prefill.pp && g.prefill_ep == plan.prefill.ep);
+    if (same_pools && (disaggregated_ || g.replicas == plan.replicas) &&
+        g.dp == plan.dp && g.tp == plan.tp && g.pp == plan.pp &&
+        g.ep == plan.ep) {
       t = static_cast<int>(i);
       break;
     }
   }
   if (t < 0) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "degrees (replicas %d, dp %d, tp %d, pp %d, ep %d) are not in the "
+        "degrees (replicas %d, dp %d, tp %d, pp %d, ep %d%s) are not in the "
         "plan space",
-        plan.replicas, plan.dp, plan.tp, plan.pp, plan.ep));
+        plan.replicas, plan.dp, plan.tp, plan.pp, plan.ep,
+        disaggregated_
+            ? absl::StrFormat("; %d prefill instances of dp %d, tp %d, pp %d, "
+                              "ep %d and %d decode instances",
+                              plan.prefill_instances, plan.prefill.dp,
+                              plan.prefill.tp, plan.prefill.pp, plan.prefill.ep,
+                              plan.decode_instances)
+            : ""));
   }
   if (plan.num_stage_layers != 0) {
     return absl::InvalidArgumentError(
@@ -314,12 +496,33 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
   }
   const int micro = plan.micro_batches == 0 ? plan.pp : plan.micro_batches;
   int k = -1;
-  for (int i = 0; i < static_cast<int>(kMicroBatchMultipliers.size()); ++i) {
-    if (kMicroBatchMultipliers[i] * plan.pp == micro) k = i;
-  }
-  if (k < 0 || !((micro_masks_[t] >> k) & 1)) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("micro_batches %d is not in the plan space", micro));
+  if (disaggregated_) {
+    // The prefill instance keeps Megatron's dims and its pp micro-batches;
+    // the decode instance runs pp micro-batches.
+    if (plan.prefill.dims != simulator::MegatronShardDims() ||
+        (plan.prefill.micro_batches != 0 &&
+         plan.prefill.micro_batches != plan.prefill.pp) ||
+        micro != plan.pp) {
+      return absl::InvalidArgumentError(
+          "prefill operator dims other than Megatron's, or micro-batches "
+          "other than pp, are not in the disaggregated plan space");
+    }
+    const int prefill_batch = std::max(1, plan.prefill.batch_size);
+    for (int i = 0; i < static_cast<int>(kPrefillBatches.size()); ++i) {
+      if (kPrefillBatches[i] == prefill_batch) k = i;
+    }
+    if (k < 0 || !((micro_masks_[t] >> k) & 1)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "prefill batch_size %d is not in the plan space", prefill_batch));
+    }
+  } else {
+    for (int i = 0; i < static_cast<int>(kMicroBatchMultipliers.size()); ++i) {
+      if (kMicroBatchMultipliers[i] * plan.pp == micro) k = i;
+    }
+    if (k < 0 || !((micro_masks_[t] >> k) & 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("micro_batches %d is not in the plan space", micro));
+    }
   }
   d[kMicroBatchesDecision] = k;
   const bool concurrency_fixed = model_->problem().workload.concurrency > 0;
@@ -421,6 +624,7 @@ Decisions PlanSpace::MoveToTuple(const Decisions& d, int tuple,
 
 std::vector<int> PlanSpace::NearestTuples(int tuple) const {
   const auto origin = DegreeFeatures(tuple);
+  const auto origin_pools = PoolFeatures(tuple);
   std::vector<std::pair<double, int>> order;
   for (int i = 0; i < static_cast<int>(degrees_.size()); ++i) {
     if (i == tuple) continue;
@@ -428,6 +632,11 @@ std::vector<int> PlanSpace::NearestTuples(int tuple) const {
     double d2 = 0;
     for (size_t k = 0; k < f.size(); ++k)
       d2 += (f[k] - origin[k]) * (f[k] - origin[k]);
+    if (disaggregated_) {
+      const auto pools = PoolFeatures(i);
+      for (size_t k = 0; k < pools.size(); ++k)
+        d2 += (pools[k] - origin_pools[k]) * (pools[k] - origin_pools[k]);
+    }
     order.emplace_back(d2, i);
   }
   std::sort(order.begin(), order.end());
@@ -474,6 +683,22 @@ std::array<float, PlanSpace::kDegreeFeatures> PlanSpace::DegreeFeatures(
           g.tp_expert() > gpn ? 1.0f : 0.0f,
           lg(static_cast<double>(g.tp) * g.pp),
           lg(g.replicas)};
+}
+
+std::array<float, PlanSpace::kPoolFeatures> PlanSpace::PoolFeatures(
+    int i) const {
+  const Degrees& g = degrees_[i];
+  if (!g.disaggregated()) return {};
+  auto lg = [](double x) {
+    return static_cast<float>(std::log2(std::max(1.0, x)) / 10.0);
+  };
+  const double n = std::max(1, model_->problem().cluster.num_gpus);
+  return {lg(g.prefill_dp),
+          lg(g.prefill_tp),
+          lg(g.prefill_pp),
+          lg(g.prefill_ep),
+          lg(g.prefill_instances),
+          static_cast<float>(g.prefill_instances * g.prefill_gpus() / n)};
 }
 
 }  // namespace shardplan::policy

@@ -4,6 +4,20 @@
 // size), with masks so that only plans CostModel::ValidatePlan accepts can be
 // produced, decode/encode to PlanDims, a canonical hash for de-duplication and
 // the size of the space. Torch-free.
+//
+// A disaggregated space (PlanSpace::CreateDisaggregated) has the same decision
+// vector, read as a prefill/decode plan (simulator/disaggregated.h), degrees
+// first as in the aggregated space:
+//  - kDegreesDecision: the joint degree tuple: the pool split (prefill
+//    instances x, decode instances y), the prefill instance's (dp, tp, pp,
+//    ep) and the decode instance's (dp, tp, pp, ep);
+//  - kFirstOpDecision + o: the decode instance's operator dims (the prefill
+//    instance keeps Megatron's, as the disaggregated sweep does);
+//  - kMicroBatchesDecision (= kPrefillBatchDecision): the prefill batch,
+//    kPrefillBatches[choice] requests per pass; the decode instance runs pp
+//    micro-batches;
+//  - kBatchDecision: the decode batch, as in the aggregated space.
+// So every searcher (RL, baselines, moves) and SearchRun work on either.
 #ifndef SHARDPLAN_POLICY_PLAN_SPACE_H_
 #define SHARDPLAN_POLICY_PLAN_SPACE_H_
 
@@ -31,6 +45,11 @@ inline constexpr int kNumDecisions = kBatchDecision + 1;
 
 // Micro-batches offered: pp times one of these.
 inline constexpr std::array<int, 3> kMicroBatchMultipliers = {1, 2, 4};
+// In a disaggregated space the micro-batch decision is the prefill batch
+// (requests per prefill pass), one of these (the sweep's choices).
+inline constexpr int kPrefillBatchDecision = kMicroBatchesDecision;
+inline constexpr std::array<int, kMicroBatchMultipliers.size()>
+    kPrefillBatches = {1, 2, 4};
 // Problem-independent number of choices per decision, used to size network
 // heads (the degrees decision has a problem-dependent count; see
 // PlanSpace::NumChoices). Batch: index i < BatchSizeCandidates().size() is that
@@ -53,9 +72,20 @@ struct Degrees {
   // Independent model instances (MoE only: a dense model's dp ranks already
   // are independent copies, so dense tuples keep replicas = 1).
   int replicas = 1;
+  // Disaggregated joint tuples (PlanSpace::disaggregated()): the fields above
+  // are one decode instance's, with replicas = the number of decode
+  // instances; these are the prefill pool's. prefill_instances 0: an
+  // aggregated tuple.
+  int prefill_instances = 0;
+  int prefill_dp = 1;
+  int prefill_tp = 1;
+  int prefill_pp = 1;
+  int prefill_ep = 1;
   // (dp * tp) / ep: the tensor-parallel width inside an expert group (1 for
   // dense models).
   int tp_expert() const { return ep > 0 ? dp * tp / ep : 1; }
+  bool disaggregated() const { return prefill_instances > 0; }
+  int prefill_gpus() const { return prefill_dp * prefill_tp * prefill_pp; }
 };
 
 // A batch choice (index into simulator::BatchSizeCandidates()) moved from
@@ -69,6 +99,9 @@ struct PlanSpaceOptions {
   // Mask batch sizes whose KV cache certainly cannot fit beside the weights (a
   // cheap, conservative bound; the cost model still decides feasibility).
   bool memory_bound_batches = true;
+  // Disaggregated spaces: at most this many joint degree tuples (the RL
+  // policy scores every tuple each iteration; see CreateDisaggregated).
+  int max_joint_tuples = 4096;
 };
 
 // Immutable after Create; all methods are const and thread-safe. Holds a
@@ -80,6 +113,21 @@ class PlanSpace {
   // FAILED_PRECONDITION when no degree tuple is valid for the problem.
   static absl::StatusOr<std::unique_ptr<const PlanSpace>> Create(
       const simulator::CostModel& model, const PlanSpaceOptions& options = {});
+  // The disaggregated space of the same problem (see the file comment).
+  // Instance sizes: powers of two and multiples of a node below num_gpus that
+  // can hold the weights; each instance's layouts are the aggregated space's
+  // degree tuples of one instance on its GPUs (dense models: dp 1, the
+  // instance count carries the copies), each checked once with
+  // simulator::ValidateInstancePlan; joint tuples are every pool split
+  // x * prefill GPUs + y * decode GPUs = num_gpus of them, so every decoded
+  // plan passes model.ValidatePlan. At most options.max_joint_tuples, the
+  // splits taken in order of instance sizes, smallest first.
+  // FAILED_PRECONDITION when no disaggregated plan is valid (e.g. one GPU, or
+  // no instance smaller than the cluster holds the weights).
+  static absl::StatusOr<std::unique_ptr<const PlanSpace>> CreateDisaggregated(
+      const simulator::CostModel& model, const PlanSpaceOptions& options = {});
+
+  bool disaggregated() const { return disaggregated_; }
 
   const simulator::CostModel& model() const { return *model_; }
   const std::vector<Degrees>& degrees() const { return degrees_; }
@@ -127,7 +175,8 @@ class PlanSpace {
   Decisions MoveToTuple(const Decisions& decisions, int tuple,
                         std::mt19937_64& rng) const;
   // Every degree tuple but `tuple`, nearest first by the squared distance of
-  // their DegreeFeatures (ties: lower index first).
+  // their DegreeFeatures (and PoolFeatures in a disaggregated space; ties:
+  // lower index first).
   std::vector<int> NearestTuples(int tuple) const;
 
   // Number of distinct valid plans (exact; may exceed 2^53 only as a double).
@@ -138,12 +187,23 @@ class PlanSpace {
   void ForEach(Fn fn) const;
 
   // Problem-independent features of degree tuple i (log-scaled, roughly in [0,
-  // 1]), kDegreeFeatures of them; for the RL policy.
+  // 1]), kDegreeFeatures of them; for the RL policy. In a disaggregated space
+  // they describe the decode instance (replicas: decode instances).
   static constexpr int kDegreeFeatures = 9;
   std::array<float, kDegreeFeatures> DegreeFeatures(int i) const;
+  // What only a disaggregated joint tuple has: the prefill instance's degrees
+  // (log-scaled as above), its prefill instance count and the prefill pool's
+  // share of the GPUs. All 0 for aggregated tuples.
+  static constexpr int kPoolFeatures = 6;
+  std::array<float, kPoolFeatures> PoolFeatures(int i) const;
 
  private:
   PlanSpace() = default;
+  // An empty space of `model` (INTERNAL when the batch candidates do not fit
+  // a 64-bit mask); Create* fill it.
+  static absl::StatusOr<std::unique_ptr<PlanSpace>> NewEmpty(
+      const simulator::CostModel& model);
+  void ComputeSize();
   bool ForEachFrom(Decisions& d, int decision,
                    const std::function<bool(const Decisions&)>& fn) const;
 
@@ -155,6 +215,7 @@ class PlanSpace {
   std::vector<uint64_t> micro_masks_;
   std::vector<std::array<uint64_t, kMicroBatchMultipliers.size()>> batch_masks_;
   double size_ = 0;
+  bool disaggregated_ = false;
 };
 
 template <typename Fn>

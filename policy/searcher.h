@@ -105,9 +105,16 @@ struct SearchOptions {
   // exhaustive: the largest space it enumerates (it also needs max_evaluations
   // > size).
   double exhaustive_limit = 2e6;
+  // Search the disaggregated plan space (PlanSpace::CreateDisaggregated)
+  // instead of the aggregated one. The Megatron plan is still evaluated
+  // first, as the reward reference and OnBaseline's plan, but it is not a
+  // result: best, elite and frontier hold disaggregated plans only, and
+  // warm-start plans of the other kind are skipped without an evaluation.
+  bool disaggregated = false;
   // Optional, not owned: the plan space of this model, when the caller built
   // it already (the server shares one between the grid reference and the
-  // search); must come from PlanSpace::Create of the same model.
+  // search); must come from PlanSpace::Create (CreateDisaggregated when
+  // `disaggregated`) of the same model.
   const PlanSpace* space = nullptr;
   // Optional, not owned: the Megatron plan already evaluated on this model,
   // so that it is not evaluated twice; it still counts as the search's first

@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "glog/logging.h"
 #include "policy/baselines.h"
 #include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
@@ -124,10 +125,14 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     }
     found = deps_.history->Find(MakeProblemKey(problem), request_.warm_start);
     policy::SearchOptions options;
-    // The disaggregated sweep after the search shares the request's budget.
+    // The disaggregated search (or sweep) after this one shares the request's
+    // budget of evaluations and, when it searches, of seconds.
     options.max_evaluations =
-        std::max(1, request_.max_evaluations - DisaggregatedSweepBudget());
-    options.max_seconds = request_.max_seconds;
+        std::max(1, request_.max_evaluations - DisaggregatedBudget());
+    options.max_seconds = SearchesDisaggregatedSpace()
+                              ? request_.max_seconds * options.max_evaluations /
+                                    std::max(1, request_.max_evaluations)
+                              : request_.max_seconds;
     options.seed = request_.seed;
     options.warm_start =
         found.warm_start.has_value() ? &*found.warm_start : nullptr;
@@ -181,33 +186,142 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     outcome.warm_start_source = found.warm_start->source;
   }
   if (request_.disaggregation != "off" && !cancel.cancelled()) {
-    AddDisaggregated(cancel, listener, &outcome);
+    AddDisaggregated(cancel, listener, found.warm_start, &outcome);
   }
   return outcome;
 }
 
-// Disaggregated plans are not persisted: the elite store's plans are the
-// aggregated searchers' warm start.
-int SearchJob::DisaggregatedSweepBudget() const {
+bool SearchJob::SearchesDisaggregatedSpace() const {
+  // Methods that search a plan space by sampling; "grid" and "megatron" are
+  // rules (the disaggregated sweep is grid's counterpart) and "exhaustive"
+  // cannot enumerate the joint space.
+  return request_.disaggregation != "off" && request_.method != "grid" &&
+         request_.method != "megatron" && request_.method != "exhaustive";
+}
+
+int SearchJob::DisaggregatedBudget() const {
   if (request_.disaggregation == "off") return 0;
-  // "auto": a quarter of the budget (the sweep's candidates are few next to
-  // the aggregated space); "only": half (the aggregated search then mostly
-  // serves the baseline, the warm-start store and the frontier).
+  if (SearchesDisaggregatedSpace()) {
+    // "auto": half each (the joint space is larger than the aggregated one,
+    // but the aggregated search also serves the warm-start store's weights);
+    // "only": seven eighths (the aggregated search then mostly serves the
+    // baseline and the warm-start store).
+    return request_.disaggregation == "only"
+               ? request_.max_evaluations - request_.max_evaluations / 8
+               : request_.max_evaluations / 2;
+  }
+  // The sweep: "auto" a quarter (its candidates are few next to the
+  // aggregated space), "only" half.
   return request_.disaggregation == "only" ? request_.max_evaluations / 2
                                            : request_.max_evaluations / 4;
 }
 
-void SearchJob::AddDisaggregated(const policy::CancellationToken& cancel,
-                                 Listener& listener, Outcome* outcome) const {
+SearchJob::DisaggregatedFound SearchJob::SearchDisaggregated(
+    const policy::CancellationToken& cancel, Listener& listener,
+    const std::optional<policy::WarmStart>& warm_start,
+    int evaluations_before) const {
+  DisaggregatedFound found;
+  absl::StatusOr<std::unique_ptr<policy::Searcher>> searcher =
+      deps_.searcher_factory(request_.method);
+  if (!searcher.ok()) return found;
+  // Progress only: the stream's best stays the aggregated search's (the
+  // final update reports the disaggregated best beside it).
+  // Its counts continue the aggregated search's, without the baseline it
+  // counts as its first evaluation.
+  class ProgressObserver final : public policy::SearchObserver {
+   public:
+    ProgressObserver(Listener& listener, int offset)
+        : listener_(listener), offset_(offset) {}
+    void OnProgress(const policy::SearchProgress& progress) override {
+      policy::SearchProgress p = progress;
+      if (!baseline_dropped_ && p.evaluations_delta > 0) {
+        --p.evaluations_delta;
+        baseline_dropped_ = true;
+      }
+      p.evaluations = offset_ + std::max(0, progress.evaluations - 1);
+      listener_.OnProgress(p);
+    }
+
+   private:
+    Listener& listener_;
+    const int offset_;
+    bool baseline_dropped_ = false;
+  } observer(listener, evaluations_before);
+  policy::SearchOptions options;
+  options.disaggregated = true;
+  // The baseline counts as the search's first evaluation though it was made
+  // before: one more, so that the search gets its share in full.
+  options.max_evaluations = DisaggregatedBudget() + 1;
+  options.max_seconds =
+      std::max(0.1, request_.max_seconds * DisaggregatedBudget() /
+                        std::max(1, request_.max_evaluations));
+  options.seed = request_.seed;
+  // The same stored state as the aggregated search: the search skips plans of
+  // the other kind, and the weights fit either space.
+  options.warm_start = warm_start.has_value() ? &*warm_start : nullptr;
+  options.pool = deps_.eval_pool;
+  options.elite_size = std::max(deps_.elite_size, request_.top_n);
+  options.baseline = &baseline_;
+  absl::StatusOr<policy::SearchResult> result =
+      (*searcher)->Search(*request_.cost_model, options, cancel, observer);
+  if (!result.ok()) {
+    LOG(WARNING) << "disaggregated " << request_.method
+                 << " search failed: " << result.status();
+    return found;
+  }
+  found.evaluations = std::max(0, result->evaluations - 1);
+  found.stop_reason = result->stop_reason;
+  // Only disaggregated plans: a searcher that ignored the option (a test's
+  // fake) contributes evaluations, nothing else.
+  auto keep = [](const std::vector<policy::ScoredPlan>& plans) {
+    std::vector<policy::ScoredPlan> out;
+    for (const policy::ScoredPlan& p : plans)
+      if (p.plan.disaggregated) out.push_back(p);
+    return out;
+  };
+  found.frontier = keep(result->frontier);
+  found.elite = keep(result->elite);
+  if (result->best.plan.disaggregated) found.best = result->best;
+  found.found =
+      result->best.plan.disaggregated && result->best.evaluation.feasible;
+  found.policy_weights = std::move(result->policy_weights);
+  return found;
+}
+
+void SearchJob::AddDisaggregated(
+    const policy::CancellationToken& cancel, Listener& listener,
+    const std::optional<policy::WarmStart>& warm_start,
+    Outcome* outcome) const {
   const int frontier_size = policy::SearchOptions().frontier_size;
-  const policy::DisaggregatedSweep sweep = policy::SweepDisaggregated(
-      *request_.cost_model, DisaggregatedSweepBudget(),
-      Throughput(baseline_.evaluation), cancel, frontier_size);
+  DisaggregatedFound sweep;
+  if (SearchesDisaggregatedSpace()) {
+    sweep =
+        SearchDisaggregated(cancel, listener, warm_start, outcome->evaluations);
+    // Its elite warm-starts the next disaggregated search of the problem;
+    // the weights are the aggregated search's unless disaggregated plans are
+    // all this request wants.
+    std::vector<policy::ScoredPlan> to_store = sweep.elite;
+    if (sweep.found) to_store.push_back(sweep.best);
+    Persist(to_store, request_.disaggregation == "only" ? sweep.policy_weights
+                                                        : std::string());
+  }
+  // The sweep: for the methods that do not search, or with what is left of
+  // the share when the search found nothing.
+  const int sweep_budget = DisaggregatedBudget() - sweep.evaluations;
+  if (!sweep.found && sweep_budget > 0 && !cancel.cancelled()) {
+    const policy::DisaggregatedSweep grid = policy::SweepDisaggregated(
+        *request_.cost_model, sweep_budget, Throughput(baseline_.evaluation),
+        cancel, frontier_size);
+    sweep.evaluations += grid.evaluations;
+    sweep.best = grid.best;
+    sweep.found = grid.found;
+    sweep.frontier = grid.frontier;
+    policy::SearchProgress progress;  // for the evaluation counters
+    progress.evaluations_delta = grid.evaluations;
+    progress.evaluations = outcome->evaluations + sweep.evaluations;
+    listener.OnProgress(progress);
+  }
   outcome->evaluations += sweep.evaluations;
-  policy::SearchProgress progress;  // for the evaluation counters
-  progress.evaluations_delta = sweep.evaluations;
-  progress.evaluations = outcome->evaluations;
-  listener.OnProgress(progress);
   if (sweep.found) outcome->best_disaggregated = sweep.best;
   if (request_.disaggregation == "only") {
     outcome->best = sweep.best;

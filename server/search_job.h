@@ -105,12 +105,37 @@ class SearchJob {
   void Persist(const std::vector<policy::ScoredPlan>& plans,
                const std::string& policy_weights) const;
   Outcome OutcomeOf(const policy::SearchResult& result) const;
-  // options.disaggregation "auto" / "only": the disaggregated sweep after the
-  // aggregated search, on the same evaluation budget.
+  // What the disaggregated search or sweep found.
+  struct DisaggregatedFound {
+    policy::ScoredPlan best;
+    bool found = false;
+    int evaluations = 0;
+    std::optional<policy::StopReason> stop_reason;  // a search's, not a sweep's
+    std::vector<policy::ScoredPlan> frontier;
+    std::vector<policy::ScoredPlan> elite;
+    std::string policy_weights;
+  };
+  // options.disaggregation "auto" / "only": after the aggregated search, the
+  // same method over the disaggregated plan space (SearchesDisaggregatedSpace)
+  // or else the disaggregated sweep, on the same evaluation budget; the
+  // disaggregated search's elite is persisted.
   void AddDisaggregated(const policy::CancellationToken& cancel,
-                        Listener& listener, Outcome* outcome) const;
-  // Evaluations of the request's budget the disaggregated sweep gets.
-  int DisaggregatedSweepBudget() const;
+                        Listener& listener,
+                        const std::optional<policy::WarmStart>& warm_start,
+                        Outcome* outcome) const;
+  // `evaluations_before`: the aggregated search's, which its progress
+  // reports continue.
+  DisaggregatedFound SearchDisaggregated(
+      const policy::CancellationToken& cancel, Listener& listener,
+      const std::optional<policy::WarmStart>& warm_start,
+      int evaluations_before) const;
+  // Whether disaggregated plans are searched with the request's method
+  // (rl, random, anneal, genetic) rather than swept (grid, megatron,
+  // exhaustive).
+  bool SearchesDisaggregatedSpace() const;
+  // Evaluations of the request's budget the disaggregated search or sweep
+  // gets.
+  int DisaggregatedBudget() const;
 
   const SearchJobDeps deps_;
   const ValidatedPlanRequest& request_;

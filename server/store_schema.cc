@@ -188,10 +188,16 @@ const char kUpsertPlanSql[] =
     "prediction_json = excluded.prediction_json, output_tokens_per_s = "
     "excluded.output_tokens_per_s";
 
+// Per kind: disaggregated plans (their JSON has a "prefill" pool) rank
+// against the same Megatron reference as aggregated ones and would be
+// trimmed whenever the aggregated plans are better, leaving the next
+// disaggregated search of the problem without a warm start.
 const char kTrimPlansSql[] =
     "DELETE FROM plans WHERE fingerprint = $1 AND plan_json NOT IN (SELECT "
-    "plan_json FROM plans WHERE fingerprint = $1 ORDER BY reward DESC, "
-    "plan_json LIMIT $2)";
+    "plan_json FROM plans WHERE fingerprint = $1 AND plan_json NOT LIKE "
+    "'%\"prefill\"%' ORDER BY reward DESC, plan_json LIMIT $2) AND plan_json "
+    "NOT IN (SELECT plan_json FROM plans WHERE fingerprint = $1 AND plan_json "
+    "LIKE '%\"prefill\"%' ORDER BY reward DESC, plan_json LIMIT $2)";
 
 const char kCountPlansSql[] = "SELECT COUNT(*) FROM plans";
 

@@ -74,7 +74,8 @@ extern const char kSelectPlansSql[];
 // $1 fingerprint, $2 plan_json, $3 reward, $4 prediction_json,
 // $5 output_tokens_per_s.
 extern const char kUpsertPlanSql[];
-// $1 fingerprint, $2 top_k: keeps the problem's best top_k plans.
+// $1 fingerprint, $2 top_k: keeps the problem's best top_k plans of each
+// kind (aggregated, disaggregated).
 extern const char kTrimPlansSql[];
 extern const char kCountPlansSql[];
 

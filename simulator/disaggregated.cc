@@ -227,6 +227,11 @@ PlanDims PrefillInstancePlan(const PlanDims& plan) {
   return p;
 }
 
+absl::Status ValidateInstancePlan(const CostModel& model,
+                                  const PlanDims& instance) {
+  return PoolCosting::ValidateInstance(model, instance);
+}
+
 absl::Status ValidateDisaggregatedPlan(const CostModel& model,
                                        const PlanDims& plan) {
   if (plan.prefill_instances < 1) {

@@ -52,6 +52,13 @@ inline constexpr double kMaxPrefillUtilization = 0.9;
 PlanDims DecodeInstancePlan(const PlanDims& plan);
 PlanDims PrefillInstancePlan(const PlanDims& plan);
 
+// Structural validity of one pool instance (an aggregated plan with replicas
+// 1, e.g. DecodeInstancePlan or PrefillInstancePlan) on its own
+// instance_gpus() GPUs: what ValidateDisaggregatedPlan checks of each pool.
+// INVALID_ARGUMENT, messages rooted at "plan.".
+absl::Status ValidateInstancePlan(const CostModel& model,
+                                  const PlanDims& instance);
+
 // Structural validity of a disaggregated plan: instance counts >= 1, each
 // instance valid on its own GPUs (messages start with plan.prefill. or
 // plan.decode.), GPUs of both pools = cluster.num_gpus. INVALID_ARGUMENT.

@@ -54,7 +54,14 @@ absl::Status SearchRun::Start() {
         "options.max_seconds must be > 0, got %g", options_.max_seconds));
   }
   if (options_.space != nullptr) {
+    if (options_.space->disaggregated() != options_.disaggregated) {
+      return absl::InvalidArgumentError(
+          "options.space is not of the kind options.disaggregated asks for");
+    }
     space_ = options_.space;
+  } else if (options_.disaggregated) {
+    ASSIGN_OR_RETURN(owned_space_, PlanSpace::CreateDisaggregated(model_));
+    space_ = owned_space_.get();
   } else {
     ASSIGN_OR_RETURN(owned_space_, PlanSpace::Create(model_));
     space_ = owned_space_.get();
@@ -69,6 +76,11 @@ absl::Status SearchRun::Start() {
   reference_ =
       e.feasible && e.output_tokens_per_s > 0 ? e.output_tokens_per_s : 1.0;
   baseline_ = Score(plan, e);
+  if (space_->disaggregated()) {
+    // The aggregated Megatron plan is the reference, not a candidate.
+    observer_.OnBaseline(baseline_);
+    return absl::OkStatus();
+  }
   absl::StatusOr<Decisions> d = space_->Encode(plan, e.batch_size);
   if (d.ok()) {
     baseline_decisions_ = *d;
@@ -121,6 +133,8 @@ std::vector<Decisions> SearchRun::EvaluateWarmStart() {
   std::vector<std::pair<double, Decisions>> scored;
   for (const simulator::PlanDims& plan : options_.warm_start->elite_plans) {
     if (remaining() <= 0) break;
+    // Plans of the other kind belong to the other space's search.
+    if (plan.disaggregated != space_->disaggregated()) continue;
     if (!model_.ValidatePlan(plan).ok()) continue;
     absl::StatusOr<Decisions> d = space_->Encode(plan);
     if (!d.ok()) {

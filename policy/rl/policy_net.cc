@@ -50,7 +50,11 @@ constexpr int kNumHeads = kNumDecisions - 1;
 constexpr int kSlots = kBatchDecision - 1 + kMicroBatchMultipliers.size();
 // Bumped whenever the parameter layout changes: saved weights of another
 // layout are ignored (a warm start then keeps its elite plans only).
-constexpr int64_t kArchVersion = 6;
+constexpr int64_t kArchVersion = 7;
+// Seed of the generator that initialises the pool-feature weights: not the
+// search's generator, so that adding them left the aggregated search's random
+// stream (and its results) as they were.
+constexpr uint64_t kPoolWeightsSeed = 0x9e3779b97f4a7c15ULL;
 
 int MaxTableChoices() {
   int c = 0;
@@ -139,8 +143,14 @@ class PolicyNet {
     Add(&z_b, 0, d, kZero);
     Add(&head_w, d, kNumHeads * choices_, kZero);
     Add(&head_b, 0, kNumHeads * choices_, kZero);
+    // Disaggregated joint tuples: their pool features (PlanSpace::
+    // PoolFeatures) enter the degree-tuple keys and the elite tokens; zero
+    // for aggregated tuples, so these weights only matter there.
+    Add(&key1_pool_w, PlanSpace::kPoolFeatures, d, kUniformPool);
+    Add(&elite_pool_w, PlanSpace::kPoolFeatures, d, kUniformPool);
 
     std::vector<float> values(size_, 0.0f);
+    std::mt19937_64 pool_rng(kPoolWeightsSeed);
     for (const Slot& s : slots_) {
       float* v = values.data() + s.offset;
       const int64_t n = s.rows > 0 ? s.rows * s.cols : s.cols;
@@ -160,6 +170,12 @@ class PolicyNet {
         std::fill(v, v + n, static_cast<float>(o.crossover_gate_bias));
       } else if (s.init == kFreeAnchor) {
         std::fill(v, v + n, static_cast<float>(o.free_anchor_logit));
+      } else if (s.init == kUniformPool) {
+        // The scale of the degree features' weights they add to.
+        const double a =
+            1.0 / std::sqrt(static_cast<double>(PlanSpace::kDegreeFeatures));
+        std::uniform_real_distribution<double> u(-a, a);
+        for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(u(pool_rng));
       }
     }
     theta_ = FloatTensor(values, {size_});
@@ -241,7 +257,8 @@ class PolicyNet {
 
   torch::Tensor ctx_w, ctx_b, elite_w, elite_b, lnf_w, lnf_b, anchor_w,
       anchor_b, free_anchor, gate_w, gate_b, cross_b, key1_w, key1_b, key2_w,
-      key2_b, query_w, locality, zs_w, zk_w, z_b, head_w, head_b;
+      key2_b, query_w, locality, zs_w, zk_w, z_b, head_w, head_b, key1_pool_w,
+      elite_pool_w;
 
  private:
   enum Init {
@@ -251,7 +268,8 @@ class PolicyNet {
     kGateBias,
     kCrossBias,
     kLocality,
-    kFreeAnchor
+    kFreeAnchor,
+    kUniformPool
   };
   struct Slot {
     torch::Tensor* tensor;
@@ -340,7 +358,19 @@ class Policy::Impl {
       for (float x : space.DegreeFeatures(i)) df.push_back(x);
     }
     degree_features_ = FloatTensor(df, {t, PlanSpace::kDegreeFeatures});
-    tuple_distance_ = torch::cdist(degree_features_, degree_features_).pow(2);
+    if (space.disaggregated()) {
+      // Joint tuples: thousands, so their squared distances are taken per
+      // forward pass for the elite's tuples only, not as a [T, T] table.
+      std::vector<float> pf;
+      pf.reserve(t * PlanSpace::kPoolFeatures);
+      for (int i = 0; i < t; ++i) {
+        for (float x : space.PoolFeatures(i)) pf.push_back(x);
+      }
+      pool_features_ = FloatTensor(pf, {t, PlanSpace::kPoolFeatures});
+      distance_features_ = torch::cat({degree_features_, pool_features_}, 1);
+    } else {
+      tuple_distance_ = torch::cdist(degree_features_, degree_features_).pow(2);
+    }
     // Invalid choices of every slot of every tuple, [T, kSlots, C].
     const int c = net_.choices();
     std::vector<uint8_t> invalid(static_cast<size_t>(t) * kSlots * c, 1);
@@ -374,6 +404,7 @@ class Policy::Impl {
   // Fixes the elite the next samples and update condition on.
   void SetElite(const std::vector<EliteEntry>& entries) {
     elite_tokens_ = torch::Tensor();
+    elite_pool_ = torch::Tensor();
     elite_.clear();
     imitated_.clear();
     for (const EliteEntry& e : entries) imitated_.push_back(e.decisions);
@@ -399,6 +430,15 @@ class Policy::Impl {
     }
     elite_tokens_ =
         FloatTensor(buf, {static_cast<int64_t>(entries.size()), kPlanFeatures});
+    if (space_.disaggregated()) {
+      std::vector<float> pools;
+      for (const EliteEntry& e : entries) {
+        for (float x : space_.PoolFeatures(e.decisions[kDegreesDecision]))
+          pools.push_back(x);
+      }
+      elite_pool_ = FloatTensor(pools, {static_cast<int64_t>(entries.size()),
+                                        PlanSpace::kPoolFeatures});
+    }
   }
 
   // Runs the network once and samples up to `n` plans from it, in order,
@@ -655,7 +695,10 @@ class Policy::Impl {
     const int d = w.d();
     torch::Tensor x = torch::addmm(w.ctx_b, context_, w.ctx_w);  // [1, d]
     if (elite_tokens_.defined()) {
-      x = torch::cat({x, torch::addmm(w.elite_b, elite_tokens_, w.elite_w)});
+      torch::Tensor tokens = torch::addmm(w.elite_b, elite_tokens_, w.elite_w);
+      if (elite_pool_.defined())
+        tokens = tokens + torch::matmul(elite_pool_, w.elite_pool_w);
+      x = torch::cat({x, tokens});
     }
     const int64_t s = x.size(0);
     const int dh = d / kHeads;
@@ -698,10 +741,10 @@ class Policy::Impl {
       f.gate_p.clear();
       f.cross_p.clear();
     }
-    f.keys = torch::addmm(
-        w.key2_b,
-        torch::tanh(torch::addmm(w.key1_b, degree_features_, w.key1_w)),
-        w.key2_w);  // [T, d]
+    torch::Tensor key1 = torch::addmm(w.key1_b, degree_features_, w.key1_w);
+    if (pool_features_.defined())
+      key1 = key1 + torch::matmul(pool_features_, w.key1_pool_w);
+    f.keys = torch::addmm(w.key2_b, torch::tanh(key1), w.key2_w);  // [T, d]
     f.deg_logp = torch::log_softmax(
         torch::matmul(f.keys, torch::matmul(f.context, w.query_w).t())
                 .view(-1) *
@@ -714,7 +757,12 @@ class Policy::Impl {
       std::vector<int64_t> tuples;
       for (const Decisions& e : elite_) tuples.push_back(e[kDegreesDecision]);
       const torch::Tensor distance =
-          tuple_distance_.index_select(0, LongTensor(tuples));  // [K, T]
+          tuple_distance_.defined()
+              ? tuple_distance_.index_select(0, LongTensor(tuples))
+              : torch::cdist(
+                    distance_features_.index_select(0, LongTensor(tuples)),
+                    distance_features_)
+                    .pow(2);  // [K, T]
       f.deg_anchor_logp = torch::cat(
           {torch::log_softmax(
                f.deg_logp.unsqueeze(0) - torch::softplus(w.locality) * distance,
@@ -891,10 +939,15 @@ class Policy::Impl {
   std::mt19937_64& rng_;
   torch::Tensor context_;
   torch::Tensor degree_features_;
-  torch::Tensor tuple_distance_;  // [T, T] squared feature distances
-  torch::Tensor invalid_;         // [T, kSlots, C]
-  torch::Tensor slot_head_;       // [kSlots] head of each slot
+  // Aggregated spaces: [T, T] squared feature distances. Disaggregated:
+  // undefined; the degree and pool features of every tuple, [T, F], and the
+  // pool features alone.
+  torch::Tensor tuple_distance_;
+  torch::Tensor distance_features_, pool_features_;
+  torch::Tensor invalid_;    // [T, kSlots, C]
+  torch::Tensor slot_head_;  // [kSlots] head of each slot
   torch::Tensor elite_tokens_;
+  torch::Tensor elite_pool_;         // disaggregated: the elite's pool features
   std::vector<Decisions> elite_;     // anchors: the elite behind elite_tokens_
   std::vector<Decisions> imitated_;  // the elite, for self-imitation
   // Degree tuples tabulated in the current forward pass, and their rows.

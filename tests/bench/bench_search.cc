@@ -190,6 +190,18 @@ std::string DescribePlan(const policy::ScoredPlan& s) {
       e.output_tokens_per_s);
 }
 
+// Prints a report (and writes it to `md_path` when set); the exit code.
+int Emit(const absl::StatusOr<std::string>& report,
+         const std::string& md_path) {
+  if (!report.ok()) {
+    std::fprintf(stderr, "%s\n", report.status().ToString().c_str());
+    return 1;
+  }
+  std::printf("%s", report->c_str());
+  if (!md_path.empty()) std::ofstream(md_path) << *report;
+  return 0;
+}
+
 int Main(int argc, char** argv) {
   policy::RegisterRlSearchers();
   CLI::App app(
@@ -273,22 +285,59 @@ int Main(int argc, char** argv) {
   app.add_option("--generator_seed", generator_seed,
                  "seed of the generated problems (1: tuning set, 2: held out)");
   app.add_option("--moe_only", moe_only, "generate MoE problems only");
+  bool disaggregated = false;
+  app.add_option("--disaggregated", disaggregated,
+                 "with --generated: search the disaggregated plan space of "
+                 "the generated problems that have one (rl, rl-no-learning, "
+                 "anneal, genetic, random against the disaggregated sweep)");
+  std::string time_auto;
+  bool server_profile = false;
+  app.add_option("--server_profile", server_profile,
+                 "with --time_auto: predict with the server's default "
+                 "calibration profile, as a request without an engine is");
+  app.add_option("--time_auto", time_auto,
+                 "time the server's auto search (aggregated then "
+                 "disaggregated, the budget halved) of MODEL@GPUS on H200 "
+                 "(FP8, ISL 4096, OSL 1024, TTFT <= 2 s, TPOT <= 50 ms) to "
+                 "99% of its final best, --seeds runs of --budget");
   CLI11_PARSE(app, argc, argv);
+  if (!time_auto.empty()) {
+    std::vector<std::string> parts = absl::StrSplit(time_auto, '@');
+    if (parts.size() != 2) {
+      std::fprintf(stderr, "bad --time_auto %s (want model@gpus)\n",
+                   time_auto.c_str());
+      return 1;
+    }
+    GeneratedCase c;
+    c.model = parts[0];
+    c.gpus = std::atoi(parts[1].c_str());
+    c.hardware = "h200-sxm-141gb";
+    c.server_profile = server_profile;
+    c.weight_dtype = "fp8";
+    c.isl = 4096;
+    c.osl = 1024;
+    c.max_ttft_ms = 2000;
+    c.max_tpot_ms = 50;
+    policy::EvalPool timed_pool(pool_threads);
+    GeneratedOptions go;
+    go.seeds = seeds;
+    go.budget = budget;
+    go.pool = &timed_pool;
+    return Emit(TimeAutoSearch(c, "rl", go), md_path);
+  }
   if (generated > 0) {
     policy::EvalPool generated_pool(pool_threads);
     GeneratedOptions go;
     go.seeds = seeds;
     go.budget = budget;
     go.pool = &generated_pool;
-    auto report = RunGeneratedCases(
-        GenerateCases(generator_seed, generated, moe_only), go);
-    if (!report.ok()) {
-      std::fprintf(stderr, "%s\n", report.status().ToString().c_str());
-      return 1;
-    }
-    std::printf("%s", report->c_str());
-    if (!md_path.empty()) std::ofstream(md_path) << *report;
-    return 0;
+    auto report =
+        disaggregated
+            ? RunDisaggregatedCases(
+                  GenerateDisaggregatedCases(generator_seed, generated), go)
+            : RunGeneratedCases(
+                  GenerateCases(generator_seed, generated, moe_only), go);
+    return Emit(report, md_path);
   }
 
   std::vector<Case> cases;

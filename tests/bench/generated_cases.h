@@ -24,6 +24,12 @@ struct GeneratedCase {
   double max_ttft_ms = 0;  // 0: none
   double max_tpot_ms = 0;  // 0: none
   std::string weight_dtype;
+  std::string hardware = "h100-sxm-80gb";
+  // Predict with the server's default calibration profile
+  // (simulator::DefaultCalibrationProfile), as a PlanSharding request without
+  // workload.engine is; false: the cost model's built-in calibration, which
+  // the generated benchmarks use.
+  bool server_profile = false;
   std::string name() const;
 };
 
@@ -46,6 +52,26 @@ struct GeneratedOptions {
 // the best metaheuristic plus a summary line. Returns the table.
 absl::StatusOr<std::string> RunGeneratedCases(
     const std::vector<GeneratedCase>& cases, const GeneratedOptions& options);
+
+// Disaggregated cases: of `count` generated problems from `seed`, those with
+// a disaggregated plan space and a feasible plan in the disaggregated sweep.
+std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed, int count);
+
+// On every case, searches the disaggregated plan space
+// (SearchOptions::disaggregated) with rl, rl-no-learning, anneal and genetic
+// at equal budget (median over seeds) against the disaggregated sweep
+// (policy::SweepDisaggregated) on the same budget, and prints a markdown
+// table with a summary line. Returns the table.
+absl::StatusOr<std::string> RunDisaggregatedCases(
+    const std::vector<GeneratedCase>& cases, const GeneratedOptions& options);
+
+// The full "auto" search the server runs (policy::SearchOptions with the
+// budget split in half: aggregated, then disaggregated, the same method) on
+// one case, timed: seconds, evaluations and cost-model seconds until the
+// combined best reaches 99% of its final value. Returns a markdown report.
+absl::StatusOr<std::string> TimeAutoSearch(const GeneratedCase& c,
+                                           const std::string& method,
+                                           const GeneratedOptions& options);
 
 }  // namespace shardplan::bench
 

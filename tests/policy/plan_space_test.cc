@@ -13,6 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/disaggregated_grid.h"
 #include "simulator/megatron.h"
 #include "tests/policy/test_util.h"
 
@@ -253,6 +254,167 @@ TEST(PlanSpaceTest, MoveToTupleKeepsEveryDecisionThatStaysValid) {
       }
     }
   }
+}
+
+// Disaggregated cases: dense and MoE, open-loop and fixed concurrency, one
+// node and several.
+const std::vector<Case>& DisaggregatedCases() {
+  static const auto* cases =
+      new std::vector<Case>{{"llama-3.1-8b", 4, 0},  {"llama-3.1-70b", 16, 0},
+                            {"deepseek-v3", 32, 0},  {"qwen3-235b-a22b", 16, 0},
+                            {"mixtral-8x7b", 8, 32}, {"gpt-oss-120b", 8, 0}};
+  return *cases;
+}
+
+absl::StatusOr<testing::ModelAndSpace> BuildDisaggregated(const Case& c) {
+  testing::ModelAndSpace out;
+  ASSIGN_OR_RETURN(out.model, testing::MakeCostModel(c.model, c.gpus, 2048, 512,
+                                                     c.concurrency));
+  ASSIGN_OR_RETURN(out.space, PlanSpace::CreateDisaggregated(*out.model));
+  return out;
+}
+
+TEST(DisaggregatedPlanSpaceTest, MaskFollowingSamplesAlwaysPassValidatePlan) {
+  for (const Case& c : DisaggregatedCases()) {
+    SCOPED_TRACE(c.model + " on " + std::to_string(c.gpus));
+    auto built = BuildDisaggregated(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const PlanSpace& space = *built->space;
+    ASSERT_TRUE(space.disaggregated());
+    EXPECT_GT(space.Size(), 0);
+    std::mt19937_64 rng(17);
+    Decisions walk = space.SampleUniform(rng);
+    for (int i = 0; i < 2000; ++i) {
+      Decisions d = space.SampleUniform(rng);
+      if (i % 2 == 1) {
+        const int decision = static_cast<int>(rng() % kNumDecisions);
+        const uint64_t bits =
+            decision == kDegreesDecision ? 0 : space.MaskBits(decision, walk);
+        walk[decision] =
+            decision == kDegreesDecision
+                ? static_cast<int>(rng() % space.NumChoices(decision))
+                : SampleBit(bits, rng);
+        space.Repair(walk, decision + 1, rng);
+        d = walk;
+      }
+      ASSERT_TRUE(space.IsValid(d));
+      const simulator::PlanDims plan = space.Decode(d);
+      ASSERT_TRUE(plan.disaggregated);
+      const absl::Status status = built->model->ValidatePlan(plan);
+      ASSERT_TRUE(status.ok()) << status;
+      EXPECT_EQ(plan.prefill_instances * plan.prefill.gpus() +
+                    plan.decode_instances * plan.instance_gpus(),
+                c.gpus);
+    }
+  }
+}
+
+TEST(DisaggregatedPlanSpaceTest, EncodeInvertsDecodeAndHashesAreDistinct) {
+  for (const Case& c : DisaggregatedCases()) {
+    SCOPED_TRACE(c.model);
+    auto built = BuildDisaggregated(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const PlanSpace& space = *built->space;
+    std::mt19937_64 rng(23);
+    std::set<Decisions> plans;
+    std::set<uint64_t> hashes;
+    for (int i = 0; i < 500; ++i) {
+      const Decisions d = space.SampleUniform(rng);
+      auto encoded = space.Encode(space.Decode(d));
+      ASSERT_TRUE(encoded.ok()) << encoded.status();
+      EXPECT_EQ(*encoded, d);
+      plans.insert(d);
+      hashes.insert(PlanSpace::Hash(d));
+    }
+    EXPECT_EQ(plans.size(), hashes.size());
+  }
+}
+
+TEST(DisaggregatedPlanSpaceTest, CoversTheSweepsCandidatesWithMegatronDims) {
+  // Every plan the disaggregated sweep evaluates (its decode batch 0 resolved
+  // by the cost model) is a plan of the space, so a search of the space can
+  // find whatever the sweep finds.
+  int checked = 0;
+  for (const Case& c : DisaggregatedCases()) {
+    SCOPED_TRACE(c.model);
+    auto built = BuildDisaggregated(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const simulator::CostModel& model = *built->model;
+    for (const simulator::PlanDims& plan :
+         DisaggregatedCandidates(model, 200)) {
+      const simulator::Evaluation e = model.Evaluate(plan);
+      if (!e.feasible) continue;
+      auto d = built->space->Encode(plan, e.batch_size);
+      EXPECT_TRUE(d.ok()) << d.status();
+      ++checked;
+    }
+  }
+  EXPECT_GT(checked, 20);
+}
+
+TEST(DisaggregatedPlanSpaceTest, PlansOfTheOtherKindAreNotInTheSpace) {
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto aggregated = PlanSpace::Create(**model);
+  auto disaggregated = PlanSpace::CreateDisaggregated(**model);
+  ASSERT_TRUE(aggregated.ok() && disaggregated.ok());
+  std::mt19937_64 rng(5);
+  const simulator::PlanDims agg =
+      (*aggregated)->Decode((*aggregated)->SampleUniform(rng));
+  const simulator::PlanDims disagg =
+      (*disaggregated)->Decode((*disaggregated)->SampleUniform(rng));
+  EXPECT_THAT((*disaggregated)->Encode(agg).status().message(),
+              HasSubstr("aggregated plan"));
+  EXPECT_THAT((*aggregated)->Encode(disagg).status().message(),
+              HasSubstr("disaggregated plan"));
+  // Prefill dims other than Megatron's are outside the space.
+  simulator::PlanDims other = disagg;
+  other.prefill.dims[static_cast<int>(simulator::OpKind::kAttention)] =
+      simulator::ShardDim::kReplicate;
+  if (other.prefill.dims != simulator::MegatronShardDims()) {
+    EXPECT_FALSE((*disaggregated)->Encode(other).ok());
+  }
+}
+
+TEST(DisaggregatedPlanSpaceTest, JointTuplesAreCappedAndPoolFeaturesDiffer) {
+  auto model =
+      testing::MakeCostModel("qwen3-235b-a22b", 32, 2048, 512, 0, 0, 0, "fp8");
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto full = PlanSpace::CreateDisaggregated(**model);
+  ASSERT_TRUE(full.ok()) << full.status();
+  const int tuples_full = (*full)->NumChoices(kDegreesDecision);
+  PlanSpaceOptions options;
+  options.max_joint_tuples = tuples_full / 2;
+  auto capped = PlanSpace::CreateDisaggregated(**model, options);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_LE((*capped)->NumChoices(kDegreesDecision), tuples_full / 2);
+  EXPECT_GT((*capped)->NumChoices(kDegreesDecision), 0);
+  // Two joint tuples with the same decode layout but another prefill side
+  // must be told apart by the features the policy sees.
+  const std::vector<Degrees>& tuples = (*full)->degrees();
+  bool found = false;
+  for (size_t i = 1; i < tuples.size() && !found; ++i) {
+    if (tuples[i].dp == tuples[0].dp && tuples[i].tp == tuples[0].tp &&
+        tuples[i].pp == tuples[0].pp && tuples[i].ep == tuples[0].ep &&
+        tuples[i].replicas == tuples[0].replicas) {
+      EXPECT_NE((*full)->PoolFeatures(static_cast<int>(i)),
+                (*full)->PoolFeatures(0));
+      found = true;
+    }
+  }
+  EXPECT_TRUE(found);
+  // Aggregated tuples have no pool features.
+  auto aggregated = PlanSpace::Create(**model);
+  ASSERT_TRUE(aggregated.ok());
+  EXPECT_EQ((*aggregated)->PoolFeatures(0),
+            (std::array<float, PlanSpace::kPoolFeatures>{}));
+}
+
+TEST(DisaggregatedPlanSpaceTest, OneGpuHasNoDisaggregatedPlan) {
+  auto model = testing::MakeCostModel("llama-3.1-8b", 1);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto space = PlanSpace::CreateDisaggregated(**model);
+  EXPECT_EQ(space.status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 }  // namespace

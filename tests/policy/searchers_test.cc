@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/plan_space.h"
 #include "policy/searcher.h"
 #include "tests/policy/searcher_conformance.h"
 #include "tests/policy/test_util.h"
@@ -83,6 +84,56 @@ TEST(SearchersTest, RandomAndAnnealAndGeneticWarmStart) {
     EXPECT_GE(r->best.evaluation.output_tokens_per_s,
               found->best.evaluation.output_tokens_per_s * (1 - 1e-9));
   }
+}
+
+// The baselines search the disaggregated space too: valid disaggregated plans
+// within the budget, the aggregated Megatron plan only the reference, and the
+// plans they leave behind warm-start the next search; aggregated warm-start
+// plans are skipped without an evaluation.
+TEST(SearchersTest, BaselinesSearchTheDisaggregatedSpaceAndWarmStart) {
+  auto model =
+      testing::MakeCostModel("llama-3.1-70b", 16, 2048, 512, 0, 0, 0, "fp8");
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (const char* method : {"random", "anneal", "genetic", "grid"}) {
+    SCOPED_TRACE(method);
+    SearchOptions options;
+    options.disaggregated = true;
+    options.max_evaluations = 300;
+    auto r = RunSearch(method, **model, options, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_LE(r->evaluations, 300);
+    ASSERT_TRUE(r->best.evaluation.feasible);
+    EXPECT_TRUE(r->best.plan.disaggregated);
+    EXPECT_TRUE((*model)->ValidatePlan(r->best.plan).ok());
+    EXPECT_FALSE(r->baseline.plan.disaggregated);
+    for (const ScoredPlan& s : r->elite) EXPECT_TRUE(s.plan.disaggregated);
+    for (const ScoredPlan& s : r->frontier) EXPECT_TRUE(s.plan.disaggregated);
+
+    WarmStart warm;
+    for (const ScoredPlan& s : r->elite) warm.elite_plans.push_back(s.plan);
+    warm.elite_plans.push_back(r->baseline.plan);  // the other kind
+    SearchOptions small = options;
+    small.max_evaluations = 1 + static_cast<int>(r->elite.size());
+    small.warm_start = &warm;
+    auto again = RunSearch(method, **model, small, nullptr);
+    ASSERT_TRUE(again.ok()) << again.status();
+    EXPECT_TRUE(again->warm_started || std::string(method) == "grid");
+    if (std::string(method) != "grid") {
+      EXPECT_GE(again->best.reward, r->best.reward - 1e-12);
+    }
+  }
+}
+
+TEST(SearchersTest, AnAggregatedSpaceForADisaggregatedSearchIsInvalid) {
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto space = PlanSpace::Create(**model);
+  ASSERT_TRUE(space.ok());
+  SearchOptions options;
+  options.disaggregated = true;
+  options.space = space->get();
+  auto r = RunSearch("random", **model, options, nullptr);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 TEST(SearchersTest, MegatronReturnsTheHeuristicPlanWithOneEvaluation) {

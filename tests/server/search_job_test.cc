@@ -144,6 +144,71 @@ TEST_F(SearchJobTest, OutcomeHasBestTopPlansAndFrontierAndIsPersisted) {
   EXPECT_FALSE(found.warm_start->elite_plans.empty());
 }
 
+// options.disaggregation "auto" with a searching method: the same method
+// searches the disaggregated space on its share of the budget, its plans are
+// persisted, and the next search of the problem gets them back (the store
+// round-trips every field of a disaggregated plan).
+TEST_F(SearchJobTest, DisaggregatedSearchIsPersistedAndWarmStartsTheNext) {
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-70b", 16);
+  request.mutable_options()->set_method("anneal");
+  request.mutable_options()->set_max_evaluations(1200);
+  Prepare(request);
+  RecordingListener listener;
+  policy::CancellationToken cancel;
+  const SearchJob::Outcome outcome = job_->Run(cancel, listener);
+  ASSERT_TRUE(outcome.status.ok()) << outcome.status;
+  ASSERT_TRUE(outcome.best_disaggregated.has_value());
+  const simulator::PlanDims& best = outcome.best_disaggregated->plan;
+  EXPECT_TRUE(best.disaggregated);
+  EXPECT_TRUE(request_.cost_model->ValidatePlan(best).ok());
+  EXPECT_FALSE(outcome.best.plan.disaggregated);  // "auto": the aggregated
+  // One budget for both searches, honestly counted.
+  EXPECT_GT(outcome.evaluations, 1200 / 2);
+  EXPECT_LE(outcome.evaluations, 1200 + 64);
+  EXPECT_EQ(listener.evaluations, outcome.evaluations);
+
+  const WarmStartPersistence::Found found = history_->Find(
+      MakeProblemKey(request_.cost_model->problem()), /*wanted=*/true);
+  ASSERT_TRUE(found.warm_start.has_value());
+  int disaggregated = 0;
+  bool best_stored = false;
+  for (const simulator::PlanDims& plan : found.warm_start->elite_plans) {
+    if (!plan.disaggregated) continue;
+    ++disaggregated;
+    best_stored |= plan == best;
+  }
+  EXPECT_GT(disaggregated, 0);
+  EXPECT_TRUE(best_stored) << "the stored plan equals the one found";
+}
+
+TEST_F(SearchJobTest, StoredDisaggregatedPlanRoundTrips) {
+  Prepare(MakePlanRequest("llama-3.1-70b", 16));
+  const simulator::Problem& problem = request_.cost_model->problem();
+  simulator::PlanDims plan;
+  plan.disaggregated = true;
+  plan.prefill_instances = 2;
+  plan.prefill.tp = 2;
+  plan.prefill.pp = 2;
+  plan.prefill.batch_size = 4;
+  plan.decode_instances = 1;
+  plan.tp = 8;
+  plan.micro_batches = 1;
+  plan.batch_size = 64;
+  plan.dims[static_cast<int>(simulator::OpKind::kAttention)] =
+      simulator::ShardDim::kBatch;
+  ASSERT_TRUE(request_.cost_model->ValidatePlan(plan).ok());
+  StoredPlan stored;
+  stored.plan = plan;
+  stored.reward = 0.5;
+  stored.output_tokens_per_s = 1000;
+  history_->Record(MakeProblemKey(problem), problem, {stored}, "");
+  const WarmStartPersistence::Found found =
+      history_->Find(MakeProblemKey(problem), /*wanted=*/true);
+  ASSERT_TRUE(found.warm_start.has_value());
+  ASSERT_EQ(found.warm_start->elite_plans.size(), 1u);
+  EXPECT_EQ(found.warm_start->elite_plans[0], plan);
+}
+
 TEST_F(SearchJobTest, CancelledSearchKeepsWhatItFound) {
   script_.improvements = 2;
   script_.block_until_cancelled = false;

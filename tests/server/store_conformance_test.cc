@@ -209,6 +209,45 @@ TYPED_TEST(EliteStoreConformanceTest, KeepsTopKDistinctPlans) {
   EXPECT_EQ((*found)->plans[1].plan, plans[0].plan);
 }
 
+// Each kind of plan keeps its own top-K: disaggregated plans worse than the
+// aggregated ones stay, so the next disaggregated search finds its warm start.
+TYPED_TEST(EliteStoreConformanceTest, KeepsTopKOfEachKind) {
+  auto problem = MakeProblem("llama-3.1-8b", 8);
+  ASSERT_TRUE(problem.ok());
+  const ProblemKey key = MakeProblemKey(*problem);
+  auto store = this->Open(/*top_k=*/2);
+  ASSERT_NE(store, nullptr);
+  std::vector<StoredPlan> disaggregated;
+  for (int i = 0; i < 3; ++i) {
+    StoredPlan stored;
+    stored.plan.disaggregated = true;
+    stored.plan.prefill_instances = 1;
+    stored.plan.prefill.tp = 4;
+    stored.plan.prefill.batch_size = 1 + i;
+    stored.plan.decode_instances = 1;
+    stored.plan.tp = 4;
+    stored.plan.micro_batches = 1;
+    stored.reward = -1.0 - 0.1 * i;  // below every aggregated plan
+    stored.output_tokens_per_s = 100.0 - i;
+    stored.prediction_json = "{\"feasible\":true}";
+    disaggregated.push_back(stored);
+  }
+  ASSERT_TRUE(store->Record(key, *problem, Plans(4), "").ok());
+  ASSERT_TRUE(store->Record(key, *problem, disaggregated, "").ok());
+  EXPECT_EQ(*store->CountPlans(), 4);
+  auto found = store->Lookup(key);
+  ASSERT_TRUE(found.ok() && found->has_value());
+  int kept = 0;
+  for (const StoredPlan& p : (*found)->plans) {
+    if (!p.plan.disaggregated) continue;
+    EXPECT_TRUE(p.plan == disaggregated[0].plan ||
+                p.plan == disaggregated[1].plan)
+        << "the best two disaggregated plans are kept";
+    ++kept;
+  }
+  EXPECT_EQ(kept, 2);
+}
+
 TYPED_TEST(EliteStoreConformanceTest, NearestProblemOfTheSameFamily) {
   auto store = this->Open();
   ASSERT_NE(store, nullptr);

@@ -121,6 +121,11 @@ class FakeSearcher final : public policy::Searcher {
       const simulator::CostModel& model, const policy::SearchOptions& options,
       const policy::CancellationToken& cancel,
       policy::SearchObserver& observer) override {
+    // Aggregated plans only: the server then sweeps disaggregated plans, as
+    // for a searcher that cannot search them.
+    if (options.disaggregated) {
+      return absl::UnimplementedError("the fake searches aggregated plans");
+    }
     {
       absl::MutexLock lock(&script_.mu);
       ++script_.searches_started;

@@ -385,5 +385,58 @@ TEST(RlSearcherTest, WeightsTransferAcrossProblems) {
   EXPECT_GE(second->best.reward, second->baseline.reward);
 }
 
+// The RL searcher emits disaggregated plans (pool split, prefill and decode
+// layouts) when asked for the disaggregated space: valid, feasible,
+// deterministic for a seed; its elite and weights warm-start the next
+// disaggregated search, and weights learnt on the aggregated space load too
+// (one network layout for both).
+TEST(RlSearcherTest, SearchesTheDisaggregatedSpaceAndWarmStarts) {
+  auto model =
+      testing::MakeCostModel("qwen3-235b-a22b", 16, 2048, 512, 0, 0, 0, "fp8");
+  ASSERT_TRUE(model.ok()) << model.status();
+  SearchOptions options;
+  options.disaggregated = true;
+  options.max_evaluations = 400;
+  options.seed = 3;
+  CancellationToken cancel;
+  SearchObserver observer;
+  RlSearcher a, b;
+  auto first = a.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(first.ok()) << first.status();
+  ASSERT_TRUE(first->best.evaluation.feasible);
+  EXPECT_TRUE(first->best.plan.disaggregated);
+  EXPECT_TRUE((*model)->ValidatePlan(first->best.plan).ok());
+  EXPECT_LE(first->evaluations, 400);
+  ASSERT_FALSE(first->elite.empty());
+  for (const ScoredPlan& s : first->elite) EXPECT_TRUE(s.plan.disaggregated);
+  auto repeat = b.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(repeat.ok()) << repeat.status();
+  EXPECT_EQ(first->best.plan, repeat->best.plan);
+
+  WarmStart warm;
+  for (const ScoredPlan& s : first->elite) warm.elite_plans.push_back(s.plan);
+  warm.policy_weights = first->policy_weights;
+  SearchOptions again = options;
+  again.warm_start = &warm;
+  again.max_evaluations = 1 + static_cast<int>(first->elite.size()) + 32;
+  RlSearcher c;
+  auto warmed = c.Search(**model, again, cancel, observer);
+  ASSERT_TRUE(warmed.ok()) << warmed.status();
+  EXPECT_TRUE(warmed->warm_started);
+  EXPECT_GE(warmed->best.reward, first->best.reward - 1e-12);
+
+  SearchOptions aggregated;
+  aggregated.max_evaluations = 200;
+  auto agg = c.Search(**model, aggregated, cancel, observer);
+  ASSERT_TRUE(agg.ok()) << agg.status();
+  WarmStart weights_only;
+  weights_only.policy_weights = agg->policy_weights;
+  again.warm_start = &weights_only;
+  auto from_agg = c.Search(**model, again, cancel, observer);
+  ASSERT_TRUE(from_agg.ok()) << from_agg.status();
+  EXPECT_TRUE(from_agg->warm_started);
+  EXPECT_TRUE(from_agg->best.plan.disaggregated);
+}
+
 }  // namespace
 }  // namespace shardplan::policy
