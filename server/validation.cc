@@ -118,7 +118,7 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
   ASSIGN_OR_RETURN(const simulator::CalibrationProfile profile,
                    user_profile.has_value() ? *user_profile
                    : problem.workload.calibration_profile.empty()
-                       ? simulator::DefaultCalibrationProfile()
+                       ? simulator::EngineAgnosticCalibrationProfile()
                        : simulator::FindCalibrationProfile(
                              problem.workload.calibration_profile));
   ASSIGN_OR_RETURN(

@@ -251,6 +251,15 @@ const CalibrationProfile& DefaultCalibrationProfile() {
   return CalibrationProfiles().front();
 }
 
+const CalibrationProfile& EngineAgnosticCalibrationProfile() {
+  static const CalibrationProfile* const kProfile = [] {
+    auto* p = new CalibrationProfile(DefaultCalibrationProfile());
+    p->calibration = DefaultCalibration();
+    return p;
+  }();
+  return *kProfile;
+}
+
 absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     absl::string_view name) {
   std::vector<std::string> names;

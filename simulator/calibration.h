@@ -34,6 +34,10 @@ struct CalibrationProfile {
 // All profiles; the first is the default (DefaultCalibration()).
 const std::vector<CalibrationProfile>& CalibrationProfiles();
 const CalibrationProfile& DefaultCalibrationProfile();
+// What a request that names no engine (and no profile) is predicted with: the
+// default profile's name and parameters, with the engine-agnostic
+// disaggregated request overhead of DefaultCalibration().
+const CalibrationProfile& EngineAgnosticCalibrationProfile();
 // By profile name or engine name. NOT_FOUND listing the known names.
 absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     absl::string_view name);

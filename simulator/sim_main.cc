@@ -89,7 +89,7 @@ absl::StatusOr<shardplan::v1::EvaluateResponse> Run(Mode mode,
   ASSIGN_OR_RETURN(
       const CalibrationProfile profile,
       problem.workload.calibration_profile.empty()
-          ? DefaultCalibrationProfile()
+          ? EngineAgnosticCalibrationProfile()
           : FindCalibrationProfile(problem.workload.calibration_profile));
   ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> cost_model,
                    CostModel::Create(std::move(problem), profile.calibration));

@@ -291,10 +291,6 @@ int Main(int argc, char** argv) {
                  "the generated problems that have one (rl, rl-no-learning, "
                  "anneal, genetic, random against the disaggregated sweep)");
   std::string time_auto;
-  bool server_profile = false;
-  app.add_option("--server_profile", server_profile,
-                 "with --time_auto: predict with the server's default "
-                 "calibration profile, as a request without an engine is");
   app.add_option("--time_auto", time_auto,
                  "time the server's auto search (aggregated then "
                  "disaggregated, the budget halved) of MODEL@GPUS on H200 "
@@ -312,7 +308,6 @@ int Main(int argc, char** argv) {
     c.model = parts[0];
     c.gpus = std::atoi(parts[1].c_str());
     c.hardware = "h200-sxm-141gb";
-    c.server_profile = server_profile;
     c.weight_dtype = "fp8";
     c.isl = 4096;
     c.osl = 1024;

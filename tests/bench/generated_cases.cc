@@ -14,7 +14,6 @@
 #include "policy/plan_space.h"
 #include "policy/rl/rl_searcher.h"
 #include "shardplan/v1/shardplan.pb.h"
-#include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -58,10 +57,6 @@ absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MakeModel(
   workload.set_weight_dtype(c.weight_dtype);
   ASSIGN_OR_RETURN(simulator::Problem problem,
                    simulator::ProblemFromProto(source, cluster, workload));
-  if (c.server_profile) {
-    return simulator::CostModel::Create(
-        std::move(problem), simulator::DefaultCalibrationProfile().calibration);
-  }
   return simulator::CostModel::Create(std::move(problem));
 }
 
@@ -429,15 +424,11 @@ absl::StatusOr<std::string> TimeAutoSearch(const GeneratedCase& c,
       "whole disaggregated sweep (%d candidates) finds %.0f tok/s (%.0f on "
       "%d evaluations, the disaggregated share) and grid (aggregated) %.0f "
       "tok/s\n\n",
-      c.name(),
-      c.server_profile
-          ? absl::StrCat(" (calibration profile ",
-                         simulator::DefaultCalibrationProfile().name, ")")
-          : " (built-in calibration)",
-      method, options.budget, aggregated->NumChoices(policy::kDegreesDecision),
-      aggregated->Size(), joint->NumChoices(policy::kDegreesDecision),
-      joint->Size(), sweep.candidates, Tps(sweep.best), Tps(share.best),
-      options.budget / 2, Tps(policy::GridBest(*aggregated)));
+      c.name(), " (engine-agnostic calibration)", method, options.budget,
+      aggregated->NumChoices(policy::kDegreesDecision), aggregated->Size(),
+      joint->NumChoices(policy::kDegreesDecision), joint->Size(),
+      sweep.candidates, Tps(sweep.best), Tps(share.best), options.budget / 2,
+      Tps(policy::GridBest(*aggregated)));
   absl::StrAppend(
       &md,
       absl::StrFormat(

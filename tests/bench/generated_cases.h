@@ -25,11 +25,6 @@ struct GeneratedCase {
   double max_tpot_ms = 0;  // 0: none
   std::string weight_dtype;
   std::string hardware = "h100-sxm-80gb";
-  // Predict with the server's default calibration profile
-  // (simulator::DefaultCalibrationProfile), as a PlanSharding request without
-  // workload.engine is; false: the cost model's built-in calibration, which
-  // the generated benchmarks use.
-  bool server_profile = false;
   std::string name() const;
 };
 

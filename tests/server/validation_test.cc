@@ -44,6 +44,25 @@ TEST(ValidationTest, ValidRequestGetsDefaults) {
   EXPECT_EQ(validated->cost_model->problem().cluster.num_gpus, 8);
 }
 
+TEST(ValidationTest, NoEngineMeansTheEngineAgnosticCalibration) {
+  // The default profile's TensorRT-LLM disaggregated overhead belongs to one
+  // Dynamo deployment; a request naming no engine gets the engine-agnostic one
+  // (as the cost model's DefaultCalibration), naming trtllm gets trtllm's.
+  shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
+  absl::StatusOr<ValidatedPlanRequest> agnostic =
+      ValidatePlanRequest(request, Limits());
+  ASSERT_TRUE(agnostic.ok()) << agnostic.status();
+  EXPECT_DOUBLE_EQ(
+      agnostic->cost_model->calibration().disagg_request_overhead_s,
+      simulator::DefaultCalibration().disagg_request_overhead_s);
+  request.mutable_workload()->set_engine("trtllm");
+  absl::StatusOr<ValidatedPlanRequest> trtllm =
+      ValidatePlanRequest(request, Limits());
+  ASSERT_TRUE(trtllm.ok()) << trtllm.status();
+  EXPECT_GT(trtllm->cost_model->calibration().disagg_request_overhead_s,
+            agnostic->cost_model->calibration().disagg_request_overhead_s);
+}
+
 TEST(ValidationTest, ObjectiveIsExpectedOrConservative) {
   shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-8b", 8);
   absl::StatusOr<ValidatedPlanRequest> validated =
