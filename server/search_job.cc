@@ -160,15 +160,15 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     }
   }
 
-  std::vector<policy::ScoredPlan> to_store;
+  ToPersist to_store;
   if (result.has_value()) {
-    to_store = result->elite;
-    to_store.push_back(result->best);
+    to_store.plans = result->elite;
+    to_store.plans.push_back(result->best);
+    to_store.policy_weights = result->policy_weights;
   }
   // The baseline was streamed first: it is stored even when the search found
   // nothing better, so that every final update is backed by the store.
-  to_store.push_back(baseline_);
-  Persist(to_store, result.has_value() ? result->policy_weights : "");
+  to_store.plans.push_back(baseline_);
 
   if (result.has_value()) {
     outcome = OutcomeOf(*result);
@@ -186,8 +186,15 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     outcome.warm_start_source = found.warm_start->source;
   }
   if (request_.disaggregation != "off" && !cancel.cancelled()) {
-    AddDisaggregated(cancel, listener, found.warm_start, &outcome);
+    ToPersist disaggregated =
+        AddDisaggregated(cancel, listener, found.warm_start, &outcome);
+    to_store.plans.insert(to_store.plans.end(), disaggregated.plans.begin(),
+                          disaggregated.plans.end());
+    if (!disaggregated.policy_weights.empty()) {
+      to_store.policy_weights = std::move(disaggregated.policy_weights);
+    }
   }
+  Persist(to_store.plans, to_store.policy_weights);
   return outcome;
 }
 
@@ -288,22 +295,24 @@ SearchJob::DisaggregatedFound SearchJob::SearchDisaggregated(
   return found;
 }
 
-void SearchJob::AddDisaggregated(
+SearchJob::ToPersist SearchJob::AddDisaggregated(
     const policy::CancellationToken& cancel, Listener& listener,
     const std::optional<policy::WarmStart>& warm_start,
     Outcome* outcome) const {
   const int frontier_size = policy::SearchOptions().frontier_size;
   DisaggregatedFound sweep;
+  ToPersist to_store;
   if (SearchesDisaggregatedSpace()) {
     sweep =
         SearchDisaggregated(cancel, listener, warm_start, outcome->evaluations);
     // Its elite warm-starts the next disaggregated search of the problem;
     // the weights are the aggregated search's unless disaggregated plans are
     // all this request wants.
-    std::vector<policy::ScoredPlan> to_store = sweep.elite;
-    if (sweep.found) to_store.push_back(sweep.best);
-    Persist(to_store, request_.disaggregation == "only" ? sweep.policy_weights
-                                                        : std::string());
+    to_store.plans = sweep.elite;
+    if (sweep.found) to_store.plans.push_back(sweep.best);
+    if (request_.disaggregation == "only") {
+      to_store.policy_weights = sweep.policy_weights;
+    }
   }
   // The sweep: for the methods that do not search, or with what is left of
   // the share when the search found nothing.
@@ -328,7 +337,7 @@ void SearchJob::AddDisaggregated(
     outcome->top_plans.clear();
     if (sweep.found) outcome->top_plans.push_back(sweep.best);
     outcome->frontier = sweep.frontier;
-    return;
+    return to_store;
   }
   // The frontier over everything evaluated, agg and disagg (marked by
   // FrontierPoint.disaggregated).
@@ -337,6 +346,7 @@ void SearchJob::AddDisaggregated(
   if (outcome->best.evaluation.feasible) {
     outcome->best_aggregated = outcome->best;
   }
+  return to_store;
 }
 
 SearchJob::Outcome SearchJob::Abandon() {

@@ -115,14 +115,21 @@ class SearchJob {
     std::vector<policy::ScoredPlan> elite;
     std::string policy_weights;
   };
+  // What a search stores: its plans and the policy weights ("" = keep).
+  struct ToPersist {
+    std::vector<policy::ScoredPlan> plans;
+    std::string policy_weights;
+  };
   // options.disaggregation "auto" / "only": after the aggregated search, the
   // same method over the disaggregated plan space (SearchesDisaggregatedSpace)
-  // or else the disaggregated sweep, on the same evaluation budget; the
-  // disaggregated search's elite is persisted.
-  void AddDisaggregated(const policy::CancellationToken& cancel,
-                        Listener& listener,
-                        const std::optional<policy::WarmStart>& warm_start,
-                        Outcome* outcome) const;
+  // or else the disaggregated sweep, on the same evaluation budget. Returns
+  // the disaggregated search's elite (and, for "only", its weights) for Run
+  // to store with the aggregated plans in one write, so the store counts one
+  // search.
+  ToPersist AddDisaggregated(const policy::CancellationToken& cancel,
+                             Listener& listener,
+                             const std::optional<policy::WarmStart>& warm_start,
+                             Outcome* outcome) const;
   // `evaluations_before`: the aggregated search's, which its progress
   // reports continue.
   DisaggregatedFound SearchDisaggregated(
