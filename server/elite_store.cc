@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/spec_text.h"
 #include "server/postgres_store.h"
 #include "server/sqlite_store.h"
 #include "server/store_schema.h"
@@ -179,13 +180,13 @@ std::string PlanToStoredJson(const simulator::PlanDims& plan,
                              const simulator::Problem& problem) {
   shardplan::v1::Plan proto = simulator::PlanToProto(plan, problem);
   proto.clear_placement();
-  return simulator::ToJson(proto, /*pretty=*/false);
+  return spec_text::ToJson(proto, /*pretty=*/false);
 }
 
 absl::StatusOr<simulator::PlanDims> PlanFromStoredJson(
     const std::string& json) {
   shardplan::v1::Plan proto;
-  RETURN_IF_ERROR(simulator::ParseSpecText(json, &proto));
+  RETURN_IF_ERROR(spec_text::Parse(json, &proto));
   return simulator::PlanDimsFromProto(proto);
 }
 

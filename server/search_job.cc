@@ -10,6 +10,7 @@
 #include "policy/baselines.h"
 #include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
+#include "proto/spec_text.h"
 #include "server/elite_store.h"
 #include "server/replan.h"
 #include "simulator/calibration.h"
@@ -395,7 +396,7 @@ void SearchJob::Persist(const std::vector<policy::ScoredPlan>& plans,
     s.plan = scored.plan;
     s.reward = scored.reward;
     s.output_tokens_per_s = Throughput(scored.evaluation);
-    s.prediction_json = simulator::ToJson(
+    s.prediction_json = spec_text::ToJson(
         simulator::PredictionToProto(scored.evaluation, problem),
         /*pretty=*/false);
     stored.push_back(std::move(s));

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
@@ -113,10 +114,11 @@ TEST(FuzzRegressionTest, TinyHardwareFiguresFromTheFuzzerAreRejected) {
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.file);
     v1::EvaluateRequest request;
-    ASSERT_TRUE(ParseSpecText(ReadFile(kFuzzDir +
-                                       "/regressions/fuzz_spec_text/" + c.file),
-                              &request)
-                    .ok());
+    ASSERT_TRUE(
+        spec_text::Parse(
+            ReadFile(kFuzzDir + "/regressions/fuzz_spec_text/" + c.file),
+            &request)
+            .ok());
     absl::StatusOr<Problem> problem = ProblemFromProto(
         request.model(), request.cluster(), request.workload());
     EXPECT_EQ(problem.status().code(), absl::StatusCode::kInvalidArgument);
@@ -192,7 +194,7 @@ TEST(FuzzRegressionTest, SeedCorpusAndReproducersKeepTheInvariants) {
          std::filesystem::directory_iterator(kFuzzDir + "/" + dir)) {
       const std::string path = entry.path().string();
       v1::EvaluateRequest request;
-      if (!ParseSpecText(ReadFile(path), &request).ok()) continue;
+      if (!spec_text::Parse(ReadFile(path), &request).ok()) continue;
       absl::StatusOr<Problem> problem = ProblemFromProto(
           request.model(), request.cluster(), request.workload());
       absl::StatusOr<PlanDims> plan = PlanDimsFromProto(request.plan());
