@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "proto/limits.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/types.h"
@@ -72,12 +73,8 @@ struct MeasuredRow {
 };
 
 // Concurrency above which a row is predicted and reported but neither fitted
-// nor used for the error bands: the gpt-oss-120b vLLM rows at 512 concurrent
-// requests report TPOT 3.6-27 ms, below the same layouts' TPOT at 64 requests
-// (7-15 ms), which no running batch of 64-512 requests explains (the cost
-// model, KV-cache queueing included, predicts ~5x their TPOT). No other row
-// exceeds 256.
-inline constexpr int kMaxFitConcurrency = 256;
+// nor used for the error bands (why: proto/limits.h, shared with the client).
+inline constexpr int kMaxFitConcurrency = limits::kMaxFitConcurrency;
 
 struct ParsedMeasurements {
   std::vector<MeasuredRow> rows;  // aggregated-serving rows we can model

@@ -31,6 +31,7 @@
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "tests/bench/generated_cases.h"
+#include "tests/bench/plan_text.h"
 
 namespace shardplan::bench {
 namespace {
@@ -170,22 +171,12 @@ struct Row {
 std::string DescribePlan(const policy::ScoredPlan& s) {
   const simulator::PlanDims& p = s.plan;
   const simulator::Evaluation& e = s.evaluation;
-  std::vector<std::string> dims;
-  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-    dims.push_back(
-        std::string(simulator::ShardDimName(p.dims[o])).substr(0, 3));
-  }
-  double comm = 0, total = 0;
-  for (const simulator::OpCost& c : e.decode) {
-    comm += c.comm_s;
-    total += c.comm_s + std::max(c.compute_s, c.memory_s);
-  }
   return absl::StrFormat(
       "r%d dp%d tp%d pp%d ep%d mb%d [%s] | %d | %.1f | %.1f | %.1f%% | %s | "
       "%.0f",
-      p.replicas, p.dp, p.tp, p.pp, p.ep, p.micro_batches,
-      absl::StrJoin(dims, " "), e.batch_size, e.weights_bytes / 1e9,
-      e.kv_cache_bytes / 1e9, total > 0 ? 100 * comm / total : 0.0,
+      p.replicas, p.dp, p.tp, p.pp, p.ep, p.micro_batches, ShortOperatorDims(p),
+      e.batch_size, e.weights_bytes / 1e9, e.kv_cache_bytes / 1e9,
+      DecodeCommPercent(e),
       std::string(simulator::BottleneckName(e.bottleneck)),
       e.output_tokens_per_s);
 }
