@@ -17,6 +17,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
@@ -47,7 +48,7 @@ shardplan::v1::EvaluateRequest ReadRequest(const std::string& name) {
   std::ostringstream text;
   text << in.rdbuf();
   shardplan::v1::EvaluateRequest request;
-  const absl::Status parsed = ParseSpecText(text.str(), &request);
+  const absl::Status parsed = spec_text::Parse(text.str(), &request);
   EXPECT_TRUE(parsed.ok()) << path << ": " << parsed;
   return request;
 }
