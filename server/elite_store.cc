@@ -66,11 +66,12 @@ std::string CanonicalHardware(const simulator::HardwareDims& h) {
   for (double flops : h.peak_flops_per_s)
     absl::StrAppend(&out, ";peak=", absl::StrFormat("%.17g", flops));
   absl::StrAppend(
-      &out, absl::StrFormat(";hbm=%.17g;hbm_bw=%.17g;intra=%.17g;inter=%.17g;"
-                            "intra_lat=%.17g;inter_lat=%.17g",
-                            h.hbm_bytes, h.hbm_bytes_per_s,
-                            h.intra_node_bytes_per_s, h.inter_node_bytes_per_s,
-                            h.intra_node_latency_s, h.inter_node_latency_s));
+      &out,
+      absl::StrFormat(";hbm=%.17g;hbm_bw=%.17g;intra=%.17g;inter=%.17g;"
+                      "intra_lat=%.17g;inter_lat=%.17g",
+                      h.hbm_bytes, h.hbm_bytes_per_s, h.intra_node_bytes_per_s,
+                      h.inter_node_bytes_per_s, h.intra_node_latency_seconds,
+                      h.inter_node_latency_seconds));
   return out;
 }
 
@@ -89,8 +90,8 @@ ProblemKey MakeProblemKey(const simulator::Problem& problem) {
   key.output_tokens_log2 = RoundLog2(workload.output_tokens);
   key.concurrency_bucket =
       workload.concurrency > 0 ? 1 + RoundLog2(workload.concurrency) : 0;
-  key.ttft_bucket = OptionalBucket(workload.max_ttft_s * 1e3);
-  key.tpot_bucket = OptionalBucket(workload.max_tpot_s * 1e3);
+  key.ttft_bucket = OptionalBucket(workload.max_ttft_seconds * 1e3);
+  key.tpot_bucket = OptionalBucket(workload.max_tpot_seconds * 1e3);
   key.weight_dtype = std::string(simulator::DtypeName(workload.weight_dtype));
   key.kv_cache_dtype =
       std::string(simulator::DtypeName(workload.kv_cache_dtype));

@@ -135,8 +135,8 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
           field, value));
     }
   }
-  row.ttft_s = run.ttft_ms() / 1e3;
-  row.tpot_s = run.tpot_ms() / 1e3;
+  row.ttft_seconds = run.ttft_ms() / 1e3;
+  row.tpot_seconds = run.tpot_ms() / 1e3;
   absl::Status problem = simulator::RowProblem(row).status();
   if (!problem.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(

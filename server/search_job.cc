@@ -39,8 +39,8 @@ bool SameChoice(const policy::ScoredPlan& a, const policy::ScoredPlan& b) {
          a.evaluation.batch_size == b.evaluation.batch_size &&
          close(a.evaluation.output_tokens_per_s,
                b.evaluation.output_tokens_per_s) &&
-         close(a.evaluation.tpot_s, b.evaluation.tpot_s) &&
-         close(a.evaluation.ttft_s, b.evaluation.ttft_s);
+         close(a.evaluation.tpot_seconds, b.evaluation.tpot_seconds) &&
+         close(a.evaluation.ttft_seconds, b.evaluation.ttft_seconds);
 }
 
 }  // namespace

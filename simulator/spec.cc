@@ -458,8 +458,8 @@ absl::StatusOr<HardwareDims> HardwareDimsFromSpec(const HardwareSpec& spec,
   hw.hbm_bytes_per_s = spec.hbm_bytes_per_s();
   hw.intra_node_bytes_per_s = spec.intra_node_bytes_per_s();
   hw.inter_node_bytes_per_s = spec.inter_node_bytes_per_s();
-  hw.intra_node_latency_s = spec.intra_node_latency_s();
-  hw.inter_node_latency_s = spec.inter_node_latency_s();
+  hw.intra_node_latency_seconds = spec.intra_node_latency_s();
+  hw.inter_node_latency_seconds = spec.inter_node_latency_s();
   return hw;
 }
 
@@ -654,8 +654,8 @@ absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
   w.input_tokens = workload.input_tokens();
   w.output_tokens = workload.output_tokens();
   w.concurrency = workload.concurrency();
-  w.max_ttft_s = workload.max_ttft_ms() / 1e3;
-  w.max_tpot_s = workload.max_tpot_ms() / 1e3;
+  w.max_ttft_seconds = workload.max_ttft_ms() / 1e3;
+  w.max_tpot_seconds = workload.max_tpot_ms() / 1e3;
   ASSIGN_OR_RETURN(w.weight_dtype, ParseDtype(workload.weight_dtype(),
                                               "workload.weight_dtype"));
   ASSIGN_OR_RETURN(w.kv_cache_dtype, ParseDtype(workload.kv_cache_dtype(),
@@ -969,7 +969,7 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
   shardplan::v1::PoolPrediction* prefill = out->mutable_prefill_pool();
   prefill->set_requests_per_s(e.prefill_requests_per_s);
   prefill->set_batch_size(e.prefill_batch_size);
-  prefill->set_seconds(e.prefill_s);
+  prefill->set_seconds(e.prefill_seconds);
   prefill->set_instances(e.prefill_instances);
   prefill->set_gpus_per_instance(e.prefill_instance_gpus);
   shardplan::v1::MemoryBreakdown* pm = prefill->mutable_memory_per_gpu();
@@ -982,14 +982,14 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
   shardplan::v1::PoolPrediction* decode = out->mutable_decode_pool();
   decode->set_requests_per_s(e.decode_requests_per_s);
   decode->set_batch_size(e.batch_size);
-  decode->set_seconds(e.decode_iteration_s);
+  decode->set_seconds(e.decode_iteration_seconds);
   decode->set_instances(e.decode_instances);
   decode->set_gpus_per_instance(e.decode_instance_gpus);
   *decode->mutable_memory_per_gpu() = out->memory_per_gpu();
   out->set_kv_transfer_bytes(e.kv_transfer_bytes);
-  out->set_kv_transfer_ms(e.kv_transfer_s * 1e3);
+  out->set_kv_transfer_ms(e.kv_transfer_seconds * 1e3);
   out->set_kv_transfer_link(e.kv_transfer_inter_node ? "infiniband" : "nvlink");
-  out->set_prefill_queue_ms(e.prefill_queue_s * 1e3);
+  out->set_prefill_queue_ms(e.prefill_queue_seconds * 1e3);
   out->set_prefill_utilization(e.prefill_utilization);
   if (e.kv_transfer_inter_node) {
     out->add_cross_node(
@@ -1009,9 +1009,9 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   out.set_calibration_profile(regime.profile.empty()
                                   ? DefaultCalibrationProfile().name
                                   : regime.profile);
-  SetRange(e.ttft_s * 1e3, band.ttft_low, band.ttft_high,
+  SetRange(e.ttft_seconds * 1e3, band.ttft_low, band.ttft_high,
            out.mutable_ttft_ms_range());
-  SetRange(e.tpot_s * 1e3, band.tpot_low, band.tpot_high,
+  SetRange(e.tpot_seconds * 1e3, band.tpot_low, band.tpot_high,
            out.mutable_tpot_ms_range());
   // Throughput is batch / TPOT at a fixed batch: its band is TPOT's inverted.
   SetRange(e.output_tokens_per_s, 1.0 / band.tpot_high, 1.0 / band.tpot_low,
@@ -1026,18 +1026,19 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   if (!e.feasible) out.set_infeasible_reason(InfeasibleReasonText(e));
   out.set_output_tokens_per_s(e.output_tokens_per_s);
   out.set_output_tokens_per_s_per_gpu(e.output_tokens_per_s_per_gpu);
-  out.set_ttft_ms(e.ttft_s * 1e3);
-  out.set_tpot_ms(e.tpot_s * 1e3);
+  out.set_ttft_ms(e.ttft_seconds * 1e3);
+  out.set_tpot_ms(e.tpot_seconds * 1e3);
   out.set_batch_size(e.batch_size);
   out.set_running_batch_size(e.running_batch);
   out.set_queued_requests(e.queued_requests);
-  out.set_queue_wait_ms(e.queue_wait_s * 1e3);
+  out.set_queue_wait_ms(e.queue_wait_seconds * 1e3);
   if (e.queued_requests > 0) {
     out.add_validation(absl::StrFormat(
         "KV cache holds %d of %d requests per replica: %d wait in the "
         "engine's queue (+%.0f ms TTFT, Little's law over a closed loop); "
         "%s the running batch's",
-        e.running_batch, e.batch_size, e.queued_requests, e.queue_wait_s * 1e3,
+        e.running_batch, e.batch_size, e.queued_requests,
+        e.queue_wait_seconds * 1e3,
         e.preemption_wait_seconds > 0 ? "throughput is"
                                       : "throughput and TPOT are"));
     if (e.preemption_wait_seconds > 0) {
@@ -1046,8 +1047,8 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
           "requests are preempted and recomputed, so %.0f ms of the wait "
           "falls after the first token (TPOT %.1f ms instead of the running "
           "batch's %.1f ms)",
-          e.preemption_wait_seconds * 1e3, e.tpot_s * 1e3,
-          e.decode_iteration_s * 1e3));
+          e.preemption_wait_seconds * 1e3, e.tpot_seconds * 1e3,
+          e.decode_iteration_seconds * 1e3));
     }
   }
   shardplan::v1::MemoryBreakdown* memory = out.mutable_memory_per_gpu();
@@ -1064,15 +1065,18 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   for (const auto& phase : phases) {
     for (int k = 0; k < kNumOpKinds; ++k) {
       const OpCost& c = (*phase.costs)[k];
-      if (c.compute_s == 0 && c.memory_s == 0 && c.comm_s == 0) continue;
+      if (c.compute_seconds == 0 && c.memory_seconds == 0 &&
+          c.comm_seconds == 0)
+        continue;
       shardplan::v1::OperatorCost* op = out.add_operators();
       op->set_operator_(std::string(OpKindName(static_cast<OpKind>(k))));
       op->set_phase(phase.phase);
-      op->set_compute_seconds(c.compute_s);
-      op->set_memory_seconds(c.memory_s);
-      op->set_communication_seconds(c.comm_s);
+      op->set_compute_seconds(c.compute_seconds);
+      op->set_memory_seconds(c.memory_seconds);
+      op->set_communication_seconds(c.comm_seconds);
       op->set_total_seconds(
-          static_cast<double>(std::max(c.compute_s, c.memory_s)) + c.comm_s);
+          static_cast<double>(std::max(c.compute_seconds, c.memory_seconds)) +
+          c.comm_seconds);
     }
   }
   shardplan::v1::LinkTraffic* nvlink = out.add_communication();
@@ -1089,8 +1093,8 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
     out.set_bottleneck(absl::StrCat(BottleneckName(e.bottleneck), " (",
                                     OpKindName(e.bottleneck_op), ")"));
   }
-  out.set_prefill_seconds(e.prefill_s);
-  out.set_decode_iteration_seconds(e.decode_iteration_s);
+  out.set_prefill_seconds(e.prefill_seconds);
+  out.set_decode_iteration_seconds(e.decode_iteration_seconds);
   if (e.tp_nodes > 1) {
     out.add_cross_node(absl::StrCat("tensor parallel: a tp group over ",
                                     e.tp_nodes, " nodes"));

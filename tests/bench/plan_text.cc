@@ -20,8 +20,8 @@ std::string ShortOperatorDims(const simulator::PlanDims& plan) {
 double DecodeCommPercent(const simulator::Evaluation& evaluation) {
   double comm = 0, total = 0;
   for (const simulator::OpCost& c : evaluation.decode) {
-    comm += c.comm_s;
-    total += c.comm_s + std::max(c.compute_s, c.memory_s);
+    comm += c.comm_seconds;
+    total += c.comm_seconds + std::max(c.compute_seconds, c.memory_seconds);
   }
   return total > 0 ? 100 * comm / total : 0.0;
 }

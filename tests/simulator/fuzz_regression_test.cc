@@ -47,11 +47,11 @@ void ExpectEvaluationInvariants(const Evaluation& e, const Problem& problem,
   EXPECT_TRUE(finite_non_negative(e.activations_bytes)) << e.activations_bytes;
   for (int op = 0; op < kNumOpKinds; ++op) {
     for (const OpCost& c : {e.decode[op], e.prefill[op]}) {
-      EXPECT_TRUE(finite_non_negative(c.compute_s) &&
-                  finite_non_negative(c.memory_s) &&
-                  finite_non_negative(c.comm_s))
-          << OpKindName(static_cast<OpKind>(op)) << ": " << c.compute_s << " "
-          << c.memory_s << " " << c.comm_s;
+      EXPECT_TRUE(finite_non_negative(c.compute_seconds) &&
+                  finite_non_negative(c.memory_seconds) &&
+                  finite_non_negative(c.comm_seconds))
+          << OpKindName(static_cast<OpKind>(op)) << ": " << c.compute_seconds
+          << " " << c.memory_seconds << " " << c.comm_seconds;
     }
   }
   if (!e.feasible) {
@@ -62,11 +62,11 @@ void ExpectEvaluationInvariants(const Evaluation& e, const Problem& problem,
   EXPECT_GT(e.batch_size, 0);
   EXPECT_LE(e.weights_bytes + e.kv_cache_bytes + e.activations_bytes,
             e.capacity_bytes * (1 + 1e-9));
-  if (problem.workload.max_ttft_s > 0) {
-    EXPECT_LE(e.ttft_s, problem.workload.max_ttft_s * (1 + 1e-9));
+  if (problem.workload.max_ttft_seconds > 0) {
+    EXPECT_LE(e.ttft_seconds, problem.workload.max_ttft_seconds * (1 + 1e-9));
   }
-  if (problem.workload.max_tpot_s > 0) {
-    EXPECT_LE(e.tpot_s, problem.workload.max_tpot_s * (1 + 1e-9));
+  if (problem.workload.max_tpot_seconds > 0) {
+    EXPECT_LE(e.tpot_seconds, problem.workload.max_tpot_seconds * (1 + 1e-9));
   }
 }
 

@@ -236,8 +236,8 @@ TEST(ProblemTest, ExampleRequestResolves) {
   ASSERT_EQ(problem->cluster.node_groups.size(), 1u);
   EXPECT_EQ(problem->cluster.node_groups[0].name, "rack-a");
   EXPECT_EQ(problem->workload.input_tokens, 2048);
-  EXPECT_DOUBLE_EQ(problem->workload.max_ttft_s, 2.0);
-  EXPECT_DOUBLE_EQ(problem->workload.max_tpot_s, 0.05);
+  EXPECT_DOUBLE_EQ(problem->workload.max_ttft_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(problem->workload.max_tpot_seconds, 0.05);
   absl::StatusOr<PlanDims> plan = PlanDimsFromProto(request.plan());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->dp, 2);
@@ -441,10 +441,10 @@ TEST(PredictionProtoTest, CarriesEveryField) {
   e.feasible = true;
   e.output_tokens_per_s = 12000;
   e.output_tokens_per_s_per_gpu = 750;
-  e.ttft_s = 0.4;
-  e.tpot_s = 0.025;
-  e.prefill_s = 0.2;
-  e.decode_iteration_s = 0.025;
+  e.ttft_seconds = 0.4;
+  e.tpot_seconds = 0.025;
+  e.prefill_seconds = 0.2;
+  e.decode_iteration_seconds = 0.025;
   e.batch_size = 128;
   e.weights_bytes = 17.6e9;
   e.kv_cache_bytes = 20e9;
@@ -497,12 +497,12 @@ TEST(PredictionProtoTest, InfeasibleCarriesReason) {
 
 TEST(PredictionProtoTest, KvCacheQueueingIsReported) {
   // 64 requests per replica, `running` of them in the engine.
-  const auto predict = [](int running, double wait_s) {
+  const auto predict = [](int running, double wait_seconds) {
     Evaluation e;
     e.batch_size = 64;
     e.running_batch = running;
     e.queued_requests = 64 - running;
-    e.queue_wait_s = wait_s;
+    e.queue_wait_seconds = wait_seconds;
     return PredictionToProto(e, ExampleProblem());
   };
   const shardplan::v1::Prediction p = predict(40, 1.8);
