@@ -14,15 +14,12 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "nlohmann/json.hpp"
+#include "proto/limits.h"
 
 namespace shardplan::client {
 namespace {
 
 using shardplan::v1::MeasuredRun;
-
-// Runs above this many concurrent requests measure the engine's queue, not
-// its running batch (the server refuses them; simulator/calibration.h).
-constexpr int kMaxFitConcurrency = 256;
 
 absl::Status Error(const std::string& where, absl::string_view field,
                    absl::string_view reason) {
@@ -264,7 +261,7 @@ absl::StatusOr<ParsedResults> ParseCsv(const std::string& path,
     if (!tpot.ok()) return tpot.status();
     run.set_ttft_ms(*ttft);
     run.set_tpot_ms(*tpot);
-    if (run.concurrency() > kMaxFitConcurrency) {
+    if (run.concurrency() > limits::kMaxFitConcurrency) {
       ++out.skipped_queueing;
       continue;
     }

@@ -8,11 +8,14 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "client/internal/manifest_keys.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
+
+namespace manifest = internal::manifest;
 namespace {
 
 using shardplan::v1::EvaluateResponse;
@@ -591,36 +594,42 @@ std::string RenderYamlManifest(const PlanUpdate& update,
   YAML::Emitter out;
   out.SetDoublePrecision(15);
   out << YAML::BeginMap;
-  out << YAML::Key << "apiVersion" << YAML::Value << "shardplan.dev/v1";
-  out << YAML::Key << "kind" << YAML::Value << "ShardingPlan";
-  out << YAML::Key << "model" << YAML::Value << context.model;
-  out << YAML::Key << "cluster" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "hardware" << YAML::Value << context.hardware;
-  out << YAML::Key << "gpus" << YAML::Value << context.gpus;
+  out << YAML::Key << manifest::kApiVersion << YAML::Value
+      << manifest::kApiVersionValue;
+  out << YAML::Key << manifest::kKind << YAML::Value << manifest::kKindValue;
+  out << YAML::Key << manifest::kModel << YAML::Value << context.model;
+  out << YAML::Key << manifest::kCluster << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << manifest::kHardware << YAML::Value << context.hardware;
+  out << YAML::Key << manifest::kGpus << YAML::Value << context.gpus;
   if (context.gpus_per_node > 0) {
-    out << YAML::Key << "gpusPerNode" << YAML::Value << context.gpus_per_node;
+    out << YAML::Key << manifest::kGpusPerNode << YAML::Value
+        << context.gpus_per_node;
   }
   out << YAML::EndMap;
 
-  out << YAML::Key << "parallelism" << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << "replicas" << YAML::Value << std::max(1, plan.replicas());
-  out << YAML::Key << "data" << YAML::Value << plan.dp();
-  out << YAML::Key << "tensor" << YAML::Value << plan.tp();
-  out << YAML::Key << "pipeline" << YAML::Value << plan.pp();
-  out << YAML::Key << "expert" << YAML::Value << std::max(1, plan.ep());
-  out << YAML::Key << "microBatches" << YAML::Value << plan.micro_batches();
-  out << YAML::Key << "batchSizePerReplica" << YAML::Value
+  out << YAML::Key << manifest::kParallelism << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << manifest::kReplicas << YAML::Value
+      << std::max(1, plan.replicas());
+  out << YAML::Key << manifest::kData << YAML::Value << plan.dp();
+  out << YAML::Key << manifest::kTensor << YAML::Value << plan.tp();
+  out << YAML::Key << manifest::kPipeline << YAML::Value << plan.pp();
+  out << YAML::Key << manifest::kExpert << YAML::Value
+      << std::max(1, plan.ep());
+  out << YAML::Key << manifest::kMicroBatches << YAML::Value
+      << plan.micro_batches();
+  out << YAML::Key << manifest::kBatchSizePerReplica << YAML::Value
       << (plan.batch_size() > 0 ? plan.batch_size()
                                 : update.prediction().batch_size());
   if (plan.stage_layers_size() > 0) {
-    out << YAML::Key << "stageLayers" << YAML::Value << YAML::Flow
+    out << YAML::Key << manifest::kStageLayers << YAML::Value << YAML::Flow
         << YAML::BeginSeq;
     for (int l : plan.stage_layers()) out << l;
     out << YAML::EndSeq;
   }
   out << YAML::EndMap;
 
-  out << YAML::Key << "operatorSharding" << YAML::Value << YAML::BeginMap;
+  out << YAML::Key << manifest::kOperatorSharding << YAML::Value
+      << YAML::BeginMap;
   for (const auto& s : plan.operator_sharding()) {
     out << YAML::Key << s.operator_() << YAML::Value << s.dim();
   }

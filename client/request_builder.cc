@@ -12,12 +12,16 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "client/internal/manifest_keys.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "proto/spec_text.h"
 #include "simulator/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
+
+namespace manifest = internal::manifest;
 namespace {
 
 using shardplan::v1::ClusterSpec;
@@ -26,61 +30,6 @@ using shardplan::v1::ModelSource;
 using shardplan::v1::OperatorSharding;
 using shardplan::v1::PlanRequest;
 using shardplan::v1::Workload;
-
-// A plain (unquoted) YAML scalar as JSON: YAML 1.2 core-schema booleans, null,
-// integers and floats; anything else is a string.
-nlohmann::json PlainScalarToJson(const std::string& s) {
-  if (s == "true" || s == "True" || s == "TRUE") return true;
-  if (s == "false" || s == "False" || s == "FALSE") return false;
-  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL")
-    return nullptr;
-  int64_t i = 0;
-  if (absl::SimpleAtoi(s, &i)) return i;
-  double d = 0;
-  // SimpleAtod accepts "inf"/"nan"; proto JSON wants those as strings, so keep
-  // them so.
-  if (absl::SimpleAtod(s, &d) &&
-      (absl::ascii_isdigit(s.back()) || s.back() == '.'))
-    return d;
-  return s;
-}
-
-absl::StatusOr<nlohmann::json> NodeToJson(const YAML::Node& node, int depth) {
-  if (depth > 64)
-    return absl::InvalidArgumentError("YAML nested too deeply (> 64 levels)");
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return nlohmann::json(nullptr);
-    case YAML::NodeType::Scalar:
-      // Tag "!" marks a quoted (non-plain) scalar: always a string.
-      if (node.Tag() == "!") return nlohmann::json(node.Scalar());
-      return PlainScalarToJson(node.Scalar());
-    case YAML::NodeType::Sequence: {
-      nlohmann::json array = nlohmann::json::array();
-      for (const YAML::Node& item : node) {
-        ASSIGN_OR_RETURN(nlohmann::json value, NodeToJson(item, depth + 1));
-        array.push_back(std::move(value));
-      }
-      return array;
-    }
-    case YAML::NodeType::Map: {
-      nlohmann::json object = nlohmann::json::object();
-      for (const auto& kv : node) {
-        if (!kv.first.IsScalar()) {
-          return absl::InvalidArgumentError(
-              absl::StrCat("line ", kv.first.Mark().line + 1,
-                           ": mapping keys must be scalars"));
-        }
-        ASSIGN_OR_RETURN(nlohmann::json value,
-                         NodeToJson(kv.second, depth + 1));
-        object[kv.first.Scalar()] = std::move(value);
-      }
-      return object;
-    }
-  }
-  return nlohmann::json(nullptr);
-}
 
 }  // namespace
 
@@ -98,44 +47,6 @@ absl::StatusOr<std::string> ReadFileFromDisk(const std::string& path) {
   std::ostringstream text;
   text << in.rdbuf();
   return text.str();
-}
-
-absl::StatusOr<std::string> YamlToJson(absl::string_view yaml_text) {
-  // yaml-cpp reports errors by throwing; nothing escapes this function.
-  try {
-    const YAML::Node root = YAML::Load(std::string(yaml_text));
-    ASSIGN_OR_RETURN(nlohmann::json json, NodeToJson(root, 0));
-    return json.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "YAML syntax error at line ", e.mark.line + 1, ": ", e.msg));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot read YAML: ", e.what()));
-  }
-}
-
-absl::Status ParseSpecText(absl::string_view text, absl::string_view what,
-                           google::protobuf::Message* message) {
-  const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(text);
-  std::string json;
-  if (absl::StartsWith(stripped, "{")) {
-    json = std::string(text);
-  } else {
-    absl::StatusOr<std::string> converted = YamlToJson(text);
-    if (!converted.ok()) return Annotate(converted.status(), what);
-    json = *std::move(converted);
-  }
-  google::protobuf::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  const auto status =
-      google::protobuf::util::JsonStringToMessage(json, message, options);
-  if (!status.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, ": not a valid ", message->GetDescriptor()->name(),
-                     ": ", status.message().as_string()));
-  }
-  return absl::OkStatus();
 }
 
 absl::StatusOr<OperatorSharding> ParseOpAssignment(absl::string_view text) {
@@ -168,9 +79,8 @@ absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
     model->set_catalog_name(flags.model);
   } else if (!flags.model_file.empty()) {
     ASSIGN_OR_RETURN(const std::string text, read_file(flags.model_file));
-    RETURN_IF_ERROR(
-        ParseSpecText(text, absl::StrCat("--model-file ", flags.model_file),
-                      model->mutable_spec()));
+    RETURN_IF_ERROR(Annotate(spec_text::Parse(text, model->mutable_spec()),
+                             absl::StrCat("--model-file ", flags.model_file)));
   } else {
     ASSIGN_OR_RETURN(std::string text, read_file(flags.hf_config));
     // Check it is JSON at all here; the server interprets the fields.
@@ -183,8 +93,9 @@ absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
 
   if (!flags.cluster_file.empty()) {
     ASSIGN_OR_RETURN(const std::string text, read_file(flags.cluster_file));
-    RETURN_IF_ERROR(ParseSpecText(
-        text, absl::StrCat("--cluster-file ", flags.cluster_file), cluster));
+    RETURN_IF_ERROR(
+        Annotate(spec_text::Parse(text, cluster),
+                 absl::StrCat("--cluster-file ", flags.cluster_file)));
   } else if (flags.gpus <= 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--gpus must be > 0, got ", flags.gpus,
@@ -237,31 +148,31 @@ namespace {
 absl::StatusOr<shardplan::v1::RunningDeployment> ManifestToDeployment(
     const YAML::Node& root, absl::string_view what) {
   shardplan::v1::RunningDeployment out;
-  const YAML::Node cluster = root["cluster"];
-  const YAML::Node degrees = root["parallelism"];
+  const YAML::Node cluster = root[manifest::kCluster];
+  const YAML::Node degrees = root[manifest::kParallelism];
   if (!cluster.IsDefined() || !cluster.IsMap() || !degrees.IsDefined() ||
       !degrees.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": a ShardingPlan manifest needs cluster and parallelism"));
   }
   ClusterSpec* c = out.mutable_cluster();
-  c->set_hardware(cluster["hardware"].as<std::string>(""));
-  c->set_num_gpus(cluster["gpus"].as<int>(0));
-  c->set_gpus_per_node(cluster["gpusPerNode"].as<int>(0));
+  c->set_hardware(cluster[manifest::kHardware].as<std::string>(""));
+  c->set_num_gpus(cluster[manifest::kGpus].as<int>(0));
+  c->set_gpus_per_node(cluster[manifest::kGpusPerNode].as<int>(0));
   shardplan::v1::Plan* plan = out.mutable_plan();
-  plan->set_replicas(degrees["replicas"].as<int>(1));
-  plan->set_dp(degrees["data"].as<int>(1));
-  plan->set_tp(degrees["tensor"].as<int>(1));
-  plan->set_pp(degrees["pipeline"].as<int>(1));
-  plan->set_ep(degrees["expert"].as<int>(1));
-  plan->set_micro_batches(degrees["microBatches"].as<int>(0));
-  plan->set_batch_size(degrees["batchSizePerReplica"].as<int>(0));
+  plan->set_replicas(degrees[manifest::kReplicas].as<int>(1));
+  plan->set_dp(degrees[manifest::kData].as<int>(1));
+  plan->set_tp(degrees[manifest::kTensor].as<int>(1));
+  plan->set_pp(degrees[manifest::kPipeline].as<int>(1));
+  plan->set_ep(degrees[manifest::kExpert].as<int>(1));
+  plan->set_micro_batches(degrees[manifest::kMicroBatches].as<int>(0));
+  plan->set_batch_size(degrees[manifest::kBatchSizePerReplica].as<int>(0));
   // A missing key is an invalid node: IsDefined() first, the others throw.
-  if (const YAML::Node stages = degrees["stageLayers"];
+  if (const YAML::Node stages = degrees[manifest::kStageLayers];
       stages.IsDefined() && stages.IsSequence()) {
     for (const YAML::Node& n : stages) plan->add_stage_layers(n.as<int>());
   }
-  if (const YAML::Node ops = root["operatorSharding"];
+  if (const YAML::Node ops = root[manifest::kOperatorSharding];
       ops.IsDefined() && ops.IsMap()) {
     for (const auto& kv : ops) {
       OperatorSharding* op = plan->add_operator_sharding();
@@ -288,7 +199,7 @@ absl::StatusOr<shardplan::v1::RunningDeployment> ParseRunningDeployment(
                                        ? trimmed
                                        : trimmed.substr(newline + 1);
     shardplan::v1::PlanUpdate update;
-    RETURN_IF_ERROR(ParseSpecText(last, what, &update));
+    RETURN_IF_ERROR(Annotate(spec_text::Parse(last, &update), what));
     if (!update.has_plan()) {
       return absl::InvalidArgumentError(
           absl::StrCat(what, ": the last line has no plan"));
@@ -307,7 +218,7 @@ absl::StatusOr<shardplan::v1::RunningDeployment> ParseRunningDeployment(
   try {
     const YAML::Node root = YAML::Load(std::string(text));
     if (!root.IsDefined() || !root.IsMap() ||
-        root["kind"].as<std::string>("") != "ShardingPlan") {
+        root[manifest::kKind].as<std::string>("") != manifest::kKindValue) {
       return absl::InvalidArgumentError(absl::StrCat(
           what,
           ": not what `shardplan plan --output json|yaml` writes (a "

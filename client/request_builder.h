@@ -1,6 +1,6 @@
-// Builds shardplan.v1 requests from the `shardplan` CLI's flag values, and
-// reads spec files (proto JSON, or YAML with the same field names) into proto
-// messages.
+// Builds shardplan.v1 requests from the `shardplan` CLI's flag values; spec
+// files (proto JSON, or YAML with the same field names) are read by
+// proto/spec_text.h, the converter the server and simulator use too.
 #ifndef SHARDPLAN_CLIENT_REQUEST_BUILDER_H_
 #define SHARDPLAN_CLIENT_REQUEST_BUILDER_H_
 
@@ -89,20 +89,6 @@ struct PlanFlags {
   int batch_size = 0;
   int micro_batches = 0;
 };
-
-// Converts YAML text to JSON text (mapping → object, sequence → array; plain
-// scalars that read as bool/int/float become JSON booleans/numbers, quoted
-// scalars stay strings). INVALID_ARGUMENT with the line on a YAML syntax error.
-absl::StatusOr<std::string> YamlToJson(absl::string_view yaml_text);
-
-// Parses a spec file's text into `message`: JSON when the first non-blank
-// character is
-// '{', YAML otherwise (YAML is a superset of JSON, so both work through the
-// YAML path, but JSON errors read better from the JSON parser). Unknown fields
-// are rejected. INVALID_ARGUMENT names `what` (e.g. the path) and the parser's
-// message.
-absl::Status ParseSpecText(absl::string_view text, absl::string_view what,
-                           google::protobuf::Message* message);
 
 // Parses "NAME=DIM" into an OperatorSharding. INVALID_ARGUMENT quoting the
 // value otherwise.

@@ -50,8 +50,8 @@ Maker Find(absl::string_view method) {
 }  // namespace
 
 double TokensPerSecondPerUser(const simulator::Evaluation& evaluation) {
-  if (!evaluation.feasible || !(evaluation.tpot_s > 0)) return 0;
-  return 1.0 / evaluation.tpot_s;
+  if (!evaluation.feasible || !(evaluation.tpot_seconds > 0)) return 0;
+  return 1.0 / evaluation.tpot_seconds;
 }
 
 absl::string_view StopReasonName(StopReason reason) {

@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/spec_text.h"
 #include "server/postgres_store.h"
 #include "server/sqlite_store.h"
 #include "server/store_schema.h"
@@ -65,11 +66,12 @@ std::string CanonicalHardware(const simulator::HardwareDims& h) {
   for (double flops : h.peak_flops_per_s)
     absl::StrAppend(&out, ";peak=", absl::StrFormat("%.17g", flops));
   absl::StrAppend(
-      &out, absl::StrFormat(";hbm=%.17g;hbm_bw=%.17g;intra=%.17g;inter=%.17g;"
-                            "intra_lat=%.17g;inter_lat=%.17g",
-                            h.hbm_bytes, h.hbm_bytes_per_s,
-                            h.intra_node_bytes_per_s, h.inter_node_bytes_per_s,
-                            h.intra_node_latency_s, h.inter_node_latency_s));
+      &out,
+      absl::StrFormat(";hbm=%.17g;hbm_bw=%.17g;intra=%.17g;inter=%.17g;"
+                      "intra_lat=%.17g;inter_lat=%.17g",
+                      h.hbm_bytes, h.hbm_bytes_per_s, h.intra_node_bytes_per_s,
+                      h.inter_node_bytes_per_s, h.intra_node_latency_seconds,
+                      h.inter_node_latency_seconds));
   return out;
 }
 
@@ -88,8 +90,8 @@ ProblemKey MakeProblemKey(const simulator::Problem& problem) {
   key.output_tokens_log2 = RoundLog2(workload.output_tokens);
   key.concurrency_bucket =
       workload.concurrency > 0 ? 1 + RoundLog2(workload.concurrency) : 0;
-  key.ttft_bucket = OptionalBucket(workload.max_ttft_s * 1e3);
-  key.tpot_bucket = OptionalBucket(workload.max_tpot_s * 1e3);
+  key.ttft_bucket = OptionalBucket(workload.max_ttft_seconds * 1e3);
+  key.tpot_bucket = OptionalBucket(workload.max_tpot_seconds * 1e3);
   key.weight_dtype = std::string(simulator::DtypeName(workload.weight_dtype));
   key.kv_cache_dtype =
       std::string(simulator::DtypeName(workload.kv_cache_dtype));
@@ -179,13 +181,13 @@ std::string PlanToStoredJson(const simulator::PlanDims& plan,
                              const simulator::Problem& problem) {
   shardplan::v1::Plan proto = simulator::PlanToProto(plan, problem);
   proto.clear_placement();
-  return simulator::ToJson(proto, /*pretty=*/false);
+  return spec_text::ToJson(proto, /*pretty=*/false);
 }
 
 absl::StatusOr<simulator::PlanDims> PlanFromStoredJson(
     const std::string& json) {
   shardplan::v1::Plan proto;
-  RETURN_IF_ERROR(simulator::ParseSpecText(json, &proto));
+  RETURN_IF_ERROR(spec_text::Parse(json, &proto));
   return simulator::PlanDimsFromProto(proto);
 }
 

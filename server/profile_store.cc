@@ -13,6 +13,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "proto/spec_text.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "simulator/user_text.h"
@@ -134,8 +135,8 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
           field, value));
     }
   }
-  row.ttft_s = run.ttft_ms() / 1e3;
-  row.tpot_s = run.tpot_ms() / 1e3;
+  row.ttft_seconds = run.ttft_ms() / 1e3;
+  row.tpot_seconds = run.tpot_ms() / 1e3;
   absl::Status problem = simulator::RowProblem(row).status();
   if (!problem.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
@@ -145,14 +146,14 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
 }
 
 std::string ProfileJson(const simulator::CalibrationProfile& profile) {
-  return simulator::ToJson(simulator::CalibrationToProto(profile.calibration),
+  return spec_text::ToJson(simulator::CalibrationToProto(profile.calibration),
                            /*pretty=*/false);
 }
 
 absl::StatusOr<simulator::CalibrationProfile> ProfileOfStored(
     const StoredProfile& stored) {
   shardplan::v1::CalibrationParameters parameters;
-  RETURN_IF_ERROR(simulator::ParseSpecText(stored.profile_json, &parameters));
+  RETURN_IF_ERROR(spec_text::Parse(stored.profile_json, &parameters));
   // The proto form holds the fitted parameters; the engine's behaviour (KV
   // admission, preemption) comes from the engine the runs were measured on.
   return simulator::CalibrationProfile{

@@ -10,6 +10,7 @@
 #include "policy/baselines.h"
 #include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
+#include "proto/spec_text.h"
 #include "server/elite_store.h"
 #include "server/replan.h"
 #include "simulator/calibration.h"
@@ -38,8 +39,8 @@ bool SameChoice(const policy::ScoredPlan& a, const policy::ScoredPlan& b) {
          a.evaluation.batch_size == b.evaluation.batch_size &&
          close(a.evaluation.output_tokens_per_s,
                b.evaluation.output_tokens_per_s) &&
-         close(a.evaluation.tpot_s, b.evaluation.tpot_s) &&
-         close(a.evaluation.ttft_s, b.evaluation.ttft_s);
+         close(a.evaluation.tpot_seconds, b.evaluation.tpot_seconds) &&
+         close(a.evaluation.ttft_seconds, b.evaluation.ttft_seconds);
 }
 
 }  // namespace
@@ -405,7 +406,7 @@ void SearchJob::Persist(const std::vector<policy::ScoredPlan>& plans,
     s.plan = scored.plan;
     s.reward = scored.reward;
     s.output_tokens_per_s = Throughput(scored.evaluation);
-    s.prediction_json = simulator::ToJson(
+    s.prediction_json = spec_text::ToJson(
         simulator::PredictionToProto(scored.evaluation, problem),
         /*pretty=*/false);
     stored.push_back(std::move(s));

@@ -1,4 +1,4 @@
-// Startup recovery of a corrupt SQLite store file (issue 6, "Faults"): a file
+// Startup recovery of a corrupt SQLite store file: a file
 // that is not a SQLite database, or one whose pages fail `PRAGMA quick_check`,
 // is renamed to <store>.corrupt-<UTC timestamp> (with its -wal/-shm files) and
 // a warning is logged, so that the server creates a fresh store and serves on.

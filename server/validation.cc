@@ -169,12 +169,12 @@ absl::Status SetTransition(const shardplan::v1::PlanRequest& request,
                            const RequestLimits& limits,
                            ValidatedPlanRequest& out) {
   const shardplan::v1::SearchOptions& options = request.options();
-  const double max_s = options.max_transition_seconds();
-  if (!std::isfinite(max_s) || max_s < 0) {
+  const double max_seconds = options.max_transition_seconds();
+  if (!std::isfinite(max_seconds) || max_seconds < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("options.max_transition_seconds must be a finite number "
                      ">= 0 (0 = no limit), got ",
-                     max_s));
+                     max_seconds));
   }
   if (options.has_transition_weight() &&
       (!std::isfinite(options.transition_weight()) ||
@@ -185,7 +185,7 @@ absl::Status SetTransition(const shardplan::v1::PlanRequest& request,
                      options.transition_weight()));
   }
   if (!request.has_current()) {
-    if (max_s > 0 || options.has_transition_weight()) {
+    if (max_seconds > 0 || options.has_transition_weight()) {
       return absl::InvalidArgumentError(
           "options.max_transition_seconds and options.transition_weight need "
           "current (the running plan and its cluster)");
@@ -218,7 +218,7 @@ absl::Status SetTransition(const shardplan::v1::PlanRequest& request,
   if (!model.ok()) return AsInvalidArgument(model.status());
   auto objective = std::make_shared<simulator::TransitionObjective>();
   objective->model = *std::move(model);
-  objective->max_seconds = max_s;
+  objective->max_seconds = max_seconds;
   if (options.has_transition_weight()) {
     objective->weight_per_s = options.transition_weight();
   }

@@ -65,9 +65,10 @@ void PrintProfiles(
         "ttft_inflight_prefills %.10g, fp4_dequant_bytes_per_weight %.10g\n",
         p.name, p.engine, c.gemm_efficiency, c.gemm_half_efficiency_tokens,
         c.hbm_efficiency, c.attention_efficiency, c.collective_latency_scale,
-        c.decode_step_overhead_s, c.prefill_overhead_s, c.layer_overhead_s,
-        c.prefill_queue_fraction, c.ttft_wait_iterations,
-        c.ttft_inflight_prefills, c.fp4_dequant_bytes_per_weight);
+        c.decode_step_overhead_seconds, c.prefill_overhead_seconds,
+        c.layer_overhead_seconds, c.prefill_queue_fraction,
+        c.ttft_wait_iterations, c.ttft_inflight_prefills,
+        c.fp4_dequant_bytes_per_weight);
   }
 }
 
@@ -114,7 +115,7 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
       std::cout << absl::StrFormat(
           "%s: disagg_request_overhead_s %.10g, "
           "disagg_prefill_queue_fraction %.10g\n",
-          p.name, p.calibration.disagg_request_overhead_s,
+          p.name, p.calibration.disagg_request_overhead_seconds,
           p.calibration.disagg_prefill_queue_fraction);
     }
     return 0;
@@ -154,8 +155,8 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
           r.prefill.workers, r.prefill.tp, r.prefill.attention_dp,
           r.prefill.moe_ep, r.prefill.batch_size, r.decode.workers, r.decode.tp,
           r.decode.attention_dp, r.decode.moe_ep, r.decode.batch_size,
-          r.ttft_s * 1e3, (*pred)[i].ttft_s * 1e3, r.tpot_s * 1e3,
-          (*pred)[i].tpot_s * 1e3);
+          r.ttft_seconds * 1e3, (*pred)[i].ttft_seconds * 1e3,
+          r.tpot_seconds * 1e3, (*pred)[i].tpot_seconds * 1e3);
     }
   }
   return 0;
@@ -180,7 +181,7 @@ std::string AccuracyMarkdown(
   for (size_t i = 0; i < rows.size(); ++i) {
     const sim::MeasuredRow& r = rows[i];
     const sim::RowPrediction& p = predictions[i];
-    if (!p.feasible || !(p.tpot_s > 0) || !(p.ttft_s > 0)) continue;
+    if (!p.feasible || !(p.tpot_seconds > 0) || !(p.ttft_seconds > 0)) continue;
     absl::StatusOr<sim::Problem> problem = sim::RowProblem(r);
     if (!problem.ok()) continue;
     sim::BandRegime regime;
@@ -198,13 +199,14 @@ std::string AccuracyMarkdown(
         regime.moe ? "MoE" : "dense", " ", sim::DtypeName(regime.weight_dtype),
         r.pp > 1 ? " pp>1" : "");
     Acc& a = groups[{split, r.engine, r.catalog_model, regime_name}];
-    const double tpot_ratio = r.tpot_s / p.tpot_s;  // measured / predicted
-    const double ttft_ratio = r.ttft_s / p.ttft_s;
+    const double tpot_ratio =
+        r.tpot_seconds / p.tpot_seconds;  // measured / predicted
+    const double ttft_ratio = r.ttft_seconds / p.ttft_seconds;
     ++a.n;
-    a.tpot_ape += std::abs(p.tpot_s / r.tpot_s - 1);
-    a.tpot_bias += p.tpot_s / r.tpot_s - 1;
-    a.ttft_ape += std::abs(p.ttft_s / r.ttft_s - 1);
-    a.ttft_bias += p.ttft_s / r.ttft_s - 1;
+    a.tpot_ape += std::abs(p.tpot_seconds / r.tpot_seconds - 1);
+    a.tpot_bias += p.tpot_seconds / r.tpot_seconds - 1;
+    a.ttft_ape += std::abs(p.ttft_seconds / r.ttft_seconds - 1);
+    a.ttft_bias += p.ttft_seconds / r.ttft_seconds - 1;
     a.tpot_in += tpot_ratio >= band.tpot_low && tpot_ratio <= band.tpot_high;
     a.ttft_in += ttft_ratio >= band.ttft_low && ttft_ratio <= band.ttft_high;
   }
@@ -260,8 +262,8 @@ int WriteReport(const std::string& dir,
     for (size_t i = 0; i < rows.size(); ++i) {
       const sim::RowPrediction& p = predictions[i];
       if (rows[i].held_out() != held || !p.feasible) continue;
-      data << (ttft ? rows[i].ttft_s : rows[i].tpot_s) * 1e3 << " "
-           << (ttft ? p.ttft_s : p.tpot_s) * 1e3 << "\n";
+      data << (ttft ? rows[i].ttft_seconds : rows[i].tpot_seconds) * 1e3 << " "
+           << (ttft ? p.ttft_seconds : p.tpot_seconds) * 1e3 << "\n";
     }
     data << "\n\n";
   }
@@ -451,9 +453,9 @@ int main(int argc, char** argv) {
       std::cout << absl::StrFormat(
           "%d,%s,%s,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f,%.2f\n", r.line,
           r.catalog_model, r.engine, r.isl, r.osl, r.concurrency, r.tp,
-          r.moe_ep, r.held_out() ? 1 : 0, r.ttft_s * 1e3,
-          (*pred)[i].ttft_s * 1e3, r.tpot_s * 1e3, (*pred)[i].tpot_s * 1e3,
-          (*pred)[i].prefill_s * 1e3);
+          r.moe_ep, r.held_out() ? 1 : 0, r.ttft_seconds * 1e3,
+          (*pred)[i].ttft_seconds * 1e3, r.tpot_seconds * 1e3,
+          (*pred)[i].tpot_seconds * 1e3, (*pred)[i].prefill_seconds * 1e3);
     }
     std::cout << "\n";
   }

@@ -52,8 +52,8 @@ Calibration SharedFit() {
   c.inter_node_efficiency = 0.8;  // not fitted (no multi-node rows)
   // Scales intra-node latency only (the fit rows are single-node).
   c.collective_latency_scale = 0.2265625;
-  c.decode_step_overhead_s = 0.0;
-  c.layer_overhead_s = 6.328125e-05;
+  c.decode_step_overhead_seconds = 0.0;
+  c.layer_overhead_seconds = 6.328125e-05;
   c.ttft_wait_iterations = 0.9765625;
   c.ttft_inflight_prefills = 1.5625;
   // gpt-oss-120b MXFP4 rows (vLLM, H100): the dequantising kernels cost ~1.45x
@@ -62,22 +62,23 @@ Calibration SharedFit() {
   return c;
 }
 
-// disagg_request_overhead_s and disagg_prefill_queue_fraction (the last two
-// arguments) come from
+// disagg_request_overhead_seconds and disagg_prefill_queue_fraction (the last
+// two arguments) come from
 //   build/bin/shardplan-calibrate --disagg-csv
 //   simulator/calibration/data/h100_disagg_latency.csv --fit
 // (FitDisaggregatedOverheads: TTFT MAPE of the engine's non-held-out
 // disaggregated rows; vLLM's rows, without a concurrency, leave it at 0).
-Calibration EngineFit(double prefill_overhead_s, double prefill_queue_fraction,
+Calibration EngineFit(double prefill_overhead_seconds,
+                      double prefill_queue_fraction,
                       double kv_reserved_output_fraction,
                       bool preempts_on_kv_overflow,
-                      double disagg_request_overhead_s,
+                      double disagg_request_overhead_seconds,
                       double disagg_prefill_queue_fraction) {
   Calibration c = SharedFit();
   c.preempts_on_kv_overflow = preempts_on_kv_overflow;
-  c.disagg_request_overhead_s = disagg_request_overhead_s;
+  c.disagg_request_overhead_seconds = disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = disagg_prefill_queue_fraction;
-  c.prefill_overhead_s = prefill_overhead_s;
+  c.prefill_overhead_seconds = prefill_overhead_seconds;
   c.prefill_queue_fraction = prefill_queue_fraction;
   c.kv_reserved_output_fraction = kv_reserved_output_fraction;
   return c;
@@ -318,16 +319,16 @@ absl::StatusOr<CsvTable> ReadCsvTable(
 // A row's measured TTFT and TPOT (the CSV's milliseconds, in seconds); false
 // when either is missing or not positive.
 bool MeasuredLatencies(const std::string& ttft_ms_text,
-                       const std::string& tpot_ms_text, double* ttft_s,
-                       double* tpot_s) {
+                       const std::string& tpot_ms_text, double* ttft_seconds,
+                       double* tpot_seconds) {
   double ttft_ms = 0, tpot_ms = 0;
   if (!absl::SimpleAtod(ttft_ms_text, &ttft_ms) ||
       !absl::SimpleAtod(tpot_ms_text, &tpot_ms) || !(ttft_ms > 0) ||
       !(tpot_ms > 0)) {
     return false;
   }
-  *ttft_s = ttft_ms / 1e3;
-  *tpot_s = tpot_ms / 1e3;
+  *ttft_seconds = ttft_ms / 1e3;
+  *tpot_seconds = tpot_ms / 1e3;
   return true;
 }
 
@@ -372,7 +373,7 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     const char* catalog = CatalogNameFor(row.model_path);
     if (catalog == nullptr ||
         !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
-                           &row.ttft_s, &row.tpot_s)) {
+                           &row.ttft_seconds, &row.tpot_seconds)) {
       ++out.skipped_other;
       continue;
     }
@@ -470,7 +471,8 @@ absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
     RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
                              absl::StrCat("csv line ", row.line)));
     const Evaluation e = model->Evaluate(plan);
-    out.push_back({e.ttft_s, e.tpot_s, e.feasible, e.prefill_s});
+    out.push_back(
+        {e.ttft_seconds, e.tpot_seconds, e.feasible, e.prefill_seconds});
   }
   return out;
 }
@@ -525,10 +527,10 @@ absl::StatusOr<AccuracyReport> ComputeAccuracy(
     for (Acc* x : {&a, held_out ? &held : nullptr,
                    held_out ? &engines[r.engine] : nullptr}) {
       if (x == nullptr) continue;
-      x->pt.push_back(p.tpot_s);
-      x->mt.push_back(r.tpot_s);
-      x->pf.push_back(p.ttft_s);
-      x->mf.push_back(r.ttft_s);
+      x->pt.push_back(p.tpot_seconds);
+      x->mt.push_back(r.tpot_seconds);
+      x->pf.push_back(p.ttft_seconds);
+      x->mf.push_back(r.ttft_seconds);
     }
   };
   for (size_t i = 0; i < data.rows.size(); ++i) {
@@ -573,8 +575,8 @@ absl::StatusOr<AccuracyReport> ComputeAccuracy(
     const MeasuredRow& r = data.rows[i];
     auto& l = layouts[{r.catalog_model, r.engine, r.engine_version, r.isl,
                        r.osl, r.concurrency}];
-    l.first.push_back(pred[i].tpot_s);
-    l.second.push_back(r.tpot_s);
+    l.first.push_back(pred[i].tpot_seconds);
+    l.second.push_back(r.tpot_seconds);
   }
   double sum = 0;
   for (const auto& [key, l] : layouts) {
@@ -684,8 +686,8 @@ void DropRepeatedMeasurements(ParsedDisaggregated& out) {
       if (used[j] || a.catalog_model != b.catalog_model ||
           a.engine != b.engine || a.isl != b.isl || a.osl != b.osl ||
           a.concurrency != b.concurrency ||
-          !SameMeasuredValue(a.ttft_s, b.ttft_s) ||
-          !SameMeasuredValue(a.tpot_s, b.tpot_s)) {
+          !SameMeasuredValue(a.ttft_seconds, b.ttft_seconds) ||
+          !SameMeasuredValue(a.tpot_seconds, b.tpot_seconds)) {
         continue;
       }
       copies.push_back(j);
@@ -745,7 +747,7 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     const char* catalog = DisaggregatedCatalogNameFor(row.model_path);
     if (catalog == nullptr ||
         !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
-                           &row.ttft_s, &row.tpot_s)) {
+                           &row.ttft_seconds, &row.tpot_seconds)) {
       ++out.skipped;
       continue;
     }
@@ -863,10 +865,10 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
   struct Acc {
     std::vector<double> pt, mt, pf, mf;
     void Add(const RowPrediction& p, const DisaggregatedRow& r) {
-      pt.push_back(p.tpot_s);
-      mt.push_back(r.tpot_s);
-      pf.push_back(p.ttft_s);
-      mf.push_back(r.ttft_s);
+      pt.push_back(p.tpot_seconds);
+      mt.push_back(r.tpot_seconds);
+      pf.push_back(p.ttft_seconds);
+      mf.push_back(r.ttft_seconds);
     }
   };
   std::map<std::tuple<std::string, std::string, std::string>, Acc> groups;
@@ -922,21 +924,21 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitDisaggregatedOverheads(
                        PredictDisaggregatedRows(fit, {p}));
       std::vector<double> predicted, measured;
       for (size_t i = 0; i < fit.size(); ++i) {
-        predicted.push_back(pred[i].ttft_s);
-        measured.push_back(fit[i].ttft_s);
+        predicted.push_back(pred[i].ttft_seconds);
+        measured.push_back(fit[i].ttft_seconds);
       }
       return Mape(predicted, measured);
     };
     // Coordinate descent: each parameter scanned coarse to fine (to 1e-3)
     // over [0, upper] with the other fixed; three rounds.
     Calibration c = profile.calibration;
-    c.disagg_request_overhead_s = 0;
+    c.disagg_request_overhead_seconds = 0;
     c.disagg_prefill_queue_fraction = 0;
     ASSIGN_OR_RETURN(double best_mape, ttft_mape(c));
     for (int round = 0; round < 3; ++round) {
       for (auto [field, upper] :
            {std::pair<double Calibration::*, double>{
-                &Calibration::disagg_request_overhead_s, 20.0},
+                &Calibration::disagg_request_overhead_seconds, 20.0},
             {&Calibration::disagg_prefill_queue_fraction, 1.0}}) {
         double best = c.*field, lo = 0, hi = upper, step = upper / 40;
         while (step >= 0.001) {
@@ -956,7 +958,8 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitDisaggregatedOverheads(
         c.*field = best;
       }
     }
-    profile.calibration.disagg_request_overhead_s = c.disagg_request_overhead_s;
+    profile.calibration.disagg_request_overhead_seconds =
+        c.disagg_request_overhead_seconds;
     profile.calibration.disagg_prefill_queue_fraction =
         c.disagg_prefill_queue_fraction;
   }
@@ -1109,14 +1112,14 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
       {&FieldOf<&Calibration::hbm_efficiency>, 0.4, 0.95, -1},
       {&FieldOf<&Calibration::attention_efficiency>, 0.1, 0.9, -1},
       {&FieldOf<&Calibration::collective_latency_scale>, 0.05, 5, -1},
-      {&FieldOf<&Calibration::layer_overhead_s>, 0, 3e-4, -1},
+      {&FieldOf<&Calibration::layer_overhead_seconds>, 0, 3e-4, -1},
       {&FieldOf<&Calibration::ttft_wait_iterations>, 0, 20, -1},
       {&FieldOf<&Calibration::ttft_inflight_prefills>, 0, 4, -1},
       // Only FP4 rows (gpt-oss-120b, MXFP4 on H100) move it.
       {&FieldOf<&Calibration::fp4_dequant_bytes_per_weight>, 0.5, 6, -1},
   };
   for (size_t e = 0; e < profiles.size(); ++e) {
-    params.push_back({&FieldOf<&Calibration::prefill_overhead_s>, 0, 0.4,
+    params.push_back({&FieldOf<&Calibration::prefill_overhead_seconds>, 0, 0.4,
                       static_cast<int>(e)});
     params.push_back({&FieldOf<&Calibration::prefill_queue_fraction>, 0, 1,
                       static_cast<int>(e)});
@@ -1152,9 +1155,9 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
           CostModel::Create(r.problem, profiles[r.profile].calibration);
       if (!model.ok()) return {1e30, 1e30};
       const Evaluation e = (*model)->Evaluate(r.plan);
-      if (!(e.tpot_s > 0) || !(e.ttft_s > 0)) return {1e30, 1e30};
-      s.tpot += std::abs(e.tpot_s / r.row->tpot_s - 1);
-      s.ttft += std::abs(e.ttft_s / r.row->ttft_s - 1);
+      if (!(e.tpot_seconds > 0) || !(e.ttft_seconds > 0)) return {1e30, 1e30};
+      s.tpot += std::abs(e.tpot_seconds / r.row->tpot_seconds - 1);
+      s.ttft += std::abs(e.ttft_seconds / r.row->ttft_seconds - 1);
     }
     s.tpot /= rows.size();
     s.ttft /= rows.size();
@@ -1210,8 +1213,8 @@ double Quantile(const std::vector<double>& v, double q) {
 }
 
 bool UsableForBands(const MeasuredRow& row, const RowPrediction& p) {
-  return row.held_out() && p.feasible && p.ttft_s > 0 && p.tpot_s > 0 &&
-         row.ttft_s > 0 && row.tpot_s > 0;
+  return row.held_out() && p.feasible && p.ttft_seconds > 0 &&
+         p.tpot_seconds > 0 && row.ttft_seconds > 0 && row.tpot_seconds > 0;
 }
 
 bool RowIsMoe(const MeasuredRow& row) {
@@ -1256,8 +1259,8 @@ std::vector<ErrorBand> ComputeErrorBands(
           std::make_tuple(r.engine, moe, std::string("*")),
           std::make_tuple(std::string("*"), moe, std::string("*"))}) {
       Cell& c = cells[key];
-      c.ttft.push_back(r.ttft_s / p.ttft_s);
-      c.tpot.push_back(r.tpot_s / p.tpot_s);
+      c.ttft.push_back(r.ttft_seconds / p.ttft_seconds);
+      c.tpot.push_back(r.tpot_seconds / p.tpot_seconds);
     }
   }
   std::vector<ErrorBand> out;
@@ -1465,8 +1468,10 @@ std::vector<BandCoverage> ComputeBandCoverage(
   std::map<std::string, CoverageCount> counts;
   auto count = [](CoverageCount& c, bool split, const PredictionBand& b,
                   const MeasuredRow& r, const RowPrediction& p) {
-    const bool tpot = Inside(r.tpot_s / p.tpot_s, b.tpot_low, b.tpot_high);
-    const bool ttft = Inside(r.ttft_s / p.ttft_s, b.ttft_low, b.ttft_high);
+    const bool tpot =
+        Inside(r.tpot_seconds / p.tpot_seconds, b.tpot_low, b.tpot_high);
+    const bool ttft =
+        Inside(r.ttft_seconds / p.ttft_seconds, b.ttft_low, b.ttft_high);
     if (split) {
       ++c.split_rows;
       c.split_tpot += tpot;
@@ -1622,17 +1627,18 @@ absl::StatusOr<ProfileFit> FitProfile(const std::string& name,
     const MeasuredRow& r = used[i];
     absl::StrAppendFormat(
         &fit.report, "| %s | %s | %.2f | %.2f | %.2f | %.1f | %.1f | %.1f |\n",
-        r.id, r.held_out() ? "held out" : "fit", r.tpot_s * 1e3,
-        before[i].tpot_s * 1e3, after[i].tpot_s * 1e3, r.ttft_s * 1e3,
-        before[i].ttft_s * 1e3, after[i].ttft_s * 1e3);
+        r.id, r.held_out() ? "held out" : "fit", r.tpot_seconds * 1e3,
+        before[i].tpot_seconds * 1e3, after[i].tpot_seconds * 1e3,
+        r.ttft_seconds * 1e3, before[i].ttft_seconds * 1e3,
+        after[i].ttft_seconds * 1e3);
     if (!before[i].feasible || !after[i].feasible) continue;
     Split& split = r.held_out() ? held : fit_runs;
-    split.tpot_before.push_back(before[i].tpot_s);
-    split.tpot_after.push_back(after[i].tpot_s);
-    split.tpot.push_back(r.tpot_s);
-    split.ttft_before.push_back(before[i].ttft_s);
-    split.ttft_after.push_back(after[i].ttft_s);
-    split.ttft.push_back(r.ttft_s);
+    split.tpot_before.push_back(before[i].tpot_seconds);
+    split.tpot_after.push_back(after[i].tpot_seconds);
+    split.tpot.push_back(r.tpot_seconds);
+    split.ttft_before.push_back(before[i].ttft_seconds);
+    split.ttft_after.push_back(after[i].ttft_seconds);
+    split.ttft.push_back(r.ttft_seconds);
   }
   fit.tpot_mape_before = Mape(held.tpot_before, held.tpot);
   fit.tpot_mape_after = Mape(held.tpot_after, held.tpot);
@@ -1666,7 +1672,7 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   const Calibration& e = own->calibration;
   c.kv_reserved_output_fraction = e.kv_reserved_output_fraction;
   c.preempts_on_kv_overflow = e.preempts_on_kv_overflow;
-  c.disagg_request_overhead_s = e.disagg_request_overhead_s;
+  c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
   return c;
 }
@@ -1712,9 +1718,9 @@ shardplan::v1::CalibrationParameters CalibrationToProto(const Calibration& c) {
   p.set_intra_node_efficiency(c.intra_node_efficiency);
   p.set_inter_node_efficiency(c.inter_node_efficiency);
   p.set_collective_latency_scale(c.collective_latency_scale);
-  p.set_decode_step_overhead_s(c.decode_step_overhead_s);
-  p.set_layer_overhead_s(c.layer_overhead_s);
-  p.set_prefill_overhead_s(c.prefill_overhead_s);
+  p.set_decode_step_overhead_s(c.decode_step_overhead_seconds);
+  p.set_layer_overhead_s(c.layer_overhead_seconds);
+  p.set_prefill_overhead_s(c.prefill_overhead_seconds);
   p.set_prefill_queue_fraction(c.prefill_queue_fraction);
   p.set_ttft_wait_iterations(c.ttft_wait_iterations);
   p.set_ttft_inflight_prefills(c.ttft_inflight_prefills);
@@ -1732,9 +1738,9 @@ Calibration CalibrationFromProto(
   c.intra_node_efficiency = p.intra_node_efficiency();
   c.inter_node_efficiency = p.inter_node_efficiency();
   c.collective_latency_scale = p.collective_latency_scale();
-  c.decode_step_overhead_s = p.decode_step_overhead_s();
-  c.layer_overhead_s = p.layer_overhead_s();
-  c.prefill_overhead_s = p.prefill_overhead_s();
+  c.decode_step_overhead_seconds = p.decode_step_overhead_s();
+  c.layer_overhead_seconds = p.layer_overhead_s();
+  c.prefill_overhead_seconds = p.prefill_overhead_s();
   c.prefill_queue_fraction = p.prefill_queue_fraction();
   c.ttft_wait_iterations = p.ttft_wait_iterations();
   c.ttft_inflight_prefills = p.ttft_inflight_prefills();

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "proto/limits.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/types.h"
@@ -61,8 +62,8 @@ struct MeasuredRow {
   int attention_dp = 1;
   int moe_tp = 1;
   int moe_ep = 1;
-  double ttft_s = 0;
-  double tpot_s = 0;
+  double ttft_seconds = 0;
+  double tpot_seconds = 0;
   // The fixed split: the held-out model (Llama-3.1-8B) entirely, and every 4th
   // row of the other models (by data-row index); every row of a
   // validation-only file (ParseMeasurements) is a held-out model's.
@@ -72,12 +73,8 @@ struct MeasuredRow {
 };
 
 // Concurrency above which a row is predicted and reported but neither fitted
-// nor used for the error bands: the gpt-oss-120b vLLM rows at 512 concurrent
-// requests report TPOT 3.6-27 ms, below the same layouts' TPOT at 64 requests
-// (7-15 ms), which no running batch of 64-512 requests explains (the cost
-// model, KV-cache queueing included, predicts ~5x their TPOT). No other row
-// exceeds 256.
-inline constexpr int kMaxFitConcurrency = 256;
+// nor used for the error bands (why: proto/limits.h, shared with the client).
+inline constexpr int kMaxFitConcurrency = limits::kMaxFitConcurrency;
 
 struct ParsedMeasurements {
   std::vector<MeasuredRow> rows;  // aggregated-serving rows we can model
@@ -103,10 +100,10 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row);
 PlanDims RowPlan(const MeasuredRow& row);
 
 struct RowPrediction {
-  double ttft_s = 0;
-  double tpot_s = 0;
+  double ttft_seconds = 0;
+  double tpot_seconds = 0;
   bool feasible = false;
-  double prefill_s = 0;  // one request's prefill through all stages
+  double prefill_seconds = 0;  // one request's prefill through all stages
 };
 
 // Predicts every row with the profile of its engine (`profiles` indexed like
@@ -307,9 +304,9 @@ struct FitOptions {
 };
 
 // Fits the shared efficiency and TTFT parameters and, per engine,
-// prefill_overhead_s and prefill_queue_fraction, on the rows that are not held
-// out, starting from `start`. Deterministic (coordinate descent on the mean
-// absolute percentage error of TPOT and TTFT with shrinking steps).
+// prefill_overhead_seconds and prefill_queue_fraction, on the rows that are not
+// held out, starting from `start`. Deterministic (coordinate descent on the
+// mean absolute percentage error of TPOT and TTFT with shrinking steps).
 absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
     const ParsedMeasurements& data,
     const std::vector<CalibrationProfile>& start,
@@ -348,8 +345,8 @@ struct DisaggregatedRow {
   int concurrency = 0;  // whole deployment (silicon_concurrency=N)
   MeasuredPool prefill;
   MeasuredPool decode;
-  double ttft_s = 0;
-  double tpot_s = 0;
+  double ttft_seconds = 0;
+  double tpot_seconds = 0;
   bool held_out_row = false;
 };
 
@@ -404,8 +401,8 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
     const std::vector<DisaggregatedRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 
-// Fits Calibration::disagg_request_overhead_s of each engine with rows: the
-// value on a 1 ms grid (0 to 20 s, coarse to fine) minimising the TTFT MAPE
+// Fits Calibration::disagg_request_overhead_seconds of each engine with rows:
+// the value on a 1 ms grid (0 to 20 s, coarse to fine) minimising the TTFT MAPE
 // of that engine's non-held-out rows. Returns `profiles` with it set; the
 // shipped profiles carry the values this printed
 // (shardplan-calibrate --disagg-csv ... --fit).

@@ -114,8 +114,8 @@ struct CostConstants {
   // decode (batched GEMV-like per head; when compute bound, e.g. MLA, it
   // reaches GEMM-class efficiency, so it uses gemm_efficiency).
   double attention_prefill_flops_per_s = 0, attention_decode_flops_per_s = 0;
-  double nv_bytes_per_s = 0, ib_bytes_per_s = 0, nv_latency_s = 0,
-         ib_latency_s = 0;
+  double nv_bytes_per_s = 0, ib_bytes_per_s = 0, nv_latency_seconds = 0,
+         ib_latency_seconds = 0;
   // The link's datasheet bandwidth, for kernels costed from measurements.
   double ib_raw_bytes_per_s = 0;
   // Expert dispatch bytes per element (FP8 with FP8/FP4 weights, as DeepEP
@@ -134,7 +134,7 @@ struct CostConstants {
   // Workload.
   double isl = 0, osl = 0, ctx_decode = 0;
   double ctx_max = 0;  // KV tokens a running request holds (memory)
-  double max_ttft_s = 0, max_tpot_s = 0;
+  double max_ttft_seconds = 0, max_tpot_seconds = 0;
   Calibration cal;
 };
 
@@ -191,14 +191,14 @@ double CollectiveSeconds(const CostConstants& k, Collective c, double bytes,
   if (c == Collective::kPointToPoint) {
     if (g.per_node >= g.n) {
       t->nv += bytes;
-      return bytes / k.nv_bytes_per_s + k.nv_latency_s;
+      return bytes / k.nv_bytes_per_s + k.nv_latency_seconds;
     }
     t->ib += bytes;
-    return bytes / k.ib_bytes_per_s + k.ib_latency_s;
+    return bytes / k.ib_bytes_per_s + k.ib_latency_seconds;
   }
   if (c == Collective::kAllToAll) {
     const double intra =
-        (n - 1) / n * bytes / k.nv_bytes_per_s + (n - 1) * k.nv_latency_s;
+        (n - 1) / n * bytes / k.nv_bytes_per_s + (n - 1) * k.nv_latency_seconds;
     const double nv_share = (gi - 1) / n * bytes;
     const double ib_share = (n - gi) / n * bytes;
     t->nv += nv_share;
@@ -206,12 +206,12 @@ double CollectiveSeconds(const CostConstants& k, Collective c, double bytes,
     if (g.per_node >= g.n) return intra;
     const double spanning =
         nv_share / k.nv_bytes_per_s + ib_share / k.ib_bytes_per_s +
-        (gi - 1) * k.nv_latency_s + (n - gi) * k.ib_latency_s;
+        (gi - 1) * k.nv_latency_seconds + (n - gi) * k.ib_latency_seconds;
     return std::max(spanning, intra);
   }
   const double f = c == Collective::kAllReduce ? 2.0 : 1.0;
-  const double intra =
-      f * (n - 1) / n * bytes / k.nv_bytes_per_s + f * (n - 1) * k.nv_latency_s;
+  const double intra = f * (n - 1) / n * bytes / k.nv_bytes_per_s +
+                       f * (n - 1) * k.nv_latency_seconds;
   if (g.per_node >= g.n) {
     t->nv += f * (n - 1) / n * bytes;
     return intra;
@@ -222,8 +222,8 @@ double CollectiveSeconds(const CostConstants& k, Collective c, double bytes,
   t->nv += nv_bytes;
   t->ib += ib_bytes;
   const double hier =
-      nv_bytes / k.nv_bytes_per_s + f * (gi - 1) * k.nv_latency_s +
-      ib_bytes / k.ib_bytes_per_s + f * (m - 1) * k.ib_latency_s;
+      nv_bytes / k.nv_bytes_per_s + f * (gi - 1) * k.nv_latency_seconds +
+      ib_bytes / k.ib_bytes_per_s + f * (m - 1) * k.ib_latency_seconds;
   return std::max(hier, intra);
 }
 
@@ -536,13 +536,13 @@ class Pass {
                                                 : kLowLatencyDispatchBytesPerS,
                                         g.n) *
                         nic_scale;
-      seconds = k_.ib_latency_s + bytes / bw;
+      seconds = k_.ib_latency_seconds + bytes / bw;
       r_.traffic.nv += bytes * (gi - 1) / n;
       r_.traffic.ib += bytes * (n - gi) / n;
     } else {
       const double rdma = deduped * (n - gi) / n;
       const double nvl = deduped * (gi - 1) / n;
-      seconds = k_.ib_latency_s +
+      seconds = k_.ib_latency_seconds +
                 std::max(rdma / (DeepEpBytesPerS(kNormalRdmaBytesPerS, g.n) *
                                  nic_scale),
                          nvl / k_.nv_bytes_per_s);
@@ -780,11 +780,11 @@ struct PlanState {
   std::array<StageLayers, kMaxPipelineStages> stages{};
   // Prefill of one request (ISL tokens).
   LayerResult pre_dense, pre_moe, pre_embed, pre_head;
-  std::array<double, kMaxPipelineStages> prefill_stage_s{};
-  double prefill_chain_s = 0;
-  double prefill_max_stage_s = 0;
+  std::array<double, kMaxPipelineStages> prefill_stage_seconds{};
+  double prefill_chain_seconds = 0;
+  double prefill_max_stage_seconds = 0;
   int prefill_worst_stage = 0;
-  double p2p_prefill_s = 0;              // the slowest stage boundary
+  double p2p_prefill_seconds = 0;        // the slowest stage boundary
   double p2p_prefill_chain_seconds = 0;  // all boundaries, each over its link
   Traffic p2p_prefill_traffic;
   // Memory per GPU per stage (weights) and per layer (KV for one request).
@@ -873,7 +873,7 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
   Group p2p_group;
   p2p_group.n = 2;
   p2p_group.per_node = p.p2p_inter_node ? 1 : 2;
-  s->p2p_prefill_s =
+  s->p2p_prefill_seconds =
       plan.pp > 1 ? CollectiveSeconds(k, Collective::kPointToPoint,
                                       T * k.hidden * kActivationBytes / plan.tp,
                                       p2p_group, &s->p2p_prefill_traffic)
@@ -885,19 +885,19 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
   for (int st = 0; st < plan.pp; ++st) {
     const StageLayers& sl = s->stages[st];
     double t = sl.dense * s->pre_dense.seconds + sl.moe * s->pre_moe.seconds +
-               (sl.dense + sl.moe) * k.cal.layer_overhead_s;
+               (sl.dense + sl.moe) * k.cal.layer_overhead_seconds;
     if (st == 0) t += s->pre_embed.seconds;
     if (st == plan.pp - 1) t += s->pre_head.seconds;
-    s->prefill_stage_s[st] = t;
+    s->prefill_stage_seconds[st] = t;
     chain += t;
     if (t > worst) {
       worst = t;
       worst_stage = st;
     }
   }
-  s->prefill_chain_s =
-      chain + s->p2p_prefill_chain_seconds + k.cal.prefill_overhead_s;
-  s->prefill_max_stage_s = std::max(worst, s->p2p_prefill_s);
+  s->prefill_chain_seconds =
+      chain + s->p2p_prefill_chain_seconds + k.cal.prefill_overhead_seconds;
+  s->prefill_max_stage_seconds = std::max(worst, s->p2p_prefill_seconds);
   s->prefill_worst_stage = worst_stage;
 
   // Weights per GPU per stage.
@@ -959,9 +959,9 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
 void AddOps(const LayerResult& r, double times,
             std::array<OpCost, kNumOpKinds>* out) {
   for (int i = 0; i < kNumOpKinds; ++i) {
-    (*out)[i].compute_s += static_cast<float>(r.compute[i] * times);
-    (*out)[i].memory_s += static_cast<float>(r.memory[i] * times);
-    (*out)[i].comm_s += static_cast<float>(r.comm[i] * times);
+    (*out)[i].compute_seconds += static_cast<float>(r.compute[i] * times);
+    (*out)[i].memory_seconds += static_cast<float>(r.memory[i] * times);
+    (*out)[i].comm_seconds += static_cast<float>(r.comm[i] * times);
   }
 }
 
@@ -1022,14 +1022,14 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
     head = ph.result();
   }
   Traffic p2p_traffic;
-  double p2p_s = 0;
+  double p2p_seconds = 0;
   if (pp > 1) {
     Group g;
     g.n = 2;
     g.per_node = p.p2p_inter_node ? 1 : 2;
-    p2p_s = CollectiveSeconds(k, Collective::kPointToPoint,
-                              b * k.hidden * kActivationBytes / p.tp, g,
-                              &p2p_traffic);
+    p2p_seconds = CollectiveSeconds(k, Collective::kPointToPoint,
+                                    b * k.hidden * kActivationBytes / p.tp, g,
+                                    &p2p_traffic);
   }
   // Prefills per decode iteration that interleave with the decode steps. The
   // rest of the prefill work happens in bursts while requests queue for their
@@ -1049,37 +1049,39 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
   for (int st = 0; st < pp; ++st) {
     const StageLayers& sl = s.stages[st];
     double t = sl.dense * dense.seconds + sl.moe * moe.seconds +
-               (sl.dense + sl.moe) * k.cal.layer_overhead_s + host_seconds;
+               (sl.dense + sl.moe) * k.cal.layer_overhead_seconds +
+               host_seconds;
     if (st == 0) t += embed.seconds;
     if (st == pp - 1) t += head.seconds;
-    const double work = std::max(m * t + share * s.prefill_stage_s[st],
-                                 m * p2p_s + share * s.p2p_prefill_s);
+    const double work =
+        std::max(m * t + share * s.prefill_stage_seconds[st],
+                 m * p2p_seconds + share * s.p2p_prefill_seconds);
     if (work > max_work) {
       max_work = work;
       slow = st;
     }
-    chain += t + share / m * s.prefill_stage_s[st];
+    chain += t + share / m * s.prefill_stage_seconds[st];
   }
   chain += (pp > 1 ? P2pChainSeconds(k, p, pp,
                                      b * k.hidden * kActivationBytes / p.tp)
                    : 0) +
            share / m * s.p2p_prefill_chain_seconds;
   const double iteration =
-      std::max(max_work, chain) + k.cal.decode_step_overhead_s;
+      std::max(max_work, chain) + k.cal.decode_step_overhead_seconds;
 
-  e.decode_iteration_s = iteration;
+  e.decode_iteration_seconds = iteration;
   e.tp_nodes = p.tp_nodes;
   e.ep_nodes = p.ep_nodes;
   e.replica_nodes = p.replica_nodes;
   e.pipeline_crosses_nodes = p.p2p_inter_node;
-  e.tpot_s = iteration;
-  e.prefill_s = s.prefill_chain_s;
+  e.tpot_seconds = iteration;
+  e.prefill_seconds = s.prefill_chain_seconds;
   const double others = (B - 1) / B;  // 0 at batch 1: nobody to wait for
-  e.ttft_s = s.prefill_chain_s +
-             (k.cal.ttft_inflight_prefills * others +
-              k.cal.prefill_queue_fraction * (B - 1)) *
-                 s.prefill_max_stage_s +
-             k.cal.ttft_wait_iterations * iteration * others;
+  e.ttft_seconds = s.prefill_chain_seconds +
+                   (k.cal.ttft_inflight_prefills * others +
+                    k.cal.prefill_queue_fraction * (B - 1)) *
+                       s.prefill_max_stage_seconds +
+                   k.cal.ttft_wait_iterations * iteration * others;
   e.output_tokens_per_s = p.replicas * p.dp * B / iteration;
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / k.num_gpus;
 
@@ -1114,26 +1116,29 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
         (ps == 0 ? s.pre_embed.traffic.ib : 0) +
         (ps == pp - 1 ? s.pre_head.traffic.ib : 0) + s.p2p_prefill_traffic.ib;
   }
-  double compute_s = 0, memory_s = 0, comm_s = 0, best_op_s = -1;
+  double compute_seconds = 0, memory_seconds = 0, comm_seconds = 0,
+         best_op_seconds = -1;
   for (int i = 0; i < kNumOpKinds; ++i) {
     const OpCost& c = e.decode[i];
-    if (c.compute_s > c.memory_s) {
-      compute_s += c.compute_s;
+    if (c.compute_seconds > c.memory_seconds) {
+      compute_seconds += c.compute_seconds;
     } else {
-      memory_s += c.memory_s;
+      memory_seconds += c.memory_seconds;
     }
-    comm_s += c.comm_s;
-    const double op_s = std::max(c.compute_s, c.memory_s) + c.comm_s;
-    if (op_s > best_op_s) {
-      best_op_s = op_s;
+    comm_seconds += c.comm_seconds;
+    const double op_seconds =
+        std::max(c.compute_seconds, c.memory_seconds) + c.comm_seconds;
+    if (op_seconds > best_op_seconds) {
+      best_op_seconds = op_seconds;
       e.bottleneck_op = static_cast<OpKind>(i);
     }
   }
   if (chain > max_work * 1.000001 && pp > 1) {
     e.bottleneck = Bottleneck::kPipeline;
-  } else if (comm_s >= compute_s && comm_s >= memory_s) {
+  } else if (comm_seconds >= compute_seconds &&
+             comm_seconds >= memory_seconds) {
     e.bottleneck = Bottleneck::kCommunication;
-  } else if (compute_s >= memory_s) {
+  } else if (compute_seconds >= memory_seconds) {
     e.bottleneck = Bottleneck::kCompute;
   } else {
     e.bottleneck = Bottleneck::kMemory;
@@ -1154,7 +1159,8 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
         std::max(0.0, k.capacity_bytes - e.weights_bytes - e.activations_bytes);
   }
   // A disaggregated plan's SLOs are checked on the whole plan.
-  ApplySlos(decode_only ? 0 : k.max_ttft_s, decode_only ? 0 : k.max_tpot_s, &e);
+  ApplySlos(decode_only ? 0 : k.max_ttft_seconds,
+            decode_only ? 0 : k.max_tpot_seconds, &e);
   return e;
 }
 
@@ -1196,10 +1202,11 @@ Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
   Evaluation e = EvaluateState(k, s, running);
   if (e.reason == InfeasibleReason::kKvCacheExceedsMemory)
     return EvaluateState(k, s, concurrency);  // rounding at the limit
-  const double slot_s = e.ttft_s + std::max(0.0, k.osl - 1) * e.tpot_s;
+  const double slot_seconds =
+      e.ttft_seconds + std::max(0.0, k.osl - 1) * e.tpot_seconds;
   e.batch_size = concurrency;
   e.queued_requests = concurrency - running;
-  const double wait_s = slot_s * e.queued_requests / running;
+  const double wait_seconds = slot_seconds * e.queued_requests / running;
   // Where the wait shows. An engine that admits a request only when its
   // reserved KV fits never evicts: the whole wait is before the first token.
   // An engine that admits a request once its prompt fits and preempts running
@@ -1219,27 +1226,31 @@ Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
   const double preempted_share =
       evicts && k.ctx_max > 0 ? std::max(0.0, k.ctx_max - k.isl) / k.ctx_max
                               : 0.0;
-  e.queue_wait_s = wait_s * (1 - preempted_share);
-  e.preemption_wait_seconds = wait_s * preempted_share;
-  e.ttft_s += e.queue_wait_s;
-  if (evicts) e.tpot_s += e.preemption_wait_seconds / (k.osl - 1);
-  ApplySlos(k.max_ttft_s, k.max_tpot_s, &e);  // the TTFT SLO now sees the wait
+  e.queue_wait_seconds = wait_seconds * (1 - preempted_share);
+  e.preemption_wait_seconds = wait_seconds * preempted_share;
+  e.ttft_seconds += e.queue_wait_seconds;
+  if (evicts) e.tpot_seconds += e.preemption_wait_seconds / (k.osl - 1);
+  ApplySlos(k.max_ttft_seconds, k.max_tpot_seconds,
+            &e);  // the TTFT SLO now sees the wait
   return e;
 }
 
 }  // namespace
 
-void ApplySlos(double max_ttft_s, double max_tpot_s, Evaluation* e) {
-  if (e->feasible && max_ttft_s > 0 && e->ttft_s > max_ttft_s) {
+void ApplySlos(double max_ttft_seconds, double max_tpot_seconds,
+               Evaluation* e) {
+  if (e->feasible && max_ttft_seconds > 0 &&
+      e->ttft_seconds > max_ttft_seconds) {
     e->feasible = false;
     e->reason = InfeasibleReason::kTtftSlo;
-    e->reason_value = e->ttft_s;
-    e->reason_limit = max_ttft_s;
-  } else if (e->feasible && max_tpot_s > 0 && e->tpot_s > max_tpot_s) {
+    e->reason_value = e->ttft_seconds;
+    e->reason_limit = max_ttft_seconds;
+  } else if (e->feasible && max_tpot_seconds > 0 &&
+             e->tpot_seconds > max_tpot_seconds) {
     e->feasible = false;
     e->reason = InfeasibleReason::kTpotSlo;
-    e->reason_value = e->tpot_s;
-    e->reason_limit = max_tpot_s;
+    e->reason_value = e->tpot_seconds;
+    e->reason_limit = max_tpot_seconds;
   }
   if (!e->feasible) {
     e->output_tokens_per_s = 0;
@@ -1348,7 +1359,7 @@ const Calibration& DefaultCalibration() {
     // ~6.8 s fitted to the TensorRT-LLM rows, which is a property of that
     // Dynamo 0.8.1 deployment (docs/cost-model-and-calibration.md); naming
     // the engine (workload.engine) applies its own value.
-    c->disagg_request_overhead_s = kEngineAgnosticDisaggOverheadS;
+    c->disagg_request_overhead_seconds = kEngineAgnosticDisaggOverheadS;
     return c;
   }();
   return *kDefault;
@@ -1418,7 +1429,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !internal::Positive(hw.inter_node_bytes_per_s) ||
       !internal::Positive(
           hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)]) ||
-      !(hw.intra_node_latency_s >= 0) || !(hw.inter_node_latency_s >= 0)) {
+      !(hw.intra_node_latency_seconds >= 0) ||
+      !(hw.inter_node_latency_seconds >= 0)) {
     return absl::InvalidArgumentError(
         "cluster.hardware: peak bf16 FLOP/s, HBM bytes and bandwidth and link "
         "bandwidths "
@@ -1439,10 +1451,12 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !internal::Positive(cal.inter_node_efficiency) ||
       !(cal.gemm_half_efficiency_tokens >= 0) ||
       !(cal.collective_latency_scale >= 0) ||
-      !(cal.decode_step_overhead_s >= 0) || !(cal.layer_overhead_s >= 0) ||
-      !(cal.prefill_overhead_s >= 0) || !(cal.prefill_queue_fraction >= 0) ||
-      !(cal.ttft_wait_iterations >= 0) || !(cal.ttft_inflight_prefills >= 0) ||
-      !(cal.disagg_request_overhead_s >= 0) ||
+      !(cal.decode_step_overhead_seconds >= 0) ||
+      !(cal.layer_overhead_seconds >= 0) ||
+      !(cal.prefill_overhead_seconds >= 0) ||
+      !(cal.prefill_queue_fraction >= 0) || !(cal.ttft_wait_iterations >= 0) ||
+      !(cal.ttft_inflight_prefills >= 0) ||
+      !(cal.disagg_request_overhead_seconds >= 0) ||
       !(cal.pipeline_request_overhead_seconds >= 0) ||
       !(cal.disagg_prefill_queue_fraction >= 0)) {
     return absl::InvalidArgumentError(
@@ -1532,10 +1546,11 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->hbm_bytes_per_s = hd.hbm_bytes_per_s * cal.hbm_efficiency;
   k->nv_bytes_per_s = hd.intra_node_bytes_per_s * cal.intra_node_efficiency;
   k->ib_bytes_per_s = hd.inter_node_bytes_per_s * cal.inter_node_efficiency;
-  k->nv_latency_s = hd.intra_node_latency_s * cal.collective_latency_scale;
+  k->nv_latency_seconds =
+      hd.intra_node_latency_seconds * cal.collective_latency_scale;
   // The latency scale is fitted on single-node rows only: inter-node
   // collectives keep the link's own latency.
-  k->ib_latency_s = hd.inter_node_latency_s;
+  k->ib_latency_seconds = hd.inter_node_latency_seconds;
   k->ib_raw_bytes_per_s = hd.inter_node_bytes_per_s;
   k->gpus_per_node = model->problem_.cluster.gpus_per_node;
   k->cluster = model->problem_.cluster;
@@ -1547,8 +1562,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->ctx_max =
       wd.input_tokens +
       std::clamp(cal.kv_reserved_output_fraction, 0.0, 1.0) * wd.output_tokens;
-  k->max_ttft_s = wd.max_ttft_s;
-  k->max_tpot_s = wd.max_tpot_s;
+  k->max_ttft_seconds = wd.max_ttft_seconds;
+  k->max_tpot_seconds = wd.max_tpot_seconds;
   k->cal = cal;
   model->constants_ = std::move(k);
   return std::unique_ptr<const CostModel>(std::move(model));
@@ -1769,16 +1784,16 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
     };
     if (classes.empty()) return one(state);
     Evaluation worst;
-    double tokens_per_s = 0, ttft_s = 0;
+    double tokens_per_s = 0, ttft_seconds = 0;
     for (size_t i = 0; i < classes.size(); ++i) {
       Evaluation e = one(class_states[i]);
       if (!e.feasible) return e;
       tokens_per_s += e.output_tokens_per_s * classes[i].count /
                       std::max(1, classes[i].placement.replicas);
-      ttft_s = std::max(ttft_s, e.ttft_s);
-      if (i == 0 || e.tpot_s > worst.tpot_s) worst = std::move(e);
+      ttft_seconds = std::max(ttft_seconds, e.ttft_seconds);
+      if (i == 0 || e.tpot_seconds > worst.tpot_seconds) worst = std::move(e);
     }
-    worst.ttft_s = ttft_s;
+    worst.ttft_seconds = ttft_seconds;
     worst.output_tokens_per_s = tokens_per_s;
     worst.output_tokens_per_s_per_gpu = tokens_per_s / k.num_gpus;
     return worst;
@@ -1845,8 +1860,8 @@ PrefillInstanceCost PoolCosting::PrefillInstance(const CostModel& model,
   const Evaluation e =
       EvaluateState(k, state, std::max(1, requests), /*decode_only=*/true);
   PrefillInstanceCost c;
-  c.chain_s = state.prefill_chain_s;
-  c.max_stage_s = state.prefill_max_stage_s;
+  c.chain_seconds = state.prefill_chain_seconds;
+  c.max_stage_seconds = state.prefill_max_stage_seconds;
   c.weights_bytes = e.weights_bytes;
   c.kv_cache_bytes = e.kv_cache_bytes * k.isl / std::max(1.0, k.ctx_max);
   c.activations_bytes = e.activations_bytes;
@@ -1870,7 +1885,7 @@ double PoolCosting::LinkBytesPerS(const CostModel& model, bool inter_node) {
 
 double PoolCosting::LinkLatencyS(const CostModel& model, bool inter_node) {
   const CostConstants& k = *model.constants_;
-  return inter_node ? k.ib_latency_s : k.nv_latency_s;
+  return inter_node ? k.ib_latency_seconds : k.nv_latency_seconds;
 }
 
 }  // namespace shardplan::simulator::internal

@@ -29,10 +29,10 @@ struct Calibration {
   double inter_node_efficiency = 0.8;  // same, InfiniBand
   double collective_latency_scale =
       1.0;  // multiplies the hardware per-step latency
-  double decode_step_overhead_s =
-      0.0;                          // launch/scheduling per decode iteration
-  double layer_overhead_s = 0.0;    // kernel launches per layer per step
-  double prefill_overhead_s = 0.0;  // per request, before its first token
+  double decode_step_overhead_seconds =
+      0.0;  // launch/scheduling per decode iteration
+  double layer_overhead_seconds = 0.0;    // kernel launches per layer per step
+  double prefill_overhead_seconds = 0.0;  // per request, before its first token
   // TTFT queueing: a new request waits behind this fraction of the prefills of
   // the other (batch - 1) requests of its replica; the same fraction of the
   // prefill work leaves the decode iterations (TPOT). 0: staggered arrivals,
@@ -92,18 +92,18 @@ struct Calibration {
   // bootstrap handshake and the decode server admitting the transferred
   // request). Fitted per engine on the non-held-out disaggregated H100 rows
   // (simulator/calibration.cc).
-  double disagg_request_overhead_s = 0.0;
+  double disagg_request_overhead_seconds = 0.0;
   // Disaggregated plans with closed-loop clients: a new request waits behind
   // this fraction of the prefills of the other clients of its prefill
   // instance. Closed-loop clients with one ISL/OSL run in lockstep waves
   // (they start together, decode equally long and resubmit together), so
   // requests reach the prefill pool in bursts that Poisson (M/D/1) arrivals
   // do not have; the counterpart of prefill_queue_fraction. Fitted per
-  // engine with disagg_request_overhead_s.
+  // engine with disagg_request_overhead_seconds.
   double disagg_prefill_queue_fraction = 0.0;
 };
 
-// Calibration::disagg_request_overhead_s of the engine-agnostic default
+// Calibration::disagg_request_overhead_seconds of the engine-agnostic default
 // (the SGLang profile's fitted value).
 inline constexpr double kEngineAgnosticDisaggOverheadS = 0.17;
 

@@ -54,14 +54,16 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
   // rate from the iteration keeps the report meaningful (the plan is
   // infeasible anyway). dp attention ranks (dense: copies) of B requests.
   const double decode_tokens_per_s =
-      d.decode_iteration_s > 0 ? decode.dp * batch / d.decode_iteration_s : 0;
+      d.decode_iteration_seconds > 0
+          ? decode.dp * batch / d.decode_iteration_seconds
+          : 0;
   const double decode_rate = plan.decode_instances * decode_tokens_per_s / osl;
   // A prefill pass holds `batch` requests on each of the instance's dp
   // attention ranks (dense: copies), as PreparePlan costs it.
   const int prefill_batch = std::max(1, plan.prefill.batch_size);
   const double instance_rate =
-      pre.max_stage_s > 0
-          ? std::max(1, plan.prefill.dp) * prefill_batch / pre.max_stage_s
+      pre.max_stage_seconds > 0
+          ? std::max(1, plan.prefill.dp) * prefill_batch / pre.max_stage_seconds
           : 0;
   const double prefill_capacity = plan.prefill_instances * instance_rate;
   const double offered = std::min(decode_rate, prefill_capacity);
@@ -74,7 +76,7 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
                                                      kMaxPrefillUtilization)
                                           : kMaxPrefillUtilization;
   e.prefill_utilization = rho;
-  e.prefill_queue_s =
+  e.prefill_queue_seconds =
       instance_rate > 0 ? rho / (2 * instance_rate * (1 - rho)) : 0;
 
   // KV-cache transfer of one prefill pass, layer by layer behind the compute.
@@ -84,15 +86,16 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
       prefill_batch * isl * PoolCosting::KvBytesPerToken(model);
   const int streams =
       std::max(1, std::min(plan.prefill.gpus(), decode.instance_gpus()));
-  const double transfer_s =
+  const double transfer_seconds =
       bytes / (streams * PoolCosting::LinkBytesPerS(model, inter_node)) +
       PoolCosting::LinkLatencyS(model, inter_node);
   const double layers = std::max(1, problem.model.layers);
   e.kv_transfer_bytes = bytes / prefill_batch;
   e.kv_transfer_inter_node = inter_node;
-  e.kv_transfer_s = std::max(transfer_s / layers, transfer_s - pre.chain_s);
+  e.kv_transfer_seconds =
+      std::max(transfer_seconds / layers, transfer_seconds - pre.chain_seconds);
 
-  e.prefill_s = pre.chain_s;
+  e.prefill_seconds = pre.chain_seconds;
   e.prefill_batch_size = prefill_batch;
   e.prefill_instances = plan.prefill_instances;
   e.prefill_instance_gpus = plan.prefill.gpus();
@@ -101,9 +104,10 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
   e.prefill_weights_bytes = pre.weights_bytes;
   e.prefill_kv_cache_bytes = pre.kv_cache_bytes;
   e.prefill_activations_bytes = pre.activations_bytes;
-  e.ttft_s = e.prefill_queue_s + pre.chain_s + e.kv_transfer_s +
-             model.calibration().disagg_request_overhead_s;
-  e.tpot_s = d.decode_iteration_s;
+  e.ttft_seconds = e.prefill_queue_seconds + pre.chain_seconds +
+                   e.kv_transfer_seconds +
+                   model.calibration().disagg_request_overhead_seconds;
+  e.tpot_seconds = d.decode_iteration_seconds;
   e.output_tokens_per_s = offered * osl;
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / cluster.num_gpus;
   e.tp_nodes = std::max(d.tp_nodes, pre.tp_nodes);
@@ -126,8 +130,8 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
     }
   }
   if (check_slos) {
-    internal::ApplySlos(problem.workload.max_ttft_s,
-                        problem.workload.max_tpot_s, &e);
+    internal::ApplySlos(problem.workload.max_ttft_seconds,
+                        problem.workload.max_tpot_seconds, &e);
   }
   return e;
 }
@@ -161,8 +165,8 @@ Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
     const double mu = e.prefill_requests_per_s;
     if (!(mu > 0)) break;
     const double mu_instance = mu / std::max(1, plan.prefill_instances);
-    const double service = e.ttft_s - e.prefill_queue_s;
-    const double decode_s = decode_steps * e.tpot_s;
+    const double service = e.ttft_seconds - e.prefill_queue_seconds;
+    const double decode_seconds = decode_steps * e.tpot_seconds;
     // Lockstep waves: the calibrated share of the instance's other clients
     // ahead of a request, each one prefill (1 / mu_instance) long.
     const double burst =
@@ -177,29 +181,29 @@ Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
                                : std::numeric_limits<double>::infinity();
       return std::min(std::max(w, burst), (clients - 1) / mu);
     };
-    double lo = 0, hi = std::min(mu, clients / (service + decode_s));
+    double lo = 0, hi = std::min(mu, clients / (service + decode_seconds));
     for (int b = 0; b < 60; ++b) {
       const double mid = 0.5 * (lo + hi);
-      if (mid * (service + wait(mid) + decode_s) < clients) {
+      if (mid * (service + wait(mid) + decode_seconds) < clients) {
         lo = mid;
       } else {
         hi = mid;
       }
     }
     const double lambda = hi;
-    e.ttft_s = std::max(service, clients / lambda - decode_s);
-    e.prefill_queue_s = e.ttft_s - service;
+    e.ttft_seconds = std::max(service, clients / lambda - decode_seconds);
+    e.prefill_queue_seconds = e.ttft_seconds - service;
     e.prefill_utilization = lambda / mu;
     e.output_tokens_per_s = lambda * osl;
     e.output_tokens_per_s_per_gpu =
         e.output_tokens_per_s / problem.cluster.num_gpus;
-    const double next = lambda * decode_s;
+    const double next = lambda * decode_seconds;
     if (std::abs(next - in_decode) < 0.01) break;
     in_decode = 0.5 * (in_decode + next);
   }
   // The SLOs once TTFT carries the closed-loop wait.
-  internal::ApplySlos(problem.workload.max_ttft_s, problem.workload.max_tpot_s,
-                      &e);
+  internal::ApplySlos(problem.workload.max_ttft_seconds,
+                      problem.workload.max_tpot_seconds, &e);
   return e;
 }
 

@@ -20,7 +20,7 @@
 //    (NIXL / Mooncake transfer engines), so only what the prefill cannot
 //    hide is exposed: max(one layer's share, transfer - prefill).
 //  - TTFT = prefill wait + prefill + exposed transfer + the calibrated
-//    per-request overhead (Calibration::disagg_request_overhead_s);
+//    per-request overhead (Calibration::disagg_request_overhead_seconds);
 //    throughput = the offered load x OSL; per GPU over every GPU of both
 //    pools; memory per pool (the Evaluation's memory fields are the decode
 //    pool's).

@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
@@ -66,7 +67,7 @@ std::string ResponseJson(const shardplan::v1::EvaluateResponse& response,
   std::string out;
   if (!google::protobuf::util::MessageToJsonString(response, &out, options)
            .ok()) {
-    return ToJson(response, !compact);
+    return spec_text::ToJson(response, !compact);
   }
   const nlohmann::ordered_json parsed =
       nlohmann::ordered_json::parse(out, nullptr, /*allow_exceptions=*/false);
@@ -78,8 +79,8 @@ absl::StatusOr<shardplan::v1::EvaluateResponse> Run(Mode mode,
                                                     const std::string& path) {
   ASSIGN_OR_RETURN(const std::string text, ReadInput(path));
   shardplan::v1::EvaluateRequest request;
-  RETURN_IF_ERROR(
-      Annotate(ParseSpecText(text, &request), path == "-" ? "<stdin>" : path));
+  RETURN_IF_ERROR(Annotate(spec_text::Parse(text, &request),
+                           path == "-" ? "<stdin>" : path));
   ASSIGN_OR_RETURN(const shardplan::v1::ModelSpec model_spec,
                    ResolveModel(request.model()));
   ASSIGN_OR_RETURN(

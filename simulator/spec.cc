@@ -1,11 +1,10 @@
-// Spec-file parsing (proto3 JSON and YAML), the embedded catalog, validation of
-// the API's proto messages into the simulator's compact types, and the
+// The embedded catalog (parsed by proto/spec_text), validation of the API's
+// proto messages into the simulator's compact types, and the
 // conversions back to proto. The Hugging Face config.json importer lives in
 // spec_hf.cc.
 #include "simulator/spec.h"
 
 #include <algorithm>
-#include <cerrno>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -22,22 +21,17 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "google/protobuf/descriptor.h"
-#include "google/protobuf/util/json_util.h"
-#include "nlohmann/json.hpp"
+#include "proto/spec_text.h"
 #include "simulator/calibration.h"
 #include "simulator/disaggregated.h"
 #include "simulator/internal/catalog_data.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
 #include "simulator/user_text.h"
-#include "yaml-cpp/yaml.h"
 
 namespace shardplan::simulator {
 namespace {
 
-namespace pb = ::google::protobuf;
-using ::nlohmann::json;
 using ::shardplan::v1::ClusterSpec;
 using ::shardplan::v1::HardwareSpec;
 using ::shardplan::v1::ModelSource;
@@ -65,253 +59,14 @@ constexpr int kMaxDegree = kMaxGpus;
 constexpr int kMaxMicroBatches = 4096;
 constexpr int kMaxStageLayers = kMaxLayers;
 constexpr double kMaxSloMs = 1e9;  // ~11.5 days
-constexpr size_t kMaxSpecTextBytes = 16u << 20;
 // Smallest hardware figures accepted (HardwareDimsFromSpec).
 constexpr double kMinFlopsPerS = 1e9;
 constexpr double kMinBytes = 1e6;
 constexpr double kMinBytesPerS = 1e6;
-constexpr int kMaxYamlDepth = 64;
-constexpr int64_t kMaxYamlNodes = 200000;
 // Placement entries listed per plan; larger plans repeat the same layout per
 // replica.
 constexpr int kMaxPlacementEntries = 1024;
 constexpr absl::string_view kDefaultHardware = "h100-sxm-80gb";
-
-// --- Spec text ---------------------------------------------------------------
-
-// The JSON parser reports field errors as "(model.spec.num_layers): invalid
-// value ..."; we turn that into "model.spec.num_layers: invalid value ..." and
-// prefix anything else (syntax errors) with `what`.
-absl::Status FromProtobufStatus(const pb::util::Status& status,
-                                absl::string_view what) {
-  if (status.ok()) return absl::OkStatus();
-  const std::string message(status.message().data(), status.message().size());
-  const size_t close = message.find(')');
-  if (!message.empty() && message.front() == '(' &&
-      close != std::string::npos) {
-    const std::string path = message.substr(1, close - 1);
-    std::string rest(
-        absl::StripLeadingAsciiWhitespace(message.substr(close + 1)));
-    // "(model.spec) numLayerz: Cannot find field."
-    constexpr absl::string_view kUnknown = ": Cannot find field.";
-    if (absl::EndsWith(rest, kUnknown)) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s: unknown field %s", path,
-          QuoteUserText(rest.substr(0, rest.size() - kUnknown.size()))));
-    }
-    if (absl::StartsWith(rest, ": ")) rest = rest.substr(2);
-    return absl::InvalidArgumentError(
-        absl::StrCat(path.empty() ? "request" : path, ": ", rest));
-  }
-  return absl::InvalidArgumentError(absl::StrCat(what, ": ", message));
-}
-
-bool IsQuoted(const YAML::Node& node) { return node.Tag() == "!"; }
-
-// YAML 1.2 core schema booleans.
-bool ParseYamlBool(const std::string& s, bool* out) {
-  if (s == "true" || s == "True" || s == "TRUE") {
-    *out = true;
-    return true;
-  }
-  if (s == "false" || s == "False" || s == "FALSE") {
-    *out = false;
-    return true;
-  }
-  return false;
-}
-
-// A plain YAML scalar as a JSON number when it reads as one; YAML's .inf/.nan
-// spellings become the proto3 JSON strings "Infinity"/"NaN" (so that
-// validation, not the parser, rejects them with the field name).
-bool PlainScalarToNumber(const std::string& s, json* out) {
-  if (s.empty()) return false;
-  if (s == ".inf" || s == ".Inf" || s == ".INF" || s == "+.inf" ||
-      s == "+.Inf" || s == "+.INF") {
-    *out = "Infinity";
-    return true;
-  }
-  if (s == "-.inf" || s == "-.Inf" || s == "-.INF") {
-    *out = "-Infinity";
-    return true;
-  }
-  if (s == ".nan" || s == ".NaN" || s == ".NAN") {
-    *out = "NaN";
-    return true;
-  }
-  const char* begin = s.c_str();
-  char* end = nullptr;
-  errno = 0;
-  const long long i = std::strtoll(begin, &end, 10);
-  if (end != begin && *end == '\0' && errno == 0) {
-    *out = static_cast<int64_t>(i);
-    return true;
-  }
-  errno = 0;
-  const double d = std::strtod(begin, &end);
-  if (end != begin && *end == '\0') {
-    if (std::isnan(d)) {
-      *out = "NaN";
-    } else if (std::isinf(d)) {
-      *out = d > 0 ? "Infinity" : "-Infinity";
-    } else {
-      *out = d;
-    }
-    return true;
-  }
-  return false;
-}
-
-// Bounds the walk: nesting depth, and the number of nodes visited (aliases can
-// make a small document expand exponentially: "billion laughs").
-absl::Status Visit(int depth, int64_t* budget) {
-  if (depth > kMaxYamlDepth) {
-    return absl::InvalidArgumentError(
-        "malformed YAML: nested deeper than 64 levels");
-  }
-  if (--*budget < 0) {
-    return absl::InvalidArgumentError(
-        "malformed YAML: expands to more than 200000 nodes (through "
-        "aliases?)");
-  }
-  return absl::OkStatus();
-}
-
-// Schema-free conversion (used for keys the schema does not know, so that the
-// JSON parser can report them): plain scalars become bool/number when they read
-// as such.
-absl::StatusOr<json> YamlToJsonGeneric(const YAML::Node& node, int depth,
-                                       int64_t* budget) {
-  RETURN_IF_ERROR(Visit(depth, budget));
-  switch (node.Type()) {
-    case YAML::NodeType::Null:
-    case YAML::NodeType::Undefined:
-      return json(nullptr);
-    case YAML::NodeType::Scalar: {
-      const std::string& s = node.Scalar();
-      if (IsQuoted(node)) return json(s);
-      bool b = false;
-      if (ParseYamlBool(s, &b)) return json(b);
-      json number;
-      if (PlainScalarToNumber(s, &number)) return number;
-      return json(s);
-    }
-    case YAML::NodeType::Sequence: {
-      json array = json::array();
-      for (const YAML::Node& child : node) {
-        ASSIGN_OR_RETURN(json value,
-                         YamlToJsonGeneric(child, depth + 1, budget));
-        array.push_back(std::move(value));
-      }
-      return array;
-    }
-    case YAML::NodeType::Map: {
-      json object = json::object();
-      for (const auto& kv : node) {
-        ASSIGN_OR_RETURN(json value,
-                         YamlToJsonGeneric(kv.second, depth + 1, budget));
-        object[kv.first.as<std::string>()] = std::move(value);
-      }
-      return object;
-    }
-  }
-  return json(nullptr);
-}
-
-absl::StatusOr<json> YamlToJsonForMessage(const YAML::Node& node,
-                                          const pb::Descriptor* desc, int depth,
-                                          int64_t* budget);
-
-// Converts one (non-repeated) value of `field`. String fields keep the scalar
-// text even when it looks like a number; numeric fields get numbers; anything
-// that does not fit is passed through as a string so that the JSON parser
-// reports it with the field name.
-absl::StatusOr<json> YamlFieldValue(const YAML::Node& node,
-                                    const pb::FieldDescriptor* field, int depth,
-                                    int64_t* budget) {
-  if (field->cpp_type() == pb::FieldDescriptor::CPPTYPE_MESSAGE) {
-    return YamlToJsonForMessage(node, field->message_type(), depth + 1, budget);
-  }
-  if (!node.IsScalar()) return YamlToJsonGeneric(node, depth + 1, budget);
-  RETURN_IF_ERROR(Visit(depth, budget));
-  const std::string& s = node.Scalar();
-  switch (field->cpp_type()) {
-    case pb::FieldDescriptor::CPPTYPE_STRING:
-    case pb::FieldDescriptor::CPPTYPE_ENUM:
-      return json(s);
-    case pb::FieldDescriptor::CPPTYPE_BOOL: {
-      bool b = false;
-      if (!IsQuoted(node) && ParseYamlBool(s, &b)) return json(b);
-      return json(s);
-    }
-    default: {
-      json number;
-      if (!IsQuoted(node) && PlainScalarToNumber(s, &number)) return number;
-      return json(s);
-    }
-  }
-}
-
-absl::StatusOr<json> YamlToJsonForMessage(const YAML::Node& node,
-                                          const pb::Descriptor* desc, int depth,
-                                          int64_t* budget) {
-  RETURN_IF_ERROR(Visit(depth, budget));
-  if (!node.IsMap()) return YamlToJsonGeneric(node, depth + 1, budget);
-  json object = json::object();
-  for (const auto& kv : node) {
-    if (!kv.first.IsScalar()) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("line %d: mapping keys must be plain names",
-                          kv.first.Mark().line + 1));
-    }
-    const std::string key = kv.first.Scalar();
-    const pb::FieldDescriptor* field = desc->FindFieldByName(key);
-    if (field == nullptr) field = desc->FindFieldByCamelcaseName(key);
-    if (field == nullptr) {
-      ASSIGN_OR_RETURN(json value,
-                       YamlToJsonGeneric(kv.second, depth + 1, budget));
-      object[key] = std::move(value);
-      continue;
-    }
-    if (kv.second.IsNull()) continue;  // `key:` with no value = unset
-    if (field->is_repeated() && kv.second.IsSequence()) {
-      json array = json::array();
-      for (const YAML::Node& child : kv.second) {
-        ASSIGN_OR_RETURN(json value,
-                         YamlFieldValue(child, field, depth, budget));
-        array.push_back(std::move(value));
-      }
-      object[key] = std::move(array);
-    } else {
-      ASSIGN_OR_RETURN(json value,
-                       YamlFieldValue(kv.second, field, depth, budget));
-      object[key] = std::move(value);
-    }
-  }
-  return object;
-}
-
-absl::StatusOr<std::string> YamlTextToJsonText(absl::string_view text,
-                                               const pb::Descriptor* desc) {
-  try {
-    const YAML::Node root = YAML::Load(std::string(text));
-    if (root.IsNull()) return std::string("{}");
-    if (!root.IsMap()) {
-      return absl::InvalidArgumentError(
-          "malformed spec: expected a JSON object or a YAML mapping at the top "
-          "level");
-    }
-    int64_t budget = kMaxYamlNodes;
-    ASSIGN_OR_RETURN(json j, YamlToJsonForMessage(root, desc, 0, &budget));
-    return j.dump();
-  } catch (const YAML::Exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("malformed YAML: ", EscapeBounded(e.what(), 256)));
-  } catch (const std::exception& e) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("malformed YAML: ", EscapeBounded(e.what(), 256)));
-  }
-}
 
 // --- Validation helpers ------------------------------------------------------
 
@@ -382,7 +137,7 @@ std::vector<T> LoadCatalog(const internal::CatalogFile* files, int n) {
   specs.reserve(n);
   for (int i = 0; i < n; ++i) {
     T spec;
-    const absl::Status status = ParseSpecText(files[i].text, &spec);
+    const absl::Status status = spec_text::Parse(files[i].text, &spec);
     if (!status.ok()) {
       // The catalog is compiled in and covered by tests; a bad file is a build
       // defect.
@@ -396,44 +151,6 @@ std::vector<T> LoadCatalog(const internal::CatalogFile* files, int n) {
 }
 
 }  // namespace
-
-// === Spec text ===============================================================
-
-absl::Status ParseSpecText(absl::string_view text,
-                           google::protobuf::Message* message) {
-  message->Clear();
-  if (text.size() > kMaxSpecTextBytes) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("spec text is %d bytes, at most %d accepted",
-                        text.size(), kMaxSpecTextBytes));
-  }
-  const absl::string_view stripped = absl::StripLeadingAsciiWhitespace(text);
-  pb::util::JsonParseOptions options;
-  options.ignore_unknown_fields = false;
-  if (!stripped.empty() && stripped.front() == '{') {
-    const pb::util::Status status = pb::util::JsonStringToMessage(
-        pb::StringPiece(text.data(), text.size()), message, options);
-    if (!status.ok()) message->Clear();
-    return FromProtobufStatus(status, "malformed JSON");
-  }
-  ASSIGN_OR_RETURN(const std::string json_text,
-                   YamlTextToJsonText(text, message->GetDescriptor()));
-  const pb::util::Status status =
-      pb::util::JsonStringToMessage(json_text, message, options);
-  if (!status.ok()) message->Clear();
-  return FromProtobufStatus(status, "invalid spec");
-}
-
-std::string ToJson(const google::protobuf::Message& message, bool pretty) {
-  pb::util::JsonPrintOptions options;
-  options.add_whitespace = pretty;
-  options.preserve_proto_field_names = false;
-  std::string out;
-  const pb::util::Status status =
-      pb::util::MessageToJsonString(message, &out, options);
-  if (!status.ok()) return "{}";
-  return out;
-}
 
 // === Catalog =================================================================
 
@@ -741,8 +458,8 @@ absl::StatusOr<HardwareDims> HardwareDimsFromSpec(const HardwareSpec& spec,
   hw.hbm_bytes_per_s = spec.hbm_bytes_per_s();
   hw.intra_node_bytes_per_s = spec.intra_node_bytes_per_s();
   hw.inter_node_bytes_per_s = spec.inter_node_bytes_per_s();
-  hw.intra_node_latency_s = spec.intra_node_latency_s();
-  hw.inter_node_latency_s = spec.inter_node_latency_s();
+  hw.intra_node_latency_seconds = spec.intra_node_latency_s();
+  hw.inter_node_latency_seconds = spec.inter_node_latency_s();
   return hw;
 }
 
@@ -937,8 +654,8 @@ absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
   w.input_tokens = workload.input_tokens();
   w.output_tokens = workload.output_tokens();
   w.concurrency = workload.concurrency();
-  w.max_ttft_s = workload.max_ttft_ms() / 1e3;
-  w.max_tpot_s = workload.max_tpot_ms() / 1e3;
+  w.max_ttft_seconds = workload.max_ttft_ms() / 1e3;
+  w.max_tpot_seconds = workload.max_tpot_ms() / 1e3;
   ASSIGN_OR_RETURN(w.weight_dtype, ParseDtype(workload.weight_dtype(),
                                               "workload.weight_dtype"));
   ASSIGN_OR_RETURN(w.kv_cache_dtype, ParseDtype(workload.kv_cache_dtype(),
@@ -1252,7 +969,7 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
   shardplan::v1::PoolPrediction* prefill = out->mutable_prefill_pool();
   prefill->set_requests_per_s(e.prefill_requests_per_s);
   prefill->set_batch_size(e.prefill_batch_size);
-  prefill->set_seconds(e.prefill_s);
+  prefill->set_seconds(e.prefill_seconds);
   prefill->set_instances(e.prefill_instances);
   prefill->set_gpus_per_instance(e.prefill_instance_gpus);
   shardplan::v1::MemoryBreakdown* pm = prefill->mutable_memory_per_gpu();
@@ -1265,14 +982,14 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
   shardplan::v1::PoolPrediction* decode = out->mutable_decode_pool();
   decode->set_requests_per_s(e.decode_requests_per_s);
   decode->set_batch_size(e.batch_size);
-  decode->set_seconds(e.decode_iteration_s);
+  decode->set_seconds(e.decode_iteration_seconds);
   decode->set_instances(e.decode_instances);
   decode->set_gpus_per_instance(e.decode_instance_gpus);
   *decode->mutable_memory_per_gpu() = out->memory_per_gpu();
   out->set_kv_transfer_bytes(e.kv_transfer_bytes);
-  out->set_kv_transfer_ms(e.kv_transfer_s * 1e3);
+  out->set_kv_transfer_ms(e.kv_transfer_seconds * 1e3);
   out->set_kv_transfer_link(e.kv_transfer_inter_node ? "infiniband" : "nvlink");
-  out->set_prefill_queue_ms(e.prefill_queue_s * 1e3);
+  out->set_prefill_queue_ms(e.prefill_queue_seconds * 1e3);
   out->set_prefill_utilization(e.prefill_utilization);
   if (e.kv_transfer_inter_node) {
     out->add_cross_node(
@@ -1292,9 +1009,9 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   out.set_calibration_profile(regime.profile.empty()
                                   ? DefaultCalibrationProfile().name
                                   : regime.profile);
-  SetRange(e.ttft_s * 1e3, band.ttft_low, band.ttft_high,
+  SetRange(e.ttft_seconds * 1e3, band.ttft_low, band.ttft_high,
            out.mutable_ttft_ms_range());
-  SetRange(e.tpot_s * 1e3, band.tpot_low, band.tpot_high,
+  SetRange(e.tpot_seconds * 1e3, band.tpot_low, band.tpot_high,
            out.mutable_tpot_ms_range());
   // Throughput is batch / TPOT at a fixed batch: its band is TPOT's inverted.
   SetRange(e.output_tokens_per_s, 1.0 / band.tpot_high, 1.0 / band.tpot_low,
@@ -1309,18 +1026,19 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   if (!e.feasible) out.set_infeasible_reason(InfeasibleReasonText(e));
   out.set_output_tokens_per_s(e.output_tokens_per_s);
   out.set_output_tokens_per_s_per_gpu(e.output_tokens_per_s_per_gpu);
-  out.set_ttft_ms(e.ttft_s * 1e3);
-  out.set_tpot_ms(e.tpot_s * 1e3);
+  out.set_ttft_ms(e.ttft_seconds * 1e3);
+  out.set_tpot_ms(e.tpot_seconds * 1e3);
   out.set_batch_size(e.batch_size);
   out.set_running_batch_size(e.running_batch);
   out.set_queued_requests(e.queued_requests);
-  out.set_queue_wait_ms(e.queue_wait_s * 1e3);
+  out.set_queue_wait_ms(e.queue_wait_seconds * 1e3);
   if (e.queued_requests > 0) {
     out.add_validation(absl::StrFormat(
         "KV cache holds %d of %d requests per replica: %d wait in the "
         "engine's queue (+%.0f ms TTFT, Little's law over a closed loop); "
         "%s the running batch's",
-        e.running_batch, e.batch_size, e.queued_requests, e.queue_wait_s * 1e3,
+        e.running_batch, e.batch_size, e.queued_requests,
+        e.queue_wait_seconds * 1e3,
         e.preemption_wait_seconds > 0 ? "throughput is"
                                       : "throughput and TPOT are"));
     if (e.preemption_wait_seconds > 0) {
@@ -1329,8 +1047,8 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
           "requests are preempted and recomputed, so %.0f ms of the wait "
           "falls after the first token (TPOT %.1f ms instead of the running "
           "batch's %.1f ms)",
-          e.preemption_wait_seconds * 1e3, e.tpot_s * 1e3,
-          e.decode_iteration_s * 1e3));
+          e.preemption_wait_seconds * 1e3, e.tpot_seconds * 1e3,
+          e.decode_iteration_seconds * 1e3));
     }
   }
   shardplan::v1::MemoryBreakdown* memory = out.mutable_memory_per_gpu();
@@ -1347,15 +1065,18 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   for (const auto& phase : phases) {
     for (int k = 0; k < kNumOpKinds; ++k) {
       const OpCost& c = (*phase.costs)[k];
-      if (c.compute_s == 0 && c.memory_s == 0 && c.comm_s == 0) continue;
+      if (c.compute_seconds == 0 && c.memory_seconds == 0 &&
+          c.comm_seconds == 0)
+        continue;
       shardplan::v1::OperatorCost* op = out.add_operators();
       op->set_operator_(std::string(OpKindName(static_cast<OpKind>(k))));
       op->set_phase(phase.phase);
-      op->set_compute_seconds(c.compute_s);
-      op->set_memory_seconds(c.memory_s);
-      op->set_communication_seconds(c.comm_s);
+      op->set_compute_seconds(c.compute_seconds);
+      op->set_memory_seconds(c.memory_seconds);
+      op->set_communication_seconds(c.comm_seconds);
       op->set_total_seconds(
-          static_cast<double>(std::max(c.compute_s, c.memory_s)) + c.comm_s);
+          static_cast<double>(std::max(c.compute_seconds, c.memory_seconds)) +
+          c.comm_seconds);
     }
   }
   shardplan::v1::LinkTraffic* nvlink = out.add_communication();
@@ -1372,8 +1093,8 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
     out.set_bottleneck(absl::StrCat(BottleneckName(e.bottleneck), " (",
                                     OpKindName(e.bottleneck_op), ")"));
   }
-  out.set_prefill_seconds(e.prefill_s);
-  out.set_decode_iteration_seconds(e.decode_iteration_s);
+  out.set_prefill_seconds(e.prefill_seconds);
+  out.set_decode_iteration_seconds(e.decode_iteration_seconds);
   if (e.tp_nodes > 1) {
     out.add_cross_node(absl::StrCat("tensor parallel: a tp group over ",
                                     e.tp_nodes, " nodes"));

@@ -1,7 +1,7 @@
 // Conversions between the API's proto messages and the simulator's compact
-// types, with validation that names the offending field; spec-file parsing
-// (JSON, YAML, Hugging Face config.json); and the built-in catalog of models
-// and hardware.
+// types, with validation that names the offending field; the Hugging Face
+// config.json import; and the built-in catalog of models and hardware. Spec
+// text (JSON/YAML -> proto) is proto/spec_text.h.
 #ifndef SHARDPLAN_SIMULATOR_SPEC_H_
 #define SHARDPLAN_SIMULATOR_SPEC_H_
 
@@ -11,23 +11,12 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "google/protobuf/message.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator {
 
-// --- Spec files
-// --------------------------------------------------------------------------
-// Parses `text` (proto3 JSON, or YAML with the same field names) into
-// `message`, replacing its contents. INVALID_ARGUMENT with the parser's message
-// (line/field) on malformed input or unknown fields.
-absl::Status ParseSpecText(absl::string_view text,
-                           google::protobuf::Message* message);
-// Serialises `message` as proto3 JSON (lowerCamelCase names, defaults omitted).
-std::string ToJson(const google::protobuf::Message& message,
-                   bool pretty = true);
-
+// --- Hugging Face import ---------------------------------------------------
 // Imports a Hugging Face config.json (model_type llama, mistral, mixtral,
 // qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss). INVALID_ARGUMENT naming an
 // unsupported model_type or a missing/invalid key.

@@ -641,18 +641,20 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
     }
   }
   for (int node = 0; node < new_nodes; ++node) {
-    const double storage_s = node_storage_bytes[node] / storage;
+    const double storage_seconds = node_storage_bytes[node] / storage;
     cost.fresh_seconds =
         std::max(cost.fresh_seconds, node_fresh_bytes[node] / storage);
     cost.fresh_bytes += node_fresh_bytes[node];
     const int gpus = GpusOnNode(new_cluster, node);
-    double node_s = 0, node_bytes = 0;
+    double node_seconds = 0, node_bytes = 0;
     for (int k = 0; k < gpus; ++k) {
       const int64_t rank = NodeFirstRank(new_cluster, node) + k;
-      node_s = std::max(node_s, peer_bytes[rank] / ib + storage_s);
+      node_seconds =
+          std::max(node_seconds, peer_bytes[rank] / ib + storage_seconds);
     }
-    if (node_storage_bytes[node] > 0) node_s = std::max(node_s, storage_s);
-    cost.estimated_seconds = std::max(cost.estimated_seconds, node_s);
+    if (node_storage_bytes[node] > 0)
+      node_seconds = std::max(node_seconds, storage_seconds);
+    cost.estimated_seconds = std::max(cost.estimated_seconds, node_seconds);
     if (with_node_loads && !pieces[node].empty()) {
       NodeLoad nl;
       nl.node = node;
@@ -663,7 +665,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
         texts.push_back(PieceText(p));
       }
       nl.bytes = node_bytes;
-      nl.seconds = node_s;
+      nl.seconds = node_seconds;
       nl.what = absl::StrCat(gpu_orders[node], absl::StrJoin(texts, "; "));
       cost.node_loads.push_back(std::move(nl));
     }

@@ -128,8 +128,8 @@ struct HardwareDims {
   double hbm_bytes_per_s = 0;
   double intra_node_bytes_per_s = 0;
   double inter_node_bytes_per_s = 0;
-  double intra_node_latency_s = 0;
-  double inter_node_latency_s = 0;
+  double intra_node_latency_seconds = 0;
+  double inter_node_latency_seconds = 0;
 };
 
 struct NodeGroupDims {
@@ -157,9 +157,9 @@ struct ClusterDims {
 struct WorkloadDims {
   int input_tokens = 0;
   int output_tokens = 0;
-  int concurrency = 0;    // 0: choose the best batch
-  double max_ttft_s = 0;  // 0: no SLO
-  double max_tpot_s = 0;  // 0: no SLO
+  int concurrency = 0;          // 0: choose the best batch
+  double max_ttft_seconds = 0;  // 0: no SLO
+  double max_tpot_seconds = 0;  // 0: no SLO
   Dtype weight_dtype = Dtype::kBf16;
   Dtype kv_cache_dtype = Dtype::kBf16;
   // Serving engine ("" = engine-agnostic), its version (recorded only), and
@@ -262,9 +262,9 @@ absl::string_view BottleneckName(Bottleneck b);
 // Seconds one operator kind costs per step (summed over the layers of the
 // slowest stage).
 struct OpCost {
-  float compute_s = 0;
-  float memory_s = 0;
-  float comm_s = 0;
+  float compute_seconds = 0;
+  float memory_seconds = 0;
+  float comm_seconds = 0;
 };
 
 // The cost model's prediction for one plan. Plain data, no heap.
@@ -276,19 +276,19 @@ struct Evaluation {
 
   double output_tokens_per_s = 0;  // whole cluster
   double output_tokens_per_s_per_gpu = 0;
-  double ttft_s = 0;
-  double tpot_s = 0;
-  double prefill_s = 0;           // one request's prefill
-  double decode_iteration_s = 0;  // one decode step of the whole batch
-  int batch_size = 0;             // decode batch per replica evaluated
+  double ttft_seconds = 0;
+  double tpot_seconds = 0;
+  double prefill_seconds = 0;           // one request's prefill
+  double decode_iteration_seconds = 0;  // one decode step of the whole batch
+  int batch_size = 0;                   // decode batch per replica evaluated
   // KV-cache overflow at the workload's fixed concurrency: the engine runs
   // the requests whose KV cache fits (running_batch) and queues the rest.
   // Without overflow running_batch = batch_size and the queue is empty.
   int running_batch = 0;
   int queued_requests = 0;
-  double queue_wait_s = 0;  // included in ttft_s
+  double queue_wait_seconds = 0;  // included in ttft_seconds
   // Engines that preempt (vLLM, SGLang): the part of the wait spent after the
-  // first token, preempted and recomputed; spread over tpot_s.
+  // first token, preempted and recomputed; spread over tpot_seconds.
   double preemption_wait_seconds = 0;
 
   // Per GPU, worst stage.
@@ -322,8 +322,8 @@ struct Evaluation {
   // The fields above then describe the whole plan (throughput, TTFT, TPOT,
   // feasibility) and the decode pool (memory, breakdown, placement).
   bool disaggregated = false;
-  double prefill_queue_s = 0;           // mean wait for a prefill instance
-  double kv_transfer_s = 0;             // exposed KV-cache transfer per request
+  double prefill_queue_seconds = 0;     // mean wait for a prefill instance
+  double kv_transfer_seconds = 0;       // exposed KV-cache transfer per request
   double kv_transfer_bytes = 0;         // KV cache bytes per request moved
   bool kv_transfer_inter_node = false;  // over InfiniBand (else NVLink)
   double prefill_utilization = 0;       // offered load / prefill pool capacity

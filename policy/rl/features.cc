@@ -44,8 +44,8 @@ std::vector<float> ContextFeatures(const simulator::Problem& p) {
       Lg(w.input_tokens, 16),
       Lg(w.output_tokens, 16),
       Lg(1 + w.concurrency, 13),
-      w.max_ttft_s > 0 ? 1.0f : 0.0f,
-      w.max_tpot_s > 0 ? 1.0f : 0.0f,
+      w.max_ttft_seconds > 0 ? 1.0f : 0.0f,
+      w.max_tpot_seconds > 0 ? 1.0f : 0.0f,
       static_cast<float>(simulator::BytesPerElement(w.weight_dtype) / 2),
       static_cast<float>(simulator::BytesPerElement(w.kv_cache_dtype) / 2),
       1.0f};

@@ -12,8 +12,8 @@ namespace shardplan::simulator::internal {
 
 // One prefill instance prefilling `requests` requests of ISL tokens together.
 struct PrefillInstanceCost {
-  double chain_s = 0;      // the batch's prefill through all stages
-  double max_stage_s = 0;  // the slowest stage: pipelined rate = 1 / this
+  double chain_seconds = 0;      // the batch's prefill through all stages
+  double max_stage_seconds = 0;  // the slowest stage: pipelined rate = 1 / this
   // Memory per GPU (worst stage), the KV cache of the batch's ISL tokens.
   double weights_bytes = 0;
   double kv_cache_bytes = 0;
@@ -24,7 +24,7 @@ struct PrefillInstanceCost {
 
 // Marks `e` infeasible when it misses a TTFT or TPOT SLO (0: none), and
 // zeroes the throughput of an infeasible evaluation.
-void ApplySlos(double max_ttft_s, double max_tpot_s, Evaluation* e);
+void ApplySlos(double max_ttft_seconds, double max_tpot_seconds, Evaluation* e);
 
 class PoolCosting {
  public:

@@ -31,6 +31,7 @@
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "tests/bench/generated_cases.h"
+#include "tests/bench/plan_text.h"
 
 namespace shardplan::bench {
 namespace {
@@ -72,7 +73,7 @@ struct Run {
   double best = 0;  // tokens/s, 0 if nothing feasible
   int evaluations = 0;
   int evals_to_99 = 0;
-  double wall_s = 0;
+  double wall_seconds = 0;
   std::vector<std::pair<int, double>> trace;
   SearchResult result;
   policy::RlStats rl_stats;
@@ -139,7 +140,7 @@ absl::StatusOr<Run> RunOne(const std::string& method,
   Run run;
   run.method = method;
   run.seed = options.seed;
-  run.wall_s =
+  run.wall_seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
   run.best = result.best.evaluation.feasible
@@ -163,29 +164,19 @@ struct Row {
   double ratio_megatron = 0;
   double ratio_meta = 0;
   double evals_to_99 = 0;   // median
-  double wall_s = 0;        // median
+  double wall_seconds = 0;  // median
   double gap_optimum = -1;  // 1 - best/optimum, when known
 };
 
 std::string DescribePlan(const policy::ScoredPlan& s) {
   const simulator::PlanDims& p = s.plan;
   const simulator::Evaluation& e = s.evaluation;
-  std::vector<std::string> dims;
-  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-    dims.push_back(
-        std::string(simulator::ShardDimName(p.dims[o])).substr(0, 3));
-  }
-  double comm = 0, total = 0;
-  for (const simulator::OpCost& c : e.decode) {
-    comm += c.comm_s;
-    total += c.comm_s + std::max(c.compute_s, c.memory_s);
-  }
   return absl::StrFormat(
       "r%d dp%d tp%d pp%d ep%d mb%d [%s] | %d | %.1f | %.1f | %.1f%% | %s | "
       "%.0f",
-      p.replicas, p.dp, p.tp, p.pp, p.ep, p.micro_batches,
-      absl::StrJoin(dims, " "), e.batch_size, e.weights_bytes / 1e9,
-      e.kv_cache_bytes / 1e9, total > 0 ? 100 * comm / total : 0.0,
+      p.replicas, p.dp, p.tp, p.pp, p.ep, p.micro_batches, ShortOperatorDims(p),
+      e.batch_size, e.weights_bytes / 1e9, e.kv_cache_bytes / 1e9,
+      DecodeCommPercent(e),
       std::string(simulator::BottleneckName(e.bottleneck)),
       e.output_tokens_per_s);
 }
@@ -401,15 +392,15 @@ int Main(int argc, char** argv) {
       auto run = RunOne("exhaustive", **model, ex);
       if (run.ok()) {
         optimum = run->best;
-        Row row{c.name(), moe, "exhaustive", run->best, 0,
-                0,        0,   run->wall_s,  0.0};
+        Row row{c.name(), moe, "exhaustive",      run->best, 0,
+                0,        0,   run->wall_seconds, 0.0};
         row.evals_to_99 = run->evals_to_99;
         rows.push_back(row);
         if (csv.is_open()) {
           csv << absl::StrFormat(
               "%s,%s,%d,%d,exhaustive,0,%.6g,,%d,%d,%.3f,%.6g,%.6g\n", c.name(),
               c.model, c.gpus, moe, run->best, run->evaluations,
-              run->evals_to_99, run->wall_s, size, optimum);
+              run->evals_to_99, run->wall_seconds, size, optimum);
         }
       } else {
         std::fprintf(stderr, "exhaustive: %s\n",
@@ -457,13 +448,13 @@ int Main(int argc, char** argv) {
       for (const Run& r : runs) {
         best.push_back(r.best);
         e99.push_back(r.evals_to_99);
-        wall.push_back(r.wall_s);
+        wall.push_back(r.wall_seconds);
         if (csv.is_open()) {
           csv << absl::StrFormat(
               "%s,%s,%d,%d,%s,%u,%.6g,%.6g,%d,%d,%.3f,%.6g,%s\n", c.name(),
               c.model, c.gpus, moe, method, r.seed, r.best,
               megatron > 0 ? r.best / megatron : 0, r.evaluations,
-              r.evals_to_99, r.wall_s, size,
+              r.evals_to_99, r.wall_seconds, size,
               optimum > 0 ? absl::StrFormat("%.6g", optimum) : "");
         }
       }
@@ -475,7 +466,7 @@ int Main(int argc, char** argv) {
       row.ratio_megatron = megatron > 0 ? row.best / megatron : 0;
       row.ratio_meta = best_meta > 0 ? row.best / best_meta : 0;
       row.evals_to_99 = Median(e99);
-      row.wall_s = Median(wall);
+      row.wall_seconds = Median(wall);
       row.gap_optimum = optimum > 0 ? 1 - row.best / optimum : -1;
       rows.push_back(row);
       // Convergence curve: median over seeds of best-so-far / megatron.
@@ -540,14 +531,15 @@ int Main(int argc, char** argv) {
         rows.push_back(Row{c.name(), moe, "rl-warm", run->best,
                            megatron > 0 ? run->best / megatron : 0,
                            best_meta > 0 ? run->best / best_meta : 0,
-                           static_cast<double>(run->evals_to_99), run->wall_s,
+                           static_cast<double>(run->evals_to_99),
+                           run->wall_seconds,
                            optimum > 0 ? 1 - run->best / optimum : -1});
         if (csv.is_open()) {
           csv << absl::StrFormat(
               "%s,%s,%d,%d,rl-warm,1001,%.6g,%.6g,%d,%d,%.3f,%.6g,%s\n",
               c.name(), c.model, c.gpus, moe, run->best,
               megatron > 0 ? run->best / megatron : 0, run->evaluations,
-              run->evals_to_99, run->wall_s, size,
+              run->evals_to_99, run->wall_seconds, size,
               optimum > 0 ? absl::StrFormat("%.6g", optimum) : "");
         }
       }
@@ -575,7 +567,7 @@ int Main(int argc, char** argv) {
         r.method, r.best,
         r.ratio_megatron > 0 ? absl::StrFormat("%.3f", r.ratio_megatron) : "-",
         r.ratio_meta > 0 ? absl::StrFormat("%.3f", r.ratio_meta) : "-",
-        r.evals_to_99, r.wall_s,
+        r.evals_to_99, r.wall_seconds,
         r.gap_optimum >= 0 ? absl::StrFormat("%.2f%%", 100 * r.gap_optimum)
                            : "-");
   }

@@ -18,6 +18,7 @@
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
+#include "tests/bench/plan_text.h"
 
 namespace shardplan::bench {
 namespace {
@@ -101,20 +102,10 @@ absl::StatusOr<policy::ScoredPlan> BestOf(
 // communication in the decode step: enough to see why one plan beats another.
 std::string Describe(const policy::ScoredPlan& s) {
   const simulator::PlanDims& p = s.plan;
-  std::vector<std::string> dims;
-  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-    dims.push_back(
-        std::string(simulator::ShardDimName(p.dims[o])).substr(0, 3));
-  }
-  double comm = 0, total = 0;
-  for (const simulator::OpCost& c : s.evaluation.decode) {
-    comm += c.comm_s;
-    total += c.comm_s + std::max(c.compute_s, c.memory_s);
-  }
   return absl::StrFormat("r%d dp%d tp%d pp%d ep%d [%s] batch %d, comm %.0f%%",
                          p.replicas, p.dp, p.tp, p.pp, p.ep,
-                         absl::StrJoin(dims, " "), s.evaluation.batch_size,
-                         total > 0 ? 100 * comm / total : 0.0);
+                         ShortOperatorDims(p), s.evaluation.batch_size,
+                         DecodeCommPercent(s.evaluation));
 }
 
 }  // namespace

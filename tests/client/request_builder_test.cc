@@ -221,24 +221,6 @@ TEST(RequestBuilderTest, BadOpAssignmentQuotesTheValue) {
   }
 }
 
-TEST(YamlToJsonTest, ScalarsKeepTheirTypes) {
-  auto json = YamlToJson(
-      "a: 1\nb: 2.5\nc: true\nd: hello\ne: '42'\nf: [1, x]\ng: ~\nh: -3\ni: "
-      "1e3\n");
-  ASSERT_TRUE(json.ok()) << json.status();
-  EXPECT_EQ(
-      *json,
-      R"({"a":1,"b":2.5,"c":true,"d":"hello","e":"42","f":[1,"x"],"g":null,"h":-3,)"
-      R"("i":1000.0})");
-}
-
-TEST(YamlToJsonTest, SyntaxErrorNamesTheLine) {
-  auto json = YamlToJson("a: 1\nb: [1, 2\nc: 3\n");
-  ASSERT_FALSE(json.ok());
-  EXPECT_EQ(json.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(json.status().message(), HasSubstr("line"));
-}
-
 // `replan --current` reads what `plan --output yaml|json` writes.
 TEST(RequestBuilderTest, RunningDeploymentFromManifestAndJsonLines) {
   shardplan::v1::ClusterSpec next;

@@ -1,4 +1,4 @@
-// Issue 6 end to end against the real shardplan-server binary: TLS, mutual
+// End to end against the real shardplan-server binary: TLS, mutual
 // TLS, bearer tokens (and that they never reach the log), loopback defaults,
 // the request caps, and faults: cancels and deadlines at every stage, a
 // read-only and a full store directory (tmpfs mounts; skipped when mounting is

@@ -70,8 +70,9 @@ inline void CheckEvaluation(const simulator::Evaluation& e,
           "link bytes finite and >= 0");
   for (int op = 0; op < simulator::kNumOpKinds; ++op) {
     for (const simulator::OpCost& c : {e.decode[op], e.prefill[op]}) {
-      Require(FiniteNonNegative(c.compute_s) && FiniteNonNegative(c.memory_s) &&
-                  FiniteNonNegative(c.comm_s),
+      Require(FiniteNonNegative(c.compute_seconds) &&
+                  FiniteNonNegative(c.memory_seconds) &&
+                  FiniteNonNegative(c.comm_seconds),
               "per-operator seconds finite and >= 0", op);
     }
   }
@@ -87,14 +88,14 @@ inline void CheckEvaluation(const simulator::Evaluation& e,
   Require(e.output_tokens_per_s > 0, "feasible => output_tokens_per_s > 0",
           e.output_tokens_per_s);
   Require(e.batch_size > 0, "feasible => batch_size > 0", e.batch_size);
-  Require(FiniteNonNegative(e.ttft_s) && e.ttft_s > 0,
-          "feasible => ttft_s finite and > 0", e.ttft_s);
-  Require(FiniteNonNegative(e.tpot_s) && e.tpot_s > 0,
-          "feasible => tpot_s finite and > 0", e.tpot_s);
-  Require(FiniteNonNegative(e.prefill_s), "feasible => prefill_s finite",
-          e.prefill_s);
-  Require(FiniteNonNegative(e.decode_iteration_s),
-          "feasible => decode_iteration_s finite", e.decode_iteration_s);
+  Require(FiniteNonNegative(e.ttft_seconds) && e.ttft_seconds > 0,
+          "feasible => ttft_s finite and > 0", e.ttft_seconds);
+  Require(FiniteNonNegative(e.tpot_seconds) && e.tpot_seconds > 0,
+          "feasible => tpot_s finite and > 0", e.tpot_seconds);
+  Require(FiniteNonNegative(e.prefill_seconds), "feasible => prefill_s finite",
+          e.prefill_seconds);
+  Require(FiniteNonNegative(e.decode_iteration_seconds),
+          "feasible => decode_iteration_s finite", e.decode_iteration_seconds);
   Require(e.capacity_bytes > 0, "feasible => capacity_bytes > 0",
           e.capacity_bytes);
   Require(LessOrClose(e.weights_bytes + e.kv_cache_bytes + e.activations_bytes,
@@ -106,13 +107,13 @@ inline void CheckEvaluation(const simulator::Evaluation& e,
           "capacity <= hbm_bytes", e.capacity_bytes,
           problem.cluster.hardware.hbm_bytes);
   const simulator::WorkloadDims& w = problem.workload;
-  if (w.max_ttft_s > 0) {
-    Require(LessOrClose(e.ttft_s, w.max_ttft_s), "feasible => ttft within SLO",
-            e.ttft_s, w.max_ttft_s);
+  if (w.max_ttft_seconds > 0) {
+    Require(LessOrClose(e.ttft_seconds, w.max_ttft_seconds),
+            "feasible => ttft within SLO", e.ttft_seconds, w.max_ttft_seconds);
   }
-  if (w.max_tpot_s > 0) {
-    Require(LessOrClose(e.tpot_s, w.max_tpot_s), "feasible => tpot within SLO",
-            e.tpot_s, w.max_tpot_s);
+  if (w.max_tpot_seconds > 0) {
+    Require(LessOrClose(e.tpot_seconds, w.max_tpot_seconds),
+            "feasible => tpot within SLO", e.tpot_seconds, w.max_tpot_seconds);
   }
   if (w.concurrency > 0) {
     // A fixed concurrency is evaluated as given unless the plan sets its own

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
@@ -24,6 +25,7 @@
 namespace {
 
 namespace sim = shardplan::simulator;
+namespace spec_text = shardplan::spec_text;
 namespace v1 = shardplan::v1;
 
 std::vector<int> Divisors(int n) {
@@ -222,7 +224,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     *request.mutable_plan() = sim::PlanToProto(plan, *problem);
     request.mutable_plan()->clear_placement();
     shardplan::fuzz::InputDescription() =
-        sim::ToJson(request, /*pretty=*/false);
+        spec_text::ToJson(request, /*pretty=*/false);
   }
   shardplan::fuzz::EvaluateAndCheck(**model, plan);
   return 0;

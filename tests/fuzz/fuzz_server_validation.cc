@@ -15,6 +15,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "proto/spec_text.h"
 #include "server/request_decoding.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.pb.h"
@@ -24,6 +25,7 @@
 namespace {
 
 namespace sim = shardplan::simulator;
+namespace spec_text = shardplan::spec_text;
 namespace v1 = shardplan::v1;
 using shardplan::fuzz::Require;
 
@@ -87,12 +89,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);
   {
     v1::PlanRequest request;
-    if (sim::ParseSpecText(text, &request).ok()) CheckPlanRequest(request);
+    if (spec_text::Parse(text, &request).ok()) CheckPlanRequest(request);
     if (DecodeAndCheck(std::string(text), &request)) CheckPlanRequest(request);
   }
   {
     v1::EvaluateRequest request;
-    if (sim::ParseSpecText(text, &request).ok()) CheckEvaluateRequest(request);
+    if (spec_text::Parse(text, &request).ok()) CheckEvaluateRequest(request);
     if (DecodeAndCheck(std::string(text), &request))
       CheckEvaluateRequest(request);
   }

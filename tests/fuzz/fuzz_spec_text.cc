@@ -9,6 +9,7 @@
 #include <string>
 
 #include "absl/strings/string_view.h"
+#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
@@ -17,6 +18,7 @@
 namespace {
 
 namespace sim = shardplan::simulator;
+namespace spec_text = shardplan::spec_text;
 namespace v1 = shardplan::v1;
 
 std::unique_ptr<const sim::CostModel> BuildModel(const v1::ModelSource& model,
@@ -32,8 +34,8 @@ std::unique_ptr<const sim::CostModel> BuildModel(const v1::ModelSource& model,
 
 void RunEvaluateRequest(absl::string_view text) {
   v1::EvaluateRequest request;
-  if (!sim::ParseSpecText(text, &request).ok()) return;
-  (void)sim::ToJson(request);
+  if (!spec_text::Parse(text, &request).ok()) return;
+  (void)spec_text::ToJson(request);
   absl::StatusOr<sim::PlanDims> plan = sim::PlanDimsFromProto(request.plan());
   std::unique_ptr<const sim::CostModel> model =
       BuildModel(request.model(), request.cluster(), request.workload());
@@ -44,8 +46,8 @@ void RunEvaluateRequest(absl::string_view text) {
 
 void RunPlanRequest(absl::string_view text) {
   v1::PlanRequest request;
-  if (!sim::ParseSpecText(text, &request).ok()) return;
-  (void)sim::ToJson(request, /*pretty=*/false);
+  if (!spec_text::Parse(text, &request).ok()) return;
+  (void)spec_text::ToJson(request, /*pretty=*/false);
   // The search's first candidate is the default plan: all data parallel.
   std::unique_ptr<const sim::CostModel> model =
       BuildModel(request.model(), request.cluster(), request.workload());

@@ -45,7 +45,7 @@ TEST(DisaggregatedGridTest, SweepFindsTheBestWithinBudget) {
     EXPECT_LE((*model)->Evaluate(p).output_tokens_per_s,
               all.best.evaluation.output_tokens_per_s);
   }
-  EXPECT_LE(all.best.evaluation.tpot_s, 0.050);
+  EXPECT_LE(all.best.evaluation.tpot_seconds, 0.050);
   // Its frontier: feasible disaggregated plans, non-dominated, best
   // throughput per GPU first, the best plan's throughput at its head; merging
   // it with nothing (or itself) changes nothing.

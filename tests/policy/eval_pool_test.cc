@@ -17,7 +17,7 @@ bool SameEvaluation(const simulator::Evaluation& a,
                     const simulator::Evaluation& b) {
   return a.feasible == b.feasible &&
          a.output_tokens_per_s == b.output_tokens_per_s &&
-         a.tpot_s == b.tpot_s && a.batch_size == b.batch_size;
+         a.tpot_seconds == b.tpot_seconds && a.batch_size == b.batch_size;
 }
 
 TEST(EvalPoolTest, MatchesInlineEvaluationInInputOrder) {

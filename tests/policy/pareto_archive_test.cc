@@ -18,7 +18,7 @@ ScoredPlan Point(double per_gpu, double per_user, bool feasible = true) {
   ScoredPlan s;
   s.evaluation.feasible = feasible;
   s.evaluation.output_tokens_per_s_per_gpu = per_gpu;
-  s.evaluation.tpot_s = per_user > 0 ? 1.0 / per_user : 0;
+  s.evaluation.tpot_seconds = per_user > 0 ? 1.0 / per_user : 0;
   return s;
 }
 

@@ -53,14 +53,15 @@ TEST(ValidationTest, NoEngineMeansTheEngineAgnosticCalibration) {
       ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(agnostic.ok()) << agnostic.status();
   EXPECT_DOUBLE_EQ(
-      agnostic->cost_model->calibration().disagg_request_overhead_s,
-      simulator::DefaultCalibration().disagg_request_overhead_s);
+      agnostic->cost_model->calibration().disagg_request_overhead_seconds,
+      simulator::DefaultCalibration().disagg_request_overhead_seconds);
   request.mutable_workload()->set_engine("trtllm");
   absl::StatusOr<ValidatedPlanRequest> trtllm =
       ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(trtllm.ok()) << trtllm.status();
-  EXPECT_GT(trtllm->cost_model->calibration().disagg_request_overhead_s,
-            agnostic->cost_model->calibration().disagg_request_overhead_s);
+  EXPECT_GT(
+      trtllm->cost_model->calibration().disagg_request_overhead_seconds,
+      agnostic->cost_model->calibration().disagg_request_overhead_seconds);
 }
 
 TEST(ValidationTest, ObjectiveIsExpectedOrConservative) {

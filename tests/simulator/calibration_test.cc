@@ -139,7 +139,7 @@ TEST_F(CalibrationTest, FitIgnoresValidationRows) {
     const Calibration& y = (*b)[i].calibration;
     EXPECT_EQ(x.gemm_efficiency, y.gemm_efficiency);
     EXPECT_EQ(x.attention_efficiency, y.attention_efficiency);
-    EXPECT_EQ(x.prefill_overhead_s, y.prefill_overhead_s);
+    EXPECT_EQ(x.prefill_overhead_seconds, y.prefill_overhead_seconds);
     EXPECT_EQ(x.prefill_queue_fraction, y.prefill_queue_fraction);
     EXPECT_EQ(x.ttft_inflight_prefills, y.ttft_inflight_prefills);
   }
@@ -286,8 +286,8 @@ TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
   const Calibration& d = DefaultCalibration();
   EXPECT_EQ(d.gemm_efficiency,
             DefaultCalibrationProfile().calibration.gemm_efficiency);
-  EXPECT_EQ(d.prefill_overhead_s,
-            DefaultCalibrationProfile().calibration.prefill_overhead_s);
+  EXPECT_EQ(d.prefill_overhead_seconds,
+            DefaultCalibrationProfile().calibration.prefill_overhead_seconds);
   EXPECT_TRUE(FindCalibrationProfile("vllm").ok());
   EXPECT_TRUE(FindCalibrationProfile("h100-sglang").ok());
   EXPECT_EQ(FindCalibrationProfile("tgi").status().code(),

@@ -91,8 +91,8 @@ PlanDims Plan(int dp, int tp, int pp, int ep = 1, int batch = 0) {
 
 double TotalComm(const Evaluation& e) {
   double s = 0;
-  for (const OpCost& c : e.decode) s += c.comm_s;
-  for (const OpCost& c : e.prefill) s += c.comm_s;
+  for (const OpCost& c : e.decode) s += c.comm_seconds;
+  for (const OpCost& c : e.prefill) s += c.comm_seconds;
   return s;
 }
 
@@ -247,8 +247,8 @@ TEST(CostModelTest, ExpertParallelDispatchAndCombineAreAllToAll) {
   }
   EXPECT_EQ(all_to_all, 2);
   const Evaluation e = model->Evaluate(plan);
-  EXPECT_GT(e.decode[static_cast<int>(OpKind::kExpertUp)].comm_s, 0);
-  EXPECT_GT(e.decode[static_cast<int>(OpKind::kExpertDown)].comm_s, 0);
+  EXPECT_GT(e.decode[static_cast<int>(OpKind::kExpertUp)].comm_seconds, 0);
+  EXPECT_GT(e.decode[static_cast<int>(OpKind::kExpertDown)].comm_seconds, 0);
 }
 
 TEST(CostModelTest, TpGroupSpanningNodesIsNeverFaster) {
@@ -265,8 +265,8 @@ TEST(CostModelTest, TpGroupSpanningNodesIsNeverFaster) {
     ASSERT_TRUE(inside->ValidatePlan(plan).ok());
     const Evaluation a = inside->Evaluate(plan);
     const Evaluation b = spanning->Evaluate(plan);
-    EXPECT_GE(b.tpot_s, a.tpot_s) << batch;
-    EXPECT_GE(b.ttft_s, a.ttft_s) << batch;
+    EXPECT_GE(b.tpot_seconds, a.tpot_seconds) << batch;
+    EXPECT_GE(b.ttft_seconds, a.ttft_seconds) << batch;
     EXPECT_LE(b.output_tokens_per_s, a.output_tokens_per_s) << batch;
     EXPECT_EQ(a.ib_decode_bytes, 0);
     EXPECT_GT(b.ib_decode_bytes, 0);
@@ -276,8 +276,8 @@ TEST(CostModelTest, TpGroupSpanningNodesIsNeverFaster) {
     auto spanning8 =
         Make({.model = "llama-3.1-70b", .gpus = 8, .gpus_per_node = 4});
     const PlanDims plan8 = Plan(1, 8, 1, 1, batch);
-    EXPECT_GE(spanning8->Evaluate(plan8).tpot_s,
-              inside8->Evaluate(plan8).tpot_s)
+    EXPECT_GE(spanning8->Evaluate(plan8).tpot_seconds,
+              inside8->Evaluate(plan8).tpot_seconds)
         << batch;
   }
 }
@@ -516,11 +516,14 @@ TEST(CostModelTest, KvCacheOverflowQueuesAtFixedConcurrency) {
       chooser->Evaluate(Plan(1, 2, 1, 1, e.running_batch));
   ASSERT_TRUE(running.feasible);
   EXPECT_DOUBLE_EQ(e.output_tokens_per_s, running.output_tokens_per_s);
-  EXPECT_DOUBLE_EQ(e.tpot_s, running.tpot_s);
-  const double slot_s = running.ttft_s + (1024 - 1) * running.tpot_s;
-  EXPECT_NEAR(e.queue_wait_s, slot_s * (64 - e.running_batch) / e.running_batch,
-              1e-9 * slot_s);
-  EXPECT_NEAR(e.ttft_s, running.ttft_s + e.queue_wait_s, 1e-9 * e.ttft_s);
+  EXPECT_DOUBLE_EQ(e.tpot_seconds, running.tpot_seconds);
+  const double slot_seconds =
+      running.ttft_seconds + (1024 - 1) * running.tpot_seconds;
+  EXPECT_NEAR(e.queue_wait_seconds,
+              slot_seconds * (64 - e.running_batch) / e.running_batch,
+              1e-9 * slot_seconds);
+  EXPECT_NEAR(e.ttft_seconds, running.ttft_seconds + e.queue_wait_seconds,
+              1e-9 * e.ttft_seconds);
 
   // No overflow: nothing queues.
   CaseSetup small = setup;
@@ -528,7 +531,7 @@ TEST(CostModelTest, KvCacheOverflowQueuesAtFixedConcurrency) {
   const Evaluation fits = Make(small)->Evaluate(Plan(1, 2, 1));
   EXPECT_EQ(fits.queued_requests, 0);
   EXPECT_EQ(fits.running_batch, e.running_batch);
-  EXPECT_EQ(fits.queue_wait_s, 0);
+  EXPECT_EQ(fits.queue_wait_seconds, 0);
 }
 
 // vLLM admits a request once its prompt fits and preempts running requests
@@ -554,15 +557,20 @@ TEST(CostModelTest, KvCacheOverflowPreemptsOnVllm) {
   const Evaluation running =
       Make(free_batch)->Evaluate(Plan(1, 2, 1, 1, e.running_batch));
   ASSERT_TRUE(running.feasible);
-  const double slot_s = running.ttft_s + (8192 - 1) * running.tpot_s;
-  const double wait_s = slot_s * (64 - e.running_batch) / e.running_batch;
+  const double slot_seconds =
+      running.ttft_seconds + (8192 - 1) * running.tpot_seconds;
+  const double wait_seconds =
+      slot_seconds * (64 - e.running_batch) / e.running_batch;
   const double share = 4096.0 / (1024 + 4096);  // OSL / 2 of ISL + OSL / 2
-  EXPECT_NEAR(e.queue_wait_s + e.preemption_wait_seconds, wait_s,
-              1e-9 * wait_s);
-  EXPECT_NEAR(e.preemption_wait_seconds, share * wait_s, 1e-9 * wait_s);
-  EXPECT_NEAR(e.ttft_s, running.ttft_s + e.queue_wait_s, 1e-9 * e.ttft_s);
-  EXPECT_NEAR(e.tpot_s, running.tpot_s + e.preemption_wait_seconds / (8192 - 1),
-              1e-9 * e.tpot_s);
+  EXPECT_NEAR(e.queue_wait_seconds + e.preemption_wait_seconds, wait_seconds,
+              1e-9 * wait_seconds);
+  EXPECT_NEAR(e.preemption_wait_seconds, share * wait_seconds,
+              1e-9 * wait_seconds);
+  EXPECT_NEAR(e.ttft_seconds, running.ttft_seconds + e.queue_wait_seconds,
+              1e-9 * e.ttft_seconds);
+  EXPECT_NEAR(e.tpot_seconds,
+              running.tpot_seconds + e.preemption_wait_seconds / (8192 - 1),
+              1e-9 * e.tpot_seconds);
   // The engine's token rate is the running batch's.
   EXPECT_DOUBLE_EQ(e.output_tokens_per_s, running.output_tokens_per_s);
   // SGLang: the same running batch, the whole wait before the first token.
@@ -571,7 +579,7 @@ TEST(CostModelTest, KvCacheOverflowPreemptsOnVllm) {
   const Evaluation g = Make(sglang)->Evaluate(Plan(1, 2, 1));
   EXPECT_EQ(g.running_batch, e.running_batch);
   EXPECT_EQ(g.preemption_wait_seconds, 0);
-  EXPECT_GT(g.queue_wait_s, e.queue_wait_s);
+  EXPECT_GT(g.queue_wait_seconds, e.queue_wait_seconds);
 }
 
 TEST(CostModelTest, KvCacheOverflowStaysInfeasibleWhenNoRequestFits) {
@@ -598,9 +606,10 @@ TEST(CostModelTest, KvCacheQueueWaitCountsAgainstTheTtftSlo) {
                   .weight_dtype = "fp8"};
   const Evaluation queued = Make(setup)->Evaluate(Plan(1, 2, 1));
   ASSERT_TRUE(queued.feasible);
-  ASSERT_GT(queued.queue_wait_s, 0);
+  ASSERT_GT(queued.queue_wait_seconds, 0);
   // An SLO the running batch meets but the queued requests do not.
-  setup.max_ttft_ms = (queued.ttft_s - 0.5 * queued.queue_wait_s) * 1e3;
+  setup.max_ttft_ms =
+      (queued.ttft_seconds - 0.5 * queued.queue_wait_seconds) * 1e3;
   const Evaluation e = Make(setup)->Evaluate(Plan(1, 2, 1));
   EXPECT_FALSE(e.feasible);
   EXPECT_EQ(e.reason, InfeasibleReason::kTtftSlo);
@@ -626,7 +635,7 @@ TEST(CostModelTest, BestBatchMaximisesThroughputWithinSlo) {
   ASSERT_NE(model, nullptr);
   const Evaluation best = model->Evaluate(Plan(1, 8, 1));
   ASSERT_TRUE(best.feasible) << InfeasibleReasonText(best);
-  EXPECT_LE(best.tpot_s, 0.040);
+  EXPECT_LE(best.tpot_seconds, 0.040);
   for (int b : BatchSizeCandidates()) {
     const Evaluation e = model->Evaluate(Plan(1, 8, 1, 1, b));
     if (e.feasible) {
@@ -651,7 +660,7 @@ TEST(CostModelTest, PipelineStagesSendActivations) {
   ASSERT_TRUE(model->ValidatePlan(uneven).ok());
   const Evaluation u = model->Evaluate(uneven);
   EXPECT_GT(u.weights_bytes, e.weights_bytes);
-  EXPECT_GT(u.tpot_s, e.tpot_s);
+  EXPECT_GT(u.tpot_seconds, e.tpot_seconds);
 }
 
 TEST(CostModelTest, EvaluateIsDeterministic) {
@@ -665,14 +674,14 @@ TEST(CostModelTest, EvaluateIsDeterministic) {
   const Evaluation z = b->Evaluate(plan);
   for (const Evaluation* e : {&y, &z}) {
     EXPECT_EQ(x.output_tokens_per_s, e->output_tokens_per_s);
-    EXPECT_EQ(x.ttft_s, e->ttft_s);
-    EXPECT_EQ(x.tpot_s, e->tpot_s);
+    EXPECT_EQ(x.ttft_seconds, e->ttft_seconds);
+    EXPECT_EQ(x.tpot_seconds, e->tpot_seconds);
     EXPECT_EQ(x.weights_bytes, e->weights_bytes);
     EXPECT_EQ(x.nvlink_decode_bytes, e->nvlink_decode_bytes);
     EXPECT_EQ(x.ib_decode_bytes, e->ib_decode_bytes);
     for (int i = 0; i < kNumOpKinds; ++i) {
-      EXPECT_EQ(x.decode[i].comm_s, e->decode[i].comm_s);
-      EXPECT_EQ(x.prefill[i].compute_s, e->prefill[i].compute_s);
+      EXPECT_EQ(x.decode[i].comm_seconds, e->decode[i].comm_seconds);
+      EXPECT_EQ(x.prefill[i].compute_seconds, e->prefill[i].compute_seconds);
     }
   }
 }
@@ -736,8 +745,10 @@ TEST(CostModelTest, FuzzEveryCatalogModel) {
         if (!model->ValidatePlan(p).ok()) continue;
         ++valid;
         const Evaluation e = model->Evaluate(p);
-        EXPECT_TRUE(std::isfinite(e.tpot_s) && e.tpot_s > 0) << spec.name();
-        EXPECT_TRUE(std::isfinite(e.ttft_s) && e.ttft_s > 0) << spec.name();
+        EXPECT_TRUE(std::isfinite(e.tpot_seconds) && e.tpot_seconds > 0)
+            << spec.name();
+        EXPECT_TRUE(std::isfinite(e.ttft_seconds) && e.ttft_seconds > 0)
+            << spec.name();
         EXPECT_TRUE(std::isfinite(e.output_tokens_per_s) &&
                     e.output_tokens_per_s >= 0);
         EXPECT_GE(e.weights_bytes, 0);
@@ -786,7 +797,7 @@ TEST(CostModelTest, TtftTermsAddUp) {
   auto base = Make({.model = "llama-3.1-8b", .gpus = 1});
   ASSERT_NE(base, nullptr);
   Calibration c;  // struct defaults, then only the TTFT terms varied
-  c.prefill_overhead_s = 0;
+  c.prefill_overhead_seconds = 0;
   c.prefill_queue_fraction = 0;
   c.ttft_wait_iterations = 0;
   c.ttft_inflight_prefills = 0;
@@ -799,18 +810,20 @@ TEST(CostModelTest, TtftTermsAddUp) {
       return (*m)->Evaluate(plan);
     };
     const Evaluation bare = eval(c);
-    EXPECT_DOUBLE_EQ(bare.ttft_s, bare.prefill_s) << batch;
+    EXPECT_DOUBLE_EQ(bare.ttft_seconds, bare.prefill_seconds) << batch;
     const double others = (batch - 1.0) / batch;
     Calibration inflight = c;
     inflight.ttft_inflight_prefills = 1.5;
     const Evaluation a = eval(inflight);
-    EXPECT_NEAR(a.ttft_s - bare.ttft_s, 1.5 * others * bare.prefill_s, 1e-12)
+    EXPECT_NEAR(a.ttft_seconds - bare.ttft_seconds,
+                1.5 * others * bare.prefill_seconds, 1e-12)
         << batch;
-    EXPECT_EQ(a.tpot_s, bare.tpot_s) << batch;  // TTFT only
+    EXPECT_EQ(a.tpot_seconds, bare.tpot_seconds) << batch;  // TTFT only
     Calibration wait = c;
     wait.ttft_wait_iterations = 2;
     const Evaluation w = eval(wait);
-    EXPECT_NEAR(w.ttft_s - bare.ttft_s, 2 * others * bare.tpot_s, 1e-12)
+    EXPECT_NEAR(w.ttft_seconds - bare.ttft_seconds,
+                2 * others * bare.tpot_seconds, 1e-12)
         << batch;
   }
 }

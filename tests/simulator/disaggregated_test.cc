@@ -66,9 +66,10 @@ TEST(DisaggregatedTest, DecodeHasNoPrefillInterleaved) {
   agg.replicas = 8;
   agg.batch_size = 32;
   const Evaluation a = model->Evaluate(agg);
-  EXPECT_LT(d.tpot_s, a.tpot_s);
-  EXPECT_GT(d.tpot_s, 0);
-  EXPECT_GT(d.ttft_s, d.prefill_s);  // queue + transfer on top of the prefill
+  EXPECT_LT(d.tpot_seconds, a.tpot_seconds);
+  EXPECT_GT(d.tpot_seconds, 0);
+  EXPECT_GT(d.ttft_seconds,
+            d.prefill_seconds);  // queue + transfer on top of the prefill
 }
 
 TEST(DisaggregatedTest, ThroughputIsTheSlowerPool) {
@@ -89,7 +90,7 @@ TEST(DisaggregatedTest, ThroughputIsTheSlowerPool) {
   EXPECT_GT(d.prefill_requests_per_s, d.decode_requests_per_s);
   EXPECT_NEAR(d.output_tokens_per_s, d.decode_requests_per_s * 512,
               1e-6 * d.output_tokens_per_s);
-  EXPECT_LT(d.prefill_queue_s, e.prefill_queue_s);
+  EXPECT_LT(d.prefill_queue_seconds, e.prefill_queue_seconds);
 }
 
 // Closed-loop clients (workload concurrency per decode instance): Little's
@@ -102,8 +103,8 @@ TEST(DisaggregatedTest, ClosedLoopClientsObeyLittlesLaw) {
     const Evaluation e = model->Evaluate(Disagg(1, 1, 7, 1, 0));
     ASSERT_TRUE(e.feasible) << InfeasibleReasonText(e);
     const double rate = e.output_tokens_per_s / 512;
-    EXPECT_NEAR(rate * (e.ttft_s + 511 * e.tpot_s), 7.0 * concurrency,
-                0.03 * 7 * concurrency)
+    EXPECT_NEAR(rate * (e.ttft_seconds + 511 * e.tpot_seconds),
+                7.0 * concurrency, 0.03 * 7 * concurrency)
         << concurrency;
     EXPECT_LE(rate, e.prefill_requests_per_s * (1 + 1e-9));
   }
@@ -113,8 +114,8 @@ TEST(DisaggregatedTest, ClosedLoopClientsObeyLittlesLaw) {
   ASSERT_NE(many, nullptr);
   const Evaluation a = few->Evaluate(Disagg(1, 1, 7, 1, 0));
   const Evaluation b = many->Evaluate(Disagg(1, 1, 7, 1, 0));
-  EXPECT_LT(a.prefill_queue_s, b.prefill_queue_s);
-  EXPECT_GT(b.ttft_s, 10 * a.ttft_s);
+  EXPECT_LT(a.prefill_queue_seconds, b.prefill_queue_seconds);
+  EXPECT_GT(b.ttft_seconds, 10 * a.ttft_seconds);
 }
 
 TEST(DisaggregatedTest, KvTransferBytesAndLink) {
@@ -130,8 +131,8 @@ TEST(DisaggregatedTest, KvTransferBytesAndLink) {
   const Evaluation ib = two_nodes->Evaluate(Disagg(8, 1, 8, 1, 16));
   EXPECT_TRUE(ib.kv_transfer_inter_node);
   // Layer-wise overlap hides at least all but one layer's share.
-  EXPECT_GE(ib.kv_transfer_s, nv.kv_transfer_s);
-  EXPECT_GT(ib.kv_transfer_s, 0);
+  EXPECT_GE(ib.kv_transfer_seconds, nv.kv_transfer_seconds);
+  EXPECT_GT(ib.kv_transfer_seconds, 0);
 }
 
 // A prefill pass of R requests attends within each request: its attention

@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
@@ -46,11 +47,11 @@ void ExpectEvaluationInvariants(const Evaluation& e, const Problem& problem,
   EXPECT_TRUE(finite_non_negative(e.activations_bytes)) << e.activations_bytes;
   for (int op = 0; op < kNumOpKinds; ++op) {
     for (const OpCost& c : {e.decode[op], e.prefill[op]}) {
-      EXPECT_TRUE(finite_non_negative(c.compute_s) &&
-                  finite_non_negative(c.memory_s) &&
-                  finite_non_negative(c.comm_s))
-          << OpKindName(static_cast<OpKind>(op)) << ": " << c.compute_s << " "
-          << c.memory_s << " " << c.comm_s;
+      EXPECT_TRUE(finite_non_negative(c.compute_seconds) &&
+                  finite_non_negative(c.memory_seconds) &&
+                  finite_non_negative(c.comm_seconds))
+          << OpKindName(static_cast<OpKind>(op)) << ": " << c.compute_seconds
+          << " " << c.memory_seconds << " " << c.comm_seconds;
     }
   }
   if (!e.feasible) {
@@ -61,11 +62,11 @@ void ExpectEvaluationInvariants(const Evaluation& e, const Problem& problem,
   EXPECT_GT(e.batch_size, 0);
   EXPECT_LE(e.weights_bytes + e.kv_cache_bytes + e.activations_bytes,
             e.capacity_bytes * (1 + 1e-9));
-  if (problem.workload.max_ttft_s > 0) {
-    EXPECT_LE(e.ttft_s, problem.workload.max_ttft_s * (1 + 1e-9));
+  if (problem.workload.max_ttft_seconds > 0) {
+    EXPECT_LE(e.ttft_seconds, problem.workload.max_ttft_seconds * (1 + 1e-9));
   }
-  if (problem.workload.max_tpot_s > 0) {
-    EXPECT_LE(e.tpot_s, problem.workload.max_tpot_s * (1 + 1e-9));
+  if (problem.workload.max_tpot_seconds > 0) {
+    EXPECT_LE(e.tpot_seconds, problem.workload.max_tpot_seconds * (1 + 1e-9));
   }
 }
 
@@ -113,10 +114,11 @@ TEST(FuzzRegressionTest, TinyHardwareFiguresFromTheFuzzerAreRejected) {
   for (const auto& c : kCases) {
     SCOPED_TRACE(c.file);
     v1::EvaluateRequest request;
-    ASSERT_TRUE(ParseSpecText(ReadFile(kFuzzDir +
-                                       "/regressions/fuzz_spec_text/" + c.file),
-                              &request)
-                    .ok());
+    ASSERT_TRUE(
+        spec_text::Parse(
+            ReadFile(kFuzzDir + "/regressions/fuzz_spec_text/" + c.file),
+            &request)
+            .ok());
     absl::StatusOr<Problem> problem = ProblemFromProto(
         request.model(), request.cluster(), request.workload());
     EXPECT_EQ(problem.status().code(), absl::StatusCode::kInvalidArgument);
@@ -192,7 +194,7 @@ TEST(FuzzRegressionTest, SeedCorpusAndReproducersKeepTheInvariants) {
          std::filesystem::directory_iterator(kFuzzDir + "/" + dir)) {
       const std::string path = entry.path().string();
       v1::EvaluateRequest request;
-      if (!ParseSpecText(ReadFile(path), &request).ok()) continue;
+      if (!spec_text::Parse(ReadFile(path), &request).ok()) continue;
       absl::StatusOr<Problem> problem = ProblemFromProto(
           request.model(), request.cluster(), request.workload());
       absl::StatusOr<PlanDims> plan = PlanDimsFromProto(request.plan());

@@ -106,7 +106,7 @@ TEST(PlacementTest, ReplicasScaleThroughputExactly) {
   ASSERT_TRUE(a.feasible);
   EXPECT_NEAR(b.output_tokens_per_s, 2 * a.output_tokens_per_s,
               1e-9 * b.output_tokens_per_s);
-  EXPECT_DOUBLE_EQ(b.tpot_s, a.tpot_s);
+  EXPECT_DOUBLE_EQ(b.tpot_seconds, a.tpot_seconds);
   EXPECT_EQ(b.ib_decode_bytes, 0);
 }
 
@@ -118,8 +118,8 @@ TEST(PlacementTest, ExpertDomainAcrossNodesPaysMeasuredAllToAll) {
   ASSERT_TRUE(replicated.feasible);
   EXPECT_GT(spread.ib_decode_bytes, 0);
   const auto expert_comm = [](const Evaluation& e) {
-    return e.decode[static_cast<int>(OpKind::kExpertUp)].comm_s +
-           e.decode[static_cast<int>(OpKind::kExpertDown)].comm_s;
+    return e.decode[static_cast<int>(OpKind::kExpertUp)].comm_seconds +
+           e.decode[static_cast<int>(OpKind::kExpertDown)].comm_seconds;
   };
   // Per layer and direction at least DeepEP's low-latency floor of one
   // inter-node latency (10 us on H100, the catalog's figure): 94 layers,
@@ -246,9 +246,10 @@ TEST(PlacementTest, Fp4OnHopperIsDequantisedNotAPureFourBitRead) {
   const int up = static_cast<int>(OpKind::kExpertUp);
   // A pure 4-bit read would take half the FP8 read; the dequantising kernels
   // take ~1.45x that (fitted on the gpt-oss-120b vLLM rows).
-  EXPECT_GT(a.decode[up].memory_s, 1.3 * 0.5 * b.decode[up].memory_s);
+  EXPECT_GT(a.decode[up].memory_seconds,
+            1.3 * 0.5 * b.decode[up].memory_seconds);
   // Their math runs at the bf16 rate (W4A16), slower than FP8 math.
-  EXPECT_GT(a.decode[up].compute_s, 1.5 * b.decode[up].compute_s);
+  EXPECT_GT(a.decode[up].compute_seconds, 1.5 * b.decode[up].compute_seconds);
   // Memory still holds 4-bit weights.
   EXPECT_LT(a.weights_bytes, 0.6 * b.weights_bytes);
 }
@@ -352,7 +353,7 @@ TEST(PlacementTest, BigNodesFirstAndEachReplicaCostedOnItsOwnNodes) {
   EXPECT_NEAR(m.output_tokens_per_s,
               (2 * b.output_tokens_per_s + s.output_tokens_per_s) / 3,
               1e-9 * m.output_tokens_per_s);
-  EXPECT_DOUBLE_EQ(m.tpot_s, s.tpot_s);
+  EXPECT_DOUBLE_EQ(m.tpot_seconds, s.tpot_seconds);
 }
 
 TEST(PlacementTest, StageBoundariesInsideABigNodeRideNvlink) {
@@ -378,7 +379,7 @@ TEST(PlacementTest, StageBoundariesInsideABigNodeRideNvlink) {
   const Evaluation m = mixed->Evaluate(plan);
   const Evaluation s = smallest->Evaluate(plan);
   ASSERT_TRUE(m.feasible && s.feasible);
-  EXPECT_LT(m.prefill_s, s.prefill_s);
+  EXPECT_LT(m.prefill_seconds, s.prefill_seconds);
   EXPECT_GE(m.output_tokens_per_s, s.output_tokens_per_s);
 }
 

@@ -17,6 +17,7 @@
 #include <string>
 
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
@@ -28,7 +29,7 @@ namespace {
 struct PoolRates {
   double input_tokens_per_s_per_prefill_node = 0;
   double output_tokens_per_s_per_decode_node = 0;
-  double tpot_s = 0;
+  double tpot_seconds = 0;
   bool feasible = false;
 };
 
@@ -47,7 +48,7 @@ shardplan::v1::EvaluateRequest ReadRequest(const std::string& name) {
   std::ostringstream text;
   text << in.rdbuf();
   shardplan::v1::EvaluateRequest request;
-  const absl::Status parsed = ParseSpecText(text.str(), &request);
+  const absl::Status parsed = spec_text::Parse(text.str(), &request);
   EXPECT_TRUE(parsed.ok()) << path << ": " << parsed;
   return request;
 }
@@ -94,7 +95,7 @@ PoolRates Evaluate(const std::string& name, const Overrides& o = {}) {
   const double decode_nodes =
       plan->decode_instances * plan->instance_gpus() / node;
   rates.feasible = e.feasible;
-  rates.tpot_s = e.tpot_s;
+  rates.tpot_seconds = e.tpot_seconds;
   rates.input_tokens_per_s_per_prefill_node =
       e.prefill_requests_per_s * p.workload.input_tokens / prefill_nodes;
   rates.output_tokens_per_s_per_decode_node =
@@ -125,8 +126,8 @@ TEST(PublishedMultiNodeTest, SglangDecodeEp72On9H100NodesWithin30Percent) {
       0.30)
       << r.output_tokens_per_s_per_decode_node;
   // The blog's inter-token latency is ~100 ms at this scale ("Limitations").
-  EXPECT_GT(r.tpot_s, 0.07);
-  EXPECT_LT(r.tpot_s, 0.13);
+  EXPECT_GT(r.tpot_seconds, 0.07);
+  EXPECT_LT(r.tpot_seconds, 0.13);
 }
 
 // SGLang, 4 prefill nodes (DP32 + EP32, DeepEP normal kernels, two-batch

@@ -1,4 +1,4 @@
-// Issue 2 §7: every invalid spec or plan gets INVALID_ARGUMENT naming the field
+// Every invalid spec or plan gets INVALID_ARGUMENT naming the field
 // and the value; never a crash. Each case below is a whole EvaluateRequest as a
 // user would write it.
 #include <limits>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_replace.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "simulator/spec.h"
 #include "simulator/types.h"
 
@@ -50,7 +51,7 @@ plan:
 // Parses + validates the whole request like the server and shardplan-sim do.
 absl::Status Validate(const std::string& text) {
   EvaluateRequest request;
-  absl::Status status = ParseSpecText(text, &request);
+  absl::Status status = spec_text::Parse(text, &request);
   if (!status.ok()) return status;
   absl::StatusOr<Problem> problem =
       ProblemFromProto(request.model(), request.cluster(), request.workload());
@@ -245,7 +246,7 @@ TEST(BadInputTest, MalformedJsonAndYaml) {
   for (const auto& [text, message] : cases) {
     SCOPED_TRACE(text);
     EvaluateRequest request;
-    const absl::Status status = ParseSpecText(text, &request);
+    const absl::Status status = spec_text::Parse(text, &request);
     EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument) << status;
     EXPECT_THAT(std::string(status.message()), HasSubstr(message));
   }
@@ -255,11 +256,11 @@ TEST(BadInputTest, DeeplyNestedYamlIsRejectedNotOverflowed) {
   std::string deep = "model: ";
   for (int i = 0; i < 5000; ++i) deep += "[";
   EvaluateRequest request;
-  EXPECT_EQ(ParseSpecText(deep, &request).code(),
+  EXPECT_EQ(spec_text::Parse(deep, &request).code(),
             absl::StatusCode::kInvalidArgument);
   std::string deep_json = "{\"model\": ";
   for (int i = 0; i < 5000; ++i) deep_json += "[";
-  EXPECT_EQ(ParseSpecText(deep_json, &request).code(),
+  EXPECT_EQ(spec_text::Parse(deep_json, &request).code(),
             absl::StatusCode::kInvalidArgument);
 }
 

@@ -11,6 +11,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "simulator/spec.h"
 #include "simulator/types.h"
 
@@ -30,7 +31,7 @@ std::string ExampleYaml() {
 // Runs the whole validation path; returns the status code.
 absl::StatusCode Check(const std::string& text) {
   EvaluateRequest request;
-  absl::Status status = ParseSpecText(text, &request);
+  absl::Status status = spec_text::Parse(text, &request);
   if (!status.ok()) return status.code();
   absl::StatusOr<Problem> problem =
       ProblemFromProto(request.model(), request.cluster(), request.workload());
@@ -114,8 +115,8 @@ TEST(RobustnessTest, MutatedYamlNeverCrashes) {
 
 TEST(RobustnessTest, MutatedJsonNeverCrashes) {
   EvaluateRequest request;
-  ASSERT_TRUE(ParseSpecText(ExampleYaml(), &request).ok());
-  const std::string json = ToJson(request);
+  ASSERT_TRUE(spec_text::Parse(ExampleYaml(), &request).ok());
+  const std::string json = spec_text::ToJson(request);
   ASSERT_EQ(Check(json), absl::StatusCode::kOk);
   std::mt19937 rng(777);
   for (int i = 0; i < 1500; ++i) {
@@ -161,7 +162,7 @@ TEST(RobustnessTest, YamlAliasBombIsRejected) {
     yaml += "]\n";
   }
   EvaluateRequest request;
-  const absl::Status status = ParseSpecText(yaml, &request);
+  const absl::Status status = spec_text::Parse(yaml, &request);
   EXPECT_EQ(status.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(status.message()),
               ::testing::HasSubstr("200000 nodes"));
@@ -169,7 +170,7 @@ TEST(RobustnessTest, YamlAliasBombIsRejected) {
 
 TEST(RobustnessTest, ExtremePlansConvert) {
   EvaluateRequest request;
-  ASSERT_TRUE(ParseSpecText(ExampleYaml(), &request).ok());
+  ASSERT_TRUE(spec_text::Parse(ExampleYaml(), &request).ok());
   Problem problem =
       *ProblemFromProto(request.model(), request.cluster(), request.workload());
   problem.cluster.num_gpus = 65536;

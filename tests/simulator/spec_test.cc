@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/types.h"
@@ -165,8 +166,8 @@ plan:
 )";
   EvaluateRequest from_json;
   EvaluateRequest from_yaml;
-  ASSERT_TRUE(ParseSpecText(json, &from_json).ok());
-  ASSERT_TRUE(ParseSpecText(yaml, &from_yaml).ok());
+  ASSERT_TRUE(spec_text::Parse(json, &from_json).ok());
+  ASSERT_TRUE(spec_text::Parse(yaml, &from_yaml).ok());
   EXPECT_EQ(from_json.SerializeAsString(), from_yaml.SerializeAsString());
   EXPECT_EQ(from_yaml.cluster().num_gpus(), 8);
   EXPECT_EQ(from_yaml.workload().max_ttft_ms(), 500.5);
@@ -175,7 +176,7 @@ plan:
 TEST(SpecTextTest, YamlStringFieldsKeepNumberLookingText) {
   ModelSpec spec;
   ASSERT_TRUE(
-      ParseSpecText("name: 1.5\nfamily: 'true'\nhiddenSize: '64'\n", &spec)
+      spec_text::Parse("name: 1.5\nfamily: 'true'\nhiddenSize: '64'\n", &spec)
           .ok());
   EXPECT_EQ(spec.name(), "1.5");
   EXPECT_EQ(spec.family(), "true");
@@ -188,7 +189,7 @@ TEST(SpecTextTest, YamlHfConfigAsBlockScalar) {
       "model:\n"
       "  hfConfigJson: |\n"
       "    {\"model_type\": \"llama\", \"hidden_size\": 64}\n";
-  ASSERT_TRUE(ParseSpecText(yaml, &request).ok());
+  ASSERT_TRUE(spec_text::Parse(yaml, &request).ok());
   EXPECT_THAT(request.model().hf_config_json(),
               HasSubstr("\"model_type\": \"llama\""));
 }
@@ -197,18 +198,19 @@ TEST(SpecTextTest, ToJsonUsesCamelCase) {
   ModelSpec spec;
   spec.set_hidden_size(4096);
   spec.set_num_key_value_heads(8);
-  const std::string json = ToJson(spec, /*pretty=*/false);
+  const std::string json = spec_text::ToJson(spec, /*pretty=*/false);
   EXPECT_THAT(json, HasSubstr("\"hiddenSize\":4096"));
   EXPECT_THAT(json, HasSubstr("\"numKeyValueHeads\":8"));
   ModelSpec back;
-  ASSERT_TRUE(ParseSpecText(json, &back).ok());
+  ASSERT_TRUE(spec_text::Parse(json, &back).ok());
   EXPECT_EQ(back.SerializeAsString(), spec.SerializeAsString());
 }
 
 TEST(SpecTextTest, CatalogSpecsRoundTripThroughJson) {
   for (const ModelSpec& spec : CatalogModels()) {
     ModelSpec back;
-    ASSERT_TRUE(ParseSpecText(ToJson(spec), &back).ok()) << spec.name();
+    ASSERT_TRUE(spec_text::Parse(spec_text::ToJson(spec), &back).ok())
+        << spec.name();
     EXPECT_EQ(back.SerializeAsString(), spec.SerializeAsString())
         << spec.name();
   }
@@ -216,9 +218,9 @@ TEST(SpecTextTest, CatalogSpecsRoundTripThroughJson) {
 
 TEST(ProblemTest, ExampleRequestResolves) {
   EvaluateRequest request;
-  ASSERT_TRUE(ParseSpecText(ReadFile(std::string(SHARDPLAN_TEST_DATA_DIR) +
-                                     "/llama70b_16gpu.yaml"),
-                            &request)
+  ASSERT_TRUE(spec_text::Parse(ReadFile(std::string(SHARDPLAN_TEST_DATA_DIR) +
+                                        "/llama70b_16gpu.yaml"),
+                               &request)
                   .ok());
   absl::StatusOr<Problem> problem =
       ProblemFromProto(request.model(), request.cluster(), request.workload());
@@ -234,8 +236,8 @@ TEST(ProblemTest, ExampleRequestResolves) {
   ASSERT_EQ(problem->cluster.node_groups.size(), 1u);
   EXPECT_EQ(problem->cluster.node_groups[0].name, "rack-a");
   EXPECT_EQ(problem->workload.input_tokens, 2048);
-  EXPECT_DOUBLE_EQ(problem->workload.max_ttft_s, 2.0);
-  EXPECT_DOUBLE_EQ(problem->workload.max_tpot_s, 0.05);
+  EXPECT_DOUBLE_EQ(problem->workload.max_ttft_seconds, 2.0);
+  EXPECT_DOUBLE_EQ(problem->workload.max_tpot_seconds, 0.05);
   absl::StatusOr<PlanDims> plan = PlanDimsFromProto(request.plan());
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->dp, 2);
@@ -340,9 +342,9 @@ TEST(ProblemTest, InlineHardwareSpec) {
 
 Problem ExampleProblem() {
   EvaluateRequest request;
-  EXPECT_TRUE(ParseSpecText(ReadFile(std::string(SHARDPLAN_TEST_DATA_DIR) +
-                                     "/llama70b_16gpu.yaml"),
-                            &request)
+  EXPECT_TRUE(spec_text::Parse(ReadFile(std::string(SHARDPLAN_TEST_DATA_DIR) +
+                                        "/llama70b_16gpu.yaml"),
+                               &request)
                   .ok());
   return *ProblemFromProto(request.model(), request.cluster(),
                            request.workload());
@@ -439,10 +441,10 @@ TEST(PredictionProtoTest, CarriesEveryField) {
   e.feasible = true;
   e.output_tokens_per_s = 12000;
   e.output_tokens_per_s_per_gpu = 750;
-  e.ttft_s = 0.4;
-  e.tpot_s = 0.025;
-  e.prefill_s = 0.2;
-  e.decode_iteration_s = 0.025;
+  e.ttft_seconds = 0.4;
+  e.tpot_seconds = 0.025;
+  e.prefill_seconds = 0.2;
+  e.decode_iteration_seconds = 0.025;
   e.batch_size = 128;
   e.weights_bytes = 17.6e9;
   e.kv_cache_bytes = 20e9;
@@ -478,7 +480,7 @@ TEST(PredictionProtoTest, CarriesEveryField) {
   EXPECT_EQ(p.bottleneck(), "memory (mlp_up)");
   EXPECT_DOUBLE_EQ(p.prefill_seconds(), 0.2);
   EXPECT_DOUBLE_EQ(p.decode_iteration_seconds(), 0.025);
-  EXPECT_THAT(ToJson(p), HasSubstr("\"outputTokensPerS\""));
+  EXPECT_THAT(spec_text::ToJson(p), HasSubstr("\"outputTokensPerS\""));
 }
 
 TEST(PredictionProtoTest, InfeasibleCarriesReason) {
@@ -495,12 +497,12 @@ TEST(PredictionProtoTest, InfeasibleCarriesReason) {
 
 TEST(PredictionProtoTest, KvCacheQueueingIsReported) {
   // 64 requests per replica, `running` of them in the engine.
-  const auto predict = [](int running, double wait_s) {
+  const auto predict = [](int running, double wait_seconds) {
     Evaluation e;
     e.batch_size = 64;
     e.running_batch = running;
     e.queued_requests = 64 - running;
-    e.queue_wait_s = wait_s;
+    e.queue_wait_seconds = wait_seconds;
     return PredictionToProto(e, ExampleProblem());
   };
   const shardplan::v1::Prediction p = predict(40, 1.8);
@@ -511,8 +513,8 @@ TEST(PredictionProtoTest, KvCacheQueueingIsReported) {
   EXPECT_THAT(p.validation(),
               testing::Contains(HasSubstr(
                   "KV cache holds 40 of 64 requests per replica: 24 wait")));
-  EXPECT_THAT(ToJson(p), HasSubstr("\"queueWaitMs\""));
-  EXPECT_THAT(ToJson(p), HasSubstr("\"runningBatchSize\": 40"));
+  EXPECT_THAT(spec_text::ToJson(p), HasSubstr("\"queueWaitMs\""));
+  EXPECT_THAT(spec_text::ToJson(p), HasSubstr("\"runningBatchSize\": 40"));
 
   const shardplan::v1::Prediction fits = predict(64, 0);
   EXPECT_EQ(fits.running_batch_size(), 64);
@@ -613,8 +615,9 @@ TEST(PredictionRangeTest, SingleNodeHasRangesAndNoNotes) {
   EXPECT_EQ(p.calibration_profile(), "h100-vllm");
   ExpectBracketed(p);
   EXPECT_EQ(p.validation_size(), 0);
-  EXPECT_THAT(ToJson(p), HasSubstr("\"outputTokensPerSRange\""));
-  EXPECT_THAT(ToJson(p), HasSubstr("\"calibrationProfile\": \"h100-vllm\""));
+  EXPECT_THAT(spec_text::ToJson(p), HasSubstr("\"outputTokensPerSRange\""));
+  EXPECT_THAT(spec_text::ToJson(p),
+              HasSubstr("\"calibrationProfile\": \"h100-vllm\""));
 }
 
 TEST(PredictionRangeTest, PipelineAndMultiNodeSaySoAndWiden) {
