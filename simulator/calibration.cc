@@ -1672,6 +1672,7 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   const Calibration& e = own->calibration;
   c.kv_reserved_output_fraction = e.kv_reserved_output_fraction;
   c.preempts_on_kv_overflow = e.preempts_on_kv_overflow;
+  c.pipeline_request_overhead_seconds = e.pipeline_request_overhead_seconds;
   c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
   return c;

@@ -466,7 +466,8 @@ absl::StatusOr<std::vector<MeasuredRow>> UserFitRows(
     absl::string_view model, int fit_rows, const CalibrationProfile& start);
 
 // `c` with the behaviour of `engine`'s built-in profile (KV-cache admission,
-// preemption, the disaggregated overheads fitted on that engine's rows): what
+// preemption, the pipeline host term and the disaggregated overheads fitted on
+// that engine's rows): what
 // a measured run's engine does, not what a fit of efficiency parameters
 // learns. A profile fitted from user runs or read back from its proto form
 // (which holds only the fitted parameters) gets it here. `c` unchanged for an

@@ -306,6 +306,33 @@ TEST(CalibrationProfilesTest, DefaultIsANamedProfile) {
   }
 }
 
+// A profile read back from its proto form (which holds only the fitted
+// parameters) or fitted from another engine's start takes the engine's
+// behaviour from the engine its runs were measured on.
+TEST(CalibrationProfilesTest, EngineBehaviourComesFromTheRunsEngine) {
+  absl::StatusOr<CalibrationProfile> trtllm = FindCalibrationProfile("trtllm");
+  absl::StatusOr<CalibrationProfile> vllm = FindCalibrationProfile("vllm");
+  ASSERT_TRUE(trtllm.ok() && vllm.ok());
+  const Calibration stored = WithEngineBehaviour(
+      CalibrationFromProto(CalibrationToProto(trtllm->calibration)), "trtllm");
+  const Calibration& t = trtllm->calibration;
+  EXPECT_GT(t.pipeline_request_overhead_seconds, 0);
+  EXPECT_EQ(stored.pipeline_request_overhead_seconds,
+            t.pipeline_request_overhead_seconds);
+  EXPECT_EQ(stored.kv_reserved_output_fraction, t.kv_reserved_output_fraction);
+  EXPECT_EQ(stored.preempts_on_kv_overflow, t.preempts_on_kv_overflow);
+  EXPECT_EQ(stored.disagg_request_overhead_seconds,
+            t.disagg_request_overhead_seconds);
+  // TensorRT-LLM's parameters measured on vLLM runs: vLLM's behaviour.
+  const Calibration crossed = WithEngineBehaviour(t, "vllm");
+  const Calibration& v = vllm->calibration;
+  EXPECT_EQ(crossed.pipeline_request_overhead_seconds,
+            v.pipeline_request_overhead_seconds);
+  EXPECT_EQ(crossed.kv_reserved_output_fraction, v.kv_reserved_output_fraction);
+  EXPECT_EQ(crossed.preempts_on_kv_overflow, v.preempts_on_kv_overflow);
+  EXPECT_EQ(crossed.gemm_efficiency, t.gemm_efficiency);  // fitted: kept
+}
+
 // Published H100 maximum-throughput figures (TensorRT-LLM perf overview; URL in
 // PublicThroughputPoints), never fitted: the default profile predicts each
 // within 25%.
