@@ -131,8 +131,7 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     options.max_evaluations =
         std::max(1, request_.max_evaluations - DisaggregatedBudget());
     options.max_seconds = SearchesDisaggregatedSpace()
-                              ? request_.max_seconds * options.max_evaluations /
-                                    std::max(1, request_.max_evaluations)
+                              ? SecondsShare(options.max_evaluations)
                               : request_.max_seconds;
     options.seed = request_.seed;
     options.warm_start =
@@ -207,6 +206,11 @@ bool SearchJob::SearchesDisaggregatedSpace() const {
          request_.method != "megatron" && request_.method != "exhaustive";
 }
 
+double SearchJob::SecondsShare(int evaluations) const {
+  return request_.max_seconds * evaluations /
+         std::max(1, request_.max_evaluations);
+}
+
 int SearchJob::DisaggregatedBudget() const {
   if (request_.disaggregation == "off") return 0;
   if (SearchesDisaggregatedSpace()) {
@@ -260,9 +264,7 @@ SearchJob::DisaggregatedFound SearchJob::SearchDisaggregated(
   // The baseline counts as the search's first evaluation though it was made
   // before: one more, so that the search gets its share in full.
   options.max_evaluations = DisaggregatedBudget() + 1;
-  options.max_seconds =
-      std::max(0.1, request_.max_seconds * DisaggregatedBudget() /
-                        std::max(1, request_.max_evaluations));
+  options.max_seconds = std::max(0.1, SecondsShare(DisaggregatedBudget()));
   options.seed = request_.seed;
   // The same stored state as the aggregated search: the search skips plans of
   // the other kind, and the weights fit either space.

@@ -143,6 +143,9 @@ class SearchJob {
   // Evaluations of the request's budget the disaggregated search or sweep
   // gets.
   int DisaggregatedBudget() const;
+  // The request's seconds in proportion to `evaluations` of its budget: the
+  // aggregated and disaggregated searches each get the time of their share.
+  double SecondsShare(int evaluations) const;
 
   const SearchJobDeps deps_;
   const ValidatedPlanRequest& request_;
