@@ -852,6 +852,21 @@ struct Built {
   size_t decode_begin = 0;
 };
 
+// First rank of each pool of a disaggregated plan. The server's rule
+// (simulator/placement.h, DecodePoolFirst): the pool with the bigger instances
+// takes the lowest ranks, prefill on a tie; with node groups numbered bigger
+// nodes first (NodeGpusOf), its instances get the big nodes. The commands
+// must put each instance where the prediction placed it.
+struct PoolRanks {
+  int64_t prefill = 0, decode = 0;
+};
+PoolRanks PoolFirstRanks(const Built& built) {
+  if (built.decode_gpus > built.prefill_gpus) {
+    return {built.decode_gpus * built.decode_instances, 0};
+  }
+  return {0, built.prefill_gpus * built.prefill_instances};
+}
+
 Degrees DegreesOf(const Plan& plan) {
   return Degrees{Positive(plan.replicas()), Positive(plan.dp()),
                  Positive(plan.tp()), Positive(plan.pp()), Positive(plan.ep())};
@@ -1083,8 +1098,8 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
     return built;
   }
 
-  // --- Disaggregated (xPyD): the prefill instances on the first GPUs, the
-  // decode instances after them, a router in front.
+  // --- Disaggregated (xPyD): the pools on their GPUs (PoolFirstRanks), a
+  // router in front.
   built.disaggregated = true;
   if (!plan.has_prefill() || !plan.has_decode()) {
     script.warnings.push_back(
@@ -1109,9 +1124,9 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   built.decode_instances = decode.replicas();
   built.prefill_gpus = DegreesOf(prefill).replica_gpus();
   built.decode_gpus = DegreesOf(decode).replica_gpus();
-  const int64_t prefill_total = built.prefill_gpus * built.prefill_instances;
-  const int64_t plan_gpus =
-      prefill_total + built.decode_gpus * built.decode_instances;
+  const PoolRanks ranks = PoolFirstRanks(built);
+  const int64_t plan_gpus = built.prefill_gpus * built.prefill_instances +
+                            built.decode_gpus * built.decode_instances;
   Layout layout(context.gpus_per_node,
                 context.num_gpus > 0
                     ? std::max<int64_t>(context.num_gpus, plan_gpus)
@@ -1122,7 +1137,7 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   std::vector<Endpoint> heads[2];
   for (int i = 0; i < 2; ++i) {
     const bool is_prefill = i == 0;
-    layout.offset = is_prefill ? 0 : prefill_total;
+    layout.offset = is_prefill ? ranks.prefill : ranks.decode;
     EmitPool(engine, *ev, is_prefill ? prefill : decode, context, model_id,
              quantization, layout, pools[i]);
     heads[i] = MakeRole(engine, *ev, is_prefill, layout, pools[i].commands);

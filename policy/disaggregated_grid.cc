@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "policy/internal/pareto_archive.h"
+#include "simulator/placement.h"
 
 namespace shardplan::policy {
 namespace {
@@ -19,7 +20,9 @@ struct Layout {
 std::vector<Layout> InstanceLayouts(const simulator::Problem& problem,
                                     int gpus) {
   std::vector<Layout> out;
-  const int node = std::max(1, problem.cluster.gpus_per_node);
+  // tp inside a node: up to the biggest one (node groups of different sizes
+  // place the pool with the bigger instances on the biggest nodes).
+  const int node = simulator::LargestNodeGpus(problem.cluster);
   for (int tp = 1; tp <= std::min(gpus, node); tp *= 2) {
     if (gpus % tp != 0) continue;
     out.push_back({1, tp, gpus / tp, 1});  // tp within a node, pp across

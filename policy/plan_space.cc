@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "glog/logging.h"
 #include "simulator/disaggregated.h"
+#include "simulator/placement.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::policy {
@@ -255,7 +256,9 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
   const simulator::Problem& p = model.problem();
   const simulator::ModelDims& m = p.model;
   const int n = p.cluster.num_gpus;
-  const int node = std::max(1, p.cluster.gpus_per_node);
+  // Whole nodes by the real node sizes (node groups of different sizes: every
+  // sum of some of the nodes, e.g. 12 = 8 + 4 on 8- and 4-GPU nodes).
+  const std::vector<int> whole_nodes = simulator::WholeNodeSizes(p.cluster);
 
   // Instance sizes engines deploy (powers of two, whole nodes) that hold the
   // weights, and on each the layouts of one instance: as a decode instance
@@ -273,7 +276,10 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
   std::vector<std::vector<PrefillLayout>> prefill_layouts;
   for (int gpus = 1; gpus < n; ++gpus) {
     const bool power_of_two = (gpus & (gpus - 1)) == 0;
-    if (!power_of_two && gpus % node != 0) continue;
+    if (!power_of_two &&
+        !std::binary_search(whole_nodes.begin(), whole_nodes.end(), gpus)) {
+      continue;
+    }
     if (!HoldsWeights(p, gpus)) continue;
     std::vector<DecodeLayout> decode;
     std::vector<PrefillLayout> prefill;

@@ -709,8 +709,8 @@ Group ToGroup(const GroupShape& shape) {
 
 // `num_gpus`: the GPUs the plan is placed on (the cluster's, or one instance's
 // for a pool of a disaggregated plan, placed from a node boundary).
-// `replica_class`: the shapes of some of the replicas (ReplicaClasses), or
-// null for the worst of all.
+// `replica_class`: the shapes of some of the replicas (ReplicaClasses), or of
+// some pool instances (InstanceClasses), or null for the worst of all.
 PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
                     const PlanPlacement* replica_class = nullptr) {
   PlanCtx p;
@@ -740,7 +740,7 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   p.tp_expert = std::max(1, domain / std::max(1, p.ep));
   // Expert tp groups are consecutive domain members; an EP group takes one
   // rank of each, so it has 1/tp_expert of the domain's members in each node.
-  p.tp_expert_group = ToGroup(ContiguousBlockShape(p.tp_expert, *placed));
+  p.tp_expert_group = ToGroup(place.expert_tp);
   p.ep_group.n = p.ep;
   p.ep_group.per_node =
       place.domain.spans_nodes()
@@ -1842,19 +1842,21 @@ absl::Status PoolCosting::ValidateInstance(const CostModel& model,
 }
 
 Evaluation PoolCosting::DecodeInstance(const CostModel& model,
-                                       const PlanDims& instance, int batch) {
+                                       const PlanDims& instance, int batch,
+                                       const PlanPlacement* placement) {
   const CostConstants& k = *model.constants_;
   PlanState state;
-  PreparePlan(k, instance, instance.instance_gpus(), 1, &state);
+  PreparePlan(k, instance, instance.instance_gpus(), 1, &state, placement);
   return EvaluateState(k, state, batch, /*decode_only=*/true);
 }
 
-PrefillInstanceCost PoolCosting::PrefillInstance(const CostModel& model,
-                                                 const PlanDims& instance,
-                                                 int requests) {
+PrefillInstanceCost PoolCosting::PrefillInstance(
+    const CostModel& model, const PlanDims& instance, int requests,
+    const PlanPlacement* placement) {
   const CostConstants& k = *model.constants_;
   PlanState state;
-  PreparePlan(k, instance, instance.instance_gpus(), requests, &state);
+  PreparePlan(k, instance, instance.instance_gpus(), requests, &state,
+              placement);
   // Memory as a decode step of the same batch would hold it, the KV cache
   // scaled from ISL+OSL contexts to the ISL tokens a prefill leaves.
   const Evaluation e =

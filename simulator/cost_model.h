@@ -119,7 +119,12 @@ const std::vector<int>& BatchSizeCandidates();
 // quadratic term per request (it was charged over the whole pass).
 // 6: on engines that preempt (vLLM) the KV-overflow wait is split between
 // TTFT and TPOT.
-inline constexpr int kCostModelVersion = 6;
+// 7: disaggregated pools are placed and priced on the nodes they occupy (the
+// pool with the bigger instances first); the KV transfer rides NVLink for
+// the instance pairs inside one node. Uniform clusters change only where a
+// prefill and a decode instance share a node or an instance is not aligned
+// to the nodes.
+inline constexpr int kCostModelVersion = 7;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -8,11 +8,14 @@
 #include <cmath>
 #include <limits>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "simulator/internal/pool_costing.h"
+#include "simulator/placement.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::simulator {
@@ -37,35 +40,118 @@ absl::Status AtPool(absl::Status status, absl::string_view prefix) {
   return absl::Status(status.code(), message);
 }
 
+// Where the pools' instances sit (simulator/placement.h: the pool with the
+// bigger instances first, each pool a contiguous block) and what that costs
+// per instance, computed once per evaluation.
+struct Pools {
+  // Prefill: the slowest placement class's instance (TTFT, memory) and the
+  // whole pool's rate, requests/s.
+  PrefillInstanceCost pre;
+  double prefill_capacity = 0;
+  // Decode instances by placement class; empty: all placed alike, as one
+  // instance from a node boundary (uniform nodes, instances aligned to them:
+  // no heap in the common case).
+  std::vector<ReplicaClass> decode_classes;
+  // Share of (prefill, decode) instance pairs inside one node.
+  double pairs_inside_node = 0;
+};
+
+// Whether `count` instances of `size` GPUs from global rank `first` are each
+// placed as one instance from a node boundary on uniform nodes would be (the
+// shapes PoolCosting gives without a placement).
+bool AlignedOnUniformNodes(const ClusterDims& cluster, int64_t first,
+                           int64_t size) {
+  if (ReplicasMayDiffer(cluster)) return false;
+  const int64_t g = std::max(1, cluster.gpus_per_node);
+  if (size % g == 0) return first % g == 0;
+  return g % size == 0 && first % size == 0;
+}
+
+Pools PlacePools(const CostModel& model, const PlanDims& plan,
+                 const PlanDims& decode) {
+  const Problem& problem = model.problem();
+  const ClusterDims& cluster = problem.cluster;
+  const bool moe = problem.model.is_moe();
+  Pools pools;
+  const PlanDims prefill = PrefillInstancePlan(plan);
+  const int prefill_batch = std::max(1, plan.prefill.batch_size);
+  // A pass holds `prefill_batch` requests on each of the instance's dp
+  // attention ranks (dense: copies), as PreparePlan costs it.
+  const double per_pass = std::max(1, plan.prefill.dp) * prefill_batch;
+  const int64_t prefill_first = PrefillPoolFirstRank(plan);
+  if (AlignedOnUniformNodes(cluster, prefill_first, plan.prefill.gpus())) {
+    pools.pre = PoolCosting::PrefillInstance(model, prefill, prefill_batch);
+    pools.prefill_capacity =
+        pools.pre.max_stage_seconds > 0
+            ? plan.prefill_instances * (per_pass / pools.pre.max_stage_seconds)
+            : 0;
+  } else {
+    const std::vector<ReplicaClass> classes = InstanceClasses(
+        prefill, plan.prefill_instances, prefill_first, cluster, moe);
+    for (size_t i = 0; i < classes.size(); ++i) {
+      const PrefillInstanceCost c = PoolCosting::PrefillInstance(
+          model, prefill, prefill_batch, &classes[i].placement);
+      if (i == 0 || c.chain_seconds > pools.pre.chain_seconds) pools.pre = c;
+      if (c.max_stage_seconds > 0) {
+        pools.prefill_capacity +=
+            classes[i].count * per_pass / c.max_stage_seconds;
+      }
+    }
+  }
+  const int64_t decode_first = DecodePoolFirstRank(plan);
+  if (!AlignedOnUniformNodes(cluster, decode_first, decode.instance_gpus())) {
+    pools.decode_classes = InstanceClasses(decode, plan.decode_instances,
+                                           decode_first, cluster, moe);
+  }
+  pools.pairs_inside_node = PoolPairsInsideOneNode(plan, cluster);
+  return pools;
+}
+
 // The plan at decode batch `batch` (per attention rank of a decode instance).
 Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
-                           const PlanDims& decode,
-                           const PrefillInstanceCost& pre, int batch,
-                           bool check_slos = true) {
+                           const PlanDims& decode, const Pools& pools,
+                           int batch, bool check_slos = true) {
   const Problem& problem = model.problem();
   const double isl = problem.workload.input_tokens;
   const double osl = std::max(1, problem.workload.output_tokens);
-  const Evaluation d = PoolCosting::DecodeInstance(model, decode, batch);
+  const PrefillInstanceCost& pre = pools.pre;
+
+  // Decode pool: each placement class at its own iteration time; the
+  // prediction shows the slowest class (its TPOT). DecodeInstance zeroes the
+  // rate of an instance that does not fit; the rate from the iteration keeps
+  // the report meaningful (the plan is infeasible anyway). dp attention
+  // ranks (dense: copies) of B requests.
+  auto tokens_per_s = [&](const Evaluation& d) {
+    return d.decode_iteration_seconds > 0
+               ? decode.dp * batch / d.decode_iteration_seconds
+               : 0;
+  };
+  Evaluation d;
+  double decode_tokens_per_s = 0;  // the whole pool's
+  if (pools.decode_classes.empty()) {
+    d = PoolCosting::DecodeInstance(model, decode, batch);
+    decode_tokens_per_s = plan.decode_instances * tokens_per_s(d);
+  } else {
+    for (size_t i = 0; i < pools.decode_classes.size(); ++i) {
+      const ReplicaClass& c = pools.decode_classes[i];
+      Evaluation di =
+          PoolCosting::DecodeInstance(model, decode, batch, &c.placement);
+      decode_tokens_per_s += c.count * tokens_per_s(di);
+      if (i == 0 || (d.feasible && !di.feasible) ||
+          (d.feasible == di.feasible &&
+           di.decode_iteration_seconds > d.decode_iteration_seconds)) {
+        d = std::move(di);
+      }
+    }
+  }
   Evaluation e = d;
   e.disaggregated = true;
 
   // Pools' rates, requests per second.
-  // DecodeInstance zeroes the rate of an instance that does not fit; the
-  // rate from the iteration keeps the report meaningful (the plan is
-  // infeasible anyway). dp attention ranks (dense: copies) of B requests.
-  const double decode_tokens_per_s =
-      d.decode_iteration_seconds > 0
-          ? decode.dp * batch / d.decode_iteration_seconds
-          : 0;
-  const double decode_rate = plan.decode_instances * decode_tokens_per_s / osl;
-  // A prefill pass holds `batch` requests on each of the instance's dp
-  // attention ranks (dense: copies), as PreparePlan costs it.
-  const int prefill_batch = std::max(1, plan.prefill.batch_size);
+  const double decode_rate = decode_tokens_per_s / osl;
+  const double prefill_capacity = pools.prefill_capacity;
   const double instance_rate =
-      pre.max_stage_seconds > 0
-          ? std::max(1, plan.prefill.dp) * prefill_batch / pre.max_stage_seconds
-          : 0;
-  const double prefill_capacity = plan.prefill_instances * instance_rate;
+      prefill_capacity / std::max(1, plan.prefill_instances);
   const double offered = std::min(decode_rate, prefill_capacity);
   e.prefill_requests_per_s = prefill_capacity;
   e.decode_requests_per_s = decode_rate;
@@ -79,21 +165,31 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
   e.prefill_queue_seconds =
       instance_rate > 0 ? rho / (2 * instance_rate * (1 - rho)) : 0;
 
-  // KV-cache transfer of one prefill pass, layer by layer behind the compute.
+  // KV-cache transfer of one prefill pass, layer by layer behind the
+  // compute: over NVLink for the pairs of instances inside one node, over
+  // InfiniBand for the rest, the mean over the pairs a router spreads the
+  // requests on.
   const ClusterDims& cluster = problem.cluster;
-  const bool inter_node = cluster.num_gpus > cluster.gpus_per_node;
+  const int prefill_batch = std::max(1, plan.prefill.batch_size);
   const double bytes =
       prefill_batch * isl * PoolCosting::KvBytesPerToken(model);
   const int streams =
       std::max(1, std::min(plan.prefill.gpus(), decode.instance_gpus()));
-  const double transfer_seconds =
-      bytes / (streams * PoolCosting::LinkBytesPerS(model, inter_node)) +
-      PoolCosting::LinkLatencyS(model, inter_node);
   const double layers = std::max(1, problem.model.layers);
+  auto exposed_seconds = [&](bool inter_node) {
+    const double transfer_seconds =
+        bytes / (streams * PoolCosting::LinkBytesPerS(model, inter_node)) +
+        PoolCosting::LinkLatencyS(model, inter_node);
+    return std::max(transfer_seconds / layers,
+                    transfer_seconds - pre.chain_seconds);
+  };
+  const double inside = pools.pairs_inside_node;
   e.kv_transfer_bytes = bytes / prefill_batch;
-  e.kv_transfer_inter_node = inter_node;
+  e.kv_transfer_inter_node = inside < 1;
+  e.kv_transfer_nvlink_share = inside;
   e.kv_transfer_seconds =
-      std::max(transfer_seconds / layers, transfer_seconds - pre.chain_seconds);
+      (inside > 0 ? inside * exposed_seconds(false) : 0) +
+      (inside < 1 ? (1 - inside) * exposed_seconds(true) : 0);
 
   e.prefill_seconds = pre.chain_seconds;
   e.prefill_batch_size = prefill_batch;
@@ -149,8 +245,8 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
 // (Calibration::disagg_prefill_queue_fraction), whichever is longer, capped
 // at everyone else ahead, (clients - 1) / mu.
 Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
-                              const PlanDims& decode,
-                              const PrefillInstanceCost& pre, int clients) {
+                              const PlanDims& decode, const Pools& pools,
+                              int clients) {
   const Problem& problem = model.problem();
   const double osl = std::max(1, problem.workload.output_tokens);
   const double decode_steps = std::max(0.0, osl - 1);
@@ -161,7 +257,8 @@ Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
   for (int it = 0; it < kClosedLoopIterations; ++it) {
     const int batch = std::clamp(static_cast<int>(std::ceil(in_decode / ranks)),
                                  1, kMaxBatchSize);
-    e = EvaluateAtBatch(model, plan, decode, pre, batch, /*check_slos=*/false);
+    e = EvaluateAtBatch(model, plan, decode, pools, batch,
+                        /*check_slos=*/false);
     const double mu = e.prefill_requests_per_s;
     if (!(mu > 0)) break;
     const double mu_instance = mu / std::max(1, plan.prefill_instances);
@@ -300,16 +397,15 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
     return e;
   }
   const PlanDims decode = DecodeInstancePlan(plan);
-  const PrefillInstanceCost pre = PoolCosting::PrefillInstance(
-      model, PrefillInstancePlan(plan), std::max(1, plan.prefill.batch_size));
+  const Pools pools = PlacePools(model, plan, decode);
   if (plan.batch_size > 0) {
-    return EvaluateAtBatch(model, plan, decode, pre, plan.batch_size);
+    return EvaluateAtBatch(model, plan, decode, pools, plan.batch_size);
   }
   const int concurrency = model.problem().workload.concurrency;
   if (concurrency > 0) {
     // Workload.concurrency is per replica; a decode instance is one.
     return EvaluateClosedLoop(
-        model, plan, decode, pre,
+        model, plan, decode, pools,
         std::min(kMaxBatchSize, concurrency) * plan.decode_instances);
   }
   // Memory and TPOT only get worse with the batch: stop at the first batch
@@ -318,7 +414,7 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
   Evaluation best, first;
   bool have_best = false;
   for (int b : BatchSizeCandidates()) {
-    const Evaluation e = EvaluateAtBatch(model, plan, decode, pre, b);
+    const Evaluation e = EvaluateAtBatch(model, plan, decode, pools, b);
     if (b == 1) first = e;
     if (!e.feasible) {
       if (e.reason == InfeasibleReason::kTtftSlo) continue;

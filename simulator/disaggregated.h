@@ -14,11 +14,13 @@
 //    sustains, at most the prefill pool's capacity), split evenly over the x
 //    instances: each is an M/D/1 queue, mean wait (Pollaczek-Khinchine)
 //    rho / (2 mu (1 - rho)), rho capped at kMaxPrefillUtilization.
-//  - KV transfer: ISL x KV bytes per token per request, over NVLink when
-//    the whole plan sits in one node, else InfiniBand, one stream per GPU of
-//    the smaller instance. Sent layer by layer while the prefill computes
-//    (NIXL / Mooncake transfer engines), so only what the prefill cannot
-//    hide is exposed: max(one layer's share, transfer - prefill).
+//  - KV transfer: ISL x KV bytes per token per request, one stream per GPU
+//    of the smaller instance, over NVLink for the (prefill, decode) instance
+//    pairs that lie inside one node and InfiniBand for the others, averaged
+//    over the pairs (routers pair any prefill with any decode instance).
+//    Sent layer by layer while the prefill computes (NIXL / Mooncake
+//    transfer engines), so only what the prefill cannot hide is exposed:
+//    max(one layer's share, transfer - prefill).
 //  - TTFT = prefill wait + prefill + exposed transfer + the calibrated
 //    per-request overhead (Calibration::disagg_request_overhead_seconds);
 //    throughput = the offered load x OSL; per GPU over every GPU of both
@@ -30,9 +32,12 @@
 //    fixed-point iteration; the prefill wait is the M/D/1 wait at that rate
 //    or the lockstep-burst wait (Calibration::disagg_prefill_queue_fraction),
 //    whichever is longer.
-// Placement: prefill instances take the lowest ranks, decode instances the
-// rest, so the pools share no node whenever the prefill pool fills whole
-// nodes.
+// Placement (simulator/placement.h, DecodePoolFirst): the pool with the
+// bigger instances takes the lowest ranks (ties: prefill), so on node groups
+// of different sizes (bigger nodes first) its instances get the big nodes;
+// every instance is costed on the nodes it really occupies (instances placed
+// differently are costed class by class: the pools' rates add up, TTFT and
+// TPOT are the slowest class's).
 #ifndef SHARDPLAN_SIMULATOR_DISAGGREGATED_H_
 #define SHARDPLAN_SIMULATOR_DISAGGREGATED_H_
 
@@ -68,7 +73,7 @@ absl::Status ValidateDisaggregatedPlan(const CostModel& model,
 // Predicts a disaggregated plan that passed ValidateDisaggregatedPlan (else
 // infeasible). Decode batch 0: closed-loop clients when the workload has a
 // concurrency, else the best decode batch under memory and the SLOs.
-// Allocation-free.
+// Allocation-free on uniform nodes when every instance is aligned to them.
 Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan);
 
 }  // namespace shardplan::simulator

@@ -74,11 +74,7 @@ PlanDims MegatronPlan(const CostModel& model) {
   }();
   // Tensor parallelism within a node: up to the biggest node when node
   // groups differ in size, as long as every tp group is placed inside one.
-  const int biggest_node =
-      c.node_gpus.empty()
-          ? c.gpus_per_node
-          : *std::max_element(c.node_gpus.begin(), c.node_gpus.end());
-  int tp = LargestDivisor(heads_gcd, std::max(1, biggest_node), n);
+  int tp = LargestDivisor(heads_gcd, LargestNodeGpus(c), n);
   PlanDims best;
   for (; tp >= 1; tp = tp > 1 ? tp / 2 : 0) {
     if (n % tp != 0) continue;

@@ -136,6 +136,8 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
   p.stage_size = p.dp * tp;
   p.tp = ContiguousBlockShape(tp, cluster);
   p.domain = ContiguousBlockShape(p.stage_size, cluster);
+  p.expert_tp = ContiguousBlockShape(
+      std::max(1, p.stage_size / std::max(1, moe ? plan.ep : 1)), cluster);
   p.replica = ContiguousBlockShape(p.stage_size * pp, cluster);
   // Stage s sends to stage s + 1, rank i to rank i + stage_size. Some
   // boundary crosses nodes exactly when the replica spans nodes (a node edge
@@ -179,32 +181,48 @@ bool ReplicasMayDiffer(const ClusterDims& cluster) {
          cluster.num_gpus % std::max(1, cluster.gpus_per_node) != 0;
 }
 
-std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
-                                         const ClusterDims& cluster, bool moe) {
-  const PlanPlacement all = PlacePlan(plan, cluster, moe);
-  const int pp = std::max(1, plan.pp);
-  const int tp = std::max(1, plan.tp);
+namespace {
+
+// `blocks` consecutive blocks from `first_rank`, each `copies` replicas of
+// `all`'s shapes (pp stages of all.stage_size ranks), grouped by the worst
+// shapes inside each block; worst class first.
+std::vector<ReplicaClass> ClassesOfBlocks(const PlanPlacement& all, int pp,
+                                          int tp, int expert_tp,
+                                          const ClusterDims& cluster,
+                                          int64_t first_rank, int blocks,
+                                          int copies) {
   const std::vector<int64_t> starts = NodeStarts(cluster);
   const int64_t replica_size = static_cast<int64_t>(all.stage_size) * pp;
+  const int64_t block_size = replica_size * copies;
   std::vector<ReplicaClass> out;
-  for (int r = 0; r < all.replicas; ++r) {
-    const int64_t first = r * replica_size;
+  for (int r = 0; r < blocks; ++r) {
+    const int64_t first = first_rank + r * block_size;
     PlanPlacement p = all;
-    p.tp = WorstBlockOn(starts, first, tp, static_cast<int>(replica_size / tp));
-    p.domain = WorstBlockOn(starts, first, all.stage_size, pp);
-    p.replica = BlockOn(starts, first, static_cast<int>(replica_size));
+    p.tp = WorstBlockOn(starts, first, tp, static_cast<int>(block_size / tp));
+    p.expert_tp = WorstBlockOn(starts, first, expert_tp,
+                               static_cast<int>(block_size / expert_tp));
+    p.domain = WorstBlockOn(starts, first, all.stage_size, pp * copies);
+    p.replica =
+        WorstBlockOn(starts, first, static_cast<int>(replica_size), copies);
     p.p2p_inter_node = pp > 1 && p.replica.spans_nodes();
     p.p2p_inter_node_boundaries = 0;
-    for (int s = 0; p.p2p_inter_node && s + 1 < pp; ++s) {
-      p.p2p_inter_node_boundaries +=
-          BlockOn(starts, first + int64_t{s} * all.stage_size,
-                  2 * all.stage_size)
-                  .spans_nodes()
-              ? 1
-              : 0;
+    for (int c = 0; p.p2p_inter_node && c < copies; ++c) {
+      int crossings = 0;
+      for (int s = 0; s + 1 < pp; ++s) {
+        crossings +=
+            BlockOn(starts,
+                    first + c * replica_size + int64_t{s} * all.stage_size,
+                    2 * all.stage_size)
+                    .spans_nodes()
+                ? 1
+                : 0;
+      }
+      p.p2p_inter_node_boundaries =
+          std::max(p.p2p_inter_node_boundaries, crossings);
     }
     auto same = [&p](const ReplicaClass& c) {
       return SameShape(c.placement.tp, p.tp) &&
+             SameShape(c.placement.expert_tp, p.expert_tp) &&
              SameShape(c.placement.domain, p.domain) &&
              SameShape(c.placement.replica, p.replica) &&
              c.placement.p2p_inter_node_boundaries ==
@@ -229,6 +247,108 @@ std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
                                -y.domain.nodes, -y.p2p_inter_node_boundaries);
       });
   return out;
+}
+
+int ExpertTp(const PlanPlacement& placement, const PlanDims& plan, bool moe) {
+  return std::max(1, placement.stage_size / std::max(1, moe ? plan.ep : 1));
+}
+
+// Global ranks [first, first + size) all in one node: that node, else -1.
+int64_t NodeHolding(const ClusterDims& cluster, int64_t first, int64_t size) {
+  const int64_t node = NodeOfRank(cluster, first);
+  return NodeOfRank(cluster, first + size - 1) == node ? node : -1;
+}
+
+}  // namespace
+
+std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
+                                         const ClusterDims& cluster, bool moe) {
+  const PlanPlacement all = PlacePlan(plan, cluster, moe);
+  return ClassesOfBlocks(all, std::max(1, plan.pp), std::max(1, plan.tp),
+                         ExpertTp(all, plan, moe), cluster, 0, all.replicas, 1);
+}
+
+bool DecodePoolFirst(const PlanDims& plan) {
+  return plan.instance_gpus() > plan.prefill.gpus();
+}
+
+int64_t PrefillPoolFirstRank(const PlanDims& plan) {
+  return DecodePoolFirst(plan)
+             ? int64_t{plan.decode_instances} * plan.instance_gpus()
+             : 0;
+}
+
+int64_t DecodePoolFirstRank(const PlanDims& plan) {
+  return DecodePoolFirst(plan)
+             ? 0
+             : int64_t{plan.prefill_instances} * plan.prefill.gpus();
+}
+
+std::vector<ReplicaClass> InstanceClasses(const PlanDims& instance, int count,
+                                          int64_t first_rank,
+                                          const ClusterDims& cluster,
+                                          bool moe) {
+  PlanPlacement one = PlacePlan(instance, cluster, moe);
+  return ClassesOfBlocks(one, std::max(1, instance.pp),
+                         std::max(1, instance.tp), ExpertTp(one, instance, moe),
+                         cluster, first_rank, std::max(1, count), one.replicas);
+}
+
+double PoolPairsInsideOneNode(const PlanDims& plan,
+                              const ClusterDims& cluster) {
+  const int64_t x = std::max(1, plan.prefill_instances);
+  const int64_t y = std::max(1, plan.decode_instances);
+  const int64_t prefill_size = std::max(1, plan.prefill.gpus());
+  const int64_t decode_size = std::max(1, plan.instance_gpus());
+  // The pools are two contiguous blocks, so only the node holding the last
+  // rank of the first pool and the first rank of the second can hold
+  // instances of both; count the instances of each lying wholly in it.
+  const bool decode_first = DecodePoolFirst(plan);
+  const int64_t first_size = decode_first ? decode_size : prefill_size;
+  const int64_t first_count = decode_first ? y : x;
+  const int64_t second_size = decode_first ? prefill_size : decode_size;
+  const int64_t second_count = decode_first ? x : y;
+  const int64_t boundary = first_size * first_count;
+  const int64_t node = NodeOfRank(cluster, boundary);
+  if (NodeOfRank(cluster, boundary - 1) != node) return 0;
+  int64_t a = 0, b = 0;
+  for (int64_t i = first_count - 1;
+       i >= 0 && NodeHolding(cluster, i * first_size, first_size) == node;
+       --i) {
+    ++a;
+  }
+  for (int64_t i = 0;
+       i < second_count &&
+       NodeHolding(cluster, boundary + i * second_size, second_size) == node;
+       ++i) {
+    ++b;
+  }
+  return static_cast<double>(a * b) / static_cast<double>(x * y);
+}
+
+std::vector<int> WholeNodeSizes(const ClusterDims& cluster) {
+  const std::vector<int64_t> starts = NodeStarts(cluster);
+  const int n = std::max(0, cluster.num_gpus);
+  // Subset sums of the node sizes (bounded by num_gpus).
+  std::vector<char> reachable(n + 1, 0);
+  reachable[0] = 1;
+  for (size_t j = 0; j + 1 < starts.size(); ++j) {
+    const int g = static_cast<int>(starts[j + 1] - starts[j]);
+    for (int s = n - g; s >= 0; --s) {
+      if (reachable[s]) reachable[s + g] = 1;
+    }
+  }
+  std::vector<int> out;
+  for (int s = 1; s <= n; ++s) {
+    if (reachable[s]) out.push_back(s);
+  }
+  return out;
+}
+
+int LargestNodeGpus(const ClusterDims& cluster) {
+  if (cluster.node_gpus.empty()) return std::max(1, cluster.gpus_per_node);
+  return std::max(
+      1, *std::max_element(cluster.node_gpus.begin(), cluster.node_gpus.end()));
 }
 
 int64_t StageFirstRank(const PlanPlacement& placement, int pp, int replica,

@@ -43,7 +43,10 @@ struct PlanPlacement {
   int stage_size = 1;  // GPUs per stage of a replica: dp * tp
   GroupShape tp;       // a tensor-parallel group
   GroupShape domain;   // a stage of a replica (MoE: the expert domain)
-  GroupShape replica;  // all GPUs of one replica
+  // An expert's tensor-parallel group: stage_size / ep consecutive ranks of a
+  // domain (MoE; dense: the stage).
+  GroupShape expert_tp;
+  GroupShape replica;           // all GPUs of one replica
   bool p2p_inter_node = false;  // some stage boundary crosses nodes
   // Stage boundaries of the worst replica whose sends cross nodes (the others
   // stay inside a node: both stages lie in it).
@@ -84,6 +87,43 @@ bool ReplicasMayDiffer(const ClusterDims& cluster);
 // ReplicasMayDiffer.
 std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
                                          const ClusterDims& cluster, bool moe);
+
+// Disaggregated plans (simulator/disaggregated.h): the pool whose instances
+// have more GPUs takes the lowest ranks, so, with node groups placed bigger
+// nodes first, the instances that need a big node get one, and the small
+// instances of the other pool fill the small nodes, where they fit as well
+// (8, 8, 4, 4 GPUs: two tp-8 decode instances and two tp-4 prefill instances
+// all stay inside a node; prefill first would split a decode instance over
+// the two 4-GPU nodes). Ties: prefill first. Each pool is a contiguous block,
+// its instances contiguous blocks inside it. client/emit.cc lays the commands
+// out by the same rule.
+bool DecodePoolFirst(const PlanDims& plan);
+// First global rank of each pool of a disaggregated plan.
+int64_t PrefillPoolFirstRank(const PlanDims& plan);
+int64_t DecodePoolFirstRank(const PlanDims& plan);
+
+// The `count` instances of `instance` (an aggregated plan with replicas 1,
+// e.g. a pool instance of a disaggregated plan) laid out one after another
+// from global rank `first_rank` of `cluster`, grouped by their own shapes
+// (worst class first, as ReplicaClasses). Each class's placement describes
+// one instance (its `replicas`: 1, or a dense instance's dp copies).
+std::vector<ReplicaClass> InstanceClasses(const PlanDims& instance, int count,
+                                          int64_t first_rank,
+                                          const ClusterDims& cluster, bool moe);
+
+// Of the pairs (prefill instance, decode instance) of a disaggregated plan,
+// the fraction whose two instances lie inside one common node (their KV
+// transfer rides NVLink; every other pair's crosses nodes over InfiniBand).
+// Routers pair any prefill with any decode instance, so this is the share of
+// requests whose transfer stays inside a node.
+double PoolPairsInsideOneNode(const PlanDims& plan, const ClusterDims& cluster);
+
+// Instance sizes made of whole nodes of `cluster` (every sum of some of its
+// nodes, the partial last node included), ascending, up to num_gpus.
+std::vector<int> WholeNodeSizes(const ClusterDims& cluster);
+
+// GPUs of the cluster's biggest node.
+int LargestNodeGpus(const ClusterDims& cluster);
 
 // First global rank of stage `stage` of replica `replica` (and its size) in the
 // rank order above, for listing which nodes host what.

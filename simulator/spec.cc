@@ -876,21 +876,11 @@ Plan LayoutToProto(const PlanDims& plan) {
   return out;
 }
 
-}  // namespace
-
-Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
-  if (plan.disaggregated) {
-    // Each pool's sub-plan is one instance, its replicas the instance count.
-    Plan out;
-    *out.mutable_prefill() = LayoutToProto(PrefillInstancePlan(plan));
-    out.mutable_prefill()->set_replicas(plan.prefill_instances);
-    *out.mutable_decode() = LayoutToProto(DecodeInstancePlan(plan));
-    out.mutable_decode()->set_replicas(plan.decode_instances);
-    out.set_prefill_instances(plan.prefill_instances);
-    out.set_decode_instances(plan.decode_instances);
-    return out;
-  }
-  Plan out = LayoutToProto(plan);
+// Lists which nodes hold each stage of each replica of `plan` (aggregated
+// fields), its first replica at global rank `pool_first_rank` (a pool of a
+// disaggregated plan starts where simulator/placement.h puts it).
+void AddPlacement(const PlanDims& plan, const Problem& problem,
+                  int64_t pool_first_rank, Plan* out) {
   const int pp = std::max(1, plan.pp);
 
   // Placement (simulator/placement.h): which node holds which rank.
@@ -915,13 +905,14 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
        ++r) {
     int first_layer = 0;
     for (int s = 0; s < pp && entries < kMaxPlacementEntries; ++s, ++entries) {
-      shardplan::v1::StagePlacement* p = out.add_placement();
+      shardplan::v1::StagePlacement* p = out->add_placement();
       p->set_replica(r);
       p->set_stage(s);
       p->set_first_layer(first_layer);
       p->set_num_layers(stage_layers[s]);
       first_layer += stage_layers[s];
-      const int64_t first_rank = StageFirstRank(placement, pp, r, s);
+      const int64_t first_rank =
+          pool_first_rank + StageFirstRank(placement, pp, r, s);
       const int64_t last_rank = first_rank + placement.stage_size - 1;
       const int64_t first_node = NodeOfRank(problem.cluster, first_rank);
       const int64_t last_node = NodeOfRank(problem.cluster, last_rank);
@@ -948,6 +939,33 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
                                        last_node > first_node);
     }
   }
+}
+
+}  // namespace
+
+Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
+  if (plan.disaggregated) {
+    // Each pool's sub-plan is one instance, its replicas the instance count;
+    // its placement lists the nodes of every instance of the pool.
+    Plan out;
+    *out.mutable_prefill() = LayoutToProto(PrefillInstancePlan(plan));
+    out.mutable_prefill()->set_replicas(plan.prefill_instances);
+    *out.mutable_decode() = LayoutToProto(DecodeInstancePlan(plan));
+    out.mutable_decode()->set_replicas(plan.decode_instances);
+    out.set_prefill_instances(plan.prefill_instances);
+    out.set_decode_instances(plan.decode_instances);
+    PlanDims prefill = PrefillInstancePlan(plan);
+    prefill.replicas = std::max(1, plan.prefill_instances);
+    AddPlacement(prefill, problem, PrefillPoolFirstRank(plan),
+                 out.mutable_prefill());
+    PlanDims decode = DecodeInstancePlan(plan);
+    decode.replicas = std::max(1, plan.decode_instances);
+    AddPlacement(decode, problem, DecodePoolFirstRank(plan),
+                 out.mutable_decode());
+    return out;
+  }
+  Plan out = LayoutToProto(plan);
+  AddPlacement(plan, problem, 0, &out);
   return out;
 }
 
@@ -991,7 +1009,12 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
   out->set_kv_transfer_link(e.kv_transfer_inter_node ? "infiniband" : "nvlink");
   out->set_prefill_queue_ms(e.prefill_queue_seconds * 1e3);
   out->set_prefill_utilization(e.prefill_utilization);
-  if (e.kv_transfer_inter_node) {
+  if (e.kv_transfer_inter_node && e.kv_transfer_nvlink_share > 0) {
+    out->add_cross_node(absl::StrFormat(
+        "KV cache transfer: %.0f%% of the prefill-decode instance pairs on "
+        "separate nodes (InfiniBand), the rest inside a node (NVLink)",
+        100 * (1 - e.kv_transfer_nvlink_share)));
+  } else if (e.kv_transfer_inter_node) {
     out->add_cross_node(
         "KV cache transfer: prefill and decode pools on separate nodes "
         "(InfiniBand)");

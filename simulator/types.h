@@ -209,7 +209,7 @@ struct PrefillLayout {
 // stage_layers describe one decode instance), with the KV cache of each
 // request moving from a prefill instance to a decode instance.
 // prefill_instances * prefill.gpus() + decode_instances * dp * tp * pp =
-// num_gpus; prefill instances take the lowest ranks (see
+// num_gpus; the pool with the bigger instances takes the lowest ranks (see
 // simulator/disaggregated.h).
 struct PlanDims {
   // Independent model instances (see simulator/placement.h); each has pp
@@ -325,8 +325,10 @@ struct Evaluation {
   double prefill_queue_seconds = 0;     // mean wait for a prefill instance
   double kv_transfer_seconds = 0;       // exposed KV-cache transfer per request
   double kv_transfer_bytes = 0;         // KV cache bytes per request moved
-  bool kv_transfer_inter_node = false;  // over InfiniBand (else NVLink)
-  double prefill_utilization = 0;       // offered load / prefill pool capacity
+  bool kv_transfer_inter_node = false;  // some over InfiniBand (else NVLink)
+  // Share of (prefill, decode) instance pairs inside one node (NVLink).
+  double kv_transfer_nvlink_share = 0;
+  double prefill_utilization = 0;  // offered load / prefill pool capacity
   // Requests per second each pool sustains (the plan runs at the minimum).
   double prefill_requests_per_s = 0;
   double decode_requests_per_s = 0;

@@ -6,6 +6,7 @@
 
 #include "absl/status/status.h"
 #include "simulator/cost_model.h"
+#include "simulator/placement.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator::internal {
@@ -33,12 +34,15 @@ class PoolCosting {
                                        const PlanDims& instance);
   // `instance`: one decode instance (aggregated fields, replicas 1) decoding
   // `batch` requests per attention rank; no prefill interleaves, no SLO is
-  // checked (feasible = fits memory).
+  // checked (feasible = fits memory). `placement`: the instance's shapes on
+  // the cluster (InstanceClasses); null: placed from a node boundary on
+  // uniform nodes of cluster.gpus_per_node.
   static Evaluation DecodeInstance(const CostModel& model,
-                                   const PlanDims& instance, int batch);
-  static PrefillInstanceCost PrefillInstance(const CostModel& model,
-                                             const PlanDims& instance,
-                                             int requests);
+                                   const PlanDims& instance, int batch,
+                                   const PlanPlacement* placement = nullptr);
+  static PrefillInstanceCost PrefillInstance(
+      const CostModel& model, const PlanDims& instance, int requests,
+      const PlanPlacement* placement = nullptr);
   // KV-cache bytes one token leaves behind over all layers (KV dtype).
   static double KvBytesPerToken(const CostModel& model);
   // Achievable per-GPU bytes/s and per-message latency of NVLink and
