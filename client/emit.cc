@@ -852,16 +852,21 @@ struct Built {
   size_t decode_begin = 0;
 };
 
-// First rank of each pool of a disaggregated plan. The server's rule
-// (simulator/placement.h, DecodePoolFirst): the pool with the bigger instances
-// takes the lowest ranks, prefill on a tie; with node groups numbered bigger
-// nodes first (NodeGpusOf), its instances get the big nodes. The commands
-// must put each instance where the prediction placed it.
+// First rank of each pool of a disaggregated plan, by the server's rule
+// (simulator/placement.h, DecodePoolFirst): where node sizes differ (node
+// groups of different sizes, numbered bigger nodes first as NodeGpusOf does,
+// or a partial last node) the pool with the bigger instances takes the lowest
+// ranks, so its instances get the big nodes; otherwise prefill first. The
+// commands must put each instance where the prediction placed it.
 struct PoolRanks {
   int64_t prefill = 0, decode = 0;
 };
-PoolRanks PoolFirstRanks(const Built& built) {
-  if (built.decode_gpus > built.prefill_gpus) {
+PoolRanks PoolFirstRanks(const Built& built, const EmitContext& context) {
+  const bool nodes_differ =
+      !context.node_gpus.empty() ||
+      (context.gpus_per_node > 0 && context.num_gpus > 0 &&
+       context.num_gpus % context.gpus_per_node != 0);
+  if (nodes_differ && built.decode_gpus > built.prefill_gpus) {
     return {built.decode_gpus * built.decode_instances, 0};
   }
   return {0, built.prefill_gpus * built.prefill_instances};
@@ -1124,7 +1129,7 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   built.decode_instances = decode.replicas();
   built.prefill_gpus = DegreesOf(prefill).replica_gpus();
   built.decode_gpus = DegreesOf(decode).replica_gpus();
-  const PoolRanks ranks = PoolFirstRanks(built);
+  const PoolRanks ranks = PoolFirstRanks(built, context);
   const int64_t plan_gpus = built.prefill_gpus * built.prefill_instances +
                             built.decode_gpus * built.decode_instances;
   Layout layout(context.gpus_per_node,

@@ -78,7 +78,7 @@ Pools PlacePools(const CostModel& model, const PlanDims& plan,
   // A pass holds `prefill_batch` requests on each of the instance's dp
   // attention ranks (dense: copies), as PreparePlan costs it.
   const double per_pass = std::max(1, plan.prefill.dp) * prefill_batch;
-  const int64_t prefill_first = PrefillPoolFirstRank(plan);
+  const int64_t prefill_first = PrefillPoolFirstRank(plan, cluster);
   if (AlignedOnUniformNodes(cluster, prefill_first, plan.prefill.gpus())) {
     pools.pre = PoolCosting::PrefillInstance(model, prefill, prefill_batch);
     pools.prefill_capacity =
@@ -98,7 +98,7 @@ Pools PlacePools(const CostModel& model, const PlanDims& plan,
       }
     }
   }
-  const int64_t decode_first = DecodePoolFirstRank(plan);
+  const int64_t decode_first = DecodePoolFirstRank(plan, cluster);
   if (!AlignedOnUniformNodes(cluster, decode_first, decode.instance_gpus())) {
     pools.decode_classes = InstanceClasses(decode, plan.decode_instances,
                                            decode_first, cluster, moe);

@@ -32,10 +32,10 @@
 //    fixed-point iteration; the prefill wait is the M/D/1 wait at that rate
 //    or the lockstep-burst wait (Calibration::disagg_prefill_queue_fraction),
 //    whichever is longer.
-// Placement (simulator/placement.h, DecodePoolFirst): the pool with the
-// bigger instances takes the lowest ranks (ties: prefill), so on node groups
-// of different sizes (bigger nodes first) its instances get the big nodes;
-// every instance is costed on the nodes it really occupies (instances placed
+// Placement (simulator/placement.h, DecodePoolFirst): each pool a contiguous
+// block of ranks; where node sizes differ the pool with the bigger instances
+// takes the lowest ranks (the biggest nodes), else prefill first. Every
+// instance is costed on the nodes it really occupies (instances placed
 // differently are costed class by class: the pools' rates add up, TTFT and
 // TPOT are the slowest class's).
 #ifndef SHARDPLAN_SIMULATOR_DISAGGREGATED_H_

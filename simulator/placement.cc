@@ -268,18 +268,19 @@ std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
                          ExpertTp(all, plan, moe), cluster, 0, all.replicas, 1);
 }
 
-bool DecodePoolFirst(const PlanDims& plan) {
-  return plan.instance_gpus() > plan.prefill.gpus();
+bool DecodePoolFirst(const PlanDims& plan, const ClusterDims& cluster) {
+  return ReplicasMayDiffer(cluster) &&
+         plan.instance_gpus() > plan.prefill.gpus();
 }
 
-int64_t PrefillPoolFirstRank(const PlanDims& plan) {
-  return DecodePoolFirst(plan)
+int64_t PrefillPoolFirstRank(const PlanDims& plan, const ClusterDims& cluster) {
+  return DecodePoolFirst(plan, cluster)
              ? int64_t{plan.decode_instances} * plan.instance_gpus()
              : 0;
 }
 
-int64_t DecodePoolFirstRank(const PlanDims& plan) {
-  return DecodePoolFirst(plan)
+int64_t DecodePoolFirstRank(const PlanDims& plan, const ClusterDims& cluster) {
+  return DecodePoolFirst(plan, cluster)
              ? 0
              : int64_t{plan.prefill_instances} * plan.prefill.gpus();
 }
@@ -303,7 +304,7 @@ double PoolPairsInsideOneNode(const PlanDims& plan,
   // The pools are two contiguous blocks, so only the node holding the last
   // rank of the first pool and the first rank of the second can hold
   // instances of both; count the instances of each lying wholly in it.
-  const bool decode_first = DecodePoolFirst(plan);
+  const bool decode_first = DecodePoolFirst(plan, cluster);
   const int64_t first_size = decode_first ? decode_size : prefill_size;
   const int64_t first_count = decode_first ? y : x;
   const int64_t second_size = decode_first ? prefill_size : decode_size;

@@ -88,19 +88,22 @@ bool ReplicasMayDiffer(const ClusterDims& cluster);
 std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
                                          const ClusterDims& cluster, bool moe);
 
-// Disaggregated plans (simulator/disaggregated.h): the pool whose instances
-// have more GPUs takes the lowest ranks, so, with node groups placed bigger
-// nodes first, the instances that need a big node get one, and the small
+// Disaggregated plans (simulator/disaggregated.h): each pool is a contiguous
+// block of ranks, its instances contiguous blocks inside it. Where nodes
+// differ in size (node groups of different sizes, placed bigger nodes first,
+// or a partial last node) the pool whose instances have more GPUs takes the
+// lowest ranks: the instances that need a big node get one, and the smaller
 // instances of the other pool fill the small nodes, where they fit as well
-// (8, 8, 4, 4 GPUs: two tp-8 decode instances and two tp-4 prefill instances
-// all stay inside a node; prefill first would split a decode instance over
-// the two 4-GPU nodes). Ties: prefill first. Each pool is a contiguous block,
-// its instances contiguous blocks inside it. client/emit.cc lays the commands
-// out by the same rule.
-bool DecodePoolFirst(const PlanDims& plan);
+// (8, 8, 4, 4 GPUs: two tp-8 decode and two tp-4 prefill instances all stay
+// inside a node; prefill first would split a decode instance over the two
+// 4-GPU nodes). Otherwise, and on a tie, prefill first: on uniform whole
+// nodes the order moves no instance off its nodes when instance sizes divide
+// or are multiples of the node size, so the long-standing layout is kept.
+// client/emit.cc lays the commands out by the same rule.
+bool DecodePoolFirst(const PlanDims& plan, const ClusterDims& cluster);
 // First global rank of each pool of a disaggregated plan.
-int64_t PrefillPoolFirstRank(const PlanDims& plan);
-int64_t DecodePoolFirstRank(const PlanDims& plan);
+int64_t PrefillPoolFirstRank(const PlanDims& plan, const ClusterDims& cluster);
+int64_t DecodePoolFirstRank(const PlanDims& plan, const ClusterDims& cluster);
 
 // The `count` instances of `instance` (an aggregated plan with replicas 1,
 // e.g. a pool instance of a disaggregated plan) laid out one after another

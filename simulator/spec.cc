@@ -956,11 +956,11 @@ Plan PlanToProto(const PlanDims& plan, const Problem& problem) {
     out.set_decode_instances(plan.decode_instances);
     PlanDims prefill = PrefillInstancePlan(plan);
     prefill.replicas = std::max(1, plan.prefill_instances);
-    AddPlacement(prefill, problem, PrefillPoolFirstRank(plan),
+    AddPlacement(prefill, problem, PrefillPoolFirstRank(plan, problem.cluster),
                  out.mutable_prefill());
     PlanDims decode = DecodeInstancePlan(plan);
     decode.replicas = std::max(1, plan.decode_instances);
-    AddPlacement(decode, problem, DecodePoolFirstRank(plan),
+    AddPlacement(decode, problem, DecodePoolFirstRank(plan, problem.cluster),
                  out.mutable_decode());
     return out;
   }

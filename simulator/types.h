@@ -209,8 +209,8 @@ struct PrefillLayout {
 // stage_layers describe one decode instance), with the KV cache of each
 // request moving from a prefill instance to a decode instance.
 // prefill_instances * prefill.gpus() + decode_instances * dp * tp * pp =
-// num_gpus; the pool with the bigger instances takes the lowest ranks (see
-// simulator/disaggregated.h).
+// num_gpus; which pool takes the lowest ranks: simulator/placement.h
+// (DecodePoolFirst).
 struct PlanDims {
   // Independent model instances (see simulator/placement.h); each has pp
   // stages of dp x tp GPUs. replicas * dp * tp * pp = num_gpus.

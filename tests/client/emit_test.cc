@@ -295,5 +295,33 @@ TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
   EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
 }
 
+// A disaggregated plan on 8, 8, 4 and 4 GPUs: the pool with the bigger
+// instances (decode, tp 8) takes the 8-GPU nodes and the tp-4 prefill
+// instances the 4-GPU ones, where the server placed and priced them
+// (simulator/placement.h); prefill first would split a decode instance over
+// the two small nodes.
+TEST(EmitTest, DisaggregatedPoolsGoOnTheirRealNodes) {
+  EmitContext c = Dense();
+  c.num_gpus = 24;
+  c.node_gpus = {8, 8, 4, 4};
+  Plan plan;
+  *plan.mutable_prefill() = MakePlan(1, 4, 1, 1, 1);
+  plan.mutable_prefill()->set_replicas(2);
+  *plan.mutable_decode() = MakePlan(1, 8, 1, 1, 32);
+  plan.mutable_decode()->set_replicas(2);
+  plan.set_prefill_instances(2);
+  plan.set_decode_instances(2);
+  for (Engine engine : {Engine::kSglang, Engine::kVllm}) {
+    SCOPED_TRACE(static_cast<int>(engine));
+    const EmittedCommand e = EmitCommand(engine, plan, c);
+    EXPECT_THAT(e.command, AllOf(HasSubstr("Decode instance 0, node 0"),
+                                 HasSubstr("Decode instance 1, node 1"),
+                                 HasSubstr("Prefill instance 0, node 2"),
+                                 HasSubstr("Prefill instance 1, node 3")));
+    EXPECT_THAT(e.command, Not(HasSubstr("(worker)")));
+    EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
+  }
+}
+
 }  // namespace
 }  // namespace shardplan::client

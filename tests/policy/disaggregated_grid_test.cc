@@ -1,16 +1,25 @@
 #include "policy/disaggregated_grid.h"
 
+#include <memory>
 #include <set>
+#include <string>
 #include <tuple>
+#include <utility>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/plan_space.h"
+#include "policy/searcher.h"
+#include "simulator/spec.h"
+#include "tests/policy/searcher_conformance.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
 namespace {
 
 using testing::MakeCostModel;
+using testing::RunSearch;
 
 TEST(DisaggregatedGridTest, CandidatesAreValidAndCoverSplits) {
   auto model = MakeCostModel("llama-3.1-8b", 8, 4096, 512);
@@ -69,6 +78,74 @@ TEST(DisaggregatedGridTest, SweepFindsTheBestWithinBudget) {
   EXPECT_EQ(few.evaluations, 3);
   token.Cancel();
   EXPECT_EQ(SweepDisaggregated(**model, 100, 0, token).evaluations, 0);
+}
+
+// A cluster of node groups of `sizes` GPUs per node (Qwen3-235B, FP8).
+absl::StatusOr<std::unique_ptr<const simulator::CostModel>> MixedNodesModel(
+    const std::vector<std::pair<int, int>>& groups) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("qwen3-235b-a22b");
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  int gpus = 0;
+  for (const auto& [nodes, size] : groups) {
+    auto* g = cluster.add_node_groups();
+    g->set_name("g" + std::to_string(cluster.node_groups_size()));
+    g->set_num_nodes(nodes);
+    g->set_gpus_per_node(size);
+    gpus += nodes * size;
+  }
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(groups.front().second);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(4096);
+  workload.set_output_tokens(1024);
+  workload.set_weight_dtype("fp8");
+  ASSIGN_OR_RETURN(simulator::Problem problem,
+                   simulator::ProblemFromProto(source, cluster, workload));
+  return simulator::CostModel::Create(std::move(problem));
+}
+
+// 8-GPU and 4-GPU nodes: the sweep offers tensor parallelism up to the big
+// nodes (the smallest node used to bound it), and the search's best plan on
+// such a cluster is valid and feasible.
+TEST(DisaggregatedGridTest, MixedNodesOfferTpUpToTheBiggestNode) {
+  auto model = MixedNodesModel({{2, 8}, {2, 4}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  bool tp8 = false;
+  for (const simulator::PlanDims& p :
+       DisaggregatedCandidates(**model, 1 << 20)) {
+    tp8 |= p.tp == 8 || p.prefill.tp == 8;
+  }
+  EXPECT_TRUE(tp8);
+  for (const char* method : {"grid", "random"}) {
+    SCOPED_TRACE(method);
+    SearchOptions options;
+    options.disaggregated = true;
+    options.max_evaluations = 300;
+    auto r = RunSearch(method, **model, options, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(r->best.evaluation.feasible);
+    EXPECT_TRUE(r->best.plan.disaggregated);
+    EXPECT_TRUE((*model)->ValidatePlan(r->best.plan).ok());
+  }
+}
+
+// Instance sizes by the real nodes: on 8, 8 and 6 GPUs an instance of 14
+// (8 + 6) is whole nodes, one of 12 is not (nor a power of two).
+TEST(DisaggregatedGridTest, PlanSpaceOffersWholeNodeInstanceSizes) {
+  auto model = MixedNodesModel({{2, 8}, {1, 6}});
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto space = PlanSpace::CreateDisaggregated(**model, PlanSpaceOptions());
+  ASSERT_TRUE(space.ok()) << space.status();
+  std::set<int> sizes;
+  for (const Degrees& g : (*space)->degrees()) {
+    sizes.insert(g.prefill_gpus());
+    sizes.insert(g.dp * g.tp * g.pp);
+  }
+  EXPECT_EQ(sizes.count(14), 1u);
+  EXPECT_EQ(sizes.count(12), 0u);
+  EXPECT_EQ(sizes.count(8), 1u);
 }
 
 }  // namespace

@@ -80,15 +80,30 @@ PlanDims Disagg(int x, int ptp, int y, int dtp, int decode_batch) {
 }
 
 TEST(DisaggregatedNodesTest, PoolWithBiggerInstancesGoesFirst) {
+  ClusterDims mixed;
+  mixed.num_gpus = 24;
+  mixed.gpus_per_node = 4;
+  mixed.node_gpus = {8, 8, 4, 4};
   const PlanDims bigger_decode = Disagg(2, 4, 2, 8, 32);
-  EXPECT_TRUE(DecodePoolFirst(bigger_decode));
-  EXPECT_EQ(DecodePoolFirstRank(bigger_decode), 0);
-  EXPECT_EQ(PrefillPoolFirstRank(bigger_decode), 16);
-  // Equal instances: prefill first, as on uniform nodes.
+  EXPECT_TRUE(DecodePoolFirst(bigger_decode, mixed));
+  EXPECT_EQ(DecodePoolFirstRank(bigger_decode, mixed), 0);
+  EXPECT_EQ(PrefillPoolFirstRank(bigger_decode, mixed), 16);
+  // Equal instances: prefill first.
   const PlanDims tie = Disagg(1, 8, 2, 8, 32);
-  EXPECT_FALSE(DecodePoolFirst(tie));
-  EXPECT_EQ(PrefillPoolFirstRank(tie), 0);
-  EXPECT_EQ(DecodePoolFirstRank(tie), 8);
+  EXPECT_FALSE(DecodePoolFirst(tie, mixed));
+  EXPECT_EQ(PrefillPoolFirstRank(tie, mixed), 0);
+  EXPECT_EQ(DecodePoolFirstRank(tie, mixed), 8);
+  // Uniform whole nodes: prefill first whatever the sizes; a partial last
+  // node counts as nodes of different sizes.
+  ClusterDims uniform;
+  uniform.num_gpus = 24;
+  uniform.gpus_per_node = 8;
+  EXPECT_FALSE(DecodePoolFirst(bigger_decode, uniform));
+  EXPECT_EQ(DecodePoolFirstRank(bigger_decode, uniform), 8);
+  ClusterDims partial;
+  partial.num_gpus = 20;
+  partial.gpus_per_node = 8;
+  EXPECT_TRUE(DecodePoolFirst(Disagg(1, 4, 2, 8, 32), partial));
 }
 
 TEST(DisaggregatedNodesTest, WholeNodeSizesFollowTheRealNodes) {
