@@ -10,16 +10,13 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/plan_space.h"
-#include "policy/searcher.h"
 #include "simulator/spec.h"
-#include "tests/policy/searcher_conformance.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
 namespace {
 
 using testing::MakeCostModel;
-using testing::RunSearch;
 
 TEST(DisaggregatedGridTest, CandidatesAreValidAndCoverSplits) {
   auto model = MakeCostModel("llama-3.1-8b", 8, 4096, 512);
@@ -118,17 +115,12 @@ TEST(DisaggregatedGridTest, MixedNodesOfferTpUpToTheBiggestNode) {
     tp8 |= p.tp == 8 || p.prefill.tp == 8;
   }
   EXPECT_TRUE(tp8);
-  for (const char* method : {"grid", "random"}) {
-    SCOPED_TRACE(method);
-    SearchOptions options;
-    options.disaggregated = true;
-    options.max_evaluations = 300;
-    auto r = RunSearch(method, **model, options, nullptr);
-    ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_TRUE(r->best.evaluation.feasible);
-    EXPECT_TRUE(r->best.plan.disaggregated);
-    EXPECT_TRUE((*model)->ValidatePlan(r->best.plan).ok());
-  }
+  CancellationToken token;
+  const DisaggregatedSweep sweep = SweepDisaggregated(**model, 2000, 0, token);
+  ASSERT_TRUE(sweep.found);
+  EXPECT_TRUE(sweep.best.evaluation.feasible);
+  EXPECT_TRUE(sweep.best.plan.disaggregated);
+  EXPECT_TRUE((*model)->ValidatePlan(sweep.best.plan).ok());
 }
 
 // Instance sizes by the real nodes: on 8, 8 and 6 GPUs an instance of 14
