@@ -607,64 +607,85 @@ std::string RenderYamlManifest(const PlanUpdate& update,
   }
   out << YAML::EndMap;
 
-  out << YAML::Key << manifest::kParallelism << YAML::Value << YAML::BeginMap;
-  out << YAML::Key << manifest::kReplicas << YAML::Value
-      << std::max(1, plan.replicas());
-  out << YAML::Key << manifest::kData << YAML::Value << plan.dp();
-  out << YAML::Key << manifest::kTensor << YAML::Value << plan.tp();
-  out << YAML::Key << manifest::kPipeline << YAML::Value << plan.pp();
-  out << YAML::Key << manifest::kExpert << YAML::Value
-      << std::max(1, plan.ep());
-  out << YAML::Key << manifest::kMicroBatches << YAML::Value
-      << plan.micro_batches();
-  out << YAML::Key << manifest::kBatchSizePerReplica << YAML::Value
-      << (plan.batch_size() > 0 ? plan.batch_size()
-                                : update.prediction().batch_size());
-  if (plan.stage_layers_size() > 0) {
-    out << YAML::Key << manifest::kStageLayers << YAML::Value << YAML::Flow
-        << YAML::BeginSeq;
-    for (int l : plan.stage_layers()) out << l;
-    out << YAML::EndSeq;
-  }
-  out << YAML::EndMap;
-
-  out << YAML::Key << manifest::kOperatorSharding << YAML::Value
-      << YAML::BeginMap;
-  for (const auto& s : plan.operator_sharding()) {
-    out << YAML::Key << s.operator_() << YAML::Value << s.dim();
-  }
-  out << YAML::EndMap;
-
-  // Node groups: which nodes each (replica, stage) runs on.
-  out << YAML::Key << "placement" << YAML::Value << YAML::BeginSeq;
-  for (const auto& s : plan.placement()) {
-    out << YAML::BeginMap;
-    out << YAML::Key << "replica" << YAML::Value << s.replica();
-    out << YAML::Key << "stage" << YAML::Value << s.stage();
-    out << YAML::Key << "layers" << YAML::Value << YAML::Flow << YAML::BeginSeq
-        << s.first_layer() << (s.first_layer() + s.num_layers() - 1)
-        << YAML::EndSeq;
-    out << YAML::Key << "nodes" << YAML::Value << YAML::Flow << YAML::BeginSeq;
-    for (int n : s.nodes()) out << n;
-    out << YAML::EndSeq;
-    if (!s.node_group().empty())
-      out << YAML::Key << "nodeGroup" << YAML::Value << s.node_group();
-    out << YAML::Key << "tensorParallelLink" << YAML::Value
-        << (s.tp_spans_nodes() ? "infiniband" : "nvlink");
-    out << YAML::EndMap;
-  }
-  out << YAML::EndSeq;
-
-  // Node groups: what each node hosts, for the orchestrator's node selectors.
+  // One layout (an aggregated plan, or one pool of a disaggregated plan):
+  // its degrees, operator dims and placement; `unit` names its replicas in
+  // the nodes listing ("replica", "prefill instance", "decode instance").
   std::map<int, std::vector<std::string>> hosted;
   std::map<int, std::string> group_of;
-  for (const auto& s : plan.placement()) {
-    for (int n : s.nodes()) {
-      hosted[n].push_back(
-          absl::StrCat("replica ", s.replica(), " stage ", s.stage()));
-      if (!s.node_group().empty()) group_of[n] = s.node_group();
+  auto layout = [&](const Plan& p, int batch, const std::string& unit) {
+    out << YAML::Key << manifest::kParallelism << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << manifest::kReplicas << YAML::Value
+        << std::max(1, p.replicas());
+    out << YAML::Key << manifest::kData << YAML::Value << p.dp();
+    out << YAML::Key << manifest::kTensor << YAML::Value << p.tp();
+    out << YAML::Key << manifest::kPipeline << YAML::Value << p.pp();
+    out << YAML::Key << manifest::kExpert << YAML::Value << std::max(1, p.ep());
+    out << YAML::Key << manifest::kMicroBatches << YAML::Value
+        << p.micro_batches();
+    out << YAML::Key << manifest::kBatchSizePerReplica << YAML::Value
+        << (p.batch_size() > 0 ? p.batch_size() : batch);
+    if (p.stage_layers_size() > 0) {
+      out << YAML::Key << manifest::kStageLayers << YAML::Value << YAML::Flow
+          << YAML::BeginSeq;
+      for (int l : p.stage_layers()) out << l;
+      out << YAML::EndSeq;
     }
+    out << YAML::EndMap;
+
+    out << YAML::Key << manifest::kOperatorSharding << YAML::Value
+        << YAML::BeginMap;
+    for (const auto& s : p.operator_sharding()) {
+      out << YAML::Key << s.operator_() << YAML::Value << s.dim();
+    }
+    out << YAML::EndMap;
+
+    // Node groups: which nodes each (replica, stage) runs on.
+    out << YAML::Key << "placement" << YAML::Value << YAML::BeginSeq;
+    for (const auto& s : p.placement()) {
+      out << YAML::BeginMap;
+      out << YAML::Key << "replica" << YAML::Value << s.replica();
+      out << YAML::Key << "stage" << YAML::Value << s.stage();
+      out << YAML::Key << "layers" << YAML::Value << YAML::Flow
+          << YAML::BeginSeq << s.first_layer()
+          << (s.first_layer() + s.num_layers() - 1) << YAML::EndSeq;
+      out << YAML::Key << "nodes" << YAML::Value << YAML::Flow
+          << YAML::BeginSeq;
+      for (int n : s.nodes()) out << n;
+      out << YAML::EndSeq;
+      if (!s.node_group().empty())
+        out << YAML::Key << "nodeGroup" << YAML::Value << s.node_group();
+      out << YAML::Key << "tensorParallelLink" << YAML::Value
+          << (s.tp_spans_nodes() ? "infiniband" : "nvlink");
+      out << YAML::EndMap;
+      for (int n : s.nodes()) {
+        hosted[n].push_back(
+            absl::StrCat(unit, " ", s.replica(), " stage ", s.stage()));
+        if (!s.node_group().empty()) group_of[n] = s.node_group();
+      }
+    }
+    out << YAML::EndSeq;
+  };
+  if (plan.has_prefill() && plan.has_decode()) {
+    // Disaggregated: each pool's layout under its own key (the top-level
+    // parallelism of an aggregated plan would read as zeros).
+    out << YAML::Key << "disaggregated" << YAML::Value << YAML::BeginMap;
+    out << YAML::Key << "prefillInstances" << YAML::Value
+        << plan.prefill_instances();
+    out << YAML::Key << "decodeInstances" << YAML::Value
+        << plan.decode_instances();
+    out << YAML::Key << "prefill" << YAML::Value << YAML::BeginMap;
+    layout(plan.prefill(), update.prediction().prefill_pool().batch_size(),
+           "prefill instance");
+    out << YAML::EndMap;
+    out << YAML::Key << "decode" << YAML::Value << YAML::BeginMap;
+    layout(plan.decode(), update.prediction().batch_size(), "decode instance");
+    out << YAML::EndMap;
+    out << YAML::EndMap;
+  } else {
+    layout(plan, update.prediction().batch_size(), "replica");
   }
+
+  // Node groups: what each node hosts, for the orchestrator's node selectors.
   out << YAML::Key << "nodes" << YAML::Value << YAML::BeginSeq;
   for (const auto& [node, what] : hosted) {
     out << YAML::BeginMap;

@@ -150,6 +150,14 @@ absl::StatusOr<shardplan::v1::RunningDeployment> ManifestToDeployment(
   shardplan::v1::RunningDeployment out;
   const YAML::Node cluster = root[manifest::kCluster];
   const YAML::Node degrees = root[manifest::kParallelism];
+  if (root["disaggregated"].IsDefined()) {
+    // The manifest lists the pools for people and orchestrators; the JSON
+    // lines carry the plan itself.
+    return absl::InvalidArgumentError(absl::StrCat(
+        what,
+        ": a disaggregated ShardingPlan manifest is not read back; pass what "
+        "`shardplan plan --output json` wrote"));
+  }
   if (!cluster.IsDefined() || !cluster.IsMap() || !degrees.IsDefined() ||
       !degrees.IsMap()) {
     return absl::InvalidArgumentError(absl::StrCat(

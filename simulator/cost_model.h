@@ -123,7 +123,9 @@ const std::vector<int>& BatchSizeCandidates();
 // pool with the bigger instances first); the KV transfer rides NVLink for
 // the instance pairs inside one node. Uniform clusters change only where a
 // prefill and a decode instance share a node or an instance is not aligned
-// to the nodes.
+// to the nodes. Replicas placed differently (node groups of different sizes,
+// a partial last node) shape an expert's tensor-parallel group per replica
+// class too (it was the worst over the cluster).
 inline constexpr int kCostModelVersion = 7;
 
 namespace internal {

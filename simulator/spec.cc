@@ -1016,7 +1016,7 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
         100 * (1 - e.kv_transfer_nvlink_share)));
   } else if (e.kv_transfer_inter_node) {
     out->add_cross_node(
-        "KV cache transfer: prefill and decode pools on separate nodes "
+        "KV cache transfer: every prefill-decode instance pair crosses nodes "
         "(InfiniBand)");
   }
 }

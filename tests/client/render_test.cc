@@ -142,6 +142,43 @@ TEST(RenderTest, YamlManifestParsesAndCarriesThePlan) {
   EXPECT_THAT(text, HasSubstr("outputTokensPerS: 12345.6\n"));
 }
 
+// A disaggregated plan: each pool's degrees and the nodes of each of its
+// instances, not an aggregated plan's zeros.
+TEST(RenderTest, YamlManifestListsTheDisaggregatedPools) {
+  PlanUpdate u = SampleUpdate();
+  shardplan::v1::Plan plan;
+  plan.mutable_prefill()->set_tp(4);
+  plan.mutable_prefill()->set_replicas(2);
+  plan.mutable_decode()->set_tp(8);
+  plan.mutable_decode()->set_replicas(2);
+  plan.mutable_decode()->set_batch_size(32);
+  plan.set_prefill_instances(2);
+  plan.set_decode_instances(2);
+  for (int i = 0; i < 2; ++i) {
+    auto* d = plan.mutable_decode()->add_placement();
+    d->set_replica(i);
+    d->add_nodes(i);
+    d->set_node_group("big");
+    auto* p = plan.mutable_prefill()->add_placement();
+    p->set_replica(i);
+    p->add_nodes(2 + i);
+    p->set_node_group("small");
+  }
+  *u.mutable_plan() = plan;
+  const YAML::Node doc = YAML::Load(RenderYamlManifest(u, Context()));
+  EXPECT_FALSE(doc["parallelism"].IsDefined());
+  const YAML::Node pools = doc["disaggregated"];
+  EXPECT_EQ(pools["prefillInstances"].as<int>(), 2);
+  EXPECT_EQ(pools["prefill"]["parallelism"]["tensor"].as<int>(), 4);
+  EXPECT_EQ(pools["decode"]["parallelism"]["tensor"].as<int>(), 8);
+  EXPECT_EQ(pools["decode"]["parallelism"]["batchSizePerReplica"].as<int>(),
+            32);
+  EXPECT_EQ(pools["prefill"]["placement"][1]["nodes"][0].as<int>(), 3);
+  EXPECT_EQ(doc["nodes"][0]["hosts"][0].as<std::string>(),
+            "decode instance 0 stage 0");
+  EXPECT_EQ(doc["nodes"][3]["nodeGroup"].as<std::string>(), "small");
+}
+
 TEST(RenderTest, DenseModelsHideExpertOperatorsAndLongTtftReadsInSeconds) {
   PlanUpdate u = SampleUpdate();
   auto* router = u.mutable_plan()->add_operator_sharding();

@@ -256,6 +256,17 @@ TEST(RequestBuilderTest, RunningDeploymentFromManifestAndJsonLines) {
       ParseRunningDeployment("kind: Other\n", "x.yaml", next);
   EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(bad.status().message()), HasSubstr("x.yaml"));
+
+  // A disaggregated manifest lists pools; its plan comes from the JSON lines.
+  absl::StatusOr<shardplan::v1::RunningDeployment> pools =
+      ParseRunningDeployment(
+          "apiVersion: shardplan.dev/v1\nkind: ShardingPlan\n"
+          "cluster: {hardware: h100-sxm-80gb, gpus: 24, gpusPerNode: 8}\n"
+          "disaggregated: {prefillInstances: 2, decodeInstances: 2}\n",
+          "pools.yaml", next);
+  EXPECT_EQ(pools.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(pools.status().message()),
+              HasSubstr("--output json"));
 }
 
 }  // namespace
