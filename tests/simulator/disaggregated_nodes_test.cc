@@ -79,6 +79,13 @@ PlanDims Disagg(int x, int ptp, int y, int dtp, int decode_batch) {
   return p;
 }
 
+// Qwen3-235B (FP8) on 8, 8, 4, 4 GPUs and on three 8-GPU nodes.
+struct MixedAndUniform {
+  Made mixed = Make("qwen3-235b-a22b", Nodes({8, 8, 4, 4}), "fp8");
+  Made uniform = Make("qwen3-235b-a22b", Nodes({8, 8, 8}), "fp8");
+  bool ok() const { return mixed.model != nullptr && uniform.model != nullptr; }
+};
+
 TEST(DisaggregatedNodesTest, PoolWithBiggerInstancesGoesFirst) {
   ClusterDims mixed;
   mixed.num_gpus = 24;
@@ -146,10 +153,10 @@ TEST(DisaggregatedNodesTest, PairsInsideOneNode) {
 // is inside a node, priced as on uniform 8-GPU nodes; with the smallest node
 // for every node, each tp-8 decode instance would span two 4-GPU nodes.
 TEST(DisaggregatedNodesTest, InstanceFittingABigNodeIsPricedOnNvlink) {
-  const Made mixed = Make("qwen3-235b-a22b", Nodes({8, 8, 4, 4}), "fp8");
-  const Made uniform = Make("qwen3-235b-a22b", Nodes({8, 8, 8}), "fp8");
-  ASSERT_NE(mixed.model, nullptr);
-  ASSERT_NE(uniform.model, nullptr);
+  const MixedAndUniform models;
+  ASSERT_TRUE(models.ok());
+  const Made& mixed = models.mixed;
+  const Made& uniform = models.uniform;
   const PlanDims plan = Disagg(2, 4, 2, 8, 32);
   ASSERT_TRUE(mixed.model->ValidatePlan(plan).ok())
       << mixed.model->ValidatePlan(plan);
@@ -185,10 +192,10 @@ TEST(DisaggregatedNodesTest, InstanceFittingABigNodeIsPricedOnNvlink) {
 // over the two 4-GPU nodes. The decode pool's rate adds the two instances'
 // own rates; TPOT is the slower one's.
 TEST(DisaggregatedNodesTest, InstancesPlacedDifferentlyAreCostedApart) {
-  const Made mixed = Make("qwen3-235b-a22b", Nodes({8, 8, 4, 4}), "fp8");
-  const Made uniform = Make("qwen3-235b-a22b", Nodes({8, 8, 8}), "fp8");
-  ASSERT_NE(mixed.model, nullptr);
-  ASSERT_NE(uniform.model, nullptr);
+  const MixedAndUniform models;
+  ASSERT_TRUE(models.ok());
+  const Made& mixed = models.mixed;
+  const Made& uniform = models.uniform;
   const PlanDims plan = Disagg(1, 8, 2, 8, 32);
   const Evaluation m = mixed.model->Evaluate(plan);
   const Evaluation u = uniform.model->Evaluate(plan);
