@@ -1475,18 +1475,32 @@ struct DynamoPool {
   std::string sub_type;               // "prefill", "decode" or "" (aggregated)
   std::vector<const Command*> group;  // the nodes of instance 0
   int instances = 0;
+  // Every instance on as many nodes (pods) of as many GPUs as instance 0;
+  // not so on node groups of different sizes, where one instance may have a
+  // big node and another two small ones.
+  bool alike = true;
 };
 
 DynamoPool PoolOf(const std::vector<Command>& commands, size_t begin,
                   size_t end, std::string service, std::string sub_type) {
-  DynamoPool pool{std::move(service), std::move(sub_type), {}, 0};
+  DynamoPool pool{std::move(service), std::move(sub_type), {}, 0, true};
   int last = -1;
+  size_t node = 0;  // the command's index among its instance's nodes
   for (size_t i = begin; i < end; ++i) {
     const Command& c = commands[i];
     if (c.instance == commands[begin].instance) pool.group.push_back(&c);
-    if (c.instance != last) ++pool.instances;
+    if (c.instance != last) {
+      ++pool.instances;
+      if (i > begin && node != pool.group.size()) pool.alike = false;
+      node = 0;
+    }
+    if (node >= pool.group.size() || pool.group[node]->gpus != c.gpus) {
+      pool.alike = false;
+    }
+    ++node;
     last = c.instance;
   }
+  if (node != pool.group.size()) pool.alike = false;
   return pool;
 }
 
@@ -1550,6 +1564,14 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
   } else {
     pools.push_back(PoolOf(script.commands, 0, script.commands.size(),
                            ev.dynamo.Value("worker"), ""));
+  }
+  for (const DynamoPool& pool : pools) {
+    if (pool.alike) continue;
+    script.warnings.push_back(fmt::format(
+        "the instances of {} sit on nodes of different sizes (their pods "
+        "differ in number or GPUs); the graph gives every replica the first "
+        "instance's, so the scheduler may place them unlike the prediction.",
+        pool.service));
   }
   const std::string name =
       absl::StrCat("shardplan-", K8sName(context.model_name), "-",

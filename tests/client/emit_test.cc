@@ -321,6 +321,21 @@ TEST(EmitTest, DisaggregatedPoolsGoOnTheirRealNodes) {
     EXPECT_THAT(e.command, Not(HasSubstr("(worker)")));
     EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
   }
+  // Dynamo: one service per pool, every replica shaped alike, as they are.
+  EXPECT_THAT(EmitDynamo(Engine::kSglang, plan, c).warnings,
+              Not(Contains(HasSubstr("nodes of different sizes"))));
+  // One tp-8 prefill and two tp-8 decode instances: the second decode
+  // instance has two 4-GPU nodes, the first one 8-GPU node, which one Dynamo
+  // service cannot say.
+  plan.mutable_prefill()->set_tp(8);
+  plan.mutable_prefill()->set_replicas(1);
+  plan.set_prefill_instances(1);
+  const EmittedCommand uneven = EmitCommand(Engine::kSglang, plan, c);
+  EXPECT_THAT(uneven.command, AllOf(HasSubstr("Prefill node 0"),
+                                    HasSubstr("Decode instance 0, node 1"),
+                                    HasSubstr("Decode instance 1, node 2")));
+  EXPECT_THAT(EmitDynamo(Engine::kSglang, plan, c).warnings,
+              Contains(HasSubstr("nodes of different sizes")));
 }
 
 }  // namespace
