@@ -1,6 +1,7 @@
 #include "simulator/placement.h"
 
 #include <algorithm>
+#include <map>
 #include <numeric>
 #include <tuple>
 #include <vector>
@@ -330,14 +331,26 @@ double PoolPairsInsideOneNode(const PlanDims& plan,
 std::vector<int> WholeNodeSizes(const ClusterDims& cluster) {
   const std::vector<int64_t> starts = NodeStarts(cluster);
   const int n = std::max(0, cluster.num_gpus);
-  // Subset sums of the node sizes (bounded by num_gpus).
-  std::vector<char> reachable(n + 1, 0);
-  reachable[0] = 1;
+  // Node sizes and how many nodes have each (a few distinct sizes).
+  std::map<int, int> count_of;
   for (size_t j = 0; j + 1 < starts.size(); ++j) {
-    const int g = static_cast<int>(starts[j + 1] - starts[j]);
-    for (int s = n - g; s >= 0; --s) {
-      if (reachable[s]) reachable[s + g] = 1;
+    ++count_of[static_cast<int>(starts[j + 1] - starts[j])];
+  }
+  // Sums of some of the nodes, bounded by num_gpus: per distinct size g of c
+  // nodes, s is reachable when s - k g was before for some k <= c (one pass
+  // per residue class: O(num_gpus) per distinct size).
+  std::vector<char> reachable(n + 1, 0), next(n + 1, 0);
+  reachable[0] = 1;
+  for (const auto& [g, c] : count_of) {
+    std::fill(next.begin(), next.end(), 0);
+    for (int r = 0; r < g && r <= n; ++r) {
+      int last = -1;  // step of the latest reachable sum of this residue
+      for (int k = 0, s = r; s <= n; ++k, s += g) {
+        if (reachable[s]) last = k;
+        if (last >= 0 && k - last <= c) next[s] = 1;
+      }
     }
+    reachable.swap(next);
   }
   std::vector<int> out;
   for (int s = 1; s <= n; ++s) {

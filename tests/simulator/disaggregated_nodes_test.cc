@@ -125,6 +125,16 @@ TEST(DisaggregatedNodesTest, WholeNodeSizesFollowTheRealNodes) {
   uniform.gpus_per_node = 8;
   EXPECT_THAT(WholeNodeSizes(uniform), ElementsAre(8, 16, 24));
   EXPECT_EQ(LargestNodeGpus(uniform), 8);
+  ClusterDims partial;  // two nodes of 8 and a last one of 4
+  partial.num_gpus = 20;
+  partial.gpus_per_node = 8;
+  EXPECT_THAT(WholeNodeSizes(partial), ElementsAre(4, 8, 12, 16, 20));
+  ClusterDims large;  // 8192 nodes: one pass per node size, not per node
+  large.num_gpus = 65536;
+  large.gpus_per_node = 8;
+  const std::vector<int> sizes = WholeNodeSizes(large);
+  ASSERT_EQ(sizes.size(), 8192u);
+  EXPECT_EQ(sizes.back(), 65536);
 }
 
 TEST(DisaggregatedNodesTest, PairsInsideOneNode) {
