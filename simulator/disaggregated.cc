@@ -40,9 +40,10 @@ absl::Status AtPool(absl::Status status, absl::string_view prefix) {
   return absl::Status(status.code(), message);
 }
 
-// Where the pools' instances sit (simulator/placement.h: the pool with the
-// bigger instances first, each pool a contiguous block) and what that costs
-// per instance, computed once per evaluation.
+// Where the pools' instances sit (simulator/placement.h, DecodePoolFirst:
+// each pool a contiguous block, the one with the bigger instances first where
+// node sizes differ) and what that costs per instance, computed once per
+// evaluation.
 struct Pools {
   // Prefill: the slowest placement class's instance (TTFT, memory) and the
   // whole pool's rate, requests/s.
