@@ -463,7 +463,7 @@ template <typename Row, typename ProblemOf, typename PlanOf>
 absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
     const std::vector<Row>& rows,
     const std::vector<CalibrationProfile>& profiles, ProblemOf problem_of,
-    PlanOf plan_of) {
+    PlanOf plan_of, bool engine_agnostic_too = false) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
   // As DefaultCalibration() is made from the compiled-in profiles.
@@ -477,16 +477,21 @@ absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
         std::unique_ptr<const CostModel> model,
         CostModel::Create(problem,
                           ProfileFor(profiles, row.engine).calibration));
-    ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> agnostic_model,
-                     CostModel::Create(std::move(problem), agnostic));
     const PlanDims plan = plan_of(row);
     RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
                              absl::StrCat("csv line ", row.line)));
     const Evaluation e = model->Evaluate(plan);
-    const Evaluation a = agnostic_model->Evaluate(plan);
-    out.push_back({e.ttft_seconds, e.tpot_seconds, e.feasible,
-                   e.prefill_seconds, a.ttft_seconds, a.tpot_seconds,
-                   a.feasible});
+    RowPrediction p{e.ttft_seconds, e.tpot_seconds, e.feasible,
+                    e.prefill_seconds};
+    if (engine_agnostic_too) {
+      ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> agnostic_model,
+                       CostModel::Create(std::move(problem), agnostic));
+      const Evaluation a = agnostic_model->Evaluate(plan);
+      p.agnostic_ttft_seconds = a.ttft_seconds;
+      p.agnostic_tpot_seconds = a.tpot_seconds;
+      p.agnostic_feasible = a.feasible;
+    }
+    out.push_back(p);
   }
   return out;
 }
@@ -497,6 +502,13 @@ absl::StatusOr<std::vector<RowPrediction>> PredictRows(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles) {
   return PredictEachRow(rows, profiles, RowProblem, RowPlan);
+}
+
+absl::StatusOr<std::vector<RowPrediction>> PredictRowsForBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, RowProblem, RowPlan,
+                        /*engine_agnostic_too=*/true);
 }
 
 double Spearman(const std::vector<double>& a, const std::vector<double>& b) {

@@ -110,9 +110,10 @@ struct RowPrediction {
   double tpot_seconds = 0;
   bool feasible = false;
   double prefill_seconds = 0;  // one request's prefill through all stages
-  // The same row as an engine-agnostic request would be predicted (the
-  // profiles' TensorRT-LLM constants with the engine-agnostic disaggregated
-  // overhead): the error bars of requests that name no engine.
+  // Filled by PredictRowsForBands only: the same row as an engine-agnostic
+  // request would be predicted (the profiles' TensorRT-LLM constants with the
+  // engine-agnostic disaggregated overhead), for the error bars of requests
+  // that name no engine.
   double agnostic_ttft_seconds = 0;
   double agnostic_tpot_seconds = 0;
   bool agnostic_feasible = false;
@@ -121,6 +122,11 @@ struct RowPrediction {
 // Predicts every row with the profile of its engine (`profiles` indexed like
 // CalibrationProfiles(); an engine without a profile uses the first).
 absl::StatusOr<std::vector<RowPrediction>> PredictRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+// The same with the agnostic_* fields too (twice the work; what
+// ComputeErrorBands and ComputeBandCoverage need).
+absl::StatusOr<std::vector<RowPrediction>> PredictRowsForBands(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 
@@ -227,11 +233,11 @@ struct ErrorBand {
 inline constexpr int kMinBandRows = 15;
 
 // Bands from the held-out rows of `rows` and their `predictions` (indexed like
-// `rows`; infeasible predictions are skipped). Cells (engine, moe, dtype),
-// (engine, moe, "*") and ("*", moe, "*"), each kept when it has at least
-// kMinBandRows rows, and the engine-agnostic cells (kEngineAgnosticBandEngine,
-// moe, dtype) and (kEngineAgnosticBandEngine, moe, "*") from the predictions'
-// agnostic_* fields; sorted by (engine, moe, dtype).
+// `rows`, from PredictRowsForBands; infeasible predictions are skipped). Cells
+// (engine, moe, dtype), (engine, moe, "*") and ("*", moe, "*"), each kept when
+// it has at least kMinBandRows rows, and the engine-agnostic cells
+// (kEngineAgnosticBandEngine, moe, dtype) and (kEngineAgnosticBandEngine, moe,
+// "*") from the predictions' agnostic_* fields; sorted by (engine, moe, dtype).
 std::vector<ErrorBand> ComputeErrorBands(
     const std::vector<MeasuredRow>& rows,
     const std::vector<RowPrediction>& predictions);

@@ -387,7 +387,7 @@ class ErrorBandsTest : public ::testing::Test {
       rows_.insert(rows_.end(), part->rows.begin(), part->rows.end());
     }
     absl::StatusOr<std::vector<RowPrediction>> pred =
-        PredictRows(rows_, CalibrationProfiles());
+        PredictRowsForBands(rows_, CalibrationProfiles());
     ASSERT_TRUE(pred.ok()) << pred.status();
     pred_ = *pred;
   }
