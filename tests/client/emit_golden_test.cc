@@ -22,7 +22,7 @@
 #include "client/engine_flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/client/script_files.h"
+#include "tests/client/emit_test_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
@@ -53,16 +53,6 @@ Plan MakePlan(int replicas, int dp, int tp, int pp, int ep, int batch,
       s->set_dim("batch");
     }
   }
-  return plan;
-}
-
-Plan Disaggregated(const Plan& prefill, int prefill_instances,
-                   const Plan& decode, int decode_instances) {
-  Plan plan;
-  *plan.mutable_prefill() = prefill;
-  *plan.mutable_decode() = decode;
-  plan.set_prefill_instances(prefill_instances);
-  plan.set_decode_instances(decode_instances);
   return plan;
 }
 

@@ -10,7 +10,7 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "tests/client/script_files.h"
+#include "tests/client/emit_test_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
@@ -302,16 +302,6 @@ TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
 }
 
 // --- TensorRT-LLM disaggregated serving.
-
-Plan Disaggregated(const Plan& prefill, int prefill_instances,
-                   const Plan& decode, int decode_instances) {
-  Plan plan;
-  *plan.mutable_prefill() = prefill;
-  *plan.mutable_decode() = decode;
-  plan.set_prefill_instances(prefill_instances);
-  plan.set_decode_instances(decode_instances);
-  return plan;
-}
 
 void SetAttentionDp(Plan* plan) {
   for (const char* op : {"qkv", "attention", "attn_out"}) {

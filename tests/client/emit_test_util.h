@@ -1,7 +1,8 @@
-// The config files an emitted launch script writes with heredocs
+// Helpers of the --emit tests: a disaggregated plan as the server returns
+// it, and the config files an emitted launch script writes with heredocs
 // (`cat > FILE <<'EOF'` or `<<EOF` ... `EOF`), for tests that parse them.
-#ifndef SHARDPLAN_TESTS_CLIENT_SCRIPT_FILES_H_
-#define SHARDPLAN_TESTS_CLIENT_SCRIPT_FILES_H_
+#ifndef SHARDPLAN_TESTS_CLIENT_EMIT_TEST_UTIL_H_
+#define SHARDPLAN_TESTS_CLIENT_EMIT_TEST_UTIL_H_
 
 #include <map>
 #include <string>
@@ -10,8 +11,22 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::client {
+
+// plan.prefill / plan.decode with their instance counts (xPyD).
+inline shardplan::v1::Plan Disaggregated(const shardplan::v1::Plan& prefill,
+                                         int prefill_instances,
+                                         const shardplan::v1::Plan& decode,
+                                         int decode_instances) {
+  shardplan::v1::Plan plan;
+  *plan.mutable_prefill() = prefill;
+  *plan.mutable_decode() = decode;
+  plan.set_prefill_instances(prefill_instances);
+  plan.set_decode_instances(decode_instances);
+  return plan;
+}
 
 // File name → content, in the order written; a file written twice keeps its
 // last content.
@@ -42,4 +57,4 @@ inline std::map<std::string, std::string> ScriptFiles(
 
 }  // namespace shardplan::client
 
-#endif  // SHARDPLAN_TESTS_CLIENT_SCRIPT_FILES_H_
+#endif  // SHARDPLAN_TESTS_CLIENT_EMIT_TEST_UTIL_H_
