@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <random>
 #include <utility>
 
@@ -119,6 +122,45 @@ std::string GeneratedCase::name() const {
                          weight_dtype, isl, osl, slo);
 }
 
+namespace {
+
+// One draw of the generator (model, GPUs, lengths, SLOs) and the model's
+// native dtype; `moe` tells whether the model is a MoE.
+GeneratedCase Draw(std::mt19937_64& rng, bool* moe) {
+  const ModelChoice& m = kModels[rng() % std::size(kModels)];
+  GeneratedCase c;
+  c.model = m.name;
+  c.gpus = kGpus[rng() % std::size(kGpus)];
+  const auto& [isl, osl] = kLengths[rng() % std::size(kLengths)];
+  c.isl = isl;
+  c.osl = osl;
+  c.max_tpot_ms = kTpotMs[rng() % std::size(kTpotMs)];
+  c.max_ttft_ms = kTtftMs[rng() % std::size(kTtftMs)];
+  c.weight_dtype = m.dtype;
+  *moe = m.moe;
+  return c;
+}
+
+// Some plan can serve the problem: the grid reference is feasible.
+bool GridFeasible(const GeneratedCase& c) {
+  auto model = MakeModel(c, c.gpus);
+  if (!model.ok()) return false;
+  auto space = policy::PlanSpace::Create(**model);
+  return space.ok() && Tps(policy::GridBest(**space)) > 0;
+}
+
+// A disaggregated plan space exists and the whole disaggregated sweep finds a
+// feasible plan.
+bool DisaggregatedFeasible(const GeneratedCase& c) {
+  auto model = MakeModel(c, c.gpus);
+  if (!model.ok()) return false;
+  if (!policy::PlanSpace::CreateDisaggregated(**model).ok()) return false;
+  policy::CancellationToken cancel;
+  return policy::SweepDisaggregated(**model, 1 << 20, 1, cancel).found;
+}
+
+}  // namespace
+
 std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
                                          bool moe_only) {
   std::mt19937_64 rng(seed);
@@ -126,23 +168,44 @@ std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
   for (int attempt = 0;
        attempt < 50 * count && static_cast<int>(out.size()) < count;
        ++attempt) {
-    const ModelChoice& m = kModels[rng() % std::size(kModels)];
-    GeneratedCase c;
-    c.model = m.name;
-    c.gpus = kGpus[rng() % std::size(kGpus)];
-    const auto& [isl, osl] = kLengths[rng() % std::size(kLengths)];
-    c.isl = isl;
-    c.osl = osl;
-    c.max_tpot_ms = kTpotMs[rng() % std::size(kTpotMs)];
-    c.max_ttft_ms = kTtftMs[rng() % std::size(kTtftMs)];
-    c.weight_dtype = m.dtype;
-    if (moe_only && !m.moe) continue;
-    auto model = MakeModel(c, c.gpus);
-    if (!model.ok()) continue;
-    auto space = policy::PlanSpace::Create(**model);
-    if (!space.ok()) continue;
-    // Keep problems some plan can serve: the grid reference is feasible.
-    if (Tps(policy::GridBest(**space)) <= 0) continue;
+    bool moe = false;
+    GeneratedCase c = Draw(rng, &moe);
+    if (moe_only && !moe) continue;
+    if (!GridFeasible(c)) continue;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> FamilyKey(const GeneratedCase& c) {
+  ASSIGN_OR_RETURN(auto model, MakeModel(c, c.gpus));
+  const simulator::Problem& p = model->problem();
+  return absl::StrCat(p.model.family.empty() ? "unknown" : p.model.family, "|",
+                      p.cluster.hardware.name, "|", p.cluster.num_gpus, "x",
+                      p.cluster.gpus_per_node);
+}
+
+std::vector<GeneratedCase> GenerateFamilyCases(uint64_t seed, int count,
+                                               const GeneratedCase& like,
+                                               bool disaggregated) {
+  std::vector<GeneratedCase> out;
+  const absl::StatusOr<std::string> family = FamilyKey(like);
+  if (!family.ok()) return out;
+  std::mt19937_64 rng(seed);
+  // About one draw in 30-90 is of the family (9 GPU counts, 1-3 of the 10
+  // models), so the draws are many; the cheap tests come first.
+  for (int attempt = 0;
+       attempt < 5000 * count && static_cast<int>(out.size()) < count;
+       ++attempt) {
+    bool moe = false;
+    GeneratedCase c = Draw(rng, &moe);
+    c.hardware = like.hardware;
+    c.gpus_per_node = like.gpus_per_node;
+    if (c.gpus != like.gpus || c.name() == like.name()) continue;
+    const absl::StatusOr<std::string> key = FamilyKey(c);
+    if (!key.ok() || *key != *family) continue;
+    if (!GridFeasible(c)) continue;
+    if (disaggregated && !DisaggregatedFeasible(c)) continue;
     out.push_back(std::move(c));
   }
   return out;
@@ -240,14 +303,7 @@ std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed,
                                                       int count) {
   std::vector<GeneratedCase> out;
   for (GeneratedCase& c : GenerateCases(seed, count, /*moe_only=*/false)) {
-    auto model = MakeModel(c, c.gpus);
-    if (!model.ok()) continue;
-    if (!policy::PlanSpace::CreateDisaggregated(**model).ok()) continue;
-    policy::CancellationToken cancel;
-    if (!policy::SweepDisaggregated(**model, 1 << 20, 1, cancel).found) {
-      continue;
-    }
-    out.push_back(std::move(c));
+    if (DisaggregatedFeasible(c)) out.push_back(std::move(c));
   }
   return out;
 }
@@ -367,6 +423,242 @@ absl::StatusOr<std::string> RunDisaggregatedCases(
           cases.size(), rl_ge_sweep, cases.size(), rl_faster, cases.size(),
           rl_slower, cases.size()));
   absl::StrAppend(&md, plans);
+  return md;
+}
+
+namespace {
+
+// The space a transfer search runs in: the joint space when disaggregated.
+struct TransferProblem {
+  std::unique_ptr<const simulator::CostModel> model;
+  std::unique_ptr<const policy::PlanSpace> joint;  // disaggregated only
+};
+
+absl::StatusOr<TransferProblem> MakeProblem(const GeneratedCase& c,
+                                            bool disaggregated) {
+  TransferProblem p;
+  ASSIGN_OR_RETURN(p.model, MakeModel(c, c.gpus));
+  if (disaggregated) {
+    ASSIGN_OR_RETURN(p.joint, policy::PlanSpace::CreateDisaggregated(*p.model));
+  }
+  return p;
+}
+
+policy::SearchOptions OptionsFor(const TransferProblem& p, int budget,
+                                 uint32_t seed,
+                                 const GeneratedOptions& options) {
+  policy::SearchOptions so;
+  so.disaggregated = p.joint != nullptr;
+  so.space = p.joint.get();
+  so.max_evaluations = budget;
+  so.max_seconds = 600;
+  so.pool = options.pool;
+  so.seed = seed;
+  return so;
+}
+
+// The weights a chain of rl searches leaves: each search starts from the
+// previous one's weights (no elite plans) and hands its own on.
+struct Chain {
+  std::vector<std::string> problems;  // names, in training order
+  std::string weights;
+  int loaded = 0;  // searches that loaded the previous weights
+  double seconds = 0;
+};
+
+absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
+                            const GeneratedOptions& options,
+                            const TransferOptions& transfer) {
+  Chain chain;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < problems.size(); ++i) {
+    ASSIGN_OR_RETURN(TransferProblem p,
+                     MakeProblem(problems[i], transfer.disaggregated));
+    policy::SearchOptions so = OptionsFor(
+        p, transfer.train_budget, static_cast<uint32_t>(i + 1), options);
+    policy::WarmStart weights_only;
+    weights_only.policy_weights = chain.weights;
+    if (!chain.weights.empty()) so.warm_start = &weights_only;
+    ASSIGN_OR_RETURN(policy::SearchResult r, ResultOf("rl", *p.model, so));
+    // With no warm-start plans, warm_started says the weights were loaded.
+    chain.loaded += !chain.weights.empty() && r.warm_started;
+    if (r.policy_weights.empty()) {
+      return absl::InternalError("an rl search returned no policy weights");
+    }
+    chain.weights = std::move(r.policy_weights);
+    chain.problems.push_back(problems[i].name());
+  }
+  chain.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return chain;
+}
+
+struct TransferMethod {
+  const char* label;
+  const char* method;
+  bool transferred;
+};
+constexpr TransferMethod kTransferMethods[] = {
+    {"rl transferred", "rl", true},
+    {"rl fresh", "rl", false},
+    {"rl-no-learning transferred", "rl-no-learning", true},
+    {"rl-no-learning fresh", "rl-no-learning", false},
+    {"anneal", "anneal", false},
+    {"genetic", "genetic", false},
+    {"random", "random", false},
+};
+constexpr size_t kNumTransferMethods = std::size(kTransferMethods);
+
+}  // namespace
+
+absl::StatusOr<std::string> RunTransferCases(
+    const std::vector<GeneratedCase>& held_out, const GeneratedOptions& options,
+    const TransferOptions& transfer) {
+  std::map<std::string, Chain> chains;  // by family key (or "all")
+  std::string md;
+  std::string training =
+      "| held-out case | family | training problems (generator seed " +
+      absl::StrCat(transfer.train_seed) +
+      ", in order) | weights loaded | training s |\n|---|---|---|---|---|\n";
+  // Per budget: the table rows and the summary counts.
+  struct Tally {
+    std::string rows;
+    int cases = 0, gt_fresh = 0, lt_fresh = 0, ge_others = 0, faster = 0,
+        slower = 0;
+    double log_ratio = 0;
+  };
+  std::map<int, Tally> tallies;
+  int transfer_runs = 0, transfer_loaded = 0;
+  for (const GeneratedCase& c : held_out) {
+    ASSIGN_OR_RETURN(const std::string family, FamilyKey(c));
+    const std::string chain_key = transfer.across_families ? "all" : family;
+    if (!chains.count(chain_key)) {
+      const std::vector<GeneratedCase> problems =
+          transfer.across_families
+              ? (transfer.disaggregated
+                     ? GenerateDisaggregatedCases(transfer.train_seed,
+                                                  transfer.train_problems)
+                     : GenerateCases(transfer.train_seed,
+                                     transfer.train_problems, false))
+              : GenerateFamilyCases(transfer.train_seed,
+                                    transfer.train_problems, c,
+                                    transfer.disaggregated);
+      ASSIGN_OR_RETURN(chains[chain_key], Train(problems, options, transfer));
+    }
+    const Chain& chain = chains[chain_key];
+    absl::StrAppend(
+        &training,
+        absl::StrFormat(
+            "| %s | %s | %s | %d/%d | %.1f |\n", c.name(), family,
+            chain.problems.empty() ? "none found"
+                                   : absl::StrJoin(chain.problems, "; "),
+            chain.loaded, std::max<int>(0, chain.problems.size() - 1),
+            chain.seconds));
+    if (chain.weights.empty()) continue;
+    ASSIGN_OR_RETURN(TransferProblem p, MakeProblem(c, transfer.disaggregated));
+    policy::WarmStart weights_only;
+    weights_only.policy_weights = chain.weights;
+    // Per budget, method and seed: the final best and its trace.
+    std::map<int, std::vector<std::vector<double>>> finals;
+    std::map<int, std::vector<std::vector<EvalTrace>>> traces;
+    double best_known = 0;
+    for (int budget : transfer.budgets) {
+      finals[budget].resize(kNumTransferMethods);
+      traces[budget].resize(kNumTransferMethods);
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        for (int s = 1; s <= options.seeds; ++s) {
+          policy::SearchOptions so =
+              OptionsFor(p, budget, static_cast<uint32_t>(s), options);
+          if (kTransferMethods[m].transferred) so.warm_start = &weights_only;
+          traces[budget][m].emplace_back();
+          ASSIGN_OR_RETURN(policy::SearchResult r,
+                           ResultOf(kTransferMethods[m].method, *p.model, so,
+                                    &traces[budget][m].back()));
+          if (kTransferMethods[m].transferred) {
+            ++transfer_runs;
+            transfer_loaded += r.warm_started;
+          }
+          finals[budget][m].push_back(Tps(r.best));
+          best_known = std::max(best_known, Tps(r.best));
+        }
+      }
+    }
+    for (int budget : transfer.budgets) {
+      const int never = budget + 1;
+      std::vector<double> medians, to_99;
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        medians.push_back(Median(finals[budget][m]));
+        std::vector<double> e;
+        for (const EvalTrace& t : traces[budget][m])
+          e.push_back(t.EvalsTo(0.99 * best_known, never));
+        to_99.push_back(Median(e));
+      }
+      // Against everything that does not use the transferred weights.
+      double best_other = 0;
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        if (!kTransferMethods[m].transferred)
+          best_other = std::max(best_other, medians[m]);
+      }
+      Tally& t = tallies[budget];
+      ++t.cases;
+      t.gt_fresh += medians[0] > medians[1] * (1 + 1e-9);
+      t.lt_fresh += medians[0] < medians[1] * (1 - 1e-9);
+      t.ge_others += medians[0] >= best_other * (1 - 1e-9);
+      t.faster += to_99[0] < to_99[1];
+      t.slower += to_99[0] > to_99[1];
+      if (medians[0] > 0 && medians[1] > 0)
+        t.log_ratio += std::log(medians[0] / medians[1]);
+      std::vector<std::string> cells;
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        cells.push_back(absl::StrFormat(
+            "%.0f (%s)", medians[m],
+            to_99[m] >= never ? "-" : absl::StrFormat("%.0f", to_99[m])));
+      }
+      absl::StrAppend(
+          &t.rows,
+          absl::StrFormat(
+              "| %s | %s | %s |\n", c.name(), absl::StrJoin(cells, " | "),
+              medians[1] > 0 ? absl::StrFormat("%.3f", medians[0] / medians[1])
+                             : "-"));
+    }
+    std::fprintf(stderr, "%s done\n", c.name().c_str());
+  }
+  std::vector<std::string> labels;
+  for (const TransferMethod& m : kTransferMethods) labels.push_back(m.label);
+  for (const auto& [budget, t] : tallies) {
+    absl::StrAppend(&md,
+                    absl::StrFormat("\nAt %d evaluations:\n\n| case | %s | "
+                                    "transferred / fresh rl |\n|---|",
+                                    budget, absl::StrJoin(labels, " | ")));
+    for (size_t m = 0; m <= kNumTransferMethods; ++m) md += "---|";
+    absl::StrAppend(
+        &md, "\n", t.rows,
+        absl::StrFormat(
+            "\nrl transferred > rl fresh on %d/%d cases, < on %d/%d "
+            "(geometric mean of the ratio %.4f); >= every method without the "
+            "transferred weights on %d/%d; reaches 99%% in fewer evaluations "
+            "than rl fresh on %d/%d, in more on %d/%d.\n",
+            budget, t.gt_fresh, t.cases, t.lt_fresh, t.cases,
+            t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0, t.ge_others,
+            t.cases, t.faster, t.cases, t.slower, t.cases));
+  }
+  absl::StrAppend(
+      &md,
+      absl::StrFormat(
+          "\nCells: median over %d seeds of the best tok/s (median "
+          "evaluations to 99%% of the best any run found on the case, at any "
+          "budget; \"-\" when the median run never got there). Transferred "
+          "weights loaded in %d/%d runs. Training: rl searches of %d "
+          "evaluations, %s, each starting from the previous search's weights "
+          "(no elite plans):\n\n",
+          options.seeds, transfer_loaded, transfer_runs, transfer.train_budget,
+          transfer.across_families
+              ? "one chain over the training seed's first problems for every "
+                "held-out case"
+              : "one chain per family (model family, hardware, nodes x GPUs "
+                "per node, as the server's elite store)"),
+      training);
   return md;
 }
 
