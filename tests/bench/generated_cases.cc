@@ -460,13 +460,15 @@ policy::SearchOptions OptionsFor(const TransferProblem& p, int budget,
 // The weights a chain of rl searches leaves: each search starts from the
 // previous one's weights (no elite plans) and hands its own on.
 struct Chain {
-  std::vector<std::string> problems;  // names, in training order
   std::string weights;
-  int loaded = 0;  // searches that loaded the previous weights
+  int loaded = 0;       // searches that loaded the previous weights
+  int evaluations = 0;  // of all the chain's searches
   double seconds = 0;
 };
 
+// The chain's searches draw seeds first_seed, first_seed + 1, ...
 absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
+                            uint32_t first_seed,
                             const GeneratedOptions& options,
                             const TransferOptions& transfer) {
   Chain chain;
@@ -474,8 +476,9 @@ absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
   for (size_t i = 0; i < problems.size(); ++i) {
     ASSIGN_OR_RETURN(TransferProblem p,
                      MakeProblem(problems[i], transfer.disaggregated));
-    policy::SearchOptions so = OptionsFor(
-        p, transfer.train_budget, static_cast<uint32_t>(i + 1), options);
+    policy::SearchOptions so =
+        OptionsFor(p, transfer.train_budget,
+                   first_seed + static_cast<uint32_t>(i), options);
     policy::WarmStart weights_only;
     weights_only.policy_weights = chain.weights;
     if (!chain.weights.empty()) so.warm_start = &weights_only;
@@ -486,7 +489,7 @@ absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
       return absl::InternalError("an rl search returned no policy weights");
     }
     chain.weights = std::move(r.policy_weights);
-    chain.problems.push_back(problems[i].name());
+    chain.evaluations += r.evaluations;
   }
   chain.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -494,19 +497,25 @@ absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
   return chain;
 }
 
+// Where a test search's starting weights come from.
+enum class Weights { kFresh, kOwnFamily, kOtherFamily };
+
 struct TransferMethod {
   const char* label;
   const char* method;
-  bool transferred;
+  Weights weights;
 };
+// The first two are compared throughout; the third is the control: weights
+// trained just as long on another family's problems.
 constexpr TransferMethod kTransferMethods[] = {
-    {"rl transferred", "rl", true},
-    {"rl fresh", "rl", false},
-    {"rl-no-learning transferred", "rl-no-learning", true},
-    {"rl-no-learning fresh", "rl-no-learning", false},
-    {"anneal", "anneal", false},
-    {"genetic", "genetic", false},
-    {"random", "random", false},
+    {"rl transferred", "rl", Weights::kOwnFamily},
+    {"rl fresh", "rl", Weights::kFresh},
+    {"rl other family's weights", "rl", Weights::kOtherFamily},
+    {"rl-no-learning transferred", "rl-no-learning", Weights::kOwnFamily},
+    {"rl-no-learning fresh", "rl-no-learning", Weights::kFresh},
+    {"anneal", "anneal", Weights::kFresh},
+    {"genetic", "genetic", Weights::kFresh},
+    {"random", "random", Weights::kFresh},
 };
 constexpr size_t kNumTransferMethods = std::size(kTransferMethods);
 
@@ -515,50 +524,81 @@ constexpr size_t kNumTransferMethods = std::size(kTransferMethods);
 absl::StatusOr<std::string> RunTransferCases(
     const std::vector<GeneratedCase>& held_out, const GeneratedOptions& options,
     const TransferOptions& transfer) {
-  std::map<std::string, Chain> chains;  // by family key (or "all")
-  std::string md;
+  // By family key (or "all"): the training problems, and one chain per test
+  // seed (seed s trains with seeds 1000 s, 1000 s + 1, ...), so that the
+  // medians cover the training's randomness too.
+  std::map<std::string, std::vector<GeneratedCase>> problems_of;
+  std::map<std::string, std::vector<Chain>> chains;
+  std::vector<std::string> chain_keys;
   std::string training =
       "| held-out case | family | training problems (generator seed " +
       absl::StrCat(transfer.train_seed) +
-      ", in order) | weights loaded | training s |\n|---|---|---|---|---|\n";
+      ", in order) | weights loaded | training evaluations | training s "
+      "|\n|---|---|---|---|---|---|\n";
+  for (const GeneratedCase& c : held_out) {
+    ASSIGN_OR_RETURN(const std::string family, FamilyKey(c));
+    const std::string key = transfer.across_families ? "all" : family;
+    chain_keys.push_back(key);
+    if (!chains.count(key)) {
+      std::vector<GeneratedCase>& problems = problems_of[key];
+      problems = transfer.across_families
+                     ? (transfer.disaggregated
+                            ? GenerateDisaggregatedCases(
+                                  transfer.train_seed, transfer.train_problems)
+                            : GenerateCases(transfer.train_seed,
+                                            transfer.train_problems, false))
+                     : GenerateFamilyCases(transfer.train_seed,
+                                           transfer.train_problems, c,
+                                           transfer.disaggregated);
+      std::vector<Chain>& seed_chains = chains[key];
+      for (int s = 1; s <= options.seeds && !problems.empty(); ++s) {
+        ASSIGN_OR_RETURN(Chain chain,
+                         Train(problems, static_cast<uint32_t>(1000 * s),
+                               options, transfer));
+        seed_chains.push_back(std::move(chain));
+      }
+    }
+    std::vector<std::string> names;
+    for (const GeneratedCase& t : problems_of[key]) names.push_back(t.name());
+    int loaded = 0, evaluations = 0;
+    double seconds = 0;
+    for (const Chain& chain : chains[key]) {
+      loaded += chain.loaded;
+      evaluations += chain.evaluations;
+      seconds += chain.seconds;
+    }
+    absl::StrAppend(
+        &training,
+        absl::StrFormat(
+            "| %s | %s | %s | %d/%d | %d | %.1f |\n", c.name(), family,
+            names.empty() ? "none found" : absl::StrJoin(names, "; "), loaded,
+            static_cast<int>(chains[key].size() *
+                             std::max<int>(0, names.size() - 1)),
+            evaluations, seconds));
+  }
+
   // Per budget: the table rows and the summary counts.
   struct Tally {
     std::string rows;
     int cases = 0, gt_fresh = 0, lt_fresh = 0, ge_others = 0, faster = 0,
-        slower = 0;
-    double log_ratio = 0;
+        slower = 0, pairs_ahead = 0, pairs_behind = 0, other_ahead = 0,
+        other_behind = 0;
+    double log_ratio = 0, log_other = 0;
   };
   std::map<int, Tally> tallies;
   int transfer_runs = 0, transfer_loaded = 0;
-  for (const GeneratedCase& c : held_out) {
-    ASSIGN_OR_RETURN(const std::string family, FamilyKey(c));
-    const std::string chain_key = transfer.across_families ? "all" : family;
-    if (!chains.count(chain_key)) {
-      const std::vector<GeneratedCase> problems =
-          transfer.across_families
-              ? (transfer.disaggregated
-                     ? GenerateDisaggregatedCases(transfer.train_seed,
-                                                  transfer.train_problems)
-                     : GenerateCases(transfer.train_seed,
-                                     transfer.train_problems, false))
-              : GenerateFamilyCases(transfer.train_seed,
-                                    transfer.train_problems, c,
-                                    transfer.disaggregated);
-      ASSIGN_OR_RETURN(chains[chain_key], Train(problems, options, transfer));
+  for (size_t i = 0; i < held_out.size(); ++i) {
+    const GeneratedCase& c = held_out[i];
+    const std::vector<Chain>& own = chains[chain_keys[i]];
+    if (own.empty()) continue;
+    // The control's weights: the next held-out case's family that differs
+    // (none when one chain serves every case).
+    const std::vector<Chain>* other = nullptr;
+    for (size_t k = 1; k < held_out.size() && other == nullptr; ++k) {
+      const std::string& key = chain_keys[(i + k) % held_out.size()];
+      if (key != chain_keys[i] && !chains[key].empty()) other = &chains[key];
     }
-    const Chain& chain = chains[chain_key];
-    absl::StrAppend(
-        &training,
-        absl::StrFormat(
-            "| %s | %s | %s | %d/%d | %.1f |\n", c.name(), family,
-            chain.problems.empty() ? "none found"
-                                   : absl::StrJoin(chain.problems, "; "),
-            chain.loaded, std::max<int>(0, chain.problems.size() - 1),
-            chain.seconds));
-    if (chain.weights.empty()) continue;
     ASSIGN_OR_RETURN(TransferProblem p, MakeProblem(c, transfer.disaggregated));
-    policy::WarmStart weights_only;
-    weights_only.policy_weights = chain.weights;
     // Per budget, method and seed: the final best and its trace.
     std::map<int, std::vector<std::vector<double>>> finals;
     std::map<int, std::vector<std::vector<EvalTrace>>> traces;
@@ -567,15 +607,22 @@ absl::StatusOr<std::string> RunTransferCases(
       finals[budget].resize(kNumTransferMethods);
       traces[budget].resize(kNumTransferMethods);
       for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        const Weights from = kTransferMethods[m].weights;
+        if (from == Weights::kOtherFamily && other == nullptr) continue;
         for (int s = 1; s <= options.seeds; ++s) {
           policy::SearchOptions so =
               OptionsFor(p, budget, static_cast<uint32_t>(s), options);
-          if (kTransferMethods[m].transferred) so.warm_start = &weights_only;
+          policy::WarmStart weights_only;
+          if (from != Weights::kFresh) {
+            weights_only.policy_weights =
+                (from == Weights::kOwnFamily ? own : *other)[s - 1].weights;
+            so.warm_start = &weights_only;
+          }
           traces[budget][m].emplace_back();
           ASSIGN_OR_RETURN(policy::SearchResult r,
                            ResultOf(kTransferMethods[m].method, *p.model, so,
                                     &traces[budget][m].back()));
-          if (kTransferMethods[m].transferred) {
+          if (from != Weights::kFresh) {
             ++transfer_runs;
             transfer_loaded += r.warm_started;
           }
@@ -586,21 +633,30 @@ absl::StatusOr<std::string> RunTransferCases(
     }
     for (int budget : transfer.budgets) {
       const int never = budget + 1;
+      const std::vector<std::vector<double>>& f = finals[budget];
       std::vector<double> medians, to_99;
       for (size_t m = 0; m < kNumTransferMethods; ++m) {
-        medians.push_back(Median(finals[budget][m]));
+        medians.push_back(Median(f[m]));
         std::vector<double> e;
         for (const EvalTrace& t : traces[budget][m])
           e.push_back(t.EvalsTo(0.99 * best_known, never));
-        to_99.push_back(Median(e));
+        to_99.push_back(e.empty() ? never : Median(e));
       }
-      // Against everything that does not use the transferred weights.
+      // Against everything that starts from fresh weights.
       double best_other = 0;
       for (size_t m = 0; m < kNumTransferMethods; ++m) {
-        if (!kTransferMethods[m].transferred)
+        if (kTransferMethods[m].weights == Weights::kFresh)
           best_other = std::max(best_other, medians[m]);
       }
       Tally& t = tallies[budget];
+      for (int s = 0; s < options.seeds; ++s) {
+        t.pairs_ahead += f[0][s] > f[1][s] * (1 + 1e-9);
+        t.pairs_behind += f[0][s] < f[1][s] * (1 - 1e-9);
+        if (!f[2].empty()) {
+          t.other_ahead += f[2][s] > f[1][s] * (1 + 1e-9);
+          t.other_behind += f[2][s] < f[1][s] * (1 - 1e-9);
+        }
+      }
       ++t.cases;
       t.gt_fresh += medians[0] > medians[1] * (1 + 1e-9);
       t.lt_fresh += medians[0] < medians[1] * (1 - 1e-9);
@@ -609,11 +665,17 @@ absl::StatusOr<std::string> RunTransferCases(
       t.slower += to_99[0] > to_99[1];
       if (medians[0] > 0 && medians[1] > 0)
         t.log_ratio += std::log(medians[0] / medians[1]);
+      if (medians[2] > 0 && medians[1] > 0)
+        t.log_other += std::log(medians[2] / medians[1]);
       std::vector<std::string> cells;
       for (size_t m = 0; m < kNumTransferMethods; ++m) {
-        cells.push_back(absl::StrFormat(
-            "%.0f (%s)", medians[m],
-            to_99[m] >= never ? "-" : absl::StrFormat("%.0f", to_99[m])));
+        cells.push_back(
+            f[m].empty()
+                ? "n/a"
+                : absl::StrFormat("%.0f (%s)", medians[m],
+                                  to_99[m] >= never
+                                      ? "-"
+                                      : absl::StrFormat("%.0f", to_99[m])));
       }
       absl::StrAppend(
           &t.rows,
@@ -626,32 +688,41 @@ absl::StatusOr<std::string> RunTransferCases(
   }
   std::vector<std::string> labels;
   for (const TransferMethod& m : kTransferMethods) labels.push_back(m.label);
+  std::string md;
   for (const auto& [budget, t] : tallies) {
     absl::StrAppend(&md,
                     absl::StrFormat("\nAt %d evaluations:\n\n| case | %s | "
                                     "transferred / fresh rl |\n|---|",
                                     budget, absl::StrJoin(labels, " | ")));
     for (size_t m = 0; m <= kNumTransferMethods; ++m) md += "---|";
+    const int n = t.cases * options.seeds;
     absl::StrAppend(
         &md, "\n", t.rows,
         absl::StrFormat(
             "\nrl transferred > rl fresh on %d/%d cases, < on %d/%d "
-            "(geometric mean of the ratio %.4f); >= every method without the "
-            "transferred weights on %d/%d; reaches 99%% in fewer evaluations "
-            "than rl fresh on %d/%d, in more on %d/%d.\n",
-            budget, t.gt_fresh, t.cases, t.lt_fresh, t.cases,
-            t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0, t.ge_others,
-            t.cases, t.faster, t.cases, t.slower, t.cases));
+            "(geometric mean of the ratio %.4f; other family's weights: "
+            "%.4f); >= every method from fresh weights on %d/%d; reaches 99%% "
+            "in fewer evaluations than rl fresh on %d/%d, in more on %d/%d. "
+            "Per (case, seed) pair with the same search seed: transferred "
+            "ahead of fresh on %d/%d, behind on %d/%d; other family's "
+            "weights ahead on %d/%d, behind on %d/%d.\n",
+            t.gt_fresh, t.cases, t.lt_fresh, t.cases,
+            t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0,
+            t.cases > 0 ? std::exp(t.log_other / t.cases) : 0.0, t.ge_others,
+            t.cases, t.faster, t.cases, t.slower, t.cases, t.pairs_ahead, n,
+            t.pairs_behind, n, t.other_ahead, n, t.other_behind, n));
   }
   absl::StrAppend(
       &md,
       absl::StrFormat(
           "\nCells: median over %d seeds of the best tok/s (median "
           "evaluations to 99%% of the best any run found on the case, at any "
-          "budget; \"-\" when the median run never got there). Transferred "
-          "weights loaded in %d/%d runs. Training: rl searches of %d "
-          "evaluations, %s, each starting from the previous search's weights "
-          "(no elite plans):\n\n",
+          "budget; \"-\" when the median run never got there). Stored weights "
+          "loaded in %d/%d runs. Training: rl searches of %d evaluations, %s, "
+          "each starting from the previous search's weights (no elite plans); "
+          "test seed s uses the chain trained with seeds 1000 s, 1000 s + 1, "
+          "...; \"other family's weights\": the chain of the next held-out "
+          "case of another family:\n\n",
           options.seeds, transfer_loaded, transfer_runs, transfer.train_budget,
           transfer.across_families
               ? "one chain over the training seed's first problems for every "

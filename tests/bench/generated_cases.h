@@ -87,7 +87,8 @@ struct TransferOptions {
 // Cross-problem transfer of the RL policy weights: per held-out case, rl
 // searches on training problems chain their weights (weights only, no elite
 // plans: each search loads the previous one's SearchResult::policy_weights,
-// as the server's elite store does within a family); then at each small
+// as the server's elite store does within a family; one chain per test seed,
+// trained with seeds of its own); then at each small
 // budget, with --seeds seeds, rl and rl-no-learning from the transferred
 // weights against rl and rl-no-learning from fresh weights, anneal, genetic
 // and random. Returns a markdown report.
