@@ -569,12 +569,16 @@ absl::StatusOr<std::string> RunTransferCases(
     }
     absl::StrAppend(
         &training,
-        absl::StrFormat(
-            "| %s | %s | %s | %d/%d | %d | %.1f |\n", c.name(), family,
-            names.empty() ? "none found" : absl::StrJoin(names, "; "), loaded,
-            static_cast<int>(chains[key].size() *
-                             std::max<int>(0, names.size() - 1)),
-            evaluations, seconds));
+        absl::StrFormat("| %s | %s | %s | %d/%d | %d | %.1f |\n", c.name(),
+                        family,
+                        names.empty() ? "none found"
+                        : transfer.across_families && chain_keys.size() > 1
+                            ? "the same"
+                            : absl::StrJoin(names, "; "),
+                        loaded,
+                        static_cast<int>(chains[key].size() *
+                                         std::max<int>(0, names.size() - 1)),
+                        evaluations, seconds));
   }
 
   // Per budget: the table rows and the summary counts.
@@ -582,11 +586,19 @@ absl::StatusOr<std::string> RunTransferCases(
     std::string rows;
     int cases = 0, gt_fresh = 0, lt_fresh = 0, ge_others = 0, faster = 0,
         slower = 0, pairs_ahead = 0, pairs_behind = 0, other_ahead = 0,
-        other_behind = 0;
+        other_behind = 0, other_cases = 0;
     double log_ratio = 0, log_other = 0;
   };
   std::map<int, Tally> tallies;
   int transfer_runs = 0, transfer_loaded = 0;
+  std::string sampling = absl::StrFormat(
+      "\nAt %d evaluations, median over the seeds: rl iterations (sampled "
+      "batches) and the first sampled batch's mean reward (the searcher's "
+      "reward: log of throughput over Megatron's, penalties for infeasible "
+      "plans):\n\n| case | iterations fresh | iterations transferred | "
+      "first batch fresh | first batch transferred | first batch other "
+      "family's |\n|---|---|---|---|---|---|\n",
+      transfer.budgets.empty() ? 0 : transfer.budgets.back());
   for (size_t i = 0; i < held_out.size(); ++i) {
     const GeneratedCase& c = held_out[i];
     const std::vector<Chain>& own = chains[chain_keys[i]];
@@ -602,6 +614,9 @@ absl::StatusOr<std::string> RunTransferCases(
     // Per budget, method and seed: the final best and its trace.
     std::map<int, std::vector<std::vector<double>>> finals;
     std::map<int, std::vector<std::vector<EvalTrace>>> traces;
+    // At the last budget, per rl method (the first three): iterations and
+    // the first sampled batch's mean reward, per seed.
+    std::vector<std::vector<double>> iterations(3), first_reward(3);
     double best_known = 0;
     for (int budget : transfer.budgets) {
       finals[budget].resize(kNumTransferMethods);
@@ -619,9 +634,16 @@ absl::StatusOr<std::string> RunTransferCases(
             so.warm_start = &weights_only;
           }
           traces[budget][m].emplace_back();
-          ASSIGN_OR_RETURN(policy::SearchResult r,
-                           ResultOf(kTransferMethods[m].method, *p.model, so,
-                                    &traces[budget][m].back()));
+          policy::RlStats stats;
+          ASSIGN_OR_RETURN(
+              policy::SearchResult r,
+              ResultOf(kTransferMethods[m].method, *p.model, so,
+                       &traces[budget][m].back(), m < 3 ? &stats : nullptr));
+          if (m < 3 && budget == transfer.budgets.back()) {
+            iterations[m].push_back(stats.iterations);
+            if (!stats.mean_rewards.empty())
+              first_reward[m].push_back(stats.mean_rewards[0]);
+          }
           if (from != Weights::kFresh) {
             ++transfer_runs;
             transfer_loaded += r.warm_started;
@@ -665,8 +687,11 @@ absl::StatusOr<std::string> RunTransferCases(
       t.slower += to_99[0] > to_99[1];
       if (medians[0] > 0 && medians[1] > 0)
         t.log_ratio += std::log(medians[0] / medians[1]);
-      if (medians[2] > 0 && medians[1] > 0)
-        t.log_other += std::log(medians[2] / medians[1]);
+      if (!f[2].empty()) {
+        ++t.other_cases;
+        if (medians[2] > 0 && medians[1] > 0)
+          t.log_other += std::log(medians[2] / medians[1]);
+      }
       std::vector<std::string> cells;
       for (size_t m = 0; m < kNumTransferMethods; ++m) {
         cells.push_back(
@@ -684,6 +709,17 @@ absl::StatusOr<std::string> RunTransferCases(
               medians[1] > 0 ? absl::StrFormat("%.3f", medians[0] / medians[1])
                              : "-"));
     }
+    auto median_or_na = [](const std::vector<double>& v) {
+      return v.empty() ? std::string("n/a")
+                       : absl::StrFormat("%.3f", Median(v));
+    };
+    absl::StrAppend(
+        &sampling,
+        absl::StrFormat("| %s | %.0f | %.0f | %s | %s | %s |\n", c.name(),
+                        Median(iterations[1]), Median(iterations[0]),
+                        median_or_na(first_reward[1]),
+                        median_or_na(first_reward[0]),
+                        median_or_na(first_reward[2])));
     std::fprintf(stderr, "%s done\n", c.name().c_str());
   }
   std::vector<std::string> labels;
@@ -701,16 +737,24 @@ absl::StatusOr<std::string> RunTransferCases(
         absl::StrFormat(
             "\nrl transferred > rl fresh on %d/%d cases, < on %d/%d "
             "(geometric mean of the ratio %.4f; other family's weights: "
-            "%.4f); >= every method from fresh weights on %d/%d; reaches 99%% "
+            "%s); >= every method from fresh weights on %d/%d; reaches 99%% "
             "in fewer evaluations than rl fresh on %d/%d, in more on %d/%d. "
             "Per (case, seed) pair with the same search seed: transferred "
-            "ahead of fresh on %d/%d, behind on %d/%d; other family's "
-            "weights ahead on %d/%d, behind on %d/%d.\n",
+            "ahead of fresh on %d/%d, behind on %d/%d%s.\n",
             t.gt_fresh, t.cases, t.lt_fresh, t.cases,
             t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0,
-            t.cases > 0 ? std::exp(t.log_other / t.cases) : 0.0, t.ge_others,
-            t.cases, t.faster, t.cases, t.slower, t.cases, t.pairs_ahead, n,
-            t.pairs_behind, n, t.other_ahead, n, t.other_behind, n));
+            t.other_cases == 0
+                ? std::string("n/a")
+                : absl::StrFormat("%.4f (%d cases)",
+                                  std::exp(t.log_other / t.other_cases),
+                                  t.other_cases),
+            t.ge_others, t.cases, t.faster, t.cases, t.slower, t.cases,
+            t.pairs_ahead, n, t.pairs_behind, n,
+            t.other_cases == 0
+                ? ""
+                : absl::StrFormat("; other family's weights ahead on %d/%d, "
+                                  "behind on %d/%d",
+                                  t.other_ahead, n, t.other_behind, n)));
   }
   absl::StrAppend(
       &md,
@@ -730,6 +774,7 @@ absl::StatusOr<std::string> RunTransferCases(
               : "one chain per family (model family, hardware, nodes x GPUs "
                 "per node, as the server's elite store)"),
       training);
+  absl::StrAppend(&md, sampling);
   return md;
 }
 
