@@ -300,6 +300,13 @@ int Main(int argc, char** argv) {
   app.add_option("--transfer_across_families", transfer_options.across_families,
                  "one chain over the training seed's first problems for "
                  "every case, instead of one per family as the server");
+  app.add_option("--transfer_train_aggregated",
+                 transfer_options.train_aggregated,
+                 "with --disaggregated: train in the aggregated space (the "
+                 "weights the server keeps with disaggregation auto)");
+  app.add_option("--transfer_one_chain", transfer_options.one_chain,
+                 "one training chain for every test seed (default: one per "
+                 "test seed)");
   app.add_option("--transfer_budgets", transfer_budgets,
                  "comma list of test budgets");
   std::string time_auto;

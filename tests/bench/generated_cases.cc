@@ -475,7 +475,8 @@ absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < problems.size(); ++i) {
     ASSIGN_OR_RETURN(TransferProblem p,
-                     MakeProblem(problems[i], transfer.disaggregated));
+                     MakeProblem(problems[i], transfer.disaggregated &&
+                                                  !transfer.train_aggregated));
     policy::SearchOptions so =
         OptionsFor(p, transfer.train_budget,
                    first_seed + static_cast<uint32_t>(i), options);
@@ -530,6 +531,8 @@ absl::StatusOr<std::string> RunTransferCases(
   std::map<std::string, std::vector<GeneratedCase>> problems_of;
   std::map<std::string, std::vector<Chain>> chains;
   std::vector<std::string> chain_keys;
+  const bool train_disaggregated =
+      transfer.disaggregated && !transfer.train_aggregated;
   std::string training =
       "| held-out case | family | training problems (generator seed " +
       absl::StrCat(transfer.train_seed) +
@@ -542,19 +545,25 @@ absl::StatusOr<std::string> RunTransferCases(
     if (!chains.count(key)) {
       std::vector<GeneratedCase>& problems = problems_of[key];
       problems = transfer.across_families
-                     ? (transfer.disaggregated
+                     ? (train_disaggregated
                             ? GenerateDisaggregatedCases(
                                   transfer.train_seed, transfer.train_problems)
                             : GenerateCases(transfer.train_seed,
                                             transfer.train_problems, false))
                      : GenerateFamilyCases(transfer.train_seed,
                                            transfer.train_problems, c,
-                                           transfer.disaggregated);
+                                           train_disaggregated);
       std::vector<Chain>& seed_chains = chains[key];
       for (int s = 1; s <= options.seeds && !problems.empty(); ++s) {
-        ASSIGN_OR_RETURN(Chain chain,
-                         Train(problems, static_cast<uint32_t>(1000 * s),
-                               options, transfer));
+        if (transfer.one_chain && s > 1) {
+          seed_chains.push_back(seed_chains.front());
+          continue;
+        }
+        ASSIGN_OR_RETURN(
+            Chain chain,
+            Train(problems,
+                  static_cast<uint32_t>(transfer.one_chain ? 1 : 1000 * s),
+                  options, transfer));
         seed_chains.push_back(std::move(chain));
       }
     }
@@ -588,6 +597,7 @@ absl::StatusOr<std::string> RunTransferCases(
         slower = 0, pairs_ahead = 0, pairs_behind = 0, other_ahead = 0,
         other_behind = 0, other_cases = 0;
     double log_ratio = 0, log_other = 0;
+    double worst_pair = 0;  // the lowest transferred / fresh of a pair
   };
   std::map<int, Tally> tallies;
   int transfer_runs = 0, transfer_loaded = 0;
@@ -672,6 +682,9 @@ absl::StatusOr<std::string> RunTransferCases(
       }
       Tally& t = tallies[budget];
       for (int s = 0; s < options.seeds; ++s) {
+        if (f[1][s] > 0 &&
+            (t.worst_pair == 0 || f[0][s] / f[1][s] < t.worst_pair))
+          t.worst_pair = f[0][s] / f[1][s];
         t.pairs_ahead += f[0][s] > f[1][s] * (1 + 1e-9);
         t.pairs_behind += f[0][s] < f[1][s] * (1 - 1e-9);
         if (!f[2].empty()) {
@@ -740,7 +753,8 @@ absl::StatusOr<std::string> RunTransferCases(
             "%s); >= every method from fresh weights on %d/%d; reaches 99%% "
             "in fewer evaluations than rl fresh on %d/%d, in more on %d/%d. "
             "Per (case, seed) pair with the same search seed: transferred "
-            "ahead of fresh on %d/%d, behind on %d/%d%s.\n",
+            "ahead of fresh on %d/%d, behind on %d/%d (the worst pair %.3f)%s."
+            "\n",
             t.gt_fresh, t.cases, t.lt_fresh, t.cases,
             t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0,
             t.other_cases == 0
@@ -749,7 +763,7 @@ absl::StatusOr<std::string> RunTransferCases(
                                   std::exp(t.log_other / t.other_cases),
                                   t.other_cases),
             t.ge_others, t.cases, t.faster, t.cases, t.slower, t.cases,
-            t.pairs_ahead, n, t.pairs_behind, n,
+            t.pairs_ahead, n, t.pairs_behind, n, t.worst_pair,
             t.other_cases == 0
                 ? ""
                 : absl::StrFormat("; other family's weights ahead on %d/%d, "
@@ -764,15 +778,24 @@ absl::StatusOr<std::string> RunTransferCases(
           "budget; \"-\" when the median run never got there). Stored weights "
           "loaded in %d/%d runs. Training: rl searches of %d evaluations, %s, "
           "each starting from the previous search's weights (no elite plans); "
-          "test seed s uses the chain trained with seeds 1000 s, 1000 s + 1, "
-          "...; \"other family's weights\": the chain of the next held-out "
+          "the training searches in the %s space; "
+          "%s; \"other family's weights\": the chain of the next held-out "
           "case of another family:\n\n",
           options.seeds, transfer_loaded, transfer_runs, transfer.train_budget,
           transfer.across_families
               ? "one chain over the training seed's first problems for every "
                 "held-out case"
               : "one chain per family (model family, hardware, nodes x GPUs "
-                "per node, as the server's elite store)"),
+                "per node, as the server's elite store)",
+          train_disaggregated ? "disaggregated (as the server stores them "
+                                "with options.disaggregation \"only\")"
+                              : "aggregated (as the server stores them with "
+                                "\"auto\" and \"off\")",
+          transfer.one_chain
+              ? "one chain (seeds 1, 2, ...) for all test seeds, as the "
+                "server keeps one set of weights per family"
+              : "test seed s uses the chain trained with seeds 1000 s, "
+                "1000 s + 1, ..."),
       training);
   absl::StrAppend(&md, sampling);
   return md;

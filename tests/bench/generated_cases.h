@@ -81,6 +81,13 @@ struct TransferOptions {
   // one chain over the training seed's first problems, for every case.
   bool across_families = false;
   bool disaggregated = false;  // search (and train on) the joint space
+  // With `disaggregated`: train in the aggregated space, as the server's
+  // stored weights are with options.disaggregation "auto" (the aggregated
+  // search's weights are kept; the disaggregated search's only with "only").
+  bool train_aggregated = false;
+  // One training chain (seeds 1, 2, ...) for every test seed instead of one
+  // per test seed (seeds 1000 s, 1000 s + 1, ...).
+  bool one_chain = false;
   std::vector<int> budgets = {100, 300, 600};
 };
 
