@@ -6,6 +6,9 @@
 //   shardplan-bench-search [--cases llama-3.1-70b@16,deepseek-v3@32] [--seeds
 //   5]
 //       [--budget 3000] [--csv FILE] [--md FILE] [--png FILE]
+//   shardplan-bench-search --generated 8 --generator_seed 2 [--disaggregated
+//       true] --transfer true [--transfer_train_seed 3]: the policy weights
+//       of earlier searches of a family on new problems (docs/benchmarks.md)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
