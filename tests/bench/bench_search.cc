@@ -307,6 +307,10 @@ int Main(int argc, char** argv) {
                  transfer_options.train_aggregated,
                  "with --disaggregated: train in the aggregated space (the "
                  "weights the server keeps with disaggregation auto)");
+  app.add_option("--transfer_train_disaggregated",
+                 transfer_options.train_disaggregated,
+                 "without --disaggregated: train in the joint space "
+                 "(aggregated searches from a disaggregated search's weights)");
   app.add_option("--transfer_one_chain", transfer_options.one_chain,
                  "one training chain for every test seed (default: one per "
                  "test seed)");

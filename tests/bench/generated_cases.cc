@@ -466,6 +466,11 @@ struct Chain {
   double seconds = 0;
 };
 
+bool TrainsDisaggregated(const TransferOptions& transfer) {
+  return transfer.disaggregated ? !transfer.train_aggregated
+                                : transfer.train_disaggregated;
+}
+
 // The chain's searches draw seeds first_seed, first_seed + 1, ...
 absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
                             uint32_t first_seed,
@@ -475,8 +480,7 @@ absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < problems.size(); ++i) {
     ASSIGN_OR_RETURN(TransferProblem p,
-                     MakeProblem(problems[i], transfer.disaggregated &&
-                                                  !transfer.train_aggregated));
+                     MakeProblem(problems[i], TrainsDisaggregated(transfer)));
     policy::SearchOptions so =
         OptionsFor(p, transfer.train_budget,
                    first_seed + static_cast<uint32_t>(i), options);
@@ -531,8 +535,7 @@ absl::StatusOr<std::string> RunTransferCases(
   std::map<std::string, std::vector<GeneratedCase>> problems_of;
   std::map<std::string, std::vector<Chain>> chains;
   std::vector<std::string> chain_keys;
-  const bool train_disaggregated =
-      transfer.disaggregated && !transfer.train_aggregated;
+  const bool train_disaggregated = TrainsDisaggregated(transfer);
   std::string training =
       "| held-out case | family | training problems (generator seed " +
       absl::StrCat(transfer.train_seed) +

@@ -85,6 +85,9 @@ struct TransferOptions {
   // stored weights are with options.disaggregation "auto" (the aggregated
   // search's weights are kept; the disaggregated search's only with "only").
   bool train_aggregated = false;
+  // Without `disaggregated`: train in the joint space (aggregated searches
+  // started from weights a disaggregated search left).
+  bool train_disaggregated = false;
   // One training chain (seeds 1, 2, ...) for every test seed instead of one
   // per test seed (seeds 1000 s, 1000 s + 1, ...).
   bool one_chain = false;
