@@ -119,8 +119,9 @@ const std::vector<int>& BatchSizeCandidates();
 // quadratic term per request (it was charged over the whole pass).
 // 6: on engines that preempt (vLLM) the KV-overflow wait is split between
 // TTFT and TPOT.
-// 7: disaggregated pools are placed and priced on the nodes they occupy (the
-// pool with the bigger instances first); the KV transfer rides NVLink for
+// 7: disaggregated pools are placed and priced on the nodes they occupy
+// (where node sizes differ, the pool with the bigger instances on the bigger
+// nodes: placement.h DecodePoolFirst); the KV transfer rides NVLink for
 // the instance pairs inside one node. Uniform clusters change only where a
 // prefill and a decode instance share a node or an instance is not aligned
 // to the nodes. Replicas placed differently (node groups of different sizes,
