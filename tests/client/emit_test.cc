@@ -310,13 +310,8 @@ TEST(EmitTest, DisaggregatedPoolsGoOnTheirRealNodes) {
   EmitContext c = Dense();
   c.num_gpus = 24;
   c.node_gpus = {8, 8, 4, 4};
-  Plan plan;
-  *plan.mutable_prefill() = MakePlan(1, 4, 1, 1, 1);
-  plan.mutable_prefill()->set_replicas(2);
-  *plan.mutable_decode() = MakePlan(1, 8, 1, 1, 32);
-  plan.mutable_decode()->set_replicas(2);
-  plan.set_prefill_instances(2);
-  plan.set_decode_instances(2);
+  Plan plan =
+      Disaggregated(MakePlan(1, 4, 1, 1, 1), 2, MakePlan(1, 8, 1, 1, 32), 2);
   for (Engine engine : {Engine::kSglang, Engine::kVllm, Engine::kTrtllm}) {
     SCOPED_TRACE(static_cast<int>(engine));
     const EmittedCommand e = EmitCommand(engine, plan, c);
@@ -334,7 +329,6 @@ TEST(EmitTest, DisaggregatedPoolsGoOnTheirRealNodes) {
   // instance has two 4-GPU nodes, the first one 8-GPU node, which one Dynamo
   // service cannot say.
   plan.mutable_prefill()->set_tp(8);
-  plan.mutable_prefill()->set_replicas(1);
   plan.set_prefill_instances(1);
   const EmittedCommand uneven = EmitCommand(Engine::kSglang, plan, c);
   EXPECT_THAT(uneven.command, AllOf(HasSubstr("Prefill node 0"),
