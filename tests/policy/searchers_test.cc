@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
 #include "policy/searcher.h"
 #include "tests/policy/searcher_conformance.h"
@@ -121,6 +122,34 @@ TEST(SearchersTest, BaselinesSearchTheDisaggregatedSpaceAndWarmStart) {
     if (std::string(method) != "grid") {
       EXPECT_GE(again->best.reward, r->best.reward - 1e-12);
     }
+  }
+}
+
+// The prefill instance's operator dims are searched: on a problem where the
+// prompt's prefill time decides feasibility, the searches find prefill dims
+// other than Megatron's, and the cost model rates their plan above the same
+// plan with Megatron's prefill dims and above the Megatron-dims sweep.
+TEST(SearchersTest, SearchesFindPrefillDimsOtherThanMegatronsWhenBetter) {
+  auto model = testing::MakePrefillBoundCostModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const DisaggregatedSweep sweep =
+      SweepDisaggregated(**model, 3000, 0, CancellationToken(), 2);
+  for (const char* method : {"anneal", "genetic"}) {
+    SCOPED_TRACE(method);
+    SearchOptions options;
+    options.disaggregated = true;
+    options.max_evaluations = 3000;
+    auto r = RunSearch(method, **model, options, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    ASSERT_TRUE(r->best.evaluation.feasible);
+    EXPECT_NE(r->best.plan.prefill.dims, simulator::MegatronShardDims());
+    simulator::PlanDims megatron_prefill = r->best.plan;
+    megatron_prefill.prefill.dims = simulator::MegatronShardDims();
+    const simulator::Evaluation e = (*model)->Evaluate(megatron_prefill);
+    EXPECT_TRUE(!e.feasible ||
+                e.output_tokens_per_s < r->best.evaluation.output_tokens_per_s);
+    EXPECT_TRUE(!sweep.found || sweep.best.evaluation.output_tokens_per_s <
+                                    r->best.evaluation.output_tokens_per_s);
   }
 }
 
