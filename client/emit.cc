@@ -208,6 +208,8 @@ struct Command {
   bool ray = false;
   int node = 0;
   int port = 0;
+  // Shell lines run just before the command (a config file it reads).
+  std::vector<std::string> setup;
 
   void Flag(const std::string& name, int value) {
     if (!name.empty()) args.push_back(absl::StrCat(name, " ", value));
@@ -221,6 +223,7 @@ struct Command {
   std::string Render() const {
     std::string out;
     for (const std::string& c : comments) absl::StrAppend(&out, "# ", c, "\n");
+    for (const std::string& l : setup) absl::StrAppend(&out, l, "\n");
     std::string line;
     if (!env.empty()) absl::StrAppend(&line, absl::StrJoin(env, " "), " ");
     absl::StrAppend(&line, absl::StrJoin(args, " \\\n  "));
@@ -572,15 +575,75 @@ void EmitSglang(const EngineVersion& ev, const Plan& plan, const Degrees& d,
   }
 }
 
+// Which servers of a disaggregated plan a pool's commands start (kNone: an
+// aggregated plan).
+enum class DisaggRole { kNone, kPrefill, kDecode };
+
+// --- TensorRT-LLM disaggregated serving (TensorRT-LLM's sources in
+// client/engines/trtllm.yaml): each context (prefill) and generation (decode)
+// server is a plain trtllm-serve whose options file
+// (https://github.com/NVIDIA/TensorRT-LLM/blob/180891e14df3d9907ddb858153f1ee6eb837fffd/examples/disaggregated/slurm/benchmark/config.yaml)
+// carries its role's whole layout and batch plus cache_transceiver_config
+// (https://nvidia.github.io/TensorRT-LLM/llm-api/reference/CacheTransceiverConfig.html),
+// and `trtllm-serve disaggregated -c FILE` routes between them.
+
+// The options file of a role's servers.
+const char* TrtllmRoleFile(DisaggRole role) {
+  return role == DisaggRole::kPrefill ? "shardplan-trtllm-ctx.yaml"
+                                      : "shardplan-trtllm-gen.yaml";
+}
+
+// The options-file lines of a role: its layout and batch (the same values
+// as the command's flags, so the file alone describes the server), the
+// tokens one iteration may hold — a context server prefills up to its batch
+// of whole prompts, a generation server decodes one token per request — and
+// the KV cache transfer, its buffer sized to one prompt as TensorRT-LLM's
+// disaggregated-serving page recommends (max_tokens_in_buffer >= ISL).
+// Context servers run without the overlap scheduler, which the page says
+// disaggregated context servers do not support.
+std::vector<std::string> TrtllmRoleConfig(const EngineVersion& ev,
+                                          DisaggRole role, int t_tp,
+                                          const Degrees& d, bool moe,
+                                          int per_rank_batch,
+                                          int input_tokens) {
+  auto key = [&ev](const char* role_key) {
+    auto it = ev.config.find(role_key);
+    return it == ev.config.end() ? std::string() : it->second;
+  };
+  const bool prefill = role == DisaggRole::kPrefill;
+  const int isl = Positive(input_tokens);
+  std::vector<std::string> out = {
+      absl::StrCat(key("tensor_parallel"), ": ", t_tp),
+      absl::StrCat(key("pipeline_parallel"), ": ", d.pp),
+  };
+  if (moe && d.ep > 1) {
+    out.push_back(absl::StrCat(key("expert_parallel"), ": ", d.ep));
+  }
+  // No batch known (neither the plan's nor a fallback): the engine's
+  // defaults, as the command's flags do.
+  if (per_rank_batch > 0) {
+    out.push_back(absl::StrCat(key("max_batch"), ": ", per_rank_batch));
+    out.push_back(absl::StrCat(
+        key("max_num_tokens"), ": ",
+        static_cast<int64_t>(per_rank_batch) * (prefill ? isl : 1)));
+  }
+  if (prefill) out.push_back(key("disable_overlap_scheduler") + ": true");
+  out.push_back(key("cache_transceiver_config") + ":");
+  out.push_back("  backend: " + ev.launch.Value("cache_transceiver_backend"));
+  out.push_back(absl::StrCat("  max_tokens_in_buffer: ", isl));
+  return out;
+}
+
 // --- TensorRT-LLM (PyTorch backend): --tp_size is the whole group; MoE
 // experts split over --ep_size; attention either tensor-parallel over tp_size
 // or fully data-parallel (enable_attention_dp) — nothing in between.
 // --max_batch_size is per rank. A group over several nodes is one MPI world
-// launched from one node.
+// launched from one node. The servers of a disaggregated role read that
+// role's options file and listen from the router's port + 1 up.
 void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
                 bool moe, bool attention_dp, const std::string& model_id,
-                const std::string& kvdt, int batch, Layout& layout,
-                Script& out) {
+                const std::string& kvdt, int batch, DisaggRole role,
+                int input_tokens, Layout& layout, Script& out) {
   const ToolFlags& f = ev.launch;
   int t_tp = d.tp;
   bool attention_dp_flag = false;
@@ -618,6 +681,22 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     config.push_back(ev.config.at("kv_cache_config") + ":");
     config.push_back("  dtype: " + f.Value("kv_cache_fp8"));
   }
+  std::string config_file = "shardplan-trtllm.yaml";
+  int base_port = 8000;
+  if (role != DisaggRole::kNone) {
+    config_file = TrtllmRoleFile(role);
+    for (std::string& line : TrtllmRoleConfig(ev, role, t_tp, d, moe,
+                                              per_rank_batch, input_tokens)) {
+      config.push_back(std::move(line));
+    }
+    (void)absl::SimpleAtoi(ev.router.Value("port"), &base_port);
+    ++base_port;
+    out.preamble.push_back(fmt::format(
+        "# {} servers' options; write this file on every node that runs one "
+        "(every node of an MPI world):",
+        role == DisaggRole::kPrefill ? "Context (prefill)"
+                                     : "Generation (decode)"));
+  }
 
   Command common;
   common.args = {absl::StrCat(f.command, " ", model_id)};
@@ -627,10 +706,10 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
   if (moe && d.ep > 1) common.Flag(f.Flag("expert_parallel"), d.ep);
   if (batch > 0) common.Flag(f.Flag("max_batch"), per_rank_batch);
   if (!config.empty()) {
-    out.preamble.push_back("cat > shardplan-trtllm.yaml <<'EOF'");
+    out.preamble.push_back(absl::StrCat("cat > ", config_file, " <<'EOF'"));
     for (const std::string& line : config) out.preamble.push_back(line);
     out.preamble.push_back("EOF");
-    common.Flag(f.Flag("config"), "shardplan-trtllm.yaml");
+    common.Flag(f.Flag("config"), config_file);
   }
 
   const int servers = d.replicas * servers_per_replica;
@@ -639,7 +718,7 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     const std::vector<Segment> segs =
         layout.SegmentsOf(static_cast<int64_t>(i) * server_gpus, server_gpus);
     const Segment& head = segs[0];
-    const int port = layout.NextPort(head.node, 8000);
+    const int port = layout.NextPort(head.node, base_port);
     if (i == 0) {
       out.bench_host = layout.Addr(head.node);
       out.bench_port = port;
@@ -665,7 +744,9 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
       }
       c.comments.push_back(
           fmt::format("{}one MPI world over {}, started from node {}:",
-                      servers > 1 ? absl::StrCat("Instance ", i, ", ") : "",
+                      servers > 1 || role != DisaggRole::kNone
+                          ? absl::StrCat("Instance ", i, ", ")
+                          : "",
                       NodeList(segs), head.node));
       c.args[0] = absl::StrCat("mpirun -np ", server_gpus, " -H ",
                                absl::StrJoin(hosts, ","), " ",
@@ -674,8 +755,8 @@ void EmitTrtllm(const EngineVersion& ev, const Plan& plan, const Degrees& d,
     out.commands.push_back(std::move(c));
   }
   if (multi_node && !config.empty()) {
-    out.header.push_back(
-        "shardplan-trtllm.yaml must exist at the same path on every node.");
+    out.header.push_back(absl::StrCat(
+        config_file, " must exist at the same path on every node."));
   }
   out.instances = servers;
   out.concurrency_per_instance = moe ? batch * d.dp : batch;
@@ -861,7 +942,8 @@ Degrees DegreesOf(const Plan& plan) {
 // aggregated), with the warnings for what the engine cannot express.
 void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
               const EmitContext& context, const std::string& model_id,
-              const std::string& quantization, Layout& layout, Script& script) {
+              const std::string& quantization, Layout& layout, Script& script,
+              DisaggRole role = DisaggRole::kNone) {
   const Degrees d = DegreesOf(plan);
   const bool moe = context.is_moe || d.ep > 1;
   const char* engine_name = EngineName(engine);
@@ -913,8 +995,8 @@ void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
                  batch, layout, script);
       break;
     case Engine::kTrtllm:
-      EmitTrtllm(ev, plan, d, moe, attention_dp, model_id, kvdt, batch, layout,
-                 script);
+      EmitTrtllm(ev, plan, d, moe, attention_dp, model_id, kvdt, batch, role,
+                 context.input_tokens, layout, script);
       break;
   }
 }
@@ -983,12 +1065,49 @@ std::vector<Endpoint> MakeRole(Engine engine, const EngineVersion& ev,
   return heads;
 }
 
-// The router in front of the pools: vLLM's proxy, or sglang-router in PD
-// mode, on node 0.
+// TensorRT-LLM's router: `trtllm-serve disaggregated -c FILE`, FILE written
+// on node 0 just before it (an unquoted heredoc, so that $NODEi_ADDR expands
+// there) with the router's address and the URLs ("host:port", no scheme, as
+// disagg_utils.py's extract_ctx_gen_cfgs splits them) of every context and
+// generation server started above, num_instances matching each list.
+Command TrtllmRouterCommand(const EngineVersion& ev, const Layout& layout,
+                            const std::vector<Endpoint>& prefill,
+                            const std::vector<Endpoint>& decode, int port) {
+  const ToolFlags& r = ev.router;
+  constexpr const char* kFile = "shardplan-trtllm-disagg.yaml";
+  Command c;
+  c.comments.push_back(
+      "Router (trtllm-serve disaggregated), on node 0: its config lists the "
+      "context and generation servers above.");
+  c.setup.push_back(absl::StrCat("cat > ", kFile, " <<EOF"));
+  c.setup.push_back(absl::StrCat(
+      "hostname: ", layout.num_nodes() > 1 ? "0.0.0.0" : "localhost"));
+  c.setup.push_back(absl::StrCat("port: ", port));
+  const std::pair<const char*, const std::vector<Endpoint>*> pools[] = {
+      {"context_servers", &prefill}, {"generation_servers", &decode}};
+  for (const auto& [key, endpoints] : pools) {
+    c.setup.push_back(absl::StrCat(key, ":"));
+    c.setup.push_back(absl::StrCat("  num_instances: ", endpoints->size()));
+    c.setup.push_back("  urls:");
+    for (const Endpoint& e : *endpoints) {
+      c.setup.push_back(absl::StrCat("    - \"", e.host, ":", e.port, "\""));
+    }
+  }
+  c.setup.push_back("EOF");
+  c.args = {r.command};
+  c.Flag(r.Flag("config"), kFile);
+  return c;
+}
+
+// The router in front of the pools: vLLM's proxy, sglang-router in PD mode,
+// or TensorRT-LLM's disaggregated server, on node 0.
 Command RouterCommand(Engine engine, const EngineVersion& ev,
                       const Layout& layout,
                       const std::vector<Endpoint>& prefill,
                       const std::vector<Endpoint>& decode, int port) {
+  if (engine == Engine::kTrtllm) {
+    return TrtllmRouterCommand(ev, layout, prefill, decode, port);
+  }
   const ToolFlags& r = ev.router;
   Command c;
   c.args = {r.command};
@@ -1023,6 +1142,25 @@ Command RouterCommand(Engine engine, const EngineVersion& ev,
   if (layout.num_nodes() > 1) c.Flag(r.Flag("host"), "0.0.0.0");
   c.Flag(r.Flag("port"), port);
   return c;
+}
+
+// Why this engine version has no disaggregated launch here; "" when it has
+// one (a router table, and for TensorRT-LLM the cache transceiver's key).
+std::string DisaggregatedLaunchGap(Engine engine, const EngineVersion& ev) {
+  if (engine == Engine::kTrtllm) {
+    if (ev.router.Has("config") && ev.config.count("cache_transceiver_config"))
+      return "";
+    return fmt::format(
+        "no disaggregated launch for TensorRT-LLM {} here: the "
+        "cache_transceiver_config backend names changed during its release "
+        "candidates (lowercase, then uppercase), so shardplan writes the "
+        "context/generation servers and their trtllm-serve disaggregated "
+        "router only for 1.1 and later (--engine-version 1.1).",
+        ev.name);
+  }
+  if (ev.router.Has("port")) return "";
+  return fmt::format("no disaggregated launch for {} here.",
+                     EngineName(engine));
 }
 
 Built Build(Engine engine, const Plan& plan, const EmitContext& context,
@@ -1093,13 +1231,9 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
     built.ok = false;
     return built;
   }
-  if (engine == Engine::kTrtllm || !ev->router.Has("port")) {
-    script.warnings.push_back(fmt::format(
-        "no disaggregated launch for {} here (its disaggregated serving "
-        "needs a trtllm-serve disaggregated config of context and generation "
-        "servers), which shardplan does not write yet; plan with "
-        "disaggregation off for a TensorRT-LLM launch.",
-        EngineName(engine)));
+  if (const std::string gap = DisaggregatedLaunchGap(engine, *ev);
+      !gap.empty()) {
+    script.warnings.push_back(gap);
     built.ok = false;
     return built;
   }
@@ -1124,7 +1258,8 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
     const bool is_prefill = i == 0;
     layout.offset = is_prefill ? 0 : prefill_total;
     EmitPool(engine, *ev, is_prefill ? prefill : decode, context, model_id,
-             quantization, layout, pools[i]);
+             quantization, layout, pools[i],
+             is_prefill ? DisaggRole::kPrefill : DisaggRole::kDecode);
     heads[i] = MakeRole(engine, *ev, is_prefill, layout, pools[i].commands);
     const char* role = is_prefill ? "Prefill" : "Decode";
     for (Command& c : pools[i].commands) {

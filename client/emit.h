@@ -76,9 +76,12 @@ std::vector<int> NodeGpusOf(const shardplan::v1::ClusterSpec& cluster);
 std::string EffectiveWeightDtype(const EmitContext& context);
 
 // Builds the launch commands for `plan` (as returned by the server: degrees,
-// operator dimensions, batch size, stage split). Pure function; never fails:
-// what it cannot express becomes a warning (so does an unknown engine
-// version, which falls back to the newest table).
+// operator dimensions, batch size, stage split). A disaggregated plan becomes
+// its prefill and decode servers plus the engine's router (TensorRT-LLM: a
+// context/generation options file per role and the `trtllm-serve
+// disaggregated` config, 1.1 and later). Pure function; never fails: what it
+// cannot express becomes a warning (so does an unknown engine version, which
+// falls back to the newest table).
 EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
                            const EmitContext& context);
 

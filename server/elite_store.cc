@@ -96,13 +96,14 @@ ProblemKey MakeProblemKey(const simulator::Problem& problem) {
   key.kv_cache_dtype =
       std::string(simulator::DtypeName(workload.kv_cache_dtype));
   key.cost_model_version = simulator::kCostModelVersion;
-  const std::string& default_profile =
-      simulator::DefaultCalibrationProfile().name;
+  const std::string default_profile = simulator::kEngineAgnosticProfileName;
   const std::string profile = workload.calibration_profile.empty()
                                   ? default_profile
                                   : workload.calibration_profile;
-  // Only a non-default profile changes the canonical text: stored rows of
-  // the default profile (all rows from before profiles) keep matching.
+  // Only a profile other than the engine-agnostic one changes the canonical
+  // text: stored rows of engine-agnostic requests (all rows from before
+  // profiles) keep matching; a TensorRT-LLM request is another problem (its
+  // disaggregated request overhead differs).
   std::string profile_text;
   if (profile != default_profile) {
     absl::StrAppend(&key.model_name, kProfileSuffix, profile);
@@ -138,7 +139,7 @@ double WorkloadDistance(const ProblemKey& a, const ProblemKey& b) {
 std::string ProfileOfKey(const ProblemKey& key) {
   const size_t at = key.model_name.rfind(kProfileSuffix);
   if (at == std::string::npos) {
-    return simulator::DefaultCalibrationProfile().name;
+    return simulator::kEngineAgnosticProfileName;
   }
   return key.model_name.substr(at + std::strlen(kProfileSuffix));
 }

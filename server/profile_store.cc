@@ -1,5 +1,6 @@
 #include "server/profile_store.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -41,13 +42,16 @@ absl::Status CheckName(const std::string& name) {
                           simulator::QuoteUserText(name)));
     }
   }
+  // Engine names too: FindCalibrationProfile accepts them as profile names.
+  std::vector<std::string> taken = simulator::BuiltInProfileNames();
   for (const simulator::CalibrationProfile& p :
        simulator::CalibrationProfiles()) {
-    if (p.name == name || p.engine == name) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "name %s is a built-in calibration profile; choose another",
-          simulator::QuoteUserText(name)));
-    }
+    taken.push_back(p.engine);
+  }
+  if (std::find(taken.begin(), taken.end(), name) != taken.end()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "name %s is a built-in calibration profile; choose another",
+        simulator::QuoteUserText(name)));
   }
   return absl::OkStatus();
 }

@@ -308,14 +308,14 @@ SearchJob::ToPersist SearchJob::AddDisaggregated(
   if (SearchesDisaggregatedSpace()) {
     sweep =
         SearchDisaggregated(cancel, listener, warm_start, outcome->evaluations);
-    // Its elite warm-starts the next disaggregated search of the problem;
-    // the weights are the aggregated search's unless disaggregated plans are
-    // all this request wants.
+    // Its elite warm-starts the next disaggregated search of the problem,
+    // and its weights the family's next searches: carried to a new problem
+    // they lift a disaggregated search at small budgets, while aggregated
+    // searches do as well from them as from aggregated-trained ones
+    // (docs/benchmarks.md, "Learning across problems").
     to_store.plans = sweep.elite;
     if (sweep.found) to_store.plans.push_back(sweep.best);
-    if (request_.disaggregation == "only") {
-      to_store.policy_weights = sweep.policy_weights;
-    }
+    to_store.policy_weights = sweep.policy_weights;
   }
   // The sweep: for the methods that do not search, or with what is left of
   // the share when the search found nothing.

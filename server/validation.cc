@@ -1,5 +1,6 @@
 #include "server/validation.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <optional>
@@ -55,11 +56,9 @@ absl::StatusOr<std::optional<simulator::CalibrationProfile>> FindUserProfile(
     const shardplan::v1::Workload& workload, const RequestLimits& limits) {
   const std::string& name = workload.calibration_profile();
   if (name.empty() || limits.user_profiles == nullptr) return std::nullopt;
-  std::vector<std::string> known;
-  for (const simulator::CalibrationProfile& p :
-       simulator::CalibrationProfiles()) {
-    if (p.name == name) return std::nullopt;
-    known.push_back(p.name);
+  std::vector<std::string> known = simulator::BuiltInProfileNames();
+  if (std::find(known.begin(), known.end(), name) != known.end()) {
+    return std::nullopt;
   }
   std::optional<simulator::CalibrationProfile> user =
       limits.user_profiles->Find(name);

@@ -463,7 +463,7 @@ int main(int argc, char** argv) {
     // The error bars of the profiles above (compiled-in, or just fitted),
     // from the held-out rows only.
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
-        sim::PredictRows(data->rows, profiles);
+        sim::PredictRowsForBands(data->rows, profiles);
     if (!pred.ok()) {
       std::cerr << pred.status() << "\n";
       return 1;

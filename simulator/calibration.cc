@@ -253,24 +253,31 @@ const CalibrationProfile& DefaultCalibrationProfile() {
 }
 
 const CalibrationProfile& EngineAgnosticCalibrationProfile() {
-  static const CalibrationProfile* const kProfile = [] {
-    auto* p = new CalibrationProfile(DefaultCalibrationProfile());
-    p->calibration = DefaultCalibration();
-    return p;
-  }();
+  static const CalibrationProfile* const kProfile = new CalibrationProfile{
+      kEngineAgnosticProfileName, "", DefaultCalibration()};
   return *kProfile;
+}
+
+std::vector<std::string> BuiltInProfileNames() {
+  std::vector<std::string> names;
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    names.push_back(p.name);
+  }
+  names.push_back(kEngineAgnosticProfileName);
+  return names;
 }
 
 absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     absl::string_view name) {
-  std::vector<std::string> names;
   for (const CalibrationProfile& p : CalibrationProfiles()) {
     if (p.name == name || p.engine == name) return p;
-    names.push_back(p.name);
   }
-  return absl::NotFoundError(
-      absl::StrFormat("calibration profile %s not found; known: %s",
-                      QuoteUserText(name), absl::StrJoin(names, ", ")));
+  if (name == kEngineAgnosticProfileName) {
+    return EngineAgnosticCalibrationProfile();
+  }
+  return absl::NotFoundError(absl::StrFormat(
+      "calibration profile %s not found; known: %s", QuoteUserText(name),
+      absl::StrJoin(BuiltInProfileNames(), ", ")));
 }
 
 // --- Rows ---
@@ -456,23 +463,35 @@ template <typename Row, typename ProblemOf, typename PlanOf>
 absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
     const std::vector<Row>& rows,
     const std::vector<CalibrationProfile>& profiles, ProblemOf problem_of,
-    PlanOf plan_of) {
+    PlanOf plan_of, bool engine_agnostic_too = false) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
+  // As DefaultCalibration() is made from the compiled-in profiles.
+  Calibration agnostic = ProfileFor(profiles, "trtllm").calibration;
+  agnostic.disagg_request_overhead_seconds = kEngineAgnosticDisaggOverheadS;
   std::vector<RowPrediction> out;
   out.reserve(rows.size());
   for (const Row& row : rows) {
     ASSIGN_OR_RETURN(Problem problem, problem_of(row));
     ASSIGN_OR_RETURN(
         std::unique_ptr<const CostModel> model,
-        CostModel::Create(std::move(problem),
+        CostModel::Create(problem,
                           ProfileFor(profiles, row.engine).calibration));
     const PlanDims plan = plan_of(row);
     RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
                              absl::StrCat("csv line ", row.line)));
     const Evaluation e = model->Evaluate(plan);
-    out.push_back(
-        {e.ttft_seconds, e.tpot_seconds, e.feasible, e.prefill_seconds});
+    RowPrediction p{e.ttft_seconds, e.tpot_seconds, e.feasible,
+                    e.prefill_seconds};
+    if (engine_agnostic_too) {
+      ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> agnostic_model,
+                       CostModel::Create(std::move(problem), agnostic));
+      const Evaluation a = agnostic_model->Evaluate(plan);
+      p.agnostic_ttft_seconds = a.ttft_seconds;
+      p.agnostic_tpot_seconds = a.tpot_seconds;
+      p.agnostic_feasible = a.feasible;
+    }
+    out.push_back(p);
   }
   return out;
 }
@@ -483,6 +502,13 @@ absl::StatusOr<std::vector<RowPrediction>> PredictRows(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles) {
   return PredictEachRow(rows, profiles, RowProblem, RowPlan);
+}
+
+absl::StatusOr<std::vector<RowPrediction>> PredictRowsForBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, RowProblem, RowPlan,
+                        /*engine_agnostic_too=*/true);
 }
 
 double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
@@ -1217,6 +1243,12 @@ bool UsableForBands(const MeasuredRow& row, const RowPrediction& p) {
          p.tpot_seconds > 0 && row.ttft_seconds > 0 && row.tpot_seconds > 0;
 }
 
+bool UsableForAgnosticBands(const MeasuredRow& row, const RowPrediction& p) {
+  return row.held_out() && p.agnostic_feasible && p.agnostic_ttft_seconds > 0 &&
+         p.agnostic_tpot_seconds > 0 && row.ttft_seconds > 0 &&
+         row.tpot_seconds > 0;
+}
+
 bool RowIsMoe(const MeasuredRow& row) {
   absl::StatusOr<shardplan::v1::ModelSpec> spec =
       FindCatalogModel(row.catalog_model);
@@ -1252,15 +1284,26 @@ std::vector<ErrorBand> ComputeErrorBands(
   for (size_t i = 0; i < rows.size() && i < predictions.size(); ++i) {
     const MeasuredRow& r = rows[i];
     const RowPrediction& p = predictions[i];
-    if (!UsableForBands(r, p)) continue;
     const bool moe = RowIsMoe(r);
-    for (const auto& key :
-         {std::make_tuple(r.engine, moe, std::string(RowDtype(r))),
-          std::make_tuple(r.engine, moe, std::string("*")),
-          std::make_tuple(std::string("*"), moe, std::string("*"))}) {
-      Cell& c = cells[key];
-      c.ttft.push_back(r.ttft_seconds / p.ttft_seconds);
-      c.tpot.push_back(r.tpot_seconds / p.tpot_seconds);
+    if (UsableForBands(r, p)) {
+      for (const auto& key :
+           {std::make_tuple(r.engine, moe, std::string(RowDtype(r))),
+            std::make_tuple(r.engine, moe, std::string("*")),
+            std::make_tuple(std::string("*"), moe, std::string("*"))}) {
+        Cell& c = cells[key];
+        c.ttft.push_back(r.ttft_seconds / p.ttft_seconds);
+        c.tpot.push_back(r.tpot_seconds / p.tpot_seconds);
+      }
+    }
+    if (UsableForAgnosticBands(r, p)) {
+      const std::string any = kEngineAgnosticBandEngine;
+      for (const auto& key :
+           {std::make_tuple(any, moe, std::string(RowDtype(r))),
+            std::make_tuple(any, moe, std::string("*"))}) {
+        Cell& c = cells[key];
+        c.ttft.push_back(r.ttft_seconds / p.agnostic_ttft_seconds);
+        c.tpot.push_back(r.tpot_seconds / p.agnostic_tpot_seconds);
+      }
     }
   }
   std::vector<ErrorBand> out;
@@ -1288,11 +1331,17 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
   //   simulator/calibration/data/h100_validation_latency.csv --bands
   // with the compiled-in profiles; calibration_test recomputes it.
   // engine, moe, weight dtype, held-out rows, TTFT p10, p90, TPOT p10, p90
-  // of measured / predicted.
+  // of measured / predicted ("any": engine-agnostic predictions).
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
           {"*", false, "*", 311, 0.664763, 2.14664, 0.89026, 1.186},
           {"*", true, "*", 47, 0.840553, 1.40878, 0.793413, 1.17636},
+          {"any", false, "*", 311, 0.543168, 3.04398, 0.850997, 1.2037},
+          {"any", false, "bf16", 220, 0.671357, 4.13606, 0.824792, 1.10923},
+          {"any", false, "fp8", 91, 0.41341, 1.20313, 0.950783, 1.22381},
+          {"any", true, "*", 47, 0.406324, 1.33868, 0.793424, 1.17639},
+          {"any", true, "fp4", 15, 0.282921, 0.870046, 0.82925, 1.14434},
+          {"any", true, "fp8", 32, 0.832452, 1.44238, 0.785611, 1.17656},
           {"sglang", false, "*", 21, 0.847166, 1.31809, 0.897134, 1.09373},
           {"sglang", false, "bf16", 21, 0.847166, 1.31809, 0.897134, 1.09373},
           {"trtllm", false, "*", 222, 0.69955, 2.60446, 0.876273, 1.21286},
@@ -1323,13 +1372,15 @@ std::string ErrorBandsCpp(const std::vector<ErrorBand>& bands) {
 PredictionBand FindPredictionBand(const BandRegime& regime,
                                   const std::vector<ErrorBand>& bands) {
   PredictionBand out;
-  const std::string profile_name = regime.profile.empty()
-                                       ? DefaultCalibrationProfile().name
-                                       : regime.profile;
-  std::string engine;
+  const std::string profile_name =
+      regime.profile.empty() ? kEngineAgnosticProfileName : regime.profile;
+  // An engine-agnostic prediction is measured against every engine's rows.
+  std::string engine = regime.profile.empty() ? kEngineAgnosticBandEngine : "";
   for (const CalibrationProfile& p : CalibrationProfiles()) {
     if (p.name == profile_name) engine = p.engine;
   }
+  const std::string engine_label =
+      engine == kEngineAgnosticBandEngine ? "every engine" : engine;
   const absl::string_view kind = regime.moe ? "MoE" : "dense";
   const std::string dtype(DtypeName(regime.weight_dtype));
   const ErrorBand* band = nullptr;
@@ -1341,7 +1392,7 @@ PredictionBand FindPredictionBand(const BandRegime& regime,
         out.notes.push_back(absl::StrFormat(
             "%s %s weights on %s: fewer than %d held-out rows; range from all "
             "held-out %s rows of %s",
-            kind, dtype, engine, kMinBandRows, kind, engine));
+            kind, dtype, engine_label, kMinBandRows, kind, engine_label));
       }
     }
   }
@@ -1360,8 +1411,9 @@ PredictionBand FindPredictionBand(const BandRegime& regime,
   }
   if (!regime.engine_given) {
     out.notes.push_back(absl::StrFormat(
-        "engine not set: predicted with the default profile %s; the range "
-        "covers that engine's measurements only (set workload.engine)",
+        "engine not set: predicted with the engine-agnostic profile %s "
+        "(TensorRT-LLM's fitted constants); the range covers every engine's "
+        "held-out measurements (set workload.engine for a narrower one)",
         profile_name));
   }
   // Terms no measured row exercises. Each is taken to be as uncertain as the
@@ -1466,12 +1518,11 @@ std::vector<BandCoverage> ComputeBandCoverage(
       ComputeErrorBands(half[0], half_pred[0]),
       ComputeErrorBands(half[1], half_pred[1])};
   std::map<std::string, CoverageCount> counts;
+  // `tpot_ratio` and `ttft_ratio`: measured / predicted.
   auto count = [](CoverageCount& c, bool split, const PredictionBand& b,
-                  const MeasuredRow& r, const RowPrediction& p) {
-    const bool tpot =
-        Inside(r.tpot_seconds / p.tpot_seconds, b.tpot_low, b.tpot_high);
-    const bool ttft =
-        Inside(r.ttft_seconds / p.ttft_seconds, b.ttft_low, b.ttft_high);
+                  double tpot_ratio, double ttft_ratio) {
+    const bool tpot = Inside(tpot_ratio, b.tpot_low, b.tpot_high);
+    const bool ttft = Inside(ttft_ratio, b.ttft_low, b.ttft_high);
     if (split) {
       ++c.split_rows;
       c.split_tpot += tpot;
@@ -1491,10 +1542,24 @@ std::vector<BandCoverage> ComputeBandCoverage(
       // Bands of the other half.
       const PredictionBand other =
           FindPredictionBand(regime, half_bands[1 - h]);
+      const double tpot = r.tpot_seconds / p.tpot_seconds;
+      const double ttft = r.ttft_seconds / p.ttft_seconds;
       for (const std::string& key : {r.engine, std::string("all")}) {
-        count(counts[key], false, in_sample, r, p);
-        count(counts[key], true, other, r, p);
+        count(counts[key], false, in_sample, tpot, ttft);
+        count(counts[key], true, other, tpot, ttft);
       }
+      // The same row as a request that names no engine would see it.
+      if (!UsableForAgnosticBands(r, p)) continue;
+      BandRegime agnostic = regime;
+      agnostic.profile.clear();
+      agnostic.engine_given = false;
+      const double agnostic_tpot = r.tpot_seconds / p.agnostic_tpot_seconds;
+      const double agnostic_ttft = r.ttft_seconds / p.agnostic_ttft_seconds;
+      CoverageCount& any = counts[kEngineAgnosticBandEngine];
+      count(any, false, FindPredictionBand(agnostic, full), agnostic_tpot,
+            agnostic_ttft);
+      count(any, true, FindPredictionBand(agnostic, half_bands[1 - h]),
+            agnostic_tpot, agnostic_ttft);
     }
   }
   std::vector<BandCoverage> out;
@@ -1518,10 +1583,18 @@ std::string ErrorBandsMarkdown(const std::vector<ErrorBand>& bands,
   std::string s =
       "| engine | model kind | weight dtype | held-out rows | TTFT band | "
       "TPOT band | throughput band |\n|---|---|---|---|---|---|---|\n";
+  auto engine_label = [](const std::string& engine) -> std::string {
+    if (engine == "*") return "all (each its own profile)";
+    if (engine == kEngineAgnosticBandEngine) {
+      return absl::StrCat("all, engine not named (", kEngineAgnosticProfileName,
+                          ")");
+    }
+    return engine;
+  };
   for (const ErrorBand& b : bands) {
     absl::StrAppendFormat(
         &s, "| %s | %s | %s | %d | %.2f-%.2fx | %.2f-%.2fx | %.2f-%.2fx |\n",
-        b.engine == "*" ? "any" : b.engine, b.moe ? "MoE" : "dense",
+        engine_label(b.engine), b.moe ? "MoE" : "dense",
         b.dtype == "*" ? "any" : b.dtype, b.rows, b.ttft_low, b.ttft_high,
         b.tpot_low, b.tpot_high, 1.0 / b.tpot_high, 1.0 / b.tpot_low);
   }
@@ -1531,10 +1604,10 @@ std::string ErrorBandsMarkdown(const std::vector<ErrorBand>& bands,
       "coverage, split halves | TTFT coverage, split halves |\n"
       "|---|---|---|---|---|---|\n");
   for (const BandCoverage& c : coverage) {
-    absl::StrAppendFormat(&s,
-                          "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n",
-                          c.engine, c.rows, 100 * c.tpot, 100 * c.ttft,
-                          100 * c.split_tpot, 100 * c.split_ttft);
+    absl::StrAppendFormat(
+        &s, "| %s | %d | %.1f%% | %.1f%% | %.1f%% | %.1f%% |\n",
+        c.engine == "all" ? c.engine : engine_label(c.engine), c.rows,
+        100 * c.tpot, 100 * c.ttft, 100 * c.split_tpot, 100 * c.split_ttft);
   }
   return s;
 }

@@ -35,10 +35,16 @@ struct CalibrationProfile {
 // All profiles; the first is the default (DefaultCalibration()).
 const std::vector<CalibrationProfile>& CalibrationProfiles();
 const CalibrationProfile& DefaultCalibrationProfile();
-// What a request that names no engine (and no profile) is predicted with: the
-// default profile's name and parameters, with the engine-agnostic
-// disaggregated request overhead of DefaultCalibration().
+// What a request that names no engine (and no profile) is predicted with:
+// DefaultCalibration() (TensorRT-LLM's fitted constants with the
+// engine-agnostic disaggregated request overhead) under its own name, with
+// error bars from every engine's held-out rows (band engine
+// kEngineAgnosticBandEngine). Its engine is "".
+inline constexpr char kEngineAgnosticProfileName[] = "h100-engine-agnostic";
 const CalibrationProfile& EngineAgnosticCalibrationProfile();
+// Every built-in profile name a request may give: the engines' profiles, then
+// the engine-agnostic one (what "known: ..." messages list).
+std::vector<std::string> BuiltInProfileNames();
 // By profile name or engine name. NOT_FOUND listing the known names.
 absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     absl::string_view name);
@@ -104,11 +110,23 @@ struct RowPrediction {
   double tpot_seconds = 0;
   bool feasible = false;
   double prefill_seconds = 0;  // one request's prefill through all stages
+  // Filled by PredictRowsForBands only: the same row as an engine-agnostic
+  // request would be predicted (the profiles' TensorRT-LLM constants with the
+  // engine-agnostic disaggregated overhead), for the error bars of requests
+  // that name no engine.
+  double agnostic_ttft_seconds = 0;
+  double agnostic_tpot_seconds = 0;
+  bool agnostic_feasible = false;
 };
 
 // Predicts every row with the profile of its engine (`profiles` indexed like
 // CalibrationProfiles(); an engine without a profile uses the first).
 absl::StatusOr<std::vector<RowPrediction>> PredictRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+// The same with the agnostic_* fields too (twice the work; what
+// ComputeErrorBands and ComputeBandCoverage need).
+absl::StatusOr<std::vector<RowPrediction>> PredictRowsForBands(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 
@@ -195,7 +213,10 @@ std::string CrossCheckMarkdown(const std::vector<CrossCheckRow>& rows);
 // the calibration CSVs; calibration_test recomputes it so they cannot drift.
 
 // One regime's band. `engine` and `dtype` are "*" for a band pooled over
-// engines / weight dtypes.
+// engines / weight dtypes (each row predicted with its engine's profile);
+// engine kEngineAgnosticBandEngine is every engine's rows predicted with the
+// engine-agnostic profile (what a request that names no engine gets).
+inline constexpr char kEngineAgnosticBandEngine[] = "any";
 struct ErrorBand {
   std::string engine;  // the profile's engine ("trtllm", "sglang", "vllm")
   bool moe = false;
@@ -212,9 +233,11 @@ struct ErrorBand {
 inline constexpr int kMinBandRows = 15;
 
 // Bands from the held-out rows of `rows` and their `predictions` (indexed like
-// `rows`; infeasible predictions are skipped). Cells (engine, moe, dtype),
-// (engine, moe, "*") and ("*", moe, "*"), each kept when it has at least
-// kMinBandRows rows; sorted by (engine, moe, dtype).
+// `rows`, from PredictRowsForBands; infeasible predictions are skipped). Cells
+// (engine, moe, dtype), (engine, moe, "*") and ("*", moe, "*"), each kept when
+// it has at least kMinBandRows rows, and the engine-agnostic cells
+// (kEngineAgnosticBandEngine, moe, dtype) and (kEngineAgnosticBandEngine, moe,
+// "*") from the predictions' agnostic_* fields; sorted by (engine, moe, dtype).
 std::vector<ErrorBand> ComputeErrorBands(
     const std::vector<MeasuredRow>& rows,
     const std::vector<RowPrediction>& predictions);
@@ -272,7 +295,10 @@ double ConservativeOutputTokensPerS(const Evaluation& evaluation,
 // inside the band their own regime gets (FindPredictionBand, pp = 1,
 // single-node).
 struct BandCoverage {
-  std::string engine;  // "all" for every held-out row
+  // "all" for every held-out row (each with its engine's profile);
+  // kEngineAgnosticBandEngine for every held-out row with the engine-agnostic
+  // profile.
+  std::string engine;
   int rows = 0;
   double tpot = 0;  // fraction in [0, 1]
   double ttft = 0;

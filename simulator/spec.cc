@@ -592,12 +592,11 @@ namespace {
 // deployment predicted with SGLang's constants is a mistake, not a choice).
 absl::StatusOr<std::string> ResolveCalibrationProfile(
     const Workload& workload) {
-  std::vector<std::string> engines, names;
+  std::vector<std::string> engines;
   for (const CalibrationProfile& p : CalibrationProfiles()) {
     if (std::find(engines.begin(), engines.end(), p.engine) == engines.end()) {
       engines.push_back(p.engine);
     }
-    names.push_back(p.name);
   }
   const std::string& engine = workload.engine();
   if (!engine.empty() &&
@@ -615,12 +614,21 @@ absl::StatusOr<std::string> ResolveCalibrationProfile(
   }
   const std::string& name = workload.calibration_profile();
   if (name.empty()) {
-    // Engine-agnostic: "" (the default profile, and the error bars say the
-    // engine was not named).
+    // Engine-agnostic: "" (the engine-agnostic profile, and the error bars
+    // say the engine was not named).
     if (engine.empty()) return std::string();
     for (const CalibrationProfile& p : CalibrationProfiles()) {
       if (p.engine == engine) return p.name;
     }
+  }
+  if (name == kEngineAgnosticProfileName) {
+    if (!engine.empty()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "workload.calibration_profile %s is the engine-agnostic profile, but "
+          "workload.engine is %s (leave one of them empty)",
+          QuoteUserText(name), QuoteUserText(engine)));
+    }
+    return std::string();
   }
   for (const CalibrationProfile& p : CalibrationProfiles()) {
     if (p.name != name) continue;
@@ -634,7 +642,7 @@ absl::StatusOr<std::string> ResolveCalibrationProfile(
   }
   return absl::InvalidArgumentError(absl::StrFormat(
       "workload.calibration_profile %s is not a known profile; known: %s",
-      QuoteUserText(name), absl::StrJoin(names, ", ")));
+      QuoteUserText(name), absl::StrJoin(BuiltInProfileNames(), ", ")));
 }
 
 }  // namespace
@@ -1006,9 +1014,8 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   // Evaluate (which stays allocation-free).
   const BandRegime regime = RegimeOf(e, problem);
   PredictionBand band = FindPredictionBand(regime);
-  out.set_calibration_profile(regime.profile.empty()
-                                  ? DefaultCalibrationProfile().name
-                                  : regime.profile);
+  out.set_calibration_profile(
+      regime.profile.empty() ? kEngineAgnosticProfileName : regime.profile);
   SetRange(e.ttft_seconds * 1e3, band.ttft_low, band.ttft_high,
            out.mutable_ttft_ms_range());
   SetRange(e.tpot_seconds * 1e3, band.tpot_low, band.tpot_high,

@@ -6,6 +6,9 @@
 //   shardplan-bench-search [--cases llama-3.1-70b@16,deepseek-v3@32] [--seeds
 //   5]
 //       [--budget 3000] [--csv FILE] [--md FILE] [--png FILE]
+//   shardplan-bench-search --generated 8 --generator_seed 2 [--disaggregated
+//       true] --transfer true [--transfer_train_seed 3]: the policy weights
+//       of earlier searches of a family on new problems (docs/benchmarks.md)
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -281,6 +284,38 @@ int Main(int argc, char** argv) {
                  "with --generated: search the disaggregated plan space of "
                  "the generated problems that have one (rl, rl-no-learning, "
                  "anneal, genetic, random against the disaggregated sweep)");
+  bool transfer = false;
+  TransferOptions transfer_options;
+  std::string transfer_budgets = "100,300,600";
+  app.add_option("--transfer", transfer,
+                 "with --generated: cross-problem transfer of the RL policy "
+                 "weights, trained by chained rl searches on problems of "
+                 "--transfer_train_seed, tested on the generated problems at "
+                 "the --transfer_budgets (with --disaggregated: the joint "
+                 "space)");
+  app.add_option("--transfer_train_seed", transfer_options.train_seed,
+                 "generator seed of the training problems (never the "
+                 "held-out 2)");
+  app.add_option("--transfer_train_problems", transfer_options.train_problems,
+                 "training searches per chain");
+  app.add_option("--transfer_train_budget", transfer_options.train_budget,
+                 "evaluations per training search");
+  app.add_option("--transfer_across_families", transfer_options.across_families,
+                 "one chain over the training seed's first problems for "
+                 "every case, instead of one per family as the server");
+  app.add_option("--transfer_train_aggregated",
+                 transfer_options.train_aggregated,
+                 "with --disaggregated: train in the aggregated space (the "
+                 "weights the server keeps with disaggregation auto)");
+  app.add_option("--transfer_train_disaggregated",
+                 transfer_options.train_disaggregated,
+                 "without --disaggregated: train in the joint space "
+                 "(aggregated searches from a disaggregated search's weights)");
+  app.add_option("--transfer_one_chain", transfer_options.one_chain,
+                 "one training chain for every test seed (default: one per "
+                 "test seed)");
+  app.add_option("--transfer_budgets", transfer_budgets,
+                 "comma list of test budgets");
   std::string time_auto;
   app.add_option("--time_auto", time_auto,
                  "time the server's auto search (aggregated then "
@@ -317,6 +352,21 @@ int Main(int argc, char** argv) {
     go.seeds = seeds;
     go.budget = budget;
     go.pool = &generated_pool;
+    if (transfer) {
+      transfer_options.disaggregated = disaggregated;
+      transfer_options.budgets.clear();
+      for (absl::string_view b :
+           absl::StrSplit(transfer_budgets, ',', absl::SkipEmpty())) {
+        transfer_options.budgets.push_back(std::atoi(std::string(b).c_str()));
+      }
+      return Emit(
+          RunTransferCases(
+              disaggregated
+                  ? GenerateDisaggregatedCases(generator_seed, generated)
+                  : GenerateCases(generator_seed, generated, moe_only),
+              go, transfer_options),
+          md_path);
+    }
     auto report =
         disaggregated
             ? RunDisaggregatedCases(

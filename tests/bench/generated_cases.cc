@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
+#include <map>
+#include <memory>
 #include <random>
 #include <utility>
 
@@ -119,6 +122,45 @@ std::string GeneratedCase::name() const {
                          weight_dtype, isl, osl, slo);
 }
 
+namespace {
+
+// One draw of the generator (model, GPUs, lengths, SLOs) and the model's
+// native dtype; `moe` tells whether the model is a MoE.
+GeneratedCase Draw(std::mt19937_64& rng, bool* moe) {
+  const ModelChoice& m = kModels[rng() % std::size(kModels)];
+  GeneratedCase c;
+  c.model = m.name;
+  c.gpus = kGpus[rng() % std::size(kGpus)];
+  const auto& [isl, osl] = kLengths[rng() % std::size(kLengths)];
+  c.isl = isl;
+  c.osl = osl;
+  c.max_tpot_ms = kTpotMs[rng() % std::size(kTpotMs)];
+  c.max_ttft_ms = kTtftMs[rng() % std::size(kTtftMs)];
+  c.weight_dtype = m.dtype;
+  *moe = m.moe;
+  return c;
+}
+
+// Some plan can serve the problem: the grid reference is feasible.
+bool GridFeasible(const GeneratedCase& c) {
+  auto model = MakeModel(c, c.gpus);
+  if (!model.ok()) return false;
+  auto space = policy::PlanSpace::Create(**model);
+  return space.ok() && Tps(policy::GridBest(**space)) > 0;
+}
+
+// A disaggregated plan space exists and the whole disaggregated sweep finds a
+// feasible plan.
+bool DisaggregatedFeasible(const GeneratedCase& c) {
+  auto model = MakeModel(c, c.gpus);
+  if (!model.ok()) return false;
+  if (!policy::PlanSpace::CreateDisaggregated(**model).ok()) return false;
+  policy::CancellationToken cancel;
+  return policy::SweepDisaggregated(**model, 1 << 20, 1, cancel).found;
+}
+
+}  // namespace
+
 std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
                                          bool moe_only) {
   std::mt19937_64 rng(seed);
@@ -126,23 +168,44 @@ std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
   for (int attempt = 0;
        attempt < 50 * count && static_cast<int>(out.size()) < count;
        ++attempt) {
-    const ModelChoice& m = kModels[rng() % std::size(kModels)];
-    GeneratedCase c;
-    c.model = m.name;
-    c.gpus = kGpus[rng() % std::size(kGpus)];
-    const auto& [isl, osl] = kLengths[rng() % std::size(kLengths)];
-    c.isl = isl;
-    c.osl = osl;
-    c.max_tpot_ms = kTpotMs[rng() % std::size(kTpotMs)];
-    c.max_ttft_ms = kTtftMs[rng() % std::size(kTtftMs)];
-    c.weight_dtype = m.dtype;
-    if (moe_only && !m.moe) continue;
-    auto model = MakeModel(c, c.gpus);
-    if (!model.ok()) continue;
-    auto space = policy::PlanSpace::Create(**model);
-    if (!space.ok()) continue;
-    // Keep problems some plan can serve: the grid reference is feasible.
-    if (Tps(policy::GridBest(**space)) <= 0) continue;
+    bool moe = false;
+    GeneratedCase c = Draw(rng, &moe);
+    if (moe_only && !moe) continue;
+    if (!GridFeasible(c)) continue;
+    out.push_back(std::move(c));
+  }
+  return out;
+}
+
+absl::StatusOr<std::string> FamilyKey(const GeneratedCase& c) {
+  ASSIGN_OR_RETURN(auto model, MakeModel(c, c.gpus));
+  const simulator::Problem& p = model->problem();
+  return absl::StrCat(p.model.family.empty() ? "unknown" : p.model.family, "|",
+                      p.cluster.hardware.name, "|", p.cluster.num_gpus, "x",
+                      p.cluster.gpus_per_node);
+}
+
+std::vector<GeneratedCase> GenerateFamilyCases(uint64_t seed, int count,
+                                               const GeneratedCase& like,
+                                               bool disaggregated) {
+  std::vector<GeneratedCase> out;
+  const absl::StatusOr<std::string> family = FamilyKey(like);
+  if (!family.ok()) return out;
+  std::mt19937_64 rng(seed);
+  // About one draw in 30-90 is of the family (9 GPU counts, 1-3 of the 10
+  // models), so the draws are many; the cheap tests come first.
+  for (int attempt = 0;
+       attempt < 5000 * count && static_cast<int>(out.size()) < count;
+       ++attempt) {
+    bool moe = false;
+    GeneratedCase c = Draw(rng, &moe);
+    c.hardware = like.hardware;
+    c.gpus_per_node = like.gpus_per_node;
+    if (c.gpus != like.gpus || c.name() == like.name()) continue;
+    const absl::StatusOr<std::string> key = FamilyKey(c);
+    if (!key.ok() || *key != *family) continue;
+    if (!GridFeasible(c)) continue;
+    if (disaggregated && !DisaggregatedFeasible(c)) continue;
     out.push_back(std::move(c));
   }
   return out;
@@ -240,14 +303,7 @@ std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed,
                                                       int count) {
   std::vector<GeneratedCase> out;
   for (GeneratedCase& c : GenerateCases(seed, count, /*moe_only=*/false)) {
-    auto model = MakeModel(c, c.gpus);
-    if (!model.ok()) continue;
-    if (!policy::PlanSpace::CreateDisaggregated(**model).ok()) continue;
-    policy::CancellationToken cancel;
-    if (!policy::SweepDisaggregated(**model, 1 << 20, 1, cancel).found) {
-      continue;
-    }
-    out.push_back(std::move(c));
+    if (DisaggregatedFeasible(c)) out.push_back(std::move(c));
   }
   return out;
 }
@@ -384,6 +440,384 @@ absl::StatusOr<std::string> RunDisaggregatedCases(
           cases.size(), rl_ge_sweep, cases.size(), rl_faster, cases.size(),
           rl_slower, cases.size()));
   absl::StrAppend(&md, plans);
+  return md;
+}
+
+namespace {
+
+// The space a transfer search runs in: the joint space when disaggregated.
+struct TransferProblem {
+  std::unique_ptr<const simulator::CostModel> model;
+  std::unique_ptr<const policy::PlanSpace> joint;  // disaggregated only
+};
+
+absl::StatusOr<TransferProblem> MakeProblem(const GeneratedCase& c,
+                                            bool disaggregated) {
+  TransferProblem p;
+  ASSIGN_OR_RETURN(p.model, MakeModel(c, c.gpus));
+  if (disaggregated) {
+    ASSIGN_OR_RETURN(p.joint, policy::PlanSpace::CreateDisaggregated(*p.model));
+  }
+  return p;
+}
+
+policy::SearchOptions OptionsFor(const TransferProblem& p, int budget,
+                                 uint32_t seed,
+                                 const GeneratedOptions& options) {
+  policy::SearchOptions so;
+  so.disaggregated = p.joint != nullptr;
+  so.space = p.joint.get();
+  so.max_evaluations = budget;
+  so.max_seconds = 600;
+  so.pool = options.pool;
+  so.seed = seed;
+  return so;
+}
+
+// The weights a chain of rl searches leaves: each search starts from the
+// previous one's weights (no elite plans) and hands its own on.
+struct Chain {
+  std::string weights;
+  int loaded = 0;       // searches that loaded the previous weights
+  int evaluations = 0;  // of all the chain's searches
+  double seconds = 0;
+};
+
+bool TrainsDisaggregated(const TransferOptions& transfer) {
+  return transfer.disaggregated ? !transfer.train_aggregated
+                                : transfer.train_disaggregated;
+}
+
+// The chain's searches draw seeds first_seed, first_seed + 1, ...
+absl::StatusOr<Chain> Train(const std::vector<GeneratedCase>& problems,
+                            uint32_t first_seed,
+                            const GeneratedOptions& options,
+                            const TransferOptions& transfer) {
+  Chain chain;
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < problems.size(); ++i) {
+    ASSIGN_OR_RETURN(TransferProblem p,
+                     MakeProblem(problems[i], TrainsDisaggregated(transfer)));
+    policy::SearchOptions so =
+        OptionsFor(p, transfer.train_budget,
+                   first_seed + static_cast<uint32_t>(i), options);
+    policy::WarmStart weights_only;
+    weights_only.policy_weights = chain.weights;
+    if (!chain.weights.empty()) so.warm_start = &weights_only;
+    ASSIGN_OR_RETURN(policy::SearchResult r, ResultOf("rl", *p.model, so));
+    // With no warm-start plans, warm_started says the weights were loaded.
+    chain.loaded += !chain.weights.empty() && r.warm_started;
+    if (r.policy_weights.empty()) {
+      return absl::InternalError("an rl search returned no policy weights");
+    }
+    chain.weights = std::move(r.policy_weights);
+    chain.evaluations += r.evaluations;
+  }
+  chain.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return chain;
+}
+
+// Where a test search's starting weights come from.
+enum class Weights { kFresh, kOwnFamily, kOtherFamily };
+
+struct TransferMethod {
+  const char* label;
+  const char* method;
+  Weights weights;
+};
+// The first two are compared throughout; the third is the control: weights
+// trained just as long on another family's problems.
+constexpr TransferMethod kTransferMethods[] = {
+    {"rl transferred", "rl", Weights::kOwnFamily},
+    {"rl fresh", "rl", Weights::kFresh},
+    {"rl other family's weights", "rl", Weights::kOtherFamily},
+    {"rl-no-learning transferred", "rl-no-learning", Weights::kOwnFamily},
+    {"rl-no-learning fresh", "rl-no-learning", Weights::kFresh},
+    {"anneal", "anneal", Weights::kFresh},
+    {"genetic", "genetic", Weights::kFresh},
+    {"random", "random", Weights::kFresh},
+};
+constexpr size_t kNumTransferMethods = std::size(kTransferMethods);
+
+}  // namespace
+
+absl::StatusOr<std::string> RunTransferCases(
+    const std::vector<GeneratedCase>& held_out, const GeneratedOptions& options,
+    const TransferOptions& transfer) {
+  // By family key (or "all"): the training problems, and one chain per test
+  // seed (seed s trains with seeds 1000 s, 1000 s + 1, ...), so that the
+  // medians cover the training's randomness too.
+  std::map<std::string, std::vector<GeneratedCase>> problems_of;
+  std::map<std::string, std::vector<Chain>> chains;
+  std::vector<std::string> chain_keys;
+  const bool train_disaggregated = TrainsDisaggregated(transfer);
+  std::string training =
+      "| held-out case | family | training problems (generator seed " +
+      absl::StrCat(transfer.train_seed) +
+      ", in order) | weights loaded | training evaluations | training s "
+      "|\n|---|---|---|---|---|---|\n";
+  for (const GeneratedCase& c : held_out) {
+    ASSIGN_OR_RETURN(const std::string family, FamilyKey(c));
+    const std::string key = transfer.across_families ? "all" : family;
+    chain_keys.push_back(key);
+    if (!chains.count(key)) {
+      std::vector<GeneratedCase>& problems = problems_of[key];
+      problems = transfer.across_families
+                     ? (train_disaggregated
+                            ? GenerateDisaggregatedCases(
+                                  transfer.train_seed, transfer.train_problems)
+                            : GenerateCases(transfer.train_seed,
+                                            transfer.train_problems, false))
+                     : GenerateFamilyCases(transfer.train_seed,
+                                           transfer.train_problems, c,
+                                           train_disaggregated);
+      std::vector<Chain>& seed_chains = chains[key];
+      for (int s = 1; s <= options.seeds && !problems.empty(); ++s) {
+        if (transfer.one_chain && s > 1) {
+          seed_chains.push_back(seed_chains.front());
+          continue;
+        }
+        ASSIGN_OR_RETURN(
+            Chain chain,
+            Train(problems,
+                  static_cast<uint32_t>(transfer.one_chain ? 1 : 1000 * s),
+                  options, transfer));
+        seed_chains.push_back(std::move(chain));
+      }
+    }
+    std::vector<std::string> names;
+    for (const GeneratedCase& t : problems_of[key]) names.push_back(t.name());
+    int loaded = 0, evaluations = 0;
+    double seconds = 0;
+    for (const Chain& chain : chains[key]) {
+      loaded += chain.loaded;
+      evaluations += chain.evaluations;
+      seconds += chain.seconds;
+    }
+    absl::StrAppend(
+        &training,
+        absl::StrFormat("| %s | %s | %s | %d/%d | %d | %.1f |\n", c.name(),
+                        family,
+                        names.empty() ? "none found"
+                        : transfer.across_families && chain_keys.size() > 1
+                            ? "the same"
+                            : absl::StrJoin(names, "; "),
+                        loaded,
+                        static_cast<int>(chains[key].size() *
+                                         std::max<int>(0, names.size() - 1)),
+                        evaluations, seconds));
+  }
+
+  // Per budget: the table rows and the summary counts.
+  struct Tally {
+    std::string rows;
+    int cases = 0, gt_fresh = 0, lt_fresh = 0, ge_others = 0, faster = 0,
+        slower = 0, pairs_ahead = 0, pairs_behind = 0, other_ahead = 0,
+        other_behind = 0, other_cases = 0;
+    double log_ratio = 0, log_other = 0;
+    double worst_pair = 0;  // the lowest transferred / fresh of a pair
+  };
+  std::map<int, Tally> tallies;
+  int transfer_runs = 0, transfer_loaded = 0;
+  std::string sampling = absl::StrFormat(
+      "\nAt %d evaluations, median over the seeds: rl iterations (sampled "
+      "batches) and the first sampled batch's mean reward (the searcher's "
+      "reward: log of throughput over Megatron's, penalties for infeasible "
+      "plans):\n\n| case | iterations fresh | iterations transferred | "
+      "first batch fresh | first batch transferred | first batch other "
+      "family's |\n|---|---|---|---|---|---|\n",
+      transfer.budgets.empty() ? 0 : transfer.budgets.back());
+  for (size_t i = 0; i < held_out.size(); ++i) {
+    const GeneratedCase& c = held_out[i];
+    const std::vector<Chain>& own = chains[chain_keys[i]];
+    if (own.empty()) continue;
+    // The control's weights: the next held-out case's family that differs
+    // (none when one chain serves every case).
+    const std::vector<Chain>* other = nullptr;
+    for (size_t k = 1; k < held_out.size() && other == nullptr; ++k) {
+      const std::string& key = chain_keys[(i + k) % held_out.size()];
+      if (key != chain_keys[i] && !chains[key].empty()) other = &chains[key];
+    }
+    ASSIGN_OR_RETURN(TransferProblem p, MakeProblem(c, transfer.disaggregated));
+    // Per budget, method and seed: the final best and its trace.
+    std::map<int, std::vector<std::vector<double>>> finals;
+    std::map<int, std::vector<std::vector<EvalTrace>>> traces;
+    // At the last budget, per rl method (the first three): iterations and
+    // the first sampled batch's mean reward, per seed.
+    std::vector<std::vector<double>> iterations(3), first_reward(3);
+    double best_known = 0;
+    for (int budget : transfer.budgets) {
+      finals[budget].resize(kNumTransferMethods);
+      traces[budget].resize(kNumTransferMethods);
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        const Weights from = kTransferMethods[m].weights;
+        if (from == Weights::kOtherFamily && other == nullptr) continue;
+        for (int s = 1; s <= options.seeds; ++s) {
+          policy::SearchOptions so =
+              OptionsFor(p, budget, static_cast<uint32_t>(s), options);
+          policy::WarmStart weights_only;
+          if (from != Weights::kFresh) {
+            weights_only.policy_weights =
+                (from == Weights::kOwnFamily ? own : *other)[s - 1].weights;
+            so.warm_start = &weights_only;
+          }
+          traces[budget][m].emplace_back();
+          policy::RlStats stats;
+          ASSIGN_OR_RETURN(
+              policy::SearchResult r,
+              ResultOf(kTransferMethods[m].method, *p.model, so,
+                       &traces[budget][m].back(), m < 3 ? &stats : nullptr));
+          if (m < 3 && budget == transfer.budgets.back()) {
+            iterations[m].push_back(stats.iterations);
+            if (!stats.mean_rewards.empty())
+              first_reward[m].push_back(stats.mean_rewards[0]);
+          }
+          if (from != Weights::kFresh) {
+            ++transfer_runs;
+            transfer_loaded += r.warm_started;
+          }
+          finals[budget][m].push_back(Tps(r.best));
+          best_known = std::max(best_known, Tps(r.best));
+        }
+      }
+    }
+    for (int budget : transfer.budgets) {
+      const int never = budget + 1;
+      const std::vector<std::vector<double>>& f = finals[budget];
+      std::vector<double> medians, to_99;
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        medians.push_back(Median(f[m]));
+        std::vector<double> e;
+        for (const EvalTrace& t : traces[budget][m])
+          e.push_back(t.EvalsTo(0.99 * best_known, never));
+        to_99.push_back(e.empty() ? never : Median(e));
+      }
+      // Against everything that starts from fresh weights.
+      double best_other = 0;
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        if (kTransferMethods[m].weights == Weights::kFresh)
+          best_other = std::max(best_other, medians[m]);
+      }
+      Tally& t = tallies[budget];
+      for (int s = 0; s < options.seeds; ++s) {
+        if (f[1][s] > 0 &&
+            (t.worst_pair == 0 || f[0][s] / f[1][s] < t.worst_pair))
+          t.worst_pair = f[0][s] / f[1][s];
+        t.pairs_ahead += f[0][s] > f[1][s] * (1 + 1e-9);
+        t.pairs_behind += f[0][s] < f[1][s] * (1 - 1e-9);
+        if (!f[2].empty()) {
+          t.other_ahead += f[2][s] > f[1][s] * (1 + 1e-9);
+          t.other_behind += f[2][s] < f[1][s] * (1 - 1e-9);
+        }
+      }
+      ++t.cases;
+      t.gt_fresh += medians[0] > medians[1] * (1 + 1e-9);
+      t.lt_fresh += medians[0] < medians[1] * (1 - 1e-9);
+      t.ge_others += medians[0] >= best_other * (1 - 1e-9);
+      t.faster += to_99[0] < to_99[1];
+      t.slower += to_99[0] > to_99[1];
+      if (medians[0] > 0 && medians[1] > 0)
+        t.log_ratio += std::log(medians[0] / medians[1]);
+      if (!f[2].empty()) {
+        ++t.other_cases;
+        if (medians[2] > 0 && medians[1] > 0)
+          t.log_other += std::log(medians[2] / medians[1]);
+      }
+      std::vector<std::string> cells;
+      for (size_t m = 0; m < kNumTransferMethods; ++m) {
+        cells.push_back(
+            f[m].empty()
+                ? "n/a"
+                : absl::StrFormat("%.0f (%s)", medians[m],
+                                  to_99[m] >= never
+                                      ? "-"
+                                      : absl::StrFormat("%.0f", to_99[m])));
+      }
+      absl::StrAppend(
+          &t.rows,
+          absl::StrFormat(
+              "| %s | %s | %s |\n", c.name(), absl::StrJoin(cells, " | "),
+              medians[1] > 0 ? absl::StrFormat("%.3f", medians[0] / medians[1])
+                             : "-"));
+    }
+    auto median_or_na = [](const std::vector<double>& v) {
+      return v.empty() ? std::string("n/a")
+                       : absl::StrFormat("%.3f", Median(v));
+    };
+    absl::StrAppend(
+        &sampling,
+        absl::StrFormat("| %s | %.0f | %.0f | %s | %s | %s |\n", c.name(),
+                        Median(iterations[1]), Median(iterations[0]),
+                        median_or_na(first_reward[1]),
+                        median_or_na(first_reward[0]),
+                        median_or_na(first_reward[2])));
+    std::fprintf(stderr, "%s done\n", c.name().c_str());
+  }
+  std::vector<std::string> labels;
+  for (const TransferMethod& m : kTransferMethods) labels.push_back(m.label);
+  std::string md;
+  for (const auto& [budget, t] : tallies) {
+    absl::StrAppend(&md,
+                    absl::StrFormat("\nAt %d evaluations:\n\n| case | %s | "
+                                    "transferred / fresh rl |\n|---|",
+                                    budget, absl::StrJoin(labels, " | ")));
+    for (size_t m = 0; m <= kNumTransferMethods; ++m) md += "---|";
+    const int n = t.cases * options.seeds;
+    absl::StrAppend(
+        &md, "\n", t.rows,
+        absl::StrFormat(
+            "\nrl transferred > rl fresh on %d/%d cases, < on %d/%d "
+            "(geometric mean of the ratio %.4f; other family's weights: "
+            "%s); >= every method from fresh weights on %d/%d; reaches 99%% "
+            "in fewer evaluations than rl fresh on %d/%d, in more on %d/%d. "
+            "Per (case, seed) pair with the same search seed: transferred "
+            "ahead of fresh on %d/%d, behind on %d/%d (the worst pair %.3f)%s."
+            "\n",
+            t.gt_fresh, t.cases, t.lt_fresh, t.cases,
+            t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0,
+            t.other_cases == 0
+                ? std::string("n/a")
+                : absl::StrFormat("%.4f (%d cases)",
+                                  std::exp(t.log_other / t.other_cases),
+                                  t.other_cases),
+            t.ge_others, t.cases, t.faster, t.cases, t.slower, t.cases,
+            t.pairs_ahead, n, t.pairs_behind, n, t.worst_pair,
+            t.other_cases == 0
+                ? ""
+                : absl::StrFormat("; other family's weights ahead on %d/%d, "
+                                  "behind on %d/%d",
+                                  t.other_ahead, n, t.other_behind, n)));
+  }
+  absl::StrAppend(
+      &md,
+      absl::StrFormat(
+          "\nCells: median over %d seeds of the best tok/s (median "
+          "evaluations to 99%% of the best any run found on the case, at any "
+          "budget; \"-\" when the median run never got there). Stored weights "
+          "loaded in %d/%d runs. Training: rl searches of %d evaluations, %s, "
+          "each starting from the previous search's weights (no elite plans); "
+          "the training searches in the %s space; "
+          "%s; \"other family's weights\": the chain of the next held-out "
+          "case of another family:\n\n",
+          options.seeds, transfer_loaded, transfer_runs, transfer.train_budget,
+          transfer.across_families
+              ? "one chain over the training seed's first problems for every "
+                "held-out case"
+              : "one chain per family (model family, hardware, nodes x GPUs "
+                "per node, as the server's elite store)",
+          train_disaggregated ? "disaggregated (as the server stores them "
+                                "with options.disaggregation \"only\")"
+                              : "aggregated (as the server stores them with "
+                                "\"auto\" and \"off\")",
+          transfer.one_chain
+              ? "one chain (seeds 1, 2, ...) for all test seeds, as the "
+                "server keeps one set of weights per family"
+              : "test seed s uses the chain trained with seeds 1000 s, "
+                "1000 s + 1, ..."),
+      training);
+  absl::StrAppend(&md, sampling);
   return md;
 }
 

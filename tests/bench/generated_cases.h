@@ -60,6 +60,52 @@ std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed, int count);
 absl::StatusOr<std::string> RunDisaggregatedCases(
     const std::vector<GeneratedCase>& cases, const GeneratedOptions& options);
 
+// The server's family of a problem (server/elite_store.cc MakeProblemKey:
+// model family, hardware, num_gpus x gpus_per_node): stored policy weights
+// are shared within it.
+absl::StatusOr<std::string> FamilyKey(const GeneratedCase& c);
+
+// Up to `count` problems drawn from `seed` as GenerateCases draws them, of
+// the family of `like` (same model family, hardware and cluster shape, not
+// `like` itself) and feasible (grid; with `disaggregated` also the
+// disaggregated sweep).
+std::vector<GeneratedCase> GenerateFamilyCases(uint64_t seed, int count,
+                                               const GeneratedCase& like,
+                                               bool disaggregated);
+
+struct TransferOptions {
+  uint64_t train_seed = 3;  // generator seed of the training problems
+  int train_problems = 4;   // training searches per chain
+  int train_budget = 1000;  // evaluations per training search
+  // false: one chain per held-out case's family (the server's rule); true:
+  // one chain over the training seed's first problems, for every case.
+  bool across_families = false;
+  bool disaggregated = false;  // search (and train on) the joint space
+  // With `disaggregated`: train in the aggregated space, as the server's
+  // stored weights are with options.disaggregation "auto" (the aggregated
+  // search's weights are kept; the disaggregated search's only with "only").
+  bool train_aggregated = false;
+  // Without `disaggregated`: train in the joint space (aggregated searches
+  // started from weights a disaggregated search left).
+  bool train_disaggregated = false;
+  // One training chain (seeds 1, 2, ...) for every test seed instead of one
+  // per test seed (seeds 1000 s, 1000 s + 1, ...).
+  bool one_chain = false;
+  std::vector<int> budgets = {100, 300, 600};
+};
+
+// Cross-problem transfer of the RL policy weights: per held-out case, rl
+// searches on training problems chain their weights (weights only, no elite
+// plans: each search loads the previous one's SearchResult::policy_weights,
+// as the server's elite store does within a family; one chain per test seed,
+// trained with seeds of its own); then at each small
+// budget, with --seeds seeds, rl and rl-no-learning from the transferred
+// weights against rl and rl-no-learning from fresh weights, anneal, genetic
+// and random. Returns a markdown report.
+absl::StatusOr<std::string> RunTransferCases(
+    const std::vector<GeneratedCase>& held_out, const GeneratedOptions& options,
+    const TransferOptions& transfer);
+
 // The full "auto" search the server runs (policy::SearchOptions with the
 // budget split in half: aggregated, then disaggregated, the same method) on
 // one case, timed: seconds, evaluations and cost-model seconds until the

@@ -22,6 +22,7 @@
 #include "client/engine_flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/client/emit_test_util.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
@@ -52,16 +53,6 @@ Plan MakePlan(int replicas, int dp, int tp, int pp, int ep, int batch,
       s->set_dim("batch");
     }
   }
-  return plan;
-}
-
-Plan Disaggregated(const Plan& prefill, int prefill_instances,
-                   const Plan& decode, int decode_instances) {
-  Plan plan;
-  *plan.mutable_prefill() = prefill;
-  *plan.mutable_decode() = decode;
-  plan.set_prefill_instances(prefill_instances);
-  plan.set_decode_instances(decode_instances);
   return plan;
 }
 
@@ -256,18 +247,21 @@ void ExpectKnownFlags(const std::string& script, const EngineVersion& ev,
     }
     std::string text = absl::StrCat(absl::StripSuffix(line, " \\"), " ");
     if (!absl::StartsWith(line, "  ")) {
-      // A new command: find which tool it runs.
+      // A new command: find which tool it runs, the longest command that
+      // matches ("trtllm-serve disaggregated" is not "trtllm-serve").
       tool = nullptr;
+      size_t tool_at = 0;
       for (const ToolFlags* t : {&ev.launch, &ev.benchmark, &ev.router}) {
         if (t->command.empty()) continue;  // the engine has no such tool
         const size_t at = text.find(t->command + " ");
-        if (at != std::string::npos) {
+        if (at != std::string::npos &&
+            (tool == nullptr || t->command.size() > tool->command.size())) {
           tool = t;
-          text = text.substr(at + t->command.size());
-          break;
+          tool_at = at;
         }
       }
       ASSERT_NE(tool, nullptr) << label << ": unknown command: " << line;
+      text = text.substr(tool_at + tool->command.size());
     }
     for (absl::string_view token :
          absl::StrSplit(text, ' ', absl::SkipEmpty())) {
@@ -380,6 +374,49 @@ TEST(EmitGoldenTest, EveryEmittedFlagIsTheEnginesFlag) {
   }
 }
 
+// The config files the scripts write (heredocs) are YAML maps, and a
+// TensorRT-LLM router config lists, per role, as many servers as it says
+// (num_instances) — those the script starts, each on a port of its own host.
+TEST(EmitGoldenTest, ConfigFilesInScriptsAreYaml) {
+  int routers = 0;
+  for (const Case& c : Cases()) {
+    if (c.k8s || c.dynamo) continue;
+    const std::string script = Render(c);
+    for (const auto& [name, text] : ScriptFiles(script)) {
+      YAML::Node doc;
+      try {
+        doc = YAML::Load(text);
+      } catch (const std::exception& e) {
+        ADD_FAILURE() << c.file << ": " << name << ": " << e.what();
+        continue;
+      }
+      EXPECT_TRUE(doc.IsMap()) << c.file << ": " << name;
+      if (name != "shardplan-trtllm-disagg.yaml") continue;
+      ++routers;
+      std::set<std::string> urls;
+      for (const char* role : {"context_servers", "generation_servers"}) {
+        const YAML::Node servers = doc[role];
+        ASSERT_TRUE(servers.IsMap()) << c.file << ": " << role;
+        EXPECT_EQ(servers["num_instances"].as<size_t>(), servers["urls"].size())
+            << c.file << ": " << role;
+        for (const auto& u : servers["urls"]) {
+          const std::string url = u.as<std::string>();
+          EXPECT_TRUE(urls.insert(url).second) << c.file << ": " << url;
+          // Each URL is a server the script starts: host and port appear
+          // in one of its launch commands' placement and flags.
+          const std::string port = url.substr(url.rfind(':') + 1);
+          EXPECT_THAT(script, ::testing::HasSubstr("--port " + port))
+              << c.file << ": " << url;
+        }
+      }
+      EXPECT_EQ(c.shape.plan.prefill_instances(),
+                static_cast<int>(doc["context_servers"]["urls"].size()))
+          << c.file;
+    }
+  }
+  EXPECT_EQ(routers, 2);  // disagg_1p1d_1node and disagg_2p1d_4nodes
+}
+
 TEST(EmitGoldenTest, ManifestsAreDeploymentsOrLeaderWorkerSetsWithAService) {
   for (const Case& c : Cases()) {
     if (!c.k8s) continue;
@@ -426,6 +463,13 @@ TEST(EmitGoldenTest, FlagTablesAreConsistentAndCiteTheirSources) {
       for (const auto& [role, flag] : v.benchmark.flags) {
         EXPECT_TRUE(v.benchmark.known_flags.count(flag) > 0)
             << EngineKey(e) << " benchmark " << role << " " << flag;
+      }
+      for (const auto& [role, flag] : v.router.flags) {
+        EXPECT_TRUE(v.router.known_flags.count(flag) > 0)
+            << EngineKey(e) << " router " << role << " " << flag;
+      }
+      if (!v.router.command.empty()) {
+        EXPECT_FALSE(v.router.sources.empty()) << EngineKey(e) << " router";
       }
       if (!v.model_flag.empty()) {
         EXPECT_TRUE(v.launch.known_flags.count(v.model_flag) > 0);

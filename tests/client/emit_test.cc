@@ -1,11 +1,17 @@
 #include "client/emit.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/client/emit_test_util.h"
+#include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
 namespace {
@@ -293,6 +299,179 @@ TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
                                HasSubstr("Instance 1, node 2 (worker)"),
                                HasSubstr("--nnodes 2")));
   EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
+}
+
+// --- TensorRT-LLM disaggregated serving.
+
+void SetAttentionDp(Plan* plan) {
+  for (const char* op : {"qkv", "attention", "attn_out"}) {
+    SetDim(plan, op, "batch");
+  }
+}
+
+// One launched server of a script: the blank-line-separated block that
+// starts it (comments, then the command), its port and options file.
+struct Server {
+  std::string block;
+  int port = 0;
+  std::string config;
+};
+
+std::vector<Server> TrtllmServers(const std::string& script,
+                                  const std::string& model_id) {
+  std::vector<Server> out;
+  for (absl::string_view block : absl::StrSplit(script, "\n\n")) {
+    if (!absl::StrContains(block, "trtllm-serve " + model_id)) continue;
+    Server s;
+    s.block = std::string(block);
+    for (absl::string_view line : absl::StrSplit(block, '\n')) {
+      std::vector<std::string> words =
+          absl::StrSplit(line, ' ', absl::SkipEmpty());
+      if (words.size() >= 2 && words[0] == "--port") {
+        EXPECT_TRUE(absl::SimpleAtoi(words[1], &s.port)) << line;
+      }
+      if (words.size() >= 2 && words[0] == "--config") s.config = words[1];
+    }
+    out.push_back(s);
+  }
+  return out;
+}
+
+std::vector<std::string> Urls(const YAML::Node& servers) {
+  std::vector<std::string> out;
+  for (const auto& u : servers["urls"]) out.push_back(u.as<std::string>());
+  EXPECT_EQ(servers["num_instances"].as<size_t>(), out.size());
+  return out;
+}
+
+TEST(EmitTest, TrtllmDisaggregatedServersMatchTheirRouter) {
+  // Llama-3.1-70B on one 8-GPU node: two tp-2 context instances (batch 8)
+  // and one tp-4 generation instance (batch 64).
+  EmitContext c = Dense();
+  c.num_gpus = 8;
+  c.input_tokens = 2048;
+  const Plan plan =
+      Disaggregated(MakePlan(1, 2, 1, 1, 8), 2, MakePlan(1, 4, 1, 1, 64), 1);
+  const EmittedCommand e = EmitCommand(Engine::kTrtllm, plan, c);
+  EXPECT_THAT(e.warnings, IsEmpty());
+  const std::vector<Server> servers =
+      TrtllmServers(e.command, "meta-llama/Llama-3.1-70B-Instruct");
+  ASSERT_EQ(servers.size(), 3u) << e.command;
+  // TensorRT-LLM's own layout: router on 8000, its servers from 8001, each
+  // on its own GPUs, each role reading its own options file.
+  EXPECT_EQ(servers[0].port, 8001);
+  EXPECT_EQ(servers[1].port, 8002);
+  EXPECT_EQ(servers[2].port, 8003);
+  EXPECT_THAT(servers[0].block, HasSubstr("CUDA_VISIBLE_DEVICES=0,1 "));
+  EXPECT_THAT(servers[1].block, HasSubstr("CUDA_VISIBLE_DEVICES=2,3 "));
+  EXPECT_THAT(servers[2].block, HasSubstr("CUDA_VISIBLE_DEVICES=4,5,6,7 "));
+  EXPECT_EQ(servers[0].config, "shardplan-trtllm-ctx.yaml");
+  EXPECT_EQ(servers[1].config, "shardplan-trtllm-ctx.yaml");
+  EXPECT_EQ(servers[2].config, "shardplan-trtllm-gen.yaml");
+
+  const std::map<std::string, std::string> files = ScriptFiles(e.command);
+  ASSERT_EQ(files.size(), 3u);
+  const YAML::Node ctx = YAML::Load(files.at("shardplan-trtllm-ctx.yaml"));
+  EXPECT_EQ(ctx["tensor_parallel_size"].as<int>(), 2);
+  EXPECT_EQ(ctx["pipeline_parallel_size"].as<int>(), 1);
+  EXPECT_FALSE(ctx["moe_expert_parallel_size"]);
+  EXPECT_EQ(ctx["max_batch_size"].as<int>(), 8);
+  EXPECT_EQ(ctx["max_num_tokens"].as<int>(), 8 * 2048);  // whole prompts
+  EXPECT_TRUE(ctx["disable_overlap_scheduler"].as<bool>());
+  EXPECT_EQ(ctx["cache_transceiver_config"]["backend"].as<std::string>(),
+            "UCX");
+  EXPECT_EQ(ctx["cache_transceiver_config"]["max_tokens_in_buffer"].as<int>(),
+            2048);
+  const YAML::Node gen = YAML::Load(files.at("shardplan-trtllm-gen.yaml"));
+  EXPECT_EQ(gen["tensor_parallel_size"].as<int>(), 4);
+  EXPECT_EQ(gen["max_batch_size"].as<int>(), 64);
+  EXPECT_EQ(gen["max_num_tokens"].as<int>(), 64);  // one token per request
+  EXPECT_FALSE(gen["disable_overlap_scheduler"]);
+  EXPECT_EQ(gen["cache_transceiver_config"]["backend"].as<std::string>(),
+            "UCX");
+
+  // The router lists exactly the servers started, by role, and serves the
+  // benchmark with every decode slot busy.
+  const YAML::Node router =
+      YAML::Load(files.at("shardplan-trtllm-disagg.yaml"));
+  EXPECT_EQ(router["hostname"].as<std::string>(), "localhost");
+  EXPECT_EQ(router["port"].as<int>(), 8000);
+  EXPECT_EQ(Urls(router["context_servers"]),
+            (std::vector<std::string>{"localhost:8001", "localhost:8002"}));
+  EXPECT_EQ(Urls(router["generation_servers"]),
+            (std::vector<std::string>{"localhost:8003"}));
+  EXPECT_THAT(e.command, HasSubstr("trtllm-serve disaggregated \\\n  -c "
+                                   "shardplan-trtllm-disagg.yaml\n"));
+  EXPECT_THAT(e.benchmark, AllOf(HasSubstr("--url localhost:8000"),
+                                 HasSubstr("--concurrency 64")));
+}
+
+TEST(EmitTest, TrtllmDisaggregatedMultiNodeInstanceIsOneMpiWorld) {
+  // DeepSeek-V3 2P1D over four nodes: each context instance one node (DP
+  // attention + EP8, batch 32), the generation instance two (dp 2 x tp 8,
+  // EP16, batch 128 per DP rank).
+  EmitContext c = Moe();
+  c.num_gpus = 32;
+  Plan prefill = MakePlan(1, 8, 1, 8, 32);
+  SetAttentionDp(&prefill);
+  Plan decode = MakePlan(2, 8, 1, 16, 128);
+  SetAttentionDp(&decode);
+  const EmittedCommand e =
+      EmitCommand(Engine::kTrtllm, Disaggregated(prefill, 2, decode, 1), c);
+  EXPECT_THAT(e.warnings, IsEmpty());
+  const std::vector<Server> servers =
+      TrtllmServers(e.command, "deepseek-ai/DeepSeek-V3");
+  ASSERT_EQ(servers.size(), 3u) << e.command;
+  // The 16-GPU instance is launched as the aggregated emitter launches any
+  // instance over several nodes: one mpirun from its first node.
+  EXPECT_THAT(servers[2].block,
+              HasSubstr("mpirun -np 16 -H $NODE2_ADDR:8,$NODE3_ADDR:8 "
+                        "trtllm-llmapi-launch trtllm-serve "
+                        "deepseek-ai/DeepSeek-V3"));
+  EXPECT_THAT(servers[2].block, HasSubstr("--tp_size 16"));
+  EXPECT_THAT(servers[2].block, HasSubstr("--ep_size 16"));
+  for (const Server& s : servers) {
+    EXPECT_THAT(s.block, HasSubstr("--host 0.0.0.0"));
+    EXPECT_EQ(s.port, 8001);  // each the first server of its node
+  }
+
+  const std::map<std::string, std::string> files = ScriptFiles(e.command);
+  const YAML::Node ctx = YAML::Load(files.at("shardplan-trtllm-ctx.yaml"));
+  EXPECT_EQ(ctx["tensor_parallel_size"].as<int>(), 8);
+  EXPECT_EQ(ctx["moe_expert_parallel_size"].as<int>(), 8);
+  EXPECT_TRUE(ctx["enable_attention_dp"].as<bool>());
+  EXPECT_EQ(ctx["max_batch_size"].as<int>(), 4);  // 32 over 8 DP ranks
+  EXPECT_EQ(ctx["max_num_tokens"].as<int>(), 4 * 1024);
+  const YAML::Node gen = YAML::Load(files.at("shardplan-trtllm-gen.yaml"));
+  EXPECT_EQ(gen["tensor_parallel_size"].as<int>(), 16);
+  EXPECT_EQ(gen["moe_expert_parallel_size"].as<int>(), 16);
+  EXPECT_TRUE(gen["enable_attention_dp"].as<bool>());
+  EXPECT_EQ(gen["max_batch_size"].as<int>(), 16);  // 2 x 128 over 16 ranks
+  EXPECT_EQ(gen["max_num_tokens"].as<int>(), 16);
+
+  const YAML::Node router =
+      YAML::Load(files.at("shardplan-trtllm-disagg.yaml"));
+  EXPECT_EQ(router["hostname"].as<std::string>(), "0.0.0.0");
+  EXPECT_EQ(Urls(router["context_servers"]),
+            (std::vector<std::string>{"$NODE0_ADDR:8001", "$NODE1_ADDR:8001"}));
+  EXPECT_EQ(Urls(router["generation_servers"]),
+            (std::vector<std::string>{"$NODE2_ADDR:8001"}));
+  // An unquoted heredoc, so that the addresses expand on node 0.
+  EXPECT_THAT(e.command, HasSubstr("cat > shardplan-trtllm-disagg.yaml <<EOF"));
+  EXPECT_THAT(e.benchmark, HasSubstr("--concurrency 256"));
+}
+
+TEST(EmitTest, TrtllmDisaggregatedNeedsTheNewerFlagTable) {
+  EmitContext c = Dense();
+  c.num_gpus = 8;
+  c.engine_version = "1.0.0";
+  const EmittedCommand e = EmitCommand(
+      Engine::kTrtllm,
+      Disaggregated(MakePlan(1, 4, 1, 1, 8), 1, MakePlan(1, 4, 1, 1, 64), 1),
+      c);
+  EXPECT_THAT(e.command, IsEmpty());
+  EXPECT_THAT(e.warnings, Contains(AllOf(HasSubstr("cache_transceiver_config"),
+                                         HasSubstr("--engine-version 1.1"))));
 }
 
 }  // namespace

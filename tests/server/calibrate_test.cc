@@ -183,6 +183,9 @@ TEST_F(CalibrateTest, BadRunsAndNamesAreInvalidArgument) {
   std::vector<Case> cases;
   cases.push_back({"built-in name", MakeCalibrateRequest("h100-vllm"),
                    "built-in calibration profile"});
+  cases.push_back({"engine-agnostic name",
+                   MakeCalibrateRequest("h100-engine-agnostic"),
+                   "built-in calibration profile"});
   cases.push_back({"bad name", MakeCalibrateRequest("a b"), "[A-Za-z0-9._-]"});
   CalibrateRequest few = MakeCalibrateRequest("x");
   few.mutable_runs()->DeleteSubrange(3, few.runs_size() - 3);

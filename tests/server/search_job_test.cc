@@ -35,11 +35,37 @@ class RecordingListener : public SearchJob::Listener {
   int evaluations = 0;
 };
 
+// A real searcher whose result carries weights that say which space they
+// were learned in.
+class SpaceTaggedSearcher final : public policy::Searcher {
+ public:
+  explicit SpaceTaggedSearcher(std::unique_ptr<policy::Searcher> inner)
+      : inner_(std::move(inner)) {}
+  absl::string_view method() const override { return inner_->method(); }
+  absl::StatusOr<policy::SearchResult> Search(
+      const simulator::CostModel& model, const policy::SearchOptions& options,
+      const policy::CancellationToken& cancel,
+      policy::SearchObserver& observer) override {
+    absl::StatusOr<policy::SearchResult> result =
+        inner_->Search(model, options, cancel, observer);
+    if (result.ok()) {
+      result->policy_weights =
+          options.disaggregated ? "disaggregated" : "aggregated";
+    }
+    return result;
+  }
+
+ private:
+  std::unique_ptr<policy::Searcher> inner_;
+};
+
 class SearchJobTest : public ::testing::Test {
  protected:
-  void SetUp() override {
+  void SetUp() override { OpenStore("store.db"); }
+
+  void OpenStore(const std::string& file) {
     EliteStore::Options options;
-    options.path = dir_.File("store.db");
+    options.path = dir_.File(file);
     absl::StatusOr<std::unique_ptr<EliteStore>> store =
         EliteStore::Open(options);
     ASSERT_TRUE(store.ok()) << store.status();
@@ -47,8 +73,10 @@ class SearchJobTest : public ::testing::Test {
         std::make_unique<WarmStartPersistence>(*std::move(store), metrics_);
   }
 
-  // A validated request for `method` (a real searcher unless `fake`).
-  void Prepare(shardplan::v1::PlanRequest request, bool fake = false) {
+  // A validated request for `method` (a real searcher unless `fake`; with
+  // `tag_weights` its weights name the space they were learned in).
+  void Prepare(shardplan::v1::PlanRequest request, bool fake = false,
+               bool tag_weights = false) {
     absl::StatusOr<ValidatedPlanRequest> validated =
         ValidatePlanRequest(request, RequestLimits());
     ASSERT_TRUE(validated.ok()) << validated.status();
@@ -59,6 +87,14 @@ class SearchJobTest : public ::testing::Test {
       deps.searcher_factory = [this](absl::string_view) {
         return absl::StatusOr<std::unique_ptr<policy::Searcher>>(
             std::make_unique<FakeSearcher>(script_));
+      };
+    } else if (tag_weights) {
+      deps.searcher_factory = [](absl::string_view method)
+          -> absl::StatusOr<std::unique_ptr<policy::Searcher>> {
+        absl::StatusOr<std::unique_ptr<policy::Searcher>> inner =
+            policy::CreateSearcher(method);
+        if (!inner.ok()) return inner.status();
+        return std::make_unique<SpaceTaggedSearcher>(*std::move(inner));
       };
     } else {
       deps.searcher_factory = policy::CreateSearcher;
@@ -179,6 +215,30 @@ TEST_F(SearchJobTest, DisaggregatedSearchIsPersistedAndWarmStartsTheNext) {
   }
   EXPECT_GT(disaggregated, 0);
   EXPECT_TRUE(best_stored) << "the stored plan equals the one found";
+}
+
+// With "auto" both searches leave weights; the store keeps the
+// disaggregated search's: carried to the next problem of the family they lift
+// disaggregated searches at small budgets and leave aggregated ones as they
+// are (docs/benchmarks.md, "Learning across problems").
+TEST_F(SearchJobTest, AutoStoresTheDisaggregatedSearchsWeights) {
+  for (const char* mode : {"auto", "only", "off"}) {
+    OpenStore(std::string(mode) + ".db");  // a fresh store
+    shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-70b", 16);
+    request.mutable_options()->set_method("anneal");
+    request.mutable_options()->set_max_evaluations(400);
+    request.mutable_options()->set_disaggregation(mode);
+    Prepare(request, /*fake=*/false, /*tag_weights=*/true);
+    RecordingListener listener;
+    policy::CancellationToken cancel;
+    ASSERT_TRUE(job_->Run(cancel, listener).status.ok()) << mode;
+    const WarmStartPersistence::Found found = history_->Find(
+        MakeProblemKey(request_.cost_model->problem()), /*wanted=*/true);
+    ASSERT_TRUE(found.warm_start.has_value()) << mode;
+    EXPECT_EQ(found.warm_start->policy_weights,
+              std::string(mode) == "off" ? "aggregated" : "disaggregated")
+        << mode;
+  }
 }
 
 TEST_F(SearchJobTest, StoredDisaggregatedPlanRoundTrips) {

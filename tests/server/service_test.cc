@@ -348,7 +348,8 @@ TEST_F(ServiceTest, EvaluatePlanUsesTheEnginesProfileAndRanges) {
   grpc::ClientContext context;
   grpc::Status status = stub_->EvaluatePlan(&context, evaluate, &agnostic);
   ASSERT_TRUE(status.ok()) << status.error_message();
-  EXPECT_EQ(agnostic.prediction().calibration_profile(), "h100-trtllm");
+  EXPECT_EQ(agnostic.prediction().calibration_profile(),
+            "h100-engine-agnostic");
 
   evaluate.mutable_workload()->set_engine("vllm");
   evaluate.mutable_workload()->set_engine_version("0.12.0");

@@ -68,14 +68,18 @@ TEST(ProblemKeyTest, CalibrationProfileIsPartOfTheKey) {
   ASSERT_TRUE(a.ok());
   const ProblemKey agnostic = MakeProblemKey(*a);
   EXPECT_EQ(agnostic.model_name, "llama-3.1-70b");
-  EXPECT_EQ(ProfileOfKey(agnostic), "h100-trtllm");
-  // Naming the default profile's engine is the same problem (same constants):
-  // rows stored before profiles existed stay exact matches.
+  // Engine-agnostic keys have no profile suffix: rows stored before profiles
+  // existed stay exact matches.
+  EXPECT_EQ(ProfileOfKey(agnostic), "h100-engine-agnostic");
+  // TensorRT-LLM shares the engine-agnostic profile's constants but not its
+  // disaggregated request overhead: another problem.
   simulator::Problem trtllm = *a;
   trtllm.workload.engine = "trtllm";
   trtllm.workload.calibration_profile = "h100-trtllm";
-  EXPECT_EQ(MakeProblemKey(trtllm).fingerprint, agnostic.fingerprint);
-  EXPECT_EQ(MakeProblemKey(trtllm).model_name, "llama-3.1-70b");
+  EXPECT_NE(MakeProblemKey(trtllm).fingerprint, agnostic.fingerprint);
+  EXPECT_EQ(MakeProblemKey(trtllm).model_name,
+            "llama-3.1-70b @profile=h100-trtllm");
+  EXPECT_EQ(ProfileOfKey(MakeProblemKey(trtllm)), "h100-trtllm");
   simulator::Problem vllm = *a;
   vllm.workload.engine = "vllm";
   vllm.workload.calibration_profile = "h100-vllm";

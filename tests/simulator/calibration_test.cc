@@ -387,7 +387,7 @@ class ErrorBandsTest : public ::testing::Test {
       rows_.insert(rows_.end(), part->rows.begin(), part->rows.end());
     }
     absl::StatusOr<std::vector<RowPrediction>> pred =
-        PredictRows(rows_, CalibrationProfiles());
+        PredictRowsForBands(rows_, CalibrationProfiles());
     ASSERT_TRUE(pred.ok()) << pred.status();
     pred_ = *pred;
   }
@@ -437,9 +437,13 @@ TEST_F(ErrorBandsTest, CoverageNearEightyPercent) {
   const std::string table =
       ErrorBandsMarkdown(ComputeErrorBands(rows_, pred_), coverage);
   bool saw_all = false;
+  bool saw_agnostic = false;
   for (const BandCoverage& c : coverage) {
-    if (c.engine == "all") {
-      saw_all = true;
+    // The pooled rows, with their engines' profiles and with the
+    // engine-agnostic one.
+    if (c.engine == "all" || c.engine == kEngineAgnosticBandEngine) {
+      saw_all = saw_all || c.engine == "all";
+      saw_agnostic = saw_agnostic || c.engine == kEngineAgnosticBandEngine;
       EXPECT_GT(c.rows, 300) << table;
       for (double f : {c.tpot, c.ttft, c.split_tpot, c.split_ttft}) {
         EXPECT_GE(f, 0.75) << table;
@@ -453,6 +457,7 @@ TEST_F(ErrorBandsTest, CoverageNearEightyPercent) {
     }
   }
   EXPECT_TRUE(saw_all);
+  EXPECT_TRUE(saw_agnostic);
 }
 
 TEST(PredictionBandTest, WidensWhereNoRowsWereMeasured) {
@@ -521,11 +526,21 @@ TEST(PredictionBandTest, FallsBackToPooledBands) {
   regime.engine_given = false;
   regime.profile = "";
   regime.moe = false;
+  regime.weight_dtype = Dtype::kBf16;
   const PredictionBand agnostic = FindPredictionBand(regime);
   ASSERT_EQ(agnostic.notes.size(), 1u);
   EXPECT_THAT(agnostic.notes[0],
               ::testing::StartsWith("engine not set: predicted with the "
-                                    "default profile h100-trtllm"));
+                                    "engine-agnostic profile "
+                                    "h100-engine-agnostic"));
+  // Its range is every engine's rows against the engine-agnostic prediction,
+  // which spreads wider than TensorRT-LLM's own rows against the same
+  // constants (the other engines' TTFT differs).
+  regime.engine_given = true;
+  regime.profile = "h100-trtllm";
+  const PredictionBand trtllm = FindPredictionBand(regime);
+  EXPECT_LT(agnostic.ttft_low, trtllm.ttft_low);
+  EXPECT_GT(agnostic.ttft_high, trtllm.ttft_high);
 }
 
 TEST(CalibrationParseTest, SpearmanOfKnownRanks) {

@@ -543,6 +543,8 @@ TEST(EngineTest, EngineSelectsItsProfile) {
   EXPECT_EQ(WorkloadWith("sglang", "")->calibration_profile, "h100-sglang");
   EXPECT_EQ(WorkloadWith("", "h100-vllm")->calibration_profile, "h100-vllm");
   EXPECT_EQ(WorkloadWith("vllm", "h100-vllm")->engine, "vllm");
+  // The engine-agnostic profile by name is the same as naming none.
+  EXPECT_EQ(WorkloadWith("", "h100-engine-agnostic")->calibration_profile, "");
 }
 
 TEST(EngineTest, UnknownEngineOrProfileIsInvalidArgument) {
@@ -555,7 +557,14 @@ TEST(EngineTest, UnknownEngineOrProfileIsInvalidArgument) {
   EXPECT_EQ(profile.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(profile.message(),
             "workload.calibration_profile \"a100-vllm\" is not a known "
-            "profile; known: h100-trtllm, h100-sglang, h100-vllm");
+            "profile; known: h100-trtllm, h100-sglang, h100-vllm, "
+            "h100-engine-agnostic");
+  const absl::Status agnostic =
+      WorkloadWith("vllm", "h100-engine-agnostic").status();
+  EXPECT_EQ(agnostic.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(agnostic.message(),
+              HasSubstr("is the engine-agnostic profile, but workload.engine "
+                        "is \"vllm\""));
   const absl::Status mismatch = WorkloadWith("vllm", "h100-sglang").status();
   EXPECT_EQ(mismatch.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(mismatch.message(),
@@ -581,7 +590,7 @@ shardplan::v1::Prediction Predict(const std::string& model, int gpus,
   EXPECT_TRUE(problem.ok()) << problem.status();
   absl::StatusOr<CalibrationProfile> profile =
       problem->workload.calibration_profile.empty()
-          ? DefaultCalibrationProfile()
+          ? EngineAgnosticCalibrationProfile()
           : FindCalibrationProfile(problem->workload.calibration_profile);
   EXPECT_TRUE(profile.ok()) << profile.status();
   absl::StatusOr<std::unique_ptr<const CostModel>> cost =
@@ -650,7 +659,7 @@ TEST(PredictionRangeTest, PipelineAndMultiNodeSaySoAndWiden) {
   // Engine-agnostic: the default profile, and a note saying so.
   const shardplan::v1::Prediction agnostic =
       Predict("llama-3.1-8b", 8, "", 8, 1);
-  EXPECT_EQ(agnostic.calibration_profile(), "h100-trtllm");
+  EXPECT_EQ(agnostic.calibration_profile(), "h100-engine-agnostic");
   ASSERT_EQ(agnostic.validation_size(), 1);
   EXPECT_THAT(agnostic.validation(0), HasSubstr("engine not set"));
 }

@@ -1,1 +1,90 @@
-# stderr: warning: no disaggregated launch for TensorRT-LLM here (its disaggregated serving needs a trtllm-serve disaggregated config of context and generation servers), which shardplan does not write yet; plan with disaggregation off for a TensorRT-LLM launch.
+# TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): disaggregated 2P1D (2 prefill instances of 8 GPUs, 1 decode instance of 16 GPUs, a router) on 32 GPUs.
+# Set NODE0_ADDR..NODE3_ADDR to the nodes' addresses and run each command on the node it names.
+# Context (prefill) servers' options; write this file on every node that runs one (every node of an MPI world):
+cat > shardplan-trtllm-ctx.yaml <<'EOF'
+enable_attention_dp: true
+tensor_parallel_size: 8
+pipeline_parallel_size: 1
+moe_expert_parallel_size: 8
+max_batch_size: 4
+max_num_tokens: 4096
+disable_overlap_scheduler: true
+cache_transceiver_config:
+  backend: UCX
+  max_tokens_in_buffer: 1024
+EOF
+# Generation (decode) servers' options; write this file on every node that runs one (every node of an MPI world):
+cat > shardplan-trtllm-gen.yaml <<'EOF'
+enable_attention_dp: true
+tensor_parallel_size: 16
+pipeline_parallel_size: 1
+moe_expert_parallel_size: 16
+max_batch_size: 16
+max_num_tokens: 16
+cache_transceiver_config:
+  backend: UCX
+  max_tokens_in_buffer: 1024
+EOF
+
+# Prefill instance 0, node 0:
+trtllm-serve deepseek-ai/DeepSeek-V3 \
+  --backend pytorch \
+  --tp_size 8 \
+  --pp_size 1 \
+  --ep_size 8 \
+  --max_batch_size 4 \
+  --config shardplan-trtllm-ctx.yaml \
+  --host 0.0.0.0 \
+  --port 8001
+
+# Prefill instance 1, node 1:
+trtllm-serve deepseek-ai/DeepSeek-V3 \
+  --backend pytorch \
+  --tp_size 8 \
+  --pp_size 1 \
+  --ep_size 8 \
+  --max_batch_size 4 \
+  --config shardplan-trtllm-ctx.yaml \
+  --host 0.0.0.0 \
+  --port 8001
+
+# Decode instance 0, one MPI world over nodes 2-3, started from node 2:
+mpirun -np 16 -H $NODE2_ADDR:8,$NODE3_ADDR:8 trtllm-llmapi-launch trtllm-serve deepseek-ai/DeepSeek-V3 \
+  --backend pytorch \
+  --tp_size 16 \
+  --pp_size 1 \
+  --ep_size 16 \
+  --max_batch_size 16 \
+  --config shardplan-trtllm-gen.yaml \
+  --host 0.0.0.0 \
+  --port 8001
+
+# Router (trtllm-serve disaggregated), on node 0: its config lists the context and generation servers above.
+cat > shardplan-trtllm-disagg.yaml <<EOF
+hostname: 0.0.0.0
+port: 8000
+context_servers:
+  num_instances: 2
+  urls:
+    - "$NODE0_ADDR:8001"
+    - "$NODE1_ADDR:8001"
+generation_servers:
+  num_instances: 1
+  urls:
+    - "$NODE2_ADDR:8001"
+EOF
+trtllm-serve disaggregated \
+  -c shardplan-trtllm-disagg.yaml
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 256 requests in flight):
+aiperf profile \
+  --model deepseek-ai/DeepSeek-V3 \
+  --url $NODE0_ADDR:8000 \
+  --endpoint-type chat \
+  --streaming \
+  --synthetic-input-tokens-mean 1024 \
+  --synthetic-input-tokens-stddev 0 \
+  --output-tokens-mean 1024 \
+  --output-tokens-stddev 0 \
+  --concurrency 256 \
+  --request-count 1280
