@@ -61,6 +61,12 @@ constexpr int64_t kArchVersion = 8;
 // adding them left the aggregated search's random stream (and its results) as
 // they were.
 constexpr uint64_t kPoolWeightsSeed = 0x9e3779b97f4a7c15ULL;
+// Initial logit of Megatron's dim in each prefill operator head (the others
+// 0): with the five dims of a tensor-parallel operator allowed, the untrained
+// policy draws Megatron's with probability 1/2, so a cold search starts near
+// the layout engines ship (and the sweep uses) instead of uniformly among
+// dims that mostly slow a prefill down (replicated or batch-split matrices).
+constexpr double kPrefillMegatronLogit = 1.3862943611198906;  // log(4)
 
 int MaxTableChoices() {
   int c = 0;
@@ -170,7 +176,7 @@ class PolicyNet {
     // gates (kept tuple, moved tuple), crossover gates, and their one-hot in
     // the elite tokens.
     Add(&prefill_head_w, d, simulator::kNumOpKinds * choices_, kZero);
-    Add(&prefill_head_b, 0, simulator::kNumOpKinds * choices_, kZero);
+    Add(&prefill_head_b, 0, simulator::kNumOpKinds * choices_, kMegatronPrior);
     Add(&prefill_gate_w, d, 2 * simulator::kNumOpKinds, kUniformSide);
     Add(&prefill_gate_b, 0, 2 * simulator::kNumOpKinds, kGateBias);
     Add(&prefill_cross_b, 0, simulator::kNumOpKinds, kCrossBias);
@@ -203,6 +209,12 @@ class PolicyNet {
             1.0 / std::sqrt(static_cast<double>(PlanSpace::kDegreeFeatures));
         std::uniform_real_distribution<double> u(-a, a);
         for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(u(pool_rng));
+      } else if (s.init == kMegatronPrior) {
+        const simulator::ShardDims megatron = simulator::MegatronShardDims();
+        for (int op = 0; op < simulator::kNumOpKinds; ++op) {
+          v[op * choices_ + static_cast<int>(megatron[op])] =
+              static_cast<float>(kPrefillMegatronLogit);
+        }
       } else if (s.init == kUniformSide) {
         const double a = 1.0 / std::sqrt(static_cast<double>(s.rows));
         std::uniform_real_distribution<double> u(-a, a);
@@ -311,7 +323,8 @@ class PolicyNet {
     kLocality,
     kFreeAnchor,
     kUniformPool,
-    kUniformSide  // as kUniform, from the side generator (kPoolWeightsSeed)
+    kUniformSide,   // as kUniform, from the side generator (kPoolWeightsSeed)
+    kMegatronPrior  // prefill heads' biases: kPrefillMegatronLogit
   };
   struct Slot {
     torch::Tensor* tensor;
