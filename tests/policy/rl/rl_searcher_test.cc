@@ -445,21 +445,8 @@ TEST(RlSearcherTest, SearchesTheDisaggregatedSpaceAndWarmStarts) {
 TEST(RlSearcherTest, FindsPrefillDimsOtherThanMegatronsWhenBetter) {
   auto model = testing::MakePrefillBoundCostModel();
   ASSERT_TRUE(model.ok()) << model.status();
-  for (const char* method : {"rl", "rl-no-learning"}) {
-    SCOPED_TRACE(method);
-    SearchOptions options;
-    options.disaggregated = true;
-    options.max_evaluations = 3000;
-    auto r = testing::RunSearch(method, **model, options, nullptr);
-    ASSERT_TRUE(r.ok()) << r.status();
-    ASSERT_TRUE(r->best.evaluation.feasible);
-    EXPECT_NE(r->best.plan.prefill.dims, simulator::MegatronShardDims());
-    simulator::PlanDims megatron_prefill = r->best.plan;
-    megatron_prefill.prefill.dims = simulator::MegatronShardDims();
-    const simulator::Evaluation e = (*model)->Evaluate(megatron_prefill);
-    EXPECT_TRUE(!e.feasible ||
-                e.output_tokens_per_s < r->best.evaluation.output_tokens_per_s);
-  }
+  for (const char* method : {"rl", "rl-no-learning"})
+    testing::ExpectBetterPrefillDimsFound(method, **model);
 }
 
 }  // namespace
