@@ -6,8 +6,8 @@
 // the size of the space. Torch-free.
 //
 // A disaggregated space (PlanSpace::CreateDisaggregated) has the same decision
-// vector, read as a prefill/decode plan (simulator/disaggregated.h), degrees
-// first as in the aggregated space:
+// vector plus the prefill dims, read as a prefill/decode plan
+// (simulator/disaggregated.h), degrees first as in the aggregated space:
 //  - kDegreesDecision: the joint degree tuple: the pool split (prefill
 //    instances x, decode instances y), the prefill instance's (dp, tp, pp,
 //    ep) and the decode instance's (dp, tp, pp, ep);
@@ -22,7 +22,10 @@
 // The prefill dims come last so that the aggregated space keeps its decision
 // indices: there they do not exist (num_decisions() stops before them; their
 // value is always 0, the only choice their masks allow), so the aggregated
-// searchers take, draw and hash exactly what they did before.
+// searchers take, draw and hash exactly what they did before. Searching the
+// prefill dims finds no better plan on the held-out generated cases but 5-15%
+// more where a long prompt's prefill decides the TTFT (docs/benchmarks.md,
+// "Searched prefill operator dims: before and after").
 // So every searcher (RL, baselines, moves) and SearchRun work on either.
 #ifndef SHARDPLAN_POLICY_PLAN_SPACE_H_
 #define SHARDPLAN_POLICY_PLAN_SPACE_H_
