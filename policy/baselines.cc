@@ -25,7 +25,7 @@ Decisions Mutate(const PlanSpace& space, const Decisions& in,
   Decisions d = in;
   int candidates[kNumDecisions];
   int n = 0;
-  for (int i = 0; i < kNumDecisions; ++i) {
+  for (int i = 0; i < space.num_decisions(); ++i) {
     if (i == kDegreesDecision) {
       if (space.NumChoices(i) > 1) candidates[n++] = i;
     } else if (__builtin_popcountll(space.MaskBits(i, d)) > 1) {
@@ -198,7 +198,7 @@ class GeneticSearcher : public RunSearcher {
         Decisions child = a;
         // Uniform crossover; the degree tuple decides which later choices are
         // valid, so later genes that become invalid are repaired.
-        for (int i = 0; i < kNumDecisions; ++i) {
+        for (int i = 0; i < space.num_decisions(); ++i) {
           if (rng() & 1) child[i] = b[i];
         }
         space.Repair(child, 1, rng);
@@ -264,7 +264,8 @@ class ExhaustiveSearcher : public RunSearcher {
 // count and every batch size; the best plan under the SLOs wins. Tuples are
 // swept in order until the budget ends.
 // Calls fn(decisions) for every grid point: each degree tuple with Megatron's
-// dims where the tuple allows them (its first valid dim otherwise), with each
+// dims (the prefill instance's too) where the tuple allows them (its first
+// valid dim otherwise), with each
 // micro-batch count it allows; the batch decision is left at its first valid
 // choice. Stops when fn returns false; returns whether it went through all.
 template <typename Fn>
@@ -274,10 +275,12 @@ bool ForEachGridPoint(const PlanSpace& space, Fn fn) {
     Decisions d{};
     d[kDegreesDecision] = t;
     for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-      const uint64_t mask = space.MaskBits(kFirstOpDecision + o, d);
       const int preferred = static_cast<int>(megatron[o]);
-      d[kFirstOpDecision + o] =
-          (mask >> preferred) & 1 ? preferred : __builtin_ctzll(mask);
+      for (int first : {kFirstOpDecision, kFirstPrefillOpDecision}) {
+        const uint64_t mask = space.MaskBits(first + o, d);
+        d[first + o] =
+            (mask >> preferred) & 1 ? preferred : __builtin_ctzll(mask);
+      }
     }
     const uint64_t micro = space.MaskBits(kMicroBatchesDecision, d);
     for (int k = 0; k < 64; ++k) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "glog/logging.h"
 #include "simulator/disaggregated.h"
 #include "simulator/placement.h"
@@ -108,33 +109,29 @@ void ForEachInstanceDegrees(const simulator::ModelDims& m, int instance,
   }
 }
 
+using OpMasks = std::array<uint64_t, simulator::kNumOpKinds>;
+
 // The masks of one layout (an aggregated plan or one pool instance).
 struct LayoutMasks {
-  std::array<uint64_t, simulator::kNumOpKinds> ops{};
+  OpMasks ops{};
   uint64_t micro = 0;
   std::array<uint64_t, kMicroBatchMultipliers.size()> batch{};
 };
 
-// Derives `plan`'s masks by checking every single-decision variation with
-// `valid`; micro-batches pp only unless `vary_micro_batches`. False when no
-// micro-batch and batch choice is left.
+// The operator dims of layout `plan` (degrees `g`) that `valid` accepts, each
+// varied alone from `plan`'s; Megatron's alone where the operator is absent
+// or its group is one rank (every dim is the same plan there).
 template <typename Valid>
-bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
-                        const Degrees& g, const PlanSpaceOptions& options,
-                        const Valid& valid, bool vary_micro_batches,
-                        LayoutMasks* out) {
-  const simulator::Problem& p = model.problem();
-  const simulator::ModelDims& m = p.model;
-  const bool concurrency_fixed = p.workload.concurrency > 0;
-  const std::vector<int>& batches = simulator::BatchSizeCandidates();
+OpMasks ComputeOpMasks(const simulator::ModelDims& m, const PlanDims& plan,
+                       const Degrees& g, const Valid& valid) {
   const simulator::ShardDims megatron_dims = simulator::MegatronShardDims();
-  // Operators.
+  OpMasks out{};
   for (int o = 0; o < simulator::kNumOpKinds; ++o) {
     const OpKind op = static_cast<OpKind>(o);
     const uint64_t fixed = uint64_t{1} << static_cast<int>(megatron_dims[o]);
     const int group = IsExpertOp(op) ? g.tp_expert() : g.tp;
     if (!OpExists(m, op) || group <= 1) {
-      out->ops[o] = fixed;
+      out[o] = fixed;
       continue;
     }
     uint64_t mask = 0;
@@ -148,8 +145,23 @@ bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
       variant.dims[o] = dim;
       if (valid(variant)) mask |= uint64_t{1} << d;
     }
-    out->ops[o] = mask != 0 ? mask : fixed;
+    out[o] = mask != 0 ? mask : fixed;
   }
+  return out;
+}
+
+// Derives `plan`'s masks by checking every single-decision variation with
+// `valid`; micro-batches pp only unless `vary_micro_batches`. False when no
+// micro-batch and batch choice is left.
+template <typename Valid>
+bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
+                        const Degrees& g, const PlanSpaceOptions& options,
+                        const Valid& valid, bool vary_micro_batches,
+                        LayoutMasks* out) {
+  const simulator::Problem& p = model.problem();
+  const bool concurrency_fixed = p.workload.concurrency > 0;
+  const std::vector<int>& batches = simulator::BatchSizeCandidates();
+  out->ops = ComputeOpMasks(p.model, plan, g, valid);
 
   // Micro-batches (meaningless without a pipeline) and batch sizes.
   for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
@@ -189,7 +201,7 @@ bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
 
 int MaxChoices(int decision) {
   if (decision == kDegreesDecision) return 0;
-  if (decision < kMicroBatchesDecision) return simulator::kNumShardDims;
+  if (IsOpDecision(decision)) return simulator::kNumShardDims;
   if (decision == kMicroBatchesDecision) return kMicroBatchMultipliers.size();
   return NumBatchChoices();
 }
@@ -270,6 +282,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
   struct PrefillLayout {
     Degrees g;
     uint64_t batches = 0;  // bits over kPrefillBatches
+    OpMasks ops{};
   };
   std::vector<int> sizes;
   std::vector<std::vector<DecodeLayout>> decode_layouts;
@@ -300,13 +313,16 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
                              /*vary_micro_batches=*/false, &d.masks)) {
         decode.push_back(d);
       }
-      PrefillLayout pre{g, 0};
+      PrefillLayout pre{g, 0, {}};
       for (int k = 0; k < static_cast<int>(kPrefillBatches.size()); ++k) {
         PlanDims variant = plan;
         variant.batch_size = kPrefillBatches[k];
         if (valid(variant)) pre.batches |= uint64_t{1} << k;
       }
-      if (pre.batches != 0) prefill.push_back(pre);
+      if (pre.batches != 0) {
+        pre.ops = ComputeOpMasks(m, plan, g, valid);
+        prefill.push_back(pre);
+      }
     });
     if (decode.empty() && prefill.empty()) continue;
     sizes.push_back(gpus);
@@ -337,6 +353,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
             g.prefill_ep = pre.g.ep;
             space->degrees_.push_back(g);
             space->op_masks_.push_back(dec.masks.ops);
+            space->prefill_op_masks_.push_back(pre.ops);
             // The micro-batch decision is the prefill batch; the decode batch
             // does not depend on it.
             space->micro_masks_.push_back(pre.batches);
@@ -363,6 +380,9 @@ void PlanSpace::ComputeSize() {
   for (size_t t = 0; t < degrees_.size(); ++t) {
     double ops = 1;
     for (uint64_t mask : op_masks_[t]) ops *= Popcount(mask);
+    if (disaggregated_) {
+      for (uint64_t mask : prefill_op_masks_[t]) ops *= Popcount(mask);
+    }
     double tail = 0;
     for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
       if (micro_masks_[t] >> k & 1) tail += Popcount(batch_masks_[t][k]);
@@ -384,7 +404,12 @@ uint64_t PlanSpace::MaskBits(int decision,
   if (decision < kMicroBatchesDecision)
     return op_masks_[t][decision - kFirstOpDecision];
   if (decision == kMicroBatchesDecision) return micro_masks_[t];
-  return batch_masks_[t][prefix[kMicroBatchesDecision]];
+  if (decision == kBatchDecision)
+    return batch_masks_[t][prefix[kMicroBatchesDecision]];
+  // The prefill dims: an aggregated space has none (0 is their only value).
+  return disaggregated_
+             ? prefill_op_masks_[t][decision - kFirstPrefillOpDecision]
+             : uint64_t{1};
 }
 
 std::vector<uint8_t> PlanSpace::Mask(int decision,
@@ -434,6 +459,10 @@ PlanDims PlanSpace::Decode(const Decisions& decisions) const {
     plan.prefill.pp = g.prefill_pp;
     plan.prefill.ep = g.prefill_ep;
     plan.prefill.batch_size = kPrefillBatches[decisions[kPrefillBatchDecision]];
+    for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+      plan.prefill.dims[o] =
+          static_cast<ShardDim>(decisions[kFirstPrefillOpDecision + o]);
+    }
     plan.micro_batches = g.pp;
   } else {
     plan.micro_batches =
@@ -488,30 +517,40 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
         "explicit stage splits are not in the plan space");
   }
   d[kDegreesDecision] = t;
-  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
-    const uint64_t mask = op_masks_[t][o];
-    int dim = static_cast<int>(plan.dims[o]);
-    if (Popcount(mask) == 1) dim = __builtin_ctzll(mask);
-    if (!((mask >> dim) & 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s dim %s is not in the plan space",
-                          simulator::OpKindName(static_cast<OpKind>(o)),
-                          simulator::ShardDimName(plan.dims[o])));
+  // Dims fixed by the mask (absent operators, groups of one rank) are
+  // canonicalised, so equal plans encode (and hash) equal.
+  auto encode_dims = [&](const simulator::ShardDims& dims, const OpMasks& masks,
+                         int first, absl::string_view what) -> absl::Status {
+    for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+      const uint64_t mask = masks[o];
+      int dim = static_cast<int>(dims[o]);
+      if (Popcount(mask) == 1) dim = __builtin_ctzll(mask);
+      if (!((mask >> dim) & 1)) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s%s dim %s is not in the plan space", what,
+                            simulator::OpKindName(static_cast<OpKind>(o)),
+                            simulator::ShardDimName(dims[o])));
+      }
+      d[first + o] = dim;
     }
-    d[kFirstOpDecision + o] = dim;
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(encode_dims(plan.dims, op_masks_[t], kFirstOpDecision,
+                              disaggregated_ ? "decode " : ""));
+  if (disaggregated_) {
+    RETURN_IF_ERROR(encode_dims(plan.prefill.dims, prefill_op_masks_[t],
+                                kFirstPrefillOpDecision, "prefill "));
   }
   const int micro = plan.micro_batches == 0 ? plan.pp : plan.micro_batches;
   int k = -1;
   if (disaggregated_) {
-    // The prefill instance keeps Megatron's dims and its pp micro-batches;
-    // the decode instance runs pp micro-batches.
-    if (plan.prefill.dims != simulator::MegatronShardDims() ||
-        (plan.prefill.micro_batches != 0 &&
+    // Both instances run pp micro-batches.
+    if ((plan.prefill.micro_batches != 0 &&
          plan.prefill.micro_batches != plan.prefill.pp) ||
         micro != plan.pp) {
       return absl::InvalidArgumentError(
-          "prefill operator dims other than Megatron's, or micro-batches "
-          "other than pp, are not in the disaggregated plan space");
+          "micro-batches other than pp are not in the disaggregated plan "
+          "space");
     }
     const int prefill_batch = std::max(1, plan.prefill.batch_size);
     for (int i = 0; i < static_cast<int>(kPrefillBatches.size()); ++i) {
@@ -556,8 +595,16 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
 uint64_t PlanSpace::Hash(const Decisions& decisions) {
   // FNV-1a over the decision values, then a final avalanche (splitmix64).
   uint64_t h = 1469598103934665603ULL;
-  for (int32_t v : decisions) {
-    h ^= static_cast<uint32_t>(v);
+  for (int i = 0; i < kNumAggregatedDecisions; ++i) {
+    h ^= static_cast<uint32_t>(decisions[i]);
+    h *= 1099511628211ULL;
+  }
+  // The prefill dims enter with their position, and only when not 0: an
+  // aggregated plan (all 0) hashes as before they existed, so hash-ordered
+  // ties break as they did.
+  for (int i = kFirstPrefillOpDecision; i < kNumDecisions; ++i) {
+    if (decisions[i] == 0) continue;
+    h ^= static_cast<uint32_t>(i) << 8 | static_cast<uint32_t>(decisions[i]);
     h *= 1099511628211ULL;
   }
   h ^= h >> 30;
@@ -583,7 +630,7 @@ int SampleBit(uint64_t mask, std::mt19937_64& rng) {
 
 void PlanSpace::CompleteUniform(Decisions& d, int from,
                                 std::mt19937_64& rng) const {
-  for (int i = from; i < kNumDecisions; ++i) {
+  for (int i = from; i < num_decisions(); ++i) {
     if (i == kDegreesDecision) {
       d[i] = static_cast<int32_t>(rng() % degrees_.size());
     } else {
@@ -593,7 +640,7 @@ void PlanSpace::CompleteUniform(Decisions& d, int from,
 }
 
 void PlanSpace::Repair(Decisions& d, int from, std::mt19937_64& rng) const {
-  for (int i = std::max(from, 1); i < kNumDecisions; ++i) {
+  for (int i = std::max(from, 1); i < num_decisions(); ++i) {
     const uint64_t mask = MaskBits(i, d);
     if (d[i] < 0 || d[i] >= 64 || !((mask >> d[i]) & 1))
       d[i] = SampleBit(mask, rng);
@@ -661,7 +708,7 @@ Decisions PlanSpace::SampleUniform(std::mt19937_64& rng) const {
 bool PlanSpace::ForEachFrom(
     Decisions& d, int decision,
     const std::function<bool(const Decisions&)>& fn) const {
-  if (decision == kNumDecisions) return fn(d);
+  if (decision == num_decisions()) return fn(d);
   const int n = NumChoices(decision);
   const uint64_t mask =
       decision == kDegreesDecision ? ~uint64_t{0} : MaskBits(decision, d);

@@ -6,17 +6,26 @@
 // the size of the space. Torch-free.
 //
 // A disaggregated space (PlanSpace::CreateDisaggregated) has the same decision
-// vector, read as a prefill/decode plan (simulator/disaggregated.h), degrees
-// first as in the aggregated space:
+// vector plus the prefill dims, read as a prefill/decode plan
+// (simulator/disaggregated.h), degrees first as in the aggregated space:
 //  - kDegreesDecision: the joint degree tuple: the pool split (prefill
 //    instances x, decode instances y), the prefill instance's (dp, tp, pp,
 //    ep) and the decode instance's (dp, tp, pp, ep);
-//  - kFirstOpDecision + o: the decode instance's operator dims (the prefill
-//    instance keeps Megatron's, as the disaggregated sweep does);
+//  - kFirstOpDecision + o: the decode instance's operator dims;
 //  - kMicroBatchesDecision (= kPrefillBatchDecision): the prefill batch,
 //    kPrefillBatches[choice] requests per pass; the decode instance runs pp
 //    micro-batches;
-//  - kBatchDecision: the decode batch, as in the aggregated space.
+//  - kBatchDecision: the decode batch, as in the aggregated space;
+//  - kFirstPrefillOpDecision + o: the prefill instance's operator dims, masked
+//    per joint tuple by what ValidateInstancePlan accepts for the prefill
+//    instance (Megatron's where its tensor-parallel group is one rank).
+// The prefill dims come last so that the aggregated space keeps its decision
+// indices: there they do not exist (num_decisions() stops before them; their
+// value is always 0, the only choice their masks allow), so the aggregated
+// searchers take, draw and hash exactly what they did before. Searching the
+// prefill dims finds no better plan on the held-out generated cases but 5-15%
+// more where a long prompt's prefill decides the TTFT (docs/benchmarks.md,
+// "Searched prefill operator dims: before and after").
 // So every searcher (RL, baselines, moves) and SearchRun work on either.
 #ifndef SHARDPLAN_POLICY_PLAN_SPACE_H_
 #define SHARDPLAN_POLICY_PLAN_SPACE_H_
@@ -41,7 +50,18 @@ inline constexpr int kFirstOpDecision = 1;  // + static_cast<int>(OpKind)
 inline constexpr int kMicroBatchesDecision =
     kFirstOpDecision + simulator::kNumOpKinds;
 inline constexpr int kBatchDecision = kMicroBatchesDecision + 1;
-inline constexpr int kNumDecisions = kBatchDecision + 1;
+// Decisions of an aggregated space (PlanSpace::num_decisions()).
+inline constexpr int kNumAggregatedDecisions = kBatchDecision + 1;
+// Disaggregated spaces only: the prefill instance's operator dims.
+inline constexpr int kFirstPrefillOpDecision = kNumAggregatedDecisions;
+inline constexpr int kNumDecisions =
+    kFirstPrefillOpDecision + simulator::kNumOpKinds;
+// Whether `decision` is one of an instance's operator dims (decode or
+// aggregated: kFirstOpDecision + o; prefill: kFirstPrefillOpDecision + o).
+inline constexpr bool IsOpDecision(int decision) {
+  return (decision >= kFirstOpDecision && decision < kMicroBatchesDecision) ||
+         decision >= kFirstPrefillOpDecision;
+}
 
 // Micro-batches offered: pp times one of these.
 inline constexpr std::array<int, 3> kMicroBatchMultipliers = {1, 2, 4};
@@ -128,6 +148,11 @@ class PlanSpace {
       const simulator::CostModel& model, const PlanSpaceOptions& options = {});
 
   bool disaggregated() const { return disaggregated_; }
+  // Decisions [0, num_decisions()) are taken; the rest (the prefill dims of
+  // an aggregated space) stay 0.
+  int num_decisions() const {
+    return disaggregated_ ? kNumDecisions : kNumAggregatedDecisions;
+  }
 
   const simulator::CostModel& model() const { return *model_; }
   const std::vector<Degrees>& degrees() const { return degrees_; }
@@ -161,8 +186,8 @@ class PlanSpace {
   // Canonical hash of a valid decision vector (equal plans hash equal).
   static uint64_t Hash(const Decisions& decisions);
 
-  // Completes decisions [from, kNumDecisions) by sampling each uniformly among
-  // the choices valid for its prefix.
+  // Completes decisions [from, num_decisions()) by sampling each uniformly
+  // among the choices valid for its prefix.
   void CompleteUniform(Decisions& decisions, int from,
                        std::mt19937_64& rng) const;
   // Keeps decisions [from, ...) that stay valid after an earlier change;
@@ -212,6 +237,9 @@ class PlanSpace {
   // Per degree tuple: allowed dims per operator (bits over ShardDim), allowed
   // micro-batch multipliers, and allowed batch choices per multiplier.
   std::vector<std::array<uint64_t, simulator::kNumOpKinds>> op_masks_;
+  // Per degree tuple, disaggregated spaces only: allowed prefill dims per
+  // operator (empty in aggregated spaces, whose prefill decisions are 0).
+  std::vector<std::array<uint64_t, simulator::kNumOpKinds>> prefill_op_masks_;
   std::vector<uint64_t> micro_masks_;
   std::vector<std::array<uint64_t, kMicroBatchMultipliers.size()>> batch_masks_;
   double size_ = 0;

@@ -77,4 +77,11 @@ std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space,
   return f;
 }
 
+std::array<float, kPrefillDimFeatures> PrefillDimFeatures(const Decisions& d) {
+  std::array<float, kPrefillDimFeatures> f{};
+  for (int o = 0; o < simulator::kNumOpKinds; ++o)
+    f[o * simulator::kNumShardDims + d[kFirstPrefillOpDecision + o]] = 1;
+  return f;
+}
+
 }  // namespace shardplan::policy::rl

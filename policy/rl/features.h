@@ -18,6 +18,10 @@ inline constexpr int kContextFeatures = 32;
 inline constexpr int kPlanFeatures =
     PlanSpace::kDegreeFeatures + simulator::kNumOpKinds * 5 + 3 + 2 + 3;
 
+// Disaggregated spaces: the prefill instance's operator dims, one-hot.
+inline constexpr int kPrefillDimFeatures =
+    simulator::kNumOpKinds * simulator::kNumShardDims;
+
 // kContextFeatures values, mostly log2 of sizes scaled to about [0, 1];
 // non-finite values become 0.
 std::vector<float> ContextFeatures(const simulator::Problem& problem);
@@ -30,6 +34,10 @@ std::array<float, kPlanFeatures> PlanFeatures(const PlanSpace& space,
                                               const Decisions& d,
                                               const ScoredPlan& s,
                                               float norm_reward, float rank);
+
+// The prefill operator dims of `d` (kFirstPrefillOpDecision + o), one-hot;
+// an elite token adds them in a disaggregated space.
+std::array<float, kPrefillDimFeatures> PrefillDimFeatures(const Decisions& d);
 
 }  // namespace shardplan::policy::rl
 

@@ -43,18 +43,30 @@ namespace shardplan::policy::rl {
 namespace {
 
 constexpr int kHeads = 4;
-// Decisions after the degree tuple, each with one output head.
+// Decisions after the degree tuple of an aggregated space, each with one
+// output head; a disaggregated space adds one head per prefill operator dim.
+constexpr int kAggregatedHeads = kNumAggregatedDecisions - 1;
 constexpr int kNumHeads = kNumDecisions - 1;
-// Table slots: one per operator decision and the micro-batch decision, and one
-// per micro-batch multiplier for the batch decision (its mask depends on it).
-constexpr int kSlots = kBatchDecision - 1 + kMicroBatchMultipliers.size();
+// Table slots: one per operator decision and the micro-batch decision, one
+// per micro-batch multiplier for the batch decision (its mask depends on it),
+// then (disaggregated spaces only) one per prefill operator decision.
+constexpr int kAggregatedSlots =
+    kBatchDecision - 1 + kMicroBatchMultipliers.size();
+constexpr int kDisaggregatedSlots = kAggregatedSlots + simulator::kNumOpKinds;
 // Bumped whenever the parameter layout changes: saved weights of another
 // layout are ignored (a warm start then keeps its elite plans only).
-constexpr int64_t kArchVersion = 7;
-// Seed of the generator that initialises the pool-feature weights: not the
-// search's generator, so that adding them left the aggregated search's random
-// stream (and its results) as they were.
+constexpr int64_t kArchVersion = 8;
+// Seed of the generator that initialises the weights only disaggregated spaces
+// use (pool features, prefill dims): not the search's generator, so that
+// adding them left the aggregated search's random stream (and its results) as
+// they were.
 constexpr uint64_t kPoolWeightsSeed = 0x9e3779b97f4a7c15ULL;
+// Initial logit of Megatron's dim in each prefill operator head (the others
+// 0): with the five dims of a tensor-parallel operator allowed, the untrained
+// policy draws Megatron's with probability 1/2, so a cold search starts near
+// the layout engines ship (and the sweep uses) instead of uniformly among
+// dims that mostly slow a prefill down (replicated or batch-split matrices).
+constexpr double kPrefillMegatronLogit = 1.3862943611198906;  // log(4)
 
 int MaxTableChoices() {
   int c = 0;
@@ -63,9 +75,19 @@ int MaxTableChoices() {
 }
 
 int SlotOf(int decision, const Decisions& a) {
+  if (decision >= kFirstPrefillOpDecision)
+    return kAggregatedSlots + decision - kFirstPrefillOpDecision;
   return decision < kBatchDecision
              ? decision - 1
              : kBatchDecision - 1 + a[kMicroBatchesDecision];
+}
+
+// The decision of table slot s (for the batch slots, the micro-batch choice
+// they belong to is s - (kBatchDecision - 1)).
+int DecisionOfSlot(int s) {
+  if (s >= kAggregatedSlots)
+    return kFirstPrefillOpDecision + s - kAggregatedSlots;
+  return s < kBatchDecision - 1 ? s + 1 : kBatchDecision;
 }
 
 torch::Tensor FloatTensor(const std::vector<float>& v,
@@ -127,11 +149,11 @@ class PolicyNet {
     // Two gates per elite plan and decision: for plans that keep the anchor's
     // degree tuple, and for plans that moved to another tuple (where the
     // anchor's later values mean something else, e.g. a batch per replica).
-    Add(&gate_w, d, 2 * kNumDecisions, kUniform);
+    Add(&gate_w, d, 2 * kNumAggregatedDecisions, kUniform);
     // Initially each decision copies the anchor elite plan's value with
     // probability sigmoid(copy_gate_bias): local moves around the elite.
-    Add(&gate_b, 0, 2 * kNumDecisions, kGateBias);
-    Add(&cross_b, 0, kNumDecisions, kCrossBias);
+    Add(&gate_b, 0, 2 * kNumAggregatedDecisions, kGateBias);
+    Add(&cross_b, 0, kNumAggregatedDecisions, kCrossBias);
     Add(&key1_w, PlanSpace::kDegreeFeatures, d, kUniform);
     Add(&key1_b, 0, d, kZero);
     Add(&key2_w, d, d, kUniform);
@@ -141,13 +163,24 @@ class PolicyNet {
     Add(&zs_w, d, d, kUniform);
     Add(&zk_w, d, d, kUniform);
     Add(&z_b, 0, d, kZero);
-    Add(&head_w, d, kNumHeads * choices_, kZero);
-    Add(&head_b, 0, kNumHeads * choices_, kZero);
+    Add(&head_w, d, kAggregatedHeads * choices_, kZero);
+    Add(&head_b, 0, kAggregatedHeads * choices_, kZero);
+    // Everything below is read only in disaggregated spaces (an aggregated
+    // search leaves it untouched: see Step).
+    aggregated_size_ = size_;
     // Disaggregated joint tuples: their pool features (PlanSpace::
-    // PoolFeatures) enter the degree-tuple keys and the elite tokens; zero
-    // for aggregated tuples, so these weights only matter there.
+    // PoolFeatures) enter the degree-tuple keys and the elite tokens.
     Add(&key1_pool_w, PlanSpace::kPoolFeatures, d, kUniformPool);
     Add(&elite_pool_w, PlanSpace::kPoolFeatures, d, kUniformPool);
+    // The prefill instance's operator dims: their generative heads, copy
+    // gates (kept tuple, moved tuple), crossover gates, and their one-hot in
+    // the elite tokens.
+    Add(&prefill_head_w, d, simulator::kNumOpKinds * choices_, kZero);
+    Add(&prefill_head_b, 0, simulator::kNumOpKinds * choices_, kMegatronPrior);
+    Add(&prefill_gate_w, d, 2 * simulator::kNumOpKinds, kUniformSide);
+    Add(&prefill_gate_b, 0, 2 * simulator::kNumOpKinds, kGateBias);
+    Add(&prefill_cross_b, 0, simulator::kNumOpKinds, kCrossBias);
+    Add(&elite_prefill_w, kPrefillDimFeatures, d, kUniformSide);
 
     std::vector<float> values(size_, 0.0f);
     std::mt19937_64 pool_rng(kPoolWeightsSeed);
@@ -176,6 +209,16 @@ class PolicyNet {
             1.0 / std::sqrt(static_cast<double>(PlanSpace::kDegreeFeatures));
         std::uniform_real_distribution<double> u(-a, a);
         for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(u(pool_rng));
+      } else if (s.init == kMegatronPrior) {
+        const simulator::ShardDims megatron = simulator::MegatronShardDims();
+        for (int op = 0; op < simulator::kNumOpKinds; ++op) {
+          v[op * choices_ + static_cast<int>(megatron[op])] =
+              static_cast<float>(kPrefillMegatronLogit);
+        }
+      } else if (s.init == kUniformSide) {
+        const double a = 1.0 / std::sqrt(static_cast<double>(s.rows));
+        std::uniform_real_distribution<double> u(-a, a);
+        for (int64_t i = 0; i < n; ++i) v[i] = static_cast<float>(u(pool_rng));
       }
     }
     theta_ = FloatTensor(values, {size_});
@@ -199,25 +242,34 @@ class PolicyNet {
   int choices() const { return choices_; }
   const std::vector<Layer>& layers() const { return layers_; }
 
-  // Clipped Adam step on the gradient accumulated since ZeroGrad.
-  void Step(double lr) {
+  // Clipped Adam step on the gradient accumulated since ZeroGrad. An
+  // aggregated search steps only the weights it reads (a prefix of theta):
+  // the rest has no gradient there, and the same vector lengths keep its
+  // arithmetic (and so its results) as before those weights existed.
+  void Step(double lr, bool disaggregated) {
     torch::NoGradGuard no_grad;
-    const double norm = grad_.norm().item<double>();
+    const int64_t n = disaggregated ? size_ : aggregated_size_;
+    torch::Tensor grad = grad_.narrow(0, 0, n);
+    torch::Tensor theta = theta_.narrow(0, 0, n);
+    torch::Tensor adam_m = adam_m_.narrow(0, 0, n);
+    torch::Tensor adam_v = adam_v_.narrow(0, 0, n);
+    torch::Tensor adam_denom = adam_denom_.narrow(0, 0, n);
+    const double norm = grad.norm().item<double>();
     if (!std::isfinite(norm)) {
       grad_.zero_();
       return;
     }
-    if (norm > 1.0) grad_.mul_(1.0 / norm);
+    if (norm > 1.0) grad.mul_(1.0 / norm);
     constexpr double kB1 = 0.9, kB2 = 0.999, kEps = 1e-8;
     ++step_;
-    adam_m_.mul_(kB1).add_(grad_, 1 - kB1);
-    adam_v_.mul_(kB2).addcmul_(grad_, grad_, 1 - kB2);
+    adam_m.mul_(kB1).add_(grad, 1 - kB1);
+    adam_v.mul_(kB2).addcmul_(grad, grad, 1 - kB2);
     const double bc1 = 1 - std::pow(kB1, step_);
     const double bc2 = 1 - std::pow(kB2, step_);
     // In place into a kept buffer: a fresh parameter-sized temporary per step
     // costs more in allocation and page faults than the arithmetic.
-    torch::sqrt_out(adam_denom_, adam_v_).mul_(1 / std::sqrt(bc2)).add_(kEps);
-    theta_.addcdiv_(adam_m_, adam_denom_, -lr / bc1);
+    torch::sqrt_out(adam_denom, adam_v).mul_(1 / std::sqrt(bc2)).add_(kEps);
+    theta.addcdiv_(adam_m, adam_denom, -lr / bc1);
   }
   void ZeroGrad() { grad_.zero_(); }
 
@@ -258,7 +310,8 @@ class PolicyNet {
   torch::Tensor ctx_w, ctx_b, elite_w, elite_b, lnf_w, lnf_b, anchor_w,
       anchor_b, free_anchor, gate_w, gate_b, cross_b, key1_w, key1_b, key2_w,
       key2_b, query_w, locality, zs_w, zk_w, z_b, head_w, head_b, key1_pool_w,
-      elite_pool_w;
+      elite_pool_w, prefill_head_w, prefill_head_b, prefill_gate_w,
+      prefill_gate_b, prefill_cross_b, elite_prefill_w;
 
  private:
   enum Init {
@@ -269,7 +322,9 @@ class PolicyNet {
     kCrossBias,
     kLocality,
     kFreeAnchor,
-    kUniformPool
+    kUniformPool,
+    kUniformSide,   // as kUniform, from the side generator (kPoolWeightsSeed)
+    kMegatronPrior  // prefill heads' biases: kPrefillMegatronLogit
   };
   struct Slot {
     torch::Tensor* tensor;
@@ -298,6 +353,7 @@ class PolicyNet {
   int choices_;
   std::vector<Slot> slots_;
   int64_t size_ = 0;
+  int64_t aggregated_size_ = 0;  // the weights an aggregated search reads
   torch::Tensor theta_, grad_, adam_m_, adam_v_, adam_denom_;
   int64_t step_ = 0;
 };
@@ -322,7 +378,7 @@ struct Forward {
   torch::Tensor deg_anchor_logp;
   torch::Tensor context;     // [1, d] encoder output of the context token
   torch::Tensor keys;        // [T, d] degree-tuple embeddings
-  torch::Tensor table_logp;  // [U, kSlots, C] per tabulated tuple
+  torch::Tensor table_logp;  // [U, slots, C] per tabulated tuple
   // Detached copies for sampling and for the gradient, row-major like the
   // tensors; deg_anchor_p is empty without an elite.
   std::vector<float> anchor_p, gate_p, cross_p, deg_p, deg_anchor_p, table_p;
@@ -348,6 +404,8 @@ class Policy::Impl {
         space_(space),
         net_(options, rng),
         rng_(rng),
+        decisions_(space.num_decisions()),
+        slots_(space.disaggregated() ? kDisaggregatedSlots : kAggregatedSlots),
         epsilon_(options.explore_epsilon) {
     const std::vector<float> ctx = ContextFeatures(space.model().problem());
     context_ = FloatTensor(ctx, {1, kContextFeatures});
@@ -371,27 +429,32 @@ class Policy::Impl {
     } else {
       tuple_distance_ = torch::cdist(degree_features_, degree_features_).pow(2);
     }
-    // Invalid choices of every slot of every tuple, [T, kSlots, C].
+    // Invalid choices of every slot of every tuple, [T, slots, C].
     const int c = net_.choices();
-    std::vector<uint8_t> invalid(static_cast<size_t>(t) * kSlots * c, 1);
+    std::vector<uint8_t> invalid(static_cast<size_t>(t) * slots_ * c, 1);
     for (int i = 0; i < t; ++i) {
       Decisions a{};
       a[kDegreesDecision] = i;
-      for (int s = 0; s < kSlots; ++s) {
-        const int decision = s < kBatchDecision - 1 ? s + 1 : kBatchDecision;
+      for (int s = 0; s < slots_; ++s) {
+        const int decision = DecisionOfSlot(s);
         if (decision == kBatchDecision)
           a[kMicroBatchesDecision] = s - (kBatchDecision - 1);
         const uint64_t bits = space.MaskBits(decision, a);
         for (int k = 0; k < c; ++k) {
-          if ((bits >> k) & 1) invalid[(i * kSlots + s) * c + k] = 0;
+          if ((bits >> k) & 1) invalid[(i * slots_ + s) * c + k] = 0;
         }
       }
     }
-    invalid_ = torch::from_blob(invalid.data(), {t, kSlots, c}, torch::kUInt8)
+    invalid_ = torch::from_blob(invalid.data(), {t, slots_, c}, torch::kUInt8)
                    .to(torch::kBool);
-    std::vector<int64_t> slot_head(kSlots);
-    for (int s = 0; s < kSlots; ++s)
-      slot_head[s] = std::min(s, kBatchDecision - 1);
+    // Head of each slot: the batch slots share the batch head; the prefill
+    // dims' heads follow the aggregated ones.
+    std::vector<int64_t> slot_head(slots_);
+    for (int s = 0; s < slots_; ++s) {
+      slot_head[s] = s >= kAggregatedSlots
+                         ? kAggregatedHeads + s - kAggregatedSlots
+                         : std::min(s, kBatchDecision - 1);
+    }
     slot_head_ = LongTensor(slot_head);
   }
 
@@ -405,6 +468,7 @@ class Policy::Impl {
   void SetElite(const std::vector<EliteEntry>& entries) {
     elite_tokens_ = torch::Tensor();
     elite_pool_ = torch::Tensor();
+    elite_prefill_ = torch::Tensor();
     elite_.clear();
     imitated_.clear();
     for (const EliteEntry& e : entries) imitated_.push_back(e.decisions);
@@ -438,6 +502,12 @@ class Policy::Impl {
       }
       elite_pool_ = FloatTensor(pools, {static_cast<int64_t>(entries.size()),
                                         PlanSpace::kPoolFeatures});
+      std::vector<float> prefill;
+      for (const EliteEntry& e : entries) {
+        for (float x : PrefillDimFeatures(e.decisions)) prefill.push_back(x);
+      }
+      elite_prefill_ = FloatTensor(
+          prefill, {static_cast<int64_t>(entries.size()), kPrefillDimFeatures});
     }
   }
 
@@ -460,7 +530,7 @@ class Policy::Impl {
       if (copies && k > 1 && options_.crossover)
         s.mate = static_cast<int>(rng_() % k);
       const float g =
-          copies ? forward_.gate_p[2 * s.anchor * kNumDecisions] : 0.0f;
+          copies ? forward_.gate_p[2 * s.anchor * decisions_] : 0.0f;
       const int mate_tuple =
           s.mate >= 0 ? elite_[s.mate][kDegreesDecision] : -1;
       int choice;
@@ -499,10 +569,10 @@ class Policy::Impl {
     int novel = 0;
     for (size_t b = 0; b < out.size(); ++b) {
       SampledPlan& s = out[b];
-      for (int i = 1; i < kNumDecisions; ++i) {
+      for (int i = 1; i < decisions_; ++i) {
         const uint64_t bits = space_.MaskBits(i, s.a);
         const float* p =
-            forward_.table_p.data() + (s.row * kSlots + SlotOf(i, s.a)) * c;
+            forward_.table_p.data() + (s.row * slots_ + SlotOf(i, s.a)) * c;
         // An elite plan's value of decision i, as it applies to this plan
         // (-1: none, or not valid here).
         auto value_of = [&](int elite) {
@@ -522,7 +592,7 @@ class Policy::Impl {
         if (u(rng_) < epsilon_) {
           choice = SampleBit(bits, rng_);
         } else if (anchor_value >= 0 &&
-                   u(rng_) < forward_.gate_p[s.gate_row * kNumDecisions + i]) {
+                   u(rng_) < forward_.gate_p[s.gate_row * decisions_ + i]) {
           choice = anchor_value;
         } else if (mate_value >= 0 && u(rng_) < forward_.cross_p[i]) {
           choice = mate_value;
@@ -569,8 +639,7 @@ class Policy::Impl {
       Encode(f);
       Tabulate(f);
       TableGrads g = ZeroGrads(f);
-      AddGenerativeGrad(imitated_, -1.0 / (kNumDecisions * imitated_.size()),
-                        g);
+      AddGenerativeGrad(imitated_, -1.0 / (decisions_ * imitated_.size()), g);
       Backward(f, g);
     }
   }
@@ -585,11 +654,11 @@ class Policy::Impl {
     const std::vector<float> advantage = RankAdvantages(rewards);
     // Entropy weights: the share of samples that use each (tuple, slot) row
     // and each anchor.
-    std::vector<float> slot_share(rows_.size() * kSlots, 0.0f);
+    std::vector<float> slot_share(rows_.size() * slots_, 0.0f);
     std::vector<float> anchor_share(elite_.size() + 1, 0.0f);
     for (const SampledPlan& s : samples) {
-      for (int i = 1; i < kNumDecisions; ++i)
-        slot_share[s.row * kSlots + SlotOf(i, s.a)] += 1.0f / n;
+      for (int i = 1; i < decisions_; ++i)
+        slot_share[s.row * slots_ + SlotOf(i, s.a)] += 1.0f / n;
       if (s.anchor >= 0) anchor_share[s.anchor] += 1.0f / n;
     }
     std::vector<double> old_logp(n);
@@ -634,8 +703,7 @@ class Policy::Impl {
         // the search onto the elite.
         AddGenerativeGrad(
             imitated_,
-            -options_.self_imitation_coef / (kNumDecisions * imitated_.size()),
-            g);
+            -options_.self_imitation_coef / (decisions_ * imitated_.size()), g);
       }
       Backward(f, g);
     }
@@ -698,6 +766,8 @@ class Policy::Impl {
       torch::Tensor tokens = torch::addmm(w.elite_b, elite_tokens_, w.elite_w);
       if (elite_pool_.defined())
         tokens = tokens + torch::matmul(elite_pool_, w.elite_pool_w);
+      if (elite_prefill_.defined())
+        tokens = tokens + torch::matmul(elite_prefill_, w.elite_prefill_w);
       x = torch::cat({x, tokens});
     }
     const int64_t s = x.size(0);
@@ -730,8 +800,16 @@ class Policy::Impl {
                       w.free_anchor}),
           0);
       f.gate = torch::sigmoid(torch::addmm(w.gate_b, e, w.gate_w))
-                   .view({-1, kNumDecisions});  // [2K, D]
+                   .view({-1, kNumAggregatedDecisions});  // [2K, D]
       f.cross = torch::sigmoid(w.cross_b);
+      if (space_.disaggregated()) {  // the prefill dims' gates follow
+        f.gate = torch::cat(
+            {f.gate,
+             torch::sigmoid(torch::addmm(w.prefill_gate_b, e, w.prefill_gate_w))
+                 .view({-1, simulator::kNumOpKinds})},
+            1);
+        f.cross = torch::cat({f.cross, torch::sigmoid(w.prefill_cross_b)});
+      }
       f.anchor_p = ToVector(f.anchor_logp.exp());
       f.gate_p = ToVector(f.gate);
       f.cross_p = ToVector(f.cross);
@@ -789,7 +867,7 @@ class Policy::Impl {
   }
 
   // Generative log-probabilities of every later decision for the tuples in
-  // rows_: [U, kSlots, C], invalid choices at ~-1e9.
+  // rows_: [U, slots, C], invalid choices at ~-1e9.
   void Tabulate(Forward& f) {
     ScopedSeconds timer(&network_seconds_);
     PolicyNet& w = net_;
@@ -799,9 +877,16 @@ class Policy::Impl {
     const torch::Tensor z =
         torch::tanh(torch::addmm(w.z_b, f.keys.index_select(0, rows), w.zk_w) +
                     torch::matmul(f.context, w.zs_w));  // [U, d]
-    const torch::Tensor logits = torch::addmm(w.head_b, z, w.head_w)
-                                     .view({u, kNumHeads, w.choices()})
-                                     .index_select(1, slot_head_);
+    torch::Tensor heads = torch::addmm(w.head_b, z, w.head_w);
+    if (space_.disaggregated()) {
+      heads = torch::cat(
+          {heads, torch::addmm(w.prefill_head_b, z, w.prefill_head_w)}, 1);
+    }
+    const torch::Tensor logits =
+        heads
+            .view({u, space_.disaggregated() ? kNumHeads : kAggregatedHeads,
+                   w.choices()})
+            .index_select(1, slot_head_);
     f.table_logp = torch::log_softmax(
         logits.masked_fill(invalid_.index_select(0, rows), -1e9), 2);
     f.table_lp = ToVector(f.table_logp);
@@ -817,7 +902,7 @@ class Policy::Impl {
   // Index into Forward::table_p of decision i >= 1 of plan `a`, whose tuple
   // is tabulated in `row`.
   int TableIndex(int row, const Decisions& a, int i) const {
-    return (row * kSlots + SlotOf(i, a)) * net_.choices() + a[i];
+    return (row * slots_ + SlotOf(i, a)) * net_.choices() + a[i];
   }
 
   // Log-probability of a sample under the distribution it was drawn from:
@@ -835,7 +920,7 @@ class Policy::Impl {
       logp += std::log(std::max(f.anchor_p[s.anchor], 1e-30f));
       if (grads != nullptr) grads->anchor[s.anchor] += coef;
     }
-    for (int i = 0; i < kNumDecisions; ++i) {
+    for (int i = 0; i < decisions_; ++i) {
       int index;
       const std::vector<float>* gen_p;
       std::vector<float>* gen_grad = nullptr;
@@ -849,7 +934,7 @@ class Policy::Impl {
         gen_p = &f.table_p;
         if (grads != nullptr) gen_grad = &grads->table;
       }
-      const int gate_index = s.gate_row * kNumDecisions + i;
+      const int gate_index = s.gate_row * decisions_ + i;
       DecisionMixture m;
       m.generative = (*gen_p)[index];
       m.gate = anchored ? f.gate_p[gate_index] : 0.0;
@@ -876,7 +961,7 @@ class Policy::Impl {
     for (const Decisions& a : plans) {
       grads.deg[a[kDegreesDecision]] += coef;
       const int row = row_of_.at(a[kDegreesDecision]);
-      for (int i = 1; i < kNumDecisions; ++i)
+      for (int i = 1; i < decisions_; ++i)
         grads.table[TableIndex(row, a, i)] += coef;
     }
   }
@@ -930,13 +1015,16 @@ class Policy::Impl {
     add(f.table_logp, g.table);
     net_.ZeroGrad();
     torch::autograd::backward(roots, grads);
-    net_.Step(options_.learning_rate);
+    net_.Step(options_.learning_rate, space_.disaggregated());
   }
 
   RlPolicyOptions options_;
   const PlanSpace& space_;
   PolicyNet net_;
   std::mt19937_64& rng_;
+  // Decisions taken (PlanSpace::num_decisions()) and table slots per tuple.
+  const int decisions_;
+  const int slots_;
   torch::Tensor context_;
   torch::Tensor degree_features_;
   // Aggregated spaces: [T, T] squared feature distances. Disaggregated:
@@ -944,10 +1032,11 @@ class Policy::Impl {
   // pool features alone.
   torch::Tensor tuple_distance_;
   torch::Tensor distance_features_, pool_features_;
-  torch::Tensor invalid_;    // [T, kSlots, C]
-  torch::Tensor slot_head_;  // [kSlots] head of each slot
+  torch::Tensor invalid_;    // [T, slots, C]
+  torch::Tensor slot_head_;  // [slots] head of each slot
   torch::Tensor elite_tokens_;
   torch::Tensor elite_pool_;         // disaggregated: the elite's pool features
+  torch::Tensor elite_prefill_;      // disaggregated: their prefill dims
   std::vector<Decisions> elite_;     // anchors: the elite behind elite_tokens_
   std::vector<Decisions> imitated_;  // the elite, for self-imitation
   // Degree tuples tabulated in the current forward pass, and their rows.

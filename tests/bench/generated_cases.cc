@@ -335,7 +335,9 @@ absl::StatusOr<std::string> RunDisaggregatedCases(
                    absl::StrJoin(methods, " | ") +
                    " | rl / best other |\n|---|---|---|" +
                    "---|---|---|---|---|---|---|\n";
-  std::string plans = "\n| case | rl's best plan (seed 1) |\n|---|---|\n";
+  std::string plans =
+      "\n| case | rl's best plan (seed 1) | its tok/s | its prefill dims | "
+      "tok/s with Megatron's prefill dims |\n|---|---|---|---|---|\n";
   int rl_ge_all = 0, rl_gt_frozen = 0, rl_ge_sweep = 0, rl_faster = 0,
       rl_slower = 0;
   const int never = options.budget + 1;
@@ -399,14 +401,29 @@ absl::StatusOr<std::string> RunDisaggregatedCases(
                              absl::StrJoin(cells, " | "),
                              best_other > 0 ? rl / best_other : 0));
     const simulator::PlanDims& p = rl_first.plan;
+    // The prefill dims the search chose, and what the plan would do with
+    // Megatron's instead (the space before they were searched).
+    simulator::PlanDims prefill_dims;
+    prefill_dims.dims = p.prefill.dims;
+    simulator::PlanDims megatron_prefill = p;
+    megatron_prefill.prefill.dims = simulator::MegatronShardDims();
+    const simulator::Evaluation megatron_eval =
+        model->Evaluate(megatron_prefill);
     absl::StrAppend(
         &plans,
-        absl::StrFormat("| %s | %dx prefill (dp%d tp%d pp%d ep%d, batch %d) + "
-                        "%dx decode (dp%d tp%d pp%d ep%d, batch %d) |\n",
-                        c.name(), p.prefill_instances, p.prefill.dp,
-                        p.prefill.tp, p.prefill.pp, p.prefill.ep,
-                        p.prefill.batch_size, p.decode_instances, p.dp, p.tp,
-                        p.pp, p.ep, rl_first.evaluation.batch_size));
+        absl::StrFormat(
+            "| %s | %dx prefill (dp%d tp%d pp%d ep%d, batch %d) + "
+            "%dx decode (dp%d tp%d pp%d ep%d, batch %d) | %.0f | %s | %s |\n",
+            c.name(), p.prefill_instances, p.prefill.dp, p.prefill.tp,
+            p.prefill.pp, p.prefill.ep, p.prefill.batch_size,
+            p.decode_instances, p.dp, p.tp, p.pp, p.ep,
+            rl_first.evaluation.batch_size, Tps(rl_first),
+            p.prefill.dims == simulator::MegatronShardDims()
+                ? std::string("Megatron's")
+                : ShortOperatorDims(prefill_dims),
+            megatron_eval.feasible
+                ? absl::StrFormat("%.0f", megatron_eval.output_tokens_per_s)
+                : std::string("infeasible")));
     std::fprintf(stderr, "%s: rl %.0f best other %.0f\n", c.name().c_str(), rl,
                  best_other);
   }

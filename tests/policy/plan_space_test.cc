@@ -14,6 +14,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/disaggregated_grid.h"
+#include "simulator/disaggregated.h"
 #include "simulator/megatron.h"
 #include "tests/policy/test_util.h"
 
@@ -367,12 +368,97 @@ TEST(DisaggregatedPlanSpaceTest, PlansOfTheOtherKindAreNotInTheSpace) {
               HasSubstr("aggregated plan"));
   EXPECT_THAT((*aggregated)->Encode(disagg).status().message(),
               HasSubstr("disaggregated plan"));
-  // Prefill dims other than Megatron's are outside the space.
+  // Prefill dims the cost model rejects (attention has no row split) are
+  // outside the space once the prefill instance is tensor-parallel.
   simulator::PlanDims other = disagg;
+  while (other.prefill.tp == 1)
+    other = (*disaggregated)->Decode((*disaggregated)->SampleUniform(rng));
   other.prefill.dims[static_cast<int>(simulator::OpKind::kAttention)] =
-      simulator::ShardDim::kReplicate;
-  if (other.prefill.dims != simulator::MegatronShardDims()) {
-    EXPECT_FALSE((*disaggregated)->Encode(other).ok());
+      simulator::ShardDim::kRow;
+  EXPECT_THAT((*disaggregated)->Encode(other).status().message(),
+              HasSubstr("prefill attention dim row"));
+}
+
+TEST(DisaggregatedPlanSpaceTest, PrefillDimsAreDecidedAsTheCostModelAllows) {
+  for (const Case& c : DisaggregatedCases()) {
+    SCOPED_TRACE(c.model + " on " + std::to_string(c.gpus));
+    auto built = BuildDisaggregated(c);
+    ASSERT_TRUE(built.ok()) << built.status();
+    const PlanSpace& space = *built->space;
+    const simulator::CostModel& model = *built->model;
+    ASSERT_EQ(space.num_decisions(), kNumDecisions);
+    std::mt19937_64 rng(29);
+    int free_ops = 0, non_megatron = 0;
+    for (int i = 0; i < 300; ++i) {
+      const Decisions d = space.SampleUniform(rng);
+      const simulator::PlanDims plan = space.Decode(d);
+      if (plan.prefill.dims != simulator::MegatronShardDims()) ++non_megatron;
+      for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+        const uint64_t mask = space.MaskBits(kFirstPrefillOpDecision + o, d);
+        ASSERT_NE(mask, 0u);
+        // Every allowed dim is one the cost model accepts for the prefill
+        // instance; where there is a choice, every dim it accepts is allowed.
+        for (int dim = 0; dim < simulator::kNumShardDims; ++dim) {
+          simulator::PlanDims variant = plan;
+          variant.prefill.dims[o] = static_cast<simulator::ShardDim>(dim);
+          const bool accepted =
+              simulator::ValidateInstancePlan(
+                  model, simulator::PrefillInstancePlan(variant))
+                  .ok();
+          const bool allowed = (mask >> dim) & 1;
+          if (allowed) {
+            EXPECT_TRUE(accepted) << o << " " << dim;
+          }
+          if (__builtin_popcountll(mask) > 1) {
+            EXPECT_EQ(allowed, accepted) << o << " " << dim;
+          }
+        }
+        if (__builtin_popcountll(mask) > 1) ++free_ops;
+      }
+    }
+    // The prefill dims are decisions, not fixed at Megatron's.
+    EXPECT_GT(free_ops, 0);
+    EXPECT_GT(non_megatron, 0);
+  }
+}
+
+TEST(DisaggregatedPlanSpaceTest, PrefillDimsOfOneRankGroupsAreCanonical) {
+  // A prefill instance without tensor parallelism computes the same plan
+  // whatever its dims say: it encodes (and hashes) as Megatron's.
+  auto built = BuildDisaggregated({"llama-3.1-8b", 4, 0});
+  ASSERT_TRUE(built.ok()) << built.status();
+  const PlanSpace& space = *built->space;
+  std::mt19937_64 rng(31);
+  int checked = 0;
+  for (int i = 0; i < 2000 && checked < 20; ++i) {
+    const Decisions d = space.SampleUniform(rng);
+    simulator::PlanDims plan = space.Decode(d);
+    if (plan.prefill.tp != 1) continue;
+    EXPECT_EQ(plan.prefill.dims, simulator::MegatronShardDims());
+    plan.prefill.dims.fill(simulator::ShardDim::kReplicate);
+    auto encoded = space.Encode(plan);
+    ASSERT_TRUE(encoded.ok()) << encoded.status();
+    EXPECT_EQ(*encoded, d);
+    EXPECT_EQ(PlanSpace::Hash(*encoded), PlanSpace::Hash(d));
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(PlanSpaceTest, AggregatedSpacesHaveNoPrefillDims) {
+  auto built = Build({"llama-3.1-70b", 16, 0});
+  ASSERT_TRUE(built.ok()) << built.status();
+  const PlanSpace& space = *built->space;
+  EXPECT_EQ(space.num_decisions(), kNumAggregatedDecisions);
+  std::mt19937_64 rng(37);
+  for (int i = 0; i < 100; ++i) {
+    Decisions d = space.SampleUniform(rng);
+    for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+      EXPECT_EQ(d[kFirstPrefillOpDecision + o], 0);
+      EXPECT_EQ(space.MaskBits(kFirstPrefillOpDecision + o, d), 1u);
+    }
+    d[kFirstPrefillOpDecision] = 1;
+    EXPECT_FALSE(space.IsValid(d));
   }
 }
 

@@ -50,6 +50,31 @@ inline absl::StatusOr<SearchResult> RunSearch(const std::string& method,
                              observer ? *observer : local);
 }
 
+// Searches the disaggregated space of `model` with `method` (3000
+// evaluations) and checks that the best plan's prefill dims differ from
+// Megatron's and beat them: the same plan with Megatron's prefill dims is
+// infeasible or slower. Returns the best plan's tok/s (0 when none).
+inline double ExpectBetterPrefillDimsFound(const std::string& method,
+                                           const simulator::CostModel& model) {
+  SCOPED_TRACE(method);
+  SearchOptions options;
+  options.disaggregated = true;
+  options.max_evaluations = 3000;
+  auto r = RunSearch(method, model, options, nullptr);
+  EXPECT_TRUE(r.ok()) << r.status();
+  if (!r.ok() || !r->best.evaluation.feasible) {
+    ADD_FAILURE() << "no feasible plan";
+    return 0;
+  }
+  EXPECT_NE(r->best.plan.prefill.dims, simulator::MegatronShardDims());
+  simulator::PlanDims megatron_prefill = r->best.plan;
+  megatron_prefill.prefill.dims = simulator::MegatronShardDims();
+  const simulator::Evaluation e = model.Evaluate(megatron_prefill);
+  EXPECT_TRUE(!e.feasible ||
+              e.output_tokens_per_s < r->best.evaluation.output_tokens_per_s);
+  return r->best.evaluation.output_tokens_per_s;
+}
+
 // Parameter: the method name given to CreateSearcher.
 class SearcherConformanceTest : public ::testing::TestWithParam<std::string> {};
 

@@ -9,6 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
 #include "policy/searcher.h"
 #include "tests/policy/searcher_conformance.h"
@@ -121,6 +122,22 @@ TEST(SearchersTest, BaselinesSearchTheDisaggregatedSpaceAndWarmStart) {
     if (std::string(method) != "grid") {
       EXPECT_GE(again->best.reward, r->best.reward - 1e-12);
     }
+  }
+}
+
+// The prefill instance's operator dims are searched: on a problem where the
+// prompt's prefill time decides feasibility, the searches find prefill dims
+// other than Megatron's, and the cost model rates their plan above the same
+// plan with Megatron's prefill dims and above the Megatron-dims sweep.
+TEST(SearchersTest, SearchesFindPrefillDimsOtherThanMegatronsWhenBetter) {
+  auto model = testing::MakePrefillBoundCostModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const DisaggregatedSweep sweep =
+      SweepDisaggregated(**model, 3000, 0, CancellationToken(), 2);
+  for (const char* method : {"anneal", "genetic"}) {
+    const double found = testing::ExpectBetterPrefillDimsFound(method, **model);
+    EXPECT_TRUE(!sweep.found ||
+                sweep.best.evaluation.output_tokens_per_s < found);
   }
 }
 

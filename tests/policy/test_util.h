@@ -60,6 +60,15 @@ inline absl::StatusOr<SmallAndDoubled> MakeSmallAndDoubled(
   return out;
 }
 
+// A disaggregated problem whose prefill instance's operator dims decide
+// feasibility: llama-3.1-8b on 8 H100s, 8192-token prompts and a 500 ms TTFT
+// SLO, so that a prompt's prefill time is most of the budget. Which dims help
+// is the cost model's answer (the tests check it), not written here.
+inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
+MakePrefillBoundCostModel() {
+  return MakeCostModel("llama-3.1-8b", 8, 8192, 256, 0, /*max_ttft_ms=*/500);
+}
+
 // A problem's cost model and plan space (the space points into the model, so
 // they travel together).
 struct ModelAndSpace {

@@ -438,5 +438,16 @@ TEST(RlSearcherTest, SearchesTheDisaggregatedSpaceAndWarmStarts) {
   EXPECT_TRUE(from_agg->best.plan.disaggregated);
 }
 
+// The policy decides the prefill instance's operator dims too: on a problem
+// where the prompt's prefill time decides feasibility, rl and rl-no-learning
+// find prefill dims other than Megatron's, which the cost model rates above
+// Megatron's for the same plan.
+TEST(RlSearcherTest, FindsPrefillDimsOtherThanMegatronsWhenBetter) {
+  auto model = testing::MakePrefillBoundCostModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  for (const char* method : {"rl", "rl-no-learning"})
+    testing::ExpectBetterPrefillDimsFound(method, **model);
+}
+
 }  // namespace
 }  // namespace shardplan::policy
