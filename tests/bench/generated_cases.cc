@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -618,6 +619,10 @@ absl::StatusOr<std::string> RunTransferCases(
         other_behind = 0, other_cases = 0;
     double log_ratio = 0, log_other = 0;
     double worst_pair = 0;  // the lowest transferred / fresh of a pair
+    double best_pair = 0;   // the highest (the same lottery the other way)
+    // Searches that ended below half the best any run found on the case:
+    // transferred, fresh (a pair's ratio compares two such lotteries).
+    int below_half_transferred = 0, below_half_fresh = 0;
   };
   std::map<int, Tally> tallies;
   int transfer_runs = 0, transfer_loaded = 0;
@@ -664,6 +669,10 @@ absl::StatusOr<std::string> RunTransferCases(
             so.warm_start = &weights_only;
           }
           traces[budget][m].emplace_back();
+          if (std::getenv("SHARDPLAN_RL_TRACE") != nullptr)
+            std::fprintf(stderr, "SEARCH %s | %s | seed %d | budget %d\n",
+                         c.name().c_str(), kTransferMethods[m].label, s,
+                         budget);
           policy::RlStats stats;
           ASSIGN_OR_RETURN(
               policy::SearchResult r,
@@ -705,6 +714,23 @@ absl::StatusOr<std::string> RunTransferCases(
         if (f[1][s] > 0 &&
             (t.worst_pair == 0 || f[0][s] / f[1][s] < t.worst_pair))
           t.worst_pair = f[0][s] / f[1][s];
+        // The pairs far behind, named, so that they can be searched again
+        // alone (the table shows medians only).
+        if (f[1][s] > 0 && f[0][s] < 0.5 * f[1][s])
+          std::fprintf(stderr,
+                       "pair behind: %s seed %d at %d evaluations: "
+                       "transferred %.0f, fresh %.0f (%.3f)\n",
+                       c.name().c_str(), s + 1, budget, f[0][s], f[1][s],
+                       f[0][s] / f[1][s]);
+        if (!f[2].empty() && f[1][s] > 0 && f[2][s] < 0.5 * f[1][s])
+          std::fprintf(stderr,
+                       "other family's pair behind: %s seed %d at %d "
+                       "evaluations: %.0f, fresh %.0f (%.3f)\n",
+                       c.name().c_str(), s + 1, budget, f[2][s], f[1][s],
+                       f[2][s] / f[1][s]);
+        if (f[1][s] > 0) t.best_pair = std::max(t.best_pair, f[0][s] / f[1][s]);
+        t.below_half_transferred += f[0][s] < 0.5 * best_known;
+        t.below_half_fresh += f[1][s] < 0.5 * best_known;
         t.pairs_ahead += f[0][s] > f[1][s] * (1 + 1e-9);
         t.pairs_behind += f[0][s] < f[1][s] * (1 - 1e-9);
         if (!f[2].empty()) {
@@ -773,8 +799,11 @@ absl::StatusOr<std::string> RunTransferCases(
             "%s); >= every method from fresh weights on %d/%d; reaches 99%% "
             "in fewer evaluations than rl fresh on %d/%d, in more on %d/%d. "
             "Per (case, seed) pair with the same search seed: transferred "
-            "ahead of fresh on %d/%d, behind on %d/%d (the worst pair %.3f)%s."
-            "\n",
+            "ahead of fresh on %d/%d, behind on %d/%d (the worst pair %.3f, "
+            "the "
+            "best %.3f)%s. "
+            "Searches below half the best any run found on their case: rl "
+            "transferred %d/%d, rl fresh %d/%d.\n",
             t.gt_fresh, t.cases, t.lt_fresh, t.cases,
             t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0,
             t.other_cases == 0
@@ -783,12 +812,13 @@ absl::StatusOr<std::string> RunTransferCases(
                                   std::exp(t.log_other / t.other_cases),
                                   t.other_cases),
             t.ge_others, t.cases, t.faster, t.cases, t.slower, t.cases,
-            t.pairs_ahead, n, t.pairs_behind, n, t.worst_pair,
+            t.pairs_ahead, n, t.pairs_behind, n, t.worst_pair, t.best_pair,
             t.other_cases == 0
                 ? ""
                 : absl::StrFormat("; other family's weights ahead on %d/%d, "
                                   "behind on %d/%d",
-                                  t.other_ahead, n, t.other_behind, n)));
+                                  t.other_ahead, n, t.other_behind, n),
+            t.below_half_transferred, n, t.below_half_fresh, n));
   }
   absl::StrAppend(
       &md,

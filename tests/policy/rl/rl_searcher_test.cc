@@ -385,6 +385,96 @@ TEST(RlSearcherTest, WeightsTransferAcrossProblems) {
   EXPECT_GE(second->best.reward, second->baseline.reward);
 }
 
+// Stored weights cannot trap a search: weights behaviour-cloned on a poor
+// plan make the policy's own samples worse than fresh weights' (the learned
+// part alone, learning off), yet on the median seed the full search from them
+// reaches what the search from fresh weights reaches, because the tuple sweep
+// and the moves around the best plans do not depend on the weights.
+TEST(RlSearcherTest, WeightsClonedOnAPoorPlanDoNotTrapTheSearch) {
+  auto model =
+      testing::MakeCostModel("qwen3-235b-a22b", 16, 2048, 512, 0, 0, 0, "fp8");
+  ASSERT_TRUE(model.ok()) << model.status();
+  CancellationToken cancel;
+  SearchObserver observer;
+  SearchOptions options;
+  options.disaggregated = true;
+  options.max_evaluations = 300;
+  options.elite_size = 64;
+  RlSearcher full;
+  auto found = full.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(found.ok()) << found.status();
+  // The poor plan: the feasible one of least reward among the plans the
+  // initial policy samples alone (policy only, learning off).
+  RlOptions sampler = RlMethodOptions("rl-policy-only");
+  sampler.policy.learning_rate = 0;
+  sampler.policy.self_imitation_coef = 0;
+  SearchOptions sample_options = options;
+  sample_options.max_evaluations = 64;
+  RlSearcher scout(sampler);
+  auto sampled = scout.Search(**model, sample_options, cancel, observer);
+  ASSERT_TRUE(sampled.ok()) << sampled.status();
+  const ScoredPlan* poor = nullptr;
+  for (const ScoredPlan& s : sampled->elite) {
+    if (s.evaluation.feasible && (poor == nullptr || s.reward < poor->reward))
+      poor = &s;
+  }
+  ASSERT_NE(poor, nullptr);
+  ASSERT_LT(poor->reward, found->best.reward - 0.3);
+  // Bad weights: many cloning steps on that plan, then stop.
+  RlOptions cloning;
+  cloning.policy.imitation_steps = 300;
+  WarmStart poor_plan;
+  poor_plan.elite_plans.push_back(poor->plan);
+  SearchOptions clone_options = options;
+  clone_options.warm_start = &poor_plan;
+  clone_options.max_evaluations = 2;
+  RlSearcher cloner(cloning);
+  auto cloned = cloner.Search(**model, clone_options, cancel, observer);
+  ASSERT_TRUE(cloned.ok()) << cloned.status();
+  WarmStart bad;
+  bad.policy_weights = cloned->policy_weights;
+
+  // Per seed: the best reward of `method` from fresh or the bad weights.
+  auto best_of = [&](const char* method, bool from_bad, uint32_t seed) {
+    SearchOptions o = options;
+    o.max_evaluations = 200;
+    o.elite_size = 16;
+    o.seed = seed;
+    if (from_bad) o.warm_start = &bad;
+    RlSearcher searcher(RlMethodOptions(method), method);
+    auto r = searcher.Search(**model, o, cancel, observer);
+    EXPECT_TRUE(r.ok()) << r.status();
+    if (!r.ok()) return 0.0;
+    EXPECT_EQ(r->warm_started, from_bad);
+    return r->best.reward;
+  };
+  double policy_fresh = 0, policy_bad = 0;
+  std::vector<double> lead;  // per seed: best reward from bad minus fresh
+  for (uint32_t seed = 1; seed <= 8; ++seed) {
+    // The sampler alone.
+    for (bool from_bad : {false, true}) {
+      SearchOptions o = options;
+      o.max_evaluations = 64;
+      o.seed = seed;
+      if (from_bad) o.warm_start = &bad;
+      RlSearcher searcher(sampler);
+      auto r = searcher.Search(**model, o, cancel, observer);
+      ASSERT_TRUE(r.ok()) << r.status();
+      (from_bad ? policy_bad : policy_fresh) += r->best.reward;
+    }
+    lead.push_back(best_of("rl", true, seed) - best_of("rl", false, seed));
+  }
+  // The weights are bad by themselves (summed over the seeds).
+  EXPECT_LT(policy_bad, policy_fresh);
+  // The full search: per seed either side can end lower (when written, from
+  // the bad weights 5 of 8 seeds at or above fresh, the others up to 0.043
+  // lower in log throughput, and one seed 0.257 above: the same lottery both
+  // ways), so the assertion is on the median pair, as the benchmark counts
+  // pairs.
+  std::sort(lead.begin(), lead.end());
+  EXPECT_GE(0.5 * (lead[3] + lead[4]), 0.0);
+}
+
 // The RL searcher emits disaggregated plans (pool split, prefill and decode
 // layouts) when asked for the disaggregated space: valid, feasible,
 // deterministic for a seed; its elite and weights warm-start the next
