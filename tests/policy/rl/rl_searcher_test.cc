@@ -1,8 +1,9 @@
 // The RL searcher: learning raises the sampled plans' mean reward, warm-start
 // state round trips, bad weights are rejected, weights of another layout are
-// ignored, and it is never worse than the Megatron baseline; its method names
-// and ablations register with CreateSearcher, and it passes the checks every
-// searcher must (tests/policy/searcher_conformance.h).
+// ignored, weights cloned on a poor plan do not trap it, and it is never worse
+// than the Megatron baseline; its method names and ablations register with
+// CreateSearcher, and it passes the checks every searcher must
+// (tests/policy/searcher_conformance.h).
 #include "policy/rl/rl_searcher.h"
 
 #include <algorithm>
