@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <random>
@@ -669,10 +668,6 @@ absl::StatusOr<std::string> RunTransferCases(
             so.warm_start = &weights_only;
           }
           traces[budget][m].emplace_back();
-          if (std::getenv("SHARDPLAN_RL_TRACE") != nullptr)
-            std::fprintf(stderr, "SEARCH %s | %s | seed %d | budget %d\n",
-                         c.name().c_str(), kTransferMethods[m].label, s,
-                         budget);
           policy::RlStats stats;
           ASSIGN_OR_RETURN(
               policy::SearchResult r,
@@ -800,9 +795,8 @@ absl::StatusOr<std::string> RunTransferCases(
             "in fewer evaluations than rl fresh on %d/%d, in more on %d/%d. "
             "Per (case, seed) pair with the same search seed: transferred "
             "ahead of fresh on %d/%d, behind on %d/%d (the worst pair %.3f, "
-            "the "
-            "best %.3f)%s. "
-            "Searches below half the best any run found on their case: rl "
+            "the best %.3f)%s. Searches below half the best any run found on "
+            "their case: rl "
             "transferred %d/%d, rl fresh %d/%d.\n",
             t.gt_fresh, t.cases, t.lt_fresh, t.cases,
             t.cases > 0 ? std::exp(t.log_ratio / t.cases) : 0.0,
