@@ -82,6 +82,12 @@ GroupShape WorstBlockOn(const std::vector<int64_t>& starts, int64_t start,
   return worst;
 }
 
+// GPUs of an expert's tensor-parallel group: a stage's ranks over the expert
+// groups (MoE; dense: the stage).
+int ExpertTp(int stage_size, const PlanDims& plan, bool moe) {
+  return std::max(1, stage_size / std::max(1, moe ? plan.ep : 1));
+}
+
 }  // namespace
 
 GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node) {
@@ -137,8 +143,8 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
   p.stage_size = p.dp * tp;
   p.tp = ContiguousBlockShape(tp, cluster);
   p.domain = ContiguousBlockShape(p.stage_size, cluster);
-  p.expert_tp = ContiguousBlockShape(
-      std::max(1, p.stage_size / std::max(1, moe ? plan.ep : 1)), cluster);
+  p.expert_tp =
+      ContiguousBlockShape(ExpertTp(p.stage_size, plan, moe), cluster);
   p.replica = ContiguousBlockShape(p.stage_size * pp, cluster);
   // Stage s sends to stage s + 1, rank i to rank i + stage_size. Some
   // boundary crosses nodes exactly when the replica spans nodes (a node edge
@@ -250,10 +256,6 @@ std::vector<ReplicaClass> ClassesOfBlocks(const PlanPlacement& all, int pp,
   return out;
 }
 
-int ExpertTp(const PlanPlacement& placement, const PlanDims& plan, bool moe) {
-  return std::max(1, placement.stage_size / std::max(1, moe ? plan.ep : 1));
-}
-
 // Global ranks [first, first + size) all in one node: that node, else -1.
 int64_t NodeHolding(const ClusterDims& cluster, int64_t first, int64_t size) {
   const int64_t node = NodeOfRank(cluster, first);
@@ -266,7 +268,8 @@ std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
                                          const ClusterDims& cluster, bool moe) {
   const PlanPlacement all = PlacePlan(plan, cluster, moe);
   return ClassesOfBlocks(all, std::max(1, plan.pp), std::max(1, plan.tp),
-                         ExpertTp(all, plan, moe), cluster, 0, all.replicas, 1);
+                         ExpertTp(all.stage_size, plan, moe), cluster, 0,
+                         all.replicas, 1);
 }
 
 bool DecodePoolFirst(const PlanDims& plan, const ClusterDims& cluster) {
@@ -292,8 +295,9 @@ std::vector<ReplicaClass> InstanceClasses(const PlanDims& instance, int count,
                                           bool moe) {
   PlanPlacement one = PlacePlan(instance, cluster, moe);
   return ClassesOfBlocks(one, std::max(1, instance.pp),
-                         std::max(1, instance.tp), ExpertTp(one, instance, moe),
-                         cluster, first_rank, std::max(1, count), one.replicas);
+                         std::max(1, instance.tp),
+                         ExpertTp(one.stage_size, instance, moe), cluster,
+                         first_rank, std::max(1, count), one.replicas);
 }
 
 double PoolPairsInsideOneNode(const PlanDims& plan,
