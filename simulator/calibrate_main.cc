@@ -23,6 +23,10 @@
 //   shardplan-calibrate --disagg-csv
 //   simulator/calibration/data/h100_disagg_latency.csv [--rows]
 //                       (accuracy on disaggregated prefill/decode rows)
+//   shardplan-calibrate --transfer-csv FILE... [--rows]
+//                       (aggregated rows of any catalogued GPU, each
+//                       predicted on its own hardware with the compiled-in
+//                       profiles: error per hardware, engine, model, dtype)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -39,6 +43,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "simulator/calibration.h"
+#include "simulator/calibration_transfer.h"
 
 namespace {
 
@@ -47,7 +52,8 @@ int Usage() {
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
          "[--fit] [--rows] [--bands] [--report-dir DIR] [--user-fit "
          "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
-         "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n";
+         "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n"
+         "       shardplan-calibrate --transfer-csv FILE... [--rows]\n";
   return 2;
 }
 
@@ -349,8 +355,70 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
 
 }  // namespace
 
+// --transfer-csv: rows of every catalogued GPU predicted on their own
+// hardware with the compiled-in (H100-fitted) profiles.
+int ReportTransfer(const std::vector<std::string>& paths, bool rows) {
+  std::vector<sim::HardwareRow> all;
+  for (const std::string& path : paths) {
+    std::ifstream in(path);
+    if (!in) {
+      std::cerr << "cannot read " << path << "\n";
+      return 1;
+    }
+    std::stringstream text;
+    text << in.rdbuf();
+    absl::StatusOr<sim::ParsedHardwareRows> parsed =
+        sim::ParseHardwareRows(text.str());
+    if (!parsed.ok()) {
+      std::cerr << path << ": " << parsed.status() << "\n";
+      return 1;
+    }
+    std::cout << absl::StrFormat(
+        "%s: %d rows; skipped %d of held-out hardware, %d of hardware "
+        "without a catalog entry, %d others (disaggregated, models not in "
+        "the catalog, above 256 requests)\n",
+        path, parsed->rows.size(), parsed->skipped_held_out_hardware,
+        parsed->skipped_unknown_hardware, parsed->skipped_other);
+    all.insert(all.end(), parsed->rows.begin(), parsed->rows.end());
+  }
+  const std::vector<sim::CalibrationProfile>& profiles =
+      sim::CalibrationProfiles();
+  if (rows) {
+    absl::StatusOr<std::vector<sim::RowPrediction>> pred =
+        sim::PredictHardwareRows(all, profiles);
+    if (!pred.ok()) {
+      std::cerr << pred.status() << "\n";
+      return 1;
+    }
+    std::cout << "line,hardware,model,engine,version,weights,isl,osl,c,tp,dp,"
+                 "ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,pred_tpot_ms\n";
+    for (size_t i = 0; i < all.size(); ++i) {
+      const sim::MeasuredRow& r = all[i].row;
+      std::cout << absl::StrFormat(
+          "%d,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f\n",
+          r.line, all[i].hardware, r.catalog_model, r.engine, r.engine_version,
+          r.fp4   ? "fp4"
+          : r.fp8 ? "fp8"
+                  : "bf16",
+          r.isl, r.osl, r.concurrency, r.tp, r.attention_dp, r.moe_ep,
+          (*pred)[i].feasible ? 1 : 0, r.ttft_seconds * 1e3,
+          (*pred)[i].ttft_seconds * 1e3, r.tpot_seconds * 1e3,
+          (*pred)[i].tpot_seconds * 1e3);
+    }
+    std::cout << "\n";
+  }
+  absl::StatusOr<sim::TransferReport> report =
+      sim::ComputeTransfer(all, profiles);
+  if (!report.ok()) {
+    std::cerr << report.status() << "\n";
+    return 1;
+  }
+  std::cout << "\n" << report->Markdown();
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  std::vector<std::string> csv_paths;
+  std::vector<std::string> csv_paths, transfer_paths;
   std::vector<std::string> validation_paths;
   std::string disagg_path;
   bool fit = false, rows = false, bands = false;
@@ -360,6 +428,8 @@ int main(int argc, char** argv) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
       csv_paths.push_back(argv[++i]);
+    } else if (a == "--transfer-csv" && i + 1 < argc) {
+      transfer_paths.push_back(argv[++i]);
     } else if (a == "--disagg-csv" && i + 1 < argc) {
       disagg_path = argv[++i];
     } else if (a == "--validation-csv" && i + 1 < argc) {
@@ -384,6 +454,7 @@ int main(int argc, char** argv) {
     }
   }
   if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows, fit);
+  if (!transfer_paths.empty()) return ReportTransfer(transfer_paths, rows);
   if (csv_paths.empty()) return Usage();
   std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;

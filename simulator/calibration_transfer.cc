@@ -1,0 +1,203 @@
+#include "simulator/calibration_transfer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "simulator/cost_model.h"
+#include "simulator/spec.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::simulator {
+
+absl::StatusOr<std::string> CatalogHardwareOfSystem(absl::string_view system) {
+  // H200, B300 and GB300 are what the project's predictions are checked on
+  // outside the repository: refusing them here keeps them out of every fit.
+  for (absl::string_view held_out : {"h200", "b300", "gb300"}) {
+    if (absl::StrContains(system, held_out)) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "system \"", system,
+          "\" is held-out hardware (H200, B300, GB300): never fitted"));
+    }
+  }
+  if (system == "h100_sxm") return std::string("h100-sxm-80gb");
+  if (system == "b200_sxm") return std::string("b200-sxm-180gb");
+  if (system == "gb200") return std::string("gb200-nvl72");
+  return absl::NotFoundError(absl::StrCat(
+      "system \"", system,
+      "\" has no catalog hardware (known: h100_sxm, b200_sxm, gb200)"));
+}
+
+absl::StatusOr<ParsedHardwareRows> ParseHardwareRows(
+    absl::string_view csv_text) {
+  // The system of each line; ParseMeasurements keeps the line number.
+  std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
+  if (lines.empty()) return absl::InvalidArgumentError("empty CSV");
+  const std::vector<absl::string_view> header =
+      absl::StrSplit(absl::StripSuffix(lines[0], "\r"), ',');
+  const auto col = std::find(header.begin(), header.end(), "system");
+  if (col == header.end()) {
+    return absl::InvalidArgumentError("CSV header has no system column");
+  }
+  const size_t system_col = col - header.begin();
+  ASSIGN_OR_RETURN(ParsedMeasurements parsed,
+                   ParseMeasurements(csv_text, /*validation_only=*/true));
+  ParsedHardwareRows out;
+  out.skipped_other = parsed.skipped_disaggregated + parsed.skipped_other +
+                      static_cast<int>(parsed.high_concurrency_rows.size());
+  for (MeasuredRow& row : parsed.rows) {
+    const std::vector<absl::string_view> fields =
+        absl::StrSplit(absl::StripSuffix(lines[row.line - 1], "\r"), ',');
+    if (system_col >= fields.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("line ", row.line, ": no system field"));
+    }
+    const std::string system(fields[system_col]);
+    absl::StatusOr<std::string> hardware = CatalogHardwareOfSystem(system);
+    if (absl::IsFailedPrecondition(hardware.status())) {
+      ++out.skipped_held_out_hardware;
+      continue;
+    }
+    if (!hardware.ok() || !FindCatalogHardware(*hardware).ok()) {
+      ++out.skipped_unknown_hardware;
+      continue;
+    }
+    out.rows.push_back({std::move(row), system, *std::move(hardware)});
+  }
+  return out;
+}
+
+absl::StatusOr<Problem> HardwareRowProblem(const HardwareRow& row) {
+  ASSIGN_OR_RETURN(Problem problem, RowProblem(row.row));
+  ASSIGN_OR_RETURN(shardplan::v1::HardwareSpec spec,
+                   FindCatalogHardware(row.hardware));
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware(row.hardware);
+  const int gpus = problem.cluster.num_gpus;
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(
+      std::min(std::max(1, spec.default_gpus_per_node()), gpus));
+  ASSIGN_OR_RETURN(problem.cluster, ClusterDimsFromProto(cluster));
+  return problem;
+}
+
+absl::StatusOr<std::vector<RowPrediction>> PredictHardwareRows(
+    const std::vector<HardwareRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  if (profiles.empty())
+    return absl::InvalidArgumentError("no calibration profiles");
+  std::vector<RowPrediction> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MeasuredRow& r = rows[i].row;
+    const CalibrationProfile* profile = &profiles.front();
+    for (const CalibrationProfile& p : profiles) {
+      if (p.engine == r.engine) profile = &p;
+    }
+    ASSIGN_OR_RETURN(Problem problem, HardwareRowProblem(rows[i]));
+    ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> model,
+                     CostModel::Create(problem, profile->calibration));
+    const PlanDims plan = RowPlan(r);
+    if (!model->ValidatePlan(plan).ok()) continue;  // infeasible
+    const Evaluation e = model->Evaluate(plan);
+    out[i].feasible = e.feasible;
+    out[i].ttft_seconds = e.ttft_seconds;
+    out[i].tpot_seconds = e.tpot_seconds;
+  }
+  return out;
+}
+
+namespace {
+
+std::string DtypeOf(const MeasuredRow& r) {
+  return r.fp4 ? "fp4" : r.fp8 ? "fp8" : "bf16";
+}
+
+struct Ratios {
+  std::vector<double> tpot, ttft;
+  int rows = 0;
+  TransferGroup Summary(TransferGroup g) const {
+    g.rows = rows;
+    g.infeasible = rows - static_cast<int>(tpot.size());
+    auto mape = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += std::abs(x - 1);
+      return v.empty() ? 0 : 100 * s / v.size();
+    };
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    };
+    g.tpot_mape = mape(tpot);
+    g.ttft_mape = mape(ttft);
+    g.tpot_median_ratio = median(tpot);
+    g.ttft_median_ratio = median(ttft);
+    return g;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<TransferReport> ComputeTransfer(
+    const std::vector<HardwareRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
+                   PredictHardwareRows(rows, profiles));
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;
+  std::map<Key, Ratios> groups;
+  std::map<std::string, Ratios> totals;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MeasuredRow& r = rows[i].row;
+    Ratios& g =
+        groups[{rows[i].hardware, r.engine, r.catalog_model, DtypeOf(r)}];
+    Ratios& t = totals[rows[i].hardware];
+    ++g.rows;
+    ++t.rows;
+    if (!pred[i].feasible) continue;
+    for (Ratios* x : {&g, &t}) {
+      x->tpot.push_back(pred[i].tpot_seconds / r.tpot_seconds);
+      x->ttft.push_back(pred[i].ttft_seconds / r.ttft_seconds);
+    }
+  }
+  TransferReport report;
+  for (const auto& [key, ratios] : groups) {
+    TransferGroup g;
+    std::tie(g.hardware, g.engine, g.model, g.dtype) = key;
+    report.groups.push_back(ratios.Summary(g));
+  }
+  for (const auto& [hardware, ratios] : totals) {
+    TransferGroup g;
+    g.hardware = hardware;
+    g.engine = g.model = g.dtype = "*";
+    report.hardware_totals.push_back(ratios.Summary(g));
+  }
+  return report;
+}
+
+std::string TransferReport::Markdown() const {
+  std::string s =
+      "| hardware | engine | model | weights | rows | infeasible | TPOT MAPE "
+      "| TPOT median pred/meas | TTFT MAPE | TTFT median pred/meas |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+  for (const std::vector<TransferGroup>* list : {&groups, &hardware_totals}) {
+    for (const TransferGroup& g : *list) {
+      absl::StrAppendFormat(
+          &s,
+          "| %s | %s | %s | %s | %d | %d | %.1f%% | %.2f | %.1f%% | %.2f |\n",
+          g.hardware, g.engine, g.model, g.dtype, g.rows, g.infeasible,
+          g.tpot_mape, g.tpot_median_ratio, g.ttft_mape, g.ttft_median_ratio);
+    }
+  }
+  return s;
+}
+
+}  // namespace shardplan::simulator

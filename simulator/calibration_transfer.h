@@ -1,0 +1,92 @@
+// Transfer across GPU generations: measured serving rows of any catalogued
+// GPU (AIConfigurator's `system` column: h100_sxm, b200_sxm, gb200) predicted
+// on their own hardware with a given set of calibration profiles, and the
+// error per (hardware, engine, model, weight dtype). The profiles shipped
+// with this build are fitted on H100 rows only, so their figures on B200 and
+// GB200 rows are out of sample: the "fit H100 -> test Blackwell" direction of
+// the leave-one-hardware-out check.
+//
+// Measurements of the held-out hardware (H200, B300, GB300) are refused
+// here: no path of this harness predicts, fits or reports them.
+//
+// No file I/O: callers pass the CSV text.
+#ifndef SHARDPLAN_SIMULATOR_CALIBRATION_TRANSFER_H_
+#define SHARDPLAN_SIMULATOR_CALIBRATION_TRANSFER_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "simulator/calibration.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+
+// The catalog hardware of an AIConfigurator `system` name ("h100_sxm" ->
+// "h100-sxm-80gb", "b200_sxm" -> "b200-sxm-180gb", "gb200" -> "gb200-nvl72").
+// FAILED_PRECONDITION for the held-out hardware (h200, b300, gb300: kept out
+// of every fit and test); NOT_FOUND for other names.
+absl::StatusOr<std::string> CatalogHardwareOfSystem(absl::string_view system);
+
+// A measured aggregated row and the hardware it ran on.
+struct HardwareRow {
+  MeasuredRow row;
+  std::string system;    // as in the CSV
+  std::string hardware;  // catalog name
+};
+
+struct ParsedHardwareRows {
+  std::vector<HardwareRow> rows;
+  int skipped_held_out_hardware = 0;  // H200/B300/GB300 rows, never read
+  int skipped_unknown_hardware = 0;   // no catalog entry
+  int skipped_other = 0;  // disaggregated, unknown model, missing numbers,
+                          // above kMaxFitConcurrency
+};
+
+// The aggregated rows of an AIConfigurator silicon CSV (ParseMeasurements'
+// rules: catalog models only, every row a held-out model's) with their
+// hardware. INVALID_ARGUMENT when the CSV has no `system` column or
+// ParseMeasurements rejects it.
+absl::StatusOr<ParsedHardwareRows> ParseHardwareRows(
+    absl::string_view csv_text);
+
+// RowProblem(row.row) on the row's hardware: the catalog entry's rates and
+// memory, nodes of its default size (NVLink domain included).
+absl::StatusOr<Problem> HardwareRowProblem(const HardwareRow& row);
+
+// Each row predicted with the profile of its engine (the first profile when
+// none matches), on its own hardware.
+absl::StatusOr<std::vector<RowPrediction>> PredictHardwareRows(
+    const std::vector<HardwareRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+
+// Error of one (hardware, engine, model, dtype) group. Ratios are
+// predicted / measured; MAPE in percent over the feasible predictions.
+struct TransferGroup {
+  std::string hardware;
+  std::string engine;
+  std::string model;
+  std::string dtype;  // "bf16", "fp8", "fp4"
+  int rows = 0;
+  int infeasible = 0;
+  double tpot_mape = 0;
+  double ttft_mape = 0;
+  double tpot_median_ratio = 0;
+  double ttft_median_ratio = 0;
+};
+
+struct TransferReport {
+  std::vector<TransferGroup> groups;  // sorted by the key
+  // Every feasible row of one hardware pooled.
+  std::vector<TransferGroup> hardware_totals;  // engine/model/dtype "*"
+  std::string Markdown() const;
+};
+
+absl::StatusOr<TransferReport> ComputeTransfer(
+    const std::vector<HardwareRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_CALIBRATION_TRANSFER_H_
