@@ -445,6 +445,8 @@ absl::StatusOr<HardwareDims> HardwareDimsFromSpec(const HardwareSpec& spec,
   RETURN_IF_ERROR(CheckRange(spec.default_gpus_per_node(),
                              Path(prefix, "default_gpus_per_node"), 0,
                              kMaxGpusPerNode));
+  RETURN_IF_ERROR(CheckRange(spec.nvlink_domain_gpus(),
+                             Path(prefix, "nvlink_domain_gpus"), 0, kMaxGpus));
   hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] =
       spec.peak_bf16_flops_per_s();
   // No FP8 figure: FP8 runs at the BF16 rate (weights dequantised). FP4 keeps
@@ -500,6 +502,24 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
                           : 8;
     // A cluster smaller than one node (e.g. 2 GPUs) is that part of a node.
     c.gpus_per_node = std::min(c.gpus_per_node, c.num_gpus);
+  }
+  RETURN_IF_ERROR(CheckRange(cluster.nvlink_domain_gpus(),
+                             "cluster.nvlink_domain_gpus", 0, kMaxGpus));
+  if (cluster.nvlink_domain_gpus() > 0) {
+    if (cluster.nvlink_domain_gpus() % c.gpus_per_node != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.nvlink_domain_gpus must be a multiple of "
+          "cluster.gpus_per_node (",
+          c.gpus_per_node, "), got ", cluster.nvlink_domain_gpus()));
+    }
+    c.nvlink_domain_gpus = cluster.nvlink_domain_gpus();
+  } else if (hardware_spec.nvlink_domain_gpus() > c.gpus_per_node &&
+             hardware_spec.nvlink_domain_gpus() % c.gpus_per_node == 0) {
+    // The hardware's domain (NVL72: 72) when nodes tile it; nodes of another
+    // size than the rack's trays are the caller's own layout: one node each.
+    c.nvlink_domain_gpus = hardware_spec.nvlink_domain_gpus();
+  } else {
+    c.nvlink_domain_gpus = c.gpus_per_node;
   }
   // num_gpus need not be a multiple of gpus_per_node: part of a node (4 GPUs
   // of an 8-GPU node) and a last, partial node (12 GPUs on 8-GPU nodes) are
@@ -560,6 +580,13 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
                        " (num_nodes x gpus_per_node over the groups), expected "
                        "cluster.num_gpus = ",
                        c.num_gpus));
+    }
+    if (sized && c.nvlink_domain_gpus > c.gpus_per_node) {
+      // Domains are measured on a uniform grid of nodes.
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.nvlink_domain_gpus (", c.nvlink_domain_gpus,
+                       ") larger than a node needs nodes of one size, but "
+                       "cluster.node_groups set other sizes"));
     }
     if (sized) {
       // Placement order: groups with bigger nodes first (stable), so that

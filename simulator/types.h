@@ -142,6 +142,10 @@ struct ClusterDims {
   HardwareDims hardware;
   int num_gpus = 0;
   int gpus_per_node = 0;
+  // GPUs of one NVLink domain, a multiple of gpus_per_node (NVL72 racks: 72
+  // over nodes of 4); 0 or gpus_per_node: the node. Placement measures the
+  // link of a group by the domains it spans (simulator/placement.h).
+  int nvlink_domain_gpus = 0;
   // The last node may be partial (num_gpus not a multiple of gpus_per_node).
   int num_nodes() const {
     if (!node_gpus.empty()) return static_cast<int>(node_gpus.size());

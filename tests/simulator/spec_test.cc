@@ -46,7 +46,9 @@ TEST(CatalogTest, HasEveryContractModelAndHardware) {
   std::vector<std::string> hardware;
   for (const HardwareSpec& spec : CatalogHardware())
     hardware.push_back(spec.name());
-  EXPECT_THAT(hardware, ElementsAre("h100-sxm-80gb", "h200-sxm-141gb"));
+  EXPECT_THAT(hardware,
+              ElementsAre("h100-sxm-80gb", "h200-sxm-141gb", "b200-sxm-180gb",
+                          "b300-sxm-288gb", "gb200-nvl72", "gb300-nvl72"));
   for (const ModelSpec& spec : CatalogModels()) {
     EXPECT_FALSE(spec.description().empty()) << spec.name();
     EXPECT_FALSE(spec.family().empty()) << spec.name();
@@ -133,6 +135,34 @@ TEST(CatalogTest, HardwareFigures) {
   EXPECT_EQ(h200->hbm_bytes(), 141e9);
   EXPECT_EQ(h200->hbm_bytes_per_s(), 4.8e12);
   EXPECT_EQ(h200->peak_bf16_flops_per_s(), h100->peak_bf16_flops_per_s());
+}
+
+// Blackwell datasheet figures per GPU, dense (the catalog files cite them).
+TEST(CatalogTest, BlackwellHasNativeFp4AndNvl72Domains) {
+  const struct {
+    const char* name;
+    double fp4, hbm, net;
+    int gpus_per_node, domain;
+  } want[] = {{"b200-sxm-180gb", 9e15, 180e9, 50e9, 8, 0},
+              {"b300-sxm-288gb", 13.125e15, 288e9, 100e9, 8, 0},
+              {"gb200-nvl72", 10e15, 186e9, 50e9, 4, 72},
+              {"gb300-nvl72", 15e15, 288e9, 100e9, 4, 72}};
+  for (const auto& w : want) {
+    absl::StatusOr<HardwareSpec> hw = FindCatalogHardware(w.name);
+    ASSERT_TRUE(hw.ok()) << w.name;
+    EXPECT_EQ(hw->peak_fp4_flops_per_s(), w.fp4) << w.name;
+    // FP8 is half the FP4 rate or less, BF16 half of FP8.
+    EXPECT_LE(2 * hw->peak_fp8_flops_per_s(), w.fp4) << w.name;
+    EXPECT_EQ(2 * hw->peak_bf16_flops_per_s(), hw->peak_fp8_flops_per_s())
+        << w.name;
+    EXPECT_EQ(hw->hbm_bytes(), w.hbm) << w.name;
+    EXPECT_EQ(hw->hbm_bytes_per_s(), 8e12) << w.name;
+    EXPECT_EQ(hw->intra_node_bytes_per_s(), 900e9) << w.name;  // NVLink 5
+    EXPECT_EQ(hw->inter_node_bytes_per_s(), w.net) << w.name;
+    EXPECT_EQ(hw->default_gpus_per_node(), w.gpus_per_node) << w.name;
+    EXPECT_EQ(hw->nvlink_domain_gpus(), w.domain) << w.name;
+    EXPECT_THAT(hw->description(), HasSubstr("https://")) << w.name;
+  }
 }
 
 TEST(CatalogTest, UnknownNamesListKnownOnes) {
