@@ -86,6 +86,12 @@ absl::StatusOr<Problem> HardwareRowProblem(const HardwareRow& row) {
   cluster.set_gpus_per_node(
       std::min(std::max(1, spec.default_gpus_per_node()), gpus));
   ASSIGN_OR_RETURN(problem.cluster, ClusterDimsFromProto(cluster));
+  // TensorRT-LLM's NVFP4 checkpoints (NVIDIA ModelOpt) quantise the KV cache
+  // to FP8 as its FP8 recipe does (RowProblem): kv_cache_quant_algo FP8 in
+  // their hf_quant_config.json.
+  if (row.row.engine == "trtllm" && row.row.fp4) {
+    problem.workload.kv_cache_dtype = Dtype::kFp8;
+  }
   return problem;
 }
 

@@ -1,0 +1,124 @@
+// Transfer across GPU generations: AIConfigurator's B200 and GB200 rows
+// predicted on their own hardware with the compiled-in profiles, which are
+// fitted on H100 rows only (the "fit H100 -> test Blackwell" direction of the
+// leave-one-hardware-out check). The figures are the ones
+// docs/cost-model-and-calibration.md reports; a group that gets more than 2
+// points worse fails.
+#include "simulator/calibration_transfer.h"
+
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "absl/strings/str_replace.h"
+#include "gtest/gtest.h"
+
+namespace shardplan::simulator {
+namespace {
+
+std::string DataFile(const std::string& name) {
+  std::ifstream in(std::string(SHARDPLAN_SOURCE_DIR) +
+                   "/simulator/calibration/data/" + name);
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+TEST(CalibrationTransferTest, HeldOutHardwareIsRefused) {
+  for (const char* system : {"h200_sxm", "b300_sxm", "gb300"}) {
+    EXPECT_TRUE(
+        absl::IsFailedPrecondition(CatalogHardwareOfSystem(system).status()))
+        << system;
+  }
+  EXPECT_EQ(*CatalogHardwareOfSystem("b200_sxm"), "b200-sxm-180gb");
+  EXPECT_EQ(*CatalogHardwareOfSystem("gb200"), "gb200-nvl72");
+  EXPECT_TRUE(absl::IsNotFound(CatalogHardwareOfSystem("a100").status()));
+
+  // The same rows relabelled as H200 are never read.
+  const std::string text = DataFile("h100_validation_latency.csv");
+  ASSERT_FALSE(text.empty());
+  absl::StatusOr<ParsedHardwareRows> h100 = ParseHardwareRows(text);
+  ASSERT_TRUE(h100.ok()) << h100.status();
+  ASSERT_EQ(h100->rows.size(), 45u);
+  absl::StatusOr<ParsedHardwareRows> h200 = ParseHardwareRows(
+      absl::StrReplaceAll(text, {{",h100_sxm,", ",h200_sxm,"}}));
+  ASSERT_TRUE(h200.ok()) << h200.status();
+  EXPECT_TRUE(h200->rows.empty());
+  EXPECT_EQ(h200->skipped_held_out_hardware, 45);
+}
+
+// On H100 rows the harness is the calibration's own (same problem, plan and
+// profile), so the figures of both tables are comparable.
+TEST(CalibrationTransferTest, H100RowsPredictAsTheCalibrationHarness) {
+  absl::StatusOr<ParsedHardwareRows> parsed =
+      ParseHardwareRows(DataFile("h100_validation_latency.csv"));
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  std::vector<MeasuredRow> rows;
+  for (const HardwareRow& r : parsed->rows) rows.push_back(r.row);
+  absl::StatusOr<std::vector<RowPrediction>> mine =
+      PredictHardwareRows(parsed->rows, CalibrationProfiles());
+  absl::StatusOr<std::vector<RowPrediction>> theirs =
+      PredictRows(rows, CalibrationProfiles());
+  ASSERT_TRUE(mine.ok() && theirs.ok());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    EXPECT_DOUBLE_EQ((*mine)[i].tpot_seconds, (*theirs)[i].tpot_seconds) << i;
+    EXPECT_DOUBLE_EQ((*mine)[i].ttft_seconds, (*theirs)[i].ttft_seconds) << i;
+  }
+}
+
+// Documented out-of-sample figures (percent): hardware, engine, model,
+// weights, rows, TPOT MAPE, TTFT MAPE.
+struct Documented {
+  const char* hardware;
+  const char* engine;
+  const char* model;
+  const char* dtype;
+  int rows;
+  double tpot_mape;
+  double ttft_mape;
+};
+constexpr Documented kDocumented[] = {
+    {"b200-sxm-180gb", "trtllm", "gpt-oss-120b", "fp4", 105, 14.4, 99.2},
+    {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp4", 72, 12.1, 64.3},
+    {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp8", 72, 11.1, 113.2},
+    {"b200-sxm-180gb", "vllm", "gpt-oss-120b", "fp4", 84, 10.2, 14.9},
+    {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 11.0, 42.9},
+    {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 8.3, 69.1},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "bf16", 15, 67.3, 48.7},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 2, 46.3, 96.6},
+};
+constexpr double kRegressionPoints = 2.0;
+
+TEST(CalibrationTransferTest, H100FitOnBlackwellStaysWithinDocumentedErrors) {
+  const std::string text = DataFile("blackwell_measured_latency.csv");
+  ASSERT_FALSE(text.empty()) << "Blackwell CSV missing";
+  absl::StatusOr<ParsedHardwareRows> parsed = ParseHardwareRows(text);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->skipped_held_out_hardware, 0);
+  EXPECT_EQ(parsed->skipped_unknown_hardware, 0);
+  absl::StatusOr<TransferReport> report =
+      ComputeTransfer(parsed->rows, CalibrationProfiles());
+  ASSERT_TRUE(report.ok()) << report.status();
+  ASSERT_EQ(report->groups.size(), std::size(kDocumented))
+      << report->Markdown();
+  for (const TransferGroup& g : report->groups) {
+    SCOPED_TRACE(g.hardware + " " + g.engine + " " + g.model + " " + g.dtype);
+    const Documented* doc = nullptr;
+    for (const Documented& d : kDocumented) {
+      if (std::tie(g.hardware, g.engine, g.model, g.dtype) ==
+          std::tie(d.hardware, d.engine, d.model, d.dtype)) {
+        doc = &d;
+      }
+    }
+    ASSERT_NE(doc, nullptr) << report->Markdown();
+    EXPECT_EQ(g.rows, doc->rows);
+    EXPECT_EQ(g.infeasible, 0);
+    EXPECT_LE(g.tpot_mape, doc->tpot_mape + kRegressionPoints);
+    EXPECT_LE(g.ttft_mape, doc->ttft_mape + kRegressionPoints);
+  }
+}
+
+}  // namespace
+}  // namespace shardplan::simulator
