@@ -7,7 +7,6 @@
 #include <tuple>
 #include <utility>
 
-#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
@@ -18,22 +17,24 @@
 
 namespace shardplan::simulator {
 
-absl::StatusOr<std::string> CatalogHardwareOfSystem(absl::string_view system) {
-  // H200, B300 and GB300 are what the project's predictions are checked on
-  // outside the repository: refusing them here keeps them out of every fit.
-  for (absl::string_view held_out : {"h200", "b300", "gb300"}) {
-    if (absl::StrContains(system, held_out)) {
-      return absl::FailedPreconditionError(absl::StrCat(
-          "system \"", system,
-          "\" is held-out hardware (H200, B300, GB300): never fitted"));
-    }
+absl::StatusOr<std::string> CatalogHardwareOfRun(absl::string_view name) {
+  static constexpr std::pair<absl::string_view, absl::string_view> kSystems[] =
+      {{"h100_sxm", "h100-sxm-80gb"},  {"h200_sxm", "h200-sxm-141gb"},
+       {"b200_sxm", "b200-sxm-180gb"}, {"b300_sxm", "b300-sxm-288gb"},
+       {"gb200", "gb200-nvl72"},       {"gb300", "gb300-nvl72"}};
+  for (const auto& [system, catalog] : kSystems) {
+    if (name == system) return std::string(catalog);
   }
-  if (system == "h100_sxm") return std::string("h100-sxm-80gb");
-  if (system == "b200_sxm") return std::string("b200-sxm-180gb");
-  if (system == "gb200") return std::string("gb200-nvl72");
+  if (FindCatalogHardware(name).ok()) return std::string(name);
   return absl::NotFoundError(absl::StrCat(
-      "system \"", system,
-      "\" has no catalog hardware (known: h100_sxm, b200_sxm, gb200)"));
+      "hardware \"", name,
+      "\" is neither a catalog hardware name nor an AIConfigurator system "
+      "(h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200, gb300)"));
+}
+
+bool IsHeldOutHardware(absl::string_view catalog_name) {
+  return catalog_name == "h200-sxm-141gb" || catalog_name == "b300-sxm-288gb" ||
+         catalog_name == "gb300-nvl72";
 }
 
 absl::StatusOr<ParsedHardwareRows> ParseHardwareRows(
@@ -61,13 +62,13 @@ absl::StatusOr<ParsedHardwareRows> ParseHardwareRows(
           absl::StrCat("line ", row.line, ": no system field"));
     }
     const std::string system(fields[system_col]);
-    absl::StatusOr<std::string> hardware = CatalogHardwareOfSystem(system);
-    if (absl::IsFailedPrecondition(hardware.status())) {
-      ++out.skipped_held_out_hardware;
+    absl::StatusOr<std::string> hardware = CatalogHardwareOfRun(system);
+    if (!hardware.ok()) {
+      ++out.skipped_unknown_hardware;
       continue;
     }
-    if (!hardware.ok() || !FindCatalogHardware(*hardware).ok()) {
-      ++out.skipped_unknown_hardware;
+    if (IsHeldOutHardware(*hardware)) {
+      ++out.skipped_held_out_hardware;
       continue;
     }
     out.rows.push_back({std::move(row), system, *std::move(hardware)});
@@ -95,12 +96,20 @@ absl::StatusOr<Problem> HardwareRowProblem(const HardwareRow& row) {
   return problem;
 }
 
-absl::StatusOr<std::vector<RowPrediction>> PredictHardwareRows(
+namespace {
+
+// A row's prediction and the p10-p90 band a request of its regime carries.
+struct BandedPrediction {
+  RowPrediction prediction;
+  PredictionBand band;
+};
+
+absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
     const std::vector<HardwareRow>& rows,
     const std::vector<CalibrationProfile>& profiles) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
-  std::vector<RowPrediction> out(rows.size());
+  std::vector<BandedPrediction> out(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
     const MeasuredRow& r = rows[i].row;
     const CalibrationProfile* profile = &profiles.front();
@@ -113,10 +122,27 @@ absl::StatusOr<std::vector<RowPrediction>> PredictHardwareRows(
     const PlanDims plan = RowPlan(r);
     if (!model->ValidatePlan(plan).ok()) continue;  // infeasible
     const Evaluation e = model->Evaluate(plan);
-    out[i].feasible = e.feasible;
-    out[i].ttft_seconds = e.ttft_seconds;
-    out[i].tpot_seconds = e.tpot_seconds;
+    out[i].prediction.feasible = e.feasible;
+    out[i].prediction.ttft_seconds = e.ttft_seconds;
+    out[i].prediction.tpot_seconds = e.tpot_seconds;
+    BandRegime regime = RegimeOf(e, problem);
+    regime.profile = profile->name;
+    regime.engine_given = true;
+    out[i].band = FindPredictionBand(regime);
   }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RowPrediction>> PredictHardwareRows(
+    const std::vector<HardwareRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  ASSIGN_OR_RETURN(std::vector<BandedPrediction> banded,
+                   PredictWithBands(rows, profiles));
+  std::vector<RowPrediction> out;
+  out.reserve(banded.size());
+  for (const BandedPrediction& b : banded) out.push_back(b.prediction);
   return out;
 }
 
@@ -129,6 +155,7 @@ std::string DtypeOf(const MeasuredRow& r) {
 struct Ratios {
   std::vector<double> tpot, ttft;
   int rows = 0;
+  int tpot_in_band = 0, ttft_in_band = 0;
   TransferGroup Summary(TransferGroup g) const {
     g.rows = rows;
     g.infeasible = rows - static_cast<int>(tpot.size());
@@ -147,6 +174,10 @@ struct Ratios {
     g.ttft_mape = mape(ttft);
     g.tpot_median_ratio = median(tpot);
     g.ttft_median_ratio = median(ttft);
+    if (!tpot.empty()) {
+      g.tpot_in_band = static_cast<double>(tpot_in_band) / tpot.size();
+      g.ttft_in_band = static_cast<double>(ttft_in_band) / ttft.size();
+    }
     return g;
   }
 };
@@ -156,8 +187,8 @@ struct Ratios {
 absl::StatusOr<TransferReport> ComputeTransfer(
     const std::vector<HardwareRow>& rows,
     const std::vector<CalibrationProfile>& profiles) {
-  ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
-                   PredictHardwareRows(rows, profiles));
+  ASSIGN_OR_RETURN(std::vector<BandedPrediction> pred,
+                   PredictWithBands(rows, profiles));
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::map<Key, Ratios> groups;
   std::map<std::string, Ratios> totals;
@@ -168,10 +199,17 @@ absl::StatusOr<TransferReport> ComputeTransfer(
     Ratios& t = totals[rows[i].hardware];
     ++g.rows;
     ++t.rows;
-    if (!pred[i].feasible) continue;
+    const RowPrediction& p = pred[i].prediction;
+    if (!p.feasible) continue;
+    // The band holds the measurement when measured / predicted lies in it.
+    const PredictionBand& band = pred[i].band;
+    const double tpot_m = r.tpot_seconds / p.tpot_seconds;
+    const double ttft_m = r.ttft_seconds / p.ttft_seconds;
     for (Ratios* x : {&g, &t}) {
-      x->tpot.push_back(pred[i].tpot_seconds / r.tpot_seconds);
-      x->ttft.push_back(pred[i].ttft_seconds / r.ttft_seconds);
+      x->tpot.push_back(1 / tpot_m);
+      x->ttft.push_back(1 / ttft_m);
+      x->tpot_in_band += tpot_m >= band.tpot_low && tpot_m <= band.tpot_high;
+      x->ttft_in_band += ttft_m >= band.ttft_low && ttft_m <= band.ttft_high;
     }
   }
   TransferReport report;
@@ -192,15 +230,18 @@ absl::StatusOr<TransferReport> ComputeTransfer(
 std::string TransferReport::Markdown() const {
   std::string s =
       "| hardware | engine | model | weights | rows | infeasible | TPOT MAPE "
-      "| TPOT median pred/meas | TTFT MAPE | TTFT median pred/meas |\n"
-      "|---|---|---|---|---:|---:|---:|---:|---:|---:|\n";
+      "| TPOT median pred/meas | TTFT MAPE | TTFT median pred/meas | TPOT "
+      "in p10-p90 | TTFT in p10-p90 |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
   for (const std::vector<TransferGroup>* list : {&groups, &hardware_totals}) {
     for (const TransferGroup& g : *list) {
       absl::StrAppendFormat(
           &s,
-          "| %s | %s | %s | %s | %d | %d | %.1f%% | %.2f | %.1f%% | %.2f |\n",
+          "| %s | %s | %s | %s | %d | %d | %.1f%% | %.2f | %.1f%% | %.2f | "
+          "%.0f%% | %.0f%% |\n",
           g.hardware, g.engine, g.model, g.dtype, g.rows, g.infeasible,
-          g.tpot_mape, g.tpot_median_ratio, g.ttft_mape, g.ttft_median_ratio);
+          g.tpot_mape, g.tpot_median_ratio, g.ttft_mape, g.ttft_median_ratio,
+          100 * g.tpot_in_band, 100 * g.ttft_in_band);
     }
   }
   return s;

@@ -23,11 +23,16 @@
 
 namespace shardplan::simulator {
 
-// The catalog hardware of an AIConfigurator `system` name ("h100_sxm" ->
-// "h100-sxm-80gb", "b200_sxm" -> "b200-sxm-180gb", "gb200" -> "gb200-nvl72").
-// FAILED_PRECONDITION for the held-out hardware (h200, b300, gb300: kept out
-// of every fit and test); NOT_FOUND for other names.
-absl::StatusOr<std::string> CatalogHardwareOfSystem(absl::string_view system);
+// The catalog hardware of a measured run: a catalog hardware name as is, or
+// AIConfigurator's `system` name ("h100_sxm" -> "h100-sxm-80gb", "b200_sxm"
+// -> "b200-sxm-180gb", "gb200" -> "gb200-nvl72", and h200_sxm, b300_sxm,
+// gb300). NOT_FOUND naming the accepted names otherwise.
+absl::StatusOr<std::string> CatalogHardwareOfRun(absl::string_view name);
+
+// H200, B300 and GB300: the hardware the project's predictions are checked on
+// outside the repository. The harness never reads their rows (a user's own
+// runs on them may still calibrate a user profile).
+bool IsHeldOutHardware(absl::string_view catalog_name);
 
 // A measured aggregated row and the hardware it ran on.
 struct HardwareRow {
@@ -74,6 +79,11 @@ struct TransferGroup {
   double ttft_mape = 0;
   double tpot_median_ratio = 0;
   double ttft_median_ratio = 0;
+  // Share of the feasible rows whose measurement lies inside the p10-p90
+  // range a request of the row's regime carries (FindPredictionBand with the
+  // compiled-in bands, computed on H100 rows).
+  double tpot_in_band = 0;
+  double ttft_in_band = 0;
 };
 
 struct TransferReport {

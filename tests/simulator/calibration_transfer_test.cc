@@ -28,13 +28,15 @@ std::string DataFile(const std::string& name) {
 
 TEST(CalibrationTransferTest, HeldOutHardwareIsRefused) {
   for (const char* system : {"h200_sxm", "b300_sxm", "gb300"}) {
-    EXPECT_TRUE(
-        absl::IsFailedPrecondition(CatalogHardwareOfSystem(system).status()))
-        << system;
+    absl::StatusOr<std::string> hardware = CatalogHardwareOfRun(system);
+    ASSERT_TRUE(hardware.ok()) << hardware.status();
+    EXPECT_TRUE(IsHeldOutHardware(*hardware)) << system;
   }
-  EXPECT_EQ(*CatalogHardwareOfSystem("b200_sxm"), "b200-sxm-180gb");
-  EXPECT_EQ(*CatalogHardwareOfSystem("gb200"), "gb200-nvl72");
-  EXPECT_TRUE(absl::IsNotFound(CatalogHardwareOfSystem("a100").status()));
+  EXPECT_EQ(*CatalogHardwareOfRun("b200_sxm"), "b200-sxm-180gb");
+  EXPECT_EQ(*CatalogHardwareOfRun("gb200"), "gb200-nvl72");
+  EXPECT_EQ(*CatalogHardwareOfRun("gb200-nvl72"), "gb200-nvl72");
+  EXPECT_FALSE(IsHeldOutHardware("b200-sxm-180gb"));
+  EXPECT_TRUE(absl::IsNotFound(CatalogHardwareOfRun("a100").status()));
 
   // The same rows relabelled as H200 are never read.
   const std::string text = DataFile("h100_validation_latency.csv");
