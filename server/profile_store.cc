@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "proto/spec_text.h"
+#include "simulator/calibration_transfer.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "simulator/user_text.h"
@@ -85,7 +86,9 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
   }
   row.engine = run.engine();
   row.engine_version = run.engine_version();
-  if (!run.hardware().empty() && run.hardware() != "h100-sxm-80gb") {
+  if (!run.hardware().empty() &&
+      simulator::CatalogHardwareOfRun(run.hardware()).value_or("") !=
+          "h100-sxm-80gb") {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s.hardware must be h100-sxm-80gb (the only hardware calibration "
         "supports), got %s",

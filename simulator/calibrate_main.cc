@@ -78,9 +78,8 @@ void PrintProfiles(
   }
 }
 
-// Reads and parses one CSV; prints the error and returns nullopt on failure.
-std::optional<shardplan::simulator::ParsedMeasurements> Load(
-    const std::string& path, bool validation_only) {
+// A file's text; prints the error and returns nullopt when unreadable.
+std::optional<std::string> ReadText(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     std::cerr << "cannot read " << path << "\n";
@@ -88,8 +87,16 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
   }
   std::stringstream text;
   text << in.rdbuf();
+  return text.str();
+}
+
+// Reads and parses one CSV; prints the error and returns nullopt on failure.
+std::optional<shardplan::simulator::ParsedMeasurements> Load(
+    const std::string& path, bool validation_only) {
+  const std::optional<std::string> text = ReadText(path);
+  if (!text) return std::nullopt;
   absl::StatusOr<shardplan::simulator::ParsedMeasurements> data =
-      shardplan::simulator::ParseMeasurements(text.str(), validation_only);
+      shardplan::simulator::ParseMeasurements(*text, validation_only);
   if (!data.ok()) {
     std::cerr << path << ": " << data.status() << "\n";
     return std::nullopt;
@@ -101,15 +108,10 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
 // prediction as CSV). Exit code as main's.
 int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   namespace sim = shardplan::simulator;
-  std::ifstream in(path);
-  if (!in) {
-    std::cerr << "cannot read " << path << "\n";
-    return 1;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::optional<std::string> text = ReadText(path);
+  if (!text) return 1;
   absl::StatusOr<sim::ParsedDisaggregated> data =
-      sim::ParseDisaggregatedRows(text.str());
+      sim::ParseDisaggregatedRows(*text);
   if (data.ok() && fit) {
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
         sim::FitDisaggregatedOverheads(data->rows, sim::CalibrationProfiles());
@@ -360,15 +362,10 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
 int ReportTransfer(const std::vector<std::string>& paths, bool rows) {
   std::vector<sim::HardwareRow> all;
   for (const std::string& path : paths) {
-    std::ifstream in(path);
-    if (!in) {
-      std::cerr << "cannot read " << path << "\n";
-      return 1;
-    }
-    std::stringstream text;
-    text << in.rdbuf();
+    const std::optional<std::string> text = ReadText(path);
+    if (!text) return 1;
     absl::StatusOr<sim::ParsedHardwareRows> parsed =
-        sim::ParseHardwareRows(text.str());
+        sim::ParseHardwareRows(*text);
     if (!parsed.ok()) {
       std::cerr << path << ": " << parsed.status() << "\n";
       return 1;
