@@ -42,7 +42,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
 #include "simulator/calibration_transfer.h"
 
 namespace {
@@ -360,29 +360,25 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
 // --transfer-csv: rows of every catalogued GPU predicted on their own
 // hardware with the compiled-in (H100-fitted) profiles.
 int ReportTransfer(const std::vector<std::string>& paths, bool rows) {
-  std::vector<sim::HardwareRow> all;
+  std::vector<sim::MeasuredRow> all;
   for (const std::string& path : paths) {
-    const std::optional<std::string> text = ReadText(path);
-    if (!text) return 1;
-    absl::StatusOr<sim::ParsedHardwareRows> parsed =
-        sim::ParseHardwareRows(*text);
-    if (!parsed.ok()) {
-      std::cerr << path << ": " << parsed.status() << "\n";
-      return 1;
-    }
+    std::optional<sim::ParsedMeasurements> parsed =
+        Load(path, /*validation_only=*/true);
+    if (!parsed) return 1;
     std::cout << absl::StrFormat(
-        "%s: %d rows; skipped %d of held-out hardware, %d of hardware "
-        "without a catalog entry, %d others (disaggregated, models not in "
-        "the catalog, above 256 requests)\n",
+        "%s: %d rows; skipped %d of held-out hardware, %d others "
+        "(disaggregated, models or hardware not in the catalog, above 256 "
+        "requests)\n",
         path, parsed->rows.size(), parsed->skipped_held_out_hardware,
-        parsed->skipped_unknown_hardware, parsed->skipped_other);
+        parsed->skipped_disaggregated + parsed->skipped_other +
+            parsed->high_concurrency_rows.size());
     all.insert(all.end(), parsed->rows.begin(), parsed->rows.end());
   }
   const std::vector<sim::CalibrationProfile>& profiles =
       sim::CalibrationProfiles();
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
-        sim::PredictHardwareRows(all, profiles);
+        sim::PredictRows(all, profiles);
     if (!pred.ok()) {
       std::cerr << pred.status() << "\n";
       return 1;
@@ -390,10 +386,10 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows) {
     std::cout << "line,hardware,model,engine,version,weights,isl,osl,c,tp,dp,"
                  "ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,pred_tpot_ms\n";
     for (size_t i = 0; i < all.size(); ++i) {
-      const sim::MeasuredRow& r = all[i].row;
+      const sim::MeasuredRow& r = all[i];
       std::cout << absl::StrFormat(
           "%d,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f\n",
-          r.line, all[i].hardware, r.catalog_model, r.engine, r.engine_version,
+          r.line, r.hardware, r.catalog_model, r.engine, r.engine_version,
           r.fp4   ? "fp4"
           : r.fp8 ? "fp8"
                   : "bf16",

@@ -9,8 +9,6 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "absl/strings/str_split.h"
-#include "absl/strings/strip.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
@@ -37,65 +35,6 @@ bool IsHeldOutHardware(absl::string_view catalog_name) {
          catalog_name == "gb300-nvl72";
 }
 
-absl::StatusOr<ParsedHardwareRows> ParseHardwareRows(
-    absl::string_view csv_text) {
-  // The system of each line; ParseMeasurements keeps the line number.
-  std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
-  if (lines.empty()) return absl::InvalidArgumentError("empty CSV");
-  const std::vector<absl::string_view> header =
-      absl::StrSplit(absl::StripSuffix(lines[0], "\r"), ',');
-  const auto col = std::find(header.begin(), header.end(), "system");
-  if (col == header.end()) {
-    return absl::InvalidArgumentError("CSV header has no system column");
-  }
-  const size_t system_col = col - header.begin();
-  ASSIGN_OR_RETURN(ParsedMeasurements parsed,
-                   ParseMeasurements(csv_text, /*validation_only=*/true));
-  ParsedHardwareRows out;
-  out.skipped_other = parsed.skipped_disaggregated + parsed.skipped_other +
-                      static_cast<int>(parsed.high_concurrency_rows.size());
-  for (MeasuredRow& row : parsed.rows) {
-    const std::vector<absl::string_view> fields =
-        absl::StrSplit(absl::StripSuffix(lines[row.line - 1], "\r"), ',');
-    if (system_col >= fields.size()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("line ", row.line, ": no system field"));
-    }
-    const std::string system(fields[system_col]);
-    absl::StatusOr<std::string> hardware = CatalogHardwareOfRun(system);
-    if (!hardware.ok()) {
-      ++out.skipped_unknown_hardware;
-      continue;
-    }
-    if (IsHeldOutHardware(*hardware)) {
-      ++out.skipped_held_out_hardware;
-      continue;
-    }
-    out.rows.push_back({std::move(row), system, *std::move(hardware)});
-  }
-  return out;
-}
-
-absl::StatusOr<Problem> HardwareRowProblem(const HardwareRow& row) {
-  ASSIGN_OR_RETURN(Problem problem, RowProblem(row.row));
-  ASSIGN_OR_RETURN(shardplan::v1::HardwareSpec spec,
-                   FindCatalogHardware(row.hardware));
-  shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware(row.hardware);
-  const int gpus = problem.cluster.num_gpus;
-  cluster.set_num_gpus(gpus);
-  cluster.set_gpus_per_node(
-      std::min(std::max(1, spec.default_gpus_per_node()), gpus));
-  ASSIGN_OR_RETURN(problem.cluster, ClusterDimsFromProto(cluster));
-  // TensorRT-LLM's NVFP4 checkpoints (NVIDIA ModelOpt) quantise the KV cache
-  // to FP8 as its FP8 recipe does (RowProblem): kv_cache_quant_algo FP8 in
-  // their hf_quant_config.json.
-  if (row.row.engine == "trtllm" && row.row.fp4) {
-    problem.workload.kv_cache_dtype = Dtype::kFp8;
-  }
-  return problem;
-}
-
 namespace {
 
 // A row's prediction and the p10-p90 band a request of its regime carries.
@@ -105,18 +44,18 @@ struct BandedPrediction {
 };
 
 absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
-    const std::vector<HardwareRow>& rows,
+    const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
   std::vector<BandedPrediction> out(rows.size());
   for (size_t i = 0; i < rows.size(); ++i) {
-    const MeasuredRow& r = rows[i].row;
+    const MeasuredRow& r = rows[i];
     const CalibrationProfile* profile = &profiles.front();
     for (const CalibrationProfile& p : profiles) {
       if (p.engine == r.engine) profile = &p;
     }
-    ASSIGN_OR_RETURN(Problem problem, HardwareRowProblem(rows[i]));
+    ASSIGN_OR_RETURN(Problem problem, RowProblem(r));
     ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> model,
                      CostModel::Create(problem, profile->calibration));
     const PlanDims plan = RowPlan(r);
@@ -134,17 +73,6 @@ absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
 }
 
 }  // namespace
-
-absl::StatusOr<std::vector<RowPrediction>> PredictHardwareRows(
-    const std::vector<HardwareRow>& rows,
-    const std::vector<CalibrationProfile>& profiles) {
-  ASSIGN_OR_RETURN(std::vector<BandedPrediction> banded,
-                   PredictWithBands(rows, profiles));
-  std::vector<RowPrediction> out;
-  out.reserve(banded.size());
-  for (const BandedPrediction& b : banded) out.push_back(b.prediction);
-  return out;
-}
 
 namespace {
 
@@ -185,7 +113,7 @@ struct Ratios {
 }  // namespace
 
 absl::StatusOr<TransferReport> ComputeTransfer(
-    const std::vector<HardwareRow>& rows,
+    const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles) {
   ASSIGN_OR_RETURN(std::vector<BandedPrediction> pred,
                    PredictWithBands(rows, profiles));
@@ -193,10 +121,9 @@ absl::StatusOr<TransferReport> ComputeTransfer(
   std::map<Key, Ratios> groups;
   std::map<std::string, Ratios> totals;
   for (size_t i = 0; i < rows.size(); ++i) {
-    const MeasuredRow& r = rows[i].row;
-    Ratios& g =
-        groups[{rows[i].hardware, r.engine, r.catalog_model, DtypeOf(r)}];
-    Ratios& t = totals[rows[i].hardware];
+    const MeasuredRow& r = rows[i];
+    Ratios& g = groups[{r.hardware, r.engine, r.catalog_model, DtypeOf(r)}];
+    Ratios& t = totals[r.hardware];
     ++g.rows;
     ++t.rows;
     const RowPrediction& p = pred[i].prediction;

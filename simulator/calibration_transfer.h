@@ -1,13 +1,14 @@
 // Transfer across GPU generations: measured serving rows of any catalogued
-// GPU (AIConfigurator's `system` column: h100_sxm, b200_sxm, gb200) predicted
-// on their own hardware with a given set of calibration profiles, and the
-// error per (hardware, engine, model, weight dtype). The profiles shipped
+// GPU (MeasuredRow::hardware, from AIConfigurator's `system` column: h100_sxm,
+// b200_sxm, gb200) predicted on their own hardware with a given set of
+// calibration profiles, and the error per (hardware, engine, model, weight
+// dtype). The profiles shipped
 // with this build are fitted on H100 rows only, so their figures on B200 and
 // GB200 rows are out of sample: the "fit H100 -> test Blackwell" direction of
 // the leave-one-hardware-out check.
 //
-// Measurements of the held-out hardware (H200, B300, GB300) are refused
-// here: no path of this harness predicts, fits or reports them.
+// Measurements of the held-out hardware (H200, B300, GB300) are refused by
+// ParseMeasurements: no path of the harness predicts, fits or reports them.
 //
 // No file I/O: callers pass the CSV text.
 #ifndef SHARDPLAN_SIMULATOR_CALIBRATION_TRANSFER_H_
@@ -18,7 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator {
@@ -33,38 +34,6 @@ absl::StatusOr<std::string> CatalogHardwareOfRun(absl::string_view name);
 // outside the repository. The harness never reads their rows (a user's own
 // runs on them may still calibrate a user profile).
 bool IsHeldOutHardware(absl::string_view catalog_name);
-
-// A measured aggregated row and the hardware it ran on.
-struct HardwareRow {
-  MeasuredRow row;
-  std::string system;    // as in the CSV
-  std::string hardware;  // catalog name
-};
-
-struct ParsedHardwareRows {
-  std::vector<HardwareRow> rows;
-  int skipped_held_out_hardware = 0;  // H200/B300/GB300 rows, never read
-  int skipped_unknown_hardware = 0;   // no catalog entry
-  int skipped_other = 0;  // disaggregated, unknown model, missing numbers,
-                          // above kMaxFitConcurrency
-};
-
-// The aggregated rows of an AIConfigurator silicon CSV (ParseMeasurements'
-// rules: catalog models only, every row a held-out model's) with their
-// hardware. INVALID_ARGUMENT when the CSV has no `system` column or
-// ParseMeasurements rejects it.
-absl::StatusOr<ParsedHardwareRows> ParseHardwareRows(
-    absl::string_view csv_text);
-
-// RowProblem(row.row) on the row's hardware: the catalog entry's rates and
-// memory, nodes of its default size (NVLink domain included).
-absl::StatusOr<Problem> HardwareRowProblem(const HardwareRow& row);
-
-// Each row predicted with the profile of its engine (the first profile when
-// none matches), on its own hardware.
-absl::StatusOr<std::vector<RowPrediction>> PredictHardwareRows(
-    const std::vector<HardwareRow>& rows,
-    const std::vector<CalibrationProfile>& profiles);
 
 // Error of one (hardware, engine, model, dtype) group. Ratios are
 // predicted / measured; MAPE in percent over the feasible predictions.
@@ -94,7 +63,7 @@ struct TransferReport {
 };
 
 absl::StatusOr<TransferReport> ComputeTransfer(
-    const std::vector<HardwareRow>& rows,
+    const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 
 }  // namespace shardplan::simulator

@@ -41,33 +41,16 @@ TEST(CalibrationTransferTest, HeldOutHardwareIsRefused) {
   // The same rows relabelled as H200 are never read.
   const std::string text = DataFile("h100_validation_latency.csv");
   ASSERT_FALSE(text.empty());
-  absl::StatusOr<ParsedHardwareRows> h100 = ParseHardwareRows(text);
+  absl::StatusOr<ParsedMeasurements> h100 = ParseMeasurements(text, true);
   ASSERT_TRUE(h100.ok()) << h100.status();
   ASSERT_EQ(h100->rows.size(), 45u);
-  absl::StatusOr<ParsedHardwareRows> h200 = ParseHardwareRows(
-      absl::StrReplaceAll(text, {{",h100_sxm,", ",h200_sxm,"}}));
+  for (const MeasuredRow& r : h100->rows)
+    EXPECT_EQ(r.hardware, "h100-sxm-80gb");
+  absl::StatusOr<ParsedMeasurements> h200 = ParseMeasurements(
+      absl::StrReplaceAll(text, {{",h100_sxm,", ",h200_sxm,"}}), true);
   ASSERT_TRUE(h200.ok()) << h200.status();
   EXPECT_TRUE(h200->rows.empty());
   EXPECT_EQ(h200->skipped_held_out_hardware, 45);
-}
-
-// On H100 rows the harness is the calibration's own (same problem, plan and
-// profile), so the figures of both tables are comparable.
-TEST(CalibrationTransferTest, H100RowsPredictAsTheCalibrationHarness) {
-  absl::StatusOr<ParsedHardwareRows> parsed =
-      ParseHardwareRows(DataFile("h100_validation_latency.csv"));
-  ASSERT_TRUE(parsed.ok()) << parsed.status();
-  std::vector<MeasuredRow> rows;
-  for (const HardwareRow& r : parsed->rows) rows.push_back(r.row);
-  absl::StatusOr<std::vector<RowPrediction>> mine =
-      PredictHardwareRows(parsed->rows, CalibrationProfiles());
-  absl::StatusOr<std::vector<RowPrediction>> theirs =
-      PredictRows(rows, CalibrationProfiles());
-  ASSERT_TRUE(mine.ok() && theirs.ok());
-  for (size_t i = 0; i < rows.size(); ++i) {
-    EXPECT_DOUBLE_EQ((*mine)[i].tpot_seconds, (*theirs)[i].tpot_seconds) << i;
-    EXPECT_DOUBLE_EQ((*mine)[i].ttft_seconds, (*theirs)[i].ttft_seconds) << i;
-  }
 }
 
 // Documented out-of-sample figures (percent): hardware, engine, model,
@@ -96,10 +79,10 @@ constexpr double kRegressionPoints = 2.0;
 TEST(CalibrationTransferTest, H100FitOnBlackwellStaysWithinDocumentedErrors) {
   const std::string text = DataFile("blackwell_measured_latency.csv");
   ASSERT_FALSE(text.empty()) << "Blackwell CSV missing";
-  absl::StatusOr<ParsedHardwareRows> parsed = ParseHardwareRows(text);
+  absl::StatusOr<ParsedMeasurements> parsed =
+      ParseMeasurements(text, /*validation_only=*/true);
   ASSERT_TRUE(parsed.ok()) << parsed.status();
   EXPECT_EQ(parsed->skipped_held_out_hardware, 0);
-  EXPECT_EQ(parsed->skipped_unknown_hardware, 0);
   absl::StatusOr<TransferReport> report =
       ComputeTransfer(parsed->rows, CalibrationProfiles());
   ASSERT_TRUE(report.ok()) << report.status();
