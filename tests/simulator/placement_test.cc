@@ -254,9 +254,6 @@ TEST(PlacementTest, Fp4OnHopperIsDequantisedNotAPureFourBitRead) {
   EXPECT_LT(a.weights_bytes, 0.6 * b.weights_bytes);
 }
 
-}  // namespace
-}  // namespace shardplan::simulator
-
 namespace shardplan::simulator {
 namespace {
 
@@ -475,3 +472,6 @@ TEST(PlacementTest, NvlinkDomainIsValidatedWithFieldPaths) {
   ASSERT_TRUE(h100.ok());
   EXPECT_EQ(h100->nvlink_domain_gpus, 8);
 }
+
+}  // namespace
+}  // namespace shardplan::simulator
