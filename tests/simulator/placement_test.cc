@@ -383,9 +383,6 @@ TEST(PlacementTest, StageBoundariesInsideABigNodeRideNvlink) {
   EXPECT_GE(m.output_tokens_per_s, s.output_tokens_per_s);
 }
 
-}  // namespace
-}  // namespace shardplan::simulator
-
 // NVL72 racks (GB200/GB300): nodes of 4 GPUs, one 72-GPU NVLink domain.
 std::unique_ptr<const CostModel> Nvl72(const std::string& model, int gpus,
                                        int nvlink_domain_gpus,
@@ -421,10 +418,11 @@ TEST(PlacementTest, Nvl72GroupsSpanningTraysRideNvlink) {
   const PlanPlacement p = PlacePlan(plan, c, false);
   EXPECT_FALSE(p.tp.spans_nodes());
   EXPECT_NE(NodeOfRank(c, 0), NodeOfRank(c, 7));
-  // A tp 8 x pp 2 replica: the stage boundary stays on NVLink; a replica
-  // that straddles the two racks (96 GPUs from rank 0: ranks 72-95 in rack 2)
-  // crosses.
-  EXPECT_FALSE(PlacePlan(Degrees(9, 1, 8, 2, 1), c, false).p2p_inter_node);
+  // A tp 4 x pp 2 replica: each stage is one tray, the stage boundary
+  // crosses trays but stays on NVLink; a block of 96 GPUs from rank 0 spans
+  // both racks.
+  EXPECT_FALSE(PlacePlan(Degrees(18, 1, 4, 2, 1), c, false).p2p_inter_node);
+  EXPECT_EQ(PlacePlan(Degrees(18, 1, 4, 2, 1), c, false).replica.per_node, 8);
   EXPECT_EQ(ContiguousBlockShape(96, c).nodes, 2);
   EXPECT_EQ(ContiguousBlockShape(72, c).nodes, 1);
   const Evaluation e = rack->Evaluate(plan);
@@ -475,3 +473,6 @@ TEST(PlacementTest, NvlinkDomainIsValidatedWithFieldPaths) {
   ASSERT_TRUE(h100.ok());
   EXPECT_EQ(h100->nvlink_domain_gpus, 8);
 }
+
+}  // namespace
+}  // namespace shardplan::simulator
