@@ -23,10 +23,11 @@
 //   shardplan-calibrate --disagg-csv
 //   simulator/calibration/data/h100_disagg_latency.csv [--rows]
 //                       (accuracy on disaggregated prefill/decode rows)
-//   shardplan-calibrate --transfer-csv FILE... [--rows]
+//   shardplan-calibrate --transfer-csv FILE... [--rows] [--fit-on HARDWARE]
 //                       (aggregated rows of any catalogued GPU, each
 //                       predicted on its own hardware with the compiled-in
-//                       profiles: error per hardware, engine, model, dtype)
+//                       profiles, or with profiles fitted on HARDWARE's rows
+//                       only: error per hardware, engine, model, dtype)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -53,7 +54,8 @@ int Usage() {
          "[--fit] [--rows] [--bands] [--report-dir DIR] [--user-fit "
          "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
          "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n"
-         "       shardplan-calibrate --transfer-csv FILE... [--rows]\n";
+         "       shardplan-calibrate --transfer-csv FILE... [--rows] [--fit-on "
+         "HARDWARE]\n";
   return 2;
 }
 
@@ -359,7 +361,8 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
 
 // --transfer-csv: rows of every catalogued GPU predicted on their own
 // hardware with the compiled-in (H100-fitted) profiles.
-int ReportTransfer(const std::vector<std::string>& paths, bool rows) {
+int ReportTransfer(const std::vector<std::string>& paths, bool rows,
+                   const std::string& fit_on) {
   std::vector<sim::MeasuredRow> all;
   for (const std::string& path : paths) {
     std::optional<sim::ParsedMeasurements> parsed =
@@ -374,8 +377,37 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows) {
             parsed->high_concurrency_rows.size());
     all.insert(all.end(), parsed->rows.begin(), parsed->rows.end());
   }
-  const std::vector<sim::CalibrationProfile>& profiles =
-      sim::CalibrationProfiles();
+  std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
+  if (!fit_on.empty()) {
+    // Leave one hardware out the other way: fit on `fit_on`'s rows (from the
+    // struct defaults, as --fit does), predict every other hardware's.
+    sim::ParsedMeasurements fit_data;
+    std::vector<sim::MeasuredRow> test;
+    for (sim::MeasuredRow r : all) {
+      if (r.hardware == fit_on) {
+        r.held_out_model = r.held_out_row = false;
+        fit_data.rows.push_back(r);
+      } else {
+        test.push_back(r);
+      }
+    }
+    for (sim::CalibrationProfile& p : profiles) {
+      const double kv = p.calibration.kv_reserved_output_fraction;
+      p.calibration = sim::Calibration();
+      p.calibration.kv_reserved_output_fraction = kv;
+    }
+    absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
+        sim::FitCalibration(fit_data, profiles);
+    if (!fitted.ok()) {
+      std::cerr << fitted.status() << "\n";
+      return 1;
+    }
+    profiles = *fitted;
+    std::cout << "Fitted on " << fit_data.rows.size() << " rows of " << fit_on
+              << ":\n";
+    PrintProfiles(profiles);
+    all = test;
+  }
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictRows(all, profiles);
@@ -415,12 +447,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> validation_paths;
   std::string disagg_path;
   bool fit = false, rows = false, bands = false;
-  std::string report_dir, user_fit, base_profile;
+  std::string report_dir, user_fit, base_profile, fit_on;
   int fit_rows = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
       csv_paths.push_back(argv[++i]);
+    } else if (a == "--fit-on" && i + 1 < argc) {
+      fit_on = argv[++i];
     } else if (a == "--transfer-csv" && i + 1 < argc) {
       transfer_paths.push_back(argv[++i]);
     } else if (a == "--disagg-csv" && i + 1 < argc) {
@@ -447,7 +481,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows, fit);
-  if (!transfer_paths.empty()) return ReportTransfer(transfer_paths, rows);
+  if (!transfer_paths.empty())
+    return ReportTransfer(transfer_paths, rows, fit_on);
   if (csv_paths.empty()) return Usage();
   std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;
