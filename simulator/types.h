@@ -249,6 +249,8 @@ enum class InfeasibleReason : uint8_t {
   kTpotSlo,               // value: predicted TPOT s, limit: max TPOT s
   kNoBatchFits,           // concurrency 0 and no batch meets memory and SLOs
   kTransitionTooSlow,     // re-planning: value: transition s, limit: max s
+  kEngineCannotRun,       // the workload's engine cannot launch the layout
+                          // (simulator/engine_capability.h names the rule)
 };
 
 enum class Bottleneck : uint8_t {
