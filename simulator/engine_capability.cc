@@ -29,15 +29,28 @@ namespace {
 // The variables a condition may name (see client/engines/capabilities.yaml).
 const std::vector<std::string>& KnownVariables() {
   static const std::vector<std::string>* const names =
-      new std::vector<std::string>{
-          "role",          "disaggregated",      "moe",
-          "family",        "weight_dtype",       "dp",
-          "tp",            "pp",                 "ep",
-          "instances",     "stage_ranks",        "attention_dp",
-          "attention_tp",  "expert_tp",          "rank_gpus",
-          "rank_gpus_mod_node", "gpus_per_node", "instance_gpus",
-          "instance_nodes", "uneven_nodes",      "prefill_pp",
-          "decode_pp"};
+      new std::vector<std::string>{"role",
+                                   "disaggregated",
+                                   "moe",
+                                   "family",
+                                   "weight_dtype",
+                                   "dp",
+                                   "tp",
+                                   "pp",
+                                   "ep",
+                                   "instances",
+                                   "stage_ranks",
+                                   "attention_dp",
+                                   "attention_tp",
+                                   "expert_tp",
+                                   "rank_gpus",
+                                   "rank_gpus_mod_node",
+                                   "gpus_per_node",
+                                   "instance_gpus",
+                                   "instance_nodes",
+                                   "uneven_nodes",
+                                   "prefill_pp",
+                                   "decode_pp"};
   return *names;
 }
 
@@ -60,18 +73,16 @@ absl::StatusOr<EngineCondition> ParseCondition(const std::string& text,
       absl::StrSplit(text, ' ', absl::SkipWhitespace());
   static const char* const kOps[] = {"==", "!=", "<", "<=", ">", ">="};
   if (parts.size() != 3 ||
-      std::find(std::begin(kOps), std::end(kOps), parts[1]) ==
-          std::end(kOps)) {
+      std::find(std::begin(kOps), std::end(kOps), parts[1]) == std::end(kOps)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s: condition %s is not `VARIABLE OP VALUE` (OP one of == != < <= > "
         ">=)",
         where, QuoteUserText(text)));
   }
   if (!IsKnownVariable(parts[0])) {
-    return absl::InvalidArgumentError(
-        absl::StrFormat("%s: unknown variable %s; known: %s", where,
-                        QuoteUserText(parts[0]),
-                        absl::StrJoin(KnownVariables(), ", ")));
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: unknown variable %s; known: %s", where, QuoteUserText(parts[0]),
+        absl::StrJoin(KnownVariables(), ", ")));
   }
   EngineCondition c;
   c.variable = parts[0];
@@ -157,7 +168,8 @@ Span BlockSpan(const ClusterDims& cluster, int64_t first_rank, int size,
     const int64_t first_node = NodeOfRank(cluster, lo);
     const int64_t last_node = NodeOfRank(cluster, hi - 1);
     if (first_node == last_node) continue;
-    span.nodes = std::max(span.nodes, static_cast<int>(last_node - first_node + 1));
+    span.nodes =
+        std::max(span.nodes, static_cast<int>(last_node - first_node + 1));
     int64_t shared = -1;
     for (int64_t n = first_node; n <= last_node; ++n) {
       const size_t k = static_cast<size_t>(n);
@@ -198,8 +210,7 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   // A dense model's dp ranks are independent copies (own servers); an MoE
   // instance is one server over its dp x tp x pp GPUs.
   const int instance_gpus = moe ? dp * tp * pp : tp * pp;
-  const int instances =
-      std::max(1, instance.replicas) * (moe ? 1 : dp);
+  const int instances = std::max(1, instance.replicas) * (moe ? 1 : dp);
   const int gpus_per_node = std::max(1, c.gpus_per_node);
   const Span span = BlockSpan(c, first_rank, instance_gpus, instances);
   Variables v;
@@ -207,7 +218,8 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   v["disaggregated"] = Number(plan.disaggregated ? 1 : 0);
   v["moe"] = Number(moe ? 1 : 0);
   v["family"] = Word(m.family);
-  v["weight_dtype"] = Word(std::string(DtypeName(problem.workload.weight_dtype)));
+  v["weight_dtype"] =
+      Word(std::string(DtypeName(problem.workload.weight_dtype)));
   v["dp"] = Number(dp);
   v["tp"] = Number(tp);
   v["pp"] = Number(pp);
@@ -223,7 +235,8 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   v["instance_gpus"] = Number(instance_gpus);
   v["instance_nodes"] = Number(span.nodes);
   v["uneven_nodes"] = Number(span.uneven ? 1 : 0);
-  v["prefill_pp"] = Number(plan.disaggregated ? std::max(1, plan.prefill.pp) : 0);
+  v["prefill_pp"] =
+      Number(plan.disaggregated ? std::max(1, plan.prefill.pp) : 0);
   v["decode_pp"] = Number(plan.disaggregated ? std::max(1, plan.pp) : 0);
   return v;
 }
@@ -291,9 +304,9 @@ std::string DescribeInstance(const Variables& v) {
 absl::Status CheckEngineName(absl::string_view engine) {
   const std::vector<std::string>& engines = CapabilityEngines();
   if (std::find(engines.begin(), engines.end(), engine) == engines.end()) {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "workload.engine must be one of %s, got %s",
-        absl::StrJoin(engines, ", "), QuoteUserText(engine)));
+    return absl::InvalidArgumentError(
+        absl::StrFormat("workload.engine must be one of %s, got %s",
+                        absl::StrJoin(engines, ", "), QuoteUserText(engine)));
   }
   return absl::OkStatus();
 }
@@ -329,9 +342,9 @@ absl::StatusOr<std::vector<EngineRule>> ParseEngineRules(
     ASSIGN_OR_RETURN(const std::string effect,
                      StringField(r, "effect", where, true));
     if (effect != "block" && effect != "warn") {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s.effect must be block or warn, got %s", where,
-          QuoteUserText(effect)));
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.effect must be block or warn, got %s", where,
+                          QuoteUserText(effect)));
     }
     rule.block = effect == "block";
     ASSIGN_OR_RETURN(rule.message, StringField(r, "message", where, true));
@@ -482,6 +495,21 @@ std::vector<std::string> EngineWarnings(absl::string_view engine,
     }
   }
   return out;
+}
+
+void AnnotateEngineCapability(const Problem& problem, const PlanDims& plan,
+                              shardplan::v1::Prediction* prediction) {
+  prediction->clear_runnable_engines();
+  for (const std::string& engine : RunnableEngines(problem, plan)) {
+    prediction->add_runnable_engines(engine);
+  }
+  const WorkloadDims& w = problem.workload;
+  if (w.engine.empty()) return;
+  const absl::Status status =
+      CheckEngineCanRun(w.engine, w.engine_version, problem, plan);
+  if (status.ok()) return;
+  prediction->set_feasible(false);
+  prediction->set_infeasible_reason(std::string(status.message()));
 }
 
 }  // namespace shardplan::simulator

@@ -162,8 +162,9 @@ struct WorkloadDims {
   double max_tpot_seconds = 0;  // 0: no SLO
   Dtype weight_dtype = Dtype::kBf16;
   Dtype kv_cache_dtype = Dtype::kBf16;
-  // Serving engine ("" = engine-agnostic), its version (recorded only), and
-  // the calibration profile the cost model uses (resolved by
+  // Serving engine ("" = engine-agnostic), its version ("" = newest; the
+  // capability rules read both, simulator/engine_capability.h), and the
+  // calibration profile the cost model uses (resolved by
   // WorkloadDimsFromProto from the engine or the profile name; "" = neither
   // was given: the default profile). Not read by Evaluate.
   std::string engine;

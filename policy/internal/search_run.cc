@@ -126,14 +126,13 @@ bool SearchRun::EngineCanRun(const simulator::PlanDims& plan) const {
            dims[static_cast<int>(simulator::OpKind::kAttnOut)] ==
                simulator::ShardDim::kBatch;
   };
-  std::string key = absl::StrCat(plan.replicas, ",", plan.dp, ",", plan.tp,
-                                 ",", plan.pp, ",", plan.ep, ",",
-                                 split(plan.dims));
+  std::string key = absl::StrCat(plan.replicas, ",", plan.dp, ",", plan.tp, ",",
+                                 plan.pp, ",", plan.ep, ",", split(plan.dims));
   if (plan.disaggregated) {
     absl::StrAppend(&key, "|", plan.prefill_instances, ",",
                     plan.decode_instances, ",", plan.prefill.dp, ",",
-                    plan.prefill.tp, ",", plan.prefill.pp, ",",
-                    plan.prefill.ep, ",", split(plan.prefill.dims));
+                    plan.prefill.tp, ",", plan.prefill.pp, ",", plan.prefill.ep,
+                    ",", split(plan.prefill.dims));
   }
   auto it = runnable_.find(key);
   if (it != runnable_.end()) return it->second;
