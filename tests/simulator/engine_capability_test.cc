@@ -19,29 +19,23 @@ namespace {
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
-struct Setup {
-  std::string model;
-  int gpus = 8;
-  int gpus_per_node = 8;
-  std::string engine;
-  std::string version;
-  std::string dtype;  // "" = the checkpoint's
-};
-
-Problem MakeProblem(const Setup& s) {
+Problem MakeProblem(const std::string& model, int gpus = 8,
+                    int gpus_per_node = 8, const std::string& engine = "",
+                    const std::string& version = "",
+                    const std::string& dtype = "") {
   shardplan::v1::ModelSource source;
-  source.set_catalog_name(s.model);
+  source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;
   cluster.set_hardware("h100-sxm-80gb");
-  cluster.set_num_gpus(s.gpus);
-  cluster.set_gpus_per_node(s.gpus_per_node);
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(gpus_per_node);
   shardplan::v1::Workload workload;
   workload.set_input_tokens(1024);
   workload.set_output_tokens(256);
   workload.set_concurrency(16);
-  workload.set_weight_dtype(s.dtype);
-  workload.set_engine(s.engine);
-  workload.set_engine_version(s.version);
+  workload.set_weight_dtype(dtype);
+  workload.set_engine(engine);
+  workload.set_engine_version(version);
   absl::StatusOr<Problem> p = ProblemFromProto(source, cluster, workload);
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? *p : Problem();
@@ -165,14 +159,14 @@ TEST(EngineCapabilityTest, VersionsCompareNumerically) {
   EXPECT_TRUE(ValidateEngineVersion("1.1.0rc2", "v").ok());
   EXPECT_EQ(ValidateEngineVersion("latest", "workload.engine_version").code(),
             absl::StatusCode::kInvalidArgument);
-  EXPECT_EQ(CheckEngineCanRun("tgi", "", MakeProblem({"llama-3.1-8b"}),
+  EXPECT_EQ(CheckEngineCanRun("tgi", "", MakeProblem("llama-3.1-8b"),
                               Agg(1, 8, 1, 1, 1))
                 .code(),
             absl::StatusCode::kInvalidArgument);
 }
 
 TEST(EngineCapabilityTest, SglangPipelineWithDpAttention) {
-  const Problem p = MakeProblem({"deepseek-v3", 16, 8});
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
   ExpectBlocked("sglang", "", p, Agg(1, 8, 1, 2, 8),
                 "sglang-pp-with-dp-attention", "sglang/issues/9805");
   ExpectRuns("sglang", "", p, Agg(1, 1, 8, 2, 8));
@@ -183,14 +177,14 @@ TEST(EngineCapabilityTest, SglangPipelineWithDpAttention) {
 }
 
 TEST(EngineCapabilityTest, SglangPipelineNeedsARecentRelease) {
-  const Problem p = MakeProblem({"llama-3.1-70b", 16, 8});
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   ExpectBlocked("sglang", "0.4.9", p, Agg(1, 1, 8, 2, 1),
                 "sglang-pp-before-0.4.10", "sglang/issues/4059");
   ExpectRuns("sglang", "0.4.10", p, Agg(1, 1, 8, 2, 1));
 }
 
 TEST(EngineCapabilityTest, SglangDecodeServerWithPipeline) {
-  const Problem p = MakeProblem({"llama-3.1-70b", 16, 8});
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   const PlanDims plan = Disagg(2, Agg(1, 1, 4, 1, 1), 1, Agg(1, 1, 4, 2, 1));
   ExpectBlocked("sglang", "", p, plan, "sglang-decode-pp",
                 "sglang/issues/8424");
@@ -200,7 +194,7 @@ TEST(EngineCapabilityTest, SglangDecodeServerWithPipeline) {
 }
 
 TEST(EngineCapabilityTest, SglangPrefillPipelineBefore05) {
-  const Problem p = MakeProblem({"llama-3.1-70b", 16, 8});
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   const PlanDims plan = Disagg(1, Agg(1, 1, 4, 2, 1), 2, Agg(1, 1, 4, 1, 1));
   ExpectBlocked("sglang", "0.4.10", p, plan, "sglang-prefill-pp-before-0.5",
                 "sglang/pull/8846");
@@ -208,7 +202,7 @@ TEST(EngineCapabilityTest, SglangPrefillPipelineBefore05) {
 }
 
 TEST(EngineCapabilityTest, SglangDisaggregationFrom046) {
-  const Problem p = MakeProblem({"llama-3.1-70b", 16, 8});
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   const PlanDims plan = Disagg(2, Agg(1, 1, 4, 1, 1), 2, Agg(1, 1, 4, 1, 1));
   ExpectBlocked("sglang", "0.4.5", p, plan,
                 "sglang-disaggregation-before-0.4.6", "sglang/issues/4655");
@@ -216,46 +210,44 @@ TEST(EngineCapabilityTest, SglangDisaggregationFrom046) {
 }
 
 TEST(EngineCapabilityTest, SglangGptOssHasNoDpAttention) {
-  const Problem p = MakeProblem({"gpt-oss-120b", 4, 8});
+  const Problem p = MakeProblem("gpt-oss-120b", 4, 8);
   ExpectBlocked("sglang", "", p, Agg(1, 4, 1, 1, 4),
                 "sglang-gpt-oss-dp-attention", "sglang/pull/9308");
   ExpectRuns("sglang", "", p, Agg(1, 1, 4, 1, 4));
   // Another MoE model with the same layout runs.
-  ExpectRuns("sglang", "",
-             MakeProblem({"qwen3-235b-a22b", 8, 8, "", "", "fp8"}),
+  ExpectRuns("sglang", "", MakeProblem("qwen3-235b-a22b", 8, 8, "", "", "fp8"),
              Agg(1, 8, 1, 1, 8));
 }
 
 TEST(EngineCapabilityTest, SglangServerMustSplitEvenlyOverItsNodes) {
   // 12 GPUs on nodes of 8: the last node is partial, so a 12-GPU server has
   // 8 GPUs on one node and 4 on the other.
-  const Problem p = MakeProblem({"llama-3.1-70b", 12, 8});
+  const Problem p = MakeProblem("llama-3.1-70b", 12, 8);
   ExpectBlocked("sglang", "", p, Agg(1, 1, 4, 3, 1), "sglang-uneven-nodes",
                 "entrypoints/engine.py");
   // Three 4-GPU copies never span a node boundary unevenly (0-3, 4-7, 8-11).
   ExpectRuns("sglang", "", p, Agg(1, 3, 4, 1, 1));
   ExpectRuns("vllm", "", p, Agg(1, 1, 4, 3, 1));
-  ExpectRuns("sglang", "", MakeProblem({"llama-3.1-70b", 16, 8}),
+  ExpectRuns("sglang", "", MakeProblem("llama-3.1-70b", 16, 8),
              Agg(1, 1, 8, 2, 1));
 }
 
 TEST(EngineCapabilityTest, SglangDeepEpWithBf16IsAWarningNotABlock) {
-  const Problem p =
-      MakeProblem({"qwen3-235b-a22b", 16, 8, "sglang", "", "bf16"});
+  const Problem p = MakeProblem("qwen3-235b-a22b", 16, 8, "sglang", "", "bf16");
   const PlanDims plan = Agg(1, 16, 1, 1, 16);
   ExpectRuns("sglang", "", p, plan);
   const std::vector<std::string> warnings =
       EngineWarnings("sglang", "", p, plan);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_THAT(warnings[0], HasSubstr("sglang-deepep-bf16"));
-  EXPECT_TRUE(EngineWarnings(
-                  "sglang", "",
-                  MakeProblem({"qwen3-235b-a22b", 16, 8, "", "", "fp8"}), plan)
-                  .empty());
+  EXPECT_TRUE(
+      EngineWarnings("sglang", "",
+                     MakeProblem("qwen3-235b-a22b", 16, 8, "", "", "fp8"), plan)
+          .empty());
 }
 
 TEST(EngineCapabilityTest, VllmNixlConnectorHasNoPipeline) {
-  const Problem p = MakeProblem({"llama-3.1-70b", 16, 8});
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   ExpectBlocked("vllm", "", p,
                 Disagg(1, Agg(1, 1, 4, 2, 1), 2, Agg(1, 1, 4, 1, 1)),
                 "vllm-nixl-pp", "vllm/issues/52913");
@@ -269,7 +261,7 @@ TEST(EngineCapabilityTest, VllmNixlConnectorHasNoPipeline) {
 }
 
 TEST(EngineCapabilityTest, VllmExpertParallelIsTheWholeGroup) {
-  const Problem p = MakeProblem({"deepseek-v3", 8, 8});
+  const Problem p = MakeProblem("deepseek-v3", 8, 8);
   ExpectBlocked("vllm", "", p, Agg(1, 8, 1, 1, 4), "vllm-ep-size",
                 "fused_moe/config.py");
   ExpectRuns("vllm", "", p, Agg(1, 8, 1, 1, 8));
@@ -279,22 +271,22 @@ TEST(EngineCapabilityTest, VllmExpertParallelIsTheWholeGroup) {
 }
 
 TEST(EngineCapabilityTest, VllmDataParallelWithPipeline) {
-  const Problem p = MakeProblem({"deepseek-v3", 16, 8});
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
   ExpectBlocked("vllm", "", p, Agg(1, 8, 1, 2, 8), "vllm-dp-pp",
                 "vllm/issues/27778");
   ExpectRuns("vllm", "", p, Agg(1, 1, 8, 2, 8));
   // Dense dp ranks are independent copies, not DP attention.
-  ExpectRuns("vllm", "", MakeProblem({"llama-3.1-70b", 16, 8}),
+  ExpectRuns("vllm", "", MakeProblem("llama-3.1-70b", 16, 8),
              Agg(1, 2, 4, 2, 1));
 }
 
 TEST(EngineCapabilityTest, VllmRaySpanNeedsWholeNodesPerRank) {
   // Nodes of 6 GPUs: a DP rank of tp 8 takes one and a third nodes.
-  const Problem six = MakeProblem({"qwen3-235b-a22b", 16, 6, "", "", "fp8"});
+  const Problem six = MakeProblem("qwen3-235b-a22b", 16, 6, "", "", "fp8");
   ExpectBlocked("vllm", "", six, Agg(1, 2, 8, 1, 16),
                 "vllm-ray-span-node-multiple", "vllm/v1/engine/utils.py");
   // Nodes of 4: two whole nodes per rank, which span packing places.
-  const Problem four = MakeProblem({"qwen3-235b-a22b", 16, 4, "", "", "fp8"});
+  const Problem four = MakeProblem("qwen3-235b-a22b", 16, 4, "", "", "fp8");
   ExpectRuns("vllm", "", four, Agg(1, 2, 8, 1, 16));
   ExpectRuns("vllm", "0.12.0", four, Agg(1, 2, 8, 1, 16));
   // Before 0.12 a DP rank cannot span nodes at all.
@@ -305,7 +297,7 @@ TEST(EngineCapabilityTest, VllmRaySpanNeedsWholeNodesPerRank) {
 }
 
 TEST(EngineCapabilityTest, TrtllmAttentionDpWithTensorParallel) {
-  const Problem p = MakeProblem({"deepseek-v3", 16, 8});
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
   ExpectBlocked("trtllm", "", p, Agg(1, 2, 8, 1, 16),
                 "trtllm-attention-dp-with-tp", "TensorRT-LLM/pull/3370");
   ExpectRuns("trtllm", "", p, Agg(1, 16, 1, 1, 16));
@@ -319,7 +311,7 @@ TEST(EngineCapabilityTest, TrtllmAttentionDpWithTensorParallel) {
 }
 
 TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {
-  const Problem p = MakeProblem({"deepseek-v3", 16, 8});
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
   // DP attention with pp: SGLang crashes, vLLM has no DP x PP; TensorRT-LLM
   // runs attention DP 8 (tp 1) with two stages.
   EXPECT_THAT(RunnableEngines(p, Agg(1, 8, 1, 2, 8)), ElementsAre("trtllm"));
@@ -329,12 +321,12 @@ TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {
   EXPECT_TRUE(RunnableEngines(p, Agg(1, 2, 4, 2, 8)).empty());
   EXPECT_FALSE(WorkloadEngineCanRun(p, Agg(1, 2, 4, 2, 8)));
   EXPECT_TRUE(WorkloadEngineCanRun(p, Agg(1, 8, 1, 2, 8)));
-  EXPECT_FALSE(WorkloadEngineCanRun(MakeProblem({"deepseek-v3", 16, 8, "vllm"}),
+  EXPECT_FALSE(WorkloadEngineCanRun(MakeProblem("deepseek-v3", 16, 8, "vllm"),
                                     Agg(1, 8, 1, 2, 8)));
 }
 
 TEST(EngineCapabilityTest, AnnotatedPredictionNamesTheRule) {
-  const Problem p = MakeProblem({"deepseek-v3", 16, 8, "sglang", "0.5.6"});
+  const Problem p = MakeProblem("deepseek-v3", 16, 8, "sglang", "0.5.6");
   shardplan::v1::Prediction prediction;
   prediction.set_feasible(true);
   AnnotateEngineCapability(p, Agg(1, 8, 1, 2, 8), &prediction);
