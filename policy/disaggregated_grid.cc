@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "policy/internal/pareto_archive.h"
+#include "simulator/engine_capability.h"
 #include "simulator/placement.h"
 
 namespace shardplan::policy {
@@ -68,7 +69,11 @@ std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
               p.tp = dl.tp;
               p.pp = dl.pp;
               p.ep = dl.ep;
-              if (model.ValidatePlan(p).ok()) out.push_back(p);
+              // Only layouts the workload's engine can launch.
+              if (model.ValidatePlan(p).ok() &&
+                  simulator::WorkloadEngineCanRun(model.problem(), p)) {
+                out.push_back(p);
+              }
               if (out.size() >= limit) return out;
             }
           }

@@ -13,6 +13,7 @@
 #include "absl/strings/string_view.h"
 #include "glog/logging.h"
 #include "simulator/disaggregated.h"
+#include "simulator/engine_capability.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
 
@@ -253,6 +254,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::Create(
       space->batch_masks_.push_back(masks.batch);
     });
   }
+  RETURN_IF_ERROR(space->KeepTuplesTheEngineRuns());
   if (space->degrees_.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "no valid (replicas, dp, tp, pp, ep) for %s on %d GPUs", m.name, n));
@@ -365,6 +367,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
       }
     }
   }
+  RETURN_IF_ERROR(space->KeepTuplesTheEngineRuns());
   if (space->degrees_.empty()) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "no valid disaggregated plan (prefill and decode pools) for %s on %d "
@@ -373,6 +376,57 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
   }
   space->ComputeSize();
   return std::unique_ptr<const PlanSpace>(std::move(space));
+}
+
+simulator::PlanDims PlanSpace::TuplePlan(int tuple) const {
+  Decisions d{};
+  d[kDegreesDecision] = tuple;
+  const simulator::ShardDims megatron = simulator::MegatronShardDims();
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+    d[kFirstOpDecision + o] = static_cast<int>(megatron[o]);
+    if (disaggregated_)
+      d[kFirstPrefillOpDecision + o] = static_cast<int>(megatron[o]);
+  }
+  return Decode(d);
+}
+
+absl::Status PlanSpace::KeepTuplesTheEngineRuns() {
+  const simulator::Problem& p = model_->problem();
+  size_t kept = 0;
+  absl::Status first_refusal = absl::OkStatus();
+  for (size_t t = 0; t < degrees_.size(); ++t) {
+    const PlanDims plan = TuplePlan(static_cast<int>(t));
+    if (!simulator::WorkloadEngineCanRun(p, plan)) {
+      if (first_refusal.ok() && !p.workload.engine.empty()) {
+        first_refusal = simulator::CheckEngineCanRun(
+            p.workload.engine, p.workload.engine_version, p, plan);
+      }
+      continue;
+    }
+    degrees_[kept] = degrees_[t];
+    op_masks_[kept] = op_masks_[t];
+    if (!prefill_op_masks_.empty())
+      prefill_op_masks_[kept] = prefill_op_masks_[t];
+    micro_masks_[kept] = micro_masks_[t];
+    batch_masks_[kept] = batch_masks_[t];
+    ++kept;
+  }
+  if (kept == 0 && !degrees_.empty()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "no %s plan of %s on %d GPUs that %s can launch; e.g. %s",
+        disaggregated_ ? "disaggregated" : "aggregated", p.model.name,
+        p.cluster.num_gpus,
+        p.workload.engine.empty() ? std::string("any engine")
+                                  : p.workload.engine,
+        first_refusal.ok() ? "no engine can run any layout"
+                           : first_refusal.message()));
+  }
+  degrees_.resize(kept);
+  op_masks_.resize(kept);
+  if (!prefill_op_masks_.empty()) prefill_op_masks_.resize(kept);
+  micro_masks_.resize(kept);
+  batch_masks_.resize(kept);
+  return absl::OkStatus();
 }
 
 void PlanSpace::ComputeSize() {

@@ -228,6 +228,15 @@ class PlanSpace {
   // a 64-bit mask); Create* fill it.
   static absl::StatusOr<std::unique_ptr<PlanSpace>> NewEmpty(
       const simulator::CostModel& model);
+  // The plan of degree tuple `tuple` with Megatron's operator dims and the
+  // first batch choice (for checks that depend on the degrees only).
+  simulator::PlanDims TuplePlan(int tuple) const;
+  // Drops the degree tuples the workload's engine cannot launch (with no
+  // engine named: that no engine can; simulator/engine_capability.h), judged
+  // with Megatron's dims; SearchRun re-checks each evaluated plan, whose
+  // batch-split attention can change that. FAILED_PRECONDITION naming the
+  // engine and a rule when it drops every tuple.
+  absl::Status KeepTuplesTheEngineRuns();
   void ComputeSize();
   bool ForEachFrom(Decisions& d, int decision,
                    const std::function<bool(const Decisions&)>& fn) const;

@@ -19,6 +19,7 @@
 #include "server/status_util.h"
 #include "server/update_queue.h"
 #include "simulator/cost_model.h"
+#include "simulator/engine_capability.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
 #include "simulator/user_text.h"
@@ -89,6 +90,14 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     policy::ScoredPlan baseline;
     baseline.plan = simulator::MegatronPlan(cost_model);
     baseline.evaluation = cost_model.Evaluate(baseline.plan);
+    // MegatronPlan prefers layouts the engine runs; when none is, the
+    // baseline says so rather than being offered.
+    if (baseline.evaluation.feasible &&
+        !simulator::WorkloadEngineCanRun(cost_model.problem(), baseline.plan)) {
+      baseline.evaluation.feasible = false;
+      baseline.evaluation.reason =
+          simulator::InfeasibleReason::kEngineCannotRun;
+    }
     baseline_tps_ = Throughput(baseline.evaluation);
     deps_.metrics->cost_model_evaluations().Increment();
     PlanUpdate first = MakeUpdate(baseline, /*evaluations=*/1, "baseline");
@@ -245,6 +254,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     *update.mutable_plan() = simulator::PlanToProto(scored.plan, problem);
     *update.mutable_prediction() =
         simulator::PredictionToProto(scored.evaluation, problem);
+    simulator::AnnotateEngineCapability(problem, scored.plan,
+                                        update.mutable_prediction());
     update.set_evaluations(evaluations);
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     update.set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
@@ -332,12 +343,18 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
           simulator::PlanToProto(outcome.best_aggregated->plan, problem);
       *summary_.mutable_best_aggregated() = simulator::PredictionToProto(
           outcome.best_aggregated->evaluation, problem);
+      simulator::AnnotateEngineCapability(problem,
+                                          outcome.best_aggregated->plan,
+                                          summary_.mutable_best_aggregated());
     }
     if (outcome.best_disaggregated.has_value()) {
       *summary_.mutable_best_disaggregated_plan() =
           simulator::PlanToProto(outcome.best_disaggregated->plan, problem);
       *summary_.mutable_best_disaggregated() = simulator::PredictionToProto(
           outcome.best_disaggregated->evaluation, problem);
+      simulator::AnnotateEngineCapability(
+          problem, outcome.best_disaggregated->plan,
+          summary_.mutable_best_disaggregated());
     }
     *update.mutable_summary() = summary_;
     for (const policy::ScoredPlan& scored : outcome.frontier) {
@@ -345,6 +362,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       *point->mutable_plan() = simulator::PlanToProto(scored.plan, problem);
       *point->mutable_prediction() =
           simulator::PredictionToProto(scored.evaluation, problem);
+      simulator::AnnotateEngineCapability(problem, scored.plan,
+                                          point->mutable_prediction());
       point->set_output_tokens_per_s_per_gpu(
           scored.evaluation.output_tokens_per_s_per_gpu);
       point->set_tokens_per_s_per_user(
@@ -356,6 +375,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       *top->mutable_plan() = simulator::PlanToProto(scored.plan, problem);
       *top->mutable_prediction() =
           simulator::PredictionToProto(scored.evaluation, problem);
+      simulator::AnnotateEngineCapability(problem, scored.plan,
+                                          top->mutable_prediction());
       top->set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
     }
     return update;

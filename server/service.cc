@@ -15,6 +15,7 @@
 #include "server/request_decoding.h"
 #include "server/status_util.h"
 #include "server/validation.h"
+#include "simulator/engine_capability.h"
 #include "simulator/spec.h"
 #include "simulator/types.h"
 #include "simulator/user_text.h"
@@ -259,6 +260,9 @@ grpc::ServerUnaryReactor* PlannerService::EvaluatePlan(
         simulator::PlanToProto(validated->plan, problem);
     *response->mutable_prediction() =
         simulator::PredictionToProto(evaluation, problem);
+    // A plan the named engine cannot launch is infeasible, naming the rule.
+    simulator::AnnotateEngineCapability(problem, validated->plan,
+                                        response->mutable_prediction());
     *response->mutable_model() = simulator::ModelSpecFromDims(problem.model);
   }
   deps_.metrics->CountEvaluateRequest(status.code());

@@ -29,11 +29,14 @@
 //     for this layout within memory and the SLOs — the baseline gets a fair
 //     batch choice.
 // If a rule yields a plan ValidatePlan rejects (e.g. tp not dividing the MLP
-// width), tp is halved until it passes.
+// width), or one the workload's engine cannot launch (with no engine named:
+// that no engine can; simulator/engine_capability.h), tp is halved until it
+// passes.
 #include "simulator/megatron.h"
 
 #include <algorithm>
 
+#include "simulator/engine_capability.h"
 #include "simulator/placement.h"
 
 namespace shardplan::simulator {
@@ -97,6 +100,7 @@ PlanDims MegatronPlan(const CostModel& model) {
       plan.micro_batches = 0;
       plan.batch_size = 0;
       if (!model.ValidatePlan(plan).ok()) continue;
+      if (!WorkloadEngineCanRun(model.problem(), plan)) continue;
       if (tp > c.gpus_per_node &&
           PlacePlan(plan, c, m.is_moe()).tp.spans_nodes()) {
         continue;

@@ -24,6 +24,7 @@
 #include "proto/spec_text.h"
 #include "simulator/calibration.h"
 #include "simulator/disaggregated.h"
+#include "simulator/engine_capability.h"
 #include "simulator/internal/catalog_data.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
@@ -728,12 +729,14 @@ absl::StatusOr<std::string> ResolveCalibrationProfile(
         "%s",
         absl::StrJoin(engines, ", "), QuoteUserText(engine)));
   }
-  // Recorded only, but bounded like any other user text.
+  // Bounded like any other user text; read by the capability rules.
   if (workload.engine_version().size() > 64) {
     return absl::InvalidArgumentError(absl::StrCat(
         "workload.engine_version must be at most 64 characters, got ",
         workload.engine_version().size()));
   }
+  RETURN_IF_ERROR(ValidateEngineVersion(workload.engine_version(),
+                                        "workload.engine_version"));
   const std::string& name = workload.calibration_profile();
   if (name.empty()) {
     // Engine-agnostic: "" (the engine-agnostic profile, and the error bars

@@ -253,6 +253,9 @@ std::string InfeasibleReasonText(const Evaluation& e) {
           "moving from the running plan takes %.1f s, over the %.1f s limit "
           "(options.max_transition_seconds)",
           e.reason_value, e.reason_limit);
+    case InfeasibleReason::kEngineCannotRun:
+      return "the workload's engine cannot launch this layout (see "
+             "docs/cli-and-emit.md, engine capability)";
   }
   return "infeasible";
 }

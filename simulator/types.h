@@ -204,8 +204,9 @@ struct WorkloadDims {
   double max_tpot_seconds = 0;  // 0: no SLO
   Dtype weight_dtype = Dtype::kBf16;
   Dtype kv_cache_dtype = Dtype::kBf16;
-  // Serving engine ("" = engine-agnostic), its version (recorded only), and
-  // the calibration profile the cost model uses (resolved by
+  // Serving engine ("" = engine-agnostic), its version ("" = newest; the
+  // capability rules read both, simulator/engine_capability.h), and the
+  // calibration profile the cost model uses (resolved by
   // WorkloadDimsFromProto from the engine or the profile name; "" = neither
   // was given: the default profile). Not read by Evaluate.
   std::string engine;
@@ -291,6 +292,8 @@ enum class InfeasibleReason : uint8_t {
   kTpotSlo,               // value: predicted TPOT s, limit: max TPOT s
   kNoBatchFits,           // concurrency 0 and no batch meets memory and SLOs
   kTransitionTooSlow,     // re-planning: value: transition s, limit: max s
+  kEngineCannotRun,       // the workload's engine cannot launch the layout
+                          // (simulator/engine_capability.h names the rule)
 };
 
 enum class Bottleneck : uint8_t {

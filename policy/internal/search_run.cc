@@ -5,8 +5,10 @@
 #include <cmath>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "policy/eval_pool.h"
+#include "simulator/engine_capability.h"
 #include "simulator/megatron.h"
 #include "simulator/status_macros.h"
 
@@ -102,9 +104,41 @@ ScoredPlan SearchRun::Score(const simulator::PlanDims& plan,
     penalty = simulator::ApplyTransitionObjective(*options_.transition, plan,
                                                   &s.evaluation);
   }
+  if (s.evaluation.feasible && !EngineCanRun(plan)) {
+    s.evaluation.feasible = false;
+    s.evaluation.reason = simulator::InfeasibleReason::kEngineCannotRun;
+    s.evaluation.reason_value = 0;
+    s.evaluation.reason_limit = 0;
+  }
   s.reward = RewardFor(s.evaluation, reference_);
   if (penalty > 0) s.reward = std::max(kFeasibleFloor, s.reward - penalty);
   return s;
+}
+
+bool SearchRun::EngineCanRun(const simulator::PlanDims& plan) const {
+  // What the rules read of a plan: degrees, instance counts and whether
+  // attention is batch-split (simulator/engine_capability.h).
+  auto split = [](const simulator::ShardDims& dims) {
+    return dims[static_cast<int>(simulator::OpKind::kQkv)] ==
+               simulator::ShardDim::kBatch &&
+           dims[static_cast<int>(simulator::OpKind::kAttention)] ==
+               simulator::ShardDim::kBatch &&
+           dims[static_cast<int>(simulator::OpKind::kAttnOut)] ==
+               simulator::ShardDim::kBatch;
+  };
+  std::string key = absl::StrCat(plan.replicas, ",", plan.dp, ",", plan.tp, ",",
+                                 plan.pp, ",", plan.ep, ",", split(plan.dims));
+  if (plan.disaggregated) {
+    absl::StrAppend(&key, "|", plan.prefill_instances, ",",
+                    plan.decode_instances, ",", plan.prefill.dp, ",",
+                    plan.prefill.tp, ",", plan.prefill.pp, ",", plan.prefill.ep,
+                    ",", split(plan.prefill.dims));
+  }
+  auto it = runnable_.find(key);
+  if (it != runnable_.end()) return it->second;
+  const bool ok = simulator::WorkloadEngineCanRun(model_.problem(), plan);
+  runnable_.emplace(std::move(key), ok);
+  return ok;
 }
 
 void SearchRun::Consider(const ScoredPlan& scored, const Decisions* decisions) {

@@ -107,8 +107,13 @@ class SearchRun {
   // frontier_size x candidates extra cost-model calls, outside the budget;
   // nothing when the workload fixes the concurrency.
   void FillFrontier();
+  // The plan scored; infeasible (kEngineCannotRun) when the workload's engine
+  // cannot launch it (any engine when none is named): plans from outside the
+  // space (warm starts) and batch-split attention, which the space's
+  // per-tuple check cannot see.
   ScoredPlan Score(const simulator::PlanDims& plan,
                    const simulator::Evaluation& e) const;
+  bool EngineCanRun(const simulator::PlanDims& plan) const;
 
   const simulator::CostModel& model_;
   SearchOptions options_;
@@ -126,6 +131,8 @@ class SearchRun {
   EliteHistory elite_;
   ParetoArchive frontier_;
   std::unordered_map<uint64_t, ScoredPlan> cache_;
+  // EngineCanRun by layout (degrees and attention split), search thread only.
+  mutable std::unordered_map<std::string, bool> runnable_;
   bool use_cache_ = true;
   int distinct_ = 0;  // distinct plans of the space evaluated
   int evaluations_ = 0;

@@ -670,5 +670,81 @@ TEST_F(ServiceTest, RlWithoutItsLibraryIsFailedPrecondition) {
               ::testing::HasSubstr("available: megatron, random"));
 }
 
+// EvaluatePlan of a layout the named engine cannot launch: infeasible, the
+// reason naming the rule and its source; runnableEngines lists who can.
+TEST_F(ServiceTest, EvaluatePlanSaysWhichEngineCannotRunThePlan) {
+  StartServer();
+  shardplan::v1::EvaluateRequest evaluate;
+  evaluate.mutable_model()->set_catalog_name("deepseek-v3");
+  evaluate.mutable_cluster()->set_hardware("h100-sxm-80gb");
+  evaluate.mutable_cluster()->set_num_gpus(16);
+  evaluate.mutable_cluster()->set_gpus_per_node(8);
+  evaluate.mutable_workload()->set_input_tokens(1024);
+  evaluate.mutable_workload()->set_output_tokens(256);
+  evaluate.mutable_workload()->set_concurrency(16);
+  evaluate.mutable_workload()->set_engine("sglang");
+  evaluate.mutable_workload()->set_engine_version("0.5.6");
+  shardplan::v1::Plan* plan = evaluate.mutable_plan();
+  plan->set_dp(8);
+  plan->set_tp(1);
+  plan->set_pp(2);
+  plan->set_ep(8);
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->EvaluatePlan(&context, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_FALSE(response.prediction().feasible());
+  EXPECT_THAT(response.prediction().infeasible_reason(),
+              HasSubstr("rule sglang-pp-with-dp-attention"));
+  EXPECT_THAT(response.prediction().infeasible_reason(),
+              HasSubstr("sglang/issues/9805"));
+  EXPECT_THAT(response.prediction().runnable_engines(),
+              ::testing::ElementsAre("trtllm"));
+  // The same plan for TensorRT-LLM: predicted as usual.
+  evaluate.mutable_workload()->set_engine("trtllm");
+  evaluate.mutable_workload()->set_engine_version("");
+  grpc::ClientContext context2;
+  status = stub_->EvaluatePlan(&context2, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_THAT(response.prediction().infeasible_reason(),
+              ::testing::Not(HasSubstr("rule ")));
+  // A version that is not a release number.
+  evaluate.mutable_workload()->set_engine_version("latest");
+  grpc::ClientContext context3;
+  status = stub_->EvaluatePlan(&context3, evaluate, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(), HasSubstr("workload.engine_version"));
+}
+
+// Every streamed plan lists the engines that can launch it; with an engine
+// named, that engine is among them for every plan, top plan and frontier
+// point; with none, each lists at least one.
+TEST_F(ServiceTest, StreamedPlansListTheEnginesThatCanRunThem) {
+  real_searchers_ = true;
+  StartServer();
+  for (const std::string engine : {"", "sglang", "vllm", "trtllm"}) {
+    SCOPED_TRACE(engine);
+    shardplan::v1::PlanRequest request = MakePlanRequest("deepseek-v3", 16);
+    request.mutable_workload()->set_engine(engine);
+    request.mutable_options()->set_max_evaluations(200);
+    StreamResult result = Plan(request);
+    ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+    ASSERT_FALSE(result.updates.empty());
+    auto check = [&](const shardplan::v1::Prediction& p) {
+      if (!p.feasible()) return;
+      EXPECT_FALSE(p.runnable_engines().empty());
+      if (!engine.empty()) {
+        EXPECT_THAT(p.runnable_engines(), ::testing::Contains(engine));
+      }
+    };
+    for (const PlanUpdate& update : result.updates) {
+      check(update.prediction());
+      for (const auto& top : update.top_plans()) check(top.prediction());
+      for (const auto& point : update.frontier()) check(point.prediction());
+    }
+    EXPECT_TRUE(result.updates.back().prediction().feasible());
+  }
+}
+
 }  // namespace
 }  // namespace shardplan::server

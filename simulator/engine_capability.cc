@@ -1,0 +1,515 @@
+// Engine capability rules: parsing the compiled-in table and evaluating it on
+// a plan's engine instances (simulator/engine_capability.h).
+#include "simulator/engine_capability.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <map>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "nlohmann/json.hpp"
+#include "proto/spec_text.h"
+#include "simulator/disaggregated.h"
+#include "simulator/internal/engine_capability_data.h"
+#include "simulator/placement.h"
+#include "simulator/status_macros.h"
+#include "simulator/user_text.h"
+
+namespace shardplan::simulator {
+namespace {
+
+// The variables a condition may name (see client/engines/capabilities.yaml).
+const std::vector<std::string>& KnownVariables() {
+  static const std::vector<std::string>* const names =
+      new std::vector<std::string>{"role",
+                                   "disaggregated",
+                                   "moe",
+                                   "family",
+                                   "weight_dtype",
+                                   "dp",
+                                   "tp",
+                                   "pp",
+                                   "ep",
+                                   "instances",
+                                   "stage_ranks",
+                                   "attention_dp",
+                                   "attention_tp",
+                                   "expert_tp",
+                                   "rank_gpus",
+                                   "rank_gpus_mod_node",
+                                   "gpus_per_node",
+                                   "instance_gpus",
+                                   "instance_nodes",
+                                   "uneven_nodes",
+                                   "prefill_pp",
+                                   "decode_pp"};
+  return *names;
+}
+
+bool IsKnownVariable(absl::string_view name) {
+  const std::vector<std::string>& names = KnownVariables();
+  return std::find(names.begin(), names.end(), name) != names.end();
+}
+
+// A variable's value: a number, or a word (role, family, weight_dtype).
+struct Value {
+  bool is_number = true;
+  double number = 0;
+  std::string word;
+};
+using Variables = std::map<std::string, Value>;
+
+absl::StatusOr<EngineCondition> ParseCondition(const std::string& text,
+                                               const std::string& where) {
+  std::vector<std::string> parts =
+      absl::StrSplit(text, ' ', absl::SkipWhitespace());
+  static const char* const kOps[] = {"==", "!=", "<", "<=", ">", ">="};
+  if (parts.size() != 3 ||
+      std::find(std::begin(kOps), std::end(kOps), parts[1]) == std::end(kOps)) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: condition %s is not `VARIABLE OP VALUE` (OP one of == != < <= > "
+        ">=)",
+        where, QuoteUserText(text)));
+  }
+  if (!IsKnownVariable(parts[0])) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "%s: unknown variable %s; known: %s", where, QuoteUserText(parts[0]),
+        absl::StrJoin(KnownVariables(), ", ")));
+  }
+  EngineCondition c;
+  c.variable = parts[0];
+  c.op = parts[1];
+  c.value = parts[2];
+  c.is_number = absl::SimpleAtod(c.value, &c.number);
+  c.is_variable = !c.is_number && IsKnownVariable(c.value);
+  return c;
+}
+
+absl::StatusOr<std::string> StringField(const nlohmann::json& rule,
+                                        const char* key,
+                                        const std::string& where,
+                                        bool required) {
+  if (!rule.contains(key) || rule.at(key).is_null()) {
+    if (required) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s: missing %s", where, key));
+    }
+    return std::string();
+  }
+  if (!rule.at(key).is_string()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.%s must be a string", where, key));
+  }
+  std::string value = rule.at(key).get<std::string>();
+  if (required && value.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("%s.%s must not be empty", where, key));
+  }
+  return value;
+}
+
+// Leading-digit components of a dotted version ("0.5.0rc1" -> 0, 5, 0).
+std::vector<long> VersionParts(absl::string_view version) {
+  std::vector<long> out;
+  for (absl::string_view part : absl::StrSplit(version, '.')) {
+    long n = 0;
+    size_t i = 0;
+    while (i < part.size() && absl::ascii_isdigit(part[i])) {
+      n = std::min(n * 10 + (part[i] - '0'), 1000000L);
+      ++i;
+    }
+    out.push_back(n);
+    if (i < part.size()) break;  // "0rc1": the rest is a pre-release tag
+  }
+  return out;
+}
+
+// -1, 0, 1 as a < b, ==, >; missing components are 0.
+int CompareVersions(absl::string_view a, absl::string_view b) {
+  const std::vector<long> x = VersionParts(a), y = VersionParts(b);
+  for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
+    const long p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
+    if (p != q) return p < q ? -1 : 1;
+  }
+  return 0;
+}
+
+// Nodes spanned by `count` contiguous blocks of `size` ranks from
+// `first_rank`: the most any block spans, and whether some block spans nodes
+// holding different numbers of its ranks.
+struct Span {
+  int nodes = 1;
+  bool uneven = false;
+};
+Span BlockSpan(const ClusterDims& cluster, int64_t first_rank, int size,
+               int count) {
+  // First rank of every node, and one past the last.
+  std::vector<int64_t> starts = {0};
+  if (!cluster.node_gpus.empty()) {
+    for (int g : cluster.node_gpus) starts.push_back(starts.back() + g);
+  } else {
+    const int g = std::max(1, cluster.gpus_per_node);
+    for (int n = 0; n < cluster.num_nodes(); ++n) {
+      starts.push_back(std::min<int64_t>(starts.back() + g, cluster.num_gpus));
+    }
+  }
+  Span span;
+  for (int b = 0; b < count; ++b) {
+    const int64_t lo = first_rank + static_cast<int64_t>(b) * size;
+    const int64_t hi = lo + size;  // exclusive
+    const int64_t first_node = NodeOfRank(cluster, lo);
+    const int64_t last_node = NodeOfRank(cluster, hi - 1);
+    if (first_node == last_node) continue;
+    span.nodes =
+        std::max(span.nodes, static_cast<int>(last_node - first_node + 1));
+    int64_t shared = -1;
+    for (int64_t n = first_node; n <= last_node; ++n) {
+      const size_t k = static_cast<size_t>(n);
+      if (k + 1 >= starts.size()) break;
+      const int64_t in_node =
+          std::min(hi, starts[k + 1]) - std::max(lo, starts[k]);
+      if (shared >= 0 && in_node != shared) span.uneven = true;
+      shared = in_node;
+    }
+  }
+  return span;
+}
+
+bool AttentionBatchSplit(const PlanDims& instance) {
+  for (OpKind op : {OpKind::kQkv, OpKind::kAttention, OpKind::kAttnOut}) {
+    if (instance.dims[static_cast<int>(op)] != ShardDim::kBatch) return false;
+  }
+  return true;
+}
+
+Value Number(double x) { return Value{true, x, ""}; }
+Value Word(std::string s) { return Value{false, 0, std::move(s)}; }
+
+// The variables of one engine instance (`instance`: an aggregated plan with
+// its replicas, or a pool instance with replicas = the pool's count) whose
+// first instance starts at global rank `first_rank`.
+Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
+                            const PlanDims& instance, absl::string_view role,
+                            int64_t first_rank) {
+  const ModelDims& m = problem.model;
+  const ClusterDims& c = problem.cluster;
+  const bool moe = m.is_moe();
+  const int dp = std::max(1, instance.dp), tp = std::max(1, instance.tp);
+  const int pp = std::max(1, instance.pp), ep = std::max(1, instance.ep);
+  const bool batch_split = tp > 1 && AttentionBatchSplit(instance);
+  const int attention_dp = (moe ? dp : 1) * (batch_split ? tp : 1);
+  const int attention_tp = batch_split ? 1 : tp;
+  // A dense model's dp ranks are independent copies (own servers); an MoE
+  // instance is one server over its dp x tp x pp GPUs.
+  const int instance_gpus = moe ? dp * tp * pp : tp * pp;
+  const int instances = std::max(1, instance.replicas) * (moe ? 1 : dp);
+  const int gpus_per_node = std::max(1, c.gpus_per_node);
+  const Span span = BlockSpan(c, first_rank, instance_gpus, instances);
+  Variables v;
+  v["role"] = Word(std::string(role));
+  v["disaggregated"] = Number(plan.disaggregated ? 1 : 0);
+  v["moe"] = Number(moe ? 1 : 0);
+  v["family"] = Word(m.family);
+  v["weight_dtype"] =
+      Word(std::string(DtypeName(problem.workload.weight_dtype)));
+  v["dp"] = Number(dp);
+  v["tp"] = Number(tp);
+  v["pp"] = Number(pp);
+  v["ep"] = Number(ep);
+  v["instances"] = Number(instances);
+  v["stage_ranks"] = Number(dp * tp);
+  v["attention_dp"] = Number(attention_dp);
+  v["attention_tp"] = Number(attention_tp);
+  v["expert_tp"] = Number(moe ? std::max(1, dp * tp / ep) : 1);
+  v["rank_gpus"] = Number(attention_tp * pp);
+  v["rank_gpus_mod_node"] = Number((attention_tp * pp) % gpus_per_node);
+  v["gpus_per_node"] = Number(gpus_per_node);
+  v["instance_gpus"] = Number(instance_gpus);
+  v["instance_nodes"] = Number(span.nodes);
+  v["uneven_nodes"] = Number(span.uneven ? 1 : 0);
+  v["prefill_pp"] =
+      Number(plan.disaggregated ? std::max(1, plan.prefill.pp) : 0);
+  v["decode_pp"] = Number(plan.disaggregated ? std::max(1, plan.pp) : 0);
+  return v;
+}
+
+// Every engine instance of `plan` with its variables.
+std::vector<Variables> PlanInstances(const Problem& problem,
+                                     const PlanDims& plan) {
+  std::vector<Variables> out;
+  if (!plan.disaggregated) {
+    out.push_back(InstanceVariables(problem, plan, plan, "aggregated", 0));
+    return out;
+  }
+  PlanDims prefill = PrefillInstancePlan(plan);
+  prefill.replicas = std::max(1, plan.prefill_instances);
+  PlanDims decode = DecodeInstancePlan(plan);
+  decode.replicas = std::max(1, plan.decode_instances);
+  out.push_back(InstanceVariables(problem, plan, prefill, "prefill",
+                                  PrefillPoolFirstRank(plan, problem.cluster)));
+  out.push_back(InstanceVariables(problem, plan, decode, "decode",
+                                  DecodePoolFirstRank(plan, problem.cluster)));
+  return out;
+}
+
+bool Holds(const EngineCondition& c, const Variables& v) {
+  const Value& lhs = v.at(c.variable);
+  Value rhs;
+  if (c.is_variable) {
+    rhs = v.at(c.value);
+  } else if (c.is_number) {
+    rhs = Number(c.number);
+  } else {
+    rhs = Word(c.value);
+  }
+  if (lhs.is_number != rhs.is_number) return c.op == "!=";
+  if (!lhs.is_number) {
+    const bool equal = lhs.word == rhs.word;
+    return c.op == "==" ? equal : c.op == "!=" ? !equal : false;
+  }
+  const double a = lhs.number, b = rhs.number;
+  if (c.op == "==") return a == b;
+  if (c.op == "!=") return a != b;
+  if (c.op == "<") return a < b;
+  if (c.op == "<=") return a <= b;
+  if (c.op == ">") return a > b;
+  return a >= b;
+}
+
+bool Matches(const EngineRule& rule, const Variables& v) {
+  for (const EngineCondition& c : rule.when) {
+    if (!Holds(c, v)) return false;
+  }
+  return true;
+}
+
+// "decode instance (dp 8, tp 1, pp 2, ep 8)".
+std::string DescribeInstance(const Variables& v) {
+  const std::string& role = v.at("role").word;
+  return absl::StrFormat(
+      "%s (dp %d, tp %d, pp %d, ep %d)",
+      role == "aggregated" ? "replica" : role + " instance",
+      static_cast<int>(v.at("dp").number), static_cast<int>(v.at("tp").number),
+      static_cast<int>(v.at("pp").number), static_cast<int>(v.at("ep").number));
+}
+
+absl::Status CheckEngineName(absl::string_view engine) {
+  const std::vector<std::string>& engines = CapabilityEngines();
+  if (std::find(engines.begin(), engines.end(), engine) == engines.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("workload.engine must be one of %s, got %s",
+                        absl::StrJoin(engines, ", "), QuoteUserText(engine)));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<EngineRule>> ParseEngineRules(
+    absl::string_view yaml_text) {
+  absl::StatusOr<std::string> json_text = spec_text::YamlToJson(yaml_text);
+  if (!json_text.ok()) return json_text.status();
+  const nlohmann::json doc = nlohmann::json::parse(*json_text, nullptr, false);
+  if (doc.is_discarded() || !doc.is_object() || !doc.contains("rules") ||
+      !doc.at("rules").is_array()) {
+    return absl::InvalidArgumentError(
+        "the capability table needs a top-level `rules` list");
+  }
+  std::vector<EngineRule> rules;
+  for (size_t i = 0; i < doc.at("rules").size(); ++i) {
+    const nlohmann::json& r = doc.at("rules")[i];
+    std::string where = absl::StrCat("rules[", i, "]");
+    if (!r.is_object()) {
+      return absl::InvalidArgumentError(where + " must be a mapping");
+    }
+    EngineRule rule;
+    ASSIGN_OR_RETURN(rule.id, StringField(r, "id", where, true));
+    where = absl::StrCat(where, " (", rule.id, ")");
+    ASSIGN_OR_RETURN(rule.engine, StringField(r, "engine", where, true));
+    RETURN_IF_ERROR(CheckEngineName(rule.engine));
+    ASSIGN_OR_RETURN(rule.min_version, StringField(r, "min", where, false));
+    ASSIGN_OR_RETURN(rule.max_version, StringField(r, "max", where, false));
+    RETURN_IF_ERROR(ValidateEngineVersion(rule.min_version, where + ".min"));
+    RETURN_IF_ERROR(ValidateEngineVersion(rule.max_version, where + ".max"));
+    ASSIGN_OR_RETURN(const std::string effect,
+                     StringField(r, "effect", where, true));
+    if (effect != "block" && effect != "warn") {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.effect must be block or warn, got %s", where,
+                          QuoteUserText(effect)));
+    }
+    rule.block = effect == "block";
+    ASSIGN_OR_RETURN(rule.message, StringField(r, "message", where, true));
+    if (!r.contains("when") || !r.at("when").is_array() ||
+        r.at("when").empty()) {
+      return absl::InvalidArgumentError(where +
+                                        ".when must be a non-empty list");
+    }
+    for (const nlohmann::json& c : r.at("when")) {
+      if (!c.is_string()) {
+        return absl::InvalidArgumentError(where + ".when entries are strings");
+      }
+      ASSIGN_OR_RETURN(EngineCondition condition,
+                       ParseCondition(c.get<std::string>(), where));
+      rule.when.push_back(std::move(condition));
+    }
+    if (!r.contains("sources") || !r.at("sources").is_array() ||
+        r.at("sources").empty()) {
+      return absl::InvalidArgumentError(where +
+                                        ".sources must be a non-empty list");
+    }
+    for (const nlohmann::json& s : r.at("sources")) {
+      if (!s.is_string() || s.get<std::string>().empty()) {
+        return absl::InvalidArgumentError(where +
+                                          ".sources entries are strings");
+      }
+      rule.sources.push_back(s.get<std::string>());
+    }
+    for (const EngineRule& other : rules) {
+      if (other.id == rule.id) {
+        return absl::InvalidArgumentError(
+            absl::StrFormat("%s: duplicate id", where));
+      }
+    }
+    rules.push_back(std::move(rule));
+  }
+  return rules;
+}
+
+const std::vector<EngineRule>& EngineRules() {
+  static const std::vector<EngineRule>* const rules = [] {
+    absl::StatusOr<std::vector<EngineRule>> parsed =
+        ParseEngineRules(internal::kEngineCapabilityFiles[0].text);
+    if (!parsed.ok()) {
+      // Compiled in and covered by tests: a bad table is a build defect.
+      std::fprintf(stderr, "shardplan: %s: %s\n",
+                   internal::kEngineCapabilityFiles[0].file_name,
+                   std::string(parsed.status().message()).c_str());
+      std::abort();
+    }
+    return new std::vector<EngineRule>(*std::move(parsed));
+  }();
+  return *rules;
+}
+
+const std::vector<std::string>& CapabilityEngines() {
+  static const std::vector<std::string>* const engines =
+      new std::vector<std::string>{"vllm", "sglang", "trtllm"};
+  return *engines;
+}
+
+bool VersionInRange(absl::string_view version, absl::string_view min,
+                    absl::string_view max) {
+  if (version.empty()) return max.empty();  // the newest release
+  if (!min.empty() && CompareVersions(version, min) < 0) return false;
+  if (!max.empty() && CompareVersions(version, max) >= 0) return false;
+  return true;
+}
+
+absl::Status ValidateEngineVersion(absl::string_view version,
+                                   absl::string_view field_path) {
+  if (version.empty() || absl::ascii_isdigit(version[0])) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrFormat(
+      "%s must be a release number such as 0.5.6 (or empty: the newest), got "
+      "%s",
+      field_path, QuoteUserText(version)));
+}
+
+absl::Status CheckEngineCanRun(const std::vector<EngineRule>& rules,
+                               absl::string_view engine,
+                               absl::string_view version,
+                               const Problem& problem, const PlanDims& plan) {
+  RETURN_IF_ERROR(CheckEngineName(engine));
+  RETURN_IF_ERROR(ValidateEngineVersion(version, "workload.engine_version"));
+  std::vector<Variables> instances;
+  for (const EngineRule& rule : rules) {
+    if (!rule.block || rule.engine != engine ||
+        !VersionInRange(version, rule.min_version, rule.max_version)) {
+      continue;
+    }
+    if (instances.empty()) instances = PlanInstances(problem, plan);
+    for (const Variables& v : instances) {
+      if (!Matches(rule, v)) continue;
+      return absl::FailedPreconditionError(absl::StrFormat(
+          "%s %s cannot run this plan: rule %s, %s: %s (source: %s)", engine,
+          version.empty() ? "(newest release)" : QuoteUserText(version),
+          rule.id, DescribeInstance(v), rule.message,
+          absl::StrJoin(rule.sources, ", ")));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckEngineCanRun(absl::string_view engine,
+                               absl::string_view version,
+                               const Problem& problem, const PlanDims& plan) {
+  return CheckEngineCanRun(EngineRules(), engine, version, problem, plan);
+}
+
+std::vector<std::string> RunnableEngines(const Problem& problem,
+                                         const PlanDims& plan) {
+  std::vector<std::string> out;
+  for (const std::string& engine : CapabilityEngines()) {
+    if (CheckEngineCanRun(engine, "", problem, plan).ok()) {
+      out.push_back(engine);
+    }
+  }
+  return out;
+}
+
+bool WorkloadEngineCanRun(const Problem& problem, const PlanDims& plan) {
+  const WorkloadDims& w = problem.workload;
+  if (!w.engine.empty()) {
+    return CheckEngineCanRun(w.engine, w.engine_version, problem, plan).ok();
+  }
+  return !RunnableEngines(problem, plan).empty();
+}
+
+std::vector<std::string> EngineWarnings(absl::string_view engine,
+                                        absl::string_view version,
+                                        const Problem& problem,
+                                        const PlanDims& plan) {
+  std::vector<std::string> out;
+  std::vector<Variables> instances;
+  for (const EngineRule& rule : EngineRules()) {
+    if (rule.block || rule.engine != engine ||
+        !VersionInRange(version, rule.min_version, rule.max_version)) {
+      continue;
+    }
+    if (instances.empty()) instances = PlanInstances(problem, plan);
+    for (const Variables& v : instances) {
+      if (!Matches(rule, v)) continue;
+      out.push_back(absl::StrFormat("rule %s: %s (%s)", rule.id, rule.message,
+                                    absl::StrJoin(rule.sources, ", ")));
+      break;
+    }
+  }
+  return out;
+}
+
+void AnnotateEngineCapability(const Problem& problem, const PlanDims& plan,
+                              shardplan::v1::Prediction* prediction) {
+  prediction->clear_runnable_engines();
+  for (const std::string& engine : RunnableEngines(problem, plan)) {
+    prediction->add_runnable_engines(engine);
+  }
+  const WorkloadDims& w = problem.workload;
+  if (w.engine.empty()) return;
+  const absl::Status status =
+      CheckEngineCanRun(w.engine, w.engine_version, problem, plan);
+  if (status.ok()) return;
+  prediction->set_feasible(false);
+  prediction->set_infeasible_reason(std::string(status.message()));
+}
+
+}  // namespace shardplan::simulator

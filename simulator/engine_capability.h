@@ -1,0 +1,110 @@
+// Engine capability: which plan layouts each serving engine (vLLM, SGLang,
+// TensorRT-LLM) can launch, by version. The rules are data
+// (client/engines/capabilities.yaml, embedded at build time; each rule names
+// its source in the engine's code or issue tracker); this evaluates them on a
+// plan. The plan space (policy/plan_space.h) offers only plans the workload's
+// engine can run, and the server reports which engines can run each plan.
+//
+// No I/O: the table is compiled in and parsed once, on first use.
+#ifndef SHARDPLAN_SIMULATOR_ENGINE_CAPABILITY_H_
+#define SHARDPLAN_SIMULATOR_ENGINE_CAPABILITY_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator {
+
+// One condition of a rule: `variable op value`, value a number, a word or
+// (is_variable) another variable's name.
+struct EngineCondition {
+  std::string variable;
+  std::string op;  // == != < <= > >=
+  std::string value;
+  bool is_variable = false;
+  bool is_number = false;
+  double number = 0;
+};
+
+// A layout an engine cannot run (block) or runs with a caveat (warn), for
+// versions in [min_version, max_version) ("" = unbounded).
+struct EngineRule {
+  std::string id;
+  std::string engine;
+  std::string min_version;
+  std::string max_version;
+  bool block = true;  // effect "block"; false: "warn"
+  std::vector<EngineCondition> when;
+  std::string message;
+  std::vector<std::string> sources;
+};
+
+// Parses a capability table (the format client/engines/capabilities.yaml
+// documents). INVALID_ARGUMENT naming the rule and field on a bad entry
+// (unknown variable or operator, missing id/engine/message/sources).
+absl::StatusOr<std::vector<EngineRule>> ParseEngineRules(
+    absl::string_view yaml_text);
+
+// The compiled-in table (aborts at first use if it does not parse: a build
+// defect the tests catch).
+const std::vector<EngineRule>& EngineRules();
+
+// The engines the table and the API know: "vllm", "sglang", "trtllm".
+const std::vector<std::string>& CapabilityEngines();
+
+// Whether `version` lies in [min, max) of dotted numeric versions ("" =
+// unbounded; an empty `version` is the newest release, above every bound).
+// Components compare numerically by their leading digits ("0.5.0rc1" is
+// 0.5.0).
+bool VersionInRange(absl::string_view version, absl::string_view min,
+                    absl::string_view max);
+// OK for "" or a version starting with a digit ("0.5.6", "1.1.0rc2");
+// INVALID_ARGUMENT naming `field_path` and the value otherwise.
+absl::Status ValidateEngineVersion(absl::string_view version,
+                                   absl::string_view field_path);
+
+// Whether `engine` at `version` ("" = its newest release) can launch `plan`
+// for `problem`'s model on its cluster: OK, or FAILED_PRECONDITION naming the
+// first blocking rule that matches (its id, the instance it matched, its
+// message and sources). INVALID_ARGUMENT for an engine not in
+// CapabilityEngines() or a malformed version. Cost: O(rules + GPUs).
+absl::Status CheckEngineCanRun(absl::string_view engine,
+                               absl::string_view version,
+                               const Problem& problem, const PlanDims& plan);
+// The same against `rules` (tests).
+absl::Status CheckEngineCanRun(const std::vector<EngineRule>& rules,
+                               absl::string_view engine,
+                               absl::string_view version,
+                               const Problem& problem, const PlanDims& plan);
+
+// The engines (CapabilityEngines() order) whose newest release can launch
+// `plan`.
+std::vector<std::string> RunnableEngines(const Problem& problem,
+                                         const PlanDims& plan);
+
+// What the plan space keeps: the workload's engine (and version) can launch
+// `plan`; with no engine named, at least one engine can.
+bool WorkloadEngineCanRun(const Problem& problem, const PlanDims& plan);
+
+// The warn rules of `engine` at `version` that match `plan`, as messages
+// ("rule ID: message (source)"), for the emitters' comments.
+std::vector<std::string> EngineWarnings(absl::string_view engine,
+                                        absl::string_view version,
+                                        const Problem& problem,
+                                        const PlanDims& plan);
+
+// Sets prediction->runnable_engines (RunnableEngines), and when the
+// workload names an engine that cannot launch `plan`, marks the prediction
+// infeasible with CheckEngineCanRun's message as infeasible_reason (the
+// figures stay, for comparison).
+void AnnotateEngineCapability(const Problem& problem, const PlanDims& plan,
+                              shardplan::v1::Prediction* prediction);
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_ENGINE_CAPABILITY_H_

@@ -1,0 +1,394 @@
+// Engine capability rules (simulator/engine_capability.h): the compiled-in
+// table parses, each rule blocks the layout it names (and not its neighbour),
+// versions select rules, and the Megatron baseline avoids blocked layouts.
+#include "simulator/engine_capability.h"
+
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/cost_model.h"
+#include "simulator/megatron.h"
+#include "simulator/spec.h"
+
+namespace shardplan::simulator {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+Problem MakeProblem(const std::string& model, int gpus = 8,
+                    int gpus_per_node = 8, const std::string& engine = "",
+                    const std::string& version = "",
+                    const std::string& dtype = "") {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name(model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(gpus_per_node);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(256);
+  workload.set_concurrency(16);
+  workload.set_weight_dtype(dtype);
+  workload.set_engine(engine);
+  workload.set_engine_version(version);
+  absl::StatusOr<Problem> p = ProblemFromProto(source, cluster, workload);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? *p : Problem();
+}
+
+PlanDims Agg(int replicas, int dp, int tp, int pp, int ep) {
+  PlanDims p;
+  p.replicas = replicas;
+  p.dp = dp;
+  p.tp = tp;
+  p.pp = pp;
+  p.ep = ep;
+  return p;
+}
+
+// `prefill_instances` prefill instances of (dp, tp, pp, ep) = `pre`, and
+// `decode_instances` decode instances of `dec`.
+PlanDims Disagg(int prefill_instances, PlanDims pre, int decode_instances,
+                PlanDims dec) {
+  PlanDims p = dec;
+  p.replicas = 1;
+  p.disaggregated = true;
+  p.prefill_instances = prefill_instances;
+  p.decode_instances = decode_instances;
+  p.prefill.dp = pre.dp;
+  p.prefill.tp = pre.tp;
+  p.prefill.pp = pre.pp;
+  p.prefill.ep = pre.ep;
+  return p;
+}
+
+void BatchSplitAttention(ShardDims& dims) {
+  for (OpKind op : {OpKind::kQkv, OpKind::kAttention, OpKind::kAttnOut}) {
+    dims[static_cast<int>(op)] = ShardDim::kBatch;
+  }
+}
+
+// Expects `engine` at `version` to refuse `plan` by rule `id`, citing
+// `source`.
+void ExpectBlocked(const std::string& engine, const std::string& version,
+                   const Problem& p, const PlanDims& plan,
+                   const std::string& id, const std::string& source) {
+  const absl::Status s = CheckEngineCanRun(engine, version, p, plan);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition) << s;
+  EXPECT_THAT(s.message(), HasSubstr("rule " + id + ","));
+  EXPECT_THAT(s.message(), HasSubstr(source));
+}
+
+void ExpectRuns(const std::string& engine, const std::string& version,
+                const Problem& p, const PlanDims& plan) {
+  const absl::Status s = CheckEngineCanRun(engine, version, p, plan);
+  EXPECT_TRUE(s.ok()) << s;
+}
+
+TEST(EngineCapabilityTest, CompiledTableParsesWithSourcesForEveryRule) {
+  const std::vector<EngineRule>& rules = EngineRules();
+  ASSERT_GE(rules.size(), 13u);
+  for (const EngineRule& r : rules) {
+    EXPECT_FALSE(r.sources.empty()) << r.id;
+    for (const std::string& s : r.sources) {
+      EXPECT_THAT(s, HasSubstr("https://")) << r.id;
+    }
+    EXPECT_FALSE(r.when.empty()) << r.id;
+  }
+}
+
+TEST(EngineCapabilityTest, BadTablesAreRefusedNamingTheField) {
+  const char* kUnknownVariable = R"(rules:
+  - id: x
+    engine: vllm
+    effect: block
+    when: ["pipeline > 1"]
+    message: m
+    sources: [https://example.com]
+)";
+  absl::StatusOr<std::vector<EngineRule>> r =
+      ParseEngineRules(kUnknownVariable);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("unknown variable"));
+  const char* kNoSources = R"(rules:
+  - id: x
+    engine: vllm
+    effect: block
+    when: ["pp > 1"]
+    message: m
+)";
+  r = ParseEngineRules(kNoSources);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(r.status().message(), HasSubstr("sources"));
+  const char* kBadOp = R"(rules:
+  - id: x
+    engine: vllm
+    effect: block
+    when: ["pp => 1"]
+    message: m
+    sources: [https://example.com]
+)";
+  r = ParseEngineRules(kBadOp);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+  const char* kUnknownEngine = R"(rules:
+  - id: x
+    engine: tgi
+    effect: block
+    when: ["pp > 1"]
+    message: m
+    sources: [https://example.com]
+)";
+  r = ParseEngineRules(kUnknownEngine);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EngineCapabilityTest, VersionsCompareNumerically) {
+  EXPECT_TRUE(VersionInRange("0.4.10", "0.4.9", ""));
+  EXPECT_FALSE(VersionInRange("0.4.9", "", "0.4.9"));
+  EXPECT_TRUE(VersionInRange("0.4.9", "", "0.4.10"));
+  EXPECT_TRUE(VersionInRange("0.5.0rc1", "0.5.0", "0.5.1"));
+  EXPECT_TRUE(VersionInRange("0.12", "0.12.0", ""));
+  // The newest release is above every bound.
+  EXPECT_TRUE(VersionInRange("", "0.12.0", ""));
+  EXPECT_FALSE(VersionInRange("", "", "0.12.0"));
+  EXPECT_TRUE(ValidateEngineVersion("1.1.0rc2", "v").ok());
+  EXPECT_EQ(ValidateEngineVersion("latest", "workload.engine_version").code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(CheckEngineCanRun("tgi", "", MakeProblem("llama-3.1-8b"),
+                              Agg(1, 8, 1, 1, 1))
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EngineCapabilityTest, SglangPipelineWithDpAttention) {
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
+  ExpectBlocked("sglang", "", p, Agg(1, 8, 1, 2, 8),
+                "sglang-pp-with-dp-attention", "sglang/issues/9805");
+  ExpectRuns("sglang", "", p, Agg(1, 1, 8, 2, 8));
+  // Batch-split attention inside a tp group is DP attention too.
+  PlanDims split = Agg(1, 1, 8, 2, 8);
+  BatchSplitAttention(split.dims);
+  ExpectBlocked("sglang", "", p, split, "sglang-pp-with-dp-attention", "9805");
+}
+
+TEST(EngineCapabilityTest, SglangPipelineNeedsARecentRelease) {
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
+  ExpectBlocked("sglang", "0.4.9", p, Agg(1, 1, 8, 2, 1),
+                "sglang-pp-before-0.4.10", "sglang/issues/4059");
+  ExpectRuns("sglang", "0.4.10", p, Agg(1, 1, 8, 2, 1));
+}
+
+TEST(EngineCapabilityTest, SglangDecodeServerWithPipeline) {
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
+  const PlanDims plan = Disagg(2, Agg(1, 1, 4, 1, 1), 1, Agg(1, 1, 4, 2, 1));
+  ExpectBlocked("sglang", "", p, plan, "sglang-decode-pp",
+                "sglang/issues/8424");
+  // The same pools the other way round: a pipelined prefill server runs.
+  ExpectRuns("sglang", "", p,
+             Disagg(1, Agg(1, 1, 4, 2, 1), 2, Agg(1, 1, 4, 1, 1)));
+}
+
+TEST(EngineCapabilityTest, SglangPrefillPipelineBefore05) {
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
+  const PlanDims plan = Disagg(1, Agg(1, 1, 4, 2, 1), 2, Agg(1, 1, 4, 1, 1));
+  ExpectBlocked("sglang", "0.4.10", p, plan, "sglang-prefill-pp-before-0.5",
+                "sglang/pull/8846");
+  ExpectRuns("sglang", "0.5.0", p, plan);
+}
+
+TEST(EngineCapabilityTest, SglangDisaggregationFrom046) {
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
+  const PlanDims plan = Disagg(2, Agg(1, 1, 4, 1, 1), 2, Agg(1, 1, 4, 1, 1));
+  ExpectBlocked("sglang", "0.4.5", p, plan,
+                "sglang-disaggregation-before-0.4.6", "sglang/issues/4655");
+  ExpectRuns("sglang", "0.4.6", p, plan);
+}
+
+TEST(EngineCapabilityTest, SglangGptOssHasNoDpAttention) {
+  const Problem p = MakeProblem("gpt-oss-120b", 4, 8);
+  ExpectBlocked("sglang", "", p, Agg(1, 4, 1, 1, 4),
+                "sglang-gpt-oss-dp-attention", "sglang/pull/9308");
+  ExpectRuns("sglang", "", p, Agg(1, 1, 4, 1, 4));
+  // Another MoE model with the same layout runs.
+  ExpectRuns("sglang", "", MakeProblem("qwen3-235b-a22b", 8, 8, "", "", "fp8"),
+             Agg(1, 8, 1, 1, 8));
+}
+
+TEST(EngineCapabilityTest, SglangServerMustSplitEvenlyOverItsNodes) {
+  // 12 GPUs on nodes of 8: the last node is partial, so a 12-GPU server has
+  // 8 GPUs on one node and 4 on the other.
+  const Problem p = MakeProblem("llama-3.1-70b", 12, 8);
+  ExpectBlocked("sglang", "", p, Agg(1, 1, 4, 3, 1), "sglang-uneven-nodes",
+                "entrypoints/engine.py");
+  // Three 4-GPU copies never span a node boundary unevenly (0-3, 4-7, 8-11).
+  ExpectRuns("sglang", "", p, Agg(1, 3, 4, 1, 1));
+  ExpectRuns("vllm", "", p, Agg(1, 1, 4, 3, 1));
+  ExpectRuns("sglang", "", MakeProblem("llama-3.1-70b", 16, 8),
+             Agg(1, 1, 8, 2, 1));
+}
+
+TEST(EngineCapabilityTest, SglangDeepEpWithBf16IsAWarningNotABlock) {
+  const Problem p = MakeProblem("qwen3-235b-a22b", 16, 8, "sglang", "", "bf16");
+  const PlanDims plan = Agg(1, 16, 1, 1, 16);
+  ExpectRuns("sglang", "", p, plan);
+  const std::vector<std::string> warnings =
+      EngineWarnings("sglang", "", p, plan);
+  ASSERT_EQ(warnings.size(), 1u);
+  EXPECT_THAT(warnings[0], HasSubstr("sglang-deepep-bf16"));
+  EXPECT_TRUE(
+      EngineWarnings("sglang", "",
+                     MakeProblem("qwen3-235b-a22b", 16, 8, "", "", "fp8"), plan)
+          .empty());
+}
+
+TEST(EngineCapabilityTest, VllmNixlConnectorHasNoPipeline) {
+  const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
+  ExpectBlocked("vllm", "", p,
+                Disagg(1, Agg(1, 1, 4, 2, 1), 2, Agg(1, 1, 4, 1, 1)),
+                "vllm-nixl-pp", "vllm/issues/52913");
+  ExpectBlocked("vllm", "0.10.0", p,
+                Disagg(2, Agg(1, 1, 4, 1, 1), 1, Agg(1, 1, 4, 2, 1)),
+                "vllm-nixl-pp", "vllm/pull/53360");
+  ExpectRuns("vllm", "", p,
+             Disagg(2, Agg(1, 1, 4, 1, 1), 2, Agg(1, 1, 4, 1, 1)));
+  // Pipeline parallelism without disaggregation runs.
+  ExpectRuns("vllm", "", p, Agg(1, 1, 8, 2, 1));
+}
+
+TEST(EngineCapabilityTest, VllmExpertParallelIsTheWholeGroup) {
+  const Problem p = MakeProblem("deepseek-v3", 8, 8);
+  ExpectBlocked("vllm", "", p, Agg(1, 8, 1, 1, 4), "vllm-ep-size",
+                "fused_moe/config.py");
+  ExpectRuns("vllm", "", p, Agg(1, 8, 1, 1, 8));
+  ExpectRuns("vllm", "", p, Agg(1, 1, 8, 1, 1));
+  // SGLang takes any --ep-size dividing its tp-size.
+  ExpectRuns("sglang", "", p, Agg(1, 8, 1, 1, 4));
+}
+
+TEST(EngineCapabilityTest, VllmDataParallelWithPipeline) {
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
+  ExpectBlocked("vllm", "", p, Agg(1, 8, 1, 2, 8), "vllm-dp-pp",
+                "vllm/issues/27778");
+  ExpectRuns("vllm", "", p, Agg(1, 1, 8, 2, 8));
+  // Dense dp ranks are independent copies, not DP attention.
+  ExpectRuns("vllm", "", MakeProblem("llama-3.1-70b", 16, 8),
+             Agg(1, 2, 4, 2, 1));
+}
+
+TEST(EngineCapabilityTest, VllmRaySpanNeedsWholeNodesPerRank) {
+  // Nodes of 6 GPUs: a DP rank of tp 8 takes one and a third nodes.
+  const Problem six = MakeProblem("qwen3-235b-a22b", 16, 6, "", "", "fp8");
+  ExpectBlocked("vllm", "", six, Agg(1, 2, 8, 1, 16),
+                "vllm-ray-span-node-multiple", "vllm/v1/engine/utils.py");
+  // Nodes of 4: two whole nodes per rank, which span packing places.
+  const Problem four = MakeProblem("qwen3-235b-a22b", 16, 4, "", "", "fp8");
+  ExpectRuns("vllm", "", four, Agg(1, 2, 8, 1, 16));
+  ExpectRuns("vllm", "0.12.0", four, Agg(1, 2, 8, 1, 16));
+  // Before 0.12 a DP rank cannot span nodes at all.
+  ExpectBlocked("vllm", "0.11.2", four, Agg(1, 2, 8, 1, 16),
+                "vllm-dp-rank-spans-nodes-before-0.12", "v0.10.1.1");
+  // A rank inside a node is fine in every release.
+  ExpectRuns("vllm", "0.10.0", four, Agg(1, 4, 4, 1, 16));
+}
+
+TEST(EngineCapabilityTest, TrtllmAttentionDpWithTensorParallel) {
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
+  ExpectBlocked("trtllm", "", p, Agg(1, 2, 8, 1, 16),
+                "trtllm-attention-dp-with-tp", "TensorRT-LLM/pull/3370");
+  ExpectRuns("trtllm", "", p, Agg(1, 16, 1, 1, 16));
+  ExpectRuns("trtllm", "", p, Agg(1, 1, 16, 1, 16));
+  // All attention batch-split: attention is fully data-parallel.
+  PlanDims split = Agg(1, 2, 8, 1, 16);
+  BatchSplitAttention(split.dims);
+  ExpectRuns("trtllm", "", p, split);
+  // SGLang expresses dp x tp attention.
+  ExpectRuns("sglang", "", p, Agg(1, 2, 8, 1, 16));
+}
+
+TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {
+  const Problem p = MakeProblem("deepseek-v3", 16, 8);
+  // DP attention with pp: SGLang crashes, vLLM has no DP x PP; TensorRT-LLM
+  // runs attention DP 8 (tp 1) with two stages.
+  EXPECT_THAT(RunnableEngines(p, Agg(1, 8, 1, 2, 8)), ElementsAre("trtllm"));
+  EXPECT_THAT(RunnableEngines(p, Agg(2, 1, 8, 1, 8)),
+              ElementsAre("vllm", "sglang", "trtllm"));
+  // dp 2 x tp 8 attention with pp 2: nobody.
+  EXPECT_TRUE(RunnableEngines(p, Agg(1, 2, 4, 2, 8)).empty());
+  EXPECT_FALSE(WorkloadEngineCanRun(p, Agg(1, 2, 4, 2, 8)));
+  EXPECT_TRUE(WorkloadEngineCanRun(p, Agg(1, 8, 1, 2, 8)));
+  EXPECT_FALSE(WorkloadEngineCanRun(MakeProblem("deepseek-v3", 16, 8, "vllm"),
+                                    Agg(1, 8, 1, 2, 8)));
+}
+
+TEST(EngineCapabilityTest, AnnotatedPredictionNamesTheRule) {
+  const Problem p = MakeProblem("deepseek-v3", 16, 8, "sglang", "0.5.6");
+  shardplan::v1::Prediction prediction;
+  prediction.set_feasible(true);
+  AnnotateEngineCapability(p, Agg(1, 8, 1, 2, 8), &prediction);
+  EXPECT_FALSE(prediction.feasible());
+  EXPECT_THAT(prediction.infeasible_reason(),
+              HasSubstr("sglang-pp-with-dp-attention"));
+  EXPECT_THAT(prediction.runnable_engines(), ElementsAre("trtllm"));
+  shardplan::v1::Prediction ok;
+  ok.set_feasible(true);
+  AnnotateEngineCapability(p, Agg(2, 1, 8, 1, 8), &ok);
+  EXPECT_TRUE(ok.feasible());
+  EXPECT_EQ(ok.runnable_engines_size(), 3);
+}
+
+TEST(EngineCapabilityTest, MegatronBaselineAvoidsLayoutsTheEngineCannotRun) {
+  // Llama-3.1-405B in BF16 needs two stages on 16 H100; SGLang before 0.4.10
+  // has no pipeline, so the baseline stays on one stage (and says it does
+  // not fit) rather than offering a layout the engine cannot start.
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("llama-3.1-405b");
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(16);
+  cluster.set_gpus_per_node(8);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(256);
+  workload.set_concurrency(8);
+  workload.set_weight_dtype("bf16");
+  absl::StatusOr<Problem> any = ProblemFromProto(source, cluster, workload);
+  ASSERT_TRUE(any.ok()) << any.status();
+  auto any_model = CostModel::Create(*any);
+  ASSERT_TRUE(any_model.ok());
+  EXPECT_GT(MegatronPlan(**any_model).pp, 1);
+  workload.set_engine("sglang");
+  workload.set_engine_version("0.4.9");
+  absl::StatusOr<Problem> old = ProblemFromProto(source, cluster, workload);
+  ASSERT_TRUE(old.ok()) << old.status();
+  auto old_model = CostModel::Create(*old);
+  ASSERT_TRUE(old_model.ok());
+  const PlanDims plan = MegatronPlan(**old_model);
+  EXPECT_EQ(plan.pp, 1);
+  EXPECT_TRUE(CheckEngineCanRun("sglang", "0.4.9", *old, plan).ok());
+}
+
+TEST(EngineCapabilityTest, BadEngineVersionIsInvalidArgument) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("llama-3.1-8b");
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(8);
+  cluster.set_gpus_per_node(8);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(256);
+  workload.set_engine("vllm");
+  workload.set_engine_version("nightly");
+  absl::StatusOr<Problem> p = ProblemFromProto(source, cluster, workload);
+  EXPECT_EQ(p.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(p.status().message(), HasSubstr("workload.engine_version"));
+  EXPECT_THAT(p.status().message(), HasSubstr("nightly"));
+}
+
+}  // namespace
+}  // namespace shardplan::simulator
