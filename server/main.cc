@@ -21,7 +21,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "server/server.h"
-#include "server/store_recovery.h"
+#include "server/store/store_recovery.h"
 #ifdef SHARDPLAN_WITH_RL
 #include "policy/rl/rl_searcher.h"
 #endif

@@ -24,8 +24,8 @@
 #include "server/metrics.h"
 #include "server/search_job.h"
 #include "server/search_scheduler.h"
+#include "server/store/warm_start_persistence.h"
 #include "server/validation.h"
-#include "server/warm_start_persistence.h"
 #include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::server {

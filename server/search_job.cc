@@ -11,8 +11,8 @@
 #include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
 #include "proto/spec_text.h"
-#include "server/elite_store.h"
 #include "server/replan.h"
+#include "server/store/elite_store.h"
 #include "simulator/calibration.h"
 #include "simulator/spec.h"
 

@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "policy/searcher.h"
+#include "server/store/warm_start_persistence.h"
 #include "server/validation.h"
-#include "server/warm_start_persistence.h"
 
 namespace shardplan::server {
 

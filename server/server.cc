@@ -24,7 +24,7 @@
 #include "policy/eval_pool.h"
 #include "policy/searcher.h"
 #include "prometheus/exposer.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 namespace shardplan::server {
 namespace {

@@ -18,11 +18,11 @@
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/plan_stream.h"
-#include "server/profile_store.h"
 #include "server/search_scheduler.h"
 #include "server/service.h"
+#include "server/store/profile_store.h"
+#include "server/store/warm_start_persistence.h"
 #include "server/validation.h"
-#include "server/warm_start_persistence.h"
 
 namespace prometheus {
 class Exposer;

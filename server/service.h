@@ -2,7 +2,7 @@
 // (server/plan_stream.h), EvaluatePlan and ListCatalog answered inline on the
 // gRPC thread (one cost-model call, no blocking), so running searches never
 // starve them; Calibrate answered from the profile store's thread
-// (server/profile_store.h).
+// (server/store/profile_store.h).
 #ifndef SHARDPLAN_SERVER_SERVICE_H_
 #define SHARDPLAN_SERVER_SERVICE_H_
 
@@ -12,8 +12,8 @@
 #include "server/auth.h"
 #include "server/limits.h"
 #include "server/plan_stream.h"
-#include "server/profile_store.h"
 #include "server/request_decoding.h"
+#include "server/store/profile_store.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 
 namespace shardplan::server {

@@ -10,9 +10,9 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/elite_store.h"
 #include "server/metrics.h"
-#include "server/warm_start_persistence.h"
+#include "server/store/elite_store.h"
+#include "server/store/warm_start_persistence.h"
 #include "tests/server/test_util.h"
 
 namespace shardplan::server {

@@ -25,10 +25,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
-#include "server/elite_store.h"
 #include "server/metrics.h"
-#include "server/postgres_store.h"
-#include "server/warm_start_persistence.h"
+#include "server/store/elite_store.h"
+#include "server/store/postgres_store.h"
+#include "server/store/warm_start_persistence.h"
 #include "tests/e2e/postgres_instance.h"
 #include "tests/server/test_util.h"
 

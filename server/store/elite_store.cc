@@ -1,4 +1,4 @@
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 #include <algorithm>
 #include <cmath>
@@ -14,9 +14,9 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "proto/spec_text.h"
-#include "server/postgres_store.h"
-#include "server/sqlite_store.h"
-#include "server/store_schema.h"
+#include "server/store/postgres_store.h"
+#include "server/store/sqlite_store.h"
+#include "server/store/store_schema.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"

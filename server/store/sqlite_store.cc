@@ -1,4 +1,4 @@
-#include "server/sqlite_store.h"
+#include "server/store/sqlite_store.h"
 
 #include <sqlite3.h>
 
@@ -16,7 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
-#include "server/store_schema.h"
+#include "server/store/store_schema.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::server {

@@ -1,4 +1,4 @@
-#include "server/warm_start_persistence.h"
+#include "server/store/warm_start_persistence.h"
 
 #include <memory>
 #include <string>

@@ -3,8 +3,8 @@
 // warm-starts from what every replica has learned (elite plans per problem,
 // policy weights per family).
 //
-// Schema: the shared one (server/store_schema.h), with PostgreSQL's column
-// types (schema_version table; migrations run in one transaction under a
+// Schema: the shared one (server/store/store_schema.h), with PostgreSQL's
+// column types (schema_version table; migrations run in one transaction under a
 // transaction-scoped advisory lock, so replicas starting together migrate
 // once).
 //
@@ -33,8 +33,8 @@
 // at startup (replicas may start before it); the schema is migrated on the
 // first successful connection. All calls run on worker threads, one at a time
 // per store (one connection, guarded by a mutex).
-#ifndef SHARDPLAN_SERVER_POSTGRES_STORE_H_
-#define SHARDPLAN_SERVER_POSTGRES_STORE_H_
+#ifndef SHARDPLAN_SERVER_STORE_POSTGRES_STORE_H_
+#define SHARDPLAN_SERVER_STORE_POSTGRES_STORE_H_
 
 #include <cstdint>
 #include <functional>
@@ -49,7 +49,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "absl/types/span.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 namespace shardplan::server {
 
@@ -99,4 +99,4 @@ class PostgresStore : public EliteStore {
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_POSTGRES_STORE_H_
+#endif  // SHARDPLAN_SERVER_STORE_POSTGRES_STORE_H_

@@ -4,8 +4,8 @@
 // threads. This header is the backend-neutral interface; see sqlite_store.h
 // (crash-safety argument for the embedded file) and postgres_store.h (shared
 // by several replicas: consistency under concurrent writers, reconnects).
-#ifndef SHARDPLAN_SERVER_ELITE_STORE_H_
-#define SHARDPLAN_SERVER_ELITE_STORE_H_
+#ifndef SHARDPLAN_SERVER_STORE_ELITE_STORE_H_
+#define SHARDPLAN_SERVER_STORE_ELITE_STORE_H_
 
 #include <algorithm>
 #include <cstdint>
@@ -80,7 +80,7 @@ struct StoredPlan {
   std::string prediction_json;  // proto3 JSON of shardplan.v1.Prediction
 };
 
-// The rows the backends move (their statements: server/store_schema.h).
+// The rows the backends move (their statements: server/store/store_schema.h).
 namespace store {
 struct ProblemRow {
   ProblemKey key;
@@ -120,12 +120,12 @@ struct StoredProfile {
   int64_t updated_at_ms = 0;
 };
 
-// The store interface. Two backends: SQLite (server/sqlite_store.h, the
+// The store interface. Two backends: SQLite (server/store/sqlite_store.h, the
 // embedded default, one file per server) and PostgreSQL
-// (server/postgres_store.h, shared by several replicas). Both keep the same
-// schema, statements, row mapping and lookup rule (server/store_schema.h, the
-// contract: backends only move rows); tests/server/store_conformance_test.cc
-// runs one suite over both.
+// (server/store/postgres_store.h, shared by several replicas). Both keep the
+// same schema, statements, row mapping and lookup rule
+// (server/store/store_schema.h, the contract: backends only move rows);
+// tests/server/store_conformance_test.cc runs one suite over both.
 class EliteStore {
  public:
   static constexpr int kSchemaVersion = 3;
@@ -240,4 +240,4 @@ absl::StatusOr<simulator::PlanDims> PlanFromStoredJson(const std::string& json);
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_ELITE_STORE_H_
+#endif  // SHARDPLAN_SERVER_STORE_ELITE_STORE_H_

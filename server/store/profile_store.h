@@ -8,8 +8,8 @@
 // every `refresh_interval` on this object's own thread. Fits and store I/O run
 // on that thread too, never on a gRPC thread; lookups (Find) only read the
 // in-memory copy. Without a store, profiles last until the server stops.
-#ifndef SHARDPLAN_SERVER_PROFILE_STORE_H_
-#define SHARDPLAN_SERVER_PROFILE_STORE_H_
+#ifndef SHARDPLAN_SERVER_STORE_PROFILE_STORE_H_
+#define SHARDPLAN_SERVER_STORE_PROFILE_STORE_H_
 
 #include <deque>
 #include <functional>
@@ -25,7 +25,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
@@ -91,4 +91,4 @@ class CalibrationProfileStore : public UserProfiles {
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_PROFILE_STORE_H_
+#endif  // SHARDPLAN_SERVER_STORE_PROFILE_STORE_H_

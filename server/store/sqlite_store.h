@@ -9,8 +9,8 @@
 // after. A kill during a write loses at most that uncommitted transaction; WAL
 // recovery on the next open discards it and the file stays consistent (checked
 // by the e2e SIGKILL loop with PRAGMA integrity_check).
-#ifndef SHARDPLAN_SERVER_SQLITE_STORE_H_
-#define SHARDPLAN_SERVER_SQLITE_STORE_H_
+#ifndef SHARDPLAN_SERVER_STORE_SQLITE_STORE_H_
+#define SHARDPLAN_SERVER_STORE_SQLITE_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 struct sqlite3;
 
@@ -63,4 +63,4 @@ class SqliteStore : public EliteStore {
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_SQLITE_STORE_H_
+#endif  // SHARDPLAN_SERVER_STORE_SQLITE_STORE_H_

@@ -1,12 +1,12 @@
-// The store contract both backends (server/sqlite_store.h,
-// server/postgres_store.h) share: the schema text and its migration steps, the
-// SQL statements (written once, with $1..$n parameters, which SQLite and
-// PostgreSQL both accept), the mapping between a `problems` row and a
+// The store contract both backends (server/store/sqlite_store.h,
+// server/store/postgres_store.h) share: the schema text and its migration
+// steps, the SQL statements (written once, with $1..$n parameters, which SQLite
+// and PostgreSQL both accept), the mapping between a `problems` row and a
 // ProblemKey, and the nearest-problem rule of a warm-start lookup. A backend
 // only runs these statements and moves rows; everything a backend could get
 // differently from the other lives here.
-#ifndef SHARDPLAN_SERVER_STORE_SCHEMA_H_
-#define SHARDPLAN_SERVER_STORE_SCHEMA_H_
+#ifndef SHARDPLAN_SERVER_STORE_STORE_SCHEMA_H_
+#define SHARDPLAN_SERVER_STORE_STORE_SCHEMA_H_
 
 #include <cstdint>
 #include <optional>
@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 namespace shardplan::server::store {
 
@@ -95,4 +95,4 @@ extern const char kUpsertProfileSql[];
 
 }  // namespace shardplan::server::store
 
-#endif  // SHARDPLAN_SERVER_STORE_SCHEMA_H_
+#endif  // SHARDPLAN_SERVER_STORE_STORE_SCHEMA_H_

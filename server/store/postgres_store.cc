@@ -1,4 +1,4 @@
-#include "server/postgres_store.h"
+#include "server/store/postgres_store.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -20,7 +20,7 @@
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "pqxx/pqxx"
-#include "server/store_schema.h"
+#include "server/store/store_schema.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::server {

@@ -1,4 +1,4 @@
-#include "server/profile_store.h"
+#include "server/store/profile_store.h"
 
 #include <algorithm>
 #include <cmath>
