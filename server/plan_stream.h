@@ -64,6 +64,10 @@ struct ServiceDeps {
   policy::EvalPool* eval_pool = nullptr;  // null: searchers evaluate inline
   RequestLimits limits;
   int elite_size = 16;
+  // EvaluatePlan calls evaluated at once (on gRPC threads); more are refused
+  // with RESOURCE_EXHAUSTED so that bursts cannot take every thread from
+  // health checks and streams. 0 = no cap.
+  int max_concurrent_evaluations = 4;
 };
 
 // Handles one PlanSharding call from the gRPC thread: validates, and returns

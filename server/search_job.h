@@ -104,7 +104,8 @@ class SearchJob {
   class Observer;
   void Persist(const std::vector<policy::ScoredPlan>& plans,
                const std::string& policy_weights) const;
-  Outcome OutcomeOf(const policy::SearchResult& result) const;
+  Outcome OutcomeOf(const policy::SearchResult& result,
+                    const policy::CancellationToken& cancel) const;
   // What the disaggregated search or sweep found.
   struct DisaggregatedFound {
     policy::ScoredPlan best;

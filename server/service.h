@@ -6,6 +6,8 @@
 #ifndef SHARDPLAN_SERVER_SERVICE_H_
 #define SHARDPLAN_SERVER_SERVICE_H_
 
+#include <atomic>
+
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
@@ -80,9 +82,15 @@ class PlannerService final
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       shardplan::v1::CalibrateResponse* response);
 
+  // Admits one EvaluatePlan call under ServiceDeps::max_concurrent_evaluations
+  // (RESOURCE_EXHAUSTED beyond it); the slot is freed by EndEvaluation.
+  absl::Status BeginEvaluation();
+  void EndEvaluation();
+
   const ServiceDeps deps_;
   const AccessControl access_;
   CalibrationProfileStore* const calibration_ = nullptr;
+  std::atomic<int> evaluations_in_flight_{0};
 };
 
 }  // namespace shardplan::server

@@ -38,6 +38,7 @@ class SqliteStore : public EliteStore {
 
   absl::Status SaveProfile(const StoredProfile& profile) override;
   absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() override;
+  absl::StatusOr<std::string> ProfilesStamp() override;
   absl::StatusOr<int64_t> CountPlans() override;
   // Checkpoints the WAL into the main file (called at shutdown); the data is
   // durable without it.
@@ -52,6 +53,7 @@ class SqliteStore : public EliteStore {
   absl::StatusOr<WarmStartRows> ReadWarmStartRowsLocked(const ProblemKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteRecordRows(const RecordRows& rows) override;
+  absl::Status PruneRows(int64_t keep, int64_t oldest_ms) override;
   // COMMIT when `status` is OK, else ROLLBACK; returns the outcome.
   absl::Status CommitOrRollback(absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
