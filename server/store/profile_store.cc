@@ -464,6 +464,11 @@ void CalibrationProfileStore::Run() {
   }
 }
 
+bool CalibrationProfileStore::fitting() const {
+  absl::MutexLock lock(&mu_);
+  return phase_ == Phase::kFitting;
+}
+
 std::optional<simulator::CalibrationProfile> CalibrationProfileStore::Find(
     const std::string& name) const {
   absl::MutexLock lock(&mu_);

@@ -91,6 +91,9 @@ class CalibrationProfileStore : public UserProfiles {
   // awaited, it is bounded by the store's own timeouts). Every `done` has
   // run when this returns, with what was stored.
   void Drain(absl::Time deadline);
+  // True while a fit Drain gave up on still runs (its thread cannot be
+  // stopped; the fit is pure computation and stores nothing).
+  bool fitting() const;
 
  private:
   // The fit of a validated request, not yet stored.

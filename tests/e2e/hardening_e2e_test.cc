@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <optional>
@@ -121,7 +122,8 @@ double HealthCheckMs(const ServerProcess& server) {
 // Measured vLLM runs of Llama-3.1-70B FP8 on H100 (the first rows of
 // simulator/calibration/data/h100_validation_latency.csv, from AIConfigurator
 // silicon_sample.csv, https://github.com/ai-dynamo/aiconfigurator).
-CalibrateRequest MakeCalibrateRequest(const std::string& name) {
+// `copies` repeats the runs (distinct sources): a fit then takes seconds.
+CalibrateRequest MakeCalibrateRequest(const std::string& name, int copies = 1) {
   struct Run {
     int isl, osl, concurrency, tp;
     double ttft_ms, tpot_ms;
@@ -137,18 +139,20 @@ CalibrateRequest MakeCalibrateRequest(const std::string& name) {
   CalibrateRequest request;
   request.set_name(name);
   int line = 2;
-  for (const Run& r : kRuns) {
-    shardplan::v1::MeasuredRun* run = request.add_runs();
-    run->set_source(absl::StrCat("bench.csv:", line++));
-    run->set_engine("vllm");
-    run->set_model("meta-llama/Llama-3.1-70B");
-    run->set_weight_dtype("fp8");
-    run->set_input_tokens(r.isl);
-    run->set_output_tokens(r.osl);
-    run->set_concurrency(r.concurrency);
-    run->set_tp(r.tp);
-    run->set_ttft_ms(r.ttft_ms);
-    run->set_tpot_ms(r.tpot_ms);
+  for (int copy = 0; copy < copies; ++copy) {
+    for (const Run& r : kRuns) {
+      shardplan::v1::MeasuredRun* run = request.add_runs();
+      run->set_source(absl::StrCat("bench.csv:", line++));
+      run->set_engine("vllm");
+      run->set_model("meta-llama/Llama-3.1-70B");
+      run->set_weight_dtype("fp8");
+      run->set_input_tokens(r.isl);
+      run->set_output_tokens(r.osl);
+      run->set_concurrency(r.concurrency);
+      run->set_tp(r.tp);
+      run->set_ttft_ms(r.ttft_ms);
+      run->set_tpot_ms(r.tpot_ms);
+    }
   }
   return request;
 }
@@ -251,12 +255,21 @@ TEST_F(HardeningE2eTest, StoreKeepsAtMostMaxProblems) {
   StartOrDie({"--store_max_problems=2"});
   for (int isl : {512, 1024, 2048, 4096}) {
     ASSERT_TRUE(
-        Plan(*server_, Request("llama-3.1-8b", 8, isl, 128, "anneal", 20))
+        Plan(*server_, Request("llama-3.1-8b", 8, isl, 128, "anneal", 60))
             .status.ok());
   }
-  // Pruned at the first record and every 16th after it: restart to prune at
-  // open... the rule is checked by the unit test; here: never more than the
-  // cap after a prune, and the newest problems kept.
+  // What one problem costs in the file (its top-K plans with predictions).
+  const int64_t problems =
+      SqliteCount(store_path(), "SELECT COUNT(*) FROM problems");
+  const int64_t row_bytes = SqliteCount(
+      store_path(),
+      "SELECT SUM(LENGTH(plan_json) + LENGTH(prediction_json)) FROM plans");
+  std::printf("store: %lld problems, %lld plan bytes (%.0f KB per problem)\n",
+              static_cast<long long>(problems),
+              static_cast<long long>(row_bytes),
+              problems > 0 ? row_bytes / 1e3 / problems : 0.0);
+  // The rule runs at the first write after a start and every 16th after it:
+  // a restart and one search apply it.
   ASSERT_TRUE(server_->Stop(SIGTERM, absl::Seconds(30)).has_value());
   StartOrDie({"--store_max_problems=2"});
   ASSERT_TRUE(
@@ -277,12 +290,20 @@ TEST_F(HardeningE2eTest, StoreKeepsAtMostMaxProblems) {
 // --max_concurrent_evaluations) and health answers within the Kubernetes
 // probe's 1 s meanwhile.
 TEST_F(HardeningE2eTest, EvaluatePlanBurstKeepsHealthAnswering) {
-  StartOrDie({"--max_concurrent_evaluations=2"});
+  StartOrDie({"--max_concurrent_evaluations=1"});
   EvaluateRequest request;
   request.mutable_model()->set_catalog_name("llama-3.1-8b");
   request.mutable_cluster()->set_hardware("h100-sxm-80gb");
   request.mutable_cluster()->set_num_gpus(16384);
   request.mutable_cluster()->set_gpus_per_node(1);
+  // Each node named (the probe's 186 KB requests): decoding and validating
+  // them is most of a call's work.
+  for (int node = 0; node < 16384; ++node) {
+    shardplan::v1::NodeGroup* group =
+        request.mutable_cluster()->add_node_groups();
+    group->set_name(absl::StrCat("n", node));
+    group->set_num_nodes(1);
+  }
   request.mutable_workload()->set_input_tokens(1024);
   request.mutable_workload()->set_output_tokens(128);
   request.mutable_plan()->set_replicas(16384);
@@ -325,7 +346,7 @@ TEST_F(HardeningE2eTest, EvaluatePlanBurstKeepsHealthAnswering) {
   done.store(true);
   health.join();
   EXPECT_EQ(other.load(), 0);
-  EXPECT_GE(ok.load(), 2);
+  EXPECT_GE(ok.load(), 1);
   EXPECT_GT(exhausted.load(), 0);
   EXPECT_LT(worst_ms, 1000)
       << "health check took " << worst_ms << " ms in " << checks << " checks";
@@ -376,7 +397,8 @@ TEST_F(HardeningE2eTest, SigtermWithCalibrationsQueuedAnswersWhatWasStored) {
       context.set_deadline(absl::ToChronoTime(absl::Now() + absl::Seconds(60)));
       CalibrateResponse response;
       statuses[i] = stub->Calibrate(
-          &context, MakeCalibrateRequest(absl::StrCat("probe-", i)), &response);
+          &context, MakeCalibrateRequest(absl::StrCat("probe-", i), 400),
+          &response);
     });
     absl::SleepFor(absl::Milliseconds(30));  // arrival order only
   }
@@ -479,7 +501,7 @@ TEST_F(HardeningE2eTest, HugeReplanFitsTheDefaultMessageLimitAndTheBudget) {
     largest = std::max(largest, u.ByteSizeLong());
   }
   EXPECT_LE(largest, 4u << 20);
-  EXPECT_LT(out.took, absl::Seconds(4)) << "maxSeconds 1";
+  EXPECT_LT(out.took, absl::Seconds(4)) << "maxSeconds 1\n" << server_->log();
 }
 
 TEST_F(HardeningE2eTest, HugeReplanDeadlineFreesTheSlot) {

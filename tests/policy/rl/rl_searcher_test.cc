@@ -364,11 +364,14 @@ TEST(RlSearcherTest, WeightsDeclaringAHugeTensorAreRefusedBeforeLoading) {
   auto good = searcher.Search(**model, options, cancel, observer);
   ASSERT_TRUE(good.ok()) << good.status();
   std::string huge = good->policy_weights;
-  // Every central-directory entry's uncompressed size (offset 24) set to
-  // 256 MiB (ZIP64 extra fields, when present, would carry it instead).
+  // Every central-directory entry made a deflated one (method, offset 10)
+  // whose uncompressed size (offset 24) is 256 MiB: what a small row of
+  // compressed zeros declares (ZIP64 extra fields would carry it instead).
   size_t at = 0;
   int patched = 0;
   while ((at = huge.find("PK\x01\x02", at)) != std::string::npos) {
+    huge[at + 10] = 8;
+    huge[at + 11] = 0;
     huge[at + 24] = 0;
     huge[at + 25] = 0;
     huge[at + 26] = 0;
@@ -377,7 +380,9 @@ TEST(RlSearcherTest, WeightsDeclaringAHugeTensorAreRefusedBeforeLoading) {
     ++patched;
   }
   ASSERT_GT(patched, 0);
-  EXPECT_FALSE(CheckWeightsArchive(huge, 64 << 20).ok());
+  const absl::Status refused = CheckWeightsArchive(huge, 64 << 20);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("declare"));
   EXPECT_TRUE(CheckWeightsArchive(good->policy_weights, 64 << 20).ok());
   WarmStart warm;
   warm.policy_weights = huge;
