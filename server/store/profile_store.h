@@ -29,7 +29,7 @@
 #include "server/store/elite_store.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.pb.h"
-#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
 
 namespace shardplan::server {
 
