@@ -53,7 +53,7 @@ FUZZ_DIR ?= build/fuzz
 FUZZ_SECONDS ?= 40
 fuzz: deps
 	@cmake -S . -B $(FUZZ_DIR) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSHARDPLAN_FUZZ=ON -DSHARDPLAN_WITH_TORCH=OFF -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ >/dev/null
-	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_spec_text fuzz_hf_config fuzz_cost_model fuzz_server_validation
+	@cmake --build $(FUZZ_DIR) -j $(JOBS) --target fuzz_spec_text fuzz_hf_config fuzz_cost_model fuzz_server_validation fuzz_stored_rows
 	@bash tests/fuzz/run_fuzzers.sh $(FUZZ_DIR)/bin $(FUZZ_SECONDS)
 
 test: build

@@ -5,6 +5,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "client/internal/quote.h"
 
 namespace shardplan::client {
 
@@ -24,7 +25,7 @@ CLI::Validator IntAtLeast(int64_t min) {
         if (!absl::SimpleAtoi(value, &n) || n < min) {
           return absl::StrCat(
               "must be ", min == 0 ? "an integer >= 0" : "a positive integer",
-              ", got \"", value, "\"");
+              ", got ", internal::QuoteInputText(value));
         }
         return "";
       },
@@ -36,7 +37,8 @@ CLI::Validator NumberAtLeastZero() {
       [](std::string& value) -> std::string {
         double d = 0;
         if (!absl::SimpleAtod(value, &d) || !(d >= 0) || d > 1e12) {
-          return absl::StrCat("must be a number >= 0, got \"", value, "\"");
+          return absl::StrCat("must be a number >= 0, got ",
+                              internal::QuoteInputText(value));
         }
         return "";
       },

@@ -157,14 +157,14 @@ Connection& TheConnection() {
 }
 
 absl::StatusOr<std::string> ReadPem(const std::string& path, const char* flag) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // Certificates, keys and token lists are a few KiB.
+  constexpr size_t kMaxPemBytes = 1 << 20;
+  absl::StatusOr<std::string> text = ReadBoundedFile(path, kMaxPemBytes);
+  if (!text.ok()) {
     return absl::InvalidArgumentError(
-        absl::StrCat(flag, ": cannot open ", path));
+        absl::StrCat(flag, ": ", text.status().message()));
   }
-  std::stringstream buffer;
-  buffer << in.rdbuf();
-  return buffer.str();
+  return text;
 }
 
 // INVALID_ARGUMENT (exit 2) naming the flag when a file cannot be read.

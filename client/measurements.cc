@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "client/internal/quote.h"
 #include "nlohmann/json.hpp"
 #include "proto/limits.h"
 
@@ -49,7 +50,9 @@ absl::StatusOr<double> JsonNumber(const nlohmann::json& object,
     return Error(where, field, "missing");
   }
   if (!it->is_number()) {
-    return Error(where, field, absl::StrCat("not a number: ", it->dump()));
+    return Error(
+        where, field,
+        absl::StrCat("not a number: ", internal::QuoteInputText(it->dump())));
   }
   const double value = it->get<double>();
   if (!std::isfinite(value)) return Error(where, field, "not finite");
@@ -205,8 +208,9 @@ absl::StatusOr<ParsedResults> ParseCsv(const std::string& path,
       }
       double d = 0;
       if (!absl::SimpleAtod(value, &d) || !std::isfinite(d)) {
-        return Error(where, name,
-                     absl::StrCat("not a number: \"", value, "\""));
+        return Error(
+            where, name,
+            absl::StrCat("not a number: ", internal::QuoteInputText(value)));
       }
       return d;
     };

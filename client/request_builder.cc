@@ -1,7 +1,12 @@
 #include "client/request_builder.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cerrno>
+#include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
@@ -13,6 +18,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "client/internal/manifest_keys.h"
+#include "client/internal/quote.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "proto/spec_text.h"
@@ -34,8 +40,15 @@ using shardplan::v1::Workload;
 }  // namespace
 
 absl::StatusOr<std::string> ReadFileFromDisk(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  return ReadBoundedFile(path, kMaxInputFileBytes);
+}
+
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path,
+                                            size_t max_bytes) {
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+  // below like every file that is not a regular one.
+  const int fd = open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0) {
     const int err = errno;
     if (err == EACCES) {
       return absl::PermissionDeniedError(
@@ -44,9 +57,50 @@ absl::StatusOr<std::string> ReadFileFromDisk(const std::string& path) {
     return absl::NotFoundError(
         absl::StrCat("cannot open ", path, ": no such file"));
   }
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
+  struct FdCloser {
+    int fd;
+    ~FdCloser() { close(fd); }
+  } closer{fd};
+  struct stat info {};
+  if (fstat(fd, &info) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot stat ", path));
+  }
+  if (S_ISDIR(info.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is a directory, not a file"));
+  }
+  if (!S_ISREG(info.st_mode)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        path, " is not a regular file (a device, FIFO or socket)"));
+  }
+  if (static_cast<uint64_t>(info.st_size) > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is ", info.st_size, " bytes, more than the ",
+                     max_bytes, " an input file may have"));
+  }
+  // Regular files can still grow while read: stop one byte past the bound.
+  const int flags = fcntl(fd, F_GETFL);
+  if (flags >= 0) fcntl(fd, F_SETFL, flags & ~O_NONBLOCK);
+  std::string text;
+  text.resize(std::min<uint64_t>(info.st_size, max_bytes) + 1);
+  size_t got = 0;
+  while (got < text.size()) {
+    const ssize_t n = read(fd, text.data() + got, text.size() - got);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) {
+      return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+    }
+    if (n == 0) break;
+    got += static_cast<size_t>(n);
+    if (got == text.size() && got <= max_bytes) text.resize(max_bytes + 1);
+  }
+  if (got > max_bytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(path, " is more than the ", max_bytes,
+                     " bytes an input file may have"));
+  }
+  text.resize(got);
+  return text;
 }
 
 absl::StatusOr<OperatorSharding> ParseOpAssignment(absl::string_view text) {
@@ -163,18 +217,51 @@ absl::StatusOr<shardplan::v1::RunningDeployment> ManifestToDeployment(
     return absl::InvalidArgumentError(absl::StrCat(
         what, ": a ShardingPlan manifest needs cluster and parallelism"));
   }
+  // A number that is not an integer (tensor: 8.0) is refused, never read as
+  // the default: re-planning from another plan than the running one is worse
+  // than stopping.
+  auto integer = [&](const YAML::Node& section, const char* section_name,
+                     const char* key, int fallback) -> absl::StatusOr<int> {
+    const YAML::Node node = section[key];
+    if (!node.IsDefined() || node.IsNull()) return fallback;
+    int value = 0;
+    if (!node.IsScalar() || !YAML::convert<int>::decode(node, value)) {
+      const std::string text =
+          node.IsScalar() ? node.Scalar() : "(not a scalar)";
+      return absl::InvalidArgumentError(absl::StrCat(
+          what, ": ", section_name, ".", key, " must be an integer, got ",
+          internal::QuoteInputText(text)));
+    }
+    return value;
+  };
   ClusterSpec* c = out.mutable_cluster();
   c->set_hardware(cluster[manifest::kHardware].as<std::string>(""));
-  c->set_num_gpus(cluster[manifest::kGpus].as<int>(0));
-  c->set_gpus_per_node(cluster[manifest::kGpusPerNode].as<int>(0));
+  ASSIGN_OR_RETURN(const int gpus,
+                   integer(cluster, manifest::kCluster, manifest::kGpus, 0));
+  c->set_num_gpus(gpus);
+  ASSIGN_OR_RETURN(const int per_node, integer(cluster, manifest::kCluster,
+                                               manifest::kGpusPerNode, 0));
+  c->set_gpus_per_node(per_node);
   shardplan::v1::Plan* plan = out.mutable_plan();
-  plan->set_replicas(degrees[manifest::kReplicas].as<int>(1));
-  plan->set_dp(degrees[manifest::kData].as<int>(1));
-  plan->set_tp(degrees[manifest::kTensor].as<int>(1));
-  plan->set_pp(degrees[manifest::kPipeline].as<int>(1));
-  plan->set_ep(degrees[manifest::kExpert].as<int>(1));
-  plan->set_micro_batches(degrees[manifest::kMicroBatches].as<int>(0));
-  plan->set_batch_size(degrees[manifest::kBatchSizePerReplica].as<int>(0));
+  const std::pair<const char*, void (shardplan::v1::Plan::*)(int32_t)>
+      degree_fields[] = {
+          {manifest::kReplicas, &shardplan::v1::Plan::set_replicas},
+          {manifest::kData, &shardplan::v1::Plan::set_dp},
+          {manifest::kTensor, &shardplan::v1::Plan::set_tp},
+          {manifest::kPipeline, &shardplan::v1::Plan::set_pp},
+          {manifest::kExpert, &shardplan::v1::Plan::set_ep}};
+  for (const auto& [key, set] : degree_fields) {
+    ASSIGN_OR_RETURN(const int value,
+                     integer(degrees, manifest::kParallelism, key, 1));
+    (plan->*set)(value);
+  }
+  ASSIGN_OR_RETURN(
+      const int micro_batches,
+      integer(degrees, manifest::kParallelism, manifest::kMicroBatches, 0));
+  plan->set_micro_batches(micro_batches);
+  ASSIGN_OR_RETURN(const int batch, integer(degrees, manifest::kParallelism,
+                                            manifest::kBatchSizePerReplica, 0));
+  plan->set_batch_size(batch);
   // A missing key is an invalid node: IsDefined() first, the others throw.
   if (const YAML::Node stages = degrees[manifest::kStageLayers];
       stages.IsDefined() && stages.IsSequence()) {

@@ -20,7 +20,15 @@ namespace shardplan::client {
 // tests run without files.
 using FileReader =
     std::function<absl::StatusOr<std::string>(const std::string& path)>;
-// The real file system.
+// The real file system, read with a bound: INVALID_ARGUMENT naming the path
+// for a directory, a device, FIFO or socket (a symlink to /dev/zero, say), or
+// a file over `max_bytes` (checked before reading, and the read stops there
+// for files that grow); NOT_FOUND / PERMISSION_DENIED as above. Never reads
+// more than `max_bytes` + 1 bytes.
+inline constexpr size_t kMaxInputFileBytes = 16u << 20;
+absl::StatusOr<std::string> ReadBoundedFile(const std::string& path,
+                                            size_t max_bytes);
+// ReadBoundedFile(path, kMaxInputFileBytes).
 absl::StatusOr<std::string> ReadFileFromDisk(const std::string& path);
 
 // Flags shared by `plan` and `evaluate`: which model, which cluster, which

@@ -1,5 +1,5 @@
 // shardplan-server: serves the ShardingPlanner gRPC service (see
-// docs/server-and-api.md and --help). SIGTERM/SIGINT drain it: health
+// docs/server-and-api.md and --help). SIGTERM/SIGINT/SIGHUP drain it: health
 // NOT_SERVING, searches cancelled, open streams ended with a final update,
 // store flushed, exit 0.
 #include <pthread.h>
@@ -21,7 +21,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "server/server.h"
-#include "server/store_recovery.h"
+#include "server/store/store_recovery.h"
 #ifdef SHARDPLAN_WITH_RL
 #include "policy/rl/rl_searcher.h"
 #endif
@@ -81,7 +81,8 @@ ABSL_FLAG(std::string, ready_file, "",
           "(useful "
           "with port 0). Written atomically.");
 ABSL_FLAG(double, shutdown_grace_seconds, 10,
-          "On SIGTERM/SIGINT, how long open calls may take to end (after their "
+          "On SIGTERM/SIGINT/SIGHUP, how long open calls may take to end "
+          "(after their "
           "searches "
           "were cancelled) before they are cut.");
 
@@ -116,13 +117,32 @@ ABSL_FLAG(int, max_searches_per_peer, 8,
           "PlanSharding calls one client address may have open at once, "
           "running or queued (RESOURCE_EXHAUSTED above; 0 = no cap).");
 
+ABSL_FLAG(int, max_concurrent_evaluations, 4,
+          "EvaluatePlan calls evaluated at once; more are refused with "
+          "RESOURCE_EXHAUSTED (0 = no cap). Keeps health checks answering "
+          "during bursts.");
+ABSL_FLAG(int64_t, store_max_problems, 10000,
+          "Problems the store keeps: beyond it the least recently searched "
+          "are deleted with their plans (checked every 16 searches and at "
+          "start; 0 = no cap).");
+ABSL_FLAG(int, store_max_age_days, 0,
+          "Problems not searched for this many days are deleted from the "
+          "store (0 = keep).");
+ABSL_FLAG(int, store_call_timeout_ms, 5000,
+          "PostgreSQL store: the longest one store call may wait on the "
+          "network; a database that stops answering fails the call (the "
+          "search goes on cold) after it.");
+
 int main(int argc, char** argv) {
-  // Before any thread exists: SIGTERM/SIGINT are delivered only to the sigwait
-  // thread.
+  // Before any thread exists: SIGTERM/SIGINT/SIGHUP are delivered only to the
+  // sigwait thread. SIGHUP (a closed terminal, or a reload by habit) drains
+  // like SIGTERM: its default action would kill the server without storing
+  // what the running searches found.
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
+  sigaddset(&signals, SIGHUP);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
 
   // --help lists this file's flags (absl would look for shardplan-server.cc
@@ -172,6 +192,11 @@ int main(int argc, char** argv) {
   options.max_request_bytes = absl::GetFlag(FLAGS_max_request_bytes);
   options.max_searches_per_peer = absl::GetFlag(FLAGS_max_searches_per_peer);
   options.max_concurrent_streams = absl::GetFlag(FLAGS_max_concurrent_streams);
+  options.max_concurrent_evaluations =
+      absl::GetFlag(FLAGS_max_concurrent_evaluations);
+  options.store_max_problems = absl::GetFlag(FLAGS_store_max_problems);
+  options.store_max_age_days = absl::GetFlag(FLAGS_store_max_age_days);
+  options.store_call_timeout_ms = absl::GetFlag(FLAGS_store_call_timeout_ms);
   // A corrupt store file is moved aside before the store opens (a fresh one is
   // created); a failure to move it only leaves warm starts off.
   {
@@ -213,6 +238,14 @@ int main(int argc, char** argv) {
   LOG(INFO) << "signal " << received << " (" << strsignal(received)
             << "): draining";
   (*server)->Shutdown();
+  if ((*server)->profiles().fitting()) {
+    // A calibration fit outlived the grace period: its client has its answer
+    // and nothing of it will be stored; the store is flushed. Waiting for the
+    // computation would overrun --shutdown_grace_seconds.
+    LOG(WARNING) << "a calibration fit is still running; exiting without it";
+    google::FlushLogFiles(google::GLOG_INFO);
+    std::_Exit(0);
+  }
   server->reset();
   google::ShutdownGoogleLogging();
   return 0;

@@ -268,7 +268,18 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       *update.mutable_transition() =
           TransitionToProto(*request_.transition, scored.plan);
     }
+    LimitSize(&update);
     return update;
+  }
+
+  // Every update stays under kMaxUpdateBytes (a 16k-GPU plan's placement and
+  // node loads alone can pass gRPC's default 4 MiB receive limit).
+  static void LimitSize(PlanUpdate* update) {
+    const std::string dropped = FitUpdate(kMaxUpdateBytes, update);
+    if (!dropped.empty()) {
+      VLOG(1) << "update over " << kMaxUpdateBytes
+              << " bytes; left out: " << dropped;
+    }
   }
 
   absl::Status CancelStatusLocked() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -379,6 +390,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
                                           top->mutable_prediction());
       top->set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
     }
+    LimitSize(&update);
     return update;
   }
 

@@ -24,8 +24,8 @@
 #include "server/metrics.h"
 #include "server/search_job.h"
 #include "server/search_scheduler.h"
+#include "server/store/warm_start_persistence.h"
 #include "server/validation.h"
-#include "server/warm_start_persistence.h"
 #include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::server {
@@ -64,6 +64,10 @@ struct ServiceDeps {
   policy::EvalPool* eval_pool = nullptr;  // null: searchers evaluate inline
   RequestLimits limits;
   int elite_size = 16;
+  // EvaluatePlan calls evaluated at once (on gRPC threads); more are refused
+  // with RESOURCE_EXHAUSTED so that bursts cannot take every thread from
+  // health checks and streams. 0 = no cap.
+  int max_concurrent_evaluations = 4;
 };
 
 // Handles one PlanSharding call from the gRPC thread: validates, and returns

@@ -1,6 +1,12 @@
 #include "server/replan.h"
 
+#include <algorithm>
 #include <cmath>
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 
 namespace shardplan::server {
 
@@ -52,6 +58,78 @@ double ReplanScore(const simulator::TransitionObjective& objective,
       simulator::ApplyTransitionObjective(objective, scored.plan, &evaluation);
   if (!evaluation.feasible) return 0;
   return throughput * std::exp(-penalty);
+}
+
+namespace {
+
+void ClearPlacements(shardplan::v1::Plan* plan) {
+  plan->clear_placement();
+  if (plan->has_prefill()) plan->mutable_prefill()->clear_placement();
+  if (plan->has_decode()) plan->mutable_decode()->clear_placement();
+}
+
+}  // namespace
+
+std::string FitUpdate(size_t max_bytes, shardplan::v1::PlanUpdate* update) {
+  std::vector<std::string> dropped;
+  auto fits = [&] { return update->ByteSizeLong() <= max_bytes; };
+  if (fits()) return "";
+  for (shardplan::v1::TopPlan& top : *update->mutable_top_plans()) {
+    ClearPlacements(top.mutable_plan());
+  }
+  for (shardplan::v1::FrontierPoint& point : *update->mutable_frontier()) {
+    ClearPlacements(point.mutable_plan());
+  }
+  if (update->has_summary()) {
+    shardplan::v1::SearchSummary* summary = update->mutable_summary();
+    if (summary->has_best_aggregated_plan()) {
+      ClearPlacements(summary->mutable_best_aggregated_plan());
+    }
+    if (summary->has_best_disaggregated_plan()) {
+      ClearPlacements(summary->mutable_best_disaggregated_plan());
+    }
+  }
+  dropped.push_back("placements of top plans and frontier points");
+  if (!fits() && update->has_transition() &&
+      update->transition().node_loads_size() > 0) {
+    // The nodes that load the most stay; the rest are summed in the totals.
+    auto* loads = update->mutable_transition()->mutable_node_loads();
+    std::stable_sort(
+        loads->begin(), loads->end(),
+        [](const shardplan::v1::NodeLoad& a, const shardplan::v1::NodeLoad& b) {
+          return a.bytes() > b.bytes();
+        });
+    const size_t rest =
+        update->ByteSizeLong() - update->transition().ByteSizeLong();
+    size_t budget = max_bytes > rest + 64 ? max_bytes - rest - 64 : 0;
+    int keep = 0;
+    for (const shardplan::v1::NodeLoad& load : *loads) {
+      const size_t bytes = load.ByteSizeLong() + 4;
+      if (bytes > budget) break;
+      budget -= bytes;
+      ++keep;
+    }
+    const int total = loads->size();
+    loads->DeleteSubrange(keep, total - keep);
+    dropped.push_back(absl::StrCat(total - keep, " of ", total,
+                                   " node loads (the largest kept)"));
+  }
+  if (!fits() && update->has_plan()) {
+    ClearPlacements(update->mutable_plan());
+    dropped.push_back("the plan's placement");
+  }
+  int points = 0, tops = 0;
+  while (!fits() && update->frontier_size() > 0) {
+    update->mutable_frontier()->RemoveLast();
+    ++points;
+  }
+  while (!fits() && update->top_plans_size() > 0) {
+    update->mutable_top_plans()->RemoveLast();
+    ++tops;
+  }
+  if (points > 0) dropped.push_back(absl::StrCat(points, " frontier points"));
+  if (tops > 0) dropped.push_back(absl::StrCat(tops, " top plans"));
+  return absl::StrJoin(dropped, ", ");
 }
 
 }  // namespace shardplan::server

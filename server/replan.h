@@ -4,6 +4,8 @@
 #ifndef SHARDPLAN_SERVER_REPLAN_H_
 #define SHARDPLAN_SERVER_REPLAN_H_
 
+#include <cstddef>
+#include <string>
 #include <vector>
 
 #include "policy/searcher.h"
@@ -31,6 +33,19 @@ policy::WarmStart ReplanWarmStart(
 // transition is over options.max_transition_seconds.
 double ReplanScore(const simulator::TransitionObjective& objective,
                    const policy::ScoredPlan& scored, double throughput);
+
+// The largest PlanUpdate the stream sends: under gRPC's default 4 MiB receive
+// limit (grpcurl, buf curl and the Python example keep it), with room for
+// framing.
+inline constexpr size_t kMaxUpdateBytes = 3u << 20;
+
+// Shrinks `update` to at most `max_bytes` serialized, dropping in this order
+// until it fits: the placements of the top plans, frontier points and summary
+// plans (their degrees and dims stay; EvaluatePlan of a plan returns its
+// placement), then the transition's node loads beyond the largest ones, then
+// the best plan's own placement, then frontier points and top plans from the
+// end. Returns what was left out ("" when it fit). O(size of the update).
+std::string FitUpdate(size_t max_bytes, shardplan::v1::PlanUpdate* update);
 
 }  // namespace shardplan::server
 

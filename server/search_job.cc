@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,8 +12,8 @@
 #include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
 #include "proto/spec_text.h"
-#include "server/elite_store.h"
 #include "server/replan.h"
+#include "server/store/elite_store.h"
 #include "simulator/calibration.h"
 #include "simulator/spec.h"
 
@@ -171,7 +172,7 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
   to_store.plans.push_back(baseline_);
 
   if (result.has_value()) {
-    outcome = OutcomeOf(*result);
+    outcome = OutcomeOf(*result, cancel);
   } else {
     outcome.top_plans = {baseline_};
   }
@@ -207,8 +208,11 @@ bool SearchJob::SearchesDisaggregatedSpace() const {
 }
 
 double SearchJob::SecondsShare(int evaluations) const {
-  return request_.max_seconds * evaluations /
-         std::max(1, request_.max_evaluations);
+  // A tiny positive max_seconds (5e-324 is valid) must not round to 0: the
+  // searcher refuses 0, and the request asked for "as short as possible".
+  return std::max(std::numeric_limits<double>::min(),
+                  request_.max_seconds * evaluations /
+                      std::max(1, request_.max_evaluations));
 }
 
 int SearchJob::DisaggregatedBudget() const {
@@ -362,7 +366,8 @@ SearchJob::Outcome SearchJob::Abandon() {
 }
 
 SearchJob::Outcome SearchJob::OutcomeOf(
-    const policy::SearchResult& result) const {
+    const policy::SearchResult& result,
+    const policy::CancellationToken& cancel) const {
   Outcome outcome;
   outcome.stop_reason = result.stop_reason;
   outcome.evaluations = result.evaluations;
@@ -379,11 +384,24 @@ SearchJob::Outcome SearchJob::OutcomeOf(
                     result.frontier.end());
   candidates.push_back(result.best);
   candidates.push_back(baseline_);
+  // Each candidate scored once: a re-plan's score diffs the plan against the
+  // running one (O(GPUs), tens of ms on 16k GPUs), and a sort comparing
+  // scores would diff each candidate ~2 log n times.
+  std::vector<std::pair<double, size_t>> order;
+  order.reserve(candidates.size());
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    // Once cancelled, the rest keep their search order (best first).
+    const bool scored = !cancel.cancelled() || i == 0;
+    order.push_back({scored ? Score(candidates[i]) : 0.0, i});
+  }
   std::stable_sort(
-      candidates.begin(), candidates.end(),
-      [this](const policy::ScoredPlan& a, const policy::ScoredPlan& b) {
-        return Score(a) > Score(b);
-      });
+      order.begin(), order.end(),
+      [](const std::pair<double, size_t>& a,
+         const std::pair<double, size_t>& b) { return a.first > b.first; });
+  std::vector<policy::ScoredPlan> sorted;
+  sorted.reserve(candidates.size());
+  for (const auto& [score, i] : order) sorted.push_back(candidates[i]);
+  candidates = std::move(sorted);
   outcome.best = candidates.front();
   for (const policy::ScoredPlan& scored : candidates) {
     if (static_cast<int>(outcome.top_plans.size()) >= request_.top_n) break;

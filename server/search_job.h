@@ -18,8 +18,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "policy/searcher.h"
+#include "server/store/warm_start_persistence.h"
 #include "server/validation.h"
-#include "server/warm_start_persistence.h"
 
 namespace shardplan::server {
 
@@ -104,7 +104,8 @@ class SearchJob {
   class Observer;
   void Persist(const std::vector<policy::ScoredPlan>& plans,
                const std::string& policy_weights) const;
-  Outcome OutcomeOf(const policy::SearchResult& result) const;
+  Outcome OutcomeOf(const policy::SearchResult& result,
+                    const policy::CancellationToken& cancel) const;
   // What the disaggregated search or sweep found.
   struct DisaggregatedFound {
     policy::ScoredPlan best;

@@ -24,7 +24,7 @@
 #include "policy/eval_pool.h"
 #include "policy/searcher.h"
 #include "prometheus/exposer.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 namespace shardplan::server {
 namespace {
@@ -106,6 +106,16 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
         absl::StrCat("--max_concurrent_streams must be >= 1, got ",
                      options.max_concurrent_streams));
   }
+  if (options.max_concurrent_evaluations < 0 ||
+      options.store_max_problems < 0 || options.store_max_age_days < 0 ||
+      options.store_call_timeout_ms < 100) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--max_concurrent_evaluations, --store_max_problems and "
+        "--store_max_age_days must be >= 0 and --store_call_timeout_ms >= "
+        "100, got ",
+        options.max_concurrent_evaluations, ", ", options.store_max_problems,
+        ", ", options.store_max_age_days, ", ", options.store_call_timeout_ms));
+  }
   if (options.max_request_bytes < 1024) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max_request_bytes must be >= 1024, got ",
@@ -144,6 +154,9 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
     EliteStore::Options store_options;
     store_options.path = opts.store_path;
     store_options.top_k = opts.elite_size;
+    store_options.max_problems = opts.store_max_problems;
+    store_options.max_age_days = opts.store_max_age_days;
+    store_options.call_timeout_ms = opts.store_call_timeout_ms;
     absl::StatusOr<std::unique_ptr<EliteStore>> opened =
         EliteStore::Open(store_options);
     if (opened.ok()) {
@@ -181,6 +194,7 @@ absl::StatusOr<std::unique_ptr<PlannerServer>> PlannerServer::Start(
   deps.limits = opts.limits;
   deps.limits.user_profiles = server->profiles_.get();
   deps.elite_size = opts.elite_size;
+  deps.max_concurrent_evaluations = opts.max_concurrent_evaluations;
   server->authenticator_ = std::move(authenticator);
   server->peer_limiter_ =
       std::make_unique<PeerLimiter>(opts.max_searches_per_peer);
@@ -319,6 +333,9 @@ void PlannerServer::Shutdown() {
       LOG(WARNING) << "open streams did not end within --shutdown_grace_seconds"
                       "; cutting them";
     }
+    // Calibrate calls are answered before gRPC stops: queued ones at once,
+    // the running one with what was stored (within the grace).
+    if (profiles_ != nullptr) profiles_->Drain(grace_end);
     server_->Shutdown(
         absl::ToChronoTime(std::min(grace_end, absl::Now() + kUnaryCallGrace)));
   }

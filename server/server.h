@@ -5,6 +5,7 @@
 #ifndef SHARDPLAN_SERVER_SERVER_H_
 #define SHARDPLAN_SERVER_SERVER_H_
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -18,11 +19,11 @@
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/plan_stream.h"
-#include "server/profile_store.h"
 #include "server/search_scheduler.h"
 #include "server/service.h"
+#include "server/store/profile_store.h"
+#include "server/store/warm_start_persistence.h"
 #include "server/validation.h"
-#include "server/warm_start_persistence.h"
 
 namespace prometheus {
 class Exposer;
@@ -59,6 +60,14 @@ struct ServerOptions {
   int max_request_bytes = 4 << 20;  // gRPC max receive message size
   // HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS per connection (rapid reset).
   int max_concurrent_streams = 100;
+  // EvaluatePlan calls evaluated at once (RESOURCE_EXHAUSTED beyond; 0 = no
+  // cap).
+  int max_concurrent_evaluations = 4;
+  // Store bounds (EliteStore::Options): problems kept, days kept (0 = no
+  // bound), and the longest a PostgreSQL call may wait on the network.
+  int64_t store_max_problems = 10000;
+  int store_max_age_days = 0;
+  int store_call_timeout_ms = 5000;
 };
 
 class PlannerServer {

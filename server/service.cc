@@ -139,12 +139,38 @@ PlannerService::PlanShardingBytes(grpc::CallbackServerContext* context,
   return new RefusedPlanStream(status);
 }
 
+absl::Status PlannerService::BeginEvaluation() {
+  const int cap = deps_.max_concurrent_evaluations;
+  if (evaluations_in_flight_.fetch_add(1) >= cap && cap > 0) {
+    evaluations_in_flight_.fetch_sub(1);
+    return absl::ResourceExhaustedError(
+        absl::StrCat(cap,
+                     " EvaluatePlan calls are already being evaluated "
+                     "(--max_concurrent_evaluations); retry later"));
+  }
+  return absl::OkStatus();
+}
+
+void PlannerService::EndEvaluation() { evaluations_in_flight_.fetch_sub(1); }
+
 grpc::ServerUnaryReactor* PlannerService::EvaluatePlanBytes(
     grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
     shardplan::v1::EvaluateResponse* response) {
-  shardplan::v1::EvaluateRequest decoded;
-  absl::Status status = DecodeRequest(*request, &decoded);
-  if (status.ok()) return EvaluatePlan(context, &decoded, response);
+  // Decoding, validation and the evaluation run on this gRPC thread: the cap
+  // covers all three (a 16k-node request spends most of its time decoding and
+  // validating).
+  absl::Status status = BeginEvaluation();
+  if (status.ok()) {
+    shardplan::v1::EvaluateRequest decoded;
+    status = DecodeRequest(*request, &decoded);
+    if (status.ok()) {
+      grpc::ServerUnaryReactor* reactor =
+          EvaluatePlan(context, &decoded, response);
+      EndEvaluation();
+      return reactor;
+    }
+    EndEvaluation();
+  }
   status = RefuseUndecodable(access_, *context, status);
   deps_.metrics->CountEvaluateRequest(status.code());
   LogRefused("EvaluatePlan", status, *context);

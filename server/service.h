@@ -2,9 +2,11 @@
 // (server/plan_stream.h), EvaluatePlan and ListCatalog answered inline on the
 // gRPC thread (one cost-model call, no blocking), so running searches never
 // starve them; Calibrate answered from the profile store's thread
-// (server/profile_store.h).
+// (server/store/profile_store.h).
 #ifndef SHARDPLAN_SERVER_SERVICE_H_
 #define SHARDPLAN_SERVER_SERVICE_H_
+
+#include <atomic>
 
 #include "absl/status/status.h"
 #include "google/protobuf/message.h"
@@ -12,8 +14,8 @@
 #include "server/auth.h"
 #include "server/limits.h"
 #include "server/plan_stream.h"
-#include "server/profile_store.h"
 #include "server/request_decoding.h"
+#include "server/store/profile_store.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 
 namespace shardplan::server {
@@ -80,9 +82,15 @@ class PlannerService final
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       shardplan::v1::CalibrateResponse* response);
 
+  // Admits one EvaluatePlan call under ServiceDeps::max_concurrent_evaluations
+  // (RESOURCE_EXHAUSTED beyond it); the slot is freed by EndEvaluation.
+  absl::Status BeginEvaluation();
+  void EndEvaluation();
+
   const ServiceDeps deps_;
   const AccessControl access_;
   CalibrationProfileStore* const calibration_ = nullptr;
+  std::atomic<int> evaluations_in_flight_{0};
 };
 
 }  // namespace shardplan::server

@@ -24,7 +24,7 @@
 namespace shardplan::server {
 
 // Calibration profiles made by the Calibrate RPC, by name
-// (server/profile_store.h). Thread-safe; never blocks.
+// (server/store/profile_store.h). Thread-safe; never blocks.
 class UserProfiles {
  public:
   virtual ~UserProfiles() = default;

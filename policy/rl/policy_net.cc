@@ -32,12 +32,14 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/string_view.h"
 #include "glog/logging.h"
 #include "policy/decision_mixture.h"
 #include "policy/elite_history.h"
 #include "policy/plan_space.h"
 #include "policy/rl/features.h"
 #include "policy/rl/internal/scoped_seconds.h"
+#include "policy/weights_archive.h"
 
 namespace shardplan::policy::rl {
 namespace {
@@ -282,10 +284,25 @@ class PolicyNet {
     return out.str();
   }
 
-  // INVALID_ARGUMENT when the bytes are not a LibTorch archive; weights of
-  // another layout (another RlPolicyOptions or an older version) are ignored
-  // with a warning and false.
+  // False (with a warning) when the bytes are not weights this network can
+  // use: another layout (another RlPolicyOptions or an older version), or a
+  // damaged or hostile archive. The search then starts from fresh weights and
+  // its own replace the stored ones. Never an error: stored state must not
+  // fail a search, and LibTorch's messages (stack traces, load addresses)
+  // must not reach a client.
   absl::StatusOr<bool> Load(const std::string& bytes) {
+    // What loading may allocate is bounded before LibTorch allocates it: the
+    // parameters, the layout tensor and the archive's small records.
+    constexpr uint64_t kArchiveOverheadBytes = 1 << 20;
+    const absl::Status usable = CheckWeightsArchive(
+        bytes,
+        static_cast<uint64_t>(size_) * sizeof(float) + kArchiveOverheadBytes);
+    if (!usable.ok()) {
+      LOG(WARNING) << "stored policy weights (" << bytes.size()
+                   << " bytes) set aside, starting from fresh weights: "
+                   << usable.message();
+      return false;
+    }
     torch::Tensor arch, theta;
     try {
       std::istringstream in(bytes);
@@ -299,8 +316,13 @@ class PolicyNet {
         return false;
       }
     } catch (const std::exception& e) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("warm_start.policy_weights do not load: ", e.what()));
+      // The first line only: the rest is LibTorch's backtrace.
+      const absl::string_view what = e.what();
+      LOG(WARNING) << "stored policy weights (" << bytes.size()
+                   << " bytes) do not load, set aside, starting from fresh "
+                      "weights: "
+                   << what.substr(0, std::min(what.find('\n'), size_t{200}));
+      return false;
     }
     torch::NoGradGuard no_grad;
     theta_.copy_(theta.reshape({size_}));

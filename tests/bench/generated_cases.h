@@ -60,7 +60,7 @@ std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed, int count);
 absl::StatusOr<std::string> RunDisaggregatedCases(
     const std::vector<GeneratedCase>& cases, const GeneratedOptions& options);
 
-// The server's family of a problem (server/elite_store.cc MakeProblemKey:
+// The server's family of a problem (server/store/elite_store.cc MakeProblemKey:
 // model family, hardware, num_gpus x gpus_per_node): stored policy weights
 // are shared within it.
 absl::StatusOr<std::string> FamilyKey(const GeneratedCase& c);

@@ -119,5 +119,24 @@ TEST(MeasurementsTest, ErrorsNameFileLineAndField) {
   }
 }
 
+// A field is echoed as a short escaped prefix: a 5 MB field does not fill
+// stderr, and terminal escape sequences come out as text.
+TEST(MeasurementsTest, ErrorsQuoteAShortEscapedPrefixOfTheField) {
+  const std::string header =
+      "backend,model_path,isl,osl,batch_size,tp_size,silicon_ttft_ms,"
+      "silicon_tpot_ms\n";
+  const std::string huge(5 << 20, '7');
+  for (const std::string& field :
+       {huge + "x", std::string("\x1b]0;title\x07\x1b[2J")}) {
+    absl::StatusOr<ParsedResults> parsed = ParseResults(
+        "x", header + "vllm,qwen3-32b,1024,128,16,2," + field + ",10\n", {});
+    ASSERT_FALSE(parsed.ok());
+    const std::string message(parsed.status().message());
+    EXPECT_LT(message.size(), 300u);
+    EXPECT_EQ(message.find('\x1b'), std::string::npos) << message;
+    EXPECT_EQ(message.find('\x07'), std::string::npos) << message;
+  }
+}
+
 }  // namespace
 }  // namespace shardplan::client

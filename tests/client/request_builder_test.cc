@@ -1,8 +1,16 @@
 #include "client/request_builder.h"
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdlib>
 #include <map>
 #include <string>
 
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -267,6 +275,83 @@ TEST(RequestBuilderTest, RunningDeploymentFromManifestAndJsonLines) {
   EXPECT_EQ(pools.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(std::string(pools.status().message()),
               HasSubstr("--output json"));
+}
+
+// A manifest number that is not an integer is refused (it used to be read as
+// the default, re-planning from another plan).
+TEST(RequestBuilderTest, ManifestDegreeThatIsNotAnIntegerIsRefused) {
+  shardplan::v1::ClusterSpec next;
+  next.set_hardware("h100-sxm-80gb");
+  next.set_num_gpus(16);
+  next.set_gpus_per_node(8);
+  for (const char* degrees :
+       {"{data: 2, tensor: 8.0}", "{data: 2, tensor: eight}",
+        "{data: 2, tensor: [8]}"}) {
+    absl::StatusOr<shardplan::v1::RunningDeployment> parsed =
+        ParseRunningDeployment(
+            absl::StrCat("apiVersion: shardplan.dev/v1\nkind: ShardingPlan\n"
+                         "cluster: {hardware: h100-sxm-80gb, gpus: 16, "
+                         "gpusPerNode: 8}\nparallelism: ",
+                         degrees, "\n"),
+            "running.yaml", next);
+    ASSERT_FALSE(parsed.ok()) << degrees;
+    EXPECT_EQ(parsed.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(parsed.status().message()),
+                HasSubstr("parallelism.tensor must be an integer"));
+  }
+}
+
+// Input files are read with a bound: directories, devices and FIFOs are
+// refused before any read, oversize files before they are read whole.
+TEST(RequestBuilderTest, InputFilesAreCheckedBeforeTheyAreRead) {
+  char pattern[] = "/tmp/shardplan-client-XXXXXX";
+  ASSERT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  const std::string zero = dir + "/zero.yaml";
+  ASSERT_EQ(symlink("/dev/zero", zero.c_str()), 0);
+  const std::string fifo = dir + "/fifo.yaml";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const std::string sparse = dir + "/sparse.yaml";
+  {
+    const int fd = open(sparse.c_str(), O_CREAT | O_WRONLY, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(ftruncate(fd, off_t{1} << 30), 0);  // 1 GiB, no blocks
+    close(fd);
+  }
+  const std::string small = dir + "/model.yaml";
+  {
+    const int fd = open(small.c_str(), O_CREAT | O_WRONLY, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "name: x\n", 8), 8);
+    close(fd);
+  }
+  const struct {
+    std::string path;
+    const char* message;
+  } refused[] = {{dir, "is a directory"},
+                 {zero, "not a regular file"},
+                 {fifo, "not a regular file"},
+                 {sparse, "1073741824 bytes"}};
+  for (const auto& c : refused) {
+    const absl::Time start = absl::Now();
+    absl::StatusOr<std::string> text = ReadFileFromDisk(c.path);
+    EXPECT_LT(absl::Now() - start, absl::Seconds(1)) << c.path;
+    ASSERT_FALSE(text.ok()) << c.path;
+    EXPECT_EQ(text.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(text.status().message()), HasSubstr(c.message));
+  }
+  absl::StatusOr<std::string> text = ReadFileFromDisk(small);
+  ASSERT_TRUE(text.ok()) << text.status();
+  EXPECT_EQ(*text, "name: x\n");
+  EXPECT_FALSE(ReadBoundedFile(small, 4).ok());
+  // A directory as --model-file is a usage error, not an empty spec.
+  ProblemFlags flags;
+  flags.model_file = dir;
+  flags.gpus = 8;
+  absl::StatusOr<shardplan::v1::PlanRequest> request =
+      BuildPlanRequest(flags, SearchFlags(), ReadFileFromDisk);
+  EXPECT_EQ(request.status().code(), absl::StatusCode::kInvalidArgument);
+  (void)!system(absl::StrCat("rm -rf '", dir, "'").c_str());
 }
 
 }  // namespace

@@ -152,6 +152,8 @@ class PostgresInstance {
                         database);
   }
   int port() const { return port_; }
+  // The data directory (postmaster.pid names the server's process).
+  const std::string& DataDir() const { return data_; }
   std::string ServerLog() const { return Read("server.log"); }
 
  private:

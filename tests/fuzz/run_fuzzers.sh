@@ -16,7 +16,7 @@ else
   SCRATCH="$(mktemp -d "${TMPDIR:-/tmp}/shardplan-fuzz.XXXXXX")"
   OWN_SCRATCH=1
 fi
-TARGETS=(fuzz_spec_text fuzz_hf_config fuzz_cost_model fuzz_server_validation)
+TARGETS=(fuzz_spec_text fuzz_hf_config fuzz_cost_model fuzz_server_validation fuzz_stored_rows)
 
 dict_for() {
   case "$1" in

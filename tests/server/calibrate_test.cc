@@ -10,8 +10,8 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
-#include "server/profile_store.h"
 #include "server/server.h"
+#include "server/store/profile_store.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 #include "tests/server/test_util.h"
 

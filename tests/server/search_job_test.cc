@@ -10,8 +10,8 @@
 
 #include "gtest/gtest.h"
 #include "policy/searcher.h"
-#include "server/elite_store.h"
 #include "server/metrics.h"
+#include "server/store/elite_store.h"
 #include "simulator/megatron.h"
 #include "tests/server/test_util.h"
 

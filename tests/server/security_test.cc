@@ -1,6 +1,6 @@
 // Limits, bearer tokens, per-peer admission and corrupt-store recovery
-// (server/auth.h, server/limits.h, server/store_recovery.h, the problem caps
-// of server/validation.h), plus the whole service in-process with a token
+// (server/auth.h, server/limits.h, server/store/store_recovery.h, the problem
+// caps of server/validation.h), plus the whole service in-process with a token
 // file and a per-peer cap.
 #include <fstream>
 #include <memory>
@@ -16,7 +16,7 @@
 #include "server/auth.h"
 #include "server/limits.h"
 #include "server/server.h"
-#include "server/store_recovery.h"
+#include "server/store/store_recovery.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 #include "tests/server/test_util.h"

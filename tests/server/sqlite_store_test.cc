@@ -2,17 +2,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <cstdio>
 #include <fstream>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/elite_store.h"
 #include "server/metrics.h"
-#include "server/warm_start_persistence.h"
+#include "server/store/elite_store.h"
+#include "server/store/warm_start_persistence.h"
 #include "tests/server/test_util.h"
 
 namespace shardplan::server {
@@ -167,6 +171,109 @@ TEST(EliteStoreTest, MigratesAVersionOneStore) {
       << "new column's default";
   // And the migrated store takes new writes.
   EXPECT_TRUE(store->Record(key, *problem, Plans(2), "").ok());
+}
+
+// One problems row that no longer decodes is skipped; the store stays on and
+// the family's other problems still answer.
+TEST(EliteStoreTest, AnUnreadableProblemsRowIsSkipped) {
+  TempDir dir;
+  EliteStore::Options options;
+  options.path = dir.File("store.db");
+  auto store = EliteStore::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto p1024 = MakeProblem("llama-3.1-8b", 8, 1024, 512);
+  auto p8192 = MakeProblem("llama-3.1-8b", 8, 8192, 512);
+  auto p2048 = MakeProblem("llama-3.1-8b", 8, 2048, 512);
+  ASSERT_TRUE(p1024.ok() && p8192.ok() && p2048.ok());
+  ASSERT_TRUE(
+      (*store)->Record(MakeProblemKey(*p1024), *p1024, Plans(1), "").ok());
+  ASSERT_TRUE(
+      (*store)->Record(MakeProblemKey(*p8192), *p8192, Plans(2), "").ok());
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(options.path.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(sqlite3_exec(db,
+                         "UPDATE problems SET input_tokens_log2 = 'abc' WHERE "
+                         "input_tokens_log2 = 10",
+                         nullptr, nullptr, nullptr),
+            SQLITE_OK);
+  sqlite3_close(db);
+  auto found = (*store)->Lookup(MakeProblemKey(*p2048));
+  ASSERT_TRUE(found.ok()) << found.status();
+  ASSERT_TRUE(found->has_value());
+  EXPECT_EQ((*found)->fingerprint, MakeProblemKey(*p8192).fingerprint);
+  // The damaged problem itself: its exact row is unreadable, so the nearest.
+  auto damaged = (*store)->Lookup(MakeProblemKey(*p1024));
+  ASSERT_TRUE(damaged.ok()) << damaged.status();
+  EXPECT_FALSE((*damaged)->exact);
+  EXPECT_TRUE(
+      (*store)->Record(MakeProblemKey(*p2048), *p2048, Plans(1), "").ok());
+}
+
+// The warm-start lookup at 100,000 problems of one family (the store's
+// bound is --store_max_problems, 10,000 by default): the exact problem is
+// found by its key; a nearest lookup reads the family. Figures in
+// docs/reliability.md; the bounds here are 20x what the dev machine measures.
+TEST(EliteStoreTest, LookupAtOneHundredThousandProblems) {
+  TempDir dir;
+  EliteStore::Options options;
+  options.path = dir.File("store.db");
+  options.max_problems = 0;
+  auto store = EliteStore::Open(options);
+  ASSERT_TRUE(store.ok()) << store.status();
+  auto problem = MakeProblem("llama-3.1-8b", 8, 1024, 512);
+  ASSERT_TRUE(problem.ok());
+  const ProblemKey key = MakeProblemKey(*problem);
+  ASSERT_TRUE((*store)->Record(key, *problem, Plans(4), "").ok());
+  // 100,000 more problems of the same family, each with one plan, straight
+  // into the file (Record would take minutes with a sync per commit).
+  constexpr int kProblems = 100000;
+  {
+    sqlite3* db = nullptr;
+    ASSERT_EQ(sqlite3_open(options.path.c_str(), &db), SQLITE_OK);
+    const std::string sql = absl::StrCat(
+        "BEGIN; WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM "
+        "n WHERE i < ",
+        kProblems,
+        ") INSERT INTO problems SELECT printf('%016x', i), family_key, "
+        "model_key, model_name, 20 + i % 7, output_tokens_log2, i % 9, "
+        "ttft_bucket, tpot_bucket, weight_dtype, kv_cache_dtype, "
+        "cost_model_version, 1, i FROM n, (SELECT * FROM problems LIMIT 1); "
+        "INSERT INTO plans SELECT p.fingerprint, q.plan_json, q.reward, "
+        "q.prediction_json, q.output_tokens_per_s FROM problems p, (SELECT * "
+        "FROM plans LIMIT 1) q WHERE p.fingerprint <> q.fingerprint; COMMIT;");
+    char* error = nullptr;
+    ASSERT_EQ(sqlite3_exec(db, sql.c_str(), nullptr, nullptr, &error),
+              SQLITE_OK)
+        << (error != nullptr ? error : "");
+    sqlite3_close(db);
+  }
+  absl::Time start = absl::Now();
+  auto exact = (*store)->Lookup(key);
+  const absl::Duration exact_time = absl::Now() - start;
+  ASSERT_TRUE(exact.ok() && exact->has_value()) << exact.status();
+  EXPECT_TRUE((*exact)->exact);
+  auto other = MakeProblem("llama-3.1-8b", 8, 4096, 512);
+  ASSERT_TRUE(other.ok());
+  start = absl::Now();
+  auto nearest = (*store)->Lookup(MakeProblemKey(*other));
+  const absl::Duration nearest_time = absl::Now() - start;
+  ASSERT_TRUE(nearest.ok() && nearest->has_value()) << nearest.status();
+  EXPECT_FALSE((*nearest)->exact);
+  std::printf("lookup at %d problems: exact %.2f ms, nearest %.1f ms\n",
+              kProblems + 1, absl::ToDoubleMilliseconds(exact_time),
+              absl::ToDoubleMilliseconds(nearest_time));
+  EXPECT_LT(exact_time, absl::Milliseconds(100));
+  EXPECT_LT(nearest_time, absl::Seconds(10));
+  // Pruning to the default cap removes 90,001 problems and their plans.
+  EliteStore::Options capped = options;
+  capped.max_problems = 10000;
+  auto pruning = EliteStore::Open(capped);
+  ASSERT_TRUE(pruning.ok());
+  start = absl::Now();
+  ASSERT_TRUE((*pruning)->Prune().ok());
+  std::printf("prune 100001 -> 10000 problems: %.0f ms\n",
+              absl::ToDoubleMilliseconds(absl::Now() - start));
+  EXPECT_EQ(*(*pruning)->CountPlans(), 10000 + 3);  // key's 4 plans kept
 }
 
 TEST(EliteStoreTest, UnopenablePathsFail) {

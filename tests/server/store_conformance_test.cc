@@ -25,10 +25,10 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "pqxx/pqxx"
-#include "server/elite_store.h"
 #include "server/metrics.h"
-#include "server/postgres_store.h"
-#include "server/warm_start_persistence.h"
+#include "server/store/elite_store.h"
+#include "server/store/postgres_store.h"
+#include "server/store/warm_start_persistence.h"
 #include "tests/e2e/postgres_instance.h"
 #include "tests/server/test_util.h"
 
@@ -134,8 +134,11 @@ class EliteStoreConformanceTest : public ::testing::Test {
   }
   std::unique_ptr<EliteStore> Open(int top_k = 16) {
     EliteStore::Options options;
-    options.path = backend_.location;
     options.top_k = top_k;
+    return Open(options);
+  }
+  std::unique_ptr<EliteStore> Open(EliteStore::Options options) {
+    options.path = backend_.location;
     absl::StatusOr<std::unique_ptr<EliteStore>> store =
         EliteStore::Open(options);
     EXPECT_TRUE(store.ok()) << store.status();
@@ -376,6 +379,56 @@ TYPED_TEST(EliteStoreConformanceTest, CalibrationProfilesAreReplacedByName) {
   EXPECT_EQ((*profiles)[1].profile_json, "{\"a\":2}");
   EXPECT_EQ((*profiles)[1].report, "r2");
   EXPECT_EQ((*profiles)[1].updated_at_ms, 7);
+}
+
+// The pruning rule: the max_problems most recently searched problems stay,
+// with their plans; the others go, and a family's weights with its last
+// problem.
+TYPED_TEST(EliteStoreConformanceTest, PruneKeepsTheMostRecentlySearched) {
+  EliteStore::Options options;
+  options.max_problems = 2;
+  auto store = this->Open(options);
+  ASSERT_NE(store, nullptr);
+  std::vector<ProblemKey> keys;
+  for (int isl : {512, 1024, 2048}) {
+    auto problem = MakeProblem("llama-3.1-8b", 8, isl, 512);
+    ASSERT_TRUE(problem.ok());
+    keys.push_back(MakeProblemKey(*problem));
+    ASSERT_TRUE(store->Record(keys.back(), *problem, Plans(2), "w").ok());
+    absl::SleepFor(absl::Milliseconds(3));  // distinct updated_at_ms
+  }
+  // Searched again: the oldest problem becomes the most recent.
+  auto first = MakeProblem("llama-3.1-8b", 8, 512, 512);
+  ASSERT_TRUE(store->Record(keys[0], *first, Plans(2), "").ok());
+  ASSERT_TRUE(store->Prune().ok());
+  EXPECT_EQ(*store->CountPlans(), 4);
+  EXPECT_TRUE((*store->Lookup(keys[0]))->exact);
+  EXPECT_TRUE((*store->Lookup(keys[2]))->exact);
+  auto pruned = store->Lookup(keys[1]);
+  ASSERT_TRUE(pruned.ok() && pruned->has_value());
+  EXPECT_FALSE((*pruned)->exact) << "the least recently searched went";
+  EXPECT_EQ((*pruned)->policy_weights, "w");
+  // A family without problems keeps no weights.
+  EliteStore::Options none;
+  none.max_age_days = 1;
+  auto aged = this->Open(none);
+  ASSERT_NE(aged, nullptr);
+  EXPECT_TRUE(aged->Prune().ok());
+  EXPECT_EQ(*aged->CountPlans(), 4) << "all searched today";
+}
+
+TYPED_TEST(EliteStoreConformanceTest, ProfilesStampChangesOnlyWithProfiles) {
+  auto store = this->Open();
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<std::string> empty = store->ProfilesStamp();
+  ASSERT_TRUE(empty.ok()) << empty.status();
+  ASSERT_TRUE(store->SaveProfile({"mine", "vllm", "{}", "r", 5}).ok());
+  absl::StatusOr<std::string> one = store->ProfilesStamp();
+  ASSERT_TRUE(one.ok());
+  EXPECT_NE(*one, *empty);
+  EXPECT_EQ(*store->ProfilesStamp(), *one) << "nothing changed";
+  ASSERT_TRUE(store->SaveProfile({"mine", "vllm", "{\"a\":1}", "r", 5}).ok());
+  EXPECT_NE(*store->ProfilesStamp(), *one) << "replaced, same time";
 }
 
 // ---- PostgreSQL only --------------------------------------------------------

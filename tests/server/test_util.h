@@ -20,7 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "policy/searcher.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"

@@ -18,6 +18,7 @@
 #include "gtest/gtest.h"
 #include "policy/plan_space.h"
 #include "policy/searcher.h"
+#include "policy/weights_archive.h"
 #include "simulator/megatron.h"
 #include "tests/policy/searcher_conformance.h"
 #include "tests/policy/test_util.h"
@@ -321,20 +322,74 @@ TEST(RlSearcherTest, NewBestPlanIsMovedToItsNearestTuples) {
   EXPECT_EQ(tried, expected);
 }
 
-TEST(RlSearcherTest, CorruptWeightsAreInvalidArgument) {
+TEST(RlSearcherTest, DamagedWeightsAreSetAsideAndReplaced) {
+  // Stored weights that do not load (garbage, a truncated archive, an empty
+  // ZIP) must not fail the search: it runs cold and returns weights that
+  // replace the damaged ones.
   auto model = testing::MakeCostModel("llama-3.1-8b", 4);
   ASSERT_TRUE(model.ok()) << model.status();
-  WarmStart warm;
-  warm.policy_weights = "not a torch archive";
   SearchOptions options;
-  options.warm_start = &warm;
+  options.max_evaluations = 100;
   CancellationToken cancel;
   SearchObserver observer;
   RlSearcher searcher;
+  auto good = searcher.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(good.ok()) << good.status();
+  ASSERT_GT(good->policy_weights.size(), 1000u);
+  // An empty ZIP: just the end-of-directory record.
+  const std::string empty_zip("PK\x05\x06" + std::string(18, '\0'));
+  for (const std::string& damaged :
+       {std::string("not a torch archive"),
+        good->policy_weights.substr(0, 1000), empty_zip}) {
+    WarmStart warm;
+    warm.policy_weights = damaged;
+    options.warm_start = &warm;
+    auto r = searcher.Search(**model, options, cancel, observer);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_FALSE(r->warm_started);
+    EXPECT_EQ(r->policy_weights.size(), good->policy_weights.size());
+  }
+}
+
+TEST(RlSearcherTest, WeightsDeclaringAHugeTensorAreRefusedBeforeLoading) {
+  // The archive's entries are read at their declared size: a stored entry
+  // whose directory claims 256 MiB must be refused from the directory alone.
+  auto model = testing::MakeCostModel("llama-3.1-8b", 4);
+  ASSERT_TRUE(model.ok()) << model.status();
+  SearchOptions options;
+  options.max_evaluations = 50;
+  CancellationToken cancel;
+  SearchObserver observer;
+  RlSearcher searcher;
+  auto good = searcher.Search(**model, options, cancel, observer);
+  ASSERT_TRUE(good.ok()) << good.status();
+  std::string huge = good->policy_weights;
+  // Every central-directory entry made a deflated one (method, offset 10)
+  // whose uncompressed size (offset 24) is 256 MiB: what a small row of
+  // compressed zeros declares (ZIP64 extra fields would carry it instead).
+  size_t at = 0;
+  int patched = 0;
+  while ((at = huge.find("PK\x01\x02", at)) != std::string::npos) {
+    huge[at + 10] = 8;
+    huge[at + 11] = 0;
+    huge[at + 24] = 0;
+    huge[at + 25] = 0;
+    huge[at + 26] = 0;
+    huge[at + 27] = 0x10;
+    at += 4;
+    ++patched;
+  }
+  ASSERT_GT(patched, 0);
+  const absl::Status refused = CheckWeightsArchive(huge, 64 << 20);
+  EXPECT_FALSE(refused.ok());
+  EXPECT_THAT(std::string(refused.message()), ::testing::HasSubstr("declare"));
+  EXPECT_TRUE(CheckWeightsArchive(good->policy_weights, 64 << 20).ok());
+  WarmStart warm;
+  warm.policy_weights = huge;
+  options.warm_start = &warm;
   auto r = searcher.Search(**model, options, cancel, observer);
-  ASSERT_FALSE(r.ok());
-  EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument);
-  EXPECT_THAT(r.status().message(), ::testing::HasSubstr("policy_weights"));
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->warm_started);
 }
 
 TEST(RlSearcherTest, WeightsOfAnotherLayoutAreIgnored) {

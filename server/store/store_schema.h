@@ -1,12 +1,12 @@
-// The store contract both backends (server/sqlite_store.h,
-// server/postgres_store.h) share: the schema text and its migration steps, the
-// SQL statements (written once, with $1..$n parameters, which SQLite and
-// PostgreSQL both accept), the mapping between a `problems` row and a
+// The store contract both backends (server/store/sqlite_store.h,
+// server/store/postgres_store.h) share: the schema text and its migration
+// steps, the SQL statements (written once, with $1..$n parameters, which SQLite
+// and PostgreSQL both accept), the mapping between a `problems` row and a
 // ProblemKey, and the nearest-problem rule of a warm-start lookup. A backend
 // only runs these statements and moves rows; everything a backend could get
 // differently from the other lives here.
-#ifndef SHARDPLAN_SERVER_STORE_SCHEMA_H_
-#define SHARDPLAN_SERVER_STORE_SCHEMA_H_
+#ifndef SHARDPLAN_SERVER_STORE_STORE_SCHEMA_H_
+#define SHARDPLAN_SERVER_STORE_STORE_SCHEMA_H_
 
 #include <cstdint>
 #include <optional>
@@ -15,7 +15,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 namespace shardplan::server::store {
 
@@ -48,8 +48,17 @@ enum ProblemColumn {
 };
 
 // $1 = family_key. Problems of the family that have at least one plan, every
-// column of ProblemColumn.
+// column of ProblemColumn: the 5,000 most recently searched (a nearest
+// lookup costs O(5,000) rows however large the store grows).
 extern const char kSelectFamilyProblemsSql[];
+// $1 = fingerprint: that problem when it has a plan (the columns as above);
+// a warm start reads the family only when this finds nothing.
+extern const char kSelectExactProblemSql[];
+// $1 = problems kept (the most recently searched), $2 = oldest updated_at_ms
+// kept: run in this order, in one transaction.
+extern const char kPrunePlansSql[];
+extern const char kPruneProblemsSql[];
+extern const char kPruneWeightsSql[];
 // Upsert of a problem row ($1..$13: ProblemColumn order); counts searches.
 extern const char kUpsertProblemSql[];
 
@@ -59,6 +68,11 @@ std::vector<std::string> ProblemRowParams(const ProblemRow& row);
 // INTERNAL when a number does not parse or a column is missing.
 absl::StatusOr<ProblemRow> ProblemRowFromText(
     absl::Span<const std::string> columns);
+
+// ProblemRowFromText appended to `rows`; a row that does not decode is
+// logged and skipped.
+void AppendProblemRow(absl::Span<const std::string> columns,
+                      std::vector<ProblemRow>* rows);
 
 // The warm-start choice among `candidates` (problems of key's family): the
 // exact fingerprint, else the nearest by WorkloadDistance, ties to the most
@@ -89,10 +103,13 @@ std::vector<StoredPlan> StoredPlansFromRows(const std::string& fingerprint,
 // name, engine, profile_json, report, updated_at_ms of every profile, by
 // name.
 extern const char kSelectProfilesSql[];
+// count, MAX(updated_at_ms), total profile_json length: profiles are re-read
+// only when this changes.
+extern const char kProfilesStampSql[];
 // $1 name, $2 engine, $3 profile_json, $4 report, $5 updated_at_ms
 // (replaces a profile of the same name).
 extern const char kUpsertProfileSql[];
 
 }  // namespace shardplan::server::store
 
-#endif  // SHARDPLAN_SERVER_STORE_SCHEMA_H_
+#endif  // SHARDPLAN_SERVER_STORE_STORE_SCHEMA_H_

@@ -1,9 +1,10 @@
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -13,10 +14,11 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "glog/logging.h"
 #include "proto/spec_text.h"
-#include "server/postgres_store.h"
-#include "server/sqlite_store.h"
-#include "server/store_schema.h"
+#include "server/store/postgres_store.h"
+#include "server/store/sqlite_store.h"
+#include "server/store/store_schema.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
@@ -218,7 +220,24 @@ absl::Status EliteStore::Record(const ProblemKey& key,
   }
   rows.policy_weights = policy_weights;
   rows.top_k = top_k_;
-  return WriteRecordRows(rows);
+  RETURN_IF_ERROR(WriteRecordRows(rows));
+  if (records_.fetch_add(1) % kPruneEvery == 0) {
+    // The write is durable; a failed prune only leaves the store larger.
+    absl::Status pruned = Prune();
+    if (!pruned.ok()) LOG(WARNING) << "elite store: prune: " << pruned;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status EliteStore::Prune() {
+  if (max_problems_ <= 0 && max_age_days_ <= 0) return absl::OkStatus();
+  const int64_t keep =
+      max_problems_ > 0 ? max_problems_ : std::numeric_limits<int64_t>::max();
+  const int64_t oldest_ms =
+      max_age_days_ > 0
+          ? absl::ToUnixMillis(absl::Now() - absl::Hours(24) * max_age_days_)
+          : 0;
+  return PruneRows(keep, oldest_ms);
 }
 
 absl::StatusOr<std::unique_ptr<EliteStore>> EliteStore::Open(

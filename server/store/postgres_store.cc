@@ -1,4 +1,6 @@
-#include "server/postgres_store.h"
+#include "server/store/postgres_store.h"
+
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <cstdint>
@@ -20,7 +22,7 @@
 #include "absl/time/time.h"
 #include "glog/logging.h"
 #include "pqxx/pqxx"
-#include "server/store_schema.h"
+#include "server/store/store_schema.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::server {
@@ -28,6 +30,7 @@ namespace shardplan::server {
 struct PostgresStore::Connection {
   explicit Connection(const std::string& conninfo) : conn(conninfo) {}
   pqxx::connection conn;
+  int calls = 0;  // calls run on it (0: fresh, not stale)
 };
 
 namespace {
@@ -37,16 +40,18 @@ namespace {
 constexpr int64_t kMigrationLockKey = 0x7368617264706c6e;
 
 // Adds timeouts the URI does not set, so that an unreachable host or a silent
-// network partition costs a worker seconds, not minutes: connect_timeout=3,
-// TCP keepalives after 5 s idle (3 probes 2 s apart) and tcp_user_timeout=10 s
-// for unacknowledged writes.
-std::string WithConnectTimeout(const std::string& uri) {
+// network partition costs a worker seconds, not minutes: connect_timeout of
+// the call timeout (libpq's minimum is 2 s), TCP keepalives after 5 s idle (3
+// probes 2 s apart) and tcp_user_timeout=10 s for unacknowledged writes.
+std::string WithConnectTimeout(const std::string& uri, int call_timeout_ms) {
   std::string out = uri;
-  for (const char* param :
-       {"connect_timeout=3", "keepalives_idle=5", "keepalives_interval=2",
-        "keepalives_count=3", "tcp_user_timeout=10000"}) {
-    const absl::string_view name =
-        absl::string_view(param).substr(0, absl::string_view(param).find('='));
+  const std::string connect_timeout = absl::StrCat(
+      "connect_timeout=", std::max(2, (call_timeout_ms + 999) / 1000));
+  for (const std::string& param :
+       {connect_timeout, std::string("keepalives_idle=5"),
+        std::string("keepalives_interval=2"), std::string("keepalives_count=3"),
+        std::string("tcp_user_timeout=10000")}) {
+    const std::string name = param.substr(0, param.find('='));
     if (absl::StrContains(out, absl::StrCat(name, "="))) continue;
     absl::StrAppend(&out, absl::StrContains(out, "?") ? "&" : "?", param);
   }
@@ -95,16 +100,25 @@ absl::Status Migrate(pqxx::connection& conn, const std::string& display) {
 }  // namespace
 
 PostgresStore::PostgresStore(const Options& options)
-    : EliteStore(RedactStorePath(options.path), options.top_k),
+    : EliteStore(RedactStorePath(options.path), options),
       options_(options),
-      conninfo_(WithConnectTimeout(options.path)),
-      backoff_(absl::Milliseconds(options.reconnect_backoff_initial_ms)) {}
+      conninfo_(WithConnectTimeout(options.path, options.call_timeout_ms)),
+      backoff_(absl::Milliseconds(options.reconnect_backoff_initial_ms)) {
+  watchdog_ = std::thread([this] { WatchdogLoop(); });
+}
 
 PostgresStore::~PostgresStore() {
+  {
+    absl::MutexLock lock(&watch_mu_);
+    stopping_ = true;
+  }
+  watchdog_.join();
   absl::MutexLock lock(&mu_);
-  try {
-    conn_.reset();
-  } catch (...) {
+  for (std::unique_ptr<Connection>& conn : idle_) {
+    try {
+      conn.reset();
+    } catch (...) {
+    }
   }
 }
 
@@ -128,25 +142,90 @@ absl::StatusOr<std::unique_ptr<EliteStore>> PostgresStore::Open(
 
 bool PostgresStore::connected() const {
   absl::MutexLock lock(&mu_);
-  return conn_ != nullptr;
+  return reachable_;
 }
 
-absl::Status PostgresStore::EnsureConnectedLocked() {
-  if (conn_ != nullptr) return absl::OkStatus();
-  const absl::Time now = absl::Now();
-  if (now < next_attempt_) {
-    return absl::UnavailableError(
-        absl::StrCat("elite store ", path(),
-                     ": database unreachable, next connection attempt in ",
-                     absl::FormatDuration(next_attempt_ - now)));
+int64_t PostgresStore::Watch(int fd, absl::Time deadline) {
+  absl::MutexLock lock(&watch_mu_);
+  const int64_t id = next_watch_++;
+  watched_[id] = {fd, deadline, false};
+  return id;
+}
+
+bool PostgresStore::Unwatch(int64_t id) {
+  absl::MutexLock lock(&watch_mu_);
+  auto it = watched_.find(id);
+  const bool fired = it != watched_.end() && it->second.fired;
+  if (it != watched_.end()) watched_.erase(it);
+  return fired;
+}
+
+void PostgresStore::WatchdogLoop() {
+  absl::MutexLock lock(&watch_mu_);
+  while (!stopping_) {
+    watch_mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                               absl::Milliseconds(50));
+    const absl::Time now = absl::Now();
+    for (auto& [id, w] : watched_) {
+      if (w.fired || now < w.deadline || w.fd < 0) continue;
+      // The call's thread is blocked in libpq on this socket: shutting it
+      // down (not closing: libpq still owns the descriptor) makes libpq fail
+      // at once with a broken connection.
+      ::shutdown(w.fd, SHUT_RDWR);
+      w.fired = true;
+    }
   }
+}
+
+void PostgresStore::ConnectFailed() {
+  absl::MutexLock lock(&mu_);
+  reachable_ = false;
+  next_attempt_ = absl::Now() + backoff_;
+  backoff_ = std::min(backoff_ * 2,
+                      absl::Milliseconds(options_.reconnect_backoff_max_ms));
+}
+
+absl::StatusOr<std::unique_ptr<PostgresStore::Connection>>
+PostgresStore::Acquire(absl::Time deadline) {
+  bool migrate = false;
+  {
+    absl::MutexLock lock(&mu_);
+    auto ready = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return !idle_.empty() || open_ < kMaxConnections;
+    };
+    if (!mu_.AwaitWithDeadline(absl::Condition(&ready), deadline)) {
+      return absl::UnavailableError(absl::StrCat(
+          "elite store ", path(), ": every connection busy for ",
+          options_.call_timeout_ms, " ms (database slow or not answering)"));
+    }
+    if (!idle_.empty()) {
+      std::unique_ptr<Connection> conn = std::move(idle_.back());
+      idle_.pop_back();
+      return conn;
+    }
+    const absl::Time now = absl::Now();
+    if (now < next_attempt_) {
+      return absl::UnavailableError(
+          absl::StrCat("elite store ", path(),
+                       ": database unreachable, next connection attempt in ",
+                       absl::FormatDuration(next_attempt_ - now)));
+    }
+    ++open_;
+    migrate = !migrated_;
+  }
+  // Connecting happens outside mu_: connect_timeout bounds it, and the
+  // watchdog bounds the session setup and the migration.
   absl::Status status;
   std::unique_ptr<Connection> conn;
+  int64_t watch = -1;
   try {
     conn = std::make_unique<Connection>(conninfo_);
-    // A stuck lock or a hung server must not hold a worker forever.
-    pqxx::nontransaction(conn->conn).exec("SET statement_timeout = 15000");
-    status = Migrate(conn->conn, path());
+    watch = Watch(conn->conn.sock(), deadline);
+    // Long statements end on the server too (the watchdog ends the wait).
+    pqxx::nontransaction(conn->conn)
+        .exec(absl::StrCat("SET statement_timeout = ",
+                           std::max(1000, options_.call_timeout_ms)));
+    if (migrate) status = Migrate(conn->conn, path());
   } catch (const pqxx::broken_connection& e) {
     status = absl::UnavailableError(
         absl::StrCat("elite store ", path(), ": connect: ", e.what()));
@@ -161,17 +240,27 @@ absl::Status PostgresStore::EnsureConnectedLocked() {
     status = absl::UnavailableError(
         absl::StrCat("elite store ", path(), ": connect: ", e.what()));
   }
+  if (watch >= 0 && Unwatch(watch)) {
+    status = absl::UnavailableError(
+        absl::StrCat("elite store ", path(), ": connect: no answer within ",
+                     options_.call_timeout_ms, " ms"));
+  }
   if (!status.ok()) {
     try {
       conn.reset();
     } catch (...) {
+      conn.release();  // never throw out of here; leak rather than crash
     }
-    next_attempt_ = absl::Now() + backoff_;
-    backoff_ = std::min(backoff_ * 2,
-                        absl::Milliseconds(options_.reconnect_backoff_max_ms));
+    {
+      absl::MutexLock lock(&mu_);
+      --open_;
+    }
+    ConnectFailed();
     return status;
   }
-  conn_ = std::move(conn);
+  absl::MutexLock lock(&mu_);
+  if (migrate) migrated_ = true;
+  reachable_ = true;
   backoff_ = absl::Milliseconds(options_.reconnect_backoff_initial_ms);
   next_attempt_ = absl::InfinitePast();
   if (down_logged_) {
@@ -179,22 +268,52 @@ absl::Status PostgresStore::EnsureConnectedLocked() {
               << ": reconnected to the database; warm starts are back on";
     down_logged_ = false;
   }
-  return absl::OkStatus();
+  return conn;
+}
+
+void PostgresStore::Release(std::unique_ptr<Connection> conn, bool keep) {
+  std::vector<std::unique_ptr<Connection>> closing;
+  {
+    absl::MutexLock lock(&mu_);
+    if (keep) {
+      idle_.push_back(std::move(conn));
+      return;
+    }
+    // A connection that broke usually means the server went away: the idle
+    // ones are as stale, so the next call connects afresh.
+    closing.swap(idle_);
+    closing.push_back(std::move(conn));
+    open_ -= static_cast<int>(closing.size());
+  }
+  for (std::unique_ptr<Connection>& c : closing) {
+    try {
+      c.reset();
+    } catch (...) {
+      c.release();  // never throw out of here; leak rather than crash
+    }
+  }
 }
 
 absl::Status PostgresStore::Run(
     const char* what, const std::function<absl::Status(Connection&)>& body) {
-  absl::MutexLock lock(&mu_);
+  const absl::Time deadline =
+      absl::Now() + absl::Milliseconds(options_.call_timeout_ms);
   constexpr int kMaxAttempts = 5;
   absl::Status status;
   for (int attempt = 0; attempt < kMaxAttempts; ++attempt) {
-    const bool had_connection = conn_ != nullptr;
-    status = EnsureConnectedLocked();
-    if (!status.ok()) break;
+    absl::StatusOr<std::unique_ptr<Connection>> acquired = Acquire(deadline);
+    if (!acquired.ok()) {
+      status = acquired.status();
+      break;
+    }
+    std::unique_ptr<Connection> conn = *std::move(acquired);
+    const bool fresh = conn->calls == 0;
+    ++conn->calls;
     bool retry = false;  // a transient conflict: run again
     bool drop = false;   // the connection may be broken: reconnect
+    const int64_t watch = Watch(conn->conn.sock(), deadline);
     try {
-      status = body(*conn_);
+      status = body(*conn);
     } catch (const pqxx::in_doubt_error& e) {
       // The COMMIT's outcome is unknown: report, do not retry.
       status = absl::UnavailableError(
@@ -208,7 +327,7 @@ absl::Status PostgresStore::Run(
       status = absl::UnavailableError(
           absl::StrCat("elite store ", path(), ": ", what, ": ", e.what()));
       drop = true;
-      retry = had_connection;  // a stale connection: try a fresh one once
+      retry = !fresh;  // a stale connection: try a fresh one once
     } catch (const pqxx::sql_error& e) {
       const bool gone = IsConnectionState(e.sqlstate());
       status = gone ? absl::UnavailableError(absl::StrCat(
@@ -217,26 +336,31 @@ absl::Status PostgresStore::Run(
                           "elite store ", path(), ": ", what, ": ", e.what(),
                           " (SQLSTATE ", e.sqlstate(), ")"));
       drop = true;
-      retry = gone && had_connection;
+      retry = gone && !fresh;
     } catch (const std::exception& e) {
       status = absl::UnavailableError(
           absl::StrCat("elite store ", path(), ": ", what, ": ", e.what()));
       drop = true;
     }
-    if (drop) {
-      try {
-        conn_.reset();
-      } catch (...) {
-        conn_.release();  // never throw out of here; leak rather than crash
-      }
-      // Reconnect at once on the next attempt.
-      next_attempt_ = absl::InfinitePast();
-      if (!had_connection) break;
+    const bool timed_out = Unwatch(watch);
+    if (timed_out) {
+      status = absl::UnavailableError(
+          absl::StrCat("elite store ", path(), ": ", what,
+                       ": no answer within ", options_.call_timeout_ms, " ms"));
+      drop = true;
+      retry = false;
     }
-    if (!retry) break;
+    Release(std::move(conn), !drop);
+    if (timed_out) {
+      // A database that stopped answering: later calls fail at once until the
+      // backoff lets one try again.
+      ConnectFailed();
+    }
+    if (!retry || absl::Now() >= deadline) break;
     // Only the stale-connection retry is limited to one.
     if (drop && attempt >= 1) break;
   }
+  absl::MutexLock lock(&mu_);
   if (absl::IsUnavailable(status) && !down_logged_) {
     LOG(WARNING) << "elite store " << path()
                  << ": database unavailable; warm starts are off and results "
@@ -255,15 +379,18 @@ absl::StatusOr<EliteStore::WarmStartRows> PostgresStore::ReadWarmStartRows(
     out = WarmStartRows();
     pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> txn(c.conn);
     std::vector<store::ProblemRow> problems;
-    for (const pqxx::row& row :
-         txn.exec_params(store::kSelectFamilyProblemsSql, key.family_key)) {
-      std::vector<std::string> columns;
-      for (const pqxx::field& field : row) {
-        columns.push_back(field.as<std::string>());
+    // The exact problem by its primary key; the family only without it.
+    for (const auto& [sql, param] :
+         {std::pair{store::kSelectExactProblemSql, &key.fingerprint},
+          std::pair{store::kSelectFamilyProblemsSql, &key.family_key}}) {
+      for (const pqxx::row& row : txn.exec_params(sql, *param)) {
+        std::vector<std::string> columns;
+        for (const pqxx::field& field : row) {
+          columns.push_back(field.as<std::string>());
+        }
+        store::AppendProblemRow(columns, &problems);
       }
-      ASSIGN_OR_RETURN(store::ProblemRow problem,
-                       store::ProblemRowFromText(columns));
-      problems.push_back(std::move(problem));
+      if (!problems.empty()) break;
     }
     out.chosen = store::ChooseWarmStartProblem(key, problems);
     if (out.chosen.has_value()) {
@@ -341,6 +468,32 @@ absl::StatusOr<std::vector<StoredProfile>> PostgresStore::LoadProfiles() {
     return absl::OkStatus();
   }));
   return profiles;
+}
+
+absl::Status PostgresStore::PruneRows(int64_t keep, int64_t oldest_ms) {
+  return Run("prune", [&](Connection& c) -> absl::Status {
+    pqxx::work txn(c.conn);
+    for (const char* sql : {store::kPrunePlansSql, store::kPruneProblemsSql}) {
+      txn.exec_params(sql, keep, oldest_ms);
+    }
+    txn.exec(store::kPruneWeightsSql);
+    txn.commit();
+    return absl::OkStatus();
+  });
+}
+
+absl::StatusOr<std::string> PostgresStore::ProfilesStamp() {
+  std::string stamp;
+  RETURN_IF_ERROR(Run("profiles stamp", [&](Connection& c) -> absl::Status {
+    pqxx::read_transaction txn(c.conn);
+    const pqxx::row row = txn.exec1(store::kProfilesStampSql);
+    stamp =
+        absl::StrCat(row[0].as<std::string>(), "/", row[1].as<std::string>(),
+                     "/", row[2].as<std::string>());
+    txn.commit();
+    return absl::OkStatus();
+  }));
+  return stamp;
 }
 
 absl::StatusOr<int64_t> PostgresStore::CountPlans() {

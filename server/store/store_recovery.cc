@@ -1,4 +1,4 @@
-#include "server/store_recovery.h"
+#include "server/store/store_recovery.h"
 
 #include <sqlite3.h>
 #include <sys/stat.h>

@@ -5,11 +5,12 @@
 // Profiles live in the server's store (EliteStore::SaveProfile, SQLite or
 // PostgreSQL), so they survive restarts and every replica on a shared
 // PostgreSQL store sees them: the profiles are read at startup and re-read
-// every `refresh_interval` on this object's own thread. Fits and store I/O run
-// on that thread too, never on a gRPC thread; lookups (Find) only read the
+// on this object's own thread when, checked every `refresh_interval`, a
+// profile was added or replaced (EliteStore::ProfilesStamp). Fits and store I/O
+// run on that thread too, never on a gRPC thread; lookups (Find) only read the
 // in-memory copy. Without a store, profiles last until the server stops.
-#ifndef SHARDPLAN_SERVER_PROFILE_STORE_H_
-#define SHARDPLAN_SERVER_PROFILE_STORE_H_
+#ifndef SHARDPLAN_SERVER_STORE_PROFILE_STORE_H_
+#define SHARDPLAN_SERVER_STORE_PROFILE_STORE_H_
 
 #include <deque>
 #include <functional>
@@ -25,7 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration_harness.h"
@@ -37,6 +38,17 @@ namespace shardplan::server {
 // run's source ("results.json:1").
 absl::StatusOr<std::vector<simulator::MeasuredRow>> RowsOfCalibrateRequest(
     const shardplan::v1::CalibrateRequest& request);
+
+// OK when every parameter is finite and in its range (wider than the fit's
+// search ranges); INVALID_ARGUMENT naming the field and the value.
+absl::Status CheckCalibrationParameters(
+    const shardplan::v1::CalibrationParameters& parameters);
+
+// A stored profile row decoded and checked (CheckCalibrationParameters);
+// INVALID_ARGUMENT naming the profile when its JSON does not parse or a value
+// is out of range. Pure; the fuzz target of stored rows calls it.
+absl::StatusOr<simulator::CalibrationProfile> ProfileFromStored(
+    const StoredProfile& stored);
 
 class CalibrationProfileStore : public UserProfiles {
  public:
@@ -72,7 +84,25 @@ class CalibrationProfileStore : public UserProfiles {
   // Re-reads the store now (tests; the thread does it periodically).
   absl::Status Refresh();
 
+  // Server shutdown: refuses new calibrations; answers the queued ones at
+  // once (UNAVAILABLE, nothing stored); lets the running one finish until
+  // `deadline`, and past it answers UNAVAILABLE and makes sure its profile is
+  // not stored (a fit still running is dropped; a store write in progress is
+  // awaited, it is bounded by the store's own timeouts). Every `done` has
+  // run when this returns, with what was stored.
+  void Drain(absl::Time deadline);
+  // True while a fit Drain gave up on still runs (its thread cannot be
+  // stopped; the fit is pure computation and stores nothing).
+  bool fitting() const;
+
  private:
+  // The fit of a validated request, not yet stored.
+  struct Fitted {
+    shardplan::v1::CalibrateResponse response;
+    simulator::CalibrationProfile profile;
+  };
+  absl::StatusOr<Fitted> Fit(const shardplan::v1::CalibrateRequest& request);
+  absl::StatusOr<shardplan::v1::CalibrateResponse> Save(Fitted fitted);
   void Run();
 
   const std::shared_ptr<EliteStore> store_;
@@ -85,10 +115,18 @@ class CalibrationProfileStore : public UserProfiles {
     Done done;
   };
   std::deque<Job> queue_ ABSL_GUARDED_BY(mu_);
+  // The calibration the thread runs: its callback (taken by Drain when it
+  // gives up on it), and whether its profile is being written.
+  enum class Phase { kIdle, kFitting, kSaving };
+  Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kIdle;
+  Done running_done_ ABSL_GUARDED_BY(mu_);
+  std::string running_name_ ABSL_GUARDED_BY(mu_);
+  // ProfilesStamp of the rows last read ("" = none read yet).
+  std::string loaded_stamp_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   std::thread thread_;
 };
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_PROFILE_STORE_H_
+#endif  // SHARDPLAN_SERVER_STORE_PROFILE_STORE_H_

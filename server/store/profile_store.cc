@@ -1,4 +1,4 @@
-#include "server/profile_store.h"
+#include "server/store/profile_store.h"
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +16,7 @@
 #include "glog/logging.h"
 #include "proto/spec_text.h"
 #include "simulator/calibration_transfer.h"
+#include "simulator/cost_model.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "simulator/user_text.h"
@@ -29,6 +30,8 @@ using shardplan::v1::MeasuredRun;
 
 constexpr int kMinRuns = 4;
 constexpr int kMaxRuns = 10000;
+// Characters of a run's `source` kept in its id (and so in the stored report).
+constexpr size_t kMaxSourceChars = 120;
 
 absl::Status CheckName(const std::string& name) {
   if (name.empty() || name.size() > 64) {
@@ -77,7 +80,16 @@ absl::StatusOr<int> Degree(int value, const std::string& path,
 absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
   const std::string path = RunPath(i, run);
   simulator::MeasuredRow row;
-  row.id = run.source().empty() ? absl::StrCat("runs[", i, "]") : run.source();
+  // The id ends up in the stored report: a bounded prefix of the source, so
+  // that megabytes of `source` are neither stored nor echoed.
+  row.id =
+      run.source().empty()
+          ? absl::StrCat("runs[", i, "]")
+          : absl::StrCat(
+                "runs[", i, "] ",
+                simulator::EscapeForLog(
+                    absl::string_view(run.source()).substr(0, kMaxSourceChars)),
+                run.source().size() > kMaxSourceChars ? "..." : "");
   if (run.engine() != "vllm" && run.engine() != "sglang" &&
       run.engine() != "trtllm") {
     return absl::InvalidArgumentError(
@@ -147,10 +159,22 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
   }
   row.ttft_seconds = run.ttft_ms() / 1e3;
   row.tpot_seconds = run.tpot_ms() / 1e3;
-  absl::Status problem = simulator::RowProblem(row).status();
-  if (!problem.ok()) {
+  // The plan checks the fit runs on every row, here, so that the error names
+  // the run and its source rather than a CSV line the request never had.
+  absl::Status fits = simulator::RowProblem(row).status();
+  if (fits.ok()) {
+    absl::StatusOr<simulator::CalibrationProfile> base =
+        simulator::FindCalibrationProfile(row.engine);
+    if (!base.ok()) return base.status();
+    absl::StatusOr<std::unique_ptr<const simulator::CostModel>> model =
+        simulator::CostModel::Create(*simulator::RowProblem(row),
+                                     base->calibration);
+    fits = model.ok() ? (*model)->ValidatePlan(simulator::RowPlan(row))
+                      : model.status();
+  }
+  if (!fits.ok()) {
     return absl::InvalidArgumentError(absl::StrCat(
-        path, ": the layout does not fit the model: ", problem.message()));
+        path, ": the layout does not fit the model: ", fits.message()));
   }
   return row;
 }
@@ -160,10 +184,53 @@ std::string ProfileJson(const simulator::CalibrationProfile& profile) {
                            /*pretty=*/false);
 }
 
-absl::StatusOr<simulator::CalibrationProfile> ProfileOfStored(
+}  // namespace
+
+absl::Status CheckCalibrationParameters(
+    const shardplan::v1::CalibrationParameters& p) {
+  // Wider than the ranges the fit searches (simulator/calibration.cc): a
+  // stored or fitted value outside them is damage, not a measurement, and
+  // would give "feasible" plans of 0 tok/s or NaN latencies.
+  struct Range {
+    const char* field;
+    double value, lo, hi;
+  };
+  const Range ranges[] = {
+      {"gemm_efficiency", p.gemm_efficiency(), 0.01, 1},
+      {"gemm_half_efficiency_tokens", p.gemm_half_efficiency_tokens(), 0, 1e6},
+      {"hbm_efficiency", p.hbm_efficiency(), 0.01, 1},
+      {"attention_efficiency", p.attention_efficiency(), 0.01, 1},
+      {"intra_node_efficiency", p.intra_node_efficiency(), 0.01, 1},
+      {"inter_node_efficiency", p.inter_node_efficiency(), 0.01, 1},
+      {"collective_latency_scale", p.collective_latency_scale(), 0.01, 100},
+      {"decode_step_overhead_s", p.decode_step_overhead_s(), 0, 10},
+      {"layer_overhead_s", p.layer_overhead_s(), 0, 10},
+      {"prefill_overhead_s", p.prefill_overhead_s(), 0, 10},
+      {"prefill_queue_fraction", p.prefill_queue_fraction(), 0, 1},
+      {"ttft_wait_iterations", p.ttft_wait_iterations(), 0, 1000},
+      {"ttft_inflight_prefills", p.ttft_inflight_prefills(), 0, 1000},
+      {"fp4_dequant_bytes_per_weight", p.fp4_dequant_bytes_per_weight(), 0, 64},
+  };
+  for (const Range& r : ranges) {
+    if (!(r.value >= r.lo && r.value <= r.hi)) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s must be a finite number in [%g, %g], got %g",
+                          r.field, r.lo, r.hi, r.value));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<simulator::CalibrationProfile> ProfileFromStored(
     const StoredProfile& stored) {
+  const std::string name = simulator::QuoteUserText(stored.name);
   shardplan::v1::CalibrationParameters parameters;
-  RETURN_IF_ERROR(spec_text::Parse(stored.profile_json, &parameters));
+  absl::Status parsed = spec_text::Parse(stored.profile_json, &parameters);
+  if (parsed.ok()) parsed = CheckCalibrationParameters(parameters);
+  if (!parsed.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "stored calibration profile ", name, ": ", parsed.message()));
+  }
   // The proto form holds the fitted parameters; the engine's behaviour (KV
   // admission, preemption) comes from the engine the runs were measured on.
   return simulator::CalibrationProfile{
@@ -171,8 +238,6 @@ absl::StatusOr<simulator::CalibrationProfile> ProfileOfStored(
       simulator::WithEngineBehaviour(
           simulator::CalibrationFromProto(parameters), stored.engine)};
 }
-
-}  // namespace
 
 absl::StatusOr<std::vector<simulator::MeasuredRow>> RowsOfCalibrateRequest(
     const CalibrateRequest& request) {
@@ -219,10 +284,17 @@ CalibrationProfileStore::~CalibrationProfileStore() {
 
 absl::Status CalibrationProfileStore::Refresh() {
   if (store_ == nullptr) return absl::OkStatus();
+  // Every profile row only when one was added or replaced since the last read.
+  ASSIGN_OR_RETURN(std::string stamp, store_->ProfilesStamp());
+  {
+    absl::MutexLock lock(&mu_);
+    if (stamp == loaded_stamp_) return absl::OkStatus();
+  }
   ASSIGN_OR_RETURN(std::vector<StoredProfile> stored, store_->LoadProfiles());
   std::map<std::string, simulator::CalibrationProfile> loaded;
   for (const StoredProfile& s : stored) {
-    absl::StatusOr<simulator::CalibrationProfile> profile = ProfileOfStored(s);
+    absl::StatusOr<simulator::CalibrationProfile> profile =
+        ProfileFromStored(s);
     if (!profile.ok()) {
       LOG(WARNING) << "calibration profile " << simulator::EscapeForLog(s.name)
                    << " is unreadable, skipped: " << profile.status();
@@ -231,13 +303,14 @@ absl::Status CalibrationProfileStore::Refresh() {
     loaded[s.name] = *std::move(profile);
   }
   absl::MutexLock lock(&mu_);
+  loaded_stamp_ = stamp;
   // Profiles made here but not (yet) in the store stay (store writes that
   // failed are reported to the caller and never reach profiles_).
   for (auto& [name, profile] : loaded) profiles_[name] = std::move(profile);
   return absl::OkStatus();
 }
 
-absl::StatusOr<CalibrateResponse> CalibrationProfileStore::Calibrate(
+absl::StatusOr<CalibrationProfileStore::Fitted> CalibrationProfileStore::Fit(
     const CalibrateRequest& request) {
   ASSIGN_OR_RETURN(std::vector<simulator::MeasuredRow> rows,
                    RowsOfCalibrateRequest(request));
@@ -250,7 +323,8 @@ absl::StatusOr<CalibrateResponse> CalibrationProfileStore::Calibrate(
     return absl::InvalidArgumentError(
         absl::StrCat("calibration: ", fit.status().message()));
   }
-  CalibrateResponse response;
+  Fitted out;
+  CalibrateResponse& response = out.response;
   response.set_name(request.name());
   response.set_engine(fit->profile.engine);
   response.set_base_profile(base.name);
@@ -263,14 +337,72 @@ absl::StatusOr<CalibrateResponse> CalibrationProfileStore::Calibrate(
   *response.mutable_parameters() =
       simulator::CalibrationToProto(fit->profile.calibration);
   response.set_report(fit->report);
+  absl::Status usable = CheckCalibrationParameters(response.parameters());
+  if (!usable.ok()) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "calibration: the fit of %s is unusable, not stored: %s",
+        simulator::QuoteUserText(request.name()), usable.message()));
+  }
+  out.profile = fit->profile;
+  return out;
+}
+
+absl::StatusOr<CalibrateResponse> CalibrationProfileStore::Save(Fitted fitted) {
+  const std::string& name = fitted.response.name();
   if (store_ != nullptr) {
-    RETURN_IF_ERROR(store_->SaveProfile({request.name(), fit->profile.engine,
-                                         ProfileJson(fit->profile), fit->report,
-                                         absl::ToUnixMillis(absl::Now())}));
+    RETURN_IF_ERROR(store_->SaveProfile(
+        {name, fitted.profile.engine, ProfileJson(fitted.profile),
+         fitted.response.report(), absl::ToUnixMillis(absl::Now())}));
   }
   absl::MutexLock lock(&mu_);
-  profiles_[request.name()] = fit->profile;
-  return response;
+  profiles_[name] = std::move(fitted.profile);
+  return std::move(fitted.response);
+}
+
+absl::StatusOr<CalibrateResponse> CalibrationProfileStore::Calibrate(
+    const CalibrateRequest& request) {
+  ASSIGN_OR_RETURN(Fitted fitted, Fit(request));
+  return Save(std::move(fitted));
+}
+
+void CalibrationProfileStore::Drain(absl::Time deadline) {
+  std::deque<Job> queued;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    queued.swap(queue_);
+  }
+  for (Job& job : queued) {
+    job.done(absl::UnavailableError(absl::StrFormat(
+        "the server is shutting down: calibration %s was not run and nothing "
+        "was stored; send it again",
+        simulator::QuoteUserText(job.request.name()))));
+  }
+  Done dropped;
+  std::string dropped_name;
+  {
+    absl::MutexLock lock(&mu_);
+    auto idle = [this]() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+      return phase_ == Phase::kIdle;
+    };
+    mu_.AwaitWithDeadline(absl::Condition(&idle), deadline);
+    if (phase_ == Phase::kFitting) {
+      // Run sees running_done_ taken and stores nothing.
+      dropped = std::move(running_done_);
+      running_done_ = nullptr;
+      dropped_name = running_name_;
+    } else {
+      // A write in progress: its outcome is what the client must hear.
+      mu_.Await(absl::Condition(&idle));
+    }
+  }
+  if (dropped) {
+    dropped(absl::UnavailableError(absl::StrFormat(
+        "the server is shutting down: the fit of calibration %s did not end "
+        "within --shutdown_grace_seconds and nothing was stored; send it "
+        "again",
+        simulator::QuoteUserText(dropped_name))));
+  }
 }
 
 absl::Status CalibrationProfileStore::Submit(CalibrateRequest request,
@@ -303,7 +435,29 @@ void CalibrationProfileStore::Run() {
       }
     }
     if (job.has_value()) {
-      job->done(Calibrate(job->request));
+      {
+        absl::MutexLock lock(&mu_);
+        phase_ = Phase::kFitting;
+        running_done_ = std::move(job->done);
+        running_name_ = job->request.name();
+      }
+      absl::StatusOr<Fitted> fitted = Fit(job->request);
+      Done done;
+      {
+        absl::MutexLock lock(&mu_);
+        done = std::move(running_done_);
+        running_done_ = nullptr;
+        // Without a callback Drain has answered for this fit: store nothing.
+        phase_ = done ? Phase::kSaving : Phase::kIdle;
+      }
+      if (done) {
+        absl::StatusOr<CalibrateResponse> result =
+            fitted.ok() ? Save(*std::move(fitted))
+                        : absl::StatusOr<CalibrateResponse>(fitted.status());
+        done(std::move(result));
+        absl::MutexLock lock(&mu_);
+        phase_ = Phase::kIdle;
+      }
       continue;
     }
     if (absl::Now() >= next_refresh) {
@@ -314,6 +468,11 @@ void CalibrationProfileStore::Run() {
       next_refresh = absl::Now() + refresh_interval_;
     }
   }
+}
+
+bool CalibrationProfileStore::fitting() const {
+  absl::MutexLock lock(&mu_);
+  return phase_ == Phase::kFitting;
 }
 
 std::optional<simulator::CalibrationProfile> CalibrationProfileStore::Find(

@@ -4,10 +4,11 @@
 // threads. This header is the backend-neutral interface; see sqlite_store.h
 // (crash-safety argument for the embedded file) and postgres_store.h (shared
 // by several replicas: consistency under concurrent writers, reconnects).
-#ifndef SHARDPLAN_SERVER_ELITE_STORE_H_
-#define SHARDPLAN_SERVER_ELITE_STORE_H_
+#ifndef SHARDPLAN_SERVER_STORE_ELITE_STORE_H_
+#define SHARDPLAN_SERVER_STORE_ELITE_STORE_H_
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -80,7 +81,7 @@ struct StoredPlan {
   std::string prediction_json;  // proto3 JSON of shardplan.v1.Prediction
 };
 
-// The rows the backends move (their statements: server/store_schema.h).
+// The rows the backends move (their statements: server/store/store_schema.h).
 namespace store {
 struct ProblemRow {
   ProblemKey key;
@@ -120,15 +121,15 @@ struct StoredProfile {
   int64_t updated_at_ms = 0;
 };
 
-// The store interface. Two backends: SQLite (server/sqlite_store.h, the
+// The store interface. Two backends: SQLite (server/store/sqlite_store.h, the
 // embedded default, one file per server) and PostgreSQL
-// (server/postgres_store.h, shared by several replicas). Both keep the same
-// schema, statements, row mapping and lookup rule (server/store_schema.h, the
-// contract: backends only move rows); tests/server/store_conformance_test.cc
-// runs one suite over both.
+// (server/store/postgres_store.h, shared by several replicas). Both keep the
+// same schema, statements, row mapping and lookup rule
+// (server/store/store_schema.h, the contract: backends only move rows);
+// tests/server/store_conformance_test.cc runs one suite over both.
 class EliteStore {
  public:
-  static constexpr int kSchemaVersion = 3;
+  static constexpr int kSchemaVersion = 4;
 
   struct Options {
     // A file path = SQLite; `postgresql://...` or `postgres://...` (a libpq
@@ -142,7 +143,19 @@ class EliteStore {
     // long, doubling up to the maximum (calls in between fail at once).
     int reconnect_backoff_initial_ms = 200;
     int reconnect_backoff_max_ms = 3000;
+    // PostgreSQL: the longest one store call may wait on the network (connect
+    // and statements, retries included). A database that stops answering
+    // (host frozen, network partition with the TCP session still up) fails
+    // the call with UNAVAILABLE after this, however libpq is blocked.
+    int call_timeout_ms = 5000;
+    // Pruning (every kPruneEvery records, and at open): problems beyond the
+    // `max_problems` most recently searched, or last searched more than
+    // `max_age_days` ago, are deleted with their plans; a family's weights go
+    // with its last problem. 0 = no bound of that kind.
+    int64_t max_problems = 10000;
+    int max_age_days = 0;
   };
+  static constexpr int kPruneEvery = 16;
 
   // Opens or creates the store (the backend chosen by `options.path`, see
   // IsPostgresUrl) and migrates its schema to kSchemaVersion in one
@@ -155,9 +168,10 @@ class EliteStore {
   EliteStore(const EliteStore&) = delete;
   EliteStore& operator=(const EliteStore&) = delete;
 
-  // Warm-start data for `key`: the exact fingerprint if stored, else the
-  // nearest problem of the same family (store::ChooseWarmStartProblem), else
-  // nullopt. Plans that no longer parse are skipped. Thread-safe.
+  // Warm-start data for `key`: the exact fingerprint if stored (found by its
+  // key), else the nearest of the family's 5,000 most recently searched
+  // problems (store::ChooseWarmStartProblem), else nullopt. Rows that no
+  // longer decode (problems, plans) are skipped and logged. Thread-safe.
   absl::StatusOr<std::optional<WarmStartData>> Lookup(const ProblemKey& key);
 
   // Merges `plans` into the problem's top-K (distinct plans, by reward), and
@@ -169,11 +183,19 @@ class EliteStore {
                       absl::Span<const StoredPlan> plans,
                       const std::string& policy_weights);
 
+  // Applies the pruning rule of Options now (Record does it every
+  // kPruneEvery writes). Thread-safe.
+  absl::Status Prune();
+
   // Stores `profile` (replacing one of the same name); durable on return.
   // Thread-safe.
   virtual absl::Status SaveProfile(const StoredProfile& profile) = 0;
   // Every stored calibration profile, by name. Thread-safe.
   virtual absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() = 0;
+  // Changes whenever a profile is added or replaced
+  // (store::kProfilesStampSql), read instead of every profile row when
+  // nothing changed. Thread-safe.
+  virtual absl::StatusOr<std::string> ProfilesStamp() = 0;
 
   // Total plans stored (for shardplan_elite_store_plans).
   virtual absl::StatusOr<int64_t> CountPlans() = 0;
@@ -191,8 +213,11 @@ class EliteStore {
   const std::string& path() const { return display_path_; }
 
  protected:
-  EliteStore(std::string display_path, int top_k)
-      : display_path_(std::move(display_path)), top_k_(std::max(1, top_k)) {}
+  EliteStore(std::string display_path, const Options& options)
+      : display_path_(std::move(display_path)),
+        top_k_(std::max(1, options.top_k)),
+        max_problems_(options.max_problems),
+        max_age_days_(options.max_age_days) {}
 
   // What a backend reads for Lookup, in one consistent snapshot: the family's
   // problems (store::kSelectFamilyProblemsSql), the one
@@ -217,9 +242,16 @@ class EliteStore {
   };
   virtual absl::Status WriteRecordRows(const RecordRows& rows) = 0;
 
+  // store::kPrunePlansSql, kPruneProblemsSql, kPruneWeightsSql in one
+  // transaction with `keep` (problems kept) and `oldest_ms`.
+  virtual absl::Status PruneRows(int64_t keep, int64_t oldest_ms) = 0;
+
  private:
   const std::string display_path_;
   const int top_k_;
+  const int64_t max_problems_;
+  const int max_age_days_;
+  std::atomic<int64_t> records_{0};
 };
 
 // True for `postgresql://...` and `postgres://...` store locations.
@@ -240,4 +272,4 @@ absl::StatusOr<simulator::PlanDims> PlanFromStoredJson(const std::string& json);
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_ELITE_STORE_H_
+#endif  // SHARDPLAN_SERVER_STORE_ELITE_STORE_H_

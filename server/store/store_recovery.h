@@ -5,8 +5,8 @@
 // Everything else is left alone: a missing or empty file, a healthy database
 // (also one with a newer schema, which the store refuses by itself), and files
 // that cannot be opened for other reasons (permissions, read-only medium).
-#ifndef SHARDPLAN_SERVER_STORE_RECOVERY_H_
-#define SHARDPLAN_SERVER_STORE_RECOVERY_H_
+#ifndef SHARDPLAN_SERVER_STORE_STORE_RECOVERY_H_
+#define SHARDPLAN_SERVER_STORE_STORE_RECOVERY_H_
 
 #include <string>
 
@@ -23,4 +23,4 @@ absl::StatusOr<std::string> QuarantineCorruptStore(const std::string& path,
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_STORE_RECOVERY_H_
+#endif  // SHARDPLAN_SERVER_STORE_STORE_RECOVERY_H_

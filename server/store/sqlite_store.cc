@@ -1,4 +1,4 @@
-#include "server/sqlite_store.h"
+#include "server/store/sqlite_store.h"
 
 #include <sqlite3.h>
 
@@ -16,7 +16,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
-#include "server/store_schema.h"
+#include "server/store/store_schema.h"
 #include "simulator/status_macros.h"
 
 namespace shardplan::server {
@@ -99,7 +99,7 @@ void BindAllText(sqlite3_stmt* stmt, const std::vector<std::string>& values) {
 }  // namespace
 
 SqliteStore::SqliteStore(const Options& options, sqlite3* db)
-    : EliteStore(options.path, options.top_k), options_(options), db_(db) {}
+    : EliteStore(options.path, options), options_(options), db_(db) {}
 
 SqliteStore::~SqliteStore() {
   absl::MutexLock lock(&mu_);
@@ -224,9 +224,13 @@ absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRowsLocked(
     const ProblemKey& key) {
   WarmStartRows out;
   std::vector<store::ProblemRow> problems;
-  {
-    ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kSelectFamilyProblemsSql));
-    BindNamed(stmt.get(), "$1", key.family_key);
+  // The exact problem by its primary key; the family (every problem of it)
+  // only when the exact one is not stored.
+  for (const auto& [sql, param] :
+       {std::pair{store::kSelectExactProblemSql, &key.fingerprint},
+        std::pair{store::kSelectFamilyProblemsSql, &key.family_key}}) {
+    ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, sql));
+    BindNamed(stmt.get(), "$1", *param);
     while (true) {
       const int rc = sqlite3_step(stmt.get());
       if (rc == SQLITE_DONE) break;
@@ -235,10 +239,9 @@ absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRowsLocked(
       for (int c = 0; c < sqlite3_column_count(stmt.get()); ++c) {
         columns.push_back(ColumnText(stmt.get(), c));
       }
-      ASSIGN_OR_RETURN(store::ProblemRow row,
-                       store::ProblemRowFromText(columns));
-      problems.push_back(std::move(row));
+      store::AppendProblemRow(columns, &problems);
     }
+    if (!problems.empty()) break;
   }
   out.chosen = store::ChooseWarmStartProblem(key, problems);
   if (!out.chosen.has_value()) return out;
@@ -361,6 +364,31 @@ absl::StatusOr<std::vector<StoredProfile>> SqliteStore::LoadProfiles() {
                         sqlite3_column_int64(stmt.get(), 4)});
   }
   return profiles;
+}
+
+absl::Status SqliteStore::PruneRows(int64_t keep, int64_t oldest_ms) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  auto prune = [&]() -> absl::Status {
+    for (const char* sql : {store::kPrunePlansSql, store::kPruneProblemsSql,
+                            store::kPruneWeightsSql}) {
+      ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, sql));
+      BindNamed(stmt.get(), "$1", keep);
+      BindNamed(stmt.get(), "$2", oldest_ms);
+      RETURN_IF_ERROR(StepDone(db_, stmt.get(), "prune"));
+    }
+    return absl::OkStatus();
+  };
+  return CommitOrRollback(prune());
+}
+
+absl::StatusOr<std::string> SqliteStore::ProfilesStamp() {
+  absl::MutexLock lock(&mu_);
+  ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kProfilesStampSql));
+  const int rc = sqlite3_step(stmt.get());
+  if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read profiles stamp");
+  return absl::StrCat(ColumnText(stmt.get(), 0), "/", ColumnText(stmt.get(), 1),
+                      "/", ColumnText(stmt.get(), 2));
 }
 
 absl::StatusOr<int64_t> SqliteStore::CountPlans() {

@@ -1,4 +1,4 @@
-#include "server/warm_start_persistence.h"
+#include "server/store/warm_start_persistence.h"
 
 #include <memory>
 #include <string>
@@ -91,13 +91,17 @@ void WarmStartPersistence::Record(const ProblemKey& key,
   std::shared_ptr<EliteStore> store = Get();
   if (store == nullptr || (plans.empty() && policy_weights.empty())) return;
   absl::Status status = store->Record(key, problem, plans, policy_weights);
+  // Counted outside mu_: a store call may wait on the network, and mu_ is
+  // every search's.
+  absl::StatusOr<int64_t> count =
+      status.ok() ? store->CountPlans() : absl::StatusOr<int64_t>(status);
   absl::MutexLock lock(&mu_);
   if (store_ != store) return;
-  if (!status.ok()) {
-    Disable(status);
+  if (!count.ok()) {
+    Disable(count.status());
     return;
   }
-  UpdateGauge();
+  metrics_.elite_store_plans().Set(static_cast<double>(*count));
 }
 
 void WarmStartPersistence::Flush() {

@@ -1,4 +1,4 @@
-#include "server/store_schema.h"
+#include "server/store/store_schema.h"
 
 #include <limits>
 #include <optional>
@@ -59,6 +59,11 @@ constexpr const char* kStepTemplates[] = {
     "  profile_json TEXT NOT NULL,"
     "  report TEXT NOT NULL,"
     "  updated_at_ms {BIGINT} NOT NULL);",
+    // 3 -> 4: pruning picks the least recently used problems; a nearest
+    // lookup reads a family's most recently searched ones.
+    "CREATE INDEX problems_by_update ON problems(updated_at_ms);"
+    "CREATE INDEX problems_by_family_update ON problems(family_key, "
+    "updated_at_ms);",
 };
 static_assert(sizeof(kStepTemplates) / sizeof(kStepTemplates[0]) ==
               EliteStore::kSchemaVersion);
@@ -91,7 +96,30 @@ const char kSelectFamilyProblemsSql[] =
     "input_tokens_log2, output_tokens_log2, concurrency_bucket, ttft_bucket, "
     "tpot_bucket, weight_dtype, kv_cache_dtype, cost_model_version, "
     "updated_at_ms FROM problems WHERE family_key = $1 AND EXISTS (SELECT 1 "
+    "FROM plans WHERE plans.fingerprint = problems.fingerprint) ORDER BY "
+    "updated_at_ms DESC LIMIT 5000";
+
+const char kSelectExactProblemSql[] =
+    "SELECT fingerprint, family_key, model_key, model_name, "
+    "input_tokens_log2, output_tokens_log2, concurrency_bucket, ttft_bucket, "
+    "tpot_bucket, weight_dtype, kv_cache_dtype, cost_model_version, "
+    "updated_at_ms FROM problems WHERE fingerprint = $1 AND EXISTS (SELECT 1 "
     "FROM plans WHERE plans.fingerprint = problems.fingerprint)";
+
+// A problem is kept while it is among the $1 most recently searched and was
+// searched at or after $2 (ms); its plans go first (they reference it), and a
+// family's weights go with its last problem.
+const char kPrunePlansSql[] =
+    "DELETE FROM plans WHERE fingerprint IN (SELECT fingerprint FROM problems "
+    "WHERE updated_at_ms < $2 OR fingerprint NOT IN (SELECT fingerprint FROM "
+    "problems ORDER BY updated_at_ms DESC, fingerprint LIMIT $1))";
+const char kPruneProblemsSql[] =
+    "DELETE FROM problems WHERE updated_at_ms < $2 OR fingerprint NOT IN "
+    "(SELECT fingerprint FROM problems ORDER BY updated_at_ms DESC, "
+    "fingerprint LIMIT $1)";
+const char kPruneWeightsSql[] =
+    "DELETE FROM policy_weights WHERE NOT EXISTS (SELECT 1 FROM problems "
+    "WHERE problems.family_key = policy_weights.family_key)";
 
 const char kUpsertProblemSql[] =
     "INSERT INTO problems (fingerprint, family_key, model_key, model_name, "
@@ -153,6 +181,18 @@ absl::StatusOr<ProblemRow> ProblemRowFromText(
                                             " has a malformed updated_at_ms"));
   }
   return row;
+}
+
+void AppendProblemRow(absl::Span<const std::string> columns,
+                      std::vector<ProblemRow>* rows) {
+  absl::StatusOr<ProblemRow> row = ProblemRowFromText(columns);
+  if (!row.ok()) {
+    // One damaged row must not cost the other problems their warm starts.
+    LOG(WARNING) << "elite store: skipping unreadable problems row: "
+                 << row.status();
+    return;
+  }
+  rows->push_back(*std::move(row));
 }
 
 std::optional<ChosenProblem> ChooseWarmStartProblem(
@@ -225,6 +265,10 @@ std::vector<StoredPlan> StoredPlansFromRows(const std::string& fingerprint,
 const char kSelectProfilesSql[] =
     "SELECT name, engine, profile_json, report, updated_at_ms FROM "
     "calibration_profiles ORDER BY name";
+
+const char kProfilesStampSql[] =
+    "SELECT COUNT(*), COALESCE(MAX(updated_at_ms), 0), "
+    "COALESCE(SUM(LENGTH(profile_json)), 0) FROM calibration_profiles";
 
 const char kUpsertProfileSql[] =
     "INSERT INTO calibration_profiles (name, engine, profile_json, report, "

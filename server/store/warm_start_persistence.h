@@ -7,8 +7,8 @@
 // shardplan_elite_store_plans gauge and counts
 // shardplan_warm_starts_total{result}. Called only on worker threads (and at
 // startup/shutdown), never on gRPC threads.
-#ifndef SHARDPLAN_SERVER_WARM_START_PERSISTENCE_H_
-#define SHARDPLAN_SERVER_WARM_START_PERSISTENCE_H_
+#ifndef SHARDPLAN_SERVER_STORE_WARM_START_PERSISTENCE_H_
+#define SHARDPLAN_SERVER_STORE_WARM_START_PERSISTENCE_H_
 
 #include <memory>
 #include <optional>
@@ -19,8 +19,8 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "policy/searcher.h"
-#include "server/elite_store.h"
 #include "server/metrics.h"
+#include "server/store/elite_store.h"
 #include "simulator/types.h"
 
 namespace shardplan::server {
@@ -66,4 +66,4 @@ class WarmStartPersistence {
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_WARM_START_PERSISTENCE_H_
+#endif  // SHARDPLAN_SERVER_STORE_WARM_START_PERSISTENCE_H_

@@ -9,8 +9,8 @@
 // after. A kill during a write loses at most that uncommitted transaction; WAL
 // recovery on the next open discards it and the file stays consistent (checked
 // by the e2e SIGKILL loop with PRAGMA integrity_check).
-#ifndef SHARDPLAN_SERVER_SQLITE_STORE_H_
-#define SHARDPLAN_SERVER_SQLITE_STORE_H_
+#ifndef SHARDPLAN_SERVER_STORE_SQLITE_STORE_H_
+#define SHARDPLAN_SERVER_STORE_SQLITE_STORE_H_
 
 #include <cstdint>
 #include <memory>
@@ -23,7 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/types/span.h"
-#include "server/elite_store.h"
+#include "server/store/elite_store.h"
 
 struct sqlite3;
 
@@ -38,6 +38,7 @@ class SqliteStore : public EliteStore {
 
   absl::Status SaveProfile(const StoredProfile& profile) override;
   absl::StatusOr<std::vector<StoredProfile>> LoadProfiles() override;
+  absl::StatusOr<std::string> ProfilesStamp() override;
   absl::StatusOr<int64_t> CountPlans() override;
   // Checkpoints the WAL into the main file (called at shutdown); the data is
   // durable without it.
@@ -52,6 +53,7 @@ class SqliteStore : public EliteStore {
   absl::StatusOr<WarmStartRows> ReadWarmStartRowsLocked(const ProblemKey& key)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteRecordRows(const RecordRows& rows) override;
+  absl::Status PruneRows(int64_t keep, int64_t oldest_ms) override;
   // COMMIT when `status` is OK, else ROLLBACK; returns the outcome.
   absl::Status CommitOrRollback(absl::Status status)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -63,4 +65,4 @@ class SqliteStore : public EliteStore {
 
 }  // namespace shardplan::server
 
-#endif  // SHARDPLAN_SERVER_SQLITE_STORE_H_
+#endif  // SHARDPLAN_SERVER_STORE_SQLITE_STORE_H_
