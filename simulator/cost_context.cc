@@ -25,6 +25,58 @@ double GemmPeak(const HardwareDims& hw, Dtype dtype) {
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
 
+// Constants of the attention kinds beyond MHA/GQA/MLA (ModelDims):
+// DeepSeek sparse attention and hybrid linear attention.
+void AttentionKindConstants(const ModelDims& md, internal::CostConstants* k) {
+  if (md.is_sparse_attention()) {
+    k->attn_topk = md.index_topk;
+    // The indexer caches one FP8 key per token with an FP32 scale per 128
+    // elements, and scores in FP8 (twice the BF16 rate: index_n_heads x
+    // index_head_dim multiply-adds per query and cached token, charged at
+    // half); its weights are replicated like MLA's down-projections
+    // (DeepSeek-V3.2 inference/model.py, class Indexer).
+    k->index_bytes_per_token_layer =
+        md.index_head_dim + 4.0 * std::ceil(md.index_head_dim / 128.0);
+    k->index_flops = static_cast<double>(md.index_n_heads) * md.index_head_dim;
+    const double q_in = md.q_lora_rank > 0 ? md.q_lora_rank : md.hidden;
+    k->w_latent +=
+        q_in * md.index_n_heads * md.index_head_dim +
+        static_cast<double>(md.hidden) * (md.index_head_dim + md.index_n_heads);
+  }
+  if (md.is_hybrid()) {
+    // Per-layer means over full- and linear-attention layers: weights from
+    // LayerParamsOf (Gated DeltaNet projections on the linear layers, split
+    // by heads like attention), the KV cache and attention math of the full
+    // layers only.
+    const LayerParams lp = LayerParamsOf(md);
+    k->w_q = lp.q;
+    k->w_kv = lp.kv;
+    k->w_attn_out = lp.attn_out;
+    const double full =
+        static_cast<double>(md.full_attention_layers()) / md.layers;
+    const double linear = 1 - full;
+    k->kv_per_token_layer *= full;
+    k->attn_decode_flops *= full;
+    k->attn_prefill_flops *= full;
+    const double nv = md.linear_num_value_heads;
+    const double dk = md.linear_key_head_dim, dv = md.linear_value_head_dim;
+    const double conv_channels = 2.0 * md.linear_num_key_heads * dk + nv * dv;
+    // The recurrent state is kept in FP32 (Qwen3.5's config.json:
+    // mamba_ssm_dtype float32), the convolution window in BF16.
+    k->linear_state_bytes =
+        linear *
+        (4.0 * nv * dk * dv +
+         2.0 * conv_channels * std::max(0, md.linear_conv_kernel_dim - 1));
+    // Decode, per token and head: decay and delta update of the dk x dv
+    // state and the read-out, ~6 dk dv; prefill runs the chunked delta rule
+    // (chunks of 64 tokens: the same per-token state work plus the
+    // intra-chunk products, 2 x 64 x (dk + dv)).
+    k->linear_decode_flops = linear * 6.0 * nv * dk * dv;
+    k->linear_prefill_flops =
+        linear * nv * (6.0 * dk * dv + 2.0 * 64 * (dk + dv));
+  }
+}
+
 }  // namespace
 
 CostModel::CostModel(Problem problem, const Calibration& calibration)
@@ -165,6 +217,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
     k->attn_decode_flops = 4 * nh * hd;
     k->attn_prefill_flops = 2 * nh * hd;  // causal: 4 * nh * hd * S^2 / 2
   }
+  AttentionKindConstants(md, k.get());
   k->w_mlp_up = 2 * h * md.intermediate;
   k->w_mlp_down = h * md.intermediate;
   if (k->moe) {

@@ -149,7 +149,8 @@ PrefillInstanceCost PoolCosting::PrefillInstance(
 
 double PoolCosting::KvBytesPerToken(const CostModel& model) {
   const CostConstants& k = *model.constants_;
-  return k.kv_per_token_layer * k.layers * k.kv_bytes;
+  return (k.kv_per_token_layer * k.kv_bytes + k.index_bytes_per_token_layer) *
+         k.layers;
 }
 
 double PoolCosting::LinkBytesPerS(const CostModel& model, bool inter_node) {

@@ -135,14 +135,31 @@ class Pass {
                dq == ShardDim::kColumn && da == ShardDim::kColumn, k_.qkv_out,
                T, p_.tp_group);
     double flops = 0, kv_bytes = 0;
+    // Linear-attention layers' state (hybrid models): decode reads and
+    // writes it, prefill writes it once.
+    double state_bytes = 0;
+    const double topk = k_.attn_topk;
     if (decode_) {
-      flops = T * ctx_ * k_.attn_decode_flops;
-      kv_bytes = requests_ * ctx_ * k_.kv_per_token_layer * k_.kv_bytes;
+      // Sparse attention reads the top-k cached tokens; its indexer scores
+      // every one.
+      const double read = topk > 0 ? std::min<double>(ctx_, topk) : ctx_;
+      flops = T * (read * k_.attn_decode_flops + ctx_ * k_.index_flops +
+                   k_.linear_decode_flops);
+      kv_bytes = requests_ * (read * k_.kv_per_token_layer * k_.kv_bytes +
+                              ctx_ * k_.index_bytes_per_token_layer);
+      state_bytes = 2 * requests_ * k_.linear_state_bytes;
     } else {
       // Each request attends over its own ISL tokens (ctx_): the quadratic
       // term is per request, not over the pass's T = requests x ISL tokens.
-      flops = requests_ * ctx_ * ctx_ * k_.attn_prefill_flops;
-      kv_bytes = T * k_.kv_per_token_layer * k_.kv_bytes;
+      // With top-k selection a query attends to min(position, k) tokens.
+      const double pairs =
+          topk > 0 && ctx_ > topk ? 2 * topk * ctx_ - topk * topk : ctx_ * ctx_;
+      flops = requests_ * (pairs * k_.attn_prefill_flops +
+                           0.5 * ctx_ * ctx_ * k_.index_flops) +
+              T * k_.linear_prefill_flops;
+      kv_bytes = T * (k_.kv_per_token_layer * k_.kv_bytes +
+                      k_.index_bytes_per_token_layer);
+      state_bytes = requests_ * k_.linear_state_bytes;
     }
     double flop_share = 1, kv_share = 1;
     switch (da) {
@@ -171,8 +188,11 @@ class Pass {
     r_.compute[ia] += flops * flop_share /
                       (decode_ ? k_.attention_decode_flops_per_s
                                : k_.attention_prefill_flops_per_s);
+    // The state is split by heads (column) or requests (batch), whole
+    // otherwise.
+    const double state_share = da == ShardDim::kSequence ? 1.0 : flop_share;
     r_.memory[ia] +=
-        (kv_bytes * kv_share +
+        (kv_bytes * kv_share + state_bytes * state_share +
          T * flop_share * (k_.qkv_out + k_.attn_out) * kActivationBytes) /
         k_.hbm_bytes_per_s;
     // Output projection.
@@ -491,6 +511,7 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   if (num_gpus != k.cluster.num_gpus) {
     pool.num_gpus = num_gpus;
     pool.gpus_per_node = k.cluster.gpus_per_node;
+    pool.nvlink_domain_gpus = k.cluster.nvlink_domain_gpus;
     placed = &pool;
   }
   const PlanPlacement place = replica_class != nullptr

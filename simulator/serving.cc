@@ -154,8 +154,10 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
     s->weights_bytes[st] = w * k.weight_bytes;
   }
   s->kv_bytes_per_request_layer =
-      k.ctx_max * k.kv_per_token_layer * k.kv_bytes *
-      AttentionKvShare(k, dim(OpKind::kAttention), n);
+      k.ctx_max *
+          (k.kv_per_token_layer * k.kv_bytes + k.index_bytes_per_token_layer) *
+          AttentionKvShare(k, dim(OpKind::kAttention), n) +
+      k.linear_state_bytes * DimShare(dim(OpKind::kAttention), n);
   // Activation workspace: the prefill of one request's ISL tokens (hidden
   // states, QKV, the widest MLP activation) plus the decode logits.
   const double widest = std::max(k.dense_layers > 0 ? k.intermediate : 0.0,

@@ -35,6 +35,18 @@ struct CostConstants {
   double qkv_out = 0, attn_out = 0;
   // KV cache elements per token per layer (all heads)
   double kv_per_token_layer = 0;
+  // Attention kinds (simulator/types.h ModelDims): DeepSeek sparse attention
+  // reads at most attn_topk cached tokens (0 = all) after an indexer that
+  // scores every one (index_flops per query and cached token, its key cache
+  // index_bytes_per_token_layer); hybrid models' linear-attention layers keep
+  // linear_state_bytes per request instead of a KV cache and cost
+  // linear_*_flops per token. Per-layer figures are means over the layers.
+  double attn_topk = 0;
+  double index_flops = 0;
+  double index_bytes_per_token_layer = 0;
+  double linear_state_bytes = 0;
+  double linear_decode_flops = 0;
+  double linear_prefill_flops = 0;
   double attn_decode_flops = 0;  // per query token per context token per layer
   // per request per (sequence length)^2 per layer
   double attn_prefill_flops = 0;
