@@ -211,6 +211,16 @@ std::vector<GeneratedCase> GenerateFamilyCases(uint64_t seed, int count,
   return out;
 }
 
+namespace {
+
+// Equal evaluations (options.budget), or equal wall time (options.seconds).
+void EqualWork(const GeneratedOptions& options, policy::SearchOptions& so) {
+  so.max_evaluations = options.seconds > 0 ? 100'000'000 : options.budget;
+  so.max_seconds = options.seconds > 0 ? options.seconds : 600;
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> RunGeneratedCases(
     const std::vector<GeneratedCase>& cases, const GeneratedOptions& options) {
   std::string md =
@@ -231,8 +241,7 @@ absl::StatusOr<std::string> RunGeneratedCases(
     const policy::ScoredPlan grid_plan = policy::GridBest(*space);
     const double grid = Tps(grid_plan);
     policy::SearchOptions so;
-    so.max_evaluations = options.budget;
-    so.max_seconds = 600;
+    EqualWork(options, so);
     so.pool = options.pool;
     std::vector<double> rl;
     policy::ScoredPlan rl_first;
@@ -308,6 +317,22 @@ std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed,
   return out;
 }
 
+std::vector<GeneratedCase> GenerateLargeDisaggregatedCases(uint64_t seed,
+                                                           int count) {
+  constexpr int kLargeGpus[] = {256, 384, 512};
+  std::mt19937_64 rng(seed);
+  std::vector<GeneratedCase> out;
+  for (int attempt = 0;
+       attempt < 50 * count && static_cast<int>(out.size()) < count;
+       ++attempt) {
+    bool moe = false;
+    GeneratedCase c = Draw(rng, &moe);
+    c.gpus = kLargeGpus[rng() % std::size(kLargeGpus)];
+    if (DisaggregatedFeasible(c)) out.push_back(std::move(c));
+  }
+  return out;
+}
+
 namespace {
 
 // The best throughput after each improvement, by evaluations.
@@ -351,8 +376,7 @@ absl::StatusOr<std::string> RunDisaggregatedCases(
     policy::SearchOptions so;
     so.disaggregated = true;
     so.space = space.get();
-    so.max_evaluations = options.budget;
-    so.max_seconds = 600;
+    EqualWork(options, so);
     so.pool = options.pool;
     // Per method and seed: the final best and its trace.
     std::vector<std::vector<double>> finals(methods.size());

@@ -21,11 +21,12 @@ inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
 MakeCostModel(const std::string& model, int gpus, int input_tokens = 2048,
               int output_tokens = 512, int concurrency = 0,
               double max_ttft_ms = 0, double max_tpot_ms = 0,
-              const std::string& weight_dtype = "") {
+              const std::string& weight_dtype = "",
+              const std::string& hardware = "h100-sxm-80gb") {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_hardware(hardware);
   cluster.set_num_gpus(gpus);
   cluster.set_gpus_per_node(gpus < 8 ? gpus : 8);
   shardplan::v1::Workload workload;
