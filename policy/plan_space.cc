@@ -746,8 +746,37 @@ Decisions PlanSpace::MoveToTuple(const Decisions& d, int tuple,
 std::vector<int> PlanSpace::NearestTuples(int tuple, int limit) const {
   const auto origin = DegreeFeatures(tuple);
   const auto origin_pools = PoolFeatures(tuple);
+  // The tuples considered: all, or in a joint space of more than
+  // kLargeJointSpace tuples those that change one pool's layout or move the
+  // same layouts to another split of the same instance sizes (a scan of
+  // every tuple would cost seconds per call there).
+  std::vector<int> considered;
+  if (disaggregated_ && NumChoices(kDegreesDecision) > kLargeJointSpace) {
+    const JointTuple j = Joint(tuple);
+    const int64_t d = decode_layouts_[j.split->decode_size].size();
+    const int64_t p = prefill_layouts_[j.split->prefill_size].size();
+    const int64_t r = tuple - j.split->first;
+    const int64_t pi = r / d, di = r % d;
+    for (int64_t k = 0; k < d; ++k)
+      considered.push_back(static_cast<int>(j.split->first + pi * d + k));
+    for (int64_t k = 0; k < p; ++k)
+      considered.push_back(static_cast<int>(j.split->first + k * d + di));
+    for (const PoolSplit& other : splits_) {
+      if (&other != j.split && other.prefill_size == j.split->prefill_size &&
+          other.decode_size == j.split->decode_size) {
+        considered.push_back(static_cast<int>(other.first + r));
+      }
+    }
+    std::sort(considered.begin(), considered.end());
+    considered.erase(std::unique(considered.begin(), considered.end()),
+                     considered.end());
+  } else {
+    considered.resize(NumChoices(kDegreesDecision));
+    for (size_t i = 0; i < considered.size(); ++i)
+      considered[i] = static_cast<int>(i);
+  }
   std::vector<std::pair<double, int>> order;
-  for (int i = 0; i < NumChoices(kDegreesDecision); ++i) {
+  for (int i : considered) {
     if (i == tuple) continue;
     const auto f = DegreeFeatures(i);
     double d2 = 0;

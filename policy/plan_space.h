@@ -206,7 +206,9 @@ class PlanSpace {
   // Every degree tuple but `tuple`, nearest first by the squared distance of
   // their DegreeFeatures (and PoolFeatures in a disaggregated space; ties:
   // lower index first); only the nearest `limit` when limit >= 0 (a partial
-  // sort: joint spaces have hundreds of thousands of tuples).
+  // sort). A joint space of more than kLargeJointSpace tuples lists only the
+  // tuples that change one pool's layout or move both layouts to another
+  // split of the same instance sizes.
   std::vector<int> NearestTuples(int tuple, int limit = -1) const;
 
   // Number of distinct valid plans (exact; may exceed 2^53 only as a double).
@@ -220,6 +222,8 @@ class PlanSpace {
   // 1]), kDegreeFeatures of them; for the RL policy. In a disaggregated space
   // they describe the decode instance (replicas: decode instances).
   static constexpr int kDegreeFeatures = 9;
+  // See NearestTuples.
+  static constexpr int kLargeJointSpace = 4096;
   std::array<float, kDegreeFeatures> DegreeFeatures(int i) const;
   // What only a disaggregated joint tuple has: the prefill instance's degrees
   // (log-scaled as above), its prefill instance count and the prefill pool's

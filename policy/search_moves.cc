@@ -1,6 +1,7 @@
 #include "policy/search_moves.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "policy/internal/batch_line_search.h"
@@ -65,10 +66,23 @@ void SearchMoves::TupleSweep() {
   // (RlPolicyOptions::tuple_locality); a uniform sample when there are too
   // many. A copy: the sweep's evaluations change the elite `from` lives in.
   const Decisions from = run_.elite().entries().front().decisions;
-  std::vector<int> order = run_.space().NearestTuples(from[kDegreesDecision]);
-  if (order.size() > static_cast<size_t>(options_.tuple_sweep)) {
-    std::shuffle(order.begin(), order.end(), rng_);
-    order.resize(options_.tuple_sweep);
+  const int tuples = run_.space().NumChoices(kDegreesDecision);
+  std::vector<int> order;
+  if (tuples > PlanSpace::kLargeJointSpace) {
+    // Too many to list: a uniform sample of distinct other tuples.
+    std::set<int> sample;
+    while (static_cast<int>(sample.size()) <
+           std::min(options_.tuple_sweep, tuples - 1)) {
+      const int t = static_cast<int>(rng_() % tuples);
+      if (t != from[kDegreesDecision]) sample.insert(t);
+    }
+    order.assign(sample.begin(), sample.end());
+  } else {
+    order = run_.space().NearestTuples(from[kDegreesDecision]);
+    if (order.size() > static_cast<size_t>(options_.tuple_sweep)) {
+      std::shuffle(order.begin(), order.end(), rng_);
+      order.resize(options_.tuple_sweep);
+    }
   }
   SweepTo(from, order);
 }

@@ -47,7 +47,7 @@ constexpr int kHeads = 4;
 // Degree tuples the network scores per iteration at most (see
 // Impl::NumCandidates): every tuple of the aggregated spaces and of most joint
 // spaces; a joint space of a large cluster scores a subset.
-constexpr int kMaxTupleCandidates = 4096;
+constexpr int kMaxTupleCandidates = PlanSpace::kLargeJointSpace;
 // Decisions after the degree tuple of an aggregated space, each with one
 // output head; a disaggregated space adds one head per prefill operator dim.
 constexpr int kAggregatedHeads = kNumAggregatedDecisions - 1;

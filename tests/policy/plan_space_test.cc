@@ -494,23 +494,14 @@ TEST(DisaggregatedPlanSpaceTest, PoolFeaturesTellPrefillSidesApart) {
 // the largest splits among them, and every tuple decodes to a plan
 // ValidatePlan accepts and encodes back to itself.
 TEST(DisaggregatedPlanSpaceTest, EveryPoolSplitOfALargeClusterIsInTheSpace) {
-  auto model = testing::MakeCostModel("moe-1.6t", 256, 128, 256, 0,
-                                      /*max_ttft_ms=*/1000);
+  auto model = testing::MakeLargeDisaggregatedCostModel();
   ASSERT_TRUE(model.ok()) << model.status();
   auto space = PlanSpace::CreateDisaggregated(**model);
   ASSERT_TRUE(space.ok()) << space.status();
   const int tuples = (*space)->NumChoices(kDegreesDecision);
   EXPECT_GT(tuples, 100000);
   // One prefill and one decode instance of dp128 ep64.
-  simulator::PlanDims plan;
-  plan.disaggregated = true;
-  plan.prefill_instances = 1;
-  plan.decode_instances = 1;
-  plan.prefill.dp = 128;
-  plan.prefill.ep = 64;
-  plan.prefill.batch_size = 1;
-  plan.dp = 128;
-  plan.ep = 64;
+  const simulator::PlanDims plan = testing::OnePrefillOneDecodeDp128Ep64(1);
   ASSERT_TRUE((*model)->ValidatePlan(plan).ok());
   const simulator::Evaluation e = (*model)->Evaluate(plan);
   EXPECT_TRUE(e.feasible);
@@ -541,6 +532,23 @@ TEST(DisaggregatedPlanSpaceTest, EveryPoolSplitOfALargeClusterIsInTheSpace) {
   }
   EXPECT_LT(min_share, 0.25);
   EXPECT_GT(max_share, 0.75);
+  // Neighbours of the dp128 ep64 tuple: one pool's layout changed, nearest
+  // first, none of them the tuple itself.
+  const std::vector<int> nearest =
+      (*space)->NearestTuples((*encoded)[kDegreesDecision], 16);
+  ASSERT_EQ(nearest.size(), 16u);
+  const Degrees origin = (*space)->TupleDegrees((*encoded)[kDegreesDecision]);
+  for (int t : nearest) {
+    EXPECT_NE(t, (*encoded)[kDegreesDecision]);
+    const Degrees g = (*space)->TupleDegrees(t);
+    const bool same_decode = g.dp == origin.dp && g.tp == origin.tp &&
+                             g.pp == origin.pp && g.ep == origin.ep;
+    const bool same_prefill = g.prefill_dp == origin.prefill_dp &&
+                              g.prefill_tp == origin.prefill_tp &&
+                              g.prefill_pp == origin.prefill_pp &&
+                              g.prefill_ep == origin.prefill_ep;
+    EXPECT_TRUE(same_decode || same_prefill);
+  }
 }
 
 TEST(DisaggregatedPlanSpaceTest, OneGpuHasNoDisaggregatedPlan) {

@@ -70,6 +70,27 @@ MakePrefillBoundCostModel() {
   return MakeCostModel("llama-3.1-8b", 8, 8192, 256, 0, /*max_ttft_ms=*/500);
 }
 
+// moe-1.6t on 256 H100s, ISL 128 / OSL 256, TTFT <= 1 s: a joint space of
+// hundreds of thousands of (pool split, prefill layout, decode layout) tuples.
+inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
+MakeLargeDisaggregatedCostModel() {
+  return MakeCostModel("moe-1.6t", 256, 128, 256, 0, /*max_ttft_ms=*/1000);
+}
+// Its one prefill and one decode instance of dp128 ep64 (decode batch 0: the
+// best).
+inline simulator::PlanDims OnePrefillOneDecodeDp128Ep64(int prefill_batch) {
+  simulator::PlanDims plan;
+  plan.disaggregated = true;
+  plan.prefill_instances = 1;
+  plan.decode_instances = 1;
+  plan.prefill.dp = 128;
+  plan.prefill.ep = 64;
+  plan.prefill.batch_size = prefill_batch;
+  plan.dp = 128;
+  plan.ep = 64;
+  return plan;
+}
+
 // A problem's cost model and plan space (the space points into the model, so
 // they travel together).
 struct ModelAndSpace {

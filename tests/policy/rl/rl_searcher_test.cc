@@ -490,8 +490,7 @@ TEST(RlSearcherTest, WeightsClonedOnAPoorPlanDoNotTrapTheSearch) {
 // within 1% of a reference made of the whole disaggregated sweep and one
 // prefill plus one decode instance of dp128 ep64 at each prefill batch.
 TEST(RlSearcherTest, ReachesTheLargeSplitsOfA256GpuDisaggregatedSpace) {
-  auto model = testing::MakeCostModel("moe-1.6t", 256, 128, 256, 0,
-                                      /*max_ttft_ms=*/1000);
+  auto model = testing::MakeLargeDisaggregatedCostModel();
   ASSERT_TRUE(model.ok()) << model.status();
   CancellationToken cancel;
   const DisaggregatedSweep sweep =
@@ -499,16 +498,8 @@ TEST(RlSearcherTest, ReachesTheLargeSplitsOfA256GpuDisaggregatedSpace) {
   double reference =
       sweep.found ? sweep.best.evaluation.output_tokens_per_s : 0;
   for (int prefill_batch : {1, 2, 4}) {
-    simulator::PlanDims plan;
-    plan.disaggregated = true;
-    plan.prefill_instances = 1;
-    plan.decode_instances = 1;
-    plan.prefill.dp = 128;
-    plan.prefill.ep = 64;
-    plan.prefill.batch_size = prefill_batch;
-    plan.dp = 128;
-    plan.ep = 64;
-    const simulator::Evaluation e = (*model)->Evaluate(plan);
+    const simulator::Evaluation e = (*model)->Evaluate(
+        testing::OnePrefillOneDecodeDp128Ep64(prefill_batch));
     if (e.feasible) reference = std::max(reference, e.output_tokens_per_s);
   }
   ASSERT_GT(reference, 0);
