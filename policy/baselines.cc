@@ -6,10 +6,13 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <random>
+#include <unordered_map>
 #include <vector>
 
 #include "absl/strings/str_format.h"
+#include "policy/internal/batch_line_search.h"
 #include "policy/internal/search_run.h"
 #include "simulator/status_macros.h"
 
@@ -43,6 +46,20 @@ Decisions Mutate(const PlanSpace& space, const Decisions& in,
     d[i] = SampleBit(space.MaskBits(i, d) & ~(uint64_t{1} << d[i]), rng);
   }
   space.Repair(d, i + 1, rng);
+  return d;
+}
+
+// Batches in a row whose plans were all seen before, after which anneal and
+// genetic restart from fresh plans rather than spend the rest of the budget
+// re-proposing cached ones (SearchRun stops a search after 50 such batches,
+// as exhausted, with most of its budget left).
+constexpr int kStaleBatchesBeforeRestart = 3;
+
+// `from` moved by `steps` mutations in a row: a restart near a good plan.
+Decisions Perturb(const PlanSpace& space, const Decisions& from, int steps,
+                  std::mt19937_64& rng) {
+  Decisions d = from;
+  for (int i = 0; i < steps; ++i) d = Mutate(space, d, rng);
   return d;
 }
 
@@ -125,14 +142,38 @@ class AnnealSearcher : public RunSearcher {
     std::vector<double> energy(kChains, internal::kInfeasiblePenalty - 2);
     for (size_t c = 0; c < scored.size(); ++c) energy[c] = scored[c].reward;
     std::vector<Decisions> proposals(kChains);
+    std::vector<uint8_t> fresh;
+    int stale = 0;
     while (!run.Done()) {
       const double progress =
           std::min(1.0, static_cast<double>(run.evaluations()) /
                             options.max_evaluations);
       const double temperature = kT0 * std::pow(kT1 / kT0, progress);
-      for (int c = 0; c < kChains; ++c)
-        proposals[c] = Mutate(space, state[c], rng);
-      std::vector<ScoredPlan> s = run.Evaluate(proposals);
+      if (stale >= kStaleBatchesBeforeRestart) {
+        // The chains circle plans already scored: restart them, half a few
+        // moves from the best plan, half anywhere.
+        const Decisions from = run.elite().entries().empty()
+                                   ? state[0]
+                                   : run.elite().entries().front().decisions;
+        for (int c = 0; c < kChains; ++c) {
+          proposals[c] = c % 2 == 0 ? Perturb(space, from, 2 + c / 2, rng)
+                                    : space.SampleUniform(rng);
+        }
+      } else {
+        for (int c = 0; c < kChains; ++c)
+          proposals[c] = Mutate(space, state[c], rng);
+      }
+      const bool restart = stale >= kStaleBatchesBeforeRestart;
+      std::vector<ScoredPlan> s = run.Evaluate(proposals, &fresh);
+      stale = std::count(fresh.begin(), fresh.end(), 1) == 0 ? stale + 1 : 0;
+      if (restart) {
+        for (size_t c = 0; c < s.size(); ++c) {
+          state[c] = proposals[c];
+          energy[c] = s[c].reward;
+        }
+        run.ReportProgress(1);
+        continue;
+      }
       for (size_t c = 0; c < s.size(); ++c) {
         const double delta = s[c].reward - energy[c];
         const double u = uniform(rng);
@@ -180,6 +221,8 @@ class GeneticSearcher : public RunSearcher {
       }
       return best;
     };
+    std::vector<uint8_t> fresh;
+    int stale = 0;
     while (!run.Done()) {
       std::vector<int> order(population.size());
       for (size_t i = 0; i < order.size(); ++i) order[i] = static_cast<int>(i);
@@ -205,7 +248,18 @@ class GeneticSearcher : public RunSearcher {
         if (uniform(rng) < kMutation) child = Mutate(space, child, rng);
         children.push_back(child);
       }
-      std::vector<ScoredPlan> s = run.Evaluate(children);
+      if (stale >= kStaleBatchesBeforeRestart) {
+        // The population breeds only plans already scored: replace the
+        // children by immigrants, half a few moves from the elites, half
+        // anywhere.
+        for (size_t i = 0; i < children.size(); ++i) {
+          children[i] = i % 2 == 0 ? Perturb(space, next[i / 2 % next.size()],
+                                             2 + static_cast<int>(i % 4), rng)
+                                   : space.SampleUniform(rng);
+        }
+      }
+      std::vector<ScoredPlan> s = run.Evaluate(children, &fresh);
+      stale = std::count(fresh.begin(), fresh.end(), 1) == 0 ? stale + 1 : 0;
       for (size_t i = 0; i < s.size(); ++i) {
         next.push_back(children[i]);
         next_fitness.push_back(s[i].reward);
@@ -300,7 +354,89 @@ class GridSearcher : public RunSearcher {
  protected:
   absl::Status Run(SearchRun& run, const SearchOptions& /*options*/) override {
     const PlanSpace& space = run.space();
-    const bool complete = ForEachGridPoint(space, [&](Decisions d) {
+    std::vector<Decisions> points;
+    ForEachGridPoint(space, [&](const Decisions& d) {
+      points.push_back(d);
+      return true;
+    });
+    // Fewest GPUs per model copy first: the smallest instances that hold the
+    // weights communicate least, and k copies of a plan on N GPUs are a plan
+    // on kN, so a sweep on more GPUs meets the same layouts in the same order
+    // (whatever its budget, it is as good per GPU as on fewer).
+    auto copy_gpus = [&](const Decisions& d) {
+      const Degrees g = space.TupleDegrees(d[kDegreesDecision]);
+      return space.model().problem().model.is_moe() || g.disaggregated()
+                 ? g.dp * g.tp * g.pp
+                 : g.tp * g.pp;
+    };
+    std::stable_sort(points.begin(), points.end(),
+                     [&](const Decisions& a, const Decisions& b) {
+                       return copy_gpus(a) < copy_gpus(b);
+                     });
+    // First pass: each point at the batch per GPU of the best plan so far
+    // (TranslateBatch; the largest its mask allows before any is feasible),
+    // then a line search to the best feasible batch (throughput rises with
+    // the batch up to what memory and the SLOs allow): a few evaluations per
+    // point, so the budget reaches every point.
+    auto point_key = [](Decisions d) {
+      d[kBatchDecision] = 0;
+      return PlanSpace::Hash(d);
+    };
+    std::unordered_map<uint64_t, double> point_reward;
+    std::optional<Decisions> best;
+    double best_reward = 0;
+    auto record = [&](const Decisions& d, const ScoredPlan& p) {
+      auto [it, inserted] = point_reward.emplace(point_key(d), p.reward);
+      if (!inserted) it->second = std::max(it->second, p.reward);
+      if (p.evaluation.feasible && (!best || p.reward > best_reward)) {
+        best = d;
+        best_reward = p.reward;
+      }
+    };
+    constexpr size_t kChunk = 32;
+    for (size_t i = 0; i < points.size() && !run.Done(); i += kChunk) {
+      std::vector<Decisions> plans;
+      for (size_t j = i; j < std::min(points.size(), i + kChunk); ++j) {
+        Decisions d = points[j];
+        const uint64_t batches = space.MaskBits(kBatchDecision, d);
+        const int top = 63 - __builtin_clzll(batches);
+        int start = top;
+        if (best.has_value()) {
+          start = TranslateBatch((*best)[kBatchDecision],
+                                 space.TupleDegrees((*best)[kDegreesDecision]),
+                                 space.TupleDegrees(d[kDegreesDecision]));
+          // The nearest allowed batch at or below it.
+          while (start > 0 && !((batches >> start) & 1)) --start;
+          if (!((batches >> start) & 1)) start = __builtin_ctzll(batches);
+          start = std::min(start, top);
+        }
+        d[kBatchDecision] = start;
+        plans.push_back(d);
+      }
+      std::vector<ScoredPlan> scored = run.Evaluate(plans);
+      plans.resize(scored.size());
+      for (size_t j = 0; j < plans.size(); ++j) record(plans[j], scored[j]);
+      internal::BatchLineSearch(run, std::move(plans), std::move(scored),
+                                record);
+      run.ReportProgress(1);
+    }
+    // Then every batch of every point, best points first.
+    std::stable_sort(points.begin(), points.end(),
+                     [&](const Decisions& a, const Decisions& b) {
+                       auto score = [&](const Decisions& d) {
+                         auto it = point_reward.find(point_key(d));
+                         return it == point_reward.end()
+                                    ? internal::kInfeasiblePenalty - 3
+                                    : it->second;
+                       };
+                       return score(a) > score(b);
+                     });
+    bool complete = true;
+    for (Decisions d : points) {
+      if (run.Done()) {
+        complete = false;
+        break;
+      }
       const uint64_t batches = space.MaskBits(kBatchDecision, d);
       std::vector<Decisions> plans;
       for (int b = 0; b < 64; ++b) {
@@ -310,8 +446,7 @@ class GridSearcher : public RunSearcher {
       }
       run.Evaluate(plans);
       run.ReportProgress(1);
-      return !run.Done();
-    });
+    }
     if (complete) run.MarkExhausted();
     return absl::OkStatus();
   }

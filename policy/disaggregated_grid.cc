@@ -1,7 +1,10 @@
 #include "policy/disaggregated_grid.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
+#include <limits>
+#include <map>
 #include <vector>
 
 #include "policy/internal/pareto_archive.h"
@@ -43,9 +46,18 @@ std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
                                               size_t limit) {
   const simulator::Problem& problem = model.problem();
   const int n = problem.cluster.num_gpus;
-  std::vector<PlanDims> out;
+  // Instance sizes whose GPUs can hold the weights at all: ValidatePlan
+  // checks no memory, so smaller ones would spend the budget on plans that
+  // never fit.
+  const double weight_bytes =
+      problem.model.TotalParams() *
+      simulator::BytesPerElement(problem.workload.weight_dtype);
   std::vector<int> sizes;
-  for (int g = 1; g < n; g *= 2) sizes.push_back(g);
+  for (int g = 1; g < n; g *= 2) {
+    if (weight_bytes <= g * model.capacity_bytes()) sizes.push_back(g);
+  }
+  // The candidates of each pool split (x, prefill size, y, decode size).
+  std::vector<std::vector<PlanDims>> splits;
   for (int pg : sizes) {
     const std::vector<Layout> prefill_layouts = InstanceLayouts(problem, pg);
     for (int dg : sizes) {
@@ -53,6 +65,7 @@ std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
       for (int x = 1; x * pg < n; ++x) {
         if ((n - x * pg) % dg != 0) continue;
         const int y = (n - x * pg) / dg;
+        std::vector<PlanDims> split;
         for (const Layout& pl : prefill_layouts) {
           for (const Layout& dl : decode_layouts) {
             for (int prefill_batch : {1, 2, 4}) {
@@ -72,14 +85,28 @@ std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
               // Only layouts the workload's engine can launch.
               if (model.ValidatePlan(p).ok() &&
                   simulator::WorkloadEngineCanRun(model.problem(), p)) {
-                out.push_back(p);
+                split.push_back(p);
               }
-              if (out.size() >= limit) return out;
             }
           }
         }
+        if (!split.empty()) splits.push_back(std::move(split));
       }
     }
+  }
+  // Round robin over the splits, so that a budget smaller than the sweep
+  // still reaches every split (the largest instances included) before it
+  // tries a second layout of any.
+  std::vector<PlanDims> out;
+  for (size_t k = 0; out.size() < limit; ++k) {
+    bool any = false;
+    for (const std::vector<PlanDims>& split : splits) {
+      if (k >= split.size()) continue;
+      any = true;
+      out.push_back(split[k]);
+      if (out.size() >= limit) break;
+    }
+    if (!any) break;
   }
   return out;
 }
@@ -91,11 +118,17 @@ DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
                                       int frontier_size) {
   DisaggregatedSweep sweep;
   internal::ParetoArchive archive(std::max(2, frontier_size));
-  const std::vector<PlanDims> candidates = DisaggregatedCandidates(
-      model, static_cast<size_t>(std::max(0, max_evaluations)));
+  std::vector<PlanDims> candidates =
+      DisaggregatedCandidates(model, std::numeric_limits<size_t>::max());
   sweep.candidates = static_cast<int>(candidates.size());
-  for (const PlanDims& plan : candidates) {
-    if (sweep.evaluations >= max_evaluations || token.cancelled()) break;
+  // Splits by their first (round-robin) candidate: the rest of the sweep goes
+  // to the splits whose first layout did best, feasible ones first.
+  auto split_of = [](const PlanDims& p) {
+    return std::array<int, 4>{p.prefill_instances, p.prefill.gpus(),
+                              p.decode_instances, p.instance_gpus()};
+  };
+  std::map<std::array<int, 4>, double> split_score;
+  auto evaluate = [&](const PlanDims& plan) {
     const simulator::Evaluation e = model.Evaluate(plan);
     ++sweep.evaluations;
     const double reward =
@@ -112,7 +145,24 @@ DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
       sweep.best = {plan, e, reward};
       sweep.found = true;
     }
+    return e.feasible ? e.output_tokens_per_s : -1.0;
+  };
+  size_t next = 0;
+  for (; next < candidates.size(); ++next) {
+    if (sweep.evaluations >= max_evaluations || token.cancelled()) break;
+    const auto key = split_of(candidates[next]);
+    if (split_score.count(key)) break;  // round 0 is over
+    split_score[key] = evaluate(candidates[next]);
   }
+  std::stable_sort(candidates.begin() + next, candidates.end(),
+                   [&](const PlanDims& a, const PlanDims& b) {
+                     return split_score[split_of(a)] > split_score[split_of(b)];
+                   });
+  for (; next < candidates.size(); ++next) {
+    if (sweep.evaluations >= max_evaluations || token.cancelled()) break;
+    evaluate(candidates[next]);
+  }
+  sweep.complete = next == candidates.size();
   sweep.frontier = archive.points();
   return sweep;
 }

@@ -15,12 +15,12 @@
 namespace shardplan::policy {
 
 // The structurally valid disaggregated plans of `model`'s problem the sweep
-// covers, in sweep order (instance layouts of 1, 2, 4, ... GPUs: tp a power
-// of two up to a node, pp filling the rest; MoE: dp attention with ep over the
-// instance, or tp with ep 1; prefill batch 1, 2 or 4; decode batch 0 = best).
-// At most `limit` of them (the first in sweep order), so that large clusters
-// stay bounded in time and memory. Cost: one ValidatePlan per candidate
-// tried. Allocates.
+// covers (instance layouts of 1, 2, 4, ... GPUs whose GPUs can hold the
+// weights: tp a power of two up to a node, pp filling the rest; MoE: dp
+// attention with ep over the instance, or tp with ep 1; prefill batch 1, 2
+// or 4; decode batch 0 = best), round robin over the pool splits (the first
+// layout of every split, then the second, ...). At most `limit` of them.
+// Cost: one ValidatePlan per candidate of every split. Allocates.
 std::vector<simulator::PlanDims> DisaggregatedCandidates(
     const simulator::CostModel& model, size_t limit);
 
@@ -29,14 +29,20 @@ struct DisaggregatedSweep {
   bool found = false;
   int evaluations = 0;
   int candidates = 0;
+  // Whether every candidate was evaluated (else the budget or the token
+  // stopped the sweep).
+  bool complete = false;
   // The non-dominated feasible plans the sweep evaluated (throughput per GPU
   // vs tokens/s per user, policy/internal/pareto_archive.h), best throughput
   // first; at most the frontier_size passed.
   std::vector<ScoredPlan> frontier;
 };
 
-// Evaluates the candidates in sweep order, at most `max_evaluations` of them,
-// polling `token` between evaluations; the best feasible plan by throughput.
+// Evaluates the first candidate of every split, then the others, splits
+// whose first candidate did best first (feasible before infeasible); at most
+// `max_evaluations`, polling `token` between evaluations; the best feasible
+// plan by throughput. Returns a feasible plan whenever a candidate is
+// feasible and the budget covers the candidates.
 // reward = log(throughput / baseline_tokens_per_s) when both are positive.
 DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
                                       int max_evaluations,

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <utility>
 #include <vector>
 
@@ -277,18 +278,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
   // Instance sizes engines deploy (powers of two, whole nodes) that hold the
   // weights, and on each the layouts of one instance: as a decode instance
   // (with its masks) and as a prefill instance (with its prefill batches).
-  struct DecodeLayout {
-    Degrees g;
-    LayoutMasks masks;
-  };
-  struct PrefillLayout {
-    Degrees g;
-    uint64_t batches = 0;  // bits over kPrefillBatches
-    OpMasks ops{};
-  };
   std::vector<int> sizes;
-  std::vector<std::vector<DecodeLayout>> decode_layouts;
-  std::vector<std::vector<PrefillLayout>> prefill_layouts;
   for (int gpus = 1; gpus < n; ++gpus) {
     const bool power_of_two = (gpus & (gpus - 1)) == 0;
     if (!power_of_two &&
@@ -296,8 +286,8 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
       continue;
     }
     if (!HoldsWeights(p, gpus)) continue;
-    std::vector<DecodeLayout> decode;
-    std::vector<PrefillLayout> prefill;
+    std::vector<InstanceLayout> decode;
+    std::vector<InstanceLayout> prefill;
     ForEachInstanceDegrees(m, gpus, [&](const Degrees& g) {
       // A dense instance's dp ranks are copies: more instances say the same.
       if (!m.is_moe() && g.dp != 1) return;
@@ -310,12 +300,14 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
         return simulator::ValidateInstancePlan(model, variant).ok();
       };
       if (!valid(plan)) return;
-      DecodeLayout d{g, {}};
+      LayoutMasks masks;
       if (ComputeLayoutMasks(model, plan, g, options, valid,
-                             /*vary_micro_batches=*/false, &d.masks)) {
-        decode.push_back(d);
+                             /*vary_micro_batches=*/false, &masks)) {
+        // The decode batch does not depend on the micro-batch decision (the
+        // prefill batch there).
+        decode.push_back({g, masks.ops, masks.batch[0]});
       }
-      PrefillLayout pre{g, 0, {}};
+      InstanceLayout pre{g, {}, 0};
       for (int k = 0; k < static_cast<int>(kPrefillBatches.size()); ++k) {
         PlanDims variant = plan;
         variant.batch_size = kPrefillBatches[k];
@@ -328,47 +320,45 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
     });
     if (decode.empty() && prefill.empty()) continue;
     sizes.push_back(gpus);
-    decode_layouts.push_back(std::move(decode));
-    prefill_layouts.push_back(std::move(prefill));
+    space->decode_layouts_.push_back(std::move(decode));
+    space->prefill_layouts_.push_back(std::move(prefill));
   }
 
-  // Joint tuples: every pool split x * pg + y * dg = n, by instance sizes.
-  // A split whose tuples would pass the cap is left out whole.
-  const size_t cap = static_cast<size_t>(std::max(1, options.max_joint_tuples));
+  // Pool splits: every x * pg + y * dg = n by instance sizes, each with
+  // every (prefill layout, decode layout) pair as its joint tuples.
+  int64_t tuples = 0;
   for (size_t pi = 0; pi < sizes.size(); ++pi) {
     for (size_t di = 0; di < sizes.size(); ++di) {
       const int pg = sizes[pi], dg = sizes[di];
+      const int64_t count =
+          static_cast<int64_t>(space->prefill_layouts_[pi].size()) *
+          static_cast<int64_t>(space->decode_layouts_[di].size());
+      if (count == 0) continue;
       for (int x = 1; x * pg < n; ++x) {
         if ((n - x * pg) % dg != 0) continue;
-        const int y = (n - x * pg) / dg;
-        const size_t count =
-            prefill_layouts[pi].size() * decode_layouts[di].size();
-        if (count == 0 || space->degrees_.size() + count > cap) continue;
-        for (const PrefillLayout& pre : prefill_layouts[pi]) {
-          for (const DecodeLayout& dec : decode_layouts[di]) {
-            Degrees g = dec.g;
-            g.replicas = y;
-            g.prefill_instances = x;
-            g.prefill_dp = pre.g.dp;
-            g.prefill_tp = pre.g.tp;
-            g.prefill_pp = pre.g.pp;
-            g.prefill_ep = pre.g.ep;
-            space->degrees_.push_back(g);
-            space->op_masks_.push_back(dec.masks.ops);
-            space->prefill_op_masks_.push_back(pre.ops);
-            // The micro-batch decision is the prefill batch; the decode batch
-            // does not depend on it.
-            space->micro_masks_.push_back(pre.batches);
-            std::array<uint64_t, kMicroBatchMultipliers.size()> batch{};
-            batch.fill(dec.masks.batch[0]);
-            space->batch_masks_.push_back(batch);
-          }
-        }
+        PoolSplit split;
+        split.prefill_instances = x;
+        split.decode_instances = (n - x * pg) / dg;
+        split.prefill_size = static_cast<int>(pi);
+        split.decode_size = static_cast<int>(di);
+        split.first = tuples;
+        space->splits_.push_back(split);
+        tuples += count;
       }
     }
   }
-  RETURN_IF_ERROR(space->KeepTuplesTheEngineRuns());
-  if (space->degrees_.empty()) {
+  // Disaggregated tuples are indexed, not stored: the engine's rules apply
+  // when a plan is scored (the search marks a plan the engine cannot launch
+  // infeasible), not by filtering a tuple list here.
+  // A decision is an int32 index.
+  if (tuples > std::numeric_limits<int32_t>::max()) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "%d joint (pool split, prefill layout, decode layout) tuples for %s on "
+        "%d GPUs exceed a decision's index range",
+        tuples, m.name, n));
+  }
+  space->num_joint_tuples_ = tuples;
+  if (tuples == 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "no valid disaggregated plan (prefill and decode pools) for %s on %d "
         "GPUs",
@@ -431,12 +421,29 @@ absl::Status PlanSpace::KeepTuplesTheEngineRuns() {
 
 void PlanSpace::ComputeSize() {
   double size = 0;
+  if (disaggregated_) {
+    // A split's plans: (its prefill plans) x (its decode plans), each summed
+    // over the pool's layouts (operator dims x batch choices).
+    auto plans = [](const std::vector<InstanceLayout>& layouts) {
+      double sum = 0;
+      for (const InstanceLayout& l : layouts) {
+        double ops = Popcount(l.batches);
+        for (uint64_t mask : l.ops) ops *= Popcount(mask);
+        sum += ops;
+      }
+      return sum;
+    };
+    std::vector<double> prefill, decode;
+    for (const auto& l : prefill_layouts_) prefill.push_back(plans(l));
+    for (const auto& l : decode_layouts_) decode.push_back(plans(l));
+    for (const PoolSplit& split : splits_)
+      size += prefill[split.prefill_size] * decode[split.decode_size];
+    size_ = size;
+    return;
+  }
   for (size_t t = 0; t < degrees_.size(); ++t) {
     double ops = 1;
     for (uint64_t mask : op_masks_[t]) ops *= Popcount(mask);
-    if (disaggregated_) {
-      for (uint64_t mask : prefill_op_masks_[t]) ops *= Popcount(mask);
-    }
     double tail = 0;
     for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
       if (micro_masks_[t] >> k & 1) tail += Popcount(batch_masks_[t][k]);
@@ -447,23 +454,58 @@ void PlanSpace::ComputeSize() {
 }
 
 int PlanSpace::NumChoices(int decision) const {
-  if (decision == kDegreesDecision) return static_cast<int>(degrees_.size());
+  if (decision == kDegreesDecision) {
+    return disaggregated_ ? static_cast<int>(num_joint_tuples_)
+                          : static_cast<int>(degrees_.size());
+  }
   return MaxChoices(decision);
+}
+
+PlanSpace::JointTuple PlanSpace::Joint(int tuple) const {
+  const auto it = std::upper_bound(
+      splits_.begin(), splits_.end(), static_cast<int64_t>(tuple),
+      [](int64_t t, const PoolSplit& split) { return t < split.first; });
+  const PoolSplit& split = *(it - 1);
+  const std::vector<InstanceLayout>& decode =
+      decode_layouts_[split.decode_size];
+  const int64_t r = tuple - split.first;
+  const int64_t d = static_cast<int64_t>(decode.size());
+  return {&split, &prefill_layouts_[split.prefill_size][r / d], &decode[r % d]};
+}
+
+Degrees PlanSpace::TupleDegrees(int i) const {
+  if (!disaggregated_) return degrees_[i];
+  const JointTuple j = Joint(i);
+  Degrees g = j.decode->g;
+  g.replicas = j.split->decode_instances;
+  g.prefill_instances = j.split->prefill_instances;
+  g.prefill_dp = j.prefill->g.dp;
+  g.prefill_tp = j.prefill->g.tp;
+  g.prefill_pp = j.prefill->g.pp;
+  g.prefill_ep = j.prefill->g.ep;
+  return g;
 }
 
 uint64_t PlanSpace::MaskBits(int decision,
                              absl::Span<const int32_t> prefix) const {
   DCHECK_NE(decision, kDegreesDecision);
   const int t = prefix[kDegreesDecision];
+  if (disaggregated_) {
+    const JointTuple j = Joint(t);
+    if (decision < kMicroBatchesDecision)
+      return j.decode->ops[decision - kFirstOpDecision];
+    // The micro-batch decision is the prefill batch.
+    if (decision == kMicroBatchesDecision) return j.prefill->batches;
+    if (decision == kBatchDecision) return j.decode->batches;
+    return j.prefill->ops[decision - kFirstPrefillOpDecision];
+  }
   if (decision < kMicroBatchesDecision)
     return op_masks_[t][decision - kFirstOpDecision];
   if (decision == kMicroBatchesDecision) return micro_masks_[t];
   if (decision == kBatchDecision)
     return batch_masks_[t][prefix[kMicroBatchesDecision]];
   // The prefill dims: an aggregated space has none (0 is their only value).
-  return disaggregated_
-             ? prefill_op_masks_[t][decision - kFirstPrefillOpDecision]
-             : uint64_t{1};
+  return uint64_t{1};
 }
 
 std::vector<uint8_t> PlanSpace::Mask(int decision,
@@ -494,7 +536,7 @@ bool PlanSpace::IsValid(const Decisions& decisions) const {
 
 PlanDims PlanSpace::Decode(const Decisions& decisions) const {
   PlanDims plan;
-  const Degrees& g = degrees_[decisions[kDegreesDecision]];
+  const Degrees g = TupleDegrees(decisions[kDegreesDecision]);
   plan.replicas = g.replicas;
   plan.dp = g.dp;
   plan.tp = g.tp;
@@ -538,19 +580,43 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
             : "an aggregated plan is not in a disaggregated plan space");
   }
   int t = -1;
-  for (size_t i = 0; i < degrees_.size(); ++i) {
-    const Degrees& g = degrees_[i];
-    const bool same_pools =
-        !disaggregated_ ||
-        (plan.replicas == 1 && g.replicas == plan.decode_instances &&
-         g.prefill_instances == plan.prefill_instances &&
-         g.prefill_dp == plan.prefill.dp && g.prefill_tp == plan.prefill.tp &&
-         g.prefill_pp == plan.prefill.pp && g.prefill_ep == plan.prefill.ep);
-    if (same_pools && (disaggregated_ || g.replicas == plan.replicas) &&
-        g.dp == plan.dp && g.tp == plan.tp && g.pp == plan.pp &&
-        g.ep == plan.ep) {
-      t = static_cast<int>(i);
+  auto same = [](const Degrees& g, const auto& instance) {
+    return g.dp == instance.dp && g.tp == instance.tp && g.pp == instance.pp &&
+           g.ep == instance.ep;
+  };
+  if (disaggregated_) {
+    // The split, then each pool's layout in its size's list.
+    for (const PoolSplit& split : splits_) {
+      if (plan.replicas != 1 ||
+          split.prefill_instances != plan.prefill_instances ||
+          split.decode_instances != plan.decode_instances) {
+        continue;
+      }
+      const auto& prefill = prefill_layouts_[split.prefill_size];
+      const auto& decode = decode_layouts_[split.decode_size];
+      if (prefill[0].g.dp * prefill[0].g.tp * prefill[0].g.pp !=
+              plan.prefill.gpus() ||
+          decode[0].g.dp * decode[0].g.tp * decode[0].g.pp !=
+              plan.instance_gpus()) {
+        continue;
+      }
+      int pi = -1, di = -1;
+      for (size_t i = 0; i < prefill.size() && pi < 0; ++i)
+        if (same(prefill[i].g, plan.prefill)) pi = static_cast<int>(i);
+      for (size_t i = 0; i < decode.size() && di < 0; ++i)
+        if (same(decode[i].g, plan)) di = static_cast<int>(i);
+      if (pi >= 0 && di >= 0) {
+        t = static_cast<int>(split.first +
+                             static_cast<int64_t>(pi) * decode.size() + di);
+      }
       break;
+    }
+  } else {
+    for (size_t i = 0; i < degrees_.size(); ++i) {
+      if (degrees_[i].replicas == plan.replicas && same(degrees_[i], plan)) {
+        t = static_cast<int>(i);
+        break;
+      }
     }
   }
   if (t < 0) {
@@ -589,11 +655,14 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
     }
     return absl::OkStatus();
   };
-  RETURN_IF_ERROR(encode_dims(plan.dims, op_masks_[t], kFirstOpDecision,
-                              disaggregated_ ? "decode " : ""));
   if (disaggregated_) {
-    RETURN_IF_ERROR(encode_dims(plan.prefill.dims, prefill_op_masks_[t],
+    const JointTuple j = Joint(t);
+    RETURN_IF_ERROR(
+        encode_dims(plan.dims, j.decode->ops, kFirstOpDecision, "decode "));
+    RETURN_IF_ERROR(encode_dims(plan.prefill.dims, j.prefill->ops,
                                 kFirstPrefillOpDecision, "prefill "));
+  } else {
+    RETURN_IF_ERROR(encode_dims(plan.dims, op_masks_[t], kFirstOpDecision, ""));
   }
   const int micro = plan.micro_batches == 0 ? plan.pp : plan.micro_batches;
   int k = -1;
@@ -610,7 +679,7 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
     for (int i = 0; i < static_cast<int>(kPrefillBatches.size()); ++i) {
       if (kPrefillBatches[i] == prefill_batch) k = i;
     }
-    if (k < 0 || !((micro_masks_[t] >> k) & 1)) {
+    if (k < 0 || !((MaskBits(kMicroBatchesDecision, d) >> k) & 1)) {
       return absl::InvalidArgumentError(absl::StrFormat(
           "prefill batch_size %d is not in the plan space", prefill_batch));
     }
@@ -618,7 +687,7 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
     for (int i = 0; i < static_cast<int>(kMicroBatchMultipliers.size()); ++i) {
       if (kMicroBatchMultipliers[i] * plan.pp == micro) k = i;
     }
-    if (k < 0 || !((micro_masks_[t] >> k) & 1)) {
+    if (k < 0 || !((MaskBits(kMicroBatchesDecision, d) >> k) & 1)) {
       return absl::InvalidArgumentError(
           absl::StrFormat("micro_batches %d is not in the plan space", micro));
     }
@@ -638,7 +707,7 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
       if (batches[i] == batch) b = static_cast<int>(i);
     }
   }
-  if (b < 0 || !((batch_masks_[t][k] >> b) & 1)) {
+  if (b < 0 || !((MaskBits(kBatchDecision, d) >> b) & 1)) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "batch_size %d is not in the plan space", plan.batch_size));
   }
@@ -686,7 +755,7 @@ void PlanSpace::CompleteUniform(Decisions& d, int from,
                                 std::mt19937_64& rng) const {
   for (int i = from; i < num_decisions(); ++i) {
     if (i == kDegreesDecision) {
-      d[i] = static_cast<int32_t>(rng() % degrees_.size());
+      d[i] = static_cast<int32_t>(rng() % NumChoices(kDegreesDecision));
     } else {
       d[i] = SampleBit(MaskBits(i, d), rng);
     }
@@ -723,17 +792,47 @@ Decisions PlanSpace::MoveToTuple(const Decisions& d, int tuple,
                                  std::mt19937_64& rng) const {
   Decisions out = d;
   out[kDegreesDecision] = tuple;
-  out[kBatchDecision] = TranslateBatch(
-      d[kBatchDecision], degrees_[d[kDegreesDecision]], degrees_[tuple]);
+  out[kBatchDecision] =
+      TranslateBatch(d[kBatchDecision], TupleDegrees(d[kDegreesDecision]),
+                     TupleDegrees(tuple));
   Repair(out, kDegreesDecision + 1, rng);
   return out;
 }
 
-std::vector<int> PlanSpace::NearestTuples(int tuple) const {
+std::vector<int> PlanSpace::NearestTuples(int tuple, int limit) const {
   const auto origin = DegreeFeatures(tuple);
   const auto origin_pools = PoolFeatures(tuple);
+  // The tuples considered: all, or in a joint space of more than
+  // kLargeJointSpace tuples those that change one pool's layout or move the
+  // same layouts to another split of the same instance sizes (a scan of
+  // every tuple would cost seconds per call there).
+  std::vector<int> considered;
+  if (disaggregated_ && NumChoices(kDegreesDecision) > kLargeJointSpace) {
+    const JointTuple j = Joint(tuple);
+    const int64_t d = decode_layouts_[j.split->decode_size].size();
+    const int64_t p = prefill_layouts_[j.split->prefill_size].size();
+    const int64_t r = tuple - j.split->first;
+    const int64_t pi = r / d, di = r % d;
+    for (int64_t k = 0; k < d; ++k)
+      considered.push_back(static_cast<int>(j.split->first + pi * d + k));
+    for (int64_t k = 0; k < p; ++k)
+      considered.push_back(static_cast<int>(j.split->first + k * d + di));
+    for (const PoolSplit& other : splits_) {
+      if (&other != j.split && other.prefill_size == j.split->prefill_size &&
+          other.decode_size == j.split->decode_size) {
+        considered.push_back(static_cast<int>(other.first + r));
+      }
+    }
+    std::sort(considered.begin(), considered.end());
+    considered.erase(std::unique(considered.begin(), considered.end()),
+                     considered.end());
+  } else {
+    considered.resize(NumChoices(kDegreesDecision));
+    for (size_t i = 0; i < considered.size(); ++i)
+      considered[i] = static_cast<int>(i);
+  }
   std::vector<std::pair<double, int>> order;
-  for (int i = 0; i < static_cast<int>(degrees_.size()); ++i) {
+  for (int i : considered) {
     if (i == tuple) continue;
     const auto f = DegreeFeatures(i);
     double d2 = 0;
@@ -746,7 +845,12 @@ std::vector<int> PlanSpace::NearestTuples(int tuple) const {
     }
     order.emplace_back(d2, i);
   }
-  std::sort(order.begin(), order.end());
+  if (limit >= 0 && static_cast<size_t>(limit) < order.size()) {
+    std::partial_sort(order.begin(), order.begin() + limit, order.end());
+    order.resize(limit);
+  } else {
+    std::sort(order.begin(), order.end());
+  }
   std::vector<int> out;
   out.reserve(order.size());
   for (const auto& entry : order) out.push_back(entry.second);
@@ -776,7 +880,7 @@ bool PlanSpace::ForEachFrom(
 
 std::array<float, PlanSpace::kDegreeFeatures> PlanSpace::DegreeFeatures(
     int i) const {
-  const Degrees& g = degrees_[i];
+  const Degrees g = TupleDegrees(i);
   const int gpn = std::max(1, model_->problem().cluster.gpus_per_node);
   auto lg = [](double x) {
     return static_cast<float>(std::log2(std::max(1.0, x)) / 10.0);
@@ -794,7 +898,7 @@ std::array<float, PlanSpace::kDegreeFeatures> PlanSpace::DegreeFeatures(
 
 std::array<float, PlanSpace::kPoolFeatures> PlanSpace::PoolFeatures(
     int i) const {
-  const Degrees& g = degrees_[i];
+  const Degrees g = TupleDegrees(i);
   if (!g.disaggregated()) return {};
   auto lg = [](double x) {
     return static_cast<float>(std::log2(std::max(1.0, x)) / 10.0);

@@ -119,9 +119,6 @@ struct PlanSpaceOptions {
   // Mask batch sizes whose KV cache certainly cannot fit beside the weights (a
   // cheap, conservative bound; the cost model still decides feasibility).
   bool memory_bound_batches = true;
-  // Disaggregated spaces: at most this many joint degree tuples (the RL
-  // policy scores every tuple each iteration; see CreateDisaggregated).
-  int max_joint_tuples = 4096;
 };
 
 // Immutable after Create; all methods are const and thread-safe. Holds a
@@ -139,11 +136,14 @@ class PlanSpace {
   // degree tuples of one instance on its GPUs (dense models: dp 1, the
   // instance count carries the copies), each checked once with
   // simulator::ValidateInstancePlan; joint tuples are every pool split
-  // x * prefill GPUs + y * decode GPUs = num_gpus of them, so every decoded
-  // plan passes model.ValidatePlan. At most options.max_joint_tuples, the
-  // splits taken in order of instance sizes, smallest first.
-  // FAILED_PRECONDITION when no disaggregated plan is valid (e.g. one GPU, or
-  // no instance smaller than the cluster holds the weights).
+  // x * prefill GPUs + y * decode GPUs = num_gpus times every prefill layout
+  // times every decode layout, so every decoded plan passes
+  // model.ValidatePlan. None is left out: the tuples are not stored but
+  // indexed (split, prefill layout, decode layout), so memory grows with the
+  // layouts, not with their product. FAILED_PRECONDITION when no
+  // disaggregated plan is valid (e.g. one GPU, or no instance smaller than
+  // the cluster holds the weights), or when the joint tuples overflow a
+  // decision's 32-bit index.
   static absl::StatusOr<std::unique_ptr<const PlanSpace>> CreateDisaggregated(
       const simulator::CostModel& model, const PlanSpaceOptions& options = {});
 
@@ -155,7 +155,11 @@ class PlanSpace {
   }
 
   const simulator::CostModel& model() const { return *model_; }
+  // The degree tuples of an aggregated space (empty in a disaggregated one,
+  // whose joint tuples are indexed, not stored: use TupleDegrees).
   const std::vector<Degrees>& degrees() const { return degrees_; }
+  // Degree tuple i (0 <= i < NumChoices(kDegreesDecision)), either kind.
+  Degrees TupleDegrees(int i) const;
 
   // Number of choice indices of `decision` (the degrees decision: number of
   // valid tuples; otherwise MaxChoices(decision)). Which of them are valid
@@ -201,8 +205,11 @@ class PlanSpace {
                         std::mt19937_64& rng) const;
   // Every degree tuple but `tuple`, nearest first by the squared distance of
   // their DegreeFeatures (and PoolFeatures in a disaggregated space; ties:
-  // lower index first).
-  std::vector<int> NearestTuples(int tuple) const;
+  // lower index first); only the nearest `limit` when limit >= 0 (a partial
+  // sort). A joint space of more than kLargeJointSpace tuples lists only the
+  // tuples that change one pool's layout or move both layouts to another
+  // split of the same instance sizes.
+  std::vector<int> NearestTuples(int tuple, int limit = -1) const;
 
   // Number of distinct valid plans (exact; may exceed 2^53 only as a double).
   double Size() const { return size_; }
@@ -215,6 +222,8 @@ class PlanSpace {
   // 1]), kDegreeFeatures of them; for the RL policy. In a disaggregated space
   // they describe the decode instance (replicas: decode instances).
   static constexpr int kDegreeFeatures = 9;
+  // See NearestTuples.
+  static constexpr int kLargeJointSpace = 4096;
   std::array<float, kDegreeFeatures> DegreeFeatures(int i) const;
   // What only a disaggregated joint tuple has: the prefill instance's degrees
   // (log-scaled as above), its prefill instance count and the prefill pool's
@@ -241,14 +250,44 @@ class PlanSpace {
   bool ForEachFrom(Decisions& d, int decision,
                    const std::function<bool(const Decisions&)>& fn) const;
 
+  using OpMasks = std::array<uint64_t, simulator::kNumOpKinds>;
+  // One pool instance's layout on its GPUs (replicas 1) and its masks:
+  // decode layouts' batch choices, prefill layouts' prefill batches (bits
+  // over kPrefillBatches).
+  struct InstanceLayout {
+    Degrees g;
+    OpMasks ops{};
+    uint64_t batches = 0;
+  };
+  // Disaggregated spaces: x prefill instances of size index `prefill_size`
+  // and y decode instances of size index `decode_size` (into
+  // prefill_layouts_ / decode_layouts_); its joint tuples are [first, first +
+  // prefill layouts x decode layouts), prefill-major.
+  struct PoolSplit {
+    int prefill_instances = 0;
+    int decode_instances = 0;
+    int prefill_size = 0;
+    int decode_size = 0;
+    int64_t first = 0;
+  };
+  struct JointTuple {
+    const PoolSplit* split;
+    const InstanceLayout* prefill;
+    const InstanceLayout* decode;
+  };
+  JointTuple Joint(int tuple) const;
+
   const simulator::CostModel* model_ = nullptr;
   std::vector<Degrees> degrees_;
-  // Per degree tuple: allowed dims per operator (bits over ShardDim), allowed
-  // micro-batch multipliers, and allowed batch choices per multiplier.
+  // Disaggregated spaces: per instance size, its layouts; the pool splits;
+  // the number of joint tuples.
+  std::vector<std::vector<InstanceLayout>> prefill_layouts_, decode_layouts_;
+  std::vector<PoolSplit> splits_;
+  int64_t num_joint_tuples_ = 0;
+  // Per degree tuple of an aggregated space: allowed dims per operator (bits
+  // over ShardDim), allowed micro-batch multipliers, and allowed batch
+  // choices per multiplier.
   std::vector<std::array<uint64_t, simulator::kNumOpKinds>> op_masks_;
-  // Per degree tuple, disaggregated spaces only: allowed prefill dims per
-  // operator (empty in aggregated spaces, whose prefill decisions are 0).
-  std::vector<std::array<uint64_t, simulator::kNumOpKinds>> prefill_op_masks_;
   std::vector<uint64_t> micro_masks_;
   std::vector<std::array<uint64_t, kMicroBatchMultipliers.size()>> batch_masks_;
   double size_ = 0;

@@ -1,27 +1,32 @@
 #include "policy/search_moves.h"
 
 #include <algorithm>
+#include <set>
 #include <utility>
 
 #include "policy/internal/batch_line_search.h"
 
 namespace shardplan::policy {
 
-TupleElite::TupleElite(int tuples, int per_tuple)
-    : by_tuple_(std::max(0, tuples), EliteHistory(per_tuple)) {}
+TupleElite::TupleElite(int /*tuples*/, int per_tuple) : empty_(per_tuple) {}
+
+const EliteHistory& TupleElite::OfTuple(int tuple) const {
+  const auto it = by_tuple_.find(tuple);
+  return it == by_tuple_.end() ? empty_ : it->second;
+}
 
 void TupleElite::Insert(const Decisions& decisions, const ScoredPlan& scored) {
-  by_tuple_[decisions[kDegreesDecision]].Insert(scored, decisions);
+  by_tuple_.try_emplace(decisions[kDegreesDecision], empty_)
+      .first->second.Insert(scored, decisions);
 }
 
 std::vector<EliteEntry> TupleElite::Top(const EliteHistory& elite, size_t k) {
-  for (const EliteEntry& e : elite.entries())
-    by_tuple_[e.decisions[kDegreesDecision]].Insert(e.scored, e.decisions);
+  for (const EliteEntry& e : elite.entries()) Insert(e.decisions, e.scored);
   // Ranked through pointers: an entry is ~700 bytes and there can be
   // hundreds of tuples.
   std::vector<const EliteEntry*> all;
-  for (const EliteHistory& h : by_tuple_)
-    for (const EliteEntry& e : h.entries()) all.push_back(&e);
+  for (const auto& held : by_tuple_)
+    for (const EliteEntry& e : held.second.entries()) all.push_back(&e);
   k = std::min(all.size(), k);
   std::partial_sort(all.begin(), all.begin() + k, all.end(),
                     [](const EliteEntry* a, const EliteEntry* b) {
@@ -61,10 +66,23 @@ void SearchMoves::TupleSweep() {
   // (RlPolicyOptions::tuple_locality); a uniform sample when there are too
   // many. A copy: the sweep's evaluations change the elite `from` lives in.
   const Decisions from = run_.elite().entries().front().decisions;
-  std::vector<int> order = run_.space().NearestTuples(from[kDegreesDecision]);
-  if (order.size() > static_cast<size_t>(options_.tuple_sweep)) {
-    std::shuffle(order.begin(), order.end(), rng_);
-    order.resize(options_.tuple_sweep);
+  const int tuples = run_.space().NumChoices(kDegreesDecision);
+  std::vector<int> order;
+  if (tuples > PlanSpace::kLargeJointSpace) {
+    // Too many to list: a uniform sample of distinct other tuples.
+    std::set<int> sample;
+    while (static_cast<int>(sample.size()) <
+           std::min(options_.tuple_sweep, tuples - 1)) {
+      const int t = static_cast<int>(rng_() % tuples);
+      if (t != from[kDegreesDecision]) sample.insert(t);
+    }
+    order.assign(sample.begin(), sample.end());
+  } else {
+    order = run_.space().NearestTuples(from[kDegreesDecision]);
+    if (order.size() > static_cast<size_t>(options_.tuple_sweep)) {
+      std::shuffle(order.begin(), order.end(), rng_);
+      order.resize(options_.tuple_sweep);
+    }
   }
   SweepTo(from, order);
 }
@@ -76,10 +94,8 @@ bool SearchMoves::NeighbourSweep() {
   }
   const EliteEntry& best = run_.elite().entries().front();
   neighbours_of_ = best.hash;
-  std::vector<int> order =
-      run_.space().NearestTuples(best.decisions[kDegreesDecision]);
-  if (order.size() > static_cast<size_t>(options_.neighbour_sweep))
-    order.resize(options_.neighbour_sweep);
+  const std::vector<int> order = run_.space().NearestTuples(
+      best.decisions[kDegreesDecision], options_.neighbour_sweep);
   // A copy: the sweep's evaluations change the elite `best` lives in.
   SweepTo(Decisions(best.decisions), order);
   return true;

@@ -10,6 +10,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <random>
 #include <vector>
 
@@ -59,14 +60,17 @@ class TupleElite {
   // Inserts a plan into its tuple's history (EliteHistory::Insert).
   void Insert(const Decisions& decisions, const ScoredPlan& scored);
   // The history of degree tuple `tuple`, best first.
-  const EliteHistory& OfTuple(int tuple) const { return by_tuple_[tuple]; }
+  const EliteHistory& OfTuple(int tuple) const;
   // Inserts every entry of `elite` (the search's own top-K), then returns the
   // best `k` plans over all tuples (reward descending, then hash ascending).
   // Copies at most k entries; ranks all held entries (cost O(held log k)).
   std::vector<EliteEntry> Top(const EliteHistory& elite, size_t k);
 
  private:
-  std::vector<EliteHistory> by_tuple_;
+  // Only the tuples that hold a plan (a joint space has hundreds of
+  // thousands), in tuple order.
+  std::map<int, EliteHistory> by_tuple_;
+  EliteHistory empty_;
 };
 
 // The moves of one search, on its SearchRun and per-tuple elite. Every

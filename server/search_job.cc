@@ -324,11 +324,13 @@ SearchJob::ToPersist SearchJob::AddDisaggregated(
   // The sweep: for the methods that do not search, or with what is left of
   // the share when the search found nothing.
   const int sweep_budget = DisaggregatedBudget() - sweep.evaluations;
+  bool sweep_stopped_at_budget = false;
   if (!sweep.found && sweep_budget > 0 && !cancel.cancelled()) {
     const policy::DisaggregatedSweep grid = policy::SweepDisaggregated(
         *request_.cost_model, sweep_budget, Throughput(baseline_.evaluation),
         cancel, frontier_size);
     sweep.evaluations += grid.evaluations;
+    sweep_stopped_at_budget = !grid.complete && !cancel.cancelled();
     sweep.best = grid.best;
     sweep.found = grid.found;
     sweep.frontier = grid.frontier;
@@ -340,6 +342,10 @@ SearchJob::ToPersist SearchJob::AddDisaggregated(
   outcome->evaluations += sweep.evaluations;
   if (sweep.found) outcome->best_disaggregated = sweep.best;
   if (request_.disaggregation == "only") {
+    // The sweep is the search here: stopped at its share of the budget, it
+    // reports that, not the aggregated rule's "exhausted".
+    if (sweep_stopped_at_budget)
+      outcome->stop_reason = policy::StopReason::kBudget;
     outcome->best = sweep.best;
     outcome->top_plans.clear();
     if (sweep.found) outcome->top_plans.push_back(sweep.best);

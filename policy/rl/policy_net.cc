@@ -26,6 +26,7 @@
 #include <functional>
 #include <mutex>
 #include <random>
+#include <set>
 #include <sstream>
 #include <unordered_map>
 #include <utility>
@@ -45,6 +46,10 @@ namespace shardplan::policy::rl {
 namespace {
 
 constexpr int kHeads = 4;
+// Degree tuples the network scores per iteration at most (see
+// Impl::NumCandidates): every tuple of the aggregated spaces and of most joint
+// spaces; a joint space of a large cluster scores a subset.
+constexpr int kMaxTupleCandidates = PlanSpace::kLargeJointSpace;
 // Decisions after the degree tuple of an aggregated space, each with one
 // output head; a disaggregated space adds one head per prefill operator dim.
 constexpr int kAggregatedHeads = kNumAggregatedDecisions - 1;
@@ -432,43 +437,31 @@ class Policy::Impl {
     const std::vector<float> ctx = ContextFeatures(space.model().problem());
     context_ = FloatTensor(ctx, {1, kContextFeatures});
     const int t = space.NumChoices(kDegreesDecision);
-    std::vector<float> df;
-    df.reserve(t * PlanSpace::kDegreeFeatures);
-    for (int i = 0; i < t; ++i) {
-      for (float x : space.DegreeFeatures(i)) df.push_back(x);
-    }
-    degree_features_ = FloatTensor(df, {t, PlanSpace::kDegreeFeatures});
-    if (space.disaggregated()) {
-      // Joint tuples: thousands, so their squared distances are taken per
-      // forward pass for the elite's tuples only, not as a [T, T] table.
-      std::vector<float> pf;
-      pf.reserve(t * PlanSpace::kPoolFeatures);
-      for (int i = 0; i < t; ++i) {
-        for (float x : space.PoolFeatures(i)) pf.push_back(x);
-      }
-      pool_features_ = FloatTensor(pf, {t, PlanSpace::kPoolFeatures});
-      distance_features_ = torch::cat({degree_features_, pool_features_}, 1);
+    subset_ = t > kMaxTupleCandidates;
+    if (subset_) {
+      ChooseCandidates();
     } else {
-      tuple_distance_ = torch::cdist(degree_features_, degree_features_).pow(2);
-    }
-    // Invalid choices of every slot of every tuple, [T, slots, C].
-    const int c = net_.choices();
-    std::vector<uint8_t> invalid(static_cast<size_t>(t) * slots_ * c, 1);
-    for (int i = 0; i < t; ++i) {
-      Decisions a{};
-      a[kDegreesDecision] = i;
-      for (int s = 0; s < slots_; ++s) {
-        const int decision = DecisionOfSlot(s);
-        if (decision == kBatchDecision)
-          a[kMicroBatchesDecision] = s - (kBatchDecision - 1);
-        const uint64_t bits = space.MaskBits(decision, a);
-        for (int k = 0; k < c; ++k) {
-          if ((bits >> k) & 1) invalid[(i * slots_ + s) * c + k] = 0;
+      std::vector<float> df;
+      df.reserve(t * PlanSpace::kDegreeFeatures);
+      for (int i = 0; i < t; ++i) {
+        for (float x : space.DegreeFeatures(i)) df.push_back(x);
+      }
+      degree_features_ = FloatTensor(df, {t, PlanSpace::kDegreeFeatures});
+      if (space.disaggregated()) {
+        // Joint tuples: thousands, so their squared distances are taken per
+        // forward pass for the elite's tuples only, not as a [T, T] table.
+        std::vector<float> pf;
+        pf.reserve(t * PlanSpace::kPoolFeatures);
+        for (int i = 0; i < t; ++i) {
+          for (float x : space.PoolFeatures(i)) pf.push_back(x);
         }
+        pool_features_ = FloatTensor(pf, {t, PlanSpace::kPoolFeatures});
+        distance_features_ = torch::cat({degree_features_, pool_features_}, 1);
+      } else {
+        tuple_distance_ =
+            torch::cdist(degree_features_, degree_features_).pow(2);
       }
     }
-    invalid_ = torch::from_blob(invalid.data(), {t, slots_, c}, torch::kUInt8)
-                   .to(torch::kBool);
     // Head of each slot: the batch slots share the batch head; the prefill
     // dims' heads follow the aggregated ones.
     std::vector<int64_t> slot_head(slots_);
@@ -494,6 +487,7 @@ class Policy::Impl {
     elite_.clear();
     imitated_.clear();
     for (const EliteEntry& e : entries) imitated_.push_back(e.decisions);
+    if (subset_) ChooseCandidates();
     if (!options_.use_elite_tokens || entries.empty()) return;
     elite_ = imitated_;
     double mean = 0, sq = 0;
@@ -541,7 +535,7 @@ class Policy::Impl {
     Encode(forward_);
     std::vector<SampledPlan> out(n);
     std::uniform_real_distribution<double> u(0.0, 1.0);
-    const int t = space_.NumChoices(kDegreesDecision);
+    const int t = NumCandidates();
     const int k = static_cast<int>(elite_.size());
     for (SampledPlan& s : out) {
       // Anchor k < K copies from elite plan k; K is the free choice.
@@ -557,7 +551,7 @@ class Policy::Impl {
           s.mate >= 0 ? elite_[s.mate][kDegreesDecision] : -1;
       int choice;
       if (u(rng_) < epsilon_) {
-        choice = static_cast<int>(rng_() % t);
+        choice = CandidateTuple(static_cast<int>(rng_() % t));
       } else if (u(rng_) < g) {
         choice = elite_[s.anchor][kDegreesDecision];
       } else if (s.mate >= 0 && u(rng_) < forward_.cross_p[kDegreesDecision]) {
@@ -568,7 +562,7 @@ class Policy::Impl {
                                : forward_.deg_cdf.data();
         choice = static_cast<int>(
             std::upper_bound(cdf, cdf + t, u(rng_) * cdf[t - 1]) - cdf);
-        choice = std::min(choice, t - 1);
+        choice = CandidateTuple(std::min(choice, t - 1));
       }
       s.a[kDegreesDecision] = choice;
       s.gate_row =
@@ -766,8 +760,47 @@ class Policy::Impl {
   }
 
   int TranslateBatch(int value, int from_tuple, int to_tuple) const {
-    return policy::TranslateBatch(value, space_.degrees()[from_tuple],
-                                  space_.degrees()[to_tuple]);
+    return policy::TranslateBatch(value, space_.TupleDegrees(from_tuple),
+                                  space_.TupleDegrees(to_tuple));
+  }
+
+  // Degree tuples the network scores: all of them, or in a space of more
+  // than kMaxTupleCandidates (a joint space has hundreds of thousands) a
+  // subset drawn per iteration: the elite's tuples and uniform others. The
+  // policy's distribution over tuples is then over the subset (a sampled
+  // softmax); its features, keys and tables stay that size.
+  int NumCandidates() const {
+    return subset_ ? static_cast<int>(candidates_.size())
+                   : space_.NumChoices(kDegreesDecision);
+  }
+  int CandidateTuple(int position) const {
+    return subset_ ? candidates_[position] : position;
+  }
+  int Position(int tuple) const {
+    return subset_ ? candidate_position_.at(tuple) : tuple;
+  }
+  void ChooseCandidates() {
+    const int t = space_.NumChoices(kDegreesDecision);
+    std::set<int> chosen;
+    for (const Decisions& e : imitated_) chosen.insert(e[kDegreesDecision]);
+    while (static_cast<int>(chosen.size()) < kMaxTupleCandidates)
+      chosen.insert(static_cast<int>(rng_() % t));
+    candidates_.assign(chosen.begin(), chosen.end());
+    candidate_position_.clear();
+    std::vector<float> df, pf;
+    for (size_t i = 0; i < candidates_.size(); ++i) {
+      candidate_position_[candidates_[i]] = static_cast<int>(i);
+      for (float x : space_.DegreeFeatures(candidates_[i])) df.push_back(x);
+      for (float x : space_.PoolFeatures(candidates_[i])) pf.push_back(x);
+    }
+    const int64_t c = static_cast<int64_t>(candidates_.size());
+    degree_features_ = FloatTensor(df, {c, PlanSpace::kDegreeFeatures});
+    if (space_.disaggregated()) {
+      pool_features_ = FloatTensor(pf, {c, PlanSpace::kPoolFeatures});
+      distance_features_ = torch::cat({degree_features_, pool_features_}, 1);
+    } else {
+      distance_features_ = degree_features_;
+    }
   }
 
   int RowOf(int tuple) {
@@ -855,7 +888,8 @@ class Policy::Impl {
     f.deg_cdf = Cumulative(f.deg_p, 1);
     if (!elite_.empty()) {
       std::vector<int64_t> tuples;
-      for (const Decisions& e : elite_) tuples.push_back(e[kDegreesDecision]);
+      for (const Decisions& e : elite_)
+        tuples.push_back(Position(e[kDegreesDecision]));
       const torch::Tensor distance =
           tuple_distance_.defined()
               ? tuple_distance_.index_select(0, LongTensor(tuples))
@@ -893,8 +927,9 @@ class Policy::Impl {
   void Tabulate(Forward& f) {
     ScopedSeconds timer(&network_seconds_);
     PolicyNet& w = net_;
-    const torch::Tensor rows =
-        LongTensor(std::vector<int64_t>(rows_.begin(), rows_.end()));
+    std::vector<int64_t> positions;
+    for (int tuple : rows_) positions.push_back(Position(tuple));
+    const torch::Tensor rows = LongTensor(positions);
     const int64_t u = rows.size(0);
     const torch::Tensor z =
         torch::tanh(torch::addmm(w.z_b, f.keys.index_select(0, rows), w.zk_w) +
@@ -909,10 +944,35 @@ class Policy::Impl {
             .view({u, space_.disaggregated() ? kNumHeads : kAggregatedHeads,
                    w.choices()})
             .index_select(1, slot_head_);
-    f.table_logp = torch::log_softmax(
-        logits.masked_fill(invalid_.index_select(0, rows), -1e9), 2);
+    f.table_logp =
+        torch::log_softmax(logits.masked_fill(InvalidChoices(), -1e9), 2);
     f.table_lp = ToVector(f.table_logp);
     f.table_p = ToVector(f.table_logp.exp());
+  }
+
+  // Invalid choices of every slot of the tuples in rows_, [U, slots, C]:
+  // taken from the masks per forward pass, since a joint space has too many
+  // tuples to tabulate them all.
+  torch::Tensor InvalidChoices() const {
+    const int c = net_.choices();
+    std::vector<uint8_t> invalid(rows_.size() * slots_ * c, 1);
+    for (size_t r = 0; r < rows_.size(); ++r) {
+      Decisions a{};
+      a[kDegreesDecision] = rows_[r];
+      for (int s = 0; s < slots_; ++s) {
+        const int decision = DecisionOfSlot(s);
+        if (decision == kBatchDecision)
+          a[kMicroBatchesDecision] = s - (kBatchDecision - 1);
+        const uint64_t bits = space_.MaskBits(decision, a);
+        for (int k = 0; k < c; ++k) {
+          if ((bits >> k) & 1) invalid[(r * slots_ + s) * c + k] = 0;
+        }
+      }
+    }
+    return torch::from_blob(invalid.data(),
+                            {static_cast<int64_t>(rows_.size()), slots_, c},
+                            torch::kUInt8)
+        .to(torch::kBool);
   }
 
   static std::vector<float> ToVector(const torch::Tensor& t) {
@@ -936,7 +996,7 @@ class Policy::Impl {
   double SampleLogProb(const Forward& f, const SampledPlan& s, double coef,
                        TableGrads* grads) const {
     const bool anchored = !f.anchor_p.empty();
-    const int t = space_.NumChoices(kDegreesDecision);
+    const int t = NumCandidates();
     double logp = 0;
     if (anchored) {
       logp += std::log(std::max(f.anchor_p[s.anchor], 1e-30f));
@@ -947,7 +1007,7 @@ class Policy::Impl {
       const std::vector<float>* gen_p;
       std::vector<float>* gen_grad = nullptr;
       if (i == kDegreesDecision) {
-        index = s.a[i] + (anchored ? s.anchor * t : 0);
+        index = Position(s.a[i]) + (anchored ? s.anchor * t : 0);
         gen_p = anchored ? &f.deg_anchor_p : &f.deg_p;
         if (grads != nullptr)
           gen_grad = anchored ? &grads->deg_anchor : &grads->deg;
@@ -981,7 +1041,7 @@ class Policy::Impl {
   void AddGenerativeGrad(const std::vector<Decisions>& plans, double coef,
                          TableGrads& grads) const {
     for (const Decisions& a : plans) {
-      grads.deg[a[kDegreesDecision]] += coef;
+      grads.deg[Position(a[kDegreesDecision])] += coef;
       const int row = row_of_.at(a[kDegreesDecision]);
       for (int i = 1; i < decisions_; ++i)
         grads.table[TableIndex(row, a, i)] += coef;
@@ -1054,8 +1114,11 @@ class Policy::Impl {
   // pool features alone.
   torch::Tensor tuple_distance_;
   torch::Tensor distance_features_, pool_features_;
-  torch::Tensor invalid_;    // [T, slots, C]
   torch::Tensor slot_head_;  // [slots] head of each slot
+  // See NumCandidates: whether the tuples are a subset, and which.
+  bool subset_ = false;
+  std::vector<int> candidates_;
+  std::unordered_map<int, int> candidate_position_;
   torch::Tensor elite_tokens_;
   torch::Tensor elite_pool_;         // disaggregated: the elite's pool features
   torch::Tensor elite_prefill_;      // disaggregated: their prefill dims

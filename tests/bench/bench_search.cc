@@ -208,6 +208,7 @@ int Main(int argc, char** argv) {
   int seeds = 5;
   int first_seed = 1;
   int budget = 3000;
+  double seconds = 0;
   int pool_threads = 1;
   int isl = 2048, osl = 512, concurrency = 0;
   double exhaustive_limit = 2e7;
@@ -221,6 +222,9 @@ int Main(int argc, char** argv) {
                  "first seed (seeds first_seed .. first_seed + seeds - 1)");
   app.add_option("--budget", budget,
                  "evaluations per search, baseline included");
+  app.add_option("--seconds", seconds,
+                 "> 0: compare at equal wall time (seconds per search, no "
+                 "evaluation limit) instead of --budget evaluations");
   app.add_option("--pool_threads", pool_threads, "extra evaluation threads");
   app.add_option("--isl", isl, "input tokens");
   app.add_option("--osl", osl, "output tokens");
@@ -284,6 +288,10 @@ int Main(int argc, char** argv) {
                  "with --generated: search the disaggregated plan space of "
                  "the generated problems that have one (rl, rl-no-learning, "
                  "anneal, genetic, random against the disaggregated sweep)");
+  bool large = false;
+  app.add_option("--large", large,
+                 "with --generated --disaggregated: the problems on 256, 384 "
+                 "or 512 GPUs");
   bool transfer = false;
   TransferOptions transfer_options;
   std::string transfer_budgets = "100,300,600";
@@ -343,6 +351,7 @@ int Main(int argc, char** argv) {
     GeneratedOptions go;
     go.seeds = seeds;
     go.budget = budget;
+    go.seconds = seconds;
     go.pool = &timed_pool;
     return Emit(TimeAutoSearch(c, "rl", go), md_path);
   }
@@ -351,6 +360,7 @@ int Main(int argc, char** argv) {
     GeneratedOptions go;
     go.seeds = seeds;
     go.budget = budget;
+    go.seconds = seconds;
     go.pool = &generated_pool;
     if (transfer) {
       transfer_options.disaggregated = disaggregated;
@@ -370,7 +380,10 @@ int Main(int argc, char** argv) {
     auto report =
         disaggregated
             ? RunDisaggregatedCases(
-                  GenerateDisaggregatedCases(generator_seed, generated), go)
+                  large ? GenerateLargeDisaggregatedCases(generator_seed,
+                                                          generated)
+                        : GenerateDisaggregatedCases(generator_seed, generated),
+                  go)
             : RunGeneratedCases(
                   GenerateCases(generator_seed, generated, moe_only), go);
     return Emit(report, md_path);
@@ -430,8 +443,8 @@ int Main(int argc, char** argv) {
                  c.name().c_str(), size,
                  (*space)->NumChoices(policy::kDegreesDecision));
     SearchOptions options;
-    options.max_evaluations = budget;
-    options.max_seconds = 600;
+    options.max_evaluations = seconds > 0 ? 100'000'000 : budget;
+    options.max_seconds = seconds > 0 ? seconds : 600;
     options.pool = &pool;
     options.exhaustive_limit = exhaustive_limit;
 

@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <functional>
 #include <map>
 #include <memory>
 #include <random>
@@ -161,8 +162,11 @@ bool DisaggregatedFeasible(const GeneratedCase& c) {
 
 }  // namespace
 
-std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
-                                         bool moe_only) {
+// Draws from `seed` until `count` cases pass `keep` (which may change a
+// case, drawing from the same generator), at most 50 draws per case.
+static std::vector<GeneratedCase> DrawCases(
+    uint64_t seed, int count,
+    const std::function<bool(GeneratedCase&, bool, std::mt19937_64&)>& keep) {
   std::mt19937_64 rng(seed);
   std::vector<GeneratedCase> out;
   for (int attempt = 0;
@@ -170,11 +174,17 @@ std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
        ++attempt) {
     bool moe = false;
     GeneratedCase c = Draw(rng, &moe);
-    if (moe_only && !moe) continue;
-    if (!GridFeasible(c)) continue;
-    out.push_back(std::move(c));
+    if (keep(c, moe, rng)) out.push_back(std::move(c));
   }
   return out;
+}
+
+std::vector<GeneratedCase> GenerateCases(uint64_t seed, int count,
+                                         bool moe_only) {
+  return DrawCases(seed, count,
+                   [&](GeneratedCase& c, bool moe, std::mt19937_64&) {
+                     return (!moe_only || moe) && GridFeasible(c);
+                   });
 }
 
 absl::StatusOr<std::string> FamilyKey(const GeneratedCase& c) {
@@ -211,6 +221,21 @@ std::vector<GeneratedCase> GenerateFamilyCases(uint64_t seed, int count,
   return out;
 }
 
+namespace {
+
+// Equal evaluations (options.budget), or equal wall time (options.seconds).
+void EqualWork(const GeneratedOptions& options, policy::SearchOptions& so) {
+  so.max_evaluations = options.seconds > 0 ? 100'000'000 : options.budget;
+  so.max_seconds = options.seconds > 0 ? options.seconds : 600;
+}
+std::string WorkText(const GeneratedOptions& options) {
+  return options.seconds > 0
+             ? absl::StrFormat("%g s of wall time each", options.seconds)
+             : absl::StrFormat("%d evaluations", options.budget);
+}
+
+}  // namespace
+
 absl::StatusOr<std::string> RunGeneratedCases(
     const std::vector<GeneratedCase>& cases, const GeneratedOptions& options) {
   std::string md =
@@ -231,8 +256,7 @@ absl::StatusOr<std::string> RunGeneratedCases(
     const policy::ScoredPlan grid_plan = policy::GridBest(*space);
     const double grid = Tps(grid_plan);
     policy::SearchOptions so;
-    so.max_evaluations = options.budget;
-    so.max_seconds = 600;
+    EqualWork(options, so);
     so.pool = options.pool;
     std::vector<double> rl;
     policy::ScoredPlan rl_first;
@@ -288,13 +312,12 @@ absl::StatusOr<std::string> RunGeneratedCases(
                  rl_median, grid, best_meta);
   }
   absl::StrAppend(
-      &md,
-      absl::StrFormat(
-          "\nRL (median of %d seeds, %d evaluations) >= grid on %d/%zu cases, "
-          ">= the best metaheuristic on %d/%zu; monotone in GPUs on %d/%d "
-          "checked.\n",
-          options.seeds, options.budget, rl_ge_grid, cases.size(), rl_ge_meta,
-          cases.size(), monotone_ok, monotone_checked));
+      &md, absl::StrFormat(
+               "\nRL (median of %d seeds, %s) >= grid on %d/%zu cases, "
+               ">= the best metaheuristic on %d/%zu; monotone in GPUs on %d/%d "
+               "checked.\n",
+               options.seeds, WorkText(options), rl_ge_grid, cases.size(),
+               rl_ge_meta, cases.size(), monotone_ok, monotone_checked));
   absl::StrAppend(&md, plans);
   return md;
 }
@@ -306,6 +329,16 @@ std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed,
     if (DisaggregatedFeasible(c)) out.push_back(std::move(c));
   }
   return out;
+}
+
+std::vector<GeneratedCase> GenerateLargeDisaggregatedCases(uint64_t seed,
+                                                           int count) {
+  constexpr int kLargeGpus[] = {256, 384, 512};
+  return DrawCases(seed, count,
+                   [&](GeneratedCase& c, bool, std::mt19937_64& rng) {
+                     c.gpus = kLargeGpus[rng() % std::size(kLargeGpus)];
+                     return DisaggregatedFeasible(c);
+                   });
 }
 
 namespace {
@@ -351,8 +384,7 @@ absl::StatusOr<std::string> RunDisaggregatedCases(
     policy::SearchOptions so;
     so.disaggregated = true;
     so.space = space.get();
-    so.max_evaluations = options.budget;
-    so.max_seconds = 600;
+    EqualWork(options, so);
     so.pool = options.pool;
     // Per method and seed: the final best and its trace.
     std::vector<std::vector<double>> finals(methods.size());
@@ -430,15 +462,15 @@ absl::StatusOr<std::string> RunDisaggregatedCases(
   absl::StrAppend(
       &md,
       absl::StrFormat(
-          "\nCells: median over %d seeds of the best tok/s at %d evaluations "
+          "\nCells: median over %d seeds of the best tok/s at %s "
           "(median evaluations to 99%% of the best any method found on the "
           "case). RL >= every other method and the sweep on %d/%zu cases; > "
           "rl-no-learning on %d/%zu; >= the sweep on %d/%zu; reaches 99%% in "
           "fewer evaluations than rl-no-learning on %d/%zu, in more on "
           "%d/%zu.\n",
-          options.seeds, options.budget, rl_ge_all, cases.size(), rl_gt_frozen,
-          cases.size(), rl_ge_sweep, cases.size(), rl_faster, cases.size(),
-          rl_slower, cases.size()));
+          options.seeds, WorkText(options), rl_ge_all, cases.size(),
+          rl_gt_frozen, cases.size(), rl_ge_sweep, cases.size(), rl_faster,
+          cases.size(), rl_slower, cases.size()));
   absl::StrAppend(&md, plans);
   return md;
 }

@@ -37,6 +37,9 @@ struct GeneratedOptions {
   std::vector<std::string> metaheuristics = {"random", "anneal", "genetic"};
   int seeds = 5;
   int budget = 3000;
+  // > 0: equal wall time instead of equal evaluations: every search gets
+  // this many seconds and no evaluation limit.
+  double seconds = 0;
   policy::EvalPool* pool = nullptr;
 };
 
@@ -51,6 +54,10 @@ absl::StatusOr<std::string> RunGeneratedCases(
 // Disaggregated cases: of `count` generated problems from `seed`, those with
 // a disaggregated plan space and a feasible plan in the disaggregated sweep.
 std::vector<GeneratedCase> GenerateDisaggregatedCases(uint64_t seed, int count);
+// The same on 256, 384 or 512 GPUs (the generator's draw with the GPU count
+// drawn from those instead): joint spaces too large to sweep.
+std::vector<GeneratedCase> GenerateLargeDisaggregatedCases(uint64_t seed,
+                                                           int count);
 
 // On every case, searches the disaggregated plan space
 // (SearchOptions::disaggregated) with rl, rl-no-learning, anneal and genetic

@@ -123,6 +123,45 @@ TEST(DisaggregatedGridTest, MixedNodesOfferTpUpToTheBiggestNode) {
   EXPECT_TRUE((*model)->ValidatePlan(sweep.best.plan).ok());
 }
 
+// The sweep ("grid" and "megatron" in disaggregation "only") returns a
+// feasible plan whenever its candidates hold one, at a budget below the
+// whole sweep: instances too small for the weights are never listed, and
+// every pool split is tried before a second layout of any.
+TEST(DisaggregatedGridTest, SweepReachesAFeasiblePlanWhenOneExists) {
+  struct Case {
+    std::string model;
+    int gpus, isl, osl;
+    double ttft_ms;
+    int budget;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"qwen3-235b-a22b", 24, 2048, 512, 0, 3000},
+                         {"moe-1.6t", 256, 128, 256, 1000, 3000}}) {
+    SCOPED_TRACE(c.model);
+    auto model = MakeCostModel(c.model, c.gpus, c.isl, c.osl, 0, c.ttft_ms);
+    ASSERT_TRUE(model.ok()) << model.status();
+    const double weight_bytes =
+        (*model)->problem().model.TotalParams() *
+        simulator::BytesPerElement((*model)->problem().workload.weight_dtype);
+    const std::vector<simulator::PlanDims> candidates =
+        DisaggregatedCandidates(**model, 1 << 20);
+    bool any_feasible = false;
+    for (const simulator::PlanDims& p : candidates) {
+      EXPECT_LE(weight_bytes, p.prefill.gpus() * (*model)->capacity_bytes());
+      EXPECT_LE(weight_bytes, p.instance_gpus() * (*model)->capacity_bytes());
+      any_feasible = any_feasible || (*model)->Evaluate(p).feasible;
+    }
+    ASSERT_TRUE(any_feasible);
+    CancellationToken token;
+    const DisaggregatedSweep sweep =
+        SweepDisaggregated(**model, c.budget, 0, token);
+    EXPECT_TRUE(sweep.found);
+    EXPECT_TRUE(sweep.best.evaluation.feasible);
+    EXPECT_LE(sweep.evaluations, c.budget);
+    EXPECT_EQ(sweep.complete, sweep.evaluations == sweep.candidates);
+  }
+}
+
 // Instance sizes by the real nodes: on 8, 8 and 6 GPUs an instance of 14
 // (8 + 6) is whole nodes, one of 12 is not (nor a power of two).
 TEST(DisaggregatedGridTest, PlanSpaceOffersWholeNodeInstanceSizes) {
@@ -131,7 +170,8 @@ TEST(DisaggregatedGridTest, PlanSpaceOffersWholeNodeInstanceSizes) {
   auto space = PlanSpace::CreateDisaggregated(**model, PlanSpaceOptions());
   ASSERT_TRUE(space.ok()) << space.status();
   std::set<int> sizes;
-  for (const Degrees& g : (*space)->degrees()) {
+  for (int t = 0; t < (*space)->NumChoices(kDegreesDecision); ++t) {
+    const Degrees g = (*space)->TupleDegrees(t);
     sizes.insert(g.prefill_gpus());
     sizes.insert(g.dp * g.tp * g.pp);
   }

@@ -462,29 +462,22 @@ TEST(PlanSpaceTest, AggregatedSpacesHaveNoPrefillDims) {
   }
 }
 
-TEST(DisaggregatedPlanSpaceTest, JointTuplesAreCappedAndPoolFeaturesDiffer) {
+TEST(DisaggregatedPlanSpaceTest, PoolFeaturesTellPrefillSidesApart) {
   auto model =
       testing::MakeCostModel("qwen3-235b-a22b", 32, 2048, 512, 0, 0, 0, "fp8");
   ASSERT_TRUE(model.ok()) << model.status();
   auto full = PlanSpace::CreateDisaggregated(**model);
   ASSERT_TRUE(full.ok()) << full.status();
-  const int tuples_full = (*full)->NumChoices(kDegreesDecision);
-  PlanSpaceOptions options;
-  options.max_joint_tuples = tuples_full / 2;
-  auto capped = PlanSpace::CreateDisaggregated(**model, options);
-  ASSERT_TRUE(capped.ok()) << capped.status();
-  EXPECT_LE((*capped)->NumChoices(kDegreesDecision), tuples_full / 2);
-  EXPECT_GT((*capped)->NumChoices(kDegreesDecision), 0);
   // Two joint tuples with the same decode layout but another prefill side
   // must be told apart by the features the policy sees.
-  const std::vector<Degrees>& tuples = (*full)->degrees();
+  const PlanSpace& space = **full;
+  const Degrees first = space.TupleDegrees(0);
   bool found = false;
-  for (size_t i = 1; i < tuples.size() && !found; ++i) {
-    if (tuples[i].dp == tuples[0].dp && tuples[i].tp == tuples[0].tp &&
-        tuples[i].pp == tuples[0].pp && tuples[i].ep == tuples[0].ep &&
-        tuples[i].replicas == tuples[0].replicas) {
-      EXPECT_NE((*full)->PoolFeatures(static_cast<int>(i)),
-                (*full)->PoolFeatures(0));
+  for (int i = 1; i < space.NumChoices(kDegreesDecision) && !found; ++i) {
+    const Degrees g = space.TupleDegrees(i);
+    if (g.dp == first.dp && g.tp == first.tp && g.pp == first.pp &&
+        g.ep == first.ep && g.replicas == first.replicas) {
+      EXPECT_NE(space.PoolFeatures(i), space.PoolFeatures(0));
       found = true;
     }
   }
@@ -494,6 +487,68 @@ TEST(DisaggregatedPlanSpaceTest, JointTuplesAreCappedAndPoolFeaturesDiffer) {
   ASSERT_TRUE(aggregated.ok());
   EXPECT_EQ((*aggregated)->PoolFeatures(0),
             (std::array<float, PlanSpace::kPoolFeatures>{}));
+}
+
+// The joint space is not truncated: on 256 H100s the moe-1.6t space has
+// hundreds of thousands of (split, prefill layout, decode layout) tuples,
+// the largest splits among them, and every tuple decodes to a plan
+// ValidatePlan accepts and encodes back to itself.
+TEST(DisaggregatedPlanSpaceTest, EveryPoolSplitOfALargeClusterIsInTheSpace) {
+  auto model = testing::MakeLargeDisaggregatedCostModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto space = PlanSpace::CreateDisaggregated(**model);
+  ASSERT_TRUE(space.ok()) << space.status();
+  const int tuples = (*space)->NumChoices(kDegreesDecision);
+  EXPECT_GT(tuples, 100000);
+  // One prefill and one decode instance of dp128 ep64.
+  const simulator::PlanDims plan = testing::OnePrefillOneDecodeDp128Ep64(1);
+  ASSERT_TRUE((*model)->ValidatePlan(plan).ok());
+  const simulator::Evaluation e = (*model)->Evaluate(plan);
+  EXPECT_TRUE(e.feasible);
+  auto encoded = (*space)->Encode(plan, e.batch_size);
+  ASSERT_TRUE(encoded.ok()) << encoded.status();
+  EXPECT_TRUE((*space)->IsValid(*encoded));
+  const simulator::PlanDims decoded = (*space)->Decode(*encoded);
+  EXPECT_EQ(decoded.prefill.dp, 128);
+  EXPECT_EQ(decoded.prefill.ep, 64);
+  EXPECT_EQ(decoded.decode_instances, 1);
+  // Every split x * prefill GPUs + y * decode GPUs = 256: a stride over the
+  // tuples sees the prefill pool's share from below a quarter to over three
+  // quarters, and each tuple passes ValidatePlan and round-trips.
+  std::mt19937_64 rng(5);
+  double min_share = 1, max_share = 0;
+  for (int t = 0; t < tuples; t += 97) {
+    Decisions d{};
+    d[kDegreesDecision] = t;
+    (*space)->CompleteUniform(d, 1, rng);
+    const simulator::PlanDims p = (*space)->Decode(d);
+    ASSERT_TRUE((*model)->ValidatePlan(p).ok()) << t;
+    auto back = (*space)->Encode(p);
+    ASSERT_TRUE(back.ok()) << back.status();
+    EXPECT_EQ(PlanSpace::Hash(*back), PlanSpace::Hash(d));
+    const double share = p.prefill_instances * p.prefill.gpus() / 256.0;
+    min_share = std::min(min_share, share);
+    max_share = std::max(max_share, share);
+  }
+  EXPECT_LT(min_share, 0.25);
+  EXPECT_GT(max_share, 0.75);
+  // Neighbours of the dp128 ep64 tuple: one pool's layout changed, nearest
+  // first, none of them the tuple itself.
+  const std::vector<int> nearest =
+      (*space)->NearestTuples((*encoded)[kDegreesDecision], 16);
+  ASSERT_EQ(nearest.size(), 16u);
+  const Degrees origin = (*space)->TupleDegrees((*encoded)[kDegreesDecision]);
+  for (int t : nearest) {
+    EXPECT_NE(t, (*encoded)[kDegreesDecision]);
+    const Degrees g = (*space)->TupleDegrees(t);
+    const bool same_decode = g.dp == origin.dp && g.tp == origin.tp &&
+                             g.pp == origin.pp && g.ep == origin.ep;
+    const bool same_prefill = g.prefill_dp == origin.prefill_dp &&
+                              g.prefill_tp == origin.prefill_tp &&
+                              g.prefill_pp == origin.prefill_pp &&
+                              g.prefill_ep == origin.prefill_ep;
+    EXPECT_TRUE(same_decode || same_prefill);
+  }
 }
 
 TEST(DisaggregatedPlanSpaceTest, OneGpuHasNoDisaggregatedPlan) {

@@ -250,6 +250,49 @@ TEST(SearchersTest, BestPlanPerGpuIsMonotoneInGpus) {
   }
 }
 
+// Anneal and genetic spend their budget: chains and populations that only
+// re-propose plans already scored restart instead of stopping "exhausted"
+// (they stopped after 50 such batches, at a fraction of the budget).
+TEST(SearchersTest, AnnealAndGeneticSpendTheirWholeBudget) {
+  auto model = testing::MakeCostModel("mixtral-8x7b", 8);
+  ASSERT_TRUE(model.ok()) << model.status();
+  auto space = PlanSpace::Create(**model);
+  ASSERT_TRUE(space.ok()) << space.status();
+  SearchOptions options;
+  options.max_evaluations = 20000;
+  options.max_seconds = 300;
+  ASSERT_GT((*space)->Size(), 4.0 * options.max_evaluations);
+  for (const char* method : {"anneal", "genetic"}) {
+    SCOPED_TRACE(method);
+    auto r = RunSearch(method, **model, options, nullptr);
+    ASSERT_TRUE(r.ok()) << r.status();
+    EXPECT_EQ(r->stop_reason, StopReason::kBudget);
+    EXPECT_EQ(r->evaluations, options.max_evaluations);
+  }
+}
+
+// At the default budget, where the sweep does not finish on 192 GPUs: grid
+// sweeps fewest GPUs per copy first, so on twice the GPUs it meets the
+// doubled copies of its best plan on half of them and stays as good per GPU.
+TEST(SearchersTest, GridAtItsDefaultBudgetIsMonotoneInGpusUpTo192) {
+  auto small = testing::MakeCostModel("mixtral-8x22b", 96, 2048, 512, 0, 0, 40,
+                                      "fp8", "h200-sxm-141gb");
+  auto large = testing::MakeCostModel("mixtral-8x22b", 192, 2048, 512, 0, 0, 40,
+                                      "fp8", "h200-sxm-141gb");
+  ASSERT_TRUE(small.ok()) << small.status();
+  ASSERT_TRUE(large.ok()) << large.status();
+  SearchOptions options;  // the default budget
+  auto best_small = RunSearch("grid", **small, options, nullptr);
+  auto best_large = RunSearch("grid", **large, options, nullptr);
+  ASSERT_TRUE(best_small.ok()) << best_small.status();
+  ASSERT_TRUE(best_large.ok()) << best_large.status();
+  ASSERT_TRUE(best_small->best.evaluation.feasible);
+  EXPECT_EQ(best_large->stop_reason, StopReason::kBudget);
+  EXPECT_GE(
+      best_large->best.evaluation.output_tokens_per_s_per_gpu,
+      best_small->best.evaluation.output_tokens_per_s_per_gpu * (1 - 1e-9));
+}
+
 INSTANTIATE_TEST_SUITE_P(Baselines, SearcherConformanceTest,
                          ::testing::Values("megatron", "random", "anneal",
                                            "genetic", "exhaustive", "grid"));

@@ -21,11 +21,12 @@ inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
 MakeCostModel(const std::string& model, int gpus, int input_tokens = 2048,
               int output_tokens = 512, int concurrency = 0,
               double max_ttft_ms = 0, double max_tpot_ms = 0,
-              const std::string& weight_dtype = "") {
+              const std::string& weight_dtype = "",
+              const std::string& hardware = "h100-sxm-80gb") {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_hardware(hardware);
   cluster.set_num_gpus(gpus);
   cluster.set_gpus_per_node(gpus < 8 ? gpus : 8);
   shardplan::v1::Workload workload;
@@ -67,6 +68,27 @@ inline absl::StatusOr<SmallAndDoubled> MakeSmallAndDoubled(
 inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
 MakePrefillBoundCostModel() {
   return MakeCostModel("llama-3.1-8b", 8, 8192, 256, 0, /*max_ttft_ms=*/500);
+}
+
+// moe-1.6t on 256 H100s, ISL 128 / OSL 256, TTFT <= 1 s: a joint space of
+// hundreds of thousands of (pool split, prefill layout, decode layout) tuples.
+inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
+MakeLargeDisaggregatedCostModel() {
+  return MakeCostModel("moe-1.6t", 256, 128, 256, 0, /*max_ttft_ms=*/1000);
+}
+// Its one prefill and one decode instance of dp128 ep64 (decode batch 0: the
+// best).
+inline simulator::PlanDims OnePrefillOneDecodeDp128Ep64(int prefill_batch) {
+  simulator::PlanDims plan;
+  plan.disaggregated = true;
+  plan.prefill_instances = 1;
+  plan.decode_instances = 1;
+  plan.prefill.dp = 128;
+  plan.prefill.ep = 64;
+  plan.prefill.batch_size = prefill_batch;
+  plan.dp = 128;
+  plan.ep = 64;
+  return plan;
 }
 
 // A problem's cost model and plan space (the space points into the model, so
