@@ -301,6 +301,40 @@ TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
   EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
 }
 
+// The server's placement (Plan.placement) says which GPUs hold each stage;
+// the commands pin what it says, not a layout of their own: two tp-2
+// replicas the server put on GPUs 4-5 and 0-1 of one node (an order the
+// client's own rank layout would not choose) run there.
+TEST(EmitTest, CommandsFollowThePlansPlacement) {
+  EmitContext c = Dense();
+  c.num_gpus = 8;
+  Plan plan = MakePlan(1, 2, 1, 1, 16);
+  plan.set_replicas(2);
+  for (int r : {0, 1}) {
+    auto* p = plan.add_placement();
+    p->set_replica(r);
+    p->add_nodes(0);
+    p->add_node_gpus(2);
+    p->set_first_gpu(r == 0 ? 4 : 0);
+  }
+  const EmittedCommand placed = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_THAT(placed.command, HasSubstr("CUDA_VISIBLE_DEVICES=4,5 vllm serve"));
+  EXPECT_THAT(placed.command, HasSubstr("CUDA_VISIBLE_DEVICES=0,1 vllm serve"));
+  // Without a placement (a plan built by hand) the same rank order is
+  // computed: replica 0 on GPUs 0-1.
+  plan.clear_placement();
+  const EmittedCommand computed = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_THAT(computed.command,
+              HasSubstr("CUDA_VISIBLE_DEVICES=0,1 vllm serve"));
+  EXPECT_THAT(computed.command,
+              HasSubstr("CUDA_VISIBLE_DEVICES=2,3 vllm serve"));
+  // A placement that does not add up to the plan's GPUs is not trusted.
+  auto* bad = plan.add_placement();
+  bad->add_nodes(0);
+  bad->add_node_gpus(3);
+  EXPECT_EQ(EmitCommand(Engine::kVllm, plan, c).command, computed.command);
+}
+
 // A disaggregated plan on 8, 8, 4 and 4 GPUs: the pool with the bigger
 // instances (decode, tp 8) takes the 8-GPU nodes and the tp-4 prefill
 // instances the 4-GPU ones, where the server placed and priced them
