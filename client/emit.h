@@ -42,9 +42,13 @@ struct EmitContext {
   // The workload the prediction is for, for the benchmark command.
   int input_tokens = 1024;
   int output_tokens = 1024;
-  // Requests in flight per model replica when the plan carries no batch size:
-  // the prediction's batch, else the workload's concurrency.
+  // The decode batch of each attention data-parallel rank when the plan
+  // carries none: the prediction's.
   int batch_fallback = 0;
+  // workload.concurrency: requests in flight per replica (per instance of
+  // each pool of a disaggregated plan), spread over its data-parallel ranks;
+  // the batch when neither the plan nor the prediction gives one.
+  int concurrency = 0;
 };
 
 struct EmittedCommand {
@@ -93,7 +97,7 @@ EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
 EmittedCommand EmitKubernetes(Engine engine, const shardplan::v1::Plan& plan,
                               const EmitContext& context);
 
-// `--emit dynamo`: an NVIDIA Dynamo DynamoGraphDeployment (nvidia.com/v1alpha1)
+// `--emit dynamo`: an NVIDIA Dynamo DynamoGraphDeployment (nvidia.com/v1beta1)
 // with a Frontend and one worker service per pool: the engine's Dynamo worker
 // (python3 -m dynamo.vllm|dynamo.sglang) with the launch's parallelism flags
 // (Dynamo sets up the nodes, ports and KV transfer), `replicas` = instances,

@@ -295,8 +295,8 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   e.engine_version = g.engine_version;
   if (workload.input_tokens() > 0) e.input_tokens = workload.input_tokens();
   if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
-  e.batch_fallback = prediction.batch_size() > 0 ? prediction.batch_size()
-                                                 : workload.concurrency();
+  e.batch_fallback = prediction.batch_size();
+  e.concurrency = workload.concurrency();
   return e;
 }
 

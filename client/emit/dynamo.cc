@@ -93,6 +93,8 @@ std::vector<std::string> DynamoArgs(const EngineVersion& ev,
 }  // namespace emit_internal
 
 using emit_internal::AppendEnv;
+using emit_internal::AppendRdmaContainer;
+using emit_internal::AppendRdmaVolume;
 using emit_internal::BenchmarkComment;
 using emit_internal::Build;
 using emit_internal::Built;
@@ -147,6 +149,53 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
       ev.router.Value("side_channel_port_env"),
       ev.router.Value("side_channel_host_env")};
 
+  // Pods of a component: as many nodes and GPUs per node as instance 0. An
+  // instance that one command starts over several nodes (Ray) lists them.
+  struct Pods {
+    int nodes = 1;
+    int gpus = 0;
+  };
+  std::vector<Pods> pods;
+  for (const DynamoPool& pool : pools) {
+    Pods p;
+    if (pool.group.empty()) {
+      pods.push_back(p);
+      continue;
+    }
+    const Command& head = *pool.group[0];
+    std::vector<int> per_node;
+    for (const Command* c : pool.group) per_node.push_back(c->gpus);
+    if (head.ray) {
+      // Dynamo's operator starts a vLLM instance over several pods with Ray
+      // only for one tensor/pipeline group larger than a pod, and its
+      // data-parallel launch needs whole DP ranks in every pod
+      // (client/engines/vllm.yaml cites backend_vllm.go).
+      if (head.ray_dp) {
+        script.warnings.push_back(fmt::format(
+            "no Dynamo graph for {}: its data-parallel ranks span nodes, which "
+            "Dynamo's operator cannot launch (Ray only for one "
+            "tensor/pipeline group, data-parallel ranks whole in each pod); "
+            "use --emit {} or a plan whose DP ranks fit a node.",
+            pool.service, EngineKey(engine)));
+        return EmittedCommand{"", "", script.warnings};
+      }
+      per_node = head.ray_node_gpus;
+    }
+    if (std::any_of(per_node.begin(), per_node.end(),
+                    [&](int g) { return g != per_node[0]; })) {
+      script.warnings.push_back(fmt::format(
+          "no Dynamo graph for {}: an instance holds {} GPUs on its nodes, "
+          "and every pod of a multinode component gets the same GPU count; "
+          "use --emit {} or a plan whose instances split evenly over their "
+          "nodes.",
+          pool.service, absl::StrJoin(per_node, ", "), EngineKey(engine)));
+      return EmittedCommand{"", "", script.warnings};
+    }
+    p.nodes = static_cast<int>(per_node.size());
+    p.gpus = per_node[0];
+    pods.push_back(p);
+  }
+
   std::string out;
   absl::StrAppend(&out, "# ", EngineName(engine), " ", ev.name,
                   " flags as an NVIDIA Dynamo graph (client/engines/",
@@ -155,51 +204,48 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
                   " GPUs. Model weights: a PVC or HF_TOKEN secret as in "
                   "Dynamo's examples.\n");
   absl::StrAppend(&out,
-                  "apiVersion: nvidia.com/v1alpha1\n"
+                  "apiVersion: nvidia.com/v1beta1\n"
                   "kind: DynamoGraphDeployment\n"
                   "metadata:\n  name: ",
                   name, "\nspec:\n  backendFramework: ", EngineKey(engine),
-                  "\n  services:\n"
-                  "    Frontend:\n"
-                  "      componentType: frontend\n"
+                  "\n  components:\n"
+                  "    - name: Frontend\n"
+                  "      type: frontend\n"
                   "      replicas: 1\n"
-                  "      extraPodSpec:\n"
-                  "        mainContainer:\n"
-                  "          image: ",
+                  "      podTemplate:\n"
+                  "        spec:\n"
+                  "          containers:\n"
+                  "            - name: main\n"
+                  "              image: ",
                   image, "\n");
-  for (const DynamoPool& pool : pools) {
+  for (size_t k = 0; k < pools.size(); ++k) {
+    const DynamoPool& pool = pools[k];
     if (pool.group.empty()) continue;
     const Command& head = *pool.group[0];
-    const int nodes = static_cast<int>(pool.group.size());
-    absl::StrAppend(&out, "    ", pool.service,
-                    ":\n      componentType: worker\n");
-    if (!pool.sub_type.empty()) {
-      absl::StrAppend(&out, "      subComponentType: ", pool.sub_type, "\n");
+    absl::StrAppend(&out, "    - name: ", pool.service, "\n      type: ",
+                    pool.sub_type.empty() ? "worker" : pool.sub_type,
+                    "\n      replicas: ", pool.instances, "\n");
+    if (pods[k].nodes > 1) {
+      absl::StrAppend(
+          &out, "      multinode:\n        nodeCount: ", pods[k].nodes, "\n");
     }
-    absl::StrAppend(&out, "      replicas: ", pool.instances, "\n");
-    if (nodes > 1) {
-      absl::StrAppend(&out, "      multinode:\n        nodeCount: ", nodes,
-                      "\n");
-    }
-    // GPUs per node (pod) of one instance.
     absl::StrAppend(&out,
-                    "      resources:\n        limits:\n          gpu: \"",
-                    head.gpus, "\"\n");
-    absl::StrAppend(&out,
-                    "      extraPodSpec:\n"
-                    "        mainContainer:\n"
-                    "          image: ",
-                    image, "\n          command: [");
+                    "      podTemplate:\n"
+                    "        spec:\n"
+                    "          containers:\n"
+                    "            - name: main\n"
+                    "              image: ",
+                    image, "\n              command: [");
     std::vector<std::string> command;
     for (absl::string_view part :
          absl::StrSplit(ev.dynamo.command, ' ', absl::SkipEmpty())) {
       command.push_back(Quoted(part));
     }
     absl::StrAppend(&out, absl::StrJoin(command, ", "), "]\n");
-    absl::StrAppend(&out, "          args:\n");
+    absl::StrAppend(&out, "              args:\n");
     for (const std::string& a :
          DynamoArgs(ev, head, built.model_id, pool.sub_type)) {
-      absl::StrAppend(&out, "            - ", Quoted(a), "\n");
+      absl::StrAppend(&out, "                - ", Quoted(a), "\n");
     }
     std::vector<std::string> env;
     for (const std::string& e : head.env) {
@@ -209,7 +255,20 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
         env.push_back(e);
       }
     }
-    AppendEnv(env, "          ", out);
+    AppendEnv(env, "              ", out);
+    // GPUs per pod (node) of one instance; an extended resource, so requests
+    // equal limits.
+    absl::StrAppend(&out, "              resources:\n");
+    for (const char* kind : {"requests", "limits"}) {
+      absl::StrAppend(&out, "                ", kind,
+                      ":\n                  nvidia.com/gpu: \"", pods[k].gpus,
+                      "\"\n");
+    }
+    if (pods[k].nodes > 1 && built.expert_all_to_all) {
+      AppendRdmaContainer("              ", out);
+      absl::StrAppend(&out, "          volumes:\n");
+      AppendRdmaVolume("            ", out);
+    }
   }
   // The benchmark through the frontend (Dynamo's OpenAI-compatible HTTP
   // service, port 8000).
@@ -217,6 +276,7 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
     script.concurrency_per_instance *= script.instances;
   }
   script.instances = 1;
+  script.bench_backend = ev.benchmark.Value("openai_backend");
   std::string bench;
   absl::StrAppend(&out, BenchmarkComment(engine, built, script, context,
                                          name + "-frontend", 8000, &bench));

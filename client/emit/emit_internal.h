@@ -120,6 +120,9 @@ class Layout {
 
  private:
   std::vector<int64_t> starts_;  // first rank of each node, then the end
+  // GPUs each node has: a cluster's last node may be partly used (num_gpus
+  // not a multiple of gpus_per_node), and the unused GPUs must stay free.
+  std::vector<int> physical_;
   std::map<int, int> used_ports_;
   // (node, GPU on the node) of each rank of the pool, from the placement.
   std::vector<std::pair<int, int>> placed_;
@@ -139,6 +142,11 @@ struct Command {
   bool ray = false;
   int node = 0;
   int port = 0;
+  // A command that starts a whole instance over several nodes (Ray, or one
+  // MPI world): its GPUs on each of them, and whether its data-parallel ranks
+  // are placed by Ray.
+  std::vector<int> ray_node_gpus;
+  bool ray_dp = false;
   // Shell lines run just before the command (a config file it reads).
   std::vector<std::string> setup;
 
@@ -163,9 +171,12 @@ struct Script {
   std::vector<std::string> warnings;
   // Endpoint of the first instance and requests in flight per instance.
   std::string bench_host;
-  int bench_port = 0;
+  std::string bench_port;
   int instances = 0;
   int concurrency_per_instance = 0;
+  // The benchmark's request format when not the engine's own (Dynamo's
+  // frontend speaks only the OpenAI API).
+  std::string bench_backend;
 };
 
 std::string NodeList(const std::vector<Segment>& segments);
@@ -216,6 +227,8 @@ struct Built {
   // Where each pool's commands start in script.commands (decode after
   // prefill); the router command is last.
   size_t decode_begin = 0;
+  // Some pool spreads its experts over several ranks (all-to-all dispatch).
+  bool expert_all_to_all = false;
 };
 
 // Builds the launch of `plan` (client/emit/script.cc); k8s = for pods.
@@ -248,6 +261,13 @@ std::string Quoted(absl::string_view text);
 std::string K8sName(absl::string_view text);
 void AppendEnv(const std::vector<std::string>& env, const std::string& pad,
                std::string& out);
+// Expert all-to-all between pods (DeepEP, NCCL) needs the InfiniBand
+// devices and pinned memory: the container's IPC_LOCK capability and a
+// /dev/infiniband mount (fields under a container's key at `pad`), and the
+// hostPath volume (a list item at `pad`), as SGLang's LeaderWorkerSet
+// examples do.
+void AppendRdmaContainer(const std::string& pad, std::string& out);
+void AppendRdmaVolume(const std::string& pad, std::string& out);
 std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
                              const EmitContext& context,
                              const std::string& service, int port,

@@ -57,14 +57,34 @@ void AppendEnv(const std::vector<std::string>& env, const std::string& pad,
   }
 }
 
-// A container of a pod template whose `containers:` key is indented by
-// `indent` spaces.
+namespace {
+
+void AppendIpcLock(const std::string& pad, std::string& out) {
+  absl::StrAppend(&out, pad, "securityContext:\n", pad, "  capabilities:\n",
+                  pad, "    add: [\"IPC_LOCK\"]\n");
+}
+
+constexpr const char* kInfinibandMount =
+    "- {name: infiniband, mountPath: /dev/infiniband}\n";
+
+}  // namespace
+
+void AppendRdmaContainer(const std::string& pad, std::string& out) {
+  AppendIpcLock(pad, out);
+  absl::StrAppend(&out, pad, "volumeMounts:\n", pad, "  ", kInfinibandMount);
+}
+
+void AppendRdmaVolume(const std::string& pad, std::string& out) {
+  absl::StrAppend(&out, pad,
+                  "- {name: infiniband, hostPath: {path: /dev/infiniband}}\n");
+}
+
 std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
                              const EmitContext& context,
                              const std::string& service, int port,
                              std::string* bench) {
   script.bench_host = service;
-  script.bench_port = port;
+  script.bench_port = absl::StrCat(port);
   *bench = RenderBenchmark(engine, built.ev, built.model_id, script, context);
   std::string out = "# From a pod in the cluster, through the Service:\n";
   for (absl::string_view line : absl::StrSplit(*bench, '\n')) {
@@ -78,9 +98,11 @@ std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
 // instance) and a Service over them; Kubernetes assigns each pod its GPUs.
 namespace {
 
+// A container of a pod template whose `containers:` key is indented by
+// `indent` spaces; `rdma`: with the devices of expert all-to-all.
 void AppendContainer(const Command& c, absl::string_view name,
                      absl::string_view image, int port, bool leader, int indent,
-                     std::string& out) {
+                     bool rdma, std::string& out) {
   const std::string pad(indent + 2, ' ');
   absl::StrAppend(&out, pad, "- name: ", name, "\n");
   absl::StrAppend(&out, pad, "  image: ", image, "\n");
@@ -98,8 +120,10 @@ void AppendContainer(const Command& c, absl::string_view name,
     absl::StrAppend(&out, pad, "    ", kind, ":\n", pad,
                     "      nvidia.com/gpu: \"", c.gpus, "\"\n");
   }
+  if (rdma) AppendIpcLock(pad + "  ", out);
   absl::StrAppend(&out, pad, "  volumeMounts:\n", pad,
                   "    - {name: dshm, mountPath: /dev/shm}\n");
+  if (rdma) absl::StrAppend(&out, pad, "    ", kInfinibandMount);
 }
 
 // The benchmark against a Service, as trailing comment lines.
@@ -123,7 +147,7 @@ EmittedCommand EmitDeployment(Engine engine, Built& built,
                   "\n  selector:\n    matchLabels:\n      app: ", name,
                   "\n  template:\n    metadata:\n      labels:\n        app: ",
                   name, "\n    spec:\n      containers:\n");
-  AppendContainer(c, "server", image, port, true, 6, out);
+  AppendContainer(c, "server", image, port, true, 6, /*rdma=*/false, out);
   absl::StrAppend(&out,
                   "      volumes:\n"
                   "        - name: dshm\n"
@@ -151,6 +175,7 @@ EmittedCommand EmitDeployment(Engine engine, Built& built,
 }  // namespace emit_internal
 
 using emit_internal::AppendEnv;
+using emit_internal::AppendRdmaVolume;
 using emit_internal::BenchmarkComment;
 using emit_internal::Build;
 using emit_internal::Built;
@@ -234,17 +259,21 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                   "    leaderTemplate:\n"
                   "      metadata:\n        labels:\n          role: leader\n"
                   "      spec:\n        containers:\n");
-  AppendContainer(*group[0], "leader", image, port, true, 8, out);
-  const std::string volumes =
+  // Experts spread over the pods: their all-to-all needs InfiniBand
+  // (without it NCCL and DeepEP fall back to TCP or fail).
+  const bool rdma = built.expert_all_to_all;
+  AppendContainer(*group[0], "leader", image, port, true, 8, rdma, out);
+  std::string volumes =
       "        volumes:\n"
       "          - name: dshm\n"
       "            emptyDir: {medium: Memory}\n";
+  if (rdma) AppendRdmaVolume("          ", volumes);
   absl::StrAppend(&out, volumes);
   absl::StrAppend(&out,
                   "    workerTemplate:\n      spec:\n        containers:\n");
   // One pod-group of size 1 still needs a worker template; it is unused.
   AppendContainer(size > 1 ? *group[1] : *group[0], "worker", image, port,
-                  false, 8, out);
+                  false, 8, rdma, out);
   absl::StrAppend(&out, volumes);
   absl::StrAppend(&out,
                   "---\n"

@@ -75,9 +75,11 @@ Layout::Layout(int gpus_per_node, int64_t num_gpus,
   for (int n : node_gpus) {
     if (starts_.back() >= num_gpus) break;
     starts_.push_back(starts_.back() + Positive(n));
+    physical_.push_back(Positive(n));
   }
   while (starts_.back() < num_gpus) {
     starts_.push_back(std::min<int64_t>(num_gpus, starts_.back() + per_node));
+    physical_.push_back(per_node);
   }
 }
 
@@ -117,7 +119,7 @@ std::vector<Segment> Layout::SegmentsOf(int64_t first_rank,
       ++out.back().gpus;
     }
     for (Segment& s : out) {
-      s.whole_node = s.first_gpu == 0 && s.gpus == NodeGpus(s.node);
+      s.whole_node = s.first_gpu == 0 && s.gpus == physical_[s.node];
     }
     return out;
   }
@@ -133,7 +135,7 @@ std::vector<Segment> Layout::SegmentsOf(int64_t first_rank,
     s.first_gpu = static_cast<int>(rank - starts_[s.node]);
     s.gpus = static_cast<int>(std::max<int64_t>(
         1, std::min<int64_t>(end - rank, NodeGpus(s.node) - s.first_gpu)));
-    s.whole_node = s.first_gpu == 0 && s.gpus == NodeGpus(s.node);
+    s.whole_node = s.first_gpu == 0 && s.gpus == physical_[s.node];
     out.push_back(s);
     rank += s.gpus;
   }

@@ -276,7 +276,7 @@ void BuildDisaggregated(Engine engine, const Plan& plan,
       RouterCommand(engine, *ev, layout, heads[0], heads[1], router_port));
   // The benchmark goes through the router with every decode slot busy.
   script.bench_host = layout.Addr(0);
-  script.bench_port = router_port;
+  script.bench_port = absl::StrCat(router_port);
   script.instances = 1;
   script.concurrency_per_instance =
       pools[1].concurrency_per_instance * pools[1].instances;

@@ -70,16 +70,19 @@ std::string RenderBenchmark(Engine engine, const EngineVersion& ev,
                             const std::string& model_id, const Script& s,
                             const EmitContext& context) {
   const ToolFlags& b = ev.benchmark;
-  const int c = Positive(s.concurrency_per_instance);
+  // The plan's whole load: requests in flight per instance times the
+  // instances behind the endpoint (a load balancer, Service or router).
+  const int per_instance = Positive(s.concurrency_per_instance);
+  const int c = per_instance * std::max(1, s.instances);
   const int prompts = std::max(100, 5 * c);
   Command cmd;
   if (s.instances > 1) {
     cmd.comments.push_back(fmt::format(
         "Benchmark that checks the prediction (ISL {}, OSL {}, {} requests in "
-        "flight per instance): run it against each instance, or at {} through "
-        "the load balancer.",
-        context.input_tokens, context.output_tokens, c,
-        static_cast<int64_t>(c) * s.instances));
+        "flight: {} per instance on {} instances) through the load balancer in "
+        "front of them:",
+        context.input_tokens, context.output_tokens, c, per_instance,
+        s.instances));
   } else {
     cmd.comments.push_back(fmt::format(
         "Benchmark that checks the prediction (ISL {}, OSL {}, {} requests in "
@@ -100,7 +103,8 @@ std::string RenderBenchmark(Engine engine, const EngineVersion& ev,
       cmd.Switch(b.Flag("ignore_eos"));
       break;
     case Engine::kSglang:
-      cmd.Flag(b.Flag("backend"), b.Value("backend"));
+      cmd.Flag(b.Flag("backend"),
+               s.bench_backend.empty() ? b.Value("backend") : s.bench_backend);
       cmd.Flag(b.Flag("host"), s.bench_host);
       cmd.Flag(b.Flag("port"), s.bench_port);
       cmd.Flag(b.Flag("model"), model_id);
@@ -120,6 +124,11 @@ std::string RenderBenchmark(Engine engine, const EngineVersion& ev,
       cmd.Flag(b.Flag("input_stddev"), 0);
       cmd.Flag(b.Flag("output_len"), context.output_tokens);
       cmd.Flag(b.Flag("output_stddev"), 0);
+      // aiperf sends max_tokens only: without ignore_eos and min_tokens an
+      // early end of sequence shortens the output.
+      cmd.Flag(b.Flag("extra_inputs"), "ignore_eos:true");
+      cmd.Flag(b.Flag("extra_inputs"),
+               absl::StrCat("min_tokens:", context.output_tokens));
       cmd.Flag(b.Flag("concurrency"), c);
       cmd.Flag(b.Flag("num_prompts"), prompts);
       break;
@@ -133,9 +142,16 @@ void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
               const EmitContext& context, const std::string& model_id,
               const std::string& quantization, Layout& layout, Script& script,
               DisaggRole role) {
-  const Degrees d = DegreesOf(plan);
+  Degrees d = DegreesOf(plan);
   const bool moe = context.is_moe || d.ep > 1;
   const char* engine_name = EngineName(engine);
+  // One rule for independent replicas in every engine: a dense model's
+  // data-parallel ranks are independent copies (DESIGN.md), so each is a
+  // server of its own behind the load balancer, never one engine's DP group.
+  if (!moe && d.dp > 1) {
+    d.replicas *= d.dp;
+    d.dp = 1;
+  }
 
   // --- Which per-operator dimensions the engine can express. Every engine
   // implements Megatron's pattern inside a tensor-parallel group; attention
@@ -170,8 +186,14 @@ void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
         engine_name));
   }
 
-  const int batch =
+  // The decode batch of each of the plan's data-parallel ranks: the plan's,
+  // else the prediction's, else the workload's requests in flight per replica
+  // spread over its ranks. A replica serves batch x dp requests.
+  int batch =
       plan.batch_size() > 0 ? plan.batch_size() : context.batch_fallback;
+  if (batch <= 0 && context.concurrency > 0) {
+    batch = (context.concurrency + d.dp - 1) / d.dp;
+  }
   const std::string& kvdt = context.kv_cache_dtype;
   script.concurrency_per_instance = batch * d.dp;
   const PoolArgs args{
@@ -231,6 +253,8 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
                     EngineName(engine)));
   }
 
+  built.expert_all_to_all =
+      plan.ep() > 1 || plan.prefill().ep() > 1 || plan.decode().ep() > 1;
   if (!IsDisaggregated(plan)) {
     const Degrees d = DegreesOf(plan);
     const int64_t plan_gpus =
@@ -244,6 +268,15 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
     layout.UsePlacement(plan, plan_gpus);
     EmitPool(engine, *ev, plan, context, model_id, quantization, layout,
              script);
+    if (!k8s && script.instances > 1) {
+      // The plan's load is all instances' together, so the benchmark goes
+      // through the load balancer in front of them.
+      script.bench_host = "$LB_ADDR";
+      script.bench_port = "$LB_PORT";
+      script.header.push_back(
+          "Set LB_ADDR and LB_PORT to the load balancer's address and port for "
+          "the benchmark.");
+    }
     built.plan_gpus = plan_gpus;
     built.num_nodes = layout.num_nodes();
     return built;

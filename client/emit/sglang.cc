@@ -47,20 +47,17 @@ void EmitSglang(const PoolArgs& a, Layout& layout, Script& out) {
     s_dp = d.tp;
     dp_attention = true;
     servers_per_replica = d.dp;
-  } else if (d.dp > 1) {
-    // Dense data parallelism: one server with --dp-size when the copies share
-    // a node, else one server per copy (SGLang's DP controller does not span
-    // nodes), behind sglang-router.
-    const bool one_node =
-        layout.SegmentsOf(0, d.replica_gpus()).size() == 1 && d.replicas == 1;
-    if (one_node) {
-      s_dp = d.dp;
-    } else {
-      servers_per_replica = d.dp;
-    }
   }
-  const int server_gpus =
-      (moe || s_dp == 1 || dp_attention ? s_tp : s_tp * s_dp) * d.pp;
+  const int server_gpus = s_tp * d.pp;
+  // --max-running-requests is the server's: each DP-attention rank takes
+  // max_running_requests // dp_size, and the server rounds it down to a
+  // multiple of dp_size (client/engines/sglang.yaml cites both), so ask for
+  // whole ranks.
+  if (dp_attention && requests_per_server > 0) {
+    requests_per_server = (requests_per_server + s_dp - 1) / s_dp * s_dp;
+  }
+  const int rank_batch =
+      dp_attention ? requests_per_server / s_dp : requests_per_server;
 
   Command common;
   common.args = {absl::StrCat(f.command, " ", ev.model_flag, " ", model_id)};
@@ -80,8 +77,12 @@ void EmitSglang(const PoolArgs& a, Layout& layout, Script& out) {
       }
     }
   }
-  if (requests_per_server > 0)
+  if (requests_per_server > 0) {
     common.Flag(f.Flag("max_batch"), requests_per_server);
+    // CUDA graphs up to each rank's batch: SGLang's default capture size
+    // depends on the GPU's memory, tp and release (as low as 8 or 80).
+    common.Flag(f.Flag("cuda_graph_max_bs"), rank_batch);
+  }
   if (!quantization.empty()) {
     common.Flag(f.Flag("quantization"),
                 f.Value("quantization_" + quantization));
@@ -102,7 +103,7 @@ void EmitSglang(const PoolArgs& a, Layout& layout, Script& out) {
     const int port = layout.NextPort(head.node, 30000);
     if (i == 0) {
       out.bench_host = layout.Addr(head.node);
-      out.bench_port = port;
+      out.bench_port = absl::StrCat(port);
     }
     if (segs.size() > 1 && !EqualSegments(segs)) {
       out.warnings.push_back(fmt::format(
@@ -130,17 +131,16 @@ void EmitSglang(const PoolArgs& a, Layout& layout, Script& out) {
                absl::StrCat(layout.Addr(head.node), ":", 20000 + port - 30000));
       }
       if (j == 0) {
-        if (layout.num_nodes() > 1 || layout.k8s) {
-          c.Flag(f.Flag("host"), "0.0.0.0");
-        }
+        // SGLang listens on 127.0.0.1 by default; the load balancer, router
+        // and benchmark may run elsewhere.
+        c.Flag(f.Flag("host"), "0.0.0.0");
         c.Flag(f.Flag("port"), port);
       }
       out.commands.push_back(std::move(c));
     }
   }
   out.instances = servers;
-  out.concurrency_per_instance =
-      moe ? batch * d.dp : batch * (s_dp > 1 && !dp_attention ? s_dp : 1);
+  out.concurrency_per_instance = moe ? batch * d.dp : batch;
   if (servers > 1) {
     out.header.push_back(fmt::format(
         "{} servers: put them behind sglang-router (or another load balancer).",

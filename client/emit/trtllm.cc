@@ -13,6 +13,16 @@
 #include "fmt/format.h"
 
 namespace shardplan::client::emit_internal {
+namespace {
+
+// Tokens a chat template adds around a prompt (role headers, a default
+// system prompt with its date line for Llama 3): the benchmark's
+// chat-completions requests arrive this much longer than ISL.
+constexpr int kChatTemplateMarginTokens = 256;
+// TorchLlmArgs.max_num_tokens' default.
+constexpr int kTrtllmDefaultMaxNumTokens = 8192;
+
+}  // namespace
 
 // --- TensorRT-LLM disaggregated serving (TensorRT-LLM's sources in
 // client/engines/trtllm.yaml): each context (prefill) and generation (decode)
@@ -58,9 +68,14 @@ std::vector<std::string> TrtllmRoleConfig(const EngineVersion& ev,
   // defaults, as the command's flags do.
   if (per_rank_batch > 0) {
     out.push_back(absl::StrCat(key("max_batch"), ": ", per_rank_batch));
-    out.push_back(absl::StrCat(
-        key("max_num_tokens"), ": ",
-        static_cast<int64_t>(per_rank_batch) * (prefill ? isl : 1)));
+    // A context server must admit a whole prompt with its chat template:
+    // without chunked prefill TensorRT-LLM rejects a longer one
+    // (client/engines/trtllm.yaml cites the check).
+    const int64_t tokens =
+        prefill ? std::max<int64_t>(static_cast<int64_t>(per_rank_batch) * isl,
+                                    isl + kChatTemplateMarginTokens)
+                : per_rank_batch;
+    out.push_back(absl::StrCat(key("max_num_tokens"), ": ", tokens));
   }
   if (prefill) out.push_back(key("disable_overlap_scheduler") + ": true");
   out.push_back(key("cache_transceiver_config") + ":");
@@ -124,6 +139,13 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
     config.push_back(ev.config.at("kv_cache_config") + ":");
     config.push_back("  dtype: " + f.Value("kv_cache_fp8"));
   }
+  // CUDA graphs for every batch up to the rank's (padded to the nearest
+  // captured size), whatever the release's default capture list.
+  if (batch > 0 && ev.config.count("cuda_graph_config") > 0) {
+    config.push_back(ev.config.at("cuda_graph_config") + ":");
+    config.push_back(absl::StrCat("  max_batch_size: ", per_rank_batch));
+    config.push_back("  enable_padding: true");
+  }
   std::string config_file = "shardplan-trtllm.yaml";
   int base_port = 8000;
   if (role != DisaggRole::kNone) {
@@ -148,6 +170,12 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
   common.Flag(f.Flag("pipeline_parallel"), d.pp);
   if (moe && d.ep > 1) common.Flag(f.Flag("expert_parallel"), d.ep);
   if (batch > 0) common.Flag(f.Flag("max_batch"), per_rank_batch);
+  // Without chunked prefill a prompt longer than max_num_tokens (8192 by
+  // default) is rejected; generation servers take no prompts.
+  const int prompt_tokens = Positive(input_tokens) + kChatTemplateMarginTokens;
+  if (role == DisaggRole::kNone && prompt_tokens > kTrtllmDefaultMaxNumTokens) {
+    common.Flag(f.Flag("max_num_tokens"), prompt_tokens);
+  }
   if (!config.empty()) {
     out.preamble.push_back(absl::StrCat("cat > ", config_file, " <<'EOF'"));
     for (const std::string& line : config) out.preamble.push_back(line);
@@ -164,7 +192,7 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
     const int port = layout.NextPort(head.node, base_port);
     if (i == 0) {
       out.bench_host = layout.Addr(head.node);
-      out.bench_port = port;
+      out.bench_port = absl::StrCat(port);
     }
     Command c = common;
     c.instance = i;
@@ -172,9 +200,9 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
     c.node = head.node;
     c.port = port;
     c.ray = segs.size() > 1;  // one mpirun for several nodes
-    if (layout.num_nodes() > 1 || layout.k8s) {
-      c.Flag(f.Flag("host"), "0.0.0.0");
-    }
+    // trtllm-serve listens on localhost by default; the load balancer,
+    // router and benchmark may run elsewhere.
+    c.Flag(f.Flag("host"), "0.0.0.0");
     c.Flag(f.Flag("port"), port);
     if (segs.size() == 1) {
       if (layout.Pin(head)) c.env.insert(c.env.begin(), VisibleDevices(head));
@@ -191,8 +219,16 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
                           ? absl::StrCat("Instance ", i, ", ")
                           : "",
                       NodeList(segs), head.node));
-      c.args[0] = absl::StrCat("mpirun -np ", server_gpus, " -H ",
-                               absl::StrJoin(hosts, ","), " ",
+      for (const Segment& s : segs) c.ray_node_gpus.push_back(s.gpus);
+      // Open MPI refuses to start as root without --allow-run-as-root (the
+      // engines' containers run as root) and passes the environment to the
+      // other nodes only for the variables named with -x.
+      std::vector<std::string> exports = {"-x PATH", "-x LD_LIBRARY_PATH"};
+      for (const std::string& e : c.env) exports.push_back("-x " + e);
+      c.env.clear();
+      c.args[0] = absl::StrCat("mpirun --allow-run-as-root -np ", server_gpus,
+                               " -H ", absl::StrJoin(hosts, ","), " ",
+                               absl::StrJoin(exports, " "), " ",
                                ev.multi_node_wrapper, " ", c.args[0]);
     }
     out.commands.push_back(std::move(c));

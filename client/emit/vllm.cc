@@ -52,10 +52,22 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
           d.dp * d.tp, d.ep, std::max(1, d.dp * d.tp / d.ep), d.dp * d.tp));
     }
   }
-  // --max-num-seqs applies per DP rank.
-  if (batch > 0) {
-    common.Flag(f.Flag("max_batch"),
-                attention_dp ? (batch + d.tp - 1) / d.tp : batch);
+  // --max-num-seqs applies per DP rank: each runs its own engine core and
+  // scheduler (client/engines/vllm.yaml).
+  const int rank_batch = attention_dp ? (batch + d.tp - 1) / d.tp : batch;
+  if (batch > 0) common.Flag(f.Flag("max_batch"), rank_batch);
+  // vLLM captures CUDA graphs up to min(2 x max_num_seqs, 512) sequences by
+  // default; a bigger batch would run eagerly.
+  constexpr int kVllmDefaultMaxCapture = 512;
+  if (rank_batch > kVllmDefaultMaxCapture) {
+    if (f.Has("cuda_graph_max")) {
+      common.Flag(f.Flag("cuda_graph_max"), rank_batch);
+    } else {
+      out.warnings.push_back(fmt::format(
+          "this vLLM release captures CUDA graphs up to {} sequences; the "
+          "batch of {} per rank runs partly without them.",
+          kVllmDefaultMaxCapture, rank_batch));
+    }
   }
   if (!quantization.empty()) {
     common.Flag(f.Flag("quantization"),
@@ -86,7 +98,7 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
     const int slot = port - 8000;
     if (r == 0) {
       out.bench_host = layout.Addr(head.node);
-      out.bench_port = port;
+      out.bench_port = absl::StrCat(port);
     }
     auto with_devices = [&](Command c, const Segment& s) {
       if (layout.Pin(s)) c.env.insert(c.env.begin(), VisibleDevices(s));
@@ -159,6 +171,8 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
     c.node = head.node;
     c.port = port;
     c.ray = true;
+    for (const Segment& s : segs) c.ray_node_gpus.push_back(s.gpus);
+    c.ray_dp = v_dp > 1;
     c.comments.push_back(RayComment(layout, segs));
     if (v_dp > 1) {
       if (f.Has("data_parallel_backend")) {

@@ -24,6 +24,7 @@ SCHEMAS = {
     ("v1", "Service"): "service-v1.json",
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkerset-v1.json",
     ("nvidia.com/v1alpha1", "DynamoGraphDeployment"): "dynamographdeployment-v1alpha1.json",
+    ("nvidia.com/v1beta1", "DynamoGraphDeployment"): "dynamographdeployment-v1beta1.json",
 }
 
 

@@ -67,8 +67,13 @@ TEST(EmitTest, VllmDenseMegatronPlan) {
               HasSubstr("vllm serve meta-llama/Llama-3.1-70B-Instruct"));
   EXPECT_THAT(e.command, HasSubstr("--tensor-parallel-size 4"));
   EXPECT_THAT(e.command, HasSubstr("--pipeline-parallel-size 1"));
-  EXPECT_THAT(e.command, HasSubstr("--data-parallel-size 2"));
+  // A dense model's dp copies are independent servers, as in every engine.
+  EXPECT_THAT(e.command, Not(HasSubstr("--data-parallel-size")));
+  EXPECT_THAT(e.command, HasSubstr("CUDA_VISIBLE_DEVICES=4,5,6,7 vllm serve"));
   EXPECT_THAT(e.command, HasSubstr("--max-num-seqs 64"));
+  // The benchmark carries the plan's whole load through the load balancer.
+  EXPECT_THAT(e.benchmark, AllOf(HasSubstr("--max-concurrency 128"),
+                                 HasSubstr("--host $LB_ADDR")));
   EXPECT_THAT(e.command, Not(HasSubstr("--enable-expert-parallel")));
   EXPECT_THAT(e.warnings, IsEmpty());
 }
@@ -144,7 +149,8 @@ TEST(EmitTest, DimensionsDoNotMatterWithoutTensorParallelism) {
   SetDim(&plan, "attention", "sequence");
   const EmittedCommand e = EmitCommand(Engine::kSglang, plan, Dense());
   EXPECT_THAT(e.warnings, IsEmpty());
-  EXPECT_THAT(e.command, HasSubstr("--dp-size 8"));
+  EXPECT_THAT(e.command, HasSubstr("CUDA_VISIBLE_DEVICES=7 python"));
+  EXPECT_THAT(e.command, Not(HasSubstr("--dp-size")));
 }
 
 TEST(EmitTest, DenseBatchAttentionIsOnlySglang) {
@@ -496,7 +502,8 @@ TEST(EmitTest, TrtllmDisaggregatedMultiNodeInstanceIsOneMpiWorld) {
   // The 16-GPU instance is launched as the aggregated emitter launches any
   // instance over several nodes: one mpirun from its first node.
   EXPECT_THAT(servers[2].block,
-              HasSubstr("mpirun -np 16 -H $NODE2_ADDR:8,$NODE3_ADDR:8 "
+              HasSubstr("mpirun --allow-run-as-root -np 16 -H "
+                        "$NODE2_ADDR:8,$NODE3_ADDR:8 -x PATH -x LD_LIBRARY_PATH "
                         "trtllm-llmapi-launch trtllm-serve "
                         "deepseek-ai/DeepSeek-V3"));
   EXPECT_THAT(servers[2].block, HasSubstr("--tp_size 16"));
