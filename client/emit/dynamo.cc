@@ -106,6 +106,7 @@ using emit_internal::K8sName;
 using emit_internal::PoolOf;
 using emit_internal::Quoted;
 using emit_internal::Script;
+using emit_internal::Segment;
 using shardplan::v1::Plan;
 
 EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
@@ -179,7 +180,8 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
             pool.service, EngineKey(engine)));
         return EmittedCommand{"", "", script.warnings};
       }
-      per_node = head.ray_node_gpus;
+      per_node.clear();
+      for (const Segment& s : head.spans) per_node.push_back(s.gpus);
     }
     if (std::any_of(per_node.begin(), per_node.end(),
                     [&](int g) { return g != per_node[0]; })) {

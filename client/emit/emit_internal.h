@@ -145,7 +145,7 @@ struct Command {
   // A command that starts a whole instance over several nodes (Ray, or one
   // MPI world): its GPUs on each of them, and whether its data-parallel ranks
   // are placed by Ray.
-  std::vector<int> ray_node_gpus;
+  std::vector<Segment> spans;
   bool ray_dp = false;
   // Shell lines run just before the command (a config file it reads).
   std::vector<std::string> setup;

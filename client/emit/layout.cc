@@ -192,11 +192,28 @@ std::string RayComment(const Layout& layout,
   for (size_t i = 1; i < segments.size(); ++i) {
     others.push_back(absl::StrCat(segments[i].node));
   }
+  if (std::none_of(segments.begin(), segments.end(),
+                   [&](const Segment& s) { return layout.Pin(s); })) {
+    return fmt::format(
+        "Ray cluster over {}: `ray start --head --port=6379` on node {}, `ray "
+        "start --address={}:6379` on node(s) {}; then on node {}:",
+        NodeList(segments), segments[0].node, layout.Addr(segments[0].node),
+        absl::StrJoin(others, ","), segments[0].node);
+  }
+  // Part of a node: Ray must offer only the instance's GPUs there.
+  std::vector<std::string> starts;
+  for (size_t i = 0; i < segments.size(); ++i) {
+    const Segment& s = segments[i];
+    starts.push_back(fmt::format(
+        "on node {} `{}ray start {}`", s.node,
+        layout.Pin(s) ? VisibleDevices(s) + " " : "",
+        i == 0 ? "--head --port=6379"
+               : absl::StrCat("--address=", layout.Addr(segments[0].node),
+                              ":6379")));
+  }
   return fmt::format(
-      "Ray cluster over {}: `ray start --head --port=6379` on node {}, `ray "
-      "start --address={}:6379` on node(s) {}; then on node {}:",
-      NodeList(segments), segments[0].node, layout.Addr(segments[0].node),
-      absl::StrJoin(others, ","), segments[0].node);
+      "Ray cluster over {}: {}; then on node {}:", NodeList(segments),
+      absl::StrJoin(starts, ", "), segments[0].node);
 }
 
 bool EqualSegments(const std::vector<Segment>& segments) {

@@ -219,7 +219,16 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
                           ? absl::StrCat("Instance ", i, ", ")
                           : "",
                       NodeList(segs), head.node));
-      for (const Segment& s : segs) c.ray_node_gpus.push_back(s.gpus);
+      c.spans = segs;
+      for (const Segment& s : segs) {
+        if (!layout.Pin(s)) continue;
+        // One MPI world takes the same devices on every host it names.
+        out.warnings.push_back(fmt::format(
+            "instance {} uses GPUs {}-{} of node {} only: restrict the MPI "
+            "ranks there to them (CUDA_VISIBLE_DEVICES in that host's "
+            "environment) or the world takes the node's first GPUs.",
+            i, s.first_gpu, s.first_gpu + s.gpus - 1, s.node));
+      }
       // Open MPI refuses to start as root without --allow-run-as-root (the
       // engines' containers run as root) and passes the environment to the
       // other nodes only for the variables named with -x.

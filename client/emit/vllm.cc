@@ -171,7 +171,7 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
     c.node = head.node;
     c.port = port;
     c.ray = true;
-    for (const Segment& s : segs) c.ray_node_gpus.push_back(s.gpus);
+    c.spans = segs;
     c.ray_dp = v_dp > 1;
     c.comments.push_back(RayComment(layout, segs));
     if (v_dp > 1) {

@@ -343,9 +343,10 @@ TEST(EmitGoldenTest, DynamoGraphsServeEveryGpuOfThePlan) {
           s["multinode"] ? s["multinode"]["nodeCount"].as<int>() : 1;
       const YAML::Node main = s["podTemplate"]["spec"]["containers"][0];
       EXPECT_EQ(main["name"].as<std::string>(), "main") << c.file;
-      gpus += static_cast<int64_t>(s["replicas"].as<int>()) * nodes *
-              std::stoi(main["resources"]["limits"]["nvidia.com/gpu"]
-                            .as<std::string>());
+      gpus +=
+          static_cast<int64_t>(s["replicas"].as<int>()) * nodes *
+          std::stoi(
+              main["resources"]["limits"]["nvidia.com/gpu"].as<std::string>());
       if (type != "worker") sub_types.insert(type);
     }
     EXPECT_EQ(gpus, PlanGpus(c.shape.plan)) << c.file;
