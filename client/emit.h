@@ -49,6 +49,9 @@ struct EmitContext {
   // each pool of a disaggregated plan), spread over its data-parallel ranks;
   // the batch when neither the plan nor the prediction gives one.
   int concurrency = 0;
+  // The engines that can launch the plan's layout, as the server's
+  // prediction lists them; empty = not known (every engine is tried).
+  std::vector<std::string> runnable_engines;
 };
 
 struct EmittedCommand {
@@ -60,6 +63,9 @@ struct EmittedCommand {
   // One line each, for stderr: plan features the engine cannot express, and
   // what the command does instead.
   std::vector<std::string> warnings;
+  // The named engine cannot run the plan (by the server's capability rules):
+  // nothing was emitted and the first warning says why (CLI exit 2).
+  bool refused = false;
 };
 
 // The Megatron default dimension of an operator ("qkv" → "column"); "" when

@@ -113,7 +113,9 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
                           const EmitContext& context) {
   Built built = Build(engine, plan, context, /*k8s=*/true);
   Script& script = built.script;
-  if (!built.ok) return EmittedCommand{"", "", script.warnings};
+  if (!built.ok) {
+    return EmittedCommand{"", "", script.warnings, built.refused};
+  }
   const EngineVersion& ev = built.ev;
   if (ev.dynamo.command.empty()) {
     script.warnings.push_back(fmt::format(

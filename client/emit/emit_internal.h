@@ -220,6 +220,7 @@ struct Built {
   int64_t plan_gpus = 0;
   int num_nodes = 1;
   bool ok = true;
+  bool refused = false;  // the engine cannot run the plan (EmittedCommand)
   // Disaggregated plans: the pools' instance counts and GPUs per instance.
   bool disaggregated = false;
   int prefill_instances = 0, decode_instances = 0;

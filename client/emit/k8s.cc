@@ -193,7 +193,9 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
                               const EmitContext& context) {
   Built built = Build(engine, plan, context, /*k8s=*/true);
   Script& script = built.script;
-  if (!built.ok) return EmittedCommand{"", "", script.warnings};
+  if (!built.ok) {
+    return EmittedCommand{"", "", script.warnings, built.refused};
+  }
   if (built.disaggregated) {
     script.warnings.push_back(
         "no plain Kubernetes manifest for a disaggregated plan (prefill and "

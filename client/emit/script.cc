@@ -216,6 +216,17 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
             bool k8s) {
   Built built;
   Script& script = built.script;
+  const std::vector<std::string>& runnable = context.runnable_engines;
+  if (!runnable.empty() && std::find(runnable.begin(), runnable.end(),
+                                     EngineKey(engine)) == runnable.end()) {
+    script.warnings.push_back(fmt::format(
+        "{} cannot launch this plan's layout (the server's capability rules "
+        "allow: {}); plan again with --engine {}, or emit for one of those.",
+        EngineName(engine), absl::StrJoin(runnable, ", "), EngineKey(engine)));
+    built.ok = false;
+    built.refused = true;
+    return built;
+  }
 
   absl::StatusOr<EngineVersion> ev =
       FindEngineVersion(engine, context.engine_version);
@@ -298,7 +309,9 @@ using shardplan::v1::Plan;
 EmittedCommand EmitCommand(Engine engine, const Plan& plan,
                            const EmitContext& context) {
   Built built = Build(engine, plan, context, /*k8s=*/false);
-  if (!built.ok) return EmittedCommand{"", "", built.script.warnings};
+  if (!built.ok) {
+    return EmittedCommand{"", "", built.script.warnings, built.refused};
+  }
   Script& script = built.script;
   const EngineVersion* ev = &built.ev;
   const char* engine_name = EngineName(engine);

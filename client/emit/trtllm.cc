@@ -91,16 +91,8 @@ std::vector<std::string> TrtllmRoleConfig(const EngineVersion& ev,
 // launched from one node. The servers of a disaggregated role read that
 // role's options file and listen from the router's port + 1 up.
 void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
-  const EngineVersion& ev = a.ev;
-  const Plan& plan = a.plan;
-  const Degrees& d = a.d;
-  const bool moe = a.moe;
-  const bool attention_dp = a.attention_dp;
-  const std::string& model_id = a.model_id;
-  const std::string& kvdt = a.kvdt;
-  const int batch = a.batch;
-  const DisaggRole role = a.role;
-  const int input_tokens = a.input_tokens;
+  const auto& [ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+               batch, role, input_tokens] = a;
 
   const ToolFlags& f = ev.launch;
   int t_tp = d.tp;

@@ -21,15 +21,8 @@ namespace shardplan::client::emit_internal {
 // ranks (--data-parallel-size-local/--data-parallel-start-rank) for data
 // parallelism, Ray where a group does not split evenly over its nodes.
 void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
-  const EngineVersion& ev = a.ev;
-  const Plan& plan = a.plan;
-  const Degrees& d = a.d;
-  const bool moe = a.moe;
-  const bool attention_dp = a.attention_dp;
-  const std::string& model_id = a.model_id;
-  const std::string& kvdt = a.kvdt;
-  const int batch = a.batch;
-  const std::string& quantization = a.quantization;
+  const auto& [ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
+               batch, role, input_tokens] = a;
 
   const ToolFlags& f = ev.launch;
   const int v_dp = attention_dp ? d.dp * d.tp : d.dp;

@@ -33,9 +33,15 @@ TRTLLM_ROUTER_FILE = "shardplan-trtllm-disagg.yaml"
 TRTLLM_OPTIONS_FILE = re.compile(r"^shardplan-trtllm(-ctx|-gen)?\.yaml$")
 
 
+VALIDATORS = {}
+
+
 def schema_errors(schema_dir, schema_file, doc, label):
-    schema = json.loads((schema_dir / schema_file).read_text())
-    validator = jsonschema.Draft7Validator(schema)
+    key = (schema_dir, schema_file)
+    if key not in VALIDATORS:
+        schema = json.loads((schema_dir / schema_file).read_text())
+        VALIDATORS[key] = jsonschema.Draft7Validator(schema)
+    validator = VALIDATORS[key]
     out = []
     for error in sorted(validator.iter_errors(doc), key=lambda e: list(e.path)):
         field = ".".join(str(p) for p in error.path) or "(root)"

@@ -307,6 +307,27 @@ TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
   EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
 }
 
+// A plan the server's capability rules say the named engine cannot launch is
+// refused (the CLI exits 2), naming the engines that can; the others emit.
+TEST(EmitTest, RefusesAPlanTheEngineCannotRun) {
+  EmitContext c = Moe();
+  c.num_gpus = 8;
+  c.runnable_engines = {"vllm", "trtllm"};
+  const Plan plan = MakePlan(1, 8, 1, 8, 64);
+  for (const EmittedCommand& e : {EmitCommand(Engine::kSglang, plan, c),
+                                  EmitKubernetes(Engine::kSglang, plan, c),
+                                  EmitDynamo(Engine::kSglang, plan, c)}) {
+    EXPECT_TRUE(e.refused);
+    EXPECT_THAT(e.command, IsEmpty());
+    ASSERT_FALSE(e.warnings.empty());
+    EXPECT_THAT(e.warnings[0], AllOf(HasSubstr("SGLang cannot launch"),
+                                     HasSubstr("vllm, trtllm")));
+  }
+  const EmittedCommand ok = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_FALSE(ok.refused);
+  EXPECT_THAT(ok.command, HasSubstr("vllm serve"));
+}
+
 // The server's placement (Plan.placement) says which GPUs hold each stage;
 // the commands pin what it says, not a layout of their own: two tp-2
 // replicas the server put on GPUs 4-5 and 0-1 of one node (an order the
@@ -501,11 +522,12 @@ TEST(EmitTest, TrtllmDisaggregatedMultiNodeInstanceIsOneMpiWorld) {
   ASSERT_EQ(servers.size(), 3u) << e.command;
   // The 16-GPU instance is launched as the aggregated emitter launches any
   // instance over several nodes: one mpirun from its first node.
-  EXPECT_THAT(servers[2].block,
-              HasSubstr("mpirun --allow-run-as-root -np 16 -H "
-                        "$NODE2_ADDR:8,$NODE3_ADDR:8 -x PATH -x LD_LIBRARY_PATH "
-                        "trtllm-llmapi-launch trtllm-serve "
-                        "deepseek-ai/DeepSeek-V3"));
+  EXPECT_THAT(
+      servers[2].block,
+      HasSubstr("mpirun --allow-run-as-root -np 16 -H "
+                "$NODE2_ADDR:8,$NODE3_ADDR:8 -x PATH -x LD_LIBRARY_PATH "
+                "trtllm-llmapi-launch trtllm-serve "
+                "deepseek-ai/DeepSeek-V3"));
   EXPECT_THAT(servers[2].block, HasSubstr("--tp_size 16"));
   EXPECT_THAT(servers[2].block, HasSubstr("--ep_size 16"));
   for (const Server& s : servers) {
