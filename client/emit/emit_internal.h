@@ -205,6 +205,14 @@ struct PoolArgs {
   int input_tokens;
 };
 
+// vLLM's and SGLang's flags for online weight quantization and an FP8 KV
+// cache, and the environment variable of an explicit stage split.
+void AddDtypeAndStageFlags(const PoolArgs& a, Command& common);
+
+// The cluster's nodes for a plan of `plan_gpus` GPUs (at least the
+// cluster's), for pods when `k8s`.
+Layout ClusterLayout(const EmitContext& context, int64_t plan_gpus, bool k8s);
+
 // The commands of one pool on `layout`, per engine (client/emit/vllm.cc,
 // sglang.cc, trtllm.cc).
 void EmitVllm(const PoolArgs& a, Layout& layout, Script& out);

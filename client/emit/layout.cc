@@ -153,6 +153,32 @@ std::string Layout::StartRank(int j, int start, int first, int local) const {
                       "))");
 }
 
+Layout ClusterLayout(const EmitContext& context, int64_t plan_gpus, bool k8s) {
+  Layout layout(context.gpus_per_node,
+                context.num_gpus > 0
+                    ? std::max<int64_t>(context.num_gpus, plan_gpus)
+                    : plan_gpus,
+                context.node_gpus);
+  layout.k8s = k8s;
+  return layout;
+}
+
+void AddDtypeAndStageFlags(const PoolArgs& a, Command& common) {
+  const ToolFlags& f = a.ev.launch;
+  if (!a.quantization.empty()) {
+    common.Flag(f.Flag("quantization"),
+                f.Value("quantization_" + a.quantization));
+  }
+  if (a.kvdt == "fp8") {
+    common.Flag(f.Flag("kv_cache_dtype"), f.Value("kv_cache_fp8"));
+  }
+  const std::vector<int> stages = ExplicitStages(a.plan, a.d.pp);
+  if (!stages.empty()) {
+    common.env.push_back(absl::StrCat(a.ev.env.at("pp_layer_partition"), "=",
+                                      absl::StrJoin(stages, ",")));
+  }
+}
+
 std::string VisibleDevices(const Segment& s) {
   std::vector<int> ids;
   for (int g = 0; g < s.gpus; ++g) ids.push_back(s.first_gpu + g);

@@ -233,12 +233,7 @@ void BuildDisaggregated(Engine engine, const Plan& plan,
   const PoolRanks ranks = PoolFirstRanks(built, context);
   const int64_t plan_gpus = built.prefill_gpus * built.prefill_instances +
                             built.decode_gpus * built.decode_instances;
-  Layout layout(context.gpus_per_node,
-                context.num_gpus > 0
-                    ? std::max<int64_t>(context.num_gpus, plan_gpus)
-                    : plan_gpus,
-                context.node_gpus);
-  layout.k8s = k8s;
+  Layout layout = ClusterLayout(context, plan_gpus, k8s);
   Script pools[2];
   std::vector<Endpoint> heads[2];
   for (int i = 0; i < 2; ++i) {

@@ -270,12 +270,7 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
     const Degrees d = DegreesOf(plan);
     const int64_t plan_gpus =
         static_cast<int64_t>(d.replicas) * d.replica_gpus();
-    Layout layout(context.gpus_per_node,
-                  context.num_gpus > 0
-                      ? std::max<int64_t>(context.num_gpus, plan_gpus)
-                      : plan_gpus,
-                  context.node_gpus);
-    layout.k8s = k8s;
+    Layout layout = ClusterLayout(context, plan_gpus, k8s);
     layout.UsePlacement(plan, plan_gpus);
     EmitPool(engine, *ev, plan, context, model_id, quantization, layout,
              script);

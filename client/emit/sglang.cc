@@ -76,17 +76,7 @@ void EmitSglang(const PoolArgs& a, Layout& layout, Script& out) {
     // depends on the GPU's memory, tp and release (as low as 8 or 80).
     common.Flag(f.Flag("cuda_graph_max_bs"), rank_batch);
   }
-  if (!quantization.empty()) {
-    common.Flag(f.Flag("quantization"),
-                f.Value("quantization_" + quantization));
-  }
-  if (kvdt == "fp8")
-    common.Flag(f.Flag("kv_cache_dtype"), f.Value("kv_cache_fp8"));
-  const std::vector<int> stages = ExplicitStages(plan, d.pp);
-  if (!stages.empty()) {
-    common.env.push_back(absl::StrCat(ev.env.at("pp_layer_partition"), "=",
-                                      absl::StrJoin(stages, ",")));
-  }
+  AddDtypeAndStageFlags(a, common);
 
   const int servers = d.replicas * servers_per_replica;
   for (int i = 0; i < servers; ++i) {

@@ -62,17 +62,7 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
           kVllmDefaultMaxCapture, rank_batch));
     }
   }
-  if (!quantization.empty()) {
-    common.Flag(f.Flag("quantization"),
-                f.Value("quantization_" + quantization));
-  }
-  if (kvdt == "fp8")
-    common.Flag(f.Flag("kv_cache_dtype"), f.Value("kv_cache_fp8"));
-  const std::vector<int> stages = ExplicitStages(plan, d.pp);
-  if (!stages.empty()) {
-    common.env.push_back(absl::StrCat(ev.env.at("pp_layer_partition"), "=",
-                                      absl::StrJoin(stages, ",")));
-  }
+  AddDtypeAndStageFlags(a, common);
 
   if (v_dp > 1 && d.pp > 1 && layout.SegmentsOf(0, instance_gpus).size() > 1) {
     // vLLM gives each DP rank its tp x pp GPUs side by side; the plan keeps a
