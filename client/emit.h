@@ -42,9 +42,16 @@ struct EmitContext {
   // The workload the prediction is for, for the benchmark command.
   int input_tokens = 1024;
   int output_tokens = 1024;
-  // Requests in flight per model replica when the plan carries no batch size:
-  // the prediction's batch, else the workload's concurrency.
+  // The decode batch of each attention data-parallel rank when the plan
+  // carries none: the prediction's.
   int batch_fallback = 0;
+  // workload.concurrency: requests in flight per replica (per instance of
+  // each pool of a disaggregated plan), spread over its data-parallel ranks;
+  // the batch when neither the plan nor the prediction gives one.
+  int concurrency = 0;
+  // The engines that can launch the plan's layout, as the server's
+  // prediction lists them; empty = not known (every engine is tried).
+  std::vector<std::string> runnable_engines;
 };
 
 struct EmittedCommand {
@@ -56,6 +63,9 @@ struct EmittedCommand {
   // One line each, for stderr: plan features the engine cannot express, and
   // what the command does instead.
   std::vector<std::string> warnings;
+  // The named engine cannot run the plan (by the server's capability rules):
+  // nothing was emitted and the first warning says why (CLI exit 2).
+  bool refused = false;
 };
 
 // The Megatron default dimension of an operator ("qkv" → "column"); "" when
@@ -93,7 +103,7 @@ EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
 EmittedCommand EmitKubernetes(Engine engine, const shardplan::v1::Plan& plan,
                               const EmitContext& context);
 
-// `--emit dynamo`: an NVIDIA Dynamo DynamoGraphDeployment (nvidia.com/v1alpha1)
+// `--emit dynamo`: an NVIDIA Dynamo DynamoGraphDeployment (nvidia.com/v1beta1)
 // with a Frontend and one worker service per pool: the engine's Dynamo worker
 // (python3 -m dynamo.vllm|dynamo.sglang) with the launch's parallelism flags
 // (Dynamo sets up the nodes, ports and KV transfer), `replicas` = instances,

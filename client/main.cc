@@ -295,8 +295,10 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   e.engine_version = g.engine_version;
   if (workload.input_tokens() > 0) e.input_tokens = workload.input_tokens();
   if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
-  e.batch_fallback = prediction.batch_size() > 0 ? prediction.batch_size()
-                                                 : workload.concurrency();
+  e.batch_fallback = prediction.batch_size();
+  e.concurrency = workload.concurrency();
+  // TODO(emit): fill e.runnable_engines from prediction.runnable_engines()
+  // once the engine capability table is on main.
   return e;
 }
 
@@ -339,6 +341,7 @@ int PrintEmitted(const GlobalFlags& g, const shardplan::v1::Plan& plan,
                                      : EmitCommand(*engine, plan, context);
   for (const std::string& w : emitted.warnings)
     std::cerr << "warning: " << w << "\n";
+  if (emitted.refused) return kExitUsage;
   if (emitted.command.empty()) return kExitOther;
   std::cout << emitted.command << std::flush;
   return kExitOk;

@@ -106,7 +106,7 @@ std::vector<ReplicaClass> ReplicaClasses(const PlanDims& plan,
 // 4-GPU nodes). Otherwise, and on a tie, prefill first: on uniform whole
 // nodes the order moves no instance off its nodes when instance sizes divide
 // or are multiples of the node size, so the long-standing layout is kept.
-// client/emit.cc lays the commands out by the same rule.
+// The plan's placement (StagePlacement) carries the result to the client.
 bool DecodePoolFirst(const PlanDims& plan, const ClusterDims& cluster);
 // First global rank of each pool of a disaggregated plan.
 int64_t PrefillPoolFirstRank(const PlanDims& plan, const ClusterDims& cluster);

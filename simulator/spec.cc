@@ -1060,8 +1060,21 @@ void AddPlacement(const PlanDims& plan, const Problem& problem,
       const int64_t first_node = NodeOfRank(problem.cluster, first_rank);
       const int64_t last_node = NodeOfRank(problem.cluster, last_rank);
       std::vector<std::string> groups;
+      int64_t node_first_rank = first_rank;
+      while (node_first_rank > 0 &&
+             NodeOfRank(problem.cluster, node_first_rank - 1) == first_node) {
+        --node_first_rank;
+      }
+      p->set_first_gpu(static_cast<int32_t>(first_rank - node_first_rank));
+      int64_t rank = first_rank;
       for (int64_t n = first_node; n <= last_node; ++n) {
         p->add_nodes(static_cast<int32_t>(n));
+        int32_t on_node = 0;
+        for (; rank <= last_rank && NodeOfRank(problem.cluster, rank) == n;
+             ++rank) {
+          ++on_node;
+        }
+        p->add_node_gpus(on_node);
         std::string g = group_of(n);
         if (!g.empty() &&
             std::find(groups.begin(), groups.end(), g) == groups.end()) {

@@ -24,6 +24,7 @@ SCHEMAS = {
     ("v1", "Service"): "service-v1.json",
     ("leaderworkerset.x-k8s.io/v1", "LeaderWorkerSet"): "leaderworkerset-v1.json",
     ("nvidia.com/v1alpha1", "DynamoGraphDeployment"): "dynamographdeployment-v1alpha1.json",
+    ("nvidia.com/v1beta1", "DynamoGraphDeployment"): "dynamographdeployment-v1beta1.json",
 }
 
 
@@ -32,9 +33,18 @@ TRTLLM_ROUTER_FILE = "shardplan-trtllm-disagg.yaml"
 TRTLLM_OPTIONS_FILE = re.compile(r"^shardplan-trtllm(-ctx|-gen)?\.yaml$")
 
 
+VALIDATORS = {}
+# libyaml's loader when the system has it (Debian python3-yaml does): the generated launch test
+# hands over about a thousand manifests.
+LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
 def schema_errors(schema_dir, schema_file, doc, label):
-    schema = json.loads((schema_dir / schema_file).read_text())
-    validator = jsonschema.Draft7Validator(schema)
+    key = (schema_dir, schema_file)
+    if key not in VALIDATORS:
+        schema = json.loads((schema_dir / schema_file).read_text())
+        VALIDATORS[key] = jsonschema.Draft7Validator(schema)
+    validator = VALIDATORS[key]
     out = []
     for error in sorted(validator.iter_errors(doc), key=lambda e: list(e.path)):
         field = ".".join(str(p) for p in error.path) or "(root)"
@@ -64,7 +74,7 @@ def script_errors(schema_dir, path):
     for name, content in heredocs(path.read_text()):
         label = f"{path}: {name}"
         try:
-            doc = yaml.safe_load(content)
+            doc = yaml.load(content, Loader=LOADER)
         except yaml.YAMLError as error:
             out.append(f"{label}: invalid YAML: {error}")
             continue
@@ -89,7 +99,7 @@ def errors_of(schema_dir, path):
     if path.suffix == ".sh":
         return script_errors(schema_dir, path)
     try:
-        docs = [d for d in yaml.safe_load_all(path.read_text()) if d is not None]
+        docs = [d for d in yaml.load_all(path.read_text(), Loader=LOADER) if d is not None]
     except yaml.YAMLError as error:
         return [f"{path}: invalid YAML: {error}"]
     if not docs:

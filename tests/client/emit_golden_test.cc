@@ -312,8 +312,9 @@ void ExpectKnownDynamoFlags(const std::string& manifest,
                             const EngineVersion& ev, const std::string& label) {
   const YAML::Node doc = YAML::Load(manifest);
   int workers = 0;
-  for (const auto& kv : doc["spec"]["services"]) {
-    const YAML::Node args = kv.second["extraPodSpec"]["mainContainer"]["args"];
+  for (const auto& component : doc["spec"]["components"]) {
+    const YAML::Node args =
+        component["podTemplate"]["spec"]["containers"][0]["args"];
     if (!args) continue;
     ++workers;
     for (const auto& a : args) {
@@ -335,16 +336,18 @@ TEST(EmitGoldenTest, DynamoGraphsServeEveryGpuOfThePlan) {
     EXPECT_EQ(doc["kind"].as<std::string>(), "DynamoGraphDeployment");
     int64_t gpus = 0;
     std::set<std::string> sub_types;
-    for (const auto& kv : doc["spec"]["services"]) {
-      const YAML::Node s = kv.second;
-      if (s["componentType"].as<std::string>() != "worker") continue;
+    for (const auto& s : doc["spec"]["components"]) {
+      const std::string type = s["type"].as<std::string>();
+      if (type == "frontend") continue;
       const int nodes =
           s["multinode"] ? s["multinode"]["nodeCount"].as<int>() : 1;
-      gpus += static_cast<int64_t>(s["replicas"].as<int>()) * nodes *
-              std::stoi(s["resources"]["limits"]["gpu"].as<std::string>());
-      if (s["subComponentType"]) {
-        sub_types.insert(s["subComponentType"].as<std::string>());
-      }
+      const YAML::Node main = s["podTemplate"]["spec"]["containers"][0];
+      EXPECT_EQ(main["name"].as<std::string>(), "main") << c.file;
+      gpus +=
+          static_cast<int64_t>(s["replicas"].as<int>()) * nodes *
+          std::stoi(
+              main["resources"]["limits"]["nvidia.com/gpu"].as<std::string>());
+      if (type != "worker") sub_types.insert(type);
     }
     EXPECT_EQ(gpus, PlanGpus(c.shape.plan)) << c.file;
     if (c.shape.plan.has_prefill()) {

@@ -67,8 +67,13 @@ TEST(EmitTest, VllmDenseMegatronPlan) {
               HasSubstr("vllm serve meta-llama/Llama-3.1-70B-Instruct"));
   EXPECT_THAT(e.command, HasSubstr("--tensor-parallel-size 4"));
   EXPECT_THAT(e.command, HasSubstr("--pipeline-parallel-size 1"));
-  EXPECT_THAT(e.command, HasSubstr("--data-parallel-size 2"));
+  // A dense model's dp copies are independent servers, as in every engine.
+  EXPECT_THAT(e.command, Not(HasSubstr("--data-parallel-size")));
+  EXPECT_THAT(e.command, HasSubstr("CUDA_VISIBLE_DEVICES=4,5,6,7 vllm serve"));
   EXPECT_THAT(e.command, HasSubstr("--max-num-seqs 64"));
+  // The benchmark carries the plan's whole load through the load balancer.
+  EXPECT_THAT(e.benchmark, AllOf(HasSubstr("--max-concurrency 128"),
+                                 HasSubstr("--host $LB_ADDR")));
   EXPECT_THAT(e.command, Not(HasSubstr("--enable-expert-parallel")));
   EXPECT_THAT(e.warnings, IsEmpty());
 }
@@ -144,7 +149,8 @@ TEST(EmitTest, DimensionsDoNotMatterWithoutTensorParallelism) {
   SetDim(&plan, "attention", "sequence");
   const EmittedCommand e = EmitCommand(Engine::kSglang, plan, Dense());
   EXPECT_THAT(e.warnings, IsEmpty());
-  EXPECT_THAT(e.command, HasSubstr("--dp-size 8"));
+  EXPECT_THAT(e.command, HasSubstr("CUDA_VISIBLE_DEVICES=7 python"));
+  EXPECT_THAT(e.command, Not(HasSubstr("--dp-size")));
 }
 
 TEST(EmitTest, DenseBatchAttentionIsOnlySglang) {
@@ -299,6 +305,61 @@ TEST(EmitTest, NodeGroupsOfDifferentSizesGiveEachNodeItsGpus) {
                                HasSubstr("Instance 1, node 2 (worker)"),
                                HasSubstr("--nnodes 2")));
   EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("same number of GPUs"))));
+}
+
+// A plan the server's capability rules say the named engine cannot launch is
+// refused (the CLI exits 2), naming the engines that can; the others emit.
+TEST(EmitTest, RefusesAPlanTheEngineCannotRun) {
+  EmitContext c = Moe();
+  c.num_gpus = 8;
+  c.runnable_engines = {"vllm", "trtllm"};
+  const Plan plan = MakePlan(1, 8, 1, 8, 64);
+  for (const EmittedCommand& e : {EmitCommand(Engine::kSglang, plan, c),
+                                  EmitKubernetes(Engine::kSglang, plan, c),
+                                  EmitDynamo(Engine::kSglang, plan, c)}) {
+    EXPECT_TRUE(e.refused);
+    EXPECT_THAT(e.command, IsEmpty());
+    ASSERT_FALSE(e.warnings.empty());
+    EXPECT_THAT(e.warnings[0], AllOf(HasSubstr("SGLang cannot launch"),
+                                     HasSubstr("vllm, trtllm")));
+  }
+  const EmittedCommand ok = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_FALSE(ok.refused);
+  EXPECT_THAT(ok.command, HasSubstr("vllm serve"));
+}
+
+// The server's placement (Plan.placement) says which GPUs hold each stage;
+// the commands pin what it says, not a layout of their own: two tp-2
+// replicas the server put on GPUs 4-5 and 0-1 of one node (an order the
+// client's own rank layout would not choose) run there.
+TEST(EmitTest, CommandsFollowThePlansPlacement) {
+  EmitContext c = Dense();
+  c.num_gpus = 8;
+  Plan plan = MakePlan(1, 2, 1, 1, 16);
+  plan.set_replicas(2);
+  for (int r : {0, 1}) {
+    auto* p = plan.add_placement();
+    p->set_replica(r);
+    p->add_nodes(0);
+    p->add_node_gpus(2);
+    p->set_first_gpu(r == 0 ? 4 : 0);
+  }
+  const EmittedCommand placed = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_THAT(placed.command, HasSubstr("CUDA_VISIBLE_DEVICES=4,5 vllm serve"));
+  EXPECT_THAT(placed.command, HasSubstr("CUDA_VISIBLE_DEVICES=0,1 vllm serve"));
+  // Without a placement (a plan built by hand) the same rank order is
+  // computed: replica 0 on GPUs 0-1.
+  plan.clear_placement();
+  const EmittedCommand computed = EmitCommand(Engine::kVllm, plan, c);
+  EXPECT_THAT(computed.command,
+              HasSubstr("CUDA_VISIBLE_DEVICES=0,1 vllm serve"));
+  EXPECT_THAT(computed.command,
+              HasSubstr("CUDA_VISIBLE_DEVICES=2,3 vllm serve"));
+  // A placement that does not add up to the plan's GPUs is not trusted.
+  auto* bad = plan.add_placement();
+  bad->add_nodes(0);
+  bad->add_node_gpus(3);
+  EXPECT_EQ(EmitCommand(Engine::kVllm, plan, c).command, computed.command);
 }
 
 // A disaggregated plan on 8, 8, 4 and 4 GPUs: the pool with the bigger
@@ -461,10 +522,12 @@ TEST(EmitTest, TrtllmDisaggregatedMultiNodeInstanceIsOneMpiWorld) {
   ASSERT_EQ(servers.size(), 3u) << e.command;
   // The 16-GPU instance is launched as the aggregated emitter launches any
   // instance over several nodes: one mpirun from its first node.
-  EXPECT_THAT(servers[2].block,
-              HasSubstr("mpirun -np 16 -H $NODE2_ADDR:8,$NODE3_ADDR:8 "
-                        "trtllm-llmapi-launch trtllm-serve "
-                        "deepseek-ai/DeepSeek-V3"));
+  EXPECT_THAT(
+      servers[2].block,
+      HasSubstr("mpirun --allow-run-as-root -np 16 -H "
+                "$NODE2_ADDR:8,$NODE3_ADDR:8 -x PATH -x LD_LIBRARY_PATH "
+                "trtllm-llmapi-launch trtllm-serve "
+                "deepseek-ai/DeepSeek-V3"));
   EXPECT_THAT(servers[2].block, HasSubstr("--tp_size 16"));
   EXPECT_THAT(servers[2].block, HasSubstr("--ep_size 16"));
   for (const Server& s : servers) {

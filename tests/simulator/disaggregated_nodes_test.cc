@@ -195,6 +195,10 @@ TEST(DisaggregatedNodesTest, InstanceFittingABigNodeIsPricedOnNvlink) {
   EXPECT_THAT(listed.prefill().placement(0).nodes(), ElementsAre(2));
   EXPECT_THAT(listed.prefill().placement(1).nodes(), ElementsAre(3));
   EXPECT_FALSE(listed.decode().placement(1).tp_spans_nodes());
+  // And which GPUs of them: all 8 of node 1, all 4 of node 3.
+  EXPECT_THAT(listed.decode().placement(1).node_gpus(), ElementsAre(8));
+  EXPECT_EQ(listed.decode().placement(1).first_gpu(), 0);
+  EXPECT_THAT(listed.prefill().placement(1).node_gpus(), ElementsAre(4));
 }
 
 // One tp-8 prefill and two tp-8 decode instances on 8, 8, 4, 4: prefill on

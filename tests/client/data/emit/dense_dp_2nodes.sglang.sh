@@ -1,11 +1,13 @@
 # SGLang 0.5 flags (releases 0.5.0 and later; client/engines/sglang.yaml): 2 instances on 16 GPUs.
 # Set NODE0_ADDR..NODE1_ADDR to the nodes' addresses and run each command on the node it names.
 # 2 servers: put them behind sglang-router (or another load balancer).
+# Set LB_ADDR and LB_PORT to the load balancer's address and port for the benchmark.
 
 # Instance 0, node 0:
 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 8 \
   --max-running-requests 256 \
+  --cuda-graph-max-bs 256 \
   --host 0.0.0.0 \
   --port 30000
 
@@ -13,18 +15,19 @@ python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 8 \
   --max-running-requests 256 \
+  --cuda-graph-max-bs 256 \
   --host 0.0.0.0 \
   --port 30000
 
-# Benchmark that checks the prediction (ISL 1024, OSL 1024, 256 requests in flight per instance): run it against each instance, or at 512 through the load balancer.
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 512 requests in flight: 256 per instance on 2 instances) through the load balancer in front of them:
 python -m sglang.bench_serving \
   --backend sglang \
-  --host $NODE0_ADDR \
-  --port 30000 \
+  --host $LB_ADDR \
+  --port $LB_PORT \
   --model meta-llama/Llama-3.1-70B-Instruct \
   --dataset-name random \
   --random-input-len 1024 \
   --random-output-len 1024 \
   --random-range-ratio 1 \
-  --max-concurrency 256 \
-  --num-prompts 1280
+  --max-concurrency 512 \
+  --num-prompts 2560

@@ -4,6 +4,8 @@
 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 8 \
   --max-running-requests 256 \
+  --cuda-graph-max-bs 256 \
+  --host 0.0.0.0 \
   --port 30000
 
 # Benchmark that checks the prediction (ISL 1024, OSL 1024, 256 requests in flight):

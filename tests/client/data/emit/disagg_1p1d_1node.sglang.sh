@@ -4,6 +4,8 @@
 CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 4 \
   --max-running-requests 16 \
+  --cuda-graph-max-bs 16 \
+  --host 0.0.0.0 \
   --port 30000 \
   --disaggregation-mode prefill \
   --disaggregation-transfer-backend mooncake \
@@ -13,6 +15,8 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server --model-path meta-ll
 CUDA_VISIBLE_DEVICES=4,5,6,7 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 4 \
   --max-running-requests 128 \
+  --cuda-graph-max-bs 128 \
+  --host 0.0.0.0 \
   --port 30001 \
   --disaggregation-mode decode \
   --disaggregation-transfer-backend mooncake

@@ -9,6 +9,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 8 \
   --moe-a2a-backend deepep \
   --max-running-requests 32 \
+  --cuda-graph-max-bs 4 \
   --host 0.0.0.0 \
   --port 30000 \
   --disaggregation-mode prefill \
@@ -23,6 +24,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 8 \
   --moe-a2a-backend deepep \
   --max-running-requests 32 \
+  --cuda-graph-max-bs 4 \
   --host 0.0.0.0 \
   --port 30000 \
   --disaggregation-mode prefill \
@@ -37,6 +39,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 16 \
   --moe-a2a-backend deepep \
   --max-running-requests 256 \
+  --cuda-graph-max-bs 16 \
   --nnodes 2 \
   --node-rank 0 \
   --dist-init-addr $NODE2_ADDR:20000 \
@@ -53,6 +56,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 16 \
   --moe-a2a-backend deepep \
   --max-running-requests 256 \
+  --cuda-graph-max-bs 16 \
   --nnodes 2 \
   --node-rank 1 \
   --dist-init-addr $NODE2_ADDR:20000 \

@@ -3,6 +3,9 @@
 # Context (prefill) servers' options; write this file on every node that runs one (every node of an MPI world):
 cat > shardplan-trtllm-ctx.yaml <<'EOF'
 enable_attention_dp: true
+cuda_graph_config:
+  max_batch_size: 4
+  enable_padding: true
 tensor_parallel_size: 8
 pipeline_parallel_size: 1
 moe_expert_parallel_size: 8
@@ -16,6 +19,9 @@ EOF
 # Generation (decode) servers' options; write this file on every node that runs one (every node of an MPI world):
 cat > shardplan-trtllm-gen.yaml <<'EOF'
 enable_attention_dp: true
+cuda_graph_config:
+  max_batch_size: 16
+  enable_padding: true
 tensor_parallel_size: 16
 pipeline_parallel_size: 1
 moe_expert_parallel_size: 16
@@ -49,7 +55,7 @@ trtllm-serve deepseek-ai/DeepSeek-V3 \
   --port 8001
 
 # Decode instance 0, one MPI world over nodes 2-3, started from node 2:
-mpirun -np 16 -H $NODE2_ADDR:8,$NODE3_ADDR:8 trtllm-llmapi-launch trtllm-serve deepseek-ai/DeepSeek-V3 \
+mpirun --allow-run-as-root -np 16 -H $NODE2_ADDR:8,$NODE3_ADDR:8 -x PATH -x LD_LIBRARY_PATH trtllm-llmapi-launch trtllm-serve deepseek-ai/DeepSeek-V3 \
   --backend pytorch \
   --tp_size 16 \
   --pp_size 1 \
@@ -86,5 +92,7 @@ aiperf profile \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
   --concurrency 256 \
   --request-count 1280

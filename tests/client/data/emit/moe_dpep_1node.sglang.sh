@@ -8,7 +8,9 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 8 \
   --moe-a2a-backend deepep \
   --max-running-requests 512 \
+  --cuda-graph-max-bs 64 \
   --kv-cache-dtype fp8_e4m3 \
+  --host 0.0.0.0 \
   --port 30000
 
 # Benchmark that checks the prediction (ISL 1024, OSL 1024, 512 requests in flight):

@@ -3,6 +3,9 @@ cat > shardplan-trtllm.yaml <<'EOF'
 enable_attention_dp: true
 kv_cache_config:
   dtype: fp8
+cuda_graph_config:
+  max_batch_size: 64
+  enable_padding: true
 EOF
 
 # node 0:
@@ -13,6 +16,7 @@ trtllm-serve deepseek-ai/DeepSeek-V3 \
   --ep_size 8 \
   --max_batch_size 64 \
   --extra_llm_api_options shardplan-trtllm.yaml \
+  --host 0.0.0.0 \
   --port 8000
 
 # Benchmark that checks the prediction (ISL 1024, OSL 1024, 512 requests in flight):
@@ -25,5 +29,7 @@ aiperf profile \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
   --concurrency 512 \
   --request-count 2560

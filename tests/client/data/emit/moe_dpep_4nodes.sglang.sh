@@ -9,6 +9,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 32 \
   --moe-a2a-backend deepep \
   --max-running-requests 1024 \
+  --cuda-graph-max-bs 32 \
   --nnodes 4 \
   --node-rank 0 \
   --dist-init-addr $NODE0_ADDR:20000 \
@@ -23,6 +24,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 32 \
   --moe-a2a-backend deepep \
   --max-running-requests 1024 \
+  --cuda-graph-max-bs 32 \
   --nnodes 4 \
   --node-rank 1 \
   --dist-init-addr $NODE0_ADDR:20000
@@ -35,6 +37,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 32 \
   --moe-a2a-backend deepep \
   --max-running-requests 1024 \
+  --cuda-graph-max-bs 32 \
   --nnodes 4 \
   --node-rank 2 \
   --dist-init-addr $NODE0_ADDR:20000
@@ -47,6 +50,7 @@ python -m sglang.launch_server --model-path deepseek-ai/DeepSeek-V3 \
   --ep-size 32 \
   --moe-a2a-backend deepep \
   --max-running-requests 1024 \
+  --cuda-graph-max-bs 32 \
   --nnodes 4 \
   --node-rank 3 \
   --dist-init-addr $NODE0_ADDR:20000

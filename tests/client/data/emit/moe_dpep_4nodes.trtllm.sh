@@ -3,10 +3,13 @@
 # shardplan-trtllm.yaml must exist at the same path on every node.
 cat > shardplan-trtllm.yaml <<'EOF'
 enable_attention_dp: true
+cuda_graph_config:
+  max_batch_size: 32
+  enable_padding: true
 EOF
 
 # one MPI world over nodes 0-3, started from node 0:
-mpirun -np 32 -H $NODE0_ADDR:8,$NODE1_ADDR:8,$NODE2_ADDR:8,$NODE3_ADDR:8 trtllm-llmapi-launch trtllm-serve deepseek-ai/DeepSeek-V3 \
+mpirun --allow-run-as-root -np 32 -H $NODE0_ADDR:8,$NODE1_ADDR:8,$NODE2_ADDR:8,$NODE3_ADDR:8 -x PATH -x LD_LIBRARY_PATH trtllm-llmapi-launch trtllm-serve deepseek-ai/DeepSeek-V3 \
   --backend pytorch \
   --tp_size 32 \
   --pp_size 1 \
@@ -26,5 +29,7 @@ aiperf profile \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
   --concurrency 1024 \
   --request-count 5120

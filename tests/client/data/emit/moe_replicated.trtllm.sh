@@ -1,8 +1,12 @@
 # TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 2 instances on 16 GPUs.
 # Set NODE0_ADDR..NODE1_ADDR to the nodes' addresses and run each command on the node it names.
 # 2 servers: put them behind a load balancer.
+# Set LB_ADDR and LB_PORT to the load balancer's address and port for the benchmark.
 cat > shardplan-trtllm.yaml <<'EOF'
 enable_attention_dp: true
+cuda_graph_config:
+  max_batch_size: 64
+  enable_padding: true
 EOF
 
 # Instance 0, node 0:
@@ -27,15 +31,17 @@ trtllm-serve deepseek-ai/DeepSeek-V3 \
   --host 0.0.0.0 \
   --port 8000
 
-# Benchmark that checks the prediction (ISL 1024, OSL 1024, 512 requests in flight per instance): run it against each instance, or at 1024 through the load balancer.
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 1024 requests in flight: 512 per instance on 2 instances) through the load balancer in front of them:
 aiperf profile \
   --model deepseek-ai/DeepSeek-V3 \
-  --url $NODE0_ADDR:8000 \
+  --url $LB_ADDR:$LB_PORT \
   --endpoint-type chat \
   --streaming \
   --synthetic-input-tokens-mean 1024 \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
-  --concurrency 512 \
-  --request-count 2560
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
+  --concurrency 1024 \
+  --request-count 5120

@@ -1,11 +1,13 @@
 # SGLang 0.5 flags (releases 0.5.0 and later; client/engines/sglang.yaml): 4 instances on 16 GPUs.
 # Set NODE0_ADDR..NODE2_ADDR to the nodes' addresses and run each command on the node it names.
 # 4 servers: put them behind sglang-router (or another load balancer).
+# Set LB_ADDR and LB_PORT to the load balancer's address and port for the benchmark.
 
 # Instance 0, node 0:
 CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 4 \
   --max-running-requests 64 \
+  --cuda-graph-max-bs 64 \
   --host 0.0.0.0 \
   --port 30000
 
@@ -13,6 +15,7 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server --model-path meta-ll
 CUDA_VISIBLE_DEVICES=4,5,6,7 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 4 \
   --max-running-requests 64 \
+  --cuda-graph-max-bs 64 \
   --host 0.0.0.0 \
   --port 30001
 
@@ -20,6 +23,7 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 python -m sglang.launch_server --model-path meta-ll
 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 4 \
   --max-running-requests 64 \
+  --cuda-graph-max-bs 64 \
   --host 0.0.0.0 \
   --port 30000
 
@@ -27,18 +31,19 @@ python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \
   --tp-size 4 \
   --max-running-requests 64 \
+  --cuda-graph-max-bs 64 \
   --host 0.0.0.0 \
   --port 30000
 
-# Benchmark that checks the prediction (ISL 1024, OSL 1024, 64 requests in flight per instance): run it against each instance, or at 256 through the load balancer.
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 256 requests in flight: 64 per instance on 4 instances) through the load balancer in front of them:
 python -m sglang.bench_serving \
   --backend sglang \
-  --host $NODE0_ADDR \
-  --port 30000 \
+  --host $LB_ADDR \
+  --port $LB_PORT \
   --model meta-llama/Llama-3.1-70B-Instruct \
   --dataset-name random \
   --random-input-len 1024 \
   --random-output-len 1024 \
   --random-range-ratio 1 \
-  --max-concurrency 64 \
-  --num-prompts 320
+  --max-concurrency 256 \
+  --num-prompts 1280

@@ -1,6 +1,12 @@
 # TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 4 instances on 16 GPUs.
 # Set NODE0_ADDR..NODE2_ADDR to the nodes' addresses and run each command on the node it names.
 # 4 servers: put them behind a load balancer.
+# Set LB_ADDR and LB_PORT to the load balancer's address and port for the benchmark.
+cat > shardplan-trtllm.yaml <<'EOF'
+cuda_graph_config:
+  max_batch_size: 64
+  enable_padding: true
+EOF
 
 # Instance 0, node 0:
 CUDA_VISIBLE_DEVICES=0,1,2,3 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
@@ -8,6 +14,7 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
 
@@ -17,6 +24,7 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8001
 
@@ -26,6 +34,7 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
 
@@ -35,18 +44,21 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
 
-# Benchmark that checks the prediction (ISL 1024, OSL 1024, 64 requests in flight per instance): run it against each instance, or at 256 through the load balancer.
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 256 requests in flight: 64 per instance on 4 instances) through the load balancer in front of them:
 aiperf profile \
   --model meta-llama/Llama-3.1-70B-Instruct \
-  --url $NODE0_ADDR:8000 \
+  --url $LB_ADDR:$LB_PORT \
   --endpoint-type chat \
   --streaming \
   --synthetic-input-tokens-mean 1024 \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
-  --concurrency 64 \
-  --request-count 320
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
+  --concurrency 256 \
+  --request-count 1280

@@ -1,6 +1,13 @@
 # TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 2 instances on 16 GPUs.
 # Set NODE0_ADDR..NODE2_ADDR to the nodes' addresses and run each command on the node it names.
+# shardplan-trtllm.yaml must exist at the same path on every node.
 # 2 servers: put them behind a load balancer.
+# Set LB_ADDR and LB_PORT to the load balancer's address and port for the benchmark.
+cat > shardplan-trtllm.yaml <<'EOF'
+cuda_graph_config:
+  max_batch_size: 128
+  enable_padding: true
+EOF
 
 # Instance 0, node 0:
 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
@@ -8,27 +15,31 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 8 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
 
 # Instance 1, one MPI world over nodes 1-2, started from node 1:
-mpirun -np 8 -H $NODE1_ADDR:4,$NODE2_ADDR:4 trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
+mpirun --allow-run-as-root -np 8 -H $NODE1_ADDR:4,$NODE2_ADDR:4 -x PATH -x LD_LIBRARY_PATH trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --backend pytorch \
   --tp_size 8 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
 
-# Benchmark that checks the prediction (ISL 1024, OSL 1024, 128 requests in flight per instance): run it against each instance, or at 256 through the load balancer.
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 256 requests in flight: 128 per instance on 2 instances) through the load balancer in front of them:
 aiperf profile \
   --model meta-llama/Llama-3.1-70B-Instruct \
-  --url $NODE0_ADDR:8000 \
+  --url $LB_ADDR:$LB_PORT \
   --endpoint-type chat \
   --streaming \
   --synthetic-input-tokens-mean 1024 \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
-  --concurrency 128 \
-  --request-count 640
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
+  --concurrency 256 \
+  --request-count 1280

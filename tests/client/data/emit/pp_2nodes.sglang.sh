@@ -6,6 +6,7 @@ python -m sglang.launch_server --model-path meta-llama/Llama-3.1-405B-Instruct \
   --tp-size 8 \
   --pp-size 2 \
   --max-running-requests 128 \
+  --cuda-graph-max-bs 128 \
   --quantization fp8 \
   --kv-cache-dtype fp8_e4m3 \
   --nnodes 2 \
@@ -19,6 +20,7 @@ python -m sglang.launch_server --model-path meta-llama/Llama-3.1-405B-Instruct \
   --tp-size 8 \
   --pp-size 2 \
   --max-running-requests 128 \
+  --cuda-graph-max-bs 128 \
   --quantization fp8 \
   --kv-cache-dtype fp8_e4m3 \
   --nnodes 2 \

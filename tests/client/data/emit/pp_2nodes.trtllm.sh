@@ -5,10 +5,13 @@
 cat > shardplan-trtllm.yaml <<'EOF'
 kv_cache_config:
   dtype: fp8
+cuda_graph_config:
+  max_batch_size: 128
+  enable_padding: true
 EOF
 
 # one MPI world over nodes 0-1, started from node 0:
-mpirun -np 16 -H $NODE0_ADDR:8,$NODE1_ADDR:8 trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
+mpirun --allow-run-as-root -np 16 -H $NODE0_ADDR:8,$NODE1_ADDR:8 -x PATH -x LD_LIBRARY_PATH trtllm-llmapi-launch trtllm-serve meta-llama/Llama-3.1-405B-Instruct \
   --backend pytorch \
   --tp_size 8 \
   --pp_size 2 \
@@ -27,5 +30,7 @@ aiperf profile \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
   --concurrency 128 \
   --request-count 640

@@ -5,6 +5,8 @@ SGLANG_PP_LAYER_PARTITION=44,36 python -m sglang.launch_server --model-path meta
   --tp-size 4 \
   --pp-size 2 \
   --max-running-requests 64 \
+  --cuda-graph-max-bs 64 \
+  --host 0.0.0.0 \
   --port 30000
 
 # Benchmark that checks the prediction (ISL 1024, OSL 1024, 64 requests in flight):

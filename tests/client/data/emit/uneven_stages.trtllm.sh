@@ -1,6 +1,9 @@
 # TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 8 GPUs.
 cat > shardplan-trtllm.yaml <<'EOF'
 pp_partition: [44, 36]
+cuda_graph_config:
+  max_batch_size: 64
+  enable_padding: true
 EOF
 
 # node 0:
@@ -10,6 +13,7 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --pp_size 2 \
   --max_batch_size 64 \
   --config shardplan-trtllm.yaml \
+  --host 0.0.0.0 \
   --port 8000
 
 # Benchmark that checks the prediction (ISL 1024, OSL 1024, 64 requests in flight):
@@ -22,5 +26,7 @@ aiperf profile \
   --synthetic-input-tokens-stddev 0 \
   --output-tokens-mean 1024 \
   --output-tokens-stddev 0 \
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
   --concurrency 64 \
   --request-count 320
