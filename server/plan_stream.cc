@@ -15,12 +15,14 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "server/capacity_search.h"
 #include "server/replan.h"
 #include "server/status_util.h"
 #include "server/update_queue.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
+#include "simulator/traffic_spec.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::server {
@@ -85,34 +87,22 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
 
   // The rest of StartPlanStream, once constructed.
   void Begin() {
-    const simulator::CostModel& cost_model = *request_.cost_model;
-    policy::ScoredPlan baseline;
-    baseline.plan = simulator::MegatronPlan(cost_model);
-    baseline.evaluation = cost_model.Evaluate(baseline.plan);
-    baseline_tps_ = Throughput(baseline.evaluation);
-    deps_.metrics->cost_model_evaluations().Increment();
-    PlanUpdate first = MakeUpdate(baseline, /*evaluations=*/1, "baseline");
-    // The job's search counts this evaluation as its first and does not
-    // repeat it.
-    job_ = std::make_unique<SearchJob>(
-        SearchJobDeps{deps_.history, deps_.searcher_factory, deps_.eval_pool,
-                      deps_.elite_size},
-        request_, std::move(baseline));
-    {
-      absl::MutexLock lock(&mu_);
-      // Queued before the job exists so that it is written first whatever the
-      // job does.
-      queue_.PushBaseline(std::move(first));
-    }
+    if (request_.capacity == nullptr) BeginSearch();
     absl::Status admitted = absl::OkStatus();
     if (!deps_.registry->Add(this)) {
       admitted = absl::UnavailableError(
           "the server is shutting down; retry on another instance");
     } else {
       registered_ = true;
-      absl::StatusOr<uint64_t> job =
-          deps_.scheduler->Submit(SearchScheduler::Job{
-              [this](int slot) { RunSearch(slot); }, [this] { Dropped(); }});
+      absl::StatusOr<uint64_t> job = deps_.scheduler->Submit(
+          SearchScheduler::Job{[this](int slot) {
+                                 if (request_.capacity != nullptr) {
+                                   RunCapacity(slot);
+                                 } else {
+                                   RunSearch(slot);
+                                 }
+                               },
+                               [this] { Dropped(); }});
       if (job.ok()) {
         absl::MutexLock lock(&mu_);
         job_id_ = *job;
@@ -135,6 +125,30 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     Pump();
     metrics->time_to_first_plan().Observe(
         absl::ToDoubleSeconds(absl::Now() - start));
+  }
+
+  // The baseline update and the search job (not for capacity searches,
+  // whose one update is their answer).
+  void BeginSearch() {
+    const simulator::CostModel& cost_model = *request_.cost_model;
+    policy::ScoredPlan baseline;
+    baseline.plan = simulator::MegatronPlan(cost_model);
+    baseline.evaluation = cost_model.Evaluate(baseline.plan);
+    baseline_tps_ = Throughput(baseline.evaluation);
+    deps_.metrics->cost_model_evaluations().Increment();
+    PlanUpdate first = MakeUpdate(baseline, /*evaluations=*/1, "baseline");
+    // The job's search counts this evaluation as its first and does not
+    // repeat it.
+    job_ = std::make_unique<SearchJob>(
+        SearchJobDeps{deps_.history, deps_.searcher_factory, deps_.eval_pool,
+                      deps_.elite_size},
+        request_, std::move(baseline));
+    {
+      absl::MutexLock lock(&mu_);
+      // Queued before the job exists so that it is written first whatever the
+      // job does.
+      queue_.PushBaseline(std::move(first));
+    }
   }
 
   void OnWriteDone(bool ok) override {
@@ -245,6 +259,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     *update.mutable_plan() = simulator::PlanToProto(scored.plan, problem);
     *update.mutable_prediction() =
         simulator::PredictionToProto(scored.evaluation, problem);
+    simulator::AddTrafficPrediction(*request_.cost_model, scored.plan, 0,
+                                    update.mutable_prediction());
     update.set_evaluations(evaluations);
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     update.set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
@@ -301,6 +317,19 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // The scheduler dropped the waiting job (server drain): end with the baseline
   // as best. Runs on the thread that drains the server, not on a gRPC thread.
   void Dropped() {
+    if (request_.capacity != nullptr) {
+      summary_.set_stop_reason("shutdown");
+      PlanUpdate final_update;
+      final_update.set_final(true);
+      final_update.set_kind("final");
+      *final_update.mutable_summary() = summary_;
+      {
+        absl::MutexLock lock(&mu_);
+        queue_.PushFinal(std::move(final_update), absl::OkStatus());
+      }
+      Pump();
+      return;
+    }
     // The final update promises that the store holds what the client saw (the
     // baseline): the job stores it first.
     const SearchJob::Outcome outcome = job_->Abandon();
@@ -359,6 +388,62 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       top->set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
     }
     return update;
+  }
+
+  // A capacity search, on a worker thread: one final update with the winner
+  // (chosen_cluster, plan, prediction with cost) and the best option of each
+  // hardware in top_plans; or, when no option carries the rate, an
+  // infeasible prediction naming the limits.
+  void RunCapacity(int slot) {
+    ServerMetrics& metrics = *deps_.metrics;
+    metrics.ResetSlot(slot);
+    const absl::Time search_start = absl::Now();
+    absl::StatusOr<CapacityResult> result =
+        SearchCapacity(*request_.capacity, token_);
+    metrics.search_duration().Observe(
+        absl::ToDoubleSeconds(absl::Now() - search_start));
+    PlanUpdate update;
+    update.set_final(true);
+    update.set_kind("final");
+    absl::Status status = result.status();
+    std::string stop_reason = "error";
+    if (result.ok()) {
+      metrics.cost_model_evaluations().Increment(result->evaluations);
+      summary_.set_evaluations(result->evaluations);
+      update.set_evaluations(result->evaluations);
+      stop_reason = "complete";
+      if (result->cancelled) {
+        absl::MutexLock lock(&mu_);
+        stop_reason =
+            shutdown_ && !client_cancelled_ ? "shutdown" : "cancelled";
+        if (stop_reason == "cancelled") status = CancelStatusLocked();
+      }
+      if (result->winner.has_value()) {
+        const CapacityPick& w = result->picks[*result->winner];
+        *update.mutable_plan() = w.plan;
+        *update.mutable_prediction() = w.prediction;
+        *update.mutable_chosen_cluster() = w.cluster;
+      } else if (!result->cancelled) {
+        update.mutable_prediction()->set_feasible(false);
+        update.mutable_prediction()->set_infeasible_reason(
+            result->no_fit_reason);
+      }
+      for (const CapacityPick& pick : result->picks) {
+        shardplan::v1::TopPlan* top = update.add_top_plans();
+        *top->mutable_plan() = pick.plan;
+        *top->mutable_prediction() = pick.prediction;
+        *top->mutable_cluster() = pick.cluster;
+      }
+    }
+    update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
+    summary_.set_method(request_.method);
+    summary_.set_stop_reason(stop_reason);
+    *update.mutable_summary() = summary_;
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.PushFinal(std::move(update), status);
+    }
+    Pump();  // `this` may be gone after this call
   }
 
   // The job, on a worker thread.

@@ -16,6 +16,7 @@
 #include "server/status_util.h"
 #include "server/validation.h"
 #include "simulator/spec.h"
+#include "simulator/traffic_spec.h"
 #include "simulator/types.h"
 #include "simulator/user_text.h"
 
@@ -259,6 +260,9 @@ grpc::ServerUnaryReactor* PlannerService::EvaluatePlan(
         simulator::PlanToProto(validated->plan, problem);
     *response->mutable_prediction() =
         simulator::PredictionToProto(evaluation, problem);
+    simulator::AddTrafficPrediction(*validated->cost_model, validated->plan,
+                                    PricePerGpuHour(request->cluster()),
+                                    response->mutable_prediction());
     *response->mutable_model() = simulator::ModelSpecFromDims(problem.model);
   }
   deps_.metrics->CountEvaluateRequest(status.code());
