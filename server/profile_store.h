@@ -28,7 +28,7 @@
 #include "server/elite_store.h"
 #include "server/validation.h"
 #include "shardplan/v1/shardplan.pb.h"
-#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
 
 namespace shardplan::server {
 

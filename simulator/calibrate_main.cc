@@ -38,7 +38,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
-#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
 
 namespace {
 

@@ -237,7 +237,7 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
 // finishes, as the benchmark clients of the calibration rows do). A request
 // cycles through the prefill pool (wait + service) and the decode pool
 // ((OSL - 1) iterations), so by Little's law (as EvaluateQueued in
-// cost_model.cc) the completion rate is lambda = clients / (TTFT + decode
+// serving.cc) the completion rate is lambda = clients / (TTFT + decode
 // time), and only lambda x decode time of the clients sit in the decode
 // batch; the rest wait for or are in prefill. Solved by fixed-point
 // iteration on the decode occupancy; for each occupancy lambda is the root

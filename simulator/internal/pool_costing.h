@@ -1,5 +1,5 @@
 // Costs of one instance of a pool of a disaggregated plan, from the same
-// per-phase terms as aggregated plans (cost_model.cc). Used by
+// per-phase terms as aggregated plans (serving.cc). Used by
 // simulator/disaggregated.cc only; not part of the public API.
 #ifndef SHARDPLAN_SIMULATOR_INTERNAL_POOL_COSTING_H_
 #define SHARDPLAN_SIMULATOR_INTERNAL_POOL_COSTING_H_

@@ -3,7 +3,7 @@
 // of the other models held out), plus the validation-only CSV (Llama-3.1-70B
 // on vLLM, a second held-out model), and checks the held-out targets. No
 // fitting happens here.
-#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
 
 #include <algorithm>
 #include <cmath>

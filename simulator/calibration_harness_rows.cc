@@ -1,0 +1,585 @@
+// Calibration harness: measured rows. The one CSV reader of the simulator,
+// the aggregated and disaggregated row parsers, each row's Problem + PlanDims
+// and its prediction.
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "shardplan/v1/shardplan.pb.h"
+#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
+#include "simulator/cost_model.h"
+#include "simulator/internal/calibration_harness.h"
+#include "simulator/spec.h"
+#include "simulator/status_macros.h"
+#include "simulator/user_text.h"
+
+namespace shardplan::simulator {
+namespace {
+
+// Splits one CSV line (RFC 4180 quotes).
+std::vector<std::string> SplitCsvLine(absl::string_view line) {
+  std::vector<std::string> out;
+  std::string cur;
+  bool quoted = false;
+  for (size_t i = 0; i < line.size(); ++i) {
+    const char ch = line[i];
+    if (quoted) {
+      if (ch == '"') {
+        if (i + 1 < line.size() && line[i + 1] == '"') {
+          cur.push_back('"');
+          ++i;
+        } else {
+          quoted = false;
+        }
+      } else {
+        cur.push_back(ch);
+      }
+    } else if (ch == '"') {
+      quoted = true;
+    } else if (ch == ',') {
+      out.push_back(std::move(cur));
+      cur.clear();
+    } else {
+      cur.push_back(ch);
+    }
+  }
+  out.push_back(std::move(cur));
+  return out;
+}
+
+absl::StatusOr<int> IntField(absl::string_view value, int fallback, int line,
+                             absl::string_view column) {
+  if (value.empty()) return fallback;
+  int v = 0;
+  if (!absl::SimpleAtoi(value, &v)) {
+    double d = 0;
+    if (!absl::SimpleAtod(value, &d) || !std::isfinite(d)) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "csv line %d: column %s: not a number: \"%s\"", line, column, value));
+    }
+    v = static_cast<int>(d);
+  }
+  return v;
+}
+
+constexpr absl::string_view kHeldOutModel = "llama-3.1-8b";
+
+const CalibrationProfile& ProfileFor(
+    const std::vector<CalibrationProfile>& profiles, absl::string_view engine) {
+  for (const CalibrationProfile& p : profiles) {
+    if (p.engine == engine) return p;
+  }
+  return profiles.front();
+}
+
+}  // namespace
+
+namespace internal {
+
+const char* CatalogNameFor(absl::string_view model_path) {
+  if (model_path == "Qwen/Qwen3-32B") return "qwen3-32b";
+  if (model_path == "Qwen/Qwen3-235B-A22B-FP8" ||
+      model_path == "Qwen/Qwen3-235B-A22B") {
+    return "qwen3-235b-a22b";
+  }
+  if (model_path == "meta-llama/Llama-3.1-8B-Instruct" ||
+      model_path == "meta-llama/Llama-3.1-8B") {
+    return "llama-3.1-8b";
+  }
+  if (model_path == "openai/gpt-oss-120b") return "gpt-oss-120b";
+  if (model_path == "meta-llama/Llama-3.1-70B" ||
+      model_path == "meta-llama/Llama-3.1-70B-Instruct") {
+    return "llama-3.1-70b";
+  }
+  return nullptr;
+}
+
+}  // namespace internal
+
+using internal::CatalogNameFor;
+using internal::Mape;
+
+// --- Rows ---
+
+namespace {
+
+// A calibration CSV: column index by name and the non-empty data lines
+// (1-based line number, fields).
+struct CsvTable {
+  std::map<std::string, int> col;
+  std::vector<std::pair<int, std::vector<std::string>>> rows;
+};
+
+// INVALID_ARGUMENT on a missing `required` column or a line whose field count
+// differs from the header's.
+absl::StatusOr<CsvTable> ReadCsvTable(
+    absl::string_view csv_text, const std::vector<std::string>& required) {
+  std::vector<absl::string_view> lines = absl::StrSplit(csv_text, '\n');
+  if (lines.empty()) return absl::InvalidArgumentError("csv: empty");
+  const std::vector<std::string> header =
+      SplitCsvLine(absl::StripSuffix(lines[0], "\r"));
+  CsvTable table;
+  for (size_t i = 0; i < header.size(); ++i)
+    table.col[header[i]] = static_cast<int>(i);
+  for (const std::string& r : required) {
+    if (table.col.find(r) == table.col.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("csv: missing column \"%s\"", r));
+    }
+  }
+  for (size_t li = 1; li < lines.size(); ++li) {
+    absl::string_view line = absl::StripSuffix(lines[li], "\r");
+    if (line.empty()) continue;
+    const int line_no = static_cast<int>(li) + 1;
+    std::vector<std::string> f = SplitCsvLine(line);
+    if (f.size() != header.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("csv line %d: %d fields, header has %d", line_no,
+                          f.size(), header.size()));
+    }
+    table.rows.emplace_back(line_no, std::move(f));
+  }
+  return table;
+}
+
+// A row's measured TTFT and TPOT (the CSV's milliseconds, in seconds); false
+// when either is missing or not positive.
+bool MeasuredLatencies(const std::string& ttft_ms_text,
+                       const std::string& tpot_ms_text, double* ttft_seconds,
+                       double* tpot_seconds) {
+  double ttft_ms = 0, tpot_ms = 0;
+  if (!absl::SimpleAtod(ttft_ms_text, &ttft_ms) ||
+      !absl::SimpleAtod(tpot_ms_text, &tpot_ms) || !(ttft_ms > 0) ||
+      !(tpot_ms > 0)) {
+    return false;
+  }
+  *ttft_seconds = ttft_ms / 1e3;
+  *tpot_seconds = tpot_ms / 1e3;
+  return true;
+}
+
+// FP8 weights: the CSV says so in precision or in the GEMM quantisation.
+bool Fp8Weights(const std::string& precision,
+                const std::string& gemm_quant_mode) {
+  return absl::StrContains(precision, "fp8") ||
+         absl::StartsWith(gemm_quant_mode, "fp8");
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
+                                                     bool validation_only) {
+  ASSIGN_OR_RETURN(
+      CsvTable table,
+      ReadCsvTable(
+          csv_text,
+          {"id", "backend", "backend_version", "model_path", "precision",
+           "mode", "isl", "osl", "gemm_quant_mode", "batch_size", "tp_size",
+           "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
+           "silicon_ttft_ms", "silicon_tpot_ms"}));
+  std::map<std::string, int>& col = table.col;
+  ParsedMeasurements out;
+  int data_index = 0;
+  for (const auto& table_row : table.rows) {
+    // Named copies: lambdas may not capture structured bindings (C++17).
+    const int line_no = table_row.first;
+    const auto& f = table_row.second;
+    auto get = [&](const char* c) -> const std::string& { return f[col[c]]; };
+    const int index = data_index++;
+    if (get("mode") != "agg") {
+      ++out.skipped_disaggregated;
+      continue;
+    }
+    MeasuredRow row;
+    row.line = line_no;
+    row.id = get("id");
+    row.engine = get("backend");
+    row.engine_version = get("backend_version");
+    row.model_path = get("model_path");
+    const char* catalog = CatalogNameFor(row.model_path);
+    if (catalog == nullptr ||
+        !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
+                           &row.ttft_seconds, &row.tpot_seconds)) {
+      ++out.skipped_other;
+      continue;
+    }
+    row.catalog_model = catalog;
+    row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
+    row.fp4 = get("precision") == "fp4" ||
+              absl::StrContains(get("gemm_quant_mode"), "fp4");
+    ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
+    ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
+    ASSIGN_OR_RETURN(row.concurrency,
+                     IntField(get("batch_size"), 0, line_no, "batch_size"));
+    ASSIGN_OR_RETURN(row.tp, IntField(get("tp_size"), 1, line_no, "tp_size"));
+    ASSIGN_OR_RETURN(row.pp, IntField(get("pp_size"), 1, line_no, "pp_size"));
+    ASSIGN_OR_RETURN(row.attention_dp, IntField(get("attention_dp_size"), 1,
+                                                line_no, "attention_dp_size"));
+    ASSIGN_OR_RETURN(row.moe_tp,
+                     IntField(get("moe_tp_size"), 1, line_no, "moe_tp_size"));
+    ASSIGN_OR_RETURN(row.moe_ep,
+                     IntField(get("moe_ep_size"), 1, line_no, "moe_ep_size"));
+    row.tp = std::max(1, row.tp);
+    row.pp = std::max(1, row.pp);
+    row.attention_dp = std::max(1, row.attention_dp);
+    row.moe_tp = std::max(1, row.moe_tp);
+    row.moe_ep = std::max(1, row.moe_ep);
+    if (row.isl <= 0 || row.osl <= 0 || row.concurrency <= 0) {
+      ++out.skipped_other;
+      continue;
+    }
+    row.held_out_model = validation_only || row.catalog_model == kHeldOutModel;
+    row.held_out_row = !row.held_out_model && index % 4 == 3;
+    if (row.concurrency > kMaxFitConcurrency) {
+      out.high_concurrency_rows.push_back(std::move(row));
+      continue;
+    }
+    out.rows.push_back(std::move(row));
+  }
+  return out;
+}
+
+absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
+  shardplan::v1::ModelSource model;
+  model.set_catalog_name(row.catalog_model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  const int gpus = row.tp * row.pp * row.attention_dp;
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(std::min(8, gpus));
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(row.isl);
+  workload.set_output_tokens(row.osl);
+  workload.set_concurrency(std::max(1, row.concurrency / row.attention_dp));
+  workload.set_weight_dtype(row.fp4 ? "fp4" : row.fp8 ? "fp8" : "bf16");
+  // TensorRT-LLM rows with FP8 GEMMs run an FP8 KV cache: AIConfigurator's
+  // per-tensor FP8 recipe for trtllm quantises every component, the KV cache
+  // included (kvcache_quant_mode fp8, e.g. its Qwen3-32B-FP8 trtllm example);
+  // the measured rows agree (Qwen3-32B tp 1 runs 64 requests of 4.2k tokens
+  // without queueing, which a bf16 cache cannot hold). Other engines keep
+  // bf16 (their FP8 checkpoints leave the KV cache in the model dtype unless
+  // asked).
+  workload.set_kv_cache_dtype(row.engine == "trtllm" && row.fp8 ? "fp8"
+                                                                : "bf16");
+  return ProblemFromProto(model, cluster, workload);
+}
+
+PlanDims RowPlan(const MeasuredRow& row) {
+  PlanDims plan;
+  plan.dp = row.attention_dp;
+  plan.tp = row.tp;
+  plan.pp = row.pp;
+  plan.ep = row.moe_ep;  // 1 for dense models
+  plan.dims = MegatronShardDims();
+  plan.batch_size = std::max(1, row.concurrency / row.attention_dp);
+  return plan;
+}
+
+namespace {
+
+// Predicts each row (aggregated or disaggregated) with its engine's profile.
+template <typename Row, typename ProblemOf, typename PlanOf>
+absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
+    const std::vector<Row>& rows,
+    const std::vector<CalibrationProfile>& profiles, ProblemOf problem_of,
+    PlanOf plan_of, bool engine_agnostic_too = false) {
+  if (profiles.empty())
+    return absl::InvalidArgumentError("no calibration profiles");
+  // As DefaultCalibration() is made from the compiled-in profiles.
+  Calibration agnostic = ProfileFor(profiles, "trtllm").calibration;
+  agnostic.disagg_request_overhead_seconds = kEngineAgnosticDisaggOverheadS;
+  std::vector<RowPrediction> out;
+  out.reserve(rows.size());
+  for (const Row& row : rows) {
+    ASSIGN_OR_RETURN(Problem problem, problem_of(row));
+    ASSIGN_OR_RETURN(
+        std::unique_ptr<const CostModel> model,
+        CostModel::Create(problem,
+                          ProfileFor(profiles, row.engine).calibration));
+    const PlanDims plan = plan_of(row);
+    RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
+                             absl::StrCat("csv line ", row.line)));
+    const Evaluation e = model->Evaluate(plan);
+    RowPrediction p{e.ttft_seconds, e.tpot_seconds, e.feasible,
+                    e.prefill_seconds};
+    if (engine_agnostic_too) {
+      ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> agnostic_model,
+                       CostModel::Create(std::move(problem), agnostic));
+      const Evaluation a = agnostic_model->Evaluate(plan);
+      p.agnostic_ttft_seconds = a.ttft_seconds;
+      p.agnostic_tpot_seconds = a.tpot_seconds;
+      p.agnostic_feasible = a.feasible;
+    }
+    out.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<std::vector<RowPrediction>> PredictRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, RowProblem, RowPlan);
+}
+
+absl::StatusOr<std::vector<RowPrediction>> PredictRowsForBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, RowProblem, RowPlan,
+                        /*engine_agnostic_too=*/true);
+}
+
+// --- Disaggregated rows ---
+
+namespace {
+
+const char* DisaggregatedCatalogNameFor(absl::string_view model_path) {
+  // DeepSeek-R1 is DeepSeek-V3's architecture with other weights.
+  if (model_path == "deepseek-ai/DeepSeek-R1" ||
+      model_path == "deepseek-ai/DeepSeek-V3") {
+    return "deepseek-v3";
+  }
+  return CatalogNameFor(model_path);
+}
+
+// A pool's layout; the vLLM quirk (tp_size 1 beside moe_tp 2 or 4, see the
+// CSV's README) resolved as tp = moe_tp * moe_ep / attention_dp.
+MeasuredPool ResolvePool(MeasuredPool pool) {
+  pool.batch_size = std::max(0, pool.batch_size);
+  pool.workers = std::max(1, pool.workers);
+  pool.tp = std::max(1, pool.tp);
+  pool.pp = std::max(1, pool.pp);
+  pool.attention_dp = std::max(1, pool.attention_dp);
+  pool.moe_tp = std::max(1, pool.moe_tp);
+  pool.moe_ep = std::max(1, pool.moe_ep);
+  const int moe_ranks = pool.moe_tp * pool.moe_ep;
+  if (pool.tp == 1 && moe_ranks > pool.attention_dp &&
+      moe_ranks % pool.attention_dp == 0) {
+    pool.tp = moe_ranks / pool.attention_dp;
+  }
+  return pool;
+}
+
+bool SamePool(const MeasuredPool& a, const MeasuredPool& b) {
+  return a.batch_size == b.batch_size && a.workers == b.workers &&
+         a.tp == b.tp && a.pp == b.pp && a.attention_dp == b.attention_dp &&
+         a.moe_tp == b.moe_tp && a.moe_ep == b.moe_ep;
+}
+
+// Equal to the last digits a re-export changes (13693.258112009305 and
+// ...304 are one number).
+bool SameMeasuredValue(double a, double b) {
+  return std::abs(a - b) <= 1e-9 * std::max(std::abs(a), std::abs(b));
+}
+
+// The same run exported more than once (the source merges database dumps
+// and CSV exports): rows with the same model, engine, ISL, OSL, concurrency
+// and the same measured TTFT and TPOT to the last digits are one
+// measurement. Under one layout it is kept once (the first row; the split
+// flag of that row stays, so a measurement is never on both sides of the
+// split). Under different layouts the deployment that produced it is
+// unknown (e.g. one TensorRT-LLM run reported both as 1 prefill worker of
+// dp16 + 3 decode workers of tp16 and as 1 + 1 workers of tp16): every copy
+// is dropped, since no layout can be predicted for it.
+void DropRepeatedMeasurements(ParsedDisaggregated& out) {
+  std::vector<DisaggregatedRow> kept;
+  std::vector<bool> used(out.rows.size(), false);
+  for (size_t i = 0; i < out.rows.size(); ++i) {
+    if (used[i]) continue;
+    const DisaggregatedRow& a = out.rows[i];
+    std::vector<size_t> copies = {i};
+    bool conflicting = false;
+    for (size_t j = i + 1; j < out.rows.size(); ++j) {
+      const DisaggregatedRow& b = out.rows[j];
+      if (used[j] || a.catalog_model != b.catalog_model ||
+          a.engine != b.engine || a.isl != b.isl || a.osl != b.osl ||
+          a.concurrency != b.concurrency ||
+          !SameMeasuredValue(a.ttft_seconds, b.ttft_seconds) ||
+          !SameMeasuredValue(a.tpot_seconds, b.tpot_seconds)) {
+        continue;
+      }
+      copies.push_back(j);
+      conflicting = conflicting || !SamePool(a.prefill, b.prefill) ||
+                    !SamePool(a.decode, b.decode);
+    }
+    for (size_t j : copies) used[j] = true;
+    if (conflicting) {
+      out.skipped_conflicting_layouts += static_cast<int>(copies.size());
+      continue;
+    }
+    out.skipped_duplicates += static_cast<int>(copies.size()) - 1;
+    kept.push_back(a);
+  }
+  out.rows = std::move(kept);
+}
+
+}  // namespace
+
+absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
+    absl::string_view csv_text) {
+  std::vector<std::string> required = {"id",
+                                       "silicon_data_source",
+                                       "backend",
+                                       "model_path",
+                                       "precision",
+                                       "mode",
+                                       "isl",
+                                       "osl",
+                                       "gemm_quant_mode",
+                                       "silicon_ttft_ms",
+                                       "silicon_tpot_ms"};
+  for (const char* pool : {"prefill_", "decode_"}) {
+    for (const char* f : {"batch_size", "num_workers", "tp_size", "pp_size",
+                          "attention_dp_size", "moe_tp_size", "moe_ep_size"}) {
+      required.push_back(absl::StrCat(pool, f));
+    }
+  }
+  ASSIGN_OR_RETURN(CsvTable table, ReadCsvTable(csv_text, required));
+  std::map<std::string, int>& col = table.col;
+  ParsedDisaggregated out;
+  int data_index = 0;
+  for (const auto& table_row : table.rows) {
+    // Named copies: lambdas may not capture structured bindings (C++17).
+    const int line_no = table_row.first;
+    const auto& f = table_row.second;
+    auto get = [&](const std::string& c) -> const std::string& {
+      return f[col[c]];
+    };
+    if (get("mode") != "disagg") continue;
+    const int index = data_index++;
+    DisaggregatedRow row;
+    row.line = line_no;
+    row.id = get("id");
+    row.engine = get("backend");
+    row.model_path = get("model_path");
+    const char* catalog = DisaggregatedCatalogNameFor(row.model_path);
+    if (catalog == nullptr ||
+        !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
+                           &row.ttft_seconds, &row.tpot_seconds)) {
+      ++out.skipped;
+      continue;
+    }
+    row.catalog_model = catalog;
+    row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
+    ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
+    ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
+    const std::string& source = get("silicon_data_source");
+    const size_t at = source.find("silicon_concurrency=");
+    if (at != std::string::npos) {
+      const absl::string_view rest =
+          absl::string_view(source).substr(at + strlen("silicon_concurrency="));
+      ASSIGN_OR_RETURN(row.concurrency,
+                       IntField(rest.substr(0, rest.find(';')), 0, line_no,
+                                "silicon_data_source"));
+    }
+    for (const std::pair<const char*, MeasuredPool*>& side :
+         {std::pair<const char*, MeasuredPool*>{"prefill_", &row.prefill},
+          {"decode_", &row.decode}}) {
+      const char* const prefix = side.first;
+      MeasuredPool* const pool = side.second;
+      auto field = [&](const char* name, int fallback) {
+        const std::string c = absl::StrCat(prefix, name);
+        return IntField(get(c), fallback, line_no, c);
+      };
+      ASSIGN_OR_RETURN(pool->batch_size, field("batch_size", 0));
+      ASSIGN_OR_RETURN(pool->workers, field("num_workers", 1));
+      ASSIGN_OR_RETURN(pool->tp, field("tp_size", 1));
+      ASSIGN_OR_RETURN(pool->pp, field("pp_size", 1));
+      ASSIGN_OR_RETURN(pool->attention_dp, field("attention_dp_size", 1));
+      ASSIGN_OR_RETURN(pool->moe_tp, field("moe_tp_size", 1));
+      ASSIGN_OR_RETURN(pool->moe_ep, field("moe_ep_size", 1));
+      *pool = ResolvePool(*pool);
+    }
+    if (row.isl <= 0 || row.osl <= 0 ||
+        (row.concurrency <= 0 && row.decode.batch_size <= 0)) {
+      ++out.skipped;
+      continue;
+    }
+    const int per_worker = row.decode.batch_size > 0
+                               ? row.decode.batch_size
+                               : row.concurrency / row.decode.workers;
+    if (per_worker > kMaxFitConcurrency) {
+      ++out.skipped_queueing;
+      continue;
+    }
+    row.held_out_row = index % 4 == 3;
+    out.rows.push_back(std::move(row));
+  }
+  DropRepeatedMeasurements(out);
+  return out;
+}
+
+absl::StatusOr<Problem> DisaggregatedRowProblem(const DisaggregatedRow& row) {
+  shardplan::v1::ModelSource model;
+  model.set_catalog_name(row.catalog_model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("h100-sxm-80gb");
+  const int gpus = row.prefill.workers * row.prefill.gpus() +
+                   row.decode.workers * row.decode.gpus();
+  cluster.set_num_gpus(gpus);
+  cluster.set_gpus_per_node(std::min(8, gpus));
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(row.isl);
+  workload.set_output_tokens(row.osl);
+  workload.set_weight_dtype(row.fp8 ? "fp8" : "bf16");
+  workload.set_kv_cache_dtype("bf16");
+  // The benchmark's closed-loop clients, per decode instance (the replica
+  // unit of Workload.concurrency); every row's concurrency divides evenly.
+  if (row.concurrency > 0) {
+    workload.set_concurrency((row.concurrency + row.decode.workers - 1) /
+                             row.decode.workers);
+  }
+  return ProblemFromProto(model, cluster, workload);
+}
+
+PlanDims DisaggregatedRowPlan(const DisaggregatedRow& row) {
+  PlanDims plan;
+  plan.disaggregated = true;
+  plan.prefill_instances = row.prefill.workers;
+  plan.decode_instances = row.decode.workers;
+  plan.prefill.dp = row.prefill.attention_dp;
+  plan.prefill.tp = row.prefill.tp;
+  plan.prefill.pp = row.prefill.pp;
+  plan.prefill.ep = row.prefill.moe_ep;
+  plan.prefill.batch_size = std::max(1, row.prefill.batch_size);
+  plan.dp = row.decode.attention_dp;
+  plan.tp = row.decode.tp;
+  plan.pp = row.decode.pp;
+  plan.ep = row.decode.moe_ep;
+  // With a concurrency, the closed-loop model derives the decode batch
+  // (Little's law, simulator/disaggregated.h). Else requests per decode
+  // worker, then per attention rank.
+  if (row.concurrency > 0) return plan;
+  const int per_worker = row.decode.batch_size > 0
+                             ? row.decode.batch_size
+                             : row.concurrency / row.decode.workers;
+  plan.batch_size = std::max(
+      1, (per_worker + row.decode.attention_dp - 1) / row.decode.attention_dp);
+  return plan;
+}
+
+absl::StatusOr<std::vector<RowPrediction>> PredictDisaggregatedRows(
+    const std::vector<DisaggregatedRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  return PredictEachRow(rows, profiles, DisaggregatedRowProblem,
+                        DisaggregatedRowPlan);
+}
+
+}  // namespace shardplan::simulator

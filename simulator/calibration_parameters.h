@@ -1,0 +1,110 @@
+// Calibration constants of the cost model: the achievable-efficiency and
+// overhead parameters a calibration profile sets (simulator/calibration.h
+// holds the built-in profiles; the harness that fits them is
+// simulator/calibration_harness.h). Depends on nothing: the bottom of the
+// simulator's cost layers.
+#ifndef SHARDPLAN_SIMULATOR_CALIBRATION_PARAMETERS_H_
+#define SHARDPLAN_SIMULATOR_CALIBRATION_PARAMETERS_H_
+
+namespace shardplan::simulator {
+
+// Achievable-efficiency parameters, fitted by the calibration harness
+// (simulator/calibration_harness.h). Every field is a physically meaningful
+// fraction or overhead.
+struct Calibration {
+  double gemm_efficiency = 0.70;  // fraction of peak FLOP/s for large GEMMs
+  double gemm_half_efficiency_tokens =
+      64;  // GEMM efficiency halves at this many tokens
+  double hbm_efficiency =
+      0.85;  // fraction of peak HBM bandwidth when streaming
+  double attention_efficiency = 0.5;  // fraction of peak for attention math
+  double intra_node_efficiency =
+      0.8;  // NCCL bus bandwidth / link bandwidth (NVLink)
+  double inter_node_efficiency = 0.8;  // same, InfiniBand
+  double collective_latency_scale =
+      1.0;  // multiplies the hardware per-step latency
+  double decode_step_overhead_seconds =
+      0.0;  // launch/scheduling per decode iteration
+  double layer_overhead_seconds = 0.0;    // kernel launches per layer per step
+  double prefill_overhead_seconds = 0.0;  // per request, before its first token
+  // TTFT queueing: a new request waits behind this fraction of the prefills of
+  // the other (batch - 1) requests of its replica; the same fraction of the
+  // prefill work leaves the decode iterations (TPOT). 0: staggered arrivals,
+  // prefills interleave with decode steps; 1: requests arrive together and are
+  // prefilled before decoding (closed-loop waves).
+  double prefill_queue_fraction = 0.5;
+  // TTFT: decode iterations a new request waits before and while its prefill is
+  // scheduled (iteration-level scheduling, chunked prefill sharing the step's
+  // token budget).
+  double ttft_wait_iterations = 1.0;
+  // TTFT: prefills of other requests a new request waits for even when
+  // requests do not arrive together: the prefill already running or batched
+  // into the same iteration as its own (continuous batching mixes a prefill
+  // into an iteration with decodes and, on average, another request's
+  // prefill). Scaled by (B - 1) / B: nobody else to wait for at batch 1.
+  // AIConfigurator's aggregated-serving model charges TTFT = 2 x the mixed
+  // prefill+decode step (https://github.com/ai-dynamo/aiconfigurator/blob/
+  // 00ae653b588ef03c8db1b6d7565222080723782e/src/aiconfigurator/sdk/backends/
+  // trtllm_backend.py), i.e. one prefill besides its own; 1 is the prior.
+  double ttft_inflight_prefills = 1.0;
+  // FP4 weights on hardware without FP4 tensor cores (Hopper): the
+  // dequantising weight-only kernels cost as much time as streaming this many
+  // bytes per weight element (a pure 4-bit read would be 0.5). Fitted on the
+  // H100 gpt-oss-120b (MXFP4) vLLM rows (simulator/calibration.cc).
+  double fp4_dequant_bytes_per_weight = 2.0;
+  // KV cache a running request holds, as the fraction of its output tokens
+  // reserved on top of its prompt: 1 = the whole output up front
+  // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =
+  // blocks allocated as tokens are generated (vLLM PagedAttention, SGLang's
+  // token pool), so a request at a uniformly random point of its decode holds
+  // half its output. Decides how many requests fit memory and how many queue.
+  // Engine behaviour, not fitted (simulator/calibration.cc cites the sources).
+  double kv_reserved_output_fraction = 1.0;
+  // Pipeline-parallel plans only: host time per active request of a rank that
+  // every micro-batch step costs in series with the GPU. An executor that
+  // overlaps its scheduling with the GPU hides this at pp = 1; TensorRT-LLM's
+  // PyTorch pipeline loop (_executor_loop_pp in
+  // https://github.com/NVIDIA/TensorRT-LLM, tensorrt_llm/_torch/pyexecutor/
+  // py_executor.py) runs without the overlap scheduler and, on every rank,
+  // schedules over all active requests and hands tokens back through the
+  // host once per micro-batch, so the cost grows with the requests the
+  // pipeline's KV room admits. 0 where no engine measurement exists; fitted
+  // for trtllm on TensorRT-LLM's RTX PRO 6000 pp rows
+  // (simulator/calibration.cc).
+  double pipeline_request_overhead_seconds = 0.0;
+  // When a fixed concurrency needs more KV cache than fits: true = the engine
+  // admits a request once its prompt fits and preempts running requests when
+  // the cache runs out (vLLM: recompute), so part of the queue wait falls
+  // after the first token; false = admission waits until the request's
+  // reserved KV fits (TensorRT-LLM's whole-output reservation; SGLang's
+  // scheduler reserves for the running requests' estimated remaining output),
+  // so the whole wait is before the first token. Engine behaviour, not fitted
+  // (simulator/calibration.cc cites the sources).
+  bool preempts_on_kv_overflow = false;
+  // Disaggregated plans only: fixed latency per request before its first
+  // token on top of the prefill (routing to two servers, the KV-transfer
+  // bootstrap handshake and the decode server admitting the transferred
+  // request). Fitted per engine on the non-held-out disaggregated H100 rows
+  // (simulator/calibration.cc).
+  double disagg_request_overhead_seconds = 0.0;
+  // Disaggregated plans with closed-loop clients: a new request waits behind
+  // this fraction of the prefills of the other clients of its prefill
+  // instance. Closed-loop clients with one ISL/OSL run in lockstep waves
+  // (they start together, decode equally long and resubmit together), so
+  // requests reach the prefill pool in bursts that Poisson (M/D/1) arrivals
+  // do not have; the counterpart of prefill_queue_fraction. Fitted per
+  // engine with disagg_request_overhead_seconds.
+  double disagg_prefill_queue_fraction = 0.0;
+};
+
+// Calibration::disagg_request_overhead_seconds of the engine-agnostic default
+// (the SGLang profile's fitted value).
+inline constexpr double kEngineAgnosticDisaggOverheadS = 0.17;
+
+// The calibration shipped with this version (constants produced by the fit;
+// defined with the built-in profiles, simulator/calibration.cc).
+const Calibration& DefaultCalibration();
+
+}  // namespace shardplan::simulator
+
+#endif  // SHARDPLAN_SIMULATOR_CALIBRATION_PARAMETERS_H_

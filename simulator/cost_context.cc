@@ -1,0 +1,217 @@
+// The per-problem context: CostModel::Create checks the problem and
+// precomputes the constants every evaluation reads (internal/cost_context.h).
+#include "simulator/internal/cost_context.h"
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/strings/str_format.h"
+#include "simulator/cost_model.h"
+
+namespace shardplan::simulator {
+namespace {
+
+// The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
+// (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
+// registers, bf16 tensor-core math (vLLM's Marlin MXFP4/NVFP4 path).
+double GemmPeak(const HardwareDims& hw, Dtype dtype) {
+  const double peak = hw.peak_flops_per_s[static_cast<int>(dtype)];
+  if (peak > 0) return peak;
+  return hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)];
+}
+
+bool Positive(double x) { return std::isfinite(x) && x > 0; }
+
+}  // namespace
+
+CostModel::CostModel(Problem problem, const Calibration& calibration)
+    : problem_(std::move(problem)), calibration_(calibration) {}
+
+CostModel::~CostModel() = default;
+
+double CostModel::capacity_bytes() const { return constants_->capacity_bytes; }
+
+absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
+    Problem problem, const Calibration& calibration) {
+  const ModelDims& m = problem.model;
+  const ClusterDims& c = problem.cluster;
+  const WorkloadDims& w = problem.workload;
+  const HardwareDims& hw = c.hardware;
+  // Defensive checks: spec.cc validates specs; the cost model must never divide
+  // by zero.
+  if (m.hidden <= 0 || m.layers <= 0 || m.heads <= 0 || m.kv_heads <= 0 ||
+      m.head_dim <= 0 || m.vocab <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model: hidden_size, num_layers, num_attention_heads, "
+        "num_key_value_heads, head_dim "
+        "and vocab_size must be > 0, got %d, %d, %d, %d, %d, %d",
+        m.hidden, m.layers, m.heads, m.kv_heads, m.head_dim, m.vocab));
+  }
+  if (!m.is_moe() && m.intermediate <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model.intermediate_size must be > 0 for a dense model, got %d",
+        m.intermediate));
+  }
+  if (m.is_moe() &&
+      (m.experts_per_token <= 0 || m.experts_per_token > m.experts ||
+       m.moe_intermediate <= 0 || m.first_k_dense < 0 ||
+       m.first_k_dense > m.layers ||
+       (m.first_k_dense > 0 && m.intermediate <= 0))) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "model: MoE fields inconsistent (num_experts %d, experts_per_token %d, "
+        "moe_intermediate_size %d, first_k_dense_layers %d, intermediate_size "
+        "%d)",
+        m.experts, m.experts_per_token, m.moe_intermediate, m.first_k_dense,
+        m.intermediate));
+  }
+  if (c.num_gpus <= 0 || c.gpus_per_node <= 0) {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "cluster.num_gpus and cluster.gpus_per_node must be > 0, got %d, %d",
+        c.num_gpus, c.gpus_per_node));
+  }
+  if (!Positive(hw.hbm_bytes) || !Positive(hw.hbm_bytes_per_s) ||
+      !Positive(hw.intra_node_bytes_per_s) ||
+      !Positive(hw.inter_node_bytes_per_s) ||
+      !Positive(hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)]) ||
+      !(hw.intra_node_latency_seconds >= 0) ||
+      !(hw.inter_node_latency_seconds >= 0)) {
+    return absl::InvalidArgumentError(
+        "cluster.hardware: peak bf16 FLOP/s, HBM bytes and bandwidth and link "
+        "bandwidths "
+        "must be finite and > 0, latencies >= 0");
+  }
+  if (w.input_tokens <= 0 || w.output_tokens <= 0 || w.concurrency < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrFormat("workload: input_tokens and output_tokens must be > 0 "
+                        "and concurrency >= 0, got %d, "
+                        "%d, %d",
+                        w.input_tokens, w.output_tokens, w.concurrency));
+  }
+  const Calibration& cal = calibration;
+  if (!Positive(cal.gemm_efficiency) || !Positive(cal.hbm_efficiency) ||
+      !Positive(cal.attention_efficiency) ||
+      !Positive(cal.intra_node_efficiency) ||
+      !Positive(cal.inter_node_efficiency) ||
+      !(cal.gemm_half_efficiency_tokens >= 0) ||
+      !(cal.collective_latency_scale >= 0) ||
+      !(cal.decode_step_overhead_seconds >= 0) ||
+      !(cal.layer_overhead_seconds >= 0) ||
+      !(cal.prefill_overhead_seconds >= 0) ||
+      !(cal.prefill_queue_fraction >= 0) || !(cal.ttft_wait_iterations >= 0) ||
+      !(cal.ttft_inflight_prefills >= 0) ||
+      !(cal.disagg_request_overhead_seconds >= 0) ||
+      !(cal.pipeline_request_overhead_seconds >= 0) ||
+      !(cal.disagg_prefill_queue_fraction >= 0)) {
+    return absl::InvalidArgumentError(
+        "calibration: efficiencies must be > 0, overheads >= 0");
+  }
+
+  auto model = std::unique_ptr<CostModel>(
+      new CostModel(std::move(problem), calibration));
+  auto k = std::make_unique<internal::CostConstants>();
+  const ModelDims& md = model->problem_.model;
+  const double h = md.hidden;
+  k->hidden = h;
+  k->heads = md.heads;
+  k->kv_heads = md.kv_heads;
+  k->vocab = md.vocab;
+  k->intermediate = md.intermediate;
+  k->moe = md.is_moe();
+  k->mla = md.is_mla();
+  k->tied = md.tie_embeddings;
+  k->layers = md.layers;
+  k->dense_layers = md.dense_layers();
+  k->moe_layers = md.moe_layers();
+  if (k->moe) {
+    k->experts = md.experts;
+    k->top_k = md.experts_per_token;
+    k->moe_intermediate = md.moe_intermediate;
+    k->shared_experts = md.shared_experts;
+  }
+  const double nh = md.heads;
+  if (k->mla) {
+    const double qk = md.qk_nope_head_dim + md.qk_rope_head_dim;
+    const double v = md.v_head_dim > 0 ? md.v_head_dim : md.head_dim;
+    const double latent = md.kv_lora_rank + md.qk_rope_head_dim;
+    if (md.q_lora_rank > 0) {
+      k->w_q = md.q_lora_rank * nh * qk;
+      k->w_latent = h * md.q_lora_rank + h * latent;
+    } else {
+      k->w_q = h * nh * qk;
+      k->w_latent = h * latent;
+    }
+    // split by heads
+    k->w_kv = md.kv_lora_rank * nh * (md.qk_nope_head_dim + v);
+    k->w_attn_out = nh * v * h;
+    k->qkv_out = nh * (2 * qk + v);
+    k->attn_out = nh * v;
+    k->kv_per_token_layer = latent;
+    // Decode with absorbed projections: scores over the latent + rope, values
+    // in the latent.
+    k->attn_decode_flops = 2 * nh * (latent + md.kv_lora_rank);
+    // causal: 2 * nh * (qk + v) * S^2 / 2
+    k->attn_prefill_flops = nh * (qk + v);
+  } else {
+    const double hd = md.head_dim;
+    k->w_q = h * nh * hd;
+    k->w_kv = 2 * h * md.kv_heads * hd;
+    k->w_attn_out = nh * hd * h;
+    k->qkv_out = (nh + 2.0 * md.kv_heads) * hd;
+    k->attn_out = nh * hd;
+    k->kv_per_token_layer = 2.0 * md.kv_heads * hd;
+    k->attn_decode_flops = 4 * nh * hd;
+    k->attn_prefill_flops = 2 * nh * hd;  // causal: 4 * nh * hd * S^2 / 2
+  }
+  k->w_mlp_up = 2 * h * md.intermediate;
+  k->w_mlp_down = h * md.intermediate;
+  if (k->moe) {
+    k->w_router = h * md.experts;
+    k->w_expert_up = 2 * h * md.moe_intermediate;
+    k->w_expert_down = h * md.moe_intermediate;
+  }
+  k->w_embedding = static_cast<double>(md.vocab) * h;
+  const WorkloadDims& wd = model->problem_.workload;
+  const HardwareDims& hd = model->problem_.cluster.hardware;
+  k->weight_bytes = BytesPerElement(wd.weight_dtype);
+  k->fp4_dequant = wd.weight_dtype == Dtype::kFp4 &&
+                   !(hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0);
+  k->weight_stream_bytes =
+      k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight : k->weight_bytes;
+  k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
+  k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
+  k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;
+  k->attention_prefill_flops_per_s =
+      hd.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] *
+      cal.attention_efficiency;
+  k->attention_decode_flops_per_s =
+      hd.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] * cal.gemm_efficiency;
+  k->hbm_bytes_per_s = hd.hbm_bytes_per_s * cal.hbm_efficiency;
+  k->nv_bytes_per_s = hd.intra_node_bytes_per_s * cal.intra_node_efficiency;
+  k->ib_bytes_per_s = hd.inter_node_bytes_per_s * cal.inter_node_efficiency;
+  k->nv_latency_seconds =
+      hd.intra_node_latency_seconds * cal.collective_latency_scale;
+  // The latency scale is fitted on single-node rows only: inter-node
+  // collectives keep the link's own latency.
+  k->ib_latency_seconds = hd.inter_node_latency_seconds;
+  k->ib_raw_bytes_per_s = hd.inter_node_bytes_per_s;
+  k->gpus_per_node = model->problem_.cluster.gpus_per_node;
+  k->cluster = model->problem_.cluster;
+  k->num_gpus = model->problem_.cluster.num_gpus;
+  k->capacity_bytes = hd.hbm_bytes * (1 - internal::kMemoryReserveFraction);
+  k->isl = wd.input_tokens;
+  k->osl = wd.output_tokens;
+  k->ctx_decode = wd.input_tokens + wd.output_tokens / 2.0;
+  k->ctx_max =
+      wd.input_tokens +
+      std::clamp(cal.kv_reserved_output_fraction, 0.0, 1.0) * wd.output_tokens;
+  k->max_ttft_seconds = wd.max_ttft_seconds;
+  k->max_tpot_seconds = wd.max_tpot_seconds;
+  k->cal = cal;
+  model->constants_ = std::move(k);
+  return std::unique_ptr<const CostModel>(std::move(model));
+}
+
+}  // namespace shardplan::simulator

@@ -1,0 +1,75 @@
+// The per-problem constants CostModel::Create precomputes (weights per layer
+// and operator, activation sizes, achievable rates), read by every part of the
+// cost model. Not part of the public API.
+#ifndef SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_
+#define SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_
+
+#include "simulator/calibration_parameters.h"
+#include "simulator/types.h"
+
+namespace shardplan::simulator::internal {
+
+// Fraction of HBM kept free for the CUDA context, NCCL and cuBLAS workspaces
+// and allocator fragmentation (serving engines default to using ~90% of device
+// memory).
+inline constexpr double kMemoryReserveFraction = 0.10;
+// Activations are exchanged in bf16 whatever the weight dtype.
+inline constexpr double kActivationBytes = 2.0;
+
+struct CostConstants {
+  // Model.
+  double hidden = 0, heads = 0, kv_heads = 0, vocab = 0, intermediate = 0;
+  double experts = 0, top_k = 0, moe_intermediate = 0, shared_experts = 0;
+  int layers = 0, dense_layers = 0, moe_layers = 0;
+  bool moe = false, mla = false, tied = false;
+  // Weights per layer, in elements.
+  // query projection (split by heads under column, by input under row)
+  double w_q = 0;
+  // GQA K and V projections (replicate when tp > kv_heads, column)
+  double w_kv = 0;
+  double w_latent = 0;  // MLA down-projections (replicated under column)
+  double w_attn_out = 0, w_mlp_up = 0, w_mlp_down = 0, w_router = 0;
+  double w_expert_up = 0, w_expert_down = 0;  // one expert
+  double w_embedding = 0;                     // also the LM head
+  // Activations per token, in elements.
+  double qkv_out = 0, attn_out = 0;
+  // KV cache elements per token per layer (all heads)
+  double kv_per_token_layer = 0;
+  double attn_decode_flops = 0;  // per query token per context token per layer
+  // per request per (sequence length)^2 per layer
+  double attn_prefill_flops = 0;
+  // Dtypes.
+  double weight_bytes = 2, kv_bytes = 2;
+  // Achievable rates.
+  double gemm_flops_per_s = 0, hbm_bytes_per_s = 0;
+  // Attention math: prefill (flash attention, fitted attention_efficiency) and
+  // decode (batched GEMV-like per head; when compute bound, e.g. MLA, it
+  // reaches GEMM-class efficiency, so it uses gemm_efficiency).
+  double attention_prefill_flops_per_s = 0, attention_decode_flops_per_s = 0;
+  double nv_bytes_per_s = 0, ib_bytes_per_s = 0, nv_latency_seconds = 0,
+         ib_latency_seconds = 0;
+  // The link's datasheet bandwidth, for kernels costed from measurements.
+  double ib_raw_bytes_per_s = 0;
+  // Expert dispatch bytes per element (FP8 with FP8/FP4 weights, as DeepEP
+  // and the engines dispatch; combine is always bf16).
+  double dispatch_bytes = 2;
+  // FP4 weights on hardware without FP4 tensor cores (Hopper): weight-only
+  // dequantising kernels, costed as streaming this many bytes per weight
+  // element instead of 0.5 (Calibration::fp4_dequant_bytes_per_weight).
+  bool fp4_dequant = false;
+  // Bytes per weight element a GEMM's time is charged for (weight_bytes, or
+  // the dequantising kernels' equivalent).
+  double weight_stream_bytes = 2;
+  int gpus_per_node = 8, num_gpus = 1;
+  ClusterDims cluster;
+  double capacity_bytes = 0;
+  // Workload.
+  double isl = 0, osl = 0, ctx_decode = 0;
+  double ctx_max = 0;  // KV tokens a running request holds (memory)
+  double max_ttft_seconds = 0, max_tpot_seconds = 0;
+  Calibration cal;
+};
+
+}  // namespace shardplan::simulator::internal
+
+#endif  // SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_

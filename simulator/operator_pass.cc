@@ -1,0 +1,615 @@
+// The operator pass (see cost_model.cc for the layout conventions): per
+// operator, seconds = max(FLOPs / achievable FLOP/s, bytes / achievable HBM
+// bytes/s) plus the collective that reshards its input, derived from one rule
+// table (TransitionCollective).
+#include "simulator/internal/operator_pass.h"
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "simulator/cost_model.h"
+#include "simulator/internal/collectives.h"
+#include "simulator/internal/cost_context.h"
+#include "simulator/internal/cost_layers.h"
+#include "simulator/placement.h"
+
+namespace shardplan::simulator::internal {
+namespace {
+
+double ShareCeil(double tokens, int n) {
+  if (n <= 1 || tokens <= 0) return 1.0;
+  return std::ceil(tokens / n) / tokens;
+}
+
+// One pass of `tokens` tokens (of `requests` requests attending over `ctx`
+// tokens each) through operators of a layer for one replica micro-batch.
+class Pass {
+ public:
+  Pass(const CostConstants& k, const PlanCtx& p, bool decode, double tokens,
+       double requests, double ctx, std::vector<CollectiveRecord>* records)
+      : k_(k),
+        p_(p),
+        decode_(decode),
+        tokens_(tokens),
+        requests_(requests),
+        ctx_(ctx),
+        records_(records) {}
+
+  LayerResult& result() { return r_; }
+
+  // Reshards an activation of `elems` per token over `tokens` tokens for `op`'s
+  // input.
+  void Transition(OpKind op, Layout from, Layout to, bool matching,
+                  double elems, double tokens, const Group& g) {
+    const Collective c = TransitionCollective(from, to, matching);
+    if (c == Collective::kNone || g.n <= 1) return;
+    double bytes = tokens * elems * kActivationBytes;
+    if (c == Collective::kAllToAll) bytes /= g.n;
+    Comm(op, c, bytes, g);
+  }
+
+  void Comm(OpKind op, Collective c, double bytes, const Group& g) {
+    if (g.n <= 1 || bytes <= 0) return;
+    r_.comm[static_cast<int>(op)] +=
+        CollectiveSeconds(k_, c, bytes, g, &r_.traffic);
+    if (records_ != nullptr) records_->push_back({op, c, bytes, g.n});
+  }
+
+  // A GEMM-like operator: per-rank weights (elements) streamed from HBM, FLOPs,
+  // the token count that sets the GEMM's efficiency, and activation bytes read
+  // and written.
+  void Gemm(OpKind op, double weights_rank, double flops_rank,
+            double gemm_tokens, double act_bytes) {
+    const double t = std::max(gemm_tokens, 1.0);
+    const double eff = t / (t + k_.cal.gemm_half_efficiency_tokens);
+    const int i = static_cast<int>(op);
+    r_.compute[i] += flops_rank / (k_.gemm_flops_per_s * eff);
+    r_.memory[i] += (weights_rank * k_.weight_stream_bytes + act_bytes) /
+                    k_.hbm_bytes_per_s;
+  }
+
+  // Weights and FLOPs per rank of a dense GEMM with `w` weight elements, split
+  // over `g` by `dim`, for `tokens` tokens (in elements `in_elems`, out
+  // `out_elems` per token).
+  void ShardedGemm(OpKind op, ShardDim dim, double w, double tokens,
+                   double in_elems, double out_elems, int n) {
+    double w_rank = w, t_rank = tokens, gemm_tokens = tokens;
+    double in_rank = in_elems, out_rank = out_elems;
+    switch (dim) {
+      case ShardDim::kColumn:
+        w_rank = w / n;
+        out_rank = out_elems / n;
+        break;
+      case ShardDim::kRow:
+        w_rank = w / n;
+        in_rank = in_elems / n;
+        break;
+      case ShardDim::kReplicate:
+        break;
+      case ShardDim::kBatch:
+      case ShardDim::kSequence:
+        t_rank = tokens * ShareCeil(tokens, n);
+        gemm_tokens = t_rank;
+        break;
+    }
+    Gemm(op, w_rank, 2.0 * t_rank * w_rank, gemm_tokens,
+         t_rank * (in_rank + out_rank) * kActivationBytes);
+  }
+
+  // Converts block output `x` (produced by `op`) back into the residual layout
+  // `residual`.
+  Layout Merge(OpKind op, Layout x, Layout residual) {
+    if (x == Layout::kPartialSum || x == Layout::kFeatureSplit) {
+      Transition(op, x, residual, false, k_.hidden, tokens_, p_.tp_group);
+      return residual;
+    }
+    return (x == Layout::kTokenSplit || residual == Layout::kTokenSplit)
+               ? Layout::kTokenSplit
+               : Layout::kFull;
+  }
+
+  Layout Attention(Layout residual) {
+    const int n = p_.tp;
+    const ShardDim dq = p_.dims[static_cast<int>(OpKind::kQkv)];
+    const ShardDim da = p_.dims[static_cast<int>(OpKind::kAttention)];
+    const ShardDim dout = p_.dims[static_cast<int>(OpKind::kAttnOut)];
+    const double T = tokens_;
+    // QKV projections.
+    const OpLayouts lq = OperatorLayouts(OpKind::kQkv, dq, decode_);
+    Transition(OpKind::kQkv, residual, lq.in, false, k_.hidden, T, p_.tp_group);
+    if (dq == ShardDim::kColumn) {
+      const double kv_share =
+          std::max(1.0 / n, 1.0 / std::max(1.0, k_.kv_heads));
+      const double w_rank =
+          k_.w_q / n + k_.w_kv * (k_.mla ? 1.0 / n : kv_share) + k_.w_latent;
+      Gemm(OpKind::kQkv, w_rank, 2.0 * T * w_rank, T,
+           T * (k_.hidden + k_.qkv_out / n) * kActivationBytes);
+    } else {
+      ShardedGemm(OpKind::kQkv, dq, k_.w_q + k_.w_kv + k_.w_latent, T,
+                  k_.hidden, k_.qkv_out, n);
+    }
+    // Attention core.
+    const OpLayouts la = OperatorLayouts(OpKind::kAttention, da, decode_);
+    Transition(OpKind::kAttention, lq.out, la.in,
+               dq == ShardDim::kColumn && da == ShardDim::kColumn, k_.qkv_out,
+               T, p_.tp_group);
+    double flops = 0, kv_bytes = 0;
+    if (decode_) {
+      flops = T * ctx_ * k_.attn_decode_flops;
+      kv_bytes = requests_ * ctx_ * k_.kv_per_token_layer * k_.kv_bytes;
+    } else {
+      // Each request attends over its own ISL tokens (ctx_): the quadratic
+      // term is per request, not over the pass's T = requests x ISL tokens.
+      flops = requests_ * ctx_ * ctx_ * k_.attn_prefill_flops;
+      kv_bytes = T * k_.kv_per_token_layer * k_.kv_bytes;
+    }
+    double flop_share = 1, kv_share = 1;
+    switch (da) {
+      case ShardDim::kColumn:
+      case ShardDim::kRow:  // invalid for attention (ValidatePlan); costed like
+                            // column
+        flop_share = 1.0 / n;
+        kv_share =
+            k_.mla ? 1.0 : std::max(1.0 / n, 1.0 / std::max(1.0, k_.kv_heads));
+        break;
+      case ShardDim::kReplicate:
+        break;
+      case ShardDim::kBatch:
+        flop_share = kv_share = ShareCeil(requests_, n);
+        break;
+      case ShardDim::kSequence:
+        flop_share = kv_share = 1.0 / n;
+        if (!decode_) {
+          // Ring pass of the KV shards (context parallel prefill).
+          Comm(OpKind::kAttention, Collective::kAllGather,
+               T * k_.kv_per_token_layer * k_.kv_bytes, p_.tp_group);
+        }
+        break;
+    }
+    const int ia = static_cast<int>(OpKind::kAttention);
+    r_.compute[ia] += flops * flop_share /
+                      (decode_ ? k_.attention_decode_flops_per_s
+                               : k_.attention_prefill_flops_per_s);
+    r_.memory[ia] +=
+        (kv_bytes * kv_share +
+         T * flop_share * (k_.qkv_out + k_.attn_out) * kActivationBytes) /
+        k_.hbm_bytes_per_s;
+    // Output projection.
+    const OpLayouts lo = OperatorLayouts(OpKind::kAttnOut, dout, decode_);
+    Transition(OpKind::kAttnOut, la.out, lo.in, dout == ShardDim::kRow,
+               k_.attn_out, T, p_.tp_group);
+    ShardedGemm(OpKind::kAttnOut, dout, k_.w_attn_out, T, k_.attn_out,
+                k_.hidden, n);
+    return Merge(OpKind::kAttnOut, lo.out, residual);
+  }
+
+  Layout DenseMlp(Layout residual) {
+    const int n = p_.tp;
+    const ShardDim du = p_.dims[static_cast<int>(OpKind::kMlpUp)];
+    const ShardDim dd = p_.dims[static_cast<int>(OpKind::kMlpDown)];
+    const double T = tokens_;
+    const OpLayouts lu = OperatorLayouts(OpKind::kMlpUp, du, decode_);
+    Transition(OpKind::kMlpUp, residual, lu.in, false, k_.hidden, T,
+               p_.tp_group);
+    ShardedGemm(OpKind::kMlpUp, du, k_.w_mlp_up, T, k_.hidden, k_.intermediate,
+                n);
+    const OpLayouts ld = OperatorLayouts(OpKind::kMlpDown, dd, decode_);
+    Transition(OpKind::kMlpDown, lu.out, ld.in, dd == ShardDim::kRow,
+               k_.intermediate, T, p_.tp_group);
+    ShardedGemm(OpKind::kMlpDown, dd, k_.w_mlp_down, T, k_.intermediate,
+                k_.hidden, n);
+    return Merge(OpKind::kMlpDown, ld.out, residual);
+  }
+
+  Layout Moe(Layout residual) {
+    const int n = p_.tp;
+    const ShardDim dr = p_.dims[static_cast<int>(OpKind::kRouter)];
+    const ShardDim du = p_.dims[static_cast<int>(OpKind::kExpertUp)];
+    const ShardDim dd = p_.dims[static_cast<int>(OpKind::kExpertDown)];
+    const double T = tokens_;
+    // Router.
+    const OpLayouts lr = OperatorLayouts(OpKind::kRouter, dr, decode_);
+    Transition(OpKind::kRouter, residual, lr.in, false, k_.hidden, T,
+               p_.tp_group);
+    ShardedGemm(OpKind::kRouter, dr, k_.w_router, T, k_.hidden, k_.experts, n);
+    Transition(OpKind::kRouter, lr.out, Layout::kTokenSplit, false, k_.experts,
+               T, p_.tp_group);
+    // Dispatch: each rank holds T/tp of its replica's tokens (a Full residual
+    // is sliced locally) and sends each to the distinct expert groups it is
+    // routed to.
+    const double domain_tokens = p_.dp * T;
+    // distinct destination groups per token
+    const double dests = p_.dispatch_fanout * k_.top_k;
+    ExpertAllToAll(OpKind::kExpertUp, T / n, /*combine=*/false);
+    // Tokens at one expert group: token-expert pairs, distinct tokens,
+    // shared-expert tokens.
+    // The busiest expert group sets the pace. With tokens routed
+    // independently, a group's load is ~Poisson(mean) and the largest of ep
+    // such loads is ~mean + sqrt(2 mean ln ep): the least imbalance there is
+    // without a balancer (real routers are more skewed; EPLB-style replication
+    // of hot experts brings it back towards this).
+    const double mean_pairs = domain_tokens * k_.top_k / p_.ep;
+    const double imbalance =
+        p_.ep > 1 ? 1.0 + std::sqrt(2.0 * std::log(static_cast<double>(p_.ep)) /
+                                    std::max(1.0, mean_pairs))
+                  : 1.0;
+    const double pairs =
+        std::min(mean_pairs * imbalance,
+                 domain_tokens * std::min(k_.top_k, p_.experts_rank));
+    const double unique =
+        std::min(domain_tokens * dests / p_.ep * imbalance, domain_tokens);
+    const double shared_tokens = domain_tokens / p_.ep;
+    const double experts_rank = p_.experts_rank;
+    const int ne = p_.tp_expert;
+    // Fraction of this group's routed experts that receive at least one token
+    // this step.
+    const double touched =
+        k_.experts > 0
+            ? 1.0 - std::pow(1.0 - k_.top_k / k_.experts, domain_tokens)
+            : 0;
+    const double tokens_per_expert =
+        domain_tokens * k_.top_k / std::max(1.0, k_.experts);
+    const OpLayouts lu = OperatorLayouts(OpKind::kExpertUp, du, decode_);
+    Transition(OpKind::kExpertUp, Layout::kTokenSplit, lu.in, false, k_.hidden,
+               unique, p_.tp_expert_group);
+    ExpertGemm(OpKind::kExpertUp, du, k_.w_expert_up, pairs, shared_tokens,
+               experts_rank, touched, tokens_per_expert, ne, k_.hidden,
+               k_.moe_intermediate);
+    const OpLayouts ld = OperatorLayouts(OpKind::kExpertDown, dd, decode_);
+    Transition(OpKind::kExpertDown, lu.out, ld.in, dd == ShardDim::kRow,
+               k_.moe_intermediate, pairs + shared_tokens, p_.tp_expert_group);
+    ExpertGemm(OpKind::kExpertDown, dd, k_.w_expert_down, pairs, shared_tokens,
+               experts_rank, touched, tokens_per_expert, ne,
+               k_.moe_intermediate, k_.hidden);
+    // Outputs are summed per token locally, reduced within the expert group,
+    // and combined back to the tokens' ranks by a second all-to-all.
+    Transition(OpKind::kExpertDown, ld.out, Layout::kTokenSplit, false,
+               k_.hidden, unique, p_.tp_expert_group);
+    ExpertAllToAll(OpKind::kExpertDown, T / n, /*combine=*/true);
+    return Merge(OpKind::kExpertDown, Layout::kTokenSplit, residual);
+  }
+
+  // Dispatch (or combine) of `tokens_rank` tokens per rank to their experts
+  // over the EP group. Inside a node: the NVLink all-to-all of the ring
+  // formulas, one copy per destination rank. Across nodes: DeepEP's measured
+  // bandwidths (see kLowLatencyDispatchBytesPerS) plus one inter-node latency;
+  // decode uses the low-latency kernels (one copy per routed expert), prefill
+  // the normal ones (one copy per destination rank over RDMA, NVLink
+  // forwarding in parallel).
+  void ExpertAllToAll(OpKind op, double tokens_rank, bool combine) {
+    const Group& g = p_.ep_group;
+    if (g.n <= 1 || tokens_rank <= 0) return;
+    const double elem = combine ? kActivationBytes : k_.dispatch_bytes;
+    const double deduped =
+        tokens_rank * p_.dispatch_fanout * k_.top_k * k_.hidden * elem;
+    const int i = static_cast<int>(op);
+    if (g.per_node >= g.n) {
+      Comm(op, Collective::kAllToAll, deduped, g);
+      return;
+    }
+    const double n = g.n;
+    const double gi = std::max(1, std::min(g.per_node, g.n));
+    const double nic_scale = k_.ib_raw_bytes_per_s / kDeepEpNicBytesPerS;
+    double seconds = 0;
+    if (decode_) {
+      const double bytes = tokens_rank * k_.top_k * k_.hidden * elem;
+      const double bw = DeepEpBytesPerS(combine ? kLowLatencyCombineBytesPerS
+                                                : kLowLatencyDispatchBytesPerS,
+                                        g.n) *
+                        nic_scale;
+      seconds = k_.ib_latency_seconds + bytes / bw;
+      r_.traffic.nv += bytes * (gi - 1) / n;
+      r_.traffic.ib += bytes * (n - gi) / n;
+    } else {
+      const double rdma = deduped * (n - gi) / n;
+      const double nvl = deduped * (gi - 1) / n;
+      seconds = k_.ib_latency_seconds +
+                std::max(rdma / (DeepEpBytesPerS(kNormalRdmaBytesPerS, g.n) *
+                                 nic_scale),
+                         nvl / k_.nv_bytes_per_s);
+      r_.traffic.nv += nvl;
+      r_.traffic.ib += rdma;
+    }
+    r_.comm[i] += seconds;
+    if (records_ != nullptr) {
+      records_->push_back({op, Collective::kAllToAll, deduped, g.n});
+    }
+  }
+
+  void ExpertGemm(OpKind op, ShardDim dim, double w_expert, double pairs,
+                  double shared_tokens, double experts_rank, double touched,
+                  double tokens_per_expert, int n, double in_elems,
+                  double out_elems) {
+    double w_div = 1, t_share = 1, gemm_tokens = tokens_per_expert;
+    switch (dim) {
+      case ShardDim::kColumn:
+      case ShardDim::kRow:
+        w_div = n;
+        break;
+      case ShardDim::kReplicate:
+        break;
+      case ShardDim::kBatch:
+      case ShardDim::kSequence:
+        t_share = ShareCeil(pairs, n);
+        gemm_tokens = tokens_per_expert * t_share;
+        break;
+    }
+    const double w_read =
+        (touched * experts_rank + k_.shared_experts) * w_expert / w_div;
+    const double flops = 2.0 * (pairs + shared_tokens * k_.shared_experts) *
+                         t_share * w_expert / w_div;
+    Gemm(op, w_read, flops, gemm_tokens,
+         (pairs + shared_tokens) * t_share * (in_elems + out_elems) *
+             kActivationBytes);
+  }
+
+  // Embedding lookup; its output converted to the residual layout `residual`.
+  void Embedding(Layout residual) {
+    const ShardDim de = p_.dims[static_cast<int>(OpKind::kEmbedding)];
+    const int i = static_cast<int>(OpKind::kEmbedding);
+    const double share = (de == ShardDim::kBatch || de == ShardDim::kSequence)
+                             ? ShareCeil(tokens_, p_.tp)
+                             : 1.0;
+    r_.memory[i] +=
+        tokens_ * share * k_.hidden * k_.weight_bytes / k_.hbm_bytes_per_s;
+    Layout out = Layout::kFull;
+    switch (de) {
+      case ShardDim::kColumn:
+        out = Layout::kFeatureSplit;
+        break;
+      case ShardDim::kRow:
+        out = Layout::kPartialSum;
+        break;
+      case ShardDim::kReplicate:
+        out = Layout::kFull;
+        break;
+      case ShardDim::kBatch:
+      case ShardDim::kSequence:
+        out = Layout::kTokenSplit;
+        break;
+    }
+    Transition(OpKind::kEmbedding, out, residual, false, k_.hidden, tokens_,
+               p_.tp_group);
+  }
+
+  // Final norm + LM head over the tokens that need logits; logits end Full or
+  // TokenSplit.
+  void LmHead(Layout residual) {
+    const ShardDim dl = p_.dims[static_cast<int>(OpKind::kLmHead)];
+    const double T = decode_ ? tokens_ : requests_;  // prefill: last token only
+    const OpLayouts ll = OperatorLayouts(OpKind::kLmHead, dl, decode_);
+    Transition(OpKind::kLmHead, residual, ll.in, false, k_.hidden, T,
+               p_.tp_group);
+    ShardedGemm(OpKind::kLmHead, dl, k_.w_embedding, T, k_.hidden, k_.vocab,
+                p_.tp);
+    if (ll.out == Layout::kFeatureSplit || ll.out == Layout::kPartialSum) {
+      Transition(OpKind::kLmHead, ll.out, Layout::kFull, false, k_.vocab, T,
+                 p_.tp_group);
+    }
+  }
+
+  void Finish() {
+    double s = 0;
+    for (int i = 0; i < kNumOpKinds; ++i) {
+      s += std::max(r_.compute[i], r_.memory[i]) + r_.comm[i];
+    }
+    r_.seconds = s;
+  }
+
+ private:
+  const CostConstants& k_;
+  const PlanCtx& p_;
+  bool decode_;
+  double tokens_, requests_, ctx_;
+  std::vector<CollectiveRecord>* records_;
+  LayerResult r_;
+};
+
+// Residual-stream merge rule (see Pass::Merge), on layouts only.
+Layout MergeLayout(Layout x, Layout residual) {
+  if (x == Layout::kPartialSum || x == Layout::kFeatureSplit) return residual;
+  return (x == Layout::kTokenSplit || residual == Layout::kTokenSplit)
+             ? Layout::kTokenSplit
+             : Layout::kFull;
+}
+
+Group ToGroup(const GroupShape& shape) {
+  Group g;
+  g.n = shape.n;
+  g.per_node = std::min(shape.per_node, shape.n);
+  return g;
+}
+
+}  // namespace
+
+LayerResult CostLayer(const CostConstants& k, const PlanCtx& p, bool moe_layer,
+                      bool decode, double tokens, double requests, double ctx,
+                      Layout residual, std::vector<CollectiveRecord>* records) {
+  Pass pass(k, p, decode, tokens, requests, ctx, records);
+  Layout r = pass.Attention(residual);
+  r = moe_layer ? pass.Moe(r) : pass.DenseMlp(r);
+  pass.result().residual = r;
+  pass.Finish();
+  return pass.result();
+}
+
+LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
+                          double tokens, double requests, double ctx,
+                          Layout residual) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
+  pass.Embedding(residual);
+  pass.Finish();
+  return pass.result();
+}
+
+LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
+                       double tokens, double requests, double ctx,
+                       Layout residual) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
+  pass.LmHead(residual);
+  pass.Finish();
+  return pass.result();
+}
+
+// The residual layout each layer kind settles into, derived from the dims alone
+// (the same rules Pass applies): a dense layer merges attn_out's and mlp_down's
+// outputs; an MoE layer's combine returns tokens split, so its residual is
+// TokenSplit.
+Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p) {
+  auto out_of = [&](OpKind op) {
+    return OperatorLayouts(op, p.dims[static_cast<int>(op)], true).out;
+  };
+  auto dense_out = [&](Layout in) {
+    return MergeLayout(out_of(OpKind::kMlpDown),
+                       MergeLayout(out_of(OpKind::kAttnOut), in));
+  };
+  Residuals res;
+  if (k.dense_layers > 0) {
+    Layout r = dense_out(Layout::kFull);
+    if (r != Layout::kFull) r = dense_out(r);
+    res.dense = r;
+    res.first = r;
+    res.last = r;
+  }
+  if (k.moe_layers > 0) {
+    res.moe = Layout::kTokenSplit;
+    if (k.dense_layers == 0) res.first = res.moe;
+    res.last = res.moe;
+  }
+  return res;
+}
+
+PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
+                    const PlanPlacement* replica_class) {
+  PlanCtx p;
+  // The whole cluster as it is (node sizes included), or a pool of a
+  // disaggregated plan on uniform nodes (no heap: names and node groups stay
+  // empty).
+  ClusterDims pool;
+  const ClusterDims* placed = &k.cluster;
+  if (num_gpus != k.cluster.num_gpus) {
+    pool.num_gpus = num_gpus;
+    pool.gpus_per_node = k.cluster.gpus_per_node;
+    placed = &pool;
+  }
+  const PlanPlacement place = replica_class != nullptr
+                                  ? *replica_class
+                                  : PlacePlan(plan, *placed, k.moe);
+  p.replicas = place.replicas;
+  p.dp = place.dp;
+  p.tp = plan.tp;
+  p.pp = plan.pp;
+  p.ep = k.moe ? plan.ep : 1;
+  p.dims = plan.dims;
+  p.micro_batches = plan.micro_batches > 0 ? plan.micro_batches : plan.pp;
+  p.tp_group = ToGroup(place.tp);
+  // Expert domain: the dp*tp ranks of one stage of one replica, contiguous.
+  const int domain = place.stage_size;
+  p.tp_expert = std::max(1, domain / std::max(1, p.ep));
+  // Expert tp groups are consecutive domain members; an EP group takes one
+  // rank of each, so it has 1/tp_expert of the domain's members in each node.
+  p.tp_expert_group = ToGroup(place.expert_tp);
+  p.ep_group.n = p.ep;
+  p.ep_group.per_node =
+      place.domain.spans_nodes()
+          ? std::max(1, std::min(p.ep, place.domain.per_node / p.tp_expert))
+          : p.ep;
+  p.p2p_inter_node = place.p2p_inter_node;
+  p.p2p_ib_boundaries =
+      p.p2p_inter_node
+          ? std::clamp(place.p2p_inter_node_boundaries, 1, plan.pp - 1)
+          : 0;
+  p.tp_nodes = place.tp.nodes;
+  p.ep_nodes = p.ep > 1 ? place.domain.nodes : 1;
+  p.replica_nodes = place.replica.nodes;
+  p.experts_rank = std::ceil(k.experts / std::max(1, p.ep));
+  if (k.moe && k.experts > 0 && p.ep > 1) {
+    p.dispatch_fanout =
+        p.ep * (1.0 - std::pow(1.0 - 1.0 / p.ep, k.top_k)) / k.top_k;
+  } else {
+    // ep == 1: every token goes to one group
+    p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);
+  }
+  return p;
+}
+
+Collective TransitionCollective(Layout from, Layout to, bool matching_split) {
+  switch (from) {
+    case Layout::kFull:
+      return Collective::kNone;  // every target is a local slice (or the tensor
+                                 // itself)
+    case Layout::kFeatureSplit:
+      switch (to) {
+        case Layout::kFeatureSplit:
+          return matching_split ? Collective::kNone : Collective::kAllGather;
+        case Layout::kFull:
+          return Collective::kAllGather;
+        case Layout::kTokenSplit:
+          return Collective::kAllToAll;
+        case Layout::kPartialSum:
+          return Collective::kNone;  // a slice is a valid partial sum (zero
+                                     // elsewhere)
+      }
+      break;
+    case Layout::kPartialSum:
+      switch (to) {
+        case Layout::kFull:
+          return Collective::kAllReduce;
+        case Layout::kTokenSplit:
+        case Layout::kFeatureSplit:
+          return Collective::kReduceScatter;
+        case Layout::kPartialSum:
+          return Collective::kNone;
+      }
+      break;
+    case Layout::kTokenSplit:
+      switch (to) {
+        case Layout::kFull:
+          return Collective::kAllGather;
+        case Layout::kFeatureSplit:
+          return Collective::kAllToAll;
+        case Layout::kTokenSplit:
+          return Collective::kNone;
+        case Layout::kPartialSum:
+          return Collective::kAllGather;
+      }
+      break;
+  }
+  return Collective::kNone;
+}
+
+OpLayouts OperatorLayouts(OpKind op, ShardDim dim, bool decode) {
+  switch (dim) {
+    case ShardDim::kColumn:
+      if (op == OpKind::kAttention)
+        return {Layout::kFeatureSplit, Layout::kFeatureSplit};
+      return {Layout::kFull, Layout::kFeatureSplit};
+    case ShardDim::kRow:
+      return {Layout::kFeatureSplit, Layout::kPartialSum};
+    case ShardDim::kReplicate:
+      return {Layout::kFull, Layout::kFull};
+    case ShardDim::kBatch:
+      return {Layout::kTokenSplit, Layout::kTokenSplit};
+    case ShardDim::kSequence:
+      if (op == OpKind::kAttention && decode)
+        return {Layout::kFull, Layout::kPartialSum};
+      return {Layout::kTokenSplit, Layout::kTokenSplit};
+  }
+  return {Layout::kFull, Layout::kFull};
+}
+
+std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(
+    const CostModel& model, const PlanDims& plan, bool moe_layer, bool decode,
+    int tokens) {
+  const CostConstants& k = *model.constants_;
+  const PlanCtx p = MakePlanCtx(k, plan, k.num_gpus);
+  const Residuals r = SteadyResiduals(k, p);
+  std::vector<CollectiveRecord> records;
+  const double t = tokens;
+  CostLayer(k, p, moe_layer, decode, t, decode ? t : 1,
+            decode ? k.ctx_decode : t, moe_layer ? r.moe : r.dense, &records);
+  return records;
+}
+
+}  // namespace shardplan::simulator::internal

@@ -1,0 +1,567 @@
+// Serving and queueing (see cost_model.cc for the formulas): continuous
+// batching per replica, the KV-overflow queue (Little's law), the batch choice
+// and the SLO checks.
+#include "simulator/internal/serving.h"
+
+#include <algorithm>
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "simulator/cost_model.h"
+#include "simulator/internal/collectives.h"
+#include "simulator/internal/cost_context.h"
+#include "simulator/internal/operator_pass.h"
+#include "simulator/internal/pool_costing.h"
+#include "simulator/placement.h"
+
+namespace shardplan::simulator::internal {
+namespace {
+
+double AttentionKvShare(const CostConstants& k, ShardDim da, int tp) {
+  switch (da) {
+    case ShardDim::kColumn:
+    case ShardDim::kRow:
+      return k.mla ? 1.0 : std::max(1.0 / tp, 1.0 / std::max(1.0, k.kv_heads));
+    case ShardDim::kReplicate:
+    case ShardDim::kBatch:  // handled per request count by the caller
+      return 1.0;
+    case ShardDim::kSequence:
+      return 1.0 / tp;
+  }
+  return 1.0;
+}
+
+double DimShare(ShardDim d, int n) {
+  return (d == ShardDim::kColumn || d == ShardDim::kRow) ? 1.0 / n : 1.0;
+}
+
+// Seconds of one send of `bytes` across every stage boundary in turn: the
+// boundaries inside a node over NVLink, the ones between nodes over
+// InfiniBand (a stage pair inside one node never leaves it, even when its
+// replica spans nodes).
+double P2pChainSeconds(const CostConstants& k, const PlanCtx& p, int pp,
+                       double bytes) {
+  if (pp <= 1) return 0;
+  Traffic unused;
+  Group nv;
+  nv.n = 2;
+  nv.per_node = 2;
+  Group ib = nv;
+  ib.per_node = 1;
+  const int inter = p.p2p_ib_boundaries;
+  return inter * CollectiveSeconds(k, Collective::kPointToPoint, bytes, ib,
+                                   &unused) +
+         (pp - 1 - inter) * CollectiveSeconds(k, Collective::kPointToPoint,
+                                              bytes, nv, &unused);
+}
+
+}  // namespace
+
+// `prefill_requests` requests of ISL tokens are prefilled together (1 in
+// aggregated serving, the prefill batch of a disaggregated prefill instance).
+void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
+                 int prefill_requests, PlanState* s,
+                 const PlanPlacement* replica_class) {
+  s->ctx = MakePlanCtx(k, plan, num_gpus, replica_class);
+  const PlanCtx& p = s->ctx;
+  s->residuals = SteadyResiduals(k, p);
+  s->num_stages = plan.pp;
+  // Stage split.
+  int start = 0;
+  const int base = k.layers / plan.pp;
+  const int rem = k.layers % plan.pp;
+  for (int st = 0; st < plan.pp; ++st) {
+    const int n = plan.num_stage_layers == plan.pp ? plan.stage_layers[st]
+                                                   : base + (st < rem ? 1 : 0);
+    const int dense = std::clamp(k.dense_layers - start, 0, n);
+    s->stages[st] = {dense, n - dense};
+    start += n;
+  }
+  // Prefill costs.
+  const double R = std::max(1, prefill_requests);
+  const double T = k.isl * R;
+  s->pre_dense = k.dense_layers > 0 ? CostLayer(k, p, false, false, T, R, k.isl,
+                                                s->residuals.dense, nullptr)
+                                    : LayerResult{};
+  s->pre_moe = k.moe_layers > 0 ? CostLayer(k, p, true, false, T, R, k.isl,
+                                            s->residuals.moe, nullptr)
+                                : LayerResult{};
+  s->pre_embed = CostEmbedding(k, p, false, T, R, k.isl, s->residuals.first);
+  s->pre_head = CostLmHead(k, p, false, T, R, k.isl, s->residuals.last);
+  Group p2p_group;
+  p2p_group.n = 2;
+  p2p_group.per_node = p.p2p_inter_node ? 1 : 2;
+  s->p2p_prefill_seconds =
+      plan.pp > 1 ? CollectiveSeconds(k, Collective::kPointToPoint,
+                                      T * k.hidden * kActivationBytes / plan.tp,
+                                      p2p_group, &s->p2p_prefill_traffic)
+                  : 0;
+  s->p2p_prefill_chain_seconds =
+      P2pChainSeconds(k, p, plan.pp, T * k.hidden * kActivationBytes / plan.tp);
+  double chain = 0, worst = 0;
+  int worst_stage = 0;
+  for (int st = 0; st < plan.pp; ++st) {
+    const StageLayers& sl = s->stages[st];
+    double t = sl.dense * s->pre_dense.seconds + sl.moe * s->pre_moe.seconds +
+               (sl.dense + sl.moe) * k.cal.layer_overhead_seconds;
+    if (st == 0) t += s->pre_embed.seconds;
+    if (st == plan.pp - 1) t += s->pre_head.seconds;
+    s->prefill_stage_seconds[st] = t;
+    chain += t;
+    if (t > worst) {
+      worst = t;
+      worst_stage = st;
+    }
+  }
+  s->prefill_chain_seconds =
+      chain + s->p2p_prefill_chain_seconds + k.cal.prefill_overhead_seconds;
+  s->prefill_max_stage_seconds = std::max(worst, s->p2p_prefill_seconds);
+  s->prefill_worst_stage = worst_stage;
+
+  // Weights per GPU per stage.
+  const int n = plan.tp;
+  const ShardDim* d = plan.dims.data();
+  auto dim = [&](OpKind op) { return d[static_cast<int>(op)]; };
+  double qkv_rank;
+  if (dim(OpKind::kQkv) == ShardDim::kColumn) {
+    const double kv_share = std::max(1.0 / n, 1.0 / std::max(1.0, k.kv_heads));
+    qkv_rank = k.w_q / n + k.w_kv * (k.mla ? 1.0 / n : kv_share) + k.w_latent;
+  } else {
+    qkv_rank = (k.w_q + k.w_kv + k.w_latent) * DimShare(dim(OpKind::kQkv), n);
+  }
+  const double attn_rank =
+      qkv_rank + k.w_attn_out * DimShare(dim(OpKind::kAttnOut), n);
+  const double dense_rank = attn_rank +
+                            k.w_mlp_up * DimShare(dim(OpKind::kMlpUp), n) +
+                            k.w_mlp_down * DimShare(dim(OpKind::kMlpDown), n);
+  double moe_rank = 0;
+  if (k.moe) {
+    const double experts_rank = p.experts_rank + k.shared_experts;
+    moe_rank =
+        attn_rank + k.w_router * DimShare(dim(OpKind::kRouter), n) +
+        experts_rank *
+            (k.w_expert_up * DimShare(dim(OpKind::kExpertUp), p.tp_expert) +
+             k.w_expert_down * DimShare(dim(OpKind::kExpertDown), p.tp_expert));
+  }
+  const double emb_rank = k.w_embedding * DimShare(dim(OpKind::kEmbedding), n);
+  const double head_rank = k.w_embedding * DimShare(dim(OpKind::kLmHead), n);
+  for (int st = 0; st < plan.pp; ++st) {
+    const StageLayers& sl = s->stages[st];
+    double w = sl.dense * dense_rank + sl.moe * moe_rank;
+    if (st == 0) w += emb_rank;
+    if (st == plan.pp - 1 && !(k.tied && plan.pp == 1)) w += head_rank;
+    s->weights_bytes[st] = w * k.weight_bytes;
+  }
+  s->kv_bytes_per_request_layer =
+      k.ctx_max * k.kv_per_token_layer * k.kv_bytes *
+      AttentionKvShare(k, dim(OpKind::kAttention), n);
+  // Activation workspace: the prefill of one request's ISL tokens (hidden
+  // states, QKV, the widest MLP activation) plus the decode logits.
+  const double widest = std::max(k.dense_layers > 0 ? k.intermediate : 0.0,
+                                 k.moe ? k.top_k * k.moe_intermediate : 0.0);
+  s->activations_bytes =
+      T * (4 * k.hidden + (k.qkv_out + 2 * widest) / n) * kActivationBytes;
+}
+
+namespace {
+
+double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
+                     int stage_layers, int batch) {
+  double requests = batch;
+  if (s.ctx.dims[static_cast<int>(OpKind::kAttention)] == ShardDim::kBatch &&
+      s.ctx.tp > 1) {
+    requests = std::ceil(static_cast<double>(batch) / s.ctx.tp);
+  }
+  (void)k;
+  return requests * stage_layers * s.kv_bytes_per_request_layer;
+}
+
+void AddOps(const LayerResult& r, double times,
+            std::array<OpCost, kNumOpKinds>* out) {
+  for (int i = 0; i < kNumOpKinds; ++i) {
+    (*out)[i].compute_seconds += static_cast<float>(r.compute[i] * times);
+    (*out)[i].memory_seconds += static_cast<float>(r.memory[i] * times);
+    (*out)[i].comm_seconds += static_cast<float>(r.comm[i] * times);
+  }
+}
+
+}  // namespace
+
+// `decode_only`: a decode instance of a disaggregated plan: no prefill work
+// interleaves with its iterations and TTFT/SLOs are left to the caller.
+Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
+                         bool decode_only) {
+  Evaluation e;
+  e.batch_size = batch;
+  e.running_batch = batch;
+  e.capacity_bytes = k.capacity_bytes;
+  const PlanCtx& p = s.ctx;
+  const int pp = s.num_stages;
+  e.pipeline_stages = pp;
+
+  // Memory: the worst stage.
+  double worst_total = -1, max_weights = 0;
+  int worst_mem_stage = 0;
+  for (int st = 0; st < pp; ++st) {
+    const int n = s.stages[st].dense + s.stages[st].moe;
+    const double total = s.weights_bytes[st] + KvBytesPerGpu(k, s, n, batch) +
+                         s.activations_bytes;
+    if (total > worst_total) {
+      worst_total = total;
+      worst_mem_stage = st;
+    }
+    max_weights = std::max(max_weights, s.weights_bytes[st]);
+  }
+  {
+    const int n =
+        s.stages[worst_mem_stage].dense + s.stages[worst_mem_stage].moe;
+    e.weights_bytes = s.weights_bytes[worst_mem_stage];
+    e.kv_cache_bytes = KvBytesPerGpu(k, s, n, batch);
+    e.activations_bytes = s.activations_bytes;
+  }
+
+  // Decode: m micro-batches of b requests each, pipelined over the stages.
+  const double B = batch;
+  const int m = std::max(1, std::min(p.micro_batches, batch));
+  const double b = std::ceil(B / m);
+  const LayerResult dense =
+      k.dense_layers > 0 ? CostLayer(k, p, false, true, b, b, k.ctx_decode,
+                                     s.residuals.dense, nullptr)
+                         : LayerResult{};
+  const LayerResult moe = k.moe_layers > 0
+                              ? CostLayer(k, p, true, true, b, b, k.ctx_decode,
+                                          s.residuals.moe, nullptr)
+                              : LayerResult{};
+  const LayerResult embed =
+      CostEmbedding(k, p, true, b, b, k.ctx_decode, s.residuals.first);
+  const LayerResult head =
+      CostLmHead(k, p, true, b, b, k.ctx_decode, s.residuals.last);
+  Traffic p2p_traffic;
+  double p2p_seconds = 0;
+  if (pp > 1) {
+    Group g;
+    g.n = 2;
+    g.per_node = p.p2p_inter_node ? 1 : 2;
+    p2p_seconds = CollectiveSeconds(k, Collective::kPointToPoint,
+                                    b * k.hidden * kActivationBytes / p.tp, g,
+                                    &p2p_traffic);
+  }
+  // Prefills per decode iteration that interleave with the decode steps. The
+  // rest of the prefill work happens in bursts while requests queue for their
+  // first token (TTFT): the more requests arrive together
+  // (prefill_queue_fraction -> 1), the less lands in TPOT.
+  const double share =
+      decode_only ? 0.0
+                  : B / std::max(1.0, k.osl) *
+                        (1.0 - std::min(1.0, k.cal.prefill_queue_fraction));
+  // Host work per micro-batch step in series with the GPU (see
+  // Calibration::pipeline_request_overhead_seconds): each rank's scheduler
+  // walks its B active requests once per micro-batch.
+  const double host_seconds =
+      pp > 1 ? k.cal.pipeline_request_overhead_seconds * B : 0.0;
+  double max_work = 0, chain = 0;
+  int slow = 0;
+  for (int st = 0; st < pp; ++st) {
+    const StageLayers& sl = s.stages[st];
+    double t = sl.dense * dense.seconds + sl.moe * moe.seconds +
+               (sl.dense + sl.moe) * k.cal.layer_overhead_seconds +
+               host_seconds;
+    if (st == 0) t += embed.seconds;
+    if (st == pp - 1) t += head.seconds;
+    const double work =
+        std::max(m * t + share * s.prefill_stage_seconds[st],
+                 m * p2p_seconds + share * s.p2p_prefill_seconds);
+    if (work > max_work) {
+      max_work = work;
+      slow = st;
+    }
+    chain += t + share / m * s.prefill_stage_seconds[st];
+  }
+  chain += (pp > 1 ? P2pChainSeconds(k, p, pp,
+                                     b * k.hidden * kActivationBytes / p.tp)
+                   : 0) +
+           share / m * s.p2p_prefill_chain_seconds;
+  const double iteration =
+      std::max(max_work, chain) + k.cal.decode_step_overhead_seconds;
+
+  e.decode_iteration_seconds = iteration;
+  e.tp_nodes = p.tp_nodes;
+  e.ep_nodes = p.ep_nodes;
+  e.replica_nodes = p.replica_nodes;
+  e.pipeline_crosses_nodes = p.p2p_inter_node;
+  e.tpot_seconds = iteration;
+  e.prefill_seconds = s.prefill_chain_seconds;
+  const double others = (B - 1) / B;  // 0 at batch 1: nobody to wait for
+  e.ttft_seconds = s.prefill_chain_seconds +
+                   (k.cal.ttft_inflight_prefills * others +
+                    k.cal.prefill_queue_fraction * (B - 1)) *
+                       s.prefill_max_stage_seconds +
+                   k.cal.ttft_wait_iterations * iteration * others;
+  e.output_tokens_per_s = p.replicas * p.dp * B / iteration;
+  e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / k.num_gpus;
+
+  // Breakdown: the slowest stage's decode iteration and one request's worst
+  // prefill stage.
+  {
+    const StageLayers& sl = s.stages[slow];
+    AddOps(dense, static_cast<double>(m) * sl.dense, &e.decode);
+    AddOps(moe, static_cast<double>(m) * sl.moe, &e.decode);
+    if (slow == 0) AddOps(embed, m, &e.decode);
+    if (slow == pp - 1) AddOps(head, m, &e.decode);
+    e.nvlink_decode_bytes =
+        m * (sl.dense * dense.traffic.nv + sl.moe * moe.traffic.nv +
+             (slow == 0 ? embed.traffic.nv : 0) +
+             (slow == pp - 1 ? head.traffic.nv : 0) + p2p_traffic.nv);
+    e.ib_decode_bytes =
+        m * (sl.dense * dense.traffic.ib + sl.moe * moe.traffic.ib +
+             (slow == 0 ? embed.traffic.ib : 0) +
+             (slow == pp - 1 ? head.traffic.ib : 0) + p2p_traffic.ib);
+    const int ps = s.prefill_worst_stage;
+    const StageLayers& pl = s.stages[ps];
+    AddOps(s.pre_dense, pl.dense, &e.prefill);
+    AddOps(s.pre_moe, pl.moe, &e.prefill);
+    if (ps == 0) AddOps(s.pre_embed, 1, &e.prefill);
+    if (ps == pp - 1) AddOps(s.pre_head, 1, &e.prefill);
+    e.nvlink_prefill_bytes =
+        pl.dense * s.pre_dense.traffic.nv + pl.moe * s.pre_moe.traffic.nv +
+        (ps == 0 ? s.pre_embed.traffic.nv : 0) +
+        (ps == pp - 1 ? s.pre_head.traffic.nv : 0) + s.p2p_prefill_traffic.nv;
+    e.ib_prefill_bytes =
+        pl.dense * s.pre_dense.traffic.ib + pl.moe * s.pre_moe.traffic.ib +
+        (ps == 0 ? s.pre_embed.traffic.ib : 0) +
+        (ps == pp - 1 ? s.pre_head.traffic.ib : 0) + s.p2p_prefill_traffic.ib;
+  }
+  double compute_seconds = 0, memory_seconds = 0, comm_seconds = 0,
+         best_op_seconds = -1;
+  for (int i = 0; i < kNumOpKinds; ++i) {
+    const OpCost& c = e.decode[i];
+    if (c.compute_seconds > c.memory_seconds) {
+      compute_seconds += c.compute_seconds;
+    } else {
+      memory_seconds += c.memory_seconds;
+    }
+    comm_seconds += c.comm_seconds;
+    const double op_seconds =
+        std::max(c.compute_seconds, c.memory_seconds) + c.comm_seconds;
+    if (op_seconds > best_op_seconds) {
+      best_op_seconds = op_seconds;
+      e.bottleneck_op = static_cast<OpKind>(i);
+    }
+  }
+  if (chain > max_work * 1.000001 && pp > 1) {
+    e.bottleneck = Bottleneck::kPipeline;
+  } else if (comm_seconds >= compute_seconds &&
+             comm_seconds >= memory_seconds) {
+    e.bottleneck = Bottleneck::kCommunication;
+  } else if (compute_seconds >= memory_seconds) {
+    e.bottleneck = Bottleneck::kCompute;
+  } else {
+    e.bottleneck = Bottleneck::kMemory;
+  }
+
+  // Feasibility.
+  e.feasible = true;
+  if (max_weights > k.capacity_bytes) {
+    e.feasible = false;
+    e.reason = InfeasibleReason::kWeightsExceedMemory;
+    e.reason_value = max_weights;
+    e.reason_limit = k.capacity_bytes;
+  } else if (worst_total > k.capacity_bytes) {
+    e.feasible = false;
+    e.reason = InfeasibleReason::kKvCacheExceedsMemory;
+    e.reason_value = e.kv_cache_bytes;
+    e.reason_limit =
+        std::max(0.0, k.capacity_bytes - e.weights_bytes - e.activations_bytes);
+  }
+  // A disaggregated plan's SLOs are checked on the whole plan.
+  ApplySlos(decode_only ? 0 : k.max_ttft_seconds,
+            decode_only ? 0 : k.max_tpot_seconds, &e);
+  return e;
+}
+
+namespace {
+
+// The largest batch whose KV cache fits every stage beside its weights and
+// activations; 0 when not even one request fits.
+int ResidentBatchLimit(const CostConstants& k, const PlanState& s) {
+  // Batch-split attention spreads the requests over the tp ranks.
+  const int spread =
+      s.ctx.dims[static_cast<int>(OpKind::kAttention)] == ShardDim::kBatch
+          ? std::max(1, s.ctx.tp)
+          : 1;
+  double limit = kMaxBatchSize;
+  for (int st = 0; st < s.num_stages; ++st) {
+    const double per_request =
+        (s.stages[st].dense + s.stages[st].moe) * s.kv_bytes_per_request_layer;
+    if (per_request <= 0) continue;
+    const double room =
+        k.capacity_bytes - s.weights_bytes[st] - s.activations_bytes;
+    limit = std::min(limit, std::floor(room / per_request) * spread);
+  }
+  return static_cast<int>(std::max(0.0, limit));
+}
+
+// The workload's fixed concurrency C needs more KV cache than fits: engines
+// (vLLM, SGLang, TensorRT-LLM) admit the R requests whose KV cache fits and
+// queue the rest. Throughput and TPOT are the running batch's. With C
+// closed-loop clients and R slots each held for S = TTFT(R) + (OSL - 1)
+// TPOT(R), requests complete at R / S, so by Little's law a request spends
+// C·S/R in the system: it waits S·(C - R)/R in the queue before its prefill.
+Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
+                          int concurrency) {
+  // The resident limit first (a loop over the stages), so an overflowing plan
+  // costs one evaluation, not two.
+  const int running = ResidentBatchLimit(k, s);
+  if (running >= concurrency || running < 1) {
+    // Fits, or not even one request fits (infeasible with the reason).
+    return EvaluateState(k, s, concurrency);
+  }
+  Evaluation e = EvaluateState(k, s, running);
+  if (e.reason == InfeasibleReason::kKvCacheExceedsMemory)
+    return EvaluateState(k, s, concurrency);  // rounding at the limit
+  const double slot_seconds =
+      e.ttft_seconds + std::max(0.0, k.osl - 1) * e.tpot_seconds;
+  e.batch_size = concurrency;
+  e.queued_requests = concurrency - running;
+  const double wait_seconds = slot_seconds * e.queued_requests / running;
+  // Where the wait shows. An engine that admits a request only when its
+  // reserved KV fits never evicts: the whole wait is before the first token.
+  // An engine that admits a request once its prompt fits and preempts running
+  // requests when the cache runs out (Calibration::preempts_on_kv_overflow:
+  // vLLM, whose default RECOMPUTE mode recomputes them later,
+  // https://docs.vllm.ai/en/v0.10.1.1/configuration/optimization.html,
+  // "Preemption"): of the KV a running request holds (ctx_max), the prompt is
+  // taken at admission and the rest while it decodes, so that share of the
+  // wait moves behind the first token, into the per-request TPOT
+  // ((E2E - TTFT) / (OSL - 1), as the benchmarks report it). Little's law
+  // still fixes the total time in the system. Evidence: the two vLLM
+  // Llama-3.1-70B rows that queue measure TTFT 30.8 s / 6.5 s and TPOT
+  // 41.7 / 52.4 ms where a wait before the first token predicts 114 s / 18 s
+  // with the running batch's 28.4 / 42.4 ms, while their end-to-end latency
+  // (372 s / 60 s) is within 7% of Little's.
+  const bool evicts = k.cal.preempts_on_kv_overflow && k.osl > 1;
+  const double preempted_share =
+      evicts && k.ctx_max > 0 ? std::max(0.0, k.ctx_max - k.isl) / k.ctx_max
+                              : 0.0;
+  e.queue_wait_seconds = wait_seconds * (1 - preempted_share);
+  e.preemption_wait_seconds = wait_seconds * preempted_share;
+  e.ttft_seconds += e.queue_wait_seconds;
+  if (evicts) e.tpot_seconds += e.preemption_wait_seconds / (k.osl - 1);
+  ApplySlos(k.max_ttft_seconds, k.max_tpot_seconds,
+            &e);  // the TTFT SLO now sees the wait
+  return e;
+}
+
+}  // namespace
+
+void ApplySlos(double max_ttft_seconds, double max_tpot_seconds,
+               Evaluation* e) {
+  if (e->feasible && max_ttft_seconds > 0 &&
+      e->ttft_seconds > max_ttft_seconds) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTtftSlo;
+    e->reason_value = e->ttft_seconds;
+    e->reason_limit = max_ttft_seconds;
+  } else if (e->feasible && max_tpot_seconds > 0 &&
+             e->tpot_seconds > max_tpot_seconds) {
+    e->feasible = false;
+    e->reason = InfeasibleReason::kTpotSlo;
+    e->reason_value = e->tpot_seconds;
+    e->reason_limit = max_tpot_seconds;
+  }
+  if (!e->feasible) {
+    e->output_tokens_per_s = 0;
+    e->output_tokens_per_s_per_gpu = 0;
+  }
+}
+
+Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
+                              int workload_concurrency) {
+  // Replicas placed differently (node groups of different sizes, a partial
+  // last node) are costed class by class: throughput adds up over the
+  // replicas, latency is the slowest class's (memory is the same for all).
+  std::vector<ReplicaClass> classes;
+  if (ReplicasMayDiffer(k.cluster)) {
+    classes = ReplicaClasses(plan, k.cluster, k.moe);
+  }
+  if (classes.size() <= 1) classes.clear();
+  // One state on the stack in the common case (uniform nodes).
+  PlanState state;
+  std::vector<PlanState> class_states(classes.size());
+  if (classes.empty()) PreparePlan(k, plan, k.num_gpus, 1, &state);
+  for (size_t i = 0; i < classes.size(); ++i) {
+    PreparePlan(k, plan, k.num_gpus, 1, &class_states[i],
+                &classes[i].placement);
+  }
+  // Workload.concurrency is per replica (see the proto). Requests beyond what
+  // the KV cache holds queue; a batch the plan chooses itself (no fixed
+  // concurrency) must fit.
+  const int concurrency = std::min(kMaxBatchSize, workload_concurrency);
+  auto at = [&](int batch, bool queued) {
+    auto one = [&](const PlanState& state) {
+      return queued ? EvaluateQueued(k, state, batch)
+                    : EvaluateState(k, state, batch);
+    };
+    if (classes.empty()) return one(state);
+    Evaluation worst;
+    double tokens_per_s = 0, ttft_seconds = 0;
+    for (size_t i = 0; i < classes.size(); ++i) {
+      Evaluation e = one(class_states[i]);
+      if (!e.feasible) return e;
+      tokens_per_s += e.output_tokens_per_s * classes[i].count /
+                      std::max(1, classes[i].placement.replicas);
+      ttft_seconds = std::max(ttft_seconds, e.ttft_seconds);
+      if (i == 0 || e.tpot_seconds > worst.tpot_seconds) worst = std::move(e);
+    }
+    worst.ttft_seconds = ttft_seconds;
+    worst.output_tokens_per_s = tokens_per_s;
+    worst.output_tokens_per_s_per_gpu = tokens_per_s / k.num_gpus;
+    return worst;
+  };
+  if (concurrency > 0 &&
+      (plan.batch_size == 0 || plan.batch_size == concurrency)) {
+    return at(concurrency, /*queued=*/true);
+  }
+  if (plan.batch_size > 0) return at(plan.batch_size, false);
+  // Scan the candidates: memory and both SLOs only get worse with the batch, so
+  // stop at the first batch that fails one of them.
+  Evaluation best;
+  bool have_best = false;
+  Evaluation first;
+  for (int b : BatchSizeCandidates()) {
+    Evaluation e = at(b, false);
+    if (!e.feasible) {
+      if (!have_best) {
+        if (b == 1) first = e;
+        if (e.reason == InfeasibleReason::kWeightsExceedMemory) return e;
+      }
+      break;
+    }
+    if (!have_best || e.output_tokens_per_s > best.output_tokens_per_s) {
+      best = e;
+      have_best = true;
+    }
+  }
+  if (have_best) return best;
+  return first;
+}
+
+}  // namespace shardplan::simulator::internal
+
+namespace shardplan::simulator {
+
+const std::vector<int>& BatchSizeCandidates() {
+  static const std::vector<int>* const kCandidates = [] {
+    auto* v = new std::vector<int>{1, 2};
+    for (int p = 4; p <= kMaxBatchSize; p *= 2) {
+      v->push_back(p);
+      if (p * 3 / 2 <= kMaxBatchSize && p >= 8) v->push_back(p * 3 / 2);
+    }
+    std::sort(v->begin(), v->end());
+    return v;
+  }();
+  return *kCandidates;
+}
+
+}  // namespace shardplan::simulator
