@@ -209,14 +209,14 @@ grep -q "bad.csv:2: silicon_ttft_ms" "${WORK}/err" || fail "bad results file: $(
 # carrying a rate (plan --goal min-gpus) names its cluster; a rate no cluster carries is
 # an answer naming the limit, not an error or a hang.
 SLO_ARGS=(--server "${SERVER}" --model llama-3.1-8b --isl 1000 --osl 200 --slo-percentile 99
-          --max-ttft-ms 2000 --max-tpot-ms 50 --input-dist uniform:500:1500)
-RATE_ARGS=("${SLO_ARGS[@]}" --request-rate 5)
+          --max-ttft-ms 2000 --max-tpot-ms 50)
+RATE_ARGS=("${SLO_ARGS[@]}" --request-rate 5 --input-dist uniform:500:1500)
 expect_rc 0 "${CLI}" evaluate "${RATE_ARGS[@]}" --gpus 1 --tp 1 --hardware-options h100-sxm-80gb:2.5
 grep -q "At the rate *TTFT p50/p90/p99" "${WORK}/out" || fail "evaluate at a rate: $(cat "${WORK}/out")"
 grep -q 'Cost *\$2.50/hour' "${WORK}/out" || fail "evaluate cost: $(cat "${WORK}/out")"
 expect_rc 2 "${CLI}" evaluate "${RATE_ARGS[@]}" --gpus 1 --tp 1 --output-dist uniform:9
 grep -q "output-dist" "${WORK}/err" || fail "bad --output-dist: $(cat "${WORK}/err")"
-expect_rc 4 "${CLI}" evaluate "${RATE_ARGS[@]}" --gpus 1 --tp 1 --input-dist uniform:900:100
+expect_rc 4 "${CLI}" evaluate "${SLO_ARGS[@]}" --request-rate 5 --gpus 1 --tp 1 --input-dist uniform:900:100
 grep -q "workload.input_tokens_distribution.max" "${WORK}/err" || fail "inverted dist: $(cat "${WORK}/err")"
 expect_rc 0 "${CLI}" plan "${RATE_ARGS[@]}" --gpus 16 --goal min-gpus --output json --deadline-seconds 120
 "${PY}" - "${WORK}/out" <<'PYEOF' || fail "min-gpus: $(cat "${WORK}/out")"
