@@ -436,7 +436,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       }
     }
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
-    summary_.set_method(request_.method);
+    // The goal, not the (unused) search method.
+    summary_.set_method(request_.capacity->min_cost ? "min_cost" : "min_gpus");
     summary_.set_stop_reason(stop_reason);
     *update.mutable_summary() = summary_;
     {
