@@ -218,11 +218,11 @@ absl::StatusOr<ParsedResults> ParseCsv(const std::string& path,
       run.set_engine_version(get("backend_version"));
     }
     run.set_model(get("model_path"));
-    if (const std::string system = get("system");
-        !system.empty() && system != "h100_sxm") {
-      return Error(
-          where, "system",
-          absl::StrCat("\"", system, "\": only h100_sxm runs can calibrate"));
+    // The server maps AIConfigurator's system names (h100_sxm, b200_sxm,
+    // gb200, ...) and catalog names to its hardware and names the field when
+    // it knows neither.
+    if (const std::string system = get("system"); !system.empty()) {
+      run.set_hardware(system);
     }
     const std::string precision = get("precision");
     const std::string gemm = get("gemm_quant_mode");

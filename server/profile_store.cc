@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "glog/logging.h"
 #include "proto/spec_text.h"
+#include "simulator/calibration_transfer.h"
 #include "simulator/spec.h"
 #include "simulator/status_macros.h"
 #include "simulator/user_text.h"
@@ -85,11 +86,16 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
   }
   row.engine = run.engine();
   row.engine_version = run.engine_version();
-  if (!run.hardware().empty() && run.hardware() != "h100-sxm-80gb") {
-    return absl::InvalidArgumentError(absl::StrFormat(
-        "%s.hardware must be h100-sxm-80gb (the only hardware calibration "
-        "supports), got %s",
-        path, simulator::QuoteUserText(run.hardware())));
+  if (!run.hardware().empty()) {
+    absl::StatusOr<std::string> hardware =
+        simulator::CatalogHardwareOfRun(run.hardware());
+    if (!hardware.ok()) {
+      return absl::InvalidArgumentError(absl::StrFormat(
+          "%s.hardware must be a catalog hardware name or an AIConfigurator "
+          "system name, got %s",
+          path, simulator::QuoteUserText(run.hardware())));
+    }
+    row.hardware = *std::move(hardware);
   }
   absl::StatusOr<std::string> catalog =
       simulator::CatalogModelOfRun(run.model());

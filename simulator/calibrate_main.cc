@@ -23,6 +23,11 @@
 //   shardplan-calibrate --disagg-csv
 //   simulator/calibration/data/h100_disagg_latency.csv [--rows]
 //                       (accuracy on disaggregated prefill/decode rows)
+//   shardplan-calibrate --transfer-csv FILE... [--rows] [--fit-on HARDWARE]
+//                       (aggregated rows of any catalogued GPU, each
+//                       predicted on its own hardware with the compiled-in
+//                       profiles, or with profiles fitted on HARDWARE's rows
+//                       only: error per hardware, engine, model, dtype)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -39,6 +44,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "simulator/calibration_harness.h"
+#include "simulator/calibration_transfer.h"
 
 namespace {
 
@@ -47,7 +53,9 @@ int Usage() {
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
          "[--fit] [--rows] [--bands] [--report-dir DIR] [--user-fit "
          "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
-         "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n";
+         "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n"
+         "       shardplan-calibrate --transfer-csv FILE... [--rows] [--fit-on "
+         "HARDWARE]\n";
   return 2;
 }
 
@@ -72,9 +80,8 @@ void PrintProfiles(
   }
 }
 
-// Reads and parses one CSV; prints the error and returns nullopt on failure.
-std::optional<shardplan::simulator::ParsedMeasurements> Load(
-    const std::string& path, bool validation_only) {
+// A file's text; prints the error and returns nullopt when unreadable.
+std::optional<std::string> ReadText(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
     std::cerr << "cannot read " << path << "\n";
@@ -82,8 +89,16 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
   }
   std::stringstream text;
   text << in.rdbuf();
+  return text.str();
+}
+
+// Reads and parses one CSV; prints the error and returns nullopt on failure.
+std::optional<shardplan::simulator::ParsedMeasurements> Load(
+    const std::string& path, bool validation_only) {
+  const std::optional<std::string> text = ReadText(path);
+  if (!text) return std::nullopt;
   absl::StatusOr<shardplan::simulator::ParsedMeasurements> data =
-      shardplan::simulator::ParseMeasurements(text.str(), validation_only);
+      shardplan::simulator::ParseMeasurements(*text, validation_only);
   if (!data.ok()) {
     std::cerr << path << ": " << data.status() << "\n";
     return std::nullopt;
@@ -95,15 +110,10 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
 // prediction as CSV). Exit code as main's.
 int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   namespace sim = shardplan::simulator;
-  std::ifstream in(path);
-  if (!in) {
-    std::cerr << "cannot read " << path << "\n";
-    return 1;
-  }
-  std::stringstream text;
-  text << in.rdbuf();
+  const std::optional<std::string> text = ReadText(path);
+  if (!text) return 1;
   absl::StatusOr<sim::ParsedDisaggregated> data =
-      sim::ParseDisaggregatedRows(text.str());
+      sim::ParseDisaggregatedRows(*text);
   if (data.ok() && fit) {
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
         sim::FitDisaggregatedOverheads(data->rows, sim::CalibrationProfiles());
@@ -349,17 +359,104 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
 
 }  // namespace
 
+// --transfer-csv: rows of every catalogued GPU predicted on their own
+// hardware with the compiled-in (H100-fitted) profiles.
+int ReportTransfer(const std::vector<std::string>& paths, bool rows,
+                   const std::string& fit_on) {
+  std::vector<sim::MeasuredRow> all;
+  for (const std::string& path : paths) {
+    std::optional<sim::ParsedMeasurements> parsed =
+        Load(path, /*validation_only=*/true);
+    if (!parsed) return 1;
+    std::cout << absl::StrFormat(
+        "%s: %d rows; skipped %d of held-out hardware, %d others "
+        "(disaggregated, models or hardware not in the catalog, above 256 "
+        "requests)\n",
+        path, parsed->rows.size(), parsed->skipped_held_out_hardware,
+        parsed->skipped_disaggregated + parsed->skipped_other +
+            parsed->high_concurrency_rows.size());
+    all.insert(all.end(), parsed->rows.begin(), parsed->rows.end());
+  }
+  std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
+  if (!fit_on.empty()) {
+    // Leave one hardware out the other way: fit on `fit_on`'s rows (from the
+    // struct defaults, as --fit does), predict every other hardware's.
+    sim::ParsedMeasurements fit_data;
+    std::vector<sim::MeasuredRow> test;
+    for (sim::MeasuredRow r : all) {
+      if (r.hardware == fit_on) {
+        r.held_out_model = r.held_out_row = false;
+        fit_data.rows.push_back(r);
+      } else {
+        test.push_back(r);
+      }
+    }
+    for (sim::CalibrationProfile& p : profiles) {
+      const double kv = p.calibration.kv_reserved_output_fraction;
+      p.calibration = sim::Calibration();
+      p.calibration.kv_reserved_output_fraction = kv;
+    }
+    absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
+        sim::FitCalibration(fit_data, profiles);
+    if (!fitted.ok()) {
+      std::cerr << fitted.status() << "\n";
+      return 1;
+    }
+    profiles = *fitted;
+    std::cout << "Fitted on " << fit_data.rows.size() << " rows of " << fit_on
+              << ":\n";
+    PrintProfiles(profiles);
+    all = test;
+  }
+  if (rows) {
+    absl::StatusOr<std::vector<sim::RowPrediction>> pred =
+        sim::PredictRows(all, profiles);
+    if (!pred.ok()) {
+      std::cerr << pred.status() << "\n";
+      return 1;
+    }
+    std::cout << "line,hardware,model,engine,version,weights,isl,osl,c,tp,dp,"
+                 "ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,pred_tpot_ms\n";
+    for (size_t i = 0; i < all.size(); ++i) {
+      const sim::MeasuredRow& r = all[i];
+      std::cout << absl::StrFormat(
+          "%d,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f\n",
+          r.line, r.hardware, r.catalog_model, r.engine, r.engine_version,
+          r.fp4   ? "fp4"
+          : r.fp8 ? "fp8"
+                  : "bf16",
+          r.isl, r.osl, r.concurrency, r.tp, r.attention_dp, r.moe_ep,
+          (*pred)[i].feasible ? 1 : 0, r.ttft_seconds * 1e3,
+          (*pred)[i].ttft_seconds * 1e3, r.tpot_seconds * 1e3,
+          (*pred)[i].tpot_seconds * 1e3);
+    }
+    std::cout << "\n";
+  }
+  absl::StatusOr<sim::TransferReport> report =
+      sim::ComputeTransfer(all, profiles);
+  if (!report.ok()) {
+    std::cerr << report.status() << "\n";
+    return 1;
+  }
+  std::cout << "\n" << report->Markdown();
+  return 0;
+}
+
 int main(int argc, char** argv) {
-  std::vector<std::string> csv_paths;
+  std::vector<std::string> csv_paths, transfer_paths;
   std::vector<std::string> validation_paths;
   std::string disagg_path;
   bool fit = false, rows = false, bands = false;
-  std::string report_dir, user_fit, base_profile;
+  std::string report_dir, user_fit, base_profile, fit_on;
   int fit_rows = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
     if (a == "--csv" && i + 1 < argc) {
       csv_paths.push_back(argv[++i]);
+    } else if (a == "--fit-on" && i + 1 < argc) {
+      fit_on = argv[++i];
+    } else if (a == "--transfer-csv" && i + 1 < argc) {
+      transfer_paths.push_back(argv[++i]);
     } else if (a == "--disagg-csv" && i + 1 < argc) {
       disagg_path = argv[++i];
     } else if (a == "--validation-csv" && i + 1 < argc) {
@@ -384,6 +481,8 @@ int main(int argc, char** argv) {
     }
   }
   if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows, fit);
+  if (!transfer_paths.empty())
+    return ReportTransfer(transfer_paths, rows, fit_on);
   if (csv_paths.empty()) return Usage();
   std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;

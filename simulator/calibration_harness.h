@@ -42,6 +42,9 @@ struct MeasuredRow {
   int attention_dp = 1;
   int moe_tp = 1;
   int moe_ep = 1;
+  // Catalog hardware the row ran on (the CSV's `system` column through
+  // CatalogHardwareOfSystem; h100-sxm-80gb when the CSV has none).
+  std::string hardware = "h100-sxm-80gb";
   double ttft_seconds = 0;
   double tpot_seconds = 0;
   // The fixed split: the held-out model (Llama-3.1-8B) entirely, and every 4th
@@ -60,7 +63,10 @@ struct ParsedMeasurements {
   std::vector<MeasuredRow> rows;  // aggregated-serving rows we can model
   int skipped_disaggregated =
       0;                  // disaggregated prefill/decode rows (excluded)
-  int skipped_other = 0;  // rows of unknown models or with missing numbers
+  int skipped_other = 0;  // rows of unknown models or with missing numbers,
+                          // or of hardware without a catalog entry
+  // Rows of the held-out hardware (H200, B300, GB300): never read further.
+  int skipped_held_out_hardware = 0;
   // Rows above kMaxFitConcurrency: predicted and reported apart ("above 256
   // requests"), never fitted nor in the error bands.
   std::vector<MeasuredRow> high_concurrency_rows;

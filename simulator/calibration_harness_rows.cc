@@ -23,6 +23,7 @@
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/calibration_harness.h"
+#include "simulator/calibration_transfer.h"
 #include "simulator/cost_model.h"
 #include "simulator/internal/calibration_harness.h"
 #include "simulator/spec.h"
@@ -103,6 +104,11 @@ const char* CatalogNameFor(absl::string_view model_path) {
     return "llama-3.1-8b";
   }
   if (model_path == "openai/gpt-oss-120b") return "gpt-oss-120b";
+  // DeepSeek-R1 is DeepSeek-V3's architecture with other weights.
+  if (model_path == "deepseek-ai/DeepSeek-R1" ||
+      model_path == "deepseek-ai/DeepSeek-V3") {
+    return "deepseek-v3";
+  }
   if (model_path == "meta-llama/Llama-3.1-70B" ||
       model_path == "meta-llama/Llama-3.1-70B-Instruct") {
     return "llama-3.1-70b";
@@ -220,6 +226,19 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
       continue;
     }
     row.catalog_model = catalog;
+    if (col.count("system") != 0) {
+      absl::StatusOr<std::string> hardware =
+          CatalogHardwareOfRun(get("system"));
+      if (!hardware.ok()) {
+        ++out.skipped_other;
+        continue;
+      }
+      if (IsHeldOutHardware(*hardware)) {
+        ++out.skipped_held_out_hardware;
+        continue;
+      }
+      row.hardware = *std::move(hardware);
+    }
     row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     row.fp4 = get("precision") == "fp4" ||
               absl::StrContains(get("gemm_quant_mode"), "fp4");
@@ -259,10 +278,13 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   shardplan::v1::ModelSource model;
   model.set_catalog_name(row.catalog_model);
   shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_hardware(row.hardware);
   const int gpus = row.tp * row.pp * row.attention_dp;
   cluster.set_num_gpus(gpus);
-  cluster.set_gpus_per_node(std::min(8, gpus));
+  ASSIGN_OR_RETURN(shardplan::v1::HardwareSpec hardware,
+                   FindCatalogHardware(row.hardware));
+  cluster.set_gpus_per_node(
+      std::min(std::max(1, hardware.default_gpus_per_node()), gpus));
   shardplan::v1::Workload workload;
   workload.set_input_tokens(row.isl);
   workload.set_output_tokens(row.osl);
@@ -274,9 +296,10 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   // the measured rows agree (Qwen3-32B tp 1 runs 64 requests of 4.2k tokens
   // without queueing, which a bf16 cache cannot hold). Other engines keep
   // bf16 (their FP8 checkpoints leave the KV cache in the model dtype unless
-  // asked).
-  workload.set_kv_cache_dtype(row.engine == "trtllm" && row.fp8 ? "fp8"
-                                                                : "bf16");
+  // asked). Its NVFP4 checkpoints (NVIDIA ModelOpt) set kv_cache_quant_algo
+  // FP8 in hf_quant_config.json, so FP4 rows get an FP8 cache too.
+  workload.set_kv_cache_dtype(
+      row.engine == "trtllm" && (row.fp8 || row.fp4) ? "fp8" : "bf16");
   return ProblemFromProto(model, cluster, workload);
 }
 
@@ -351,11 +374,6 @@ absl::StatusOr<std::vector<RowPrediction>> PredictRowsForBands(
 namespace {
 
 const char* DisaggregatedCatalogNameFor(absl::string_view model_path) {
-  // DeepSeek-R1 is DeepSeek-V3's architecture with other weights.
-  if (model_path == "deepseek-ai/DeepSeek-R1" ||
-      model_path == "deepseek-ai/DeepSeek-V3") {
-    return "deepseek-v3";
-  }
   return CatalogNameFor(model_path);
 }
 

@@ -63,6 +63,9 @@ struct Pools {
 bool AlignedOnUniformNodes(const ClusterDims& cluster, int64_t first,
                            int64_t size) {
   if (ReplicasMayDiffer(cluster)) return false;
+  // An NVLink domain over several nodes (NVL72): only the placement's
+  // classes see it.
+  if (cluster.nvlink_domain_gpus > cluster.gpus_per_node) return false;
   const int64_t g = std::max(1, cluster.gpus_per_node);
   if (size % g == 0) return first % g == 0;
   return g % size == 0 && first % size == 0;

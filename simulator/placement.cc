@@ -51,6 +51,35 @@ std::vector<int64_t> NodeStarts(const ClusterDims& cluster) {
   return starts;
 }
 
+// GPUs of one link domain: the NVLink domain when it spans several nodes
+// (validation allows that only on uniform nodes), else the node.
+int LinkGpus(const ClusterDims& cluster) {
+  return std::max({1, cluster.gpus_per_node, cluster.nvlink_domain_gpus});
+}
+
+bool DomainSpansNodes(const ClusterDims& cluster) {
+  return cluster.node_gpus.empty() &&
+         cluster.nvlink_domain_gpus > std::max(1, cluster.gpus_per_node);
+}
+
+// First rank of each link domain, then the end (num_gpus).
+std::vector<int64_t> DomainStarts(const ClusterDims& cluster) {
+  if (!DomainSpansNodes(cluster)) return NodeStarts(cluster);
+  std::vector<int64_t> starts = {0};
+  const int g = LinkGpus(cluster);
+  while (starts.back() < cluster.num_gpus) {
+    starts.push_back(std::min<int64_t>(cluster.num_gpus, starts.back() + g));
+  }
+  return starts;
+}
+
+// The link domain that holds global rank `rank` (clamped to the last one).
+int64_t DomainOfRank(const ClusterDims& cluster, int64_t rank) {
+  if (!DomainSpansNodes(cluster)) return NodeOfRank(cluster, rank);
+  const int64_t g = LinkGpus(cluster);
+  return std::min(rank / g, (cluster.num_gpus + g - 1) / g - 1);
+}
+
 // Shape of the block [start, start + size) on nodes starting at `starts`.
 GroupShape BlockOn(const std::vector<int64_t>& starts, int64_t start,
                    int size) {
@@ -111,7 +140,7 @@ GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node) {
 
 GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster) {
   if (cluster.node_gpus.empty()) {
-    return ContiguousBlockShape(size, cluster.num_gpus, cluster.gpus_per_node);
+    return ContiguousBlockShape(size, cluster.num_gpus, LinkGpus(cluster));
   }
   size = std::max(1, size);
   return WorstBlockOn(NodeStarts(cluster), 0, size,
@@ -161,8 +190,8 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
       int n = 0;
       for (int s = 0; s + 1 < pp; ++s) {
         const int64_t first = (int64_t{r} * pp + s) * p.stage_size;
-        n += NodeOfRank(cluster, first) !=
-                     NodeOfRank(cluster, first + 2 * p.stage_size - 1)
+        n += DomainOfRank(cluster, first) !=
+                     DomainOfRank(cluster, first + 2 * p.stage_size - 1)
                  ? 1
                  : 0;
       }
@@ -170,7 +199,7 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
     };
     int64_t period = p.replicas, tail = p.replicas;
     if (cluster.node_gpus.empty()) {
-      const int64_t g = std::max(1, cluster.gpus_per_node);
+      const int64_t g = LinkGpus(cluster);
       period = std::min<int64_t>(p.replicas, g / std::gcd(replica_size, g));
       tail = g / replica_size + 2;  // replicas touching a partial last node
     }
@@ -198,7 +227,7 @@ std::vector<ReplicaClass> ClassesOfBlocks(const PlanPlacement& all, int pp,
                                           const ClusterDims& cluster,
                                           int64_t first_rank, int blocks,
                                           int copies) {
-  const std::vector<int64_t> starts = NodeStarts(cluster);
+  const std::vector<int64_t> starts = DomainStarts(cluster);
   const int64_t replica_size = static_cast<int64_t>(all.stage_size) * pp;
   const int64_t block_size = replica_size * copies;
   std::vector<ReplicaClass> out;
@@ -256,10 +285,11 @@ std::vector<ReplicaClass> ClassesOfBlocks(const PlanPlacement& all, int pp,
   return out;
 }
 
-// Global ranks [first, first + size) all in one node: that node, else -1.
-int64_t NodeHolding(const ClusterDims& cluster, int64_t first, int64_t size) {
-  const int64_t node = NodeOfRank(cluster, first);
-  return NodeOfRank(cluster, first + size - 1) == node ? node : -1;
+// Global ranks [first, first + size) all in one link domain: that domain,
+// else -1.
+int64_t DomainHolding(const ClusterDims& cluster, int64_t first, int64_t size) {
+  const int64_t domain = DomainOfRank(cluster, first);
+  return DomainOfRank(cluster, first + size - 1) == domain ? domain : -1;
 }
 
 }  // namespace
@@ -315,17 +345,17 @@ double PoolPairsInsideOneNode(const PlanDims& plan,
   const int64_t second_size = decode_first ? prefill_size : decode_size;
   const int64_t second_count = decode_first ? x : y;
   const int64_t boundary = first_size * first_count;
-  const int64_t node = NodeOfRank(cluster, boundary);
-  if (NodeOfRank(cluster, boundary - 1) != node) return 0;
+  const int64_t node = DomainOfRank(cluster, boundary);
+  if (DomainOfRank(cluster, boundary - 1) != node) return 0;
   int64_t a = 0, b = 0;
   for (int64_t i = first_count - 1;
-       i >= 0 && NodeHolding(cluster, i * first_size, first_size) == node;
+       i >= 0 && DomainHolding(cluster, i * first_size, first_size) == node;
        --i) {
     ++a;
   }
   for (int64_t i = 0;
        i < second_count &&
-       NodeHolding(cluster, boundary + i * second_size, second_size) == node;
+       DomainHolding(cluster, boundary + i * second_size, second_size) == node;
        ++i) {
     ++b;
   }

@@ -13,6 +13,12 @@
 // attention + EP inside one instance, one instance per replica). The last node
 // may be partial (num_gpus not a multiple of G).
 //
+// "Node" in the group shapes below means link domain: the NVLink domain,
+// which is one node except on NVL72 racks (GB200/GB300: 72 GPUs over 18 nodes
+// of 4, ClusterDims::nvlink_domain_gpus), where a tp group or expert domain
+// of up to 72 GPUs spanning nodes still rides NVLink. Rank-to-node listings
+// (NodeOfRank, WholeNodeSizes, LargestNodeGpus) count real nodes.
+//
 // Dense models have no expert domain: their attention data-parallel ranks are
 // independent copies, so dense dp counts as replicas here (replicas * dp
 // copies, each pp x tp), which keeps every dense plan's meaning.
@@ -27,8 +33,8 @@
 namespace shardplan::simulator {
 
 // The shape of the worst-placed instance of a group of ranks: `n` ranks of
-// which at least `per_node` share each node it touches (n == per_node: inside
-// one node), over `nodes` nodes.
+// which at least `per_node` share each link domain it touches (n == per_node:
+// inside one domain, on NVLink), over `nodes` link domains.
 struct GroupShape {
   int n = 1;
   int per_node = 1;
@@ -65,8 +71,9 @@ struct ReplicaClass {
 // the worst block's shape (fewest members in one node).
 GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node);
 
-// The same over `cluster`'s nodes: uniform nodes as above, or nodes of
-// different sizes (ClusterDims::node_gpus), where every block is looked at.
+// The same over `cluster`'s link domains: uniform nodes (or NVLink domains
+// of several nodes) as above, or nodes of different sizes
+// (ClusterDims::node_gpus), where every block is looked at.
 GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster);
 
 // The node that holds global rank `rank` (clamped to the last node).
@@ -115,7 +122,7 @@ std::vector<ReplicaClass> InstanceClasses(const PlanDims& instance, int count,
                                           const ClusterDims& cluster, bool moe);
 
 // Of the pairs (prefill instance, decode instance) of a disaggregated plan,
-// the fraction whose two instances lie inside one common node (their KV
+// the fraction whose two instances lie inside one common link domain (their KV
 // transfer rides NVLink; every other pair's crosses nodes over InfiniBand).
 // Routers pair any prefill with any decode instance, so this is the share of
 // requests whose transfer stays inside a node.

@@ -151,6 +151,100 @@ std::vector<T> LoadCatalog(const internal::CatalogFile* files, int n) {
   return specs;
 }
 
+// Hybrid linear attention and DeepSeek sparse attention: each set of fields
+// is all-or-nothing, so that no field is silently ignored.
+absl::Status AttentionKindFromSpec(const ModelSpec& spec,
+                                   absl::string_view prefix, ModelDims* m) {
+  const struct {
+    const char* field;
+    int value;
+    int* out;
+    int min_when_set;
+    int max;
+  } hybrid[] = {{"linear_num_key_heads", spec.linear_num_key_heads(),
+                 &m->linear_num_key_heads, 1, kMaxHeads},
+                {"linear_num_value_heads", spec.linear_num_value_heads(),
+                 &m->linear_num_value_heads, 1, kMaxHeads},
+                {"linear_key_head_dim", spec.linear_key_head_dim(),
+                 &m->linear_key_head_dim, 1, kMaxHeadDim},
+                {"linear_value_head_dim", spec.linear_value_head_dim(),
+                 &m->linear_value_head_dim, 1, kMaxHeadDim},
+                {"linear_conv_kernel_dim", spec.linear_conv_kernel_dim(),
+                 &m->linear_conv_kernel_dim, 1, 64}};
+  const int interval = spec.full_attention_interval();
+  if (interval != 0) {
+    if (interval < 2 || interval > m->layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Path(prefix, "full_attention_interval"),
+          " must be 0 (every layer full attention) or in [2, ",
+          Path(prefix, "num_layers"), " (", m->layers, ")], got ", interval));
+    }
+    if (m->is_mla()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(prefix, "full_attention_interval"),
+                       " (hybrid linear attention) is not supported with MLA (",
+                       Path(prefix, "kv_lora_rank"), " > 0)"));
+    }
+    m->full_attention_interval = interval;
+  }
+  for (const auto& f : hybrid) {
+    if (interval == 0 && f.value != 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(Path(prefix, f.field), " (", f.value, ") requires ",
+                       Path(prefix, "full_attention_interval"),
+                       " > 0 (hybrid linear attention)"));
+    }
+    if (interval != 0) {
+      RETURN_IF_ERROR(
+          CheckRange(f.value, Path(prefix, f.field), f.min_when_set, f.max));
+    }
+    *f.out = f.value;
+  }
+  if (interval != 0 &&
+      m->linear_num_value_heads % m->linear_num_key_heads != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Path(prefix, "linear_num_value_heads"), " (", m->linear_num_value_heads,
+        ") must be divisible by ", Path(prefix, "linear_num_key_heads"), " (",
+        m->linear_num_key_heads, ")"));
+  }
+  if (spec.attention_output_gate() && m->is_mla()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        Path(prefix, "attention_output_gate"), " is not supported with MLA (",
+        Path(prefix, "kv_lora_rank"), " > 0)"));
+  }
+  m->attention_output_gate = spec.attention_output_gate();
+
+  const struct {
+    const char* field;
+    int value;
+    int* out;
+    int max;
+  } sparse[] = {
+      {"index_topk", spec.index_topk(), &m->index_topk, kMaxTokens},
+      {"index_n_heads", spec.index_n_heads(), &m->index_n_heads, kMaxHeads},
+      {"index_head_dim", spec.index_head_dim(), &m->index_head_dim,
+       kMaxHeadDim}};
+  const bool is_sparse = spec.index_topk() != 0;
+  for (const auto& f : sparse) {
+    if (!is_sparse && f.value != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          Path(prefix, f.field), " (", f.value, ") requires ",
+          Path(prefix, "index_topk"), " > 0 (DeepSeek sparse attention)"));
+    }
+    if (is_sparse) {
+      RETURN_IF_ERROR(CheckRange(f.value, Path(prefix, f.field), 1, f.max));
+    }
+    *f.out = f.value;
+  }
+  if (is_sparse && !m->is_mla()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Path(prefix, "index_topk"),
+                     " (DeepSeek sparse attention) requires MLA (",
+                     Path(prefix, "kv_lora_rank"), " > 0)"));
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 // === Catalog =================================================================
@@ -393,6 +487,7 @@ absl::StatusOr<ModelDims> ModelDimsFromSpec(const ModelSpec& spec,
       }
     }
   }
+  RETURN_IF_ERROR(AttentionKindFromSpec(spec, prefix, &m));
   const double params = m.TotalParams();
   if (!(params <= kMaxTotalParams)) {
     return absl::InvalidArgumentError(absl::StrFormat(
@@ -446,6 +541,8 @@ absl::StatusOr<HardwareDims> HardwareDimsFromSpec(const HardwareSpec& spec,
   RETURN_IF_ERROR(CheckRange(spec.default_gpus_per_node(),
                              Path(prefix, "default_gpus_per_node"), 0,
                              kMaxGpusPerNode));
+  RETURN_IF_ERROR(CheckRange(spec.nvlink_domain_gpus(),
+                             Path(prefix, "nvlink_domain_gpus"), 0, kMaxGpus));
   hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] =
       spec.peak_bf16_flops_per_s();
   // No FP8 figure: FP8 runs at the BF16 rate (weights dequantised). FP4 keeps
@@ -501,6 +598,24 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
                           : 8;
     // A cluster smaller than one node (e.g. 2 GPUs) is that part of a node.
     c.gpus_per_node = std::min(c.gpus_per_node, c.num_gpus);
+  }
+  RETURN_IF_ERROR(CheckRange(cluster.nvlink_domain_gpus(),
+                             "cluster.nvlink_domain_gpus", 0, kMaxGpus));
+  if (cluster.nvlink_domain_gpus() > 0) {
+    if (cluster.nvlink_domain_gpus() % c.gpus_per_node != 0) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "cluster.nvlink_domain_gpus must be a multiple of "
+          "cluster.gpus_per_node (",
+          c.gpus_per_node, "), got ", cluster.nvlink_domain_gpus()));
+    }
+    c.nvlink_domain_gpus = cluster.nvlink_domain_gpus();
+  } else if (hardware_spec.nvlink_domain_gpus() > c.gpus_per_node &&
+             hardware_spec.nvlink_domain_gpus() % c.gpus_per_node == 0) {
+    // The hardware's domain (NVL72: 72) when nodes tile it; nodes of another
+    // size than the rack's trays are the caller's own layout: one node each.
+    c.nvlink_domain_gpus = hardware_spec.nvlink_domain_gpus();
+  } else {
+    c.nvlink_domain_gpus = c.gpus_per_node;
   }
   // num_gpus need not be a multiple of gpus_per_node: part of a node (4 GPUs
   // of an 8-GPU node) and a last, partial node (12 GPUs on 8-GPU nodes) are
@@ -561,6 +676,13 @@ absl::StatusOr<ClusterDims> ClusterDimsFromProto(const ClusterSpec& cluster) {
                        " (num_nodes x gpus_per_node over the groups), expected "
                        "cluster.num_gpus = ",
                        c.num_gpus));
+    }
+    if (sized && c.nvlink_domain_gpus > c.gpus_per_node) {
+      // Domains are measured on a uniform grid of nodes.
+      return absl::InvalidArgumentError(
+          absl::StrCat("cluster.nvlink_domain_gpus (", c.nvlink_domain_gpus,
+                       ") larger than a node needs nodes of one size, but "
+                       "cluster.node_groups set other sizes"));
     }
     if (sized) {
       // Placement order: groups with bigger nodes first (stable), so that
@@ -867,6 +989,16 @@ ModelSpec ModelSpecFromDims(const ModelDims& m) {
   spec.set_qk_rope_head_dim(m.qk_rope_head_dim);
   spec.set_qk_nope_head_dim(m.qk_nope_head_dim);
   spec.set_v_head_dim(m.v_head_dim);
+  spec.set_full_attention_interval(m.full_attention_interval);
+  spec.set_linear_num_key_heads(m.linear_num_key_heads);
+  spec.set_linear_num_value_heads(m.linear_num_value_heads);
+  spec.set_linear_key_head_dim(m.linear_key_head_dim);
+  spec.set_linear_value_head_dim(m.linear_value_head_dim);
+  spec.set_linear_conv_kernel_dim(m.linear_conv_kernel_dim);
+  spec.set_attention_output_gate(m.attention_output_gate);
+  spec.set_index_topk(m.index_topk);
+  spec.set_index_n_heads(m.index_n_heads);
+  spec.set_index_head_dim(m.index_head_dim);
   return spec;
 }
 
@@ -1140,17 +1272,21 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   }
   out.set_prefill_seconds(e.prefill_seconds);
   out.set_decode_iteration_seconds(e.decode_iteration_seconds);
+  // Placement counts NVLink domains; they are nodes except on NVL72 racks.
+  const bool racks =
+      problem.cluster.nvlink_domain_gpus > problem.cluster.gpus_per_node;
+  const char* unit = racks ? " NVLink domains" : " nodes";
   if (e.tp_nodes > 1) {
-    out.add_cross_node(absl::StrCat("tensor parallel: a tp group over ",
-                                    e.tp_nodes, " nodes"));
+    out.add_cross_node(
+        absl::StrCat("tensor parallel: a tp group over ", e.tp_nodes, unit));
   }
   if (e.ep_nodes > 1) {
-    out.add_cross_node(
-        absl::StrCat("expert dispatch/combine: an expert domain over ",
-                     e.ep_nodes, " nodes"));
+    out.add_cross_node(absl::StrCat(
+        "expert dispatch/combine: an expert domain over ", e.ep_nodes, unit));
   }
   if (e.pipeline_crosses_nodes) {
-    out.add_cross_node("pipeline: stage-to-stage sends between nodes");
+    out.add_cross_node(
+        absl::StrCat("pipeline: stage-to-stage sends between", unit));
   }
   if (e.replica_nodes > 1) {
     const std::vector<int>& sizes = problem.cluster.node_gpus;

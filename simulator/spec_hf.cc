@@ -27,8 +27,10 @@ using ::nlohmann::json;
 using ::shardplan::v1::ModelSpec;
 
 constexpr absl::string_view kSupported[] = {
-    "llama", "mistral",   "mixtral",     "qwen2",
-    "qwen3", "qwen3_moe", "deepseek_v3", "gpt_oss"};
+    "llama",        "mistral",     "mixtral",          "qwen2",
+    "qwen3",        "qwen3_moe",   "deepseek_v3",      "gpt_oss",
+    "deepseek_v32", "glm_moe_dsa", "kimi_k25",         "kimi_k2",
+    "qwen3_next",   "qwen3_5_moe", "qwen3_5_moe_text", "minimax_m2"};
 constexpr size_t kMaxConfigBytes = 4u << 20;
 
 std::string KeyPath(absl::string_view key) {
@@ -224,6 +226,237 @@ absl::Status ReadDeepseekV3(const json& config, ModelSpec* spec) {
   return absl::OkStatus();
 }
 
+// DeepSeek sparse attention's indexer (deepseek_v32, glm_moe_dsa). Missing
+// sizes take the transformers config classes' defaults (`default_heads`:
+// DeepseekV32Config 64, GlmMoeDsaConfig 32; head dim 128).
+absl::Status ReadSparseIndexer(const json& config, int default_heads,
+                               ModelSpec* spec) {
+  ASSIGN_OR_RETURN(const int topk, GetInt(config, "index_topk", true));
+  ASSIGN_OR_RETURN(const int heads,
+                   GetInt(config, "index_n_heads", false, default_heads));
+  ASSIGN_OR_RETURN(const int head_dim,
+                   GetInt(config, "index_head_dim", false, 128));
+  // Indexers shared between layers (one top-k reused by the next layers)
+  // change the indexer cost, which the cost model does not describe.
+  ASSIGN_OR_RETURN(const int freq, GetInt(config, "index_topk_freq", false, 1));
+  if (freq != 1) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        KeyPath("index_topk_freq"),
+        ": only 1 (an indexer in every layer) is supported, got ", freq));
+  }
+  if (config.contains("compress_ratios")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        KeyPath("compress_ratios"),
+        ": compressed sparse attention is not supported (DeepSeek sparse "
+        "attention with an uncompressed latent cache is)"));
+  }
+  spec->set_index_topk(topk);
+  spec->set_index_n_heads(heads);
+  spec->set_index_head_dim(head_dim);
+  return absl::OkStatus();
+}
+
+// Qwen3-Next / Qwen3.5 MoE: hybrid Gated DeltaNet + full attention, MoE with
+// a shared expert in every layer.
+absl::Status ReadQwenHybridMoe(const json& config, ModelSpec* spec) {
+  RETURN_IF_ERROR(ReadQwen3Moe(config, spec));
+  ASSIGN_OR_RETURN(const int shared,
+                   GetInt(config, "shared_expert_intermediate_size", false, 0));
+  const int expert = spec->moe_intermediate_size();
+  if (shared % expert != 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(KeyPath("shared_expert_intermediate_size"), " (", shared,
+                     ") must be a multiple of moe_intermediate_size (", expert,
+                     "): the shared expert is modelled as whole experts"));
+  }
+  spec->set_num_shared_experts(shared / expert);
+  ASSIGN_OR_RETURN(const int interval,
+                   GetInt(config, "full_attention_interval", false, 4));
+  const int layers = spec->num_layers();
+  const auto types = config.find("layer_types");
+  if (types != config.end() && !types->is_null()) {
+    if (!types->is_array() || static_cast<int>(types->size()) != layers) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          KeyPath("layer_types"), " must be a list of num_hidden_layers (",
+          layers, ") entries, got ", Shown(*types)));
+    }
+    for (int i = 0; i < layers; ++i) {
+      const json& t = (*types)[i];
+      const bool full = interval > 0 && (i + 1) % interval == 0;
+      const char* want = full ? "full_attention" : "linear_attention";
+      if (!t.is_string() || t.get<std::string>() != want) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            KeyPath(absl::StrCat("layer_types[", i, "]")), ": expected \"",
+            want, "\" (every full_attention_interval = ", interval,
+            "th layer is full attention; other layouts are not supported), "
+            "got ",
+            Shown(t)));
+      }
+    }
+  }
+  ASSIGN_OR_RETURN(const int key_heads,
+                   GetInt(config, "linear_num_key_heads", true));
+  ASSIGN_OR_RETURN(const int value_heads,
+                   GetInt(config, "linear_num_value_heads", true));
+  ASSIGN_OR_RETURN(const int key_dim,
+                   GetInt(config, "linear_key_head_dim", true));
+  ASSIGN_OR_RETURN(const int value_dim,
+                   GetInt(config, "linear_value_head_dim", true));
+  ASSIGN_OR_RETURN(const int conv,
+                   GetInt(config, "linear_conv_kernel_dim", false, 4));
+  ASSIGN_OR_RETURN(const bool gate, GetBool(config, "attn_output_gate", true));
+  spec->set_full_attention_interval(interval);
+  spec->set_linear_num_key_heads(key_heads);
+  spec->set_linear_num_value_heads(value_heads);
+  spec->set_linear_key_head_dim(key_dim);
+  spec->set_linear_value_head_dim(value_dim);
+  spec->set_linear_conv_kernel_dim(conv);
+  spec->set_attention_output_gate(gate);
+  return absl::OkStatus();
+}
+
+// MiniMax-M2: GQA attention, MoE of num_local_experts experts of
+// intermediate_size in every layer.
+absl::Status ReadMinimaxM2(const json& config, ModelSpec* spec) {
+  ASSIGN_OR_RETURN(const int experts,
+                   GetInt(config, "num_local_experts", true));
+  ASSIGN_OR_RETURN(const int top_k,
+                   GetInt(config, "num_experts_per_tok", true));
+  ASSIGN_OR_RETURN(const int width, GetInt(config, "intermediate_size", true));
+  ASSIGN_OR_RETURN(const int shared,
+                   GetInt(config, "shared_intermediate_size", false, 0));
+  if (shared != 0) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        KeyPath("shared_intermediate_size"),
+        ": a shared expert is not supported for minimax_m2, got ", shared));
+  }
+  // attn_type_list: 1 = softmax attention; 0 (lightning / linear attention
+  // of MiniMax-01) is another architecture.
+  const auto types = config.find("attn_type_list");
+  if (types != config.end() && !types->is_null()) {
+    if (!types->is_array()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          KeyPath("attn_type_list"), " must be a list, got ", Shown(*types)));
+    }
+    for (size_t i = 0; i < types->size(); ++i) {
+      const json& t = (*types)[i];
+      if (!t.is_number_integer() || t.get<int64_t>() != 1) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            KeyPath(absl::StrCat("attn_type_list[", i, "]")),
+            ": only 1 (full softmax attention) is supported, got ", Shown(t)));
+      }
+    }
+  }
+  spec->set_num_experts(experts);
+  spec->set_experts_per_token(top_k);
+  spec->set_moe_intermediate_size(width);
+  return absl::OkStatus();
+}
+
+// The architecture fields of `config` (the language model's config) by
+// model_type into `spec`.
+absl::Status ReadArchitecture(const std::string& model_type, const json& config,
+                              ModelSpec* spec) {
+  RETURN_IF_ERROR(ReadCommon(config, spec));
+  if (model_type == "llama" || model_type == "mistral" ||
+      model_type == "qwen2" || model_type == "qwen3") {
+    ASSIGN_OR_RETURN(const int intermediate,
+                     GetInt(config, "intermediate_size", true));
+    spec->set_intermediate_size(intermediate);
+    spec->set_family(model_type == "llama"     ? "llama"
+                     : model_type == "mistral" ? "mistral"
+                                               : "qwen");
+  } else if (model_type == "mixtral") {
+    ASSIGN_OR_RETURN(const int intermediate,
+                     GetInt(config, "intermediate_size", true));
+    ASSIGN_OR_RETURN(const int experts,
+                     GetInt(config, "num_local_experts", true));
+    ASSIGN_OR_RETURN(const int top_k,
+                     GetInt(config, "num_experts_per_tok", true));
+    spec->set_intermediate_size(intermediate);
+    spec->set_num_experts(experts);
+    spec->set_experts_per_token(top_k);
+    spec->set_moe_intermediate_size(
+        intermediate);  // each expert is a full-width SwiGLU
+    spec->set_family("mixtral");
+  } else if (model_type == "qwen3_moe") {
+    RETURN_IF_ERROR(ReadQwen3Moe(config, spec));
+    spec->set_family("qwen");
+  } else if (model_type == "qwen3_next" || model_type == "qwen3_5_moe" ||
+             model_type == "qwen3_5_moe_text") {
+    RETURN_IF_ERROR(ReadQwenHybridMoe(config, spec));
+    spec->set_family("qwen");
+  } else if (model_type == "deepseek_v3" || model_type == "kimi_k2" ||
+             model_type == "kimi_k25") {
+    RETURN_IF_ERROR(ReadDeepseekV3(config, spec));
+    spec->set_family(model_type == "deepseek_v3" ? "deepseek" : "kimi");
+  } else if (model_type == "deepseek_v32") {
+    RETURN_IF_ERROR(ReadDeepseekV3(config, spec));
+    RETURN_IF_ERROR(ReadSparseIndexer(config, 64, spec));
+    spec->set_family("deepseek");
+  } else if (model_type == "glm_moe_dsa") {
+    RETURN_IF_ERROR(ReadDeepseekV3(config, spec));
+    RETURN_IF_ERROR(ReadSparseIndexer(config, 32, spec));
+    spec->set_family("glm");
+  } else if (model_type == "minimax_m2") {
+    RETURN_IF_ERROR(ReadMinimaxM2(config, spec));
+    spec->set_family("minimax");
+  } else if (model_type == "gpt_oss") {
+    ASSIGN_OR_RETURN(const int intermediate,
+                     GetInt(config, "intermediate_size", true));
+    ASSIGN_OR_RETURN(
+        const int experts,
+        GetFirstInt(config, {"num_local_experts", "num_experts"}, true));
+    ASSIGN_OR_RETURN(
+        const int top_k,
+        GetFirstInt(config, {"num_experts_per_tok", "experts_per_token"},
+                    true));
+    spec->set_intermediate_size(intermediate);
+    spec->set_num_experts(experts);
+    spec->set_experts_per_token(top_k);
+    spec->set_moe_intermediate_size(intermediate);
+    spec->set_family("gpt-oss");
+  } else {
+    return absl::InvalidArgumentError(absl::StrFormat(
+        "hf_config_json: unsupported model_type %s; supported: %s",
+        QuoteUserText(model_type), absl::StrJoin(kSupported, ", ")));
+  }
+  return absl::OkStatus();
+}
+
+// The checkpoint's dtype from a quantization_config object: block-FP8
+// (DeepSeek, MiniMax), MXFP4 (gpt-oss), ModelOpt FP8/NVFP4, 4-bit integer
+// (compressed-tensors pack-quantized, Kimi: planned as 4-bit weights). ""
+// when it does not say.
+std::string QuantizedDtype(const json& quant) {
+  std::string method;
+  for (const char* key : {"quant_method", "quant_algo", "format"}) {
+    const auto it = quant.find(key);
+    if (it != quant.end() && it->is_string()) {
+      absl::StrAppend(&method, absl::AsciiStrToLower(it->get<std::string>()),
+                      " ");
+    }
+  }
+  if (absl::StrContains(method, "fp4")) return "fp4";
+  if (absl::StrContains(method, "fp8")) return "fp8";
+  if (absl::StrContains(method, "pack-quantized")) {
+    const auto groups = quant.find("config_groups");
+    if (groups != quant.end() && groups->is_object()) {
+      for (const auto& group : groups->items()) {
+        if (!group.value().is_object()) continue;
+        const auto weights = group.value().find("weights");
+        if (weights == group.value().end() || !weights->is_object()) continue;
+        const auto bits = weights->find("num_bits");
+        if (bits != weights->end() && bits->is_number_integer() &&
+            bits->get<int64_t>() == 4) {
+          return "fp4";
+        }
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(absl::string_view config_json) {
@@ -260,56 +493,33 @@ absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(absl::string_view config_json) {
         absl::StrJoin(kSupported, ", ")));
   }
   const std::string model_type = type_it->get<std::string>();
+  // Multimodal wrappers (Kimi-K2.5, Qwen3.5) keep the language model in
+  // text_config; the vision tower is not planned.
+  const json* text = &config;
+  const bool wrapped = model_type == "kimi_k25" || model_type == "qwen3_5_moe";
+  if (wrapped) {
+    const auto it = config.find("text_config");
+    if (it == config.end() || !it->is_object()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "hf_config_json.text_config is missing or not an object (model_type ",
+          model_type, " keeps its language model there)"));
+    }
+    text = &*it;
+  }
 
   ModelSpec spec;
   try {
-    RETURN_IF_ERROR(ReadCommon(config, &spec));
-    if (model_type == "llama" || model_type == "mistral" ||
-        model_type == "qwen2" || model_type == "qwen3") {
-      ASSIGN_OR_RETURN(const int intermediate,
-                       GetInt(config, "intermediate_size", true));
-      spec.set_intermediate_size(intermediate);
-      spec.set_family(model_type == "llama"     ? "llama"
-                      : model_type == "mistral" ? "mistral"
-                                                : "qwen");
-    } else if (model_type == "mixtral") {
-      ASSIGN_OR_RETURN(const int intermediate,
-                       GetInt(config, "intermediate_size", true));
-      ASSIGN_OR_RETURN(const int experts,
-                       GetInt(config, "num_local_experts", true));
-      ASSIGN_OR_RETURN(const int top_k,
-                       GetInt(config, "num_experts_per_tok", true));
-      spec.set_intermediate_size(intermediate);
-      spec.set_num_experts(experts);
-      spec.set_experts_per_token(top_k);
-      spec.set_moe_intermediate_size(
-          intermediate);  // each expert is a full-width SwiGLU
-      spec.set_family("mixtral");
-    } else if (model_type == "qwen3_moe") {
-      RETURN_IF_ERROR(ReadQwen3Moe(config, &spec));
-      spec.set_family("qwen");
-    } else if (model_type == "deepseek_v3") {
-      RETURN_IF_ERROR(ReadDeepseekV3(config, &spec));
-      spec.set_family("deepseek");
-    } else if (model_type == "gpt_oss") {
-      ASSIGN_OR_RETURN(const int intermediate,
-                       GetInt(config, "intermediate_size", true));
-      ASSIGN_OR_RETURN(
-          const int experts,
-          GetFirstInt(config, {"num_local_experts", "num_experts"}, true));
-      ASSIGN_OR_RETURN(
-          const int top_k,
-          GetFirstInt(config, {"num_experts_per_tok", "experts_per_token"},
-                      true));
-      spec.set_intermediate_size(intermediate);
-      spec.set_num_experts(experts);
-      spec.set_experts_per_token(top_k);
-      spec.set_moe_intermediate_size(intermediate);
-      spec.set_family("gpt-oss");
-    } else {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "hf_config_json: unsupported model_type %s; supported: %s",
-          QuoteUserText(model_type), absl::StrJoin(kSupported, ", ")));
+    const absl::Status read = ReadArchitecture(model_type, *text, &spec);
+    if (!read.ok()) {
+      if (!wrapped) return read;
+      // Name the nested field: hf_config_json.text_config.<key>.
+      std::string message(read.message());
+      const std::string root = "hf_config_json.";
+      if (absl::StartsWith(message, root)) {
+        message =
+            absl::StrCat(root, "text_config.", message.substr(root.size()));
+      }
+      return absl::Status(read.code(), message);
     }
   } catch (const std::exception& e) {
     // nlohmann accessors are type-checked above; this only guards against
@@ -327,21 +537,15 @@ absl::StatusOr<ModelSpec> ModelSpecFromHfConfig(absl::string_view config_json) {
   spec.set_name(name);
   if (absl::StrContains(name, '/')) spec.set_hugging_face_id(name);
   // The checkpoint's own dtype, so that a plan is sized for what an engine
-  // loads: block-FP8 (DeepSeek), MXFP4 (gpt-oss), ModelOpt FP8/NVFP4.
-  const auto quant_it = config.find("quantization_config");
-  if (quant_it != config.end() && quant_it->is_object()) {
-    std::string method;
-    for (const char* key : {"quant_method", "quant_algo"}) {
-      const auto it = quant_it->find(key);
-      if (it != quant_it->end() && it->is_string()) {
-        absl::StrAppend(&method, absl::AsciiStrToLower(it->get<std::string>()),
-                        " ");
+  // loads. Wrappers may keep quantization_config at either level.
+  for (const json* level : {static_cast<const json*>(&config), text}) {
+    const auto quant_it = level->find("quantization_config");
+    if (quant_it != level->end() && quant_it->is_object()) {
+      const std::string dtype = QuantizedDtype(*quant_it);
+      if (!dtype.empty()) {
+        spec.set_native_dtype(dtype);
+        break;
       }
-    }
-    if (absl::StrContains(method, "fp4")) {
-      spec.set_native_dtype("fp4");
-    } else if (absl::StrContains(method, "fp8")) {
-      spec.set_native_dtype("fp8");
     }
   }
   spec.set_description(

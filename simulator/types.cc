@@ -121,9 +121,35 @@ LayerParams LayerParamsOf(const ModelDims& m) {
     p.kv = kv_down + kv_up;
     p.attn_out = static_cast<double>(m.heads) * m.v_head_dim * h;
   } else {
-    p.q = h * m.heads * m.head_dim;
+    p.q = h * m.heads * m.head_dim * (m.attention_output_gate ? 2.0 : 1.0);
     p.kv = 2.0 * h * m.kv_heads * m.head_dim;
     p.attn_out = static_cast<double>(m.heads) * m.head_dim * h;
+  }
+  if (m.is_sparse_attention()) {
+    // The indexer: query up-projection from the q latent (or the hidden
+    // state), one shared key projection, per-head weights.
+    const double q_in = m.q_lora_rank > 0 ? m.q_lora_rank : h;
+    p.q += q_in * m.index_n_heads * m.index_head_dim + h * m.index_n_heads;
+    p.kv += h * m.index_head_dim;
+  }
+  if (m.is_hybrid() && m.layers > 0) {
+    // Gated DeltaNet: input projections to q, k (key heads) and v, z (value
+    // heads) plus the per-head beta and alpha, a depthwise convolution over
+    // q, k, v, and the output projection. Per-layer figures are the mean over
+    // the layers, so the totals hold.
+    const double qk =
+        static_cast<double>(m.linear_num_key_heads) * m.linear_key_head_dim;
+    const double v =
+        static_cast<double>(m.linear_num_value_heads) * m.linear_value_head_dim;
+    const double lin_q = h * qk;
+    const double lin_kv = h * (qk + 2.0 * v + 2.0 * m.linear_num_value_heads) +
+                          (2.0 * qk + v) * m.linear_conv_kernel_dim;
+    const double lin_out = v * h;
+    const double full =
+        static_cast<double>(m.full_attention_layers()) / m.layers;
+    p.q = full * p.q + (1 - full) * lin_q;
+    p.kv = full * p.kv + (1 - full) * lin_kv;
+    p.attn_out = full * p.attn_out + (1 - full) * lin_out;
   }
   p.mlp_up = 2.0 * h * m.intermediate;
   p.mlp_down = h * m.intermediate;

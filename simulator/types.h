@@ -4,6 +4,7 @@
 #ifndef SHARDPLAN_SIMULATOR_TYPES_H_
 #define SHARDPLAN_SIMULATOR_TYPES_H_
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <string>
@@ -95,9 +96,46 @@ struct ModelDims {
   int qk_rope_head_dim = 0;
   int qk_nope_head_dim = 0;
   int v_head_dim = 0;
+  // Hybrid linear attention (full_attention_interval > 0): every
+  // full_attention_interval-th layer is full attention, the others are
+  // linear-attention layers (Gated DeltaNet) with a fixed-size state per
+  // request and no KV cache.
+  int full_attention_interval = 0;
+  int linear_num_key_heads = 0;
+  int linear_num_value_heads = 0;
+  int linear_key_head_dim = 0;
+  int linear_value_head_dim = 0;
+  int linear_conv_kernel_dim = 0;
+  bool attention_output_gate = false;  // query projection twice as wide
+  // DeepSeek sparse attention (index_topk > 0, MLA only): an indexer scores
+  // every cached token, attention reads the index_topk best.
+  int index_topk = 0;
+  int index_n_heads = 0;
+  int index_head_dim = 0;
 
   bool is_moe() const { return experts > 0; }
   bool is_mla() const { return kv_lora_rank > 0; }
+  bool is_hybrid() const { return full_attention_interval > 0; }
+  bool is_sparse_attention() const { return index_topk > 0; }
+  // Layers with a growing KV cache (hybrid: the last of each group of
+  // full_attention_interval layers).
+  int full_attention_layers() const {
+    return is_hybrid() ? layers / full_attention_interval : layers;
+  }
+  int linear_attention_layers() const {
+    return layers - full_attention_layers();
+  }
+  // Elements of one linear-attention layer's state per request: the
+  // recurrent state (value heads x key dim x value dim) and the causal
+  // convolution's window over q, k, v (kernel - 1 tokens).
+  double LinearStateElementsPerLayer() const {
+    const double conv_channels =
+        2.0 * linear_num_key_heads * linear_key_head_dim +
+        static_cast<double>(linear_num_value_heads) * linear_value_head_dim;
+    return static_cast<double>(linear_num_value_heads) * linear_key_head_dim *
+               linear_value_head_dim +
+           conv_channels * std::max(0, linear_conv_kernel_dim - 1);
+  }
   int dense_layers() const { return is_moe() ? first_k_dense : layers; }
   int moe_layers() const { return layers - dense_layers(); }
   // Parameter counts (embeddings and LM head included once, or twice when
@@ -143,6 +181,10 @@ struct ClusterDims {
   HardwareDims hardware;
   int num_gpus = 0;
   int gpus_per_node = 0;
+  // GPUs of one NVLink domain, a multiple of gpus_per_node (NVL72 racks: 72
+  // over nodes of 4); 0 or gpus_per_node: the node. Placement measures the
+  // link of a group by the domains it spans (simulator/placement.h).
+  int nvlink_domain_gpus = 0;
   // The last node may be partial (num_gpus not a multiple of gpus_per_node).
   int num_nodes() const {
     if (!node_gpus.empty()) return static_cast<int>(node_gpus.size());

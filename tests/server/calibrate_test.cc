@@ -199,9 +199,10 @@ TEST_F(CalibrateTest, BadRunsAndNamesAreInvalidArgument) {
   CalibrateRequest mixed = MakeCalibrateRequest("x");
   mixed.mutable_runs(5)->set_engine("sglang");
   cases.push_back({"engines", mixed, "a profile is for one engine"});
-  CalibrateRequest h200 = MakeCalibrateRequest("x");
-  h200.mutable_runs(0)->set_hardware("h200-sxm-141gb");
-  cases.push_back({"hardware", h200, "runs[0] (\"runs.csv:2\").hardware"});
+  CalibrateRequest unknown_hardware = MakeCalibrateRequest("x");
+  unknown_hardware.mutable_runs(0)->set_hardware("a100-sxm-80gb");
+  cases.push_back(
+      {"hardware", unknown_hardware, "runs[0] (\"runs.csv:2\").hardware"});
   CalibrateRequest queued = MakeCalibrateRequest("x");
   queued.mutable_runs(0)->set_concurrency(512);
   cases.push_back({"queueing", queued, "concurrency must be at most 256"});

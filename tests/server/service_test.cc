@@ -452,6 +452,23 @@ TEST_F(ServiceTest, ListCatalog) {
   ASSERT_TRUE(stub_->ListCatalog(&context, {}, &response).ok());
   EXPECT_GE(response.models_size(), 10);
   EXPECT_GE(response.hardware_size(), 2);
+  // The Blackwell hardware and the 2026 models, with their checkpoints.
+  std::vector<std::string> hardware, models;
+  for (const auto& h : response.hardware()) hardware.push_back(h.name());
+  for (const auto& m : response.model_info()) {
+    models.push_back(m.name());
+    if (m.name() == "kimi-k2.5") {
+      EXPECT_EQ(m.hugging_face_id(), "moonshotai/Kimi-K2.5");
+    }
+  }
+  for (const char* name :
+       {"b200-sxm-180gb", "b300-sxm-288gb", "gb200-nvl72", "gb300-nvl72"}) {
+    EXPECT_THAT(hardware, ::testing::Contains(name));
+  }
+  for (const char* name : {"kimi-k2.5", "glm-5", "qwen3.5-397b-a17b",
+                           "minimax-m2.5", "deepseek-v3.2"}) {
+    EXPECT_THAT(models, ::testing::Contains(name));
+  }
   EXPECT_THAT(std::vector<std::string>(response.methods().begin(),
                                        response.methods().end()),
               ::testing::Contains("rl"));

@@ -383,5 +383,96 @@ TEST(PlacementTest, StageBoundariesInsideABigNodeRideNvlink) {
   EXPECT_GE(m.output_tokens_per_s, s.output_tokens_per_s);
 }
 
+// NVL72 racks (GB200/GB300): nodes of 4 GPUs, one 72-GPU NVLink domain.
+std::unique_ptr<const CostModel> Nvl72(const std::string& model, int gpus,
+                                       int nvlink_domain_gpus,
+                                       const std::string& dtype = "fp8") {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name(model);
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("gb200-nvl72");
+  cluster.set_num_gpus(gpus);
+  cluster.set_nvlink_domain_gpus(nvlink_domain_gpus);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(2048);
+  workload.set_output_tokens(512);
+  workload.set_concurrency(64);
+  workload.set_weight_dtype(dtype);
+  absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  if (!problem.ok()) return nullptr;
+  auto m = CostModel::Create(*problem);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return m.ok() ? std::move(*m) : nullptr;
+}
+
+TEST(PlacementTest, Nvl72GroupsSpanningTraysRideNvlink) {
+  auto rack = Nvl72("llama-3.1-70b", 144, 0);
+  ASSERT_NE(rack, nullptr);
+  const ClusterDims& c = rack->problem().cluster;
+  EXPECT_EQ(c.gpus_per_node, 4);
+  EXPECT_EQ(c.nvlink_domain_gpus, 72);
+  EXPECT_EQ(c.num_nodes(), 36);
+  // tp 8 spans two 4-GPU trays but one NVLink domain.
+  PlanDims plan = Degrees(1, 18, 8, 1, 1);
+  const PlanPlacement p = PlacePlan(plan, c, false);
+  EXPECT_FALSE(p.tp.spans_nodes());
+  EXPECT_NE(NodeOfRank(c, 0), NodeOfRank(c, 7));
+  // A tp 4 x pp 2 replica: each stage is one tray, the stage boundary
+  // crosses trays but stays on NVLink; a block of 96 GPUs from rank 0 spans
+  // both racks.
+  EXPECT_FALSE(PlacePlan(Degrees(18, 1, 4, 2, 1), c, false).p2p_inter_node);
+  EXPECT_EQ(PlacePlan(Degrees(18, 1, 4, 2, 1), c, false).replica.per_node, 8);
+  EXPECT_EQ(ContiguousBlockShape(96, c).nodes, 2);
+  EXPECT_EQ(ContiguousBlockShape(72, c).nodes, 1);
+  const Evaluation e = rack->Evaluate(plan);
+  ASSERT_TRUE(e.feasible) << InfeasibleReasonText(e);
+  EXPECT_EQ(e.ib_decode_bytes, 0);
+  EXPECT_GT(e.nvlink_decode_bytes, 0);
+}
+
+TEST(PlacementTest, Nvl72WideExpertParallelismNeedsNoInfiniBand) {
+  // DeepSeek-V3 with an expert domain of 72 GPUs (DP attention + EP 72, two
+  // instances on two racks): all-to-all on NVLink. The same plan with the
+  // NVLink domain cut to one tray pays InfiniBand for every dispatch.
+  auto rack = Nvl72("deepseek-v3", 144, 0);
+  auto trays = Nvl72("deepseek-v3", 144, 4);
+  ASSERT_NE(rack, nullptr);
+  ASSERT_NE(trays, nullptr);
+  const PlanDims wide = Degrees(2, 72, 1, 1, 72);
+  ASSERT_TRUE(rack->ValidatePlan(wide).ok());
+  const Evaluation on_nvlink = rack->Evaluate(wide);
+  const Evaluation on_ib = trays->Evaluate(wide);
+  ASSERT_TRUE(on_nvlink.feasible) << InfeasibleReasonText(on_nvlink);
+  EXPECT_EQ(on_nvlink.ep_nodes, 1);
+  EXPECT_EQ(on_nvlink.ib_decode_bytes, 0);
+  EXPECT_GT(on_ib.ib_decode_bytes, 0);
+  EXPECT_EQ(on_ib.ep_nodes, 18);
+  EXPECT_GT(on_nvlink.output_tokens_per_s, on_ib.output_tokens_per_s);
+}
+
+TEST(PlacementTest, NvlinkDomainIsValidatedWithFieldPaths) {
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("gb200-nvl72");
+  cluster.set_num_gpus(72);
+  cluster.set_nvlink_domain_gpus(6);
+  absl::StatusOr<ClusterDims> bad = ClusterDimsFromProto(cluster);
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              ::testing::HasSubstr("cluster.nvlink_domain_gpus must be a "
+                                   "multiple of cluster.gpus_per_node (4), "
+                                   "got 6"));
+  cluster.set_nvlink_domain_gpus(-1);
+  EXPECT_EQ(ClusterDimsFromProto(cluster).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  // Hopper nodes: the domain is the node.
+  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_num_gpus(16);
+  cluster.set_nvlink_domain_gpus(0);
+  absl::StatusOr<ClusterDims> h100 = ClusterDimsFromProto(cluster);
+  ASSERT_TRUE(h100.ok());
+  EXPECT_EQ(h100->nvlink_domain_gpus, 8);
+}
+
 }  // namespace
 }  // namespace shardplan::simulator

@@ -91,11 +91,79 @@ TEST(HfConfigTest, MatchesCatalog) {
                {"qwen3-235b-a22b.json", "qwen3-235b-a22b"},
                {"mixtral-8x7b.json", "mixtral-8x7b"},
                {"deepseek-v3.json", "deepseek-v3"},
-               {"gpt-oss-120b.json", "gpt-oss-120b"}};
+               {"gpt-oss-120b.json", "gpt-oss-120b"},
+               // Trimmed from the published config.json files (sources in
+               // the catalog entries).
+               {"kimi-k2.5.json", "kimi-k2.5"},
+               {"glm-5.json", "glm-5"},
+               {"qwen3.5-397b-a17b.json", "qwen3.5-397b-a17b"},
+               {"minimax-m2.5.json", "minimax-m2.5"},
+               {"deepseek-v3.2.json", "deepseek-v3.2"}};
   for (const auto& c : cases) {
     SCOPED_TRACE(c.file);
     ExpectSameArchitecture(Import(c.file), Catalog(c.catalog));
   }
+}
+
+TEST(HfConfigTest, NewArchitecturesKeepTheirAttentionKind) {
+  const ModelDims qwen = Import("qwen3.5-397b-a17b.json");
+  const ModelDims cat = Catalog("qwen3.5-397b-a17b");
+  EXPECT_EQ(qwen.full_attention_interval, 4);
+  EXPECT_EQ(qwen.linear_num_key_heads, cat.linear_num_key_heads);
+  EXPECT_EQ(qwen.linear_num_value_heads, cat.linear_num_value_heads);
+  EXPECT_EQ(qwen.linear_key_head_dim, cat.linear_key_head_dim);
+  EXPECT_EQ(qwen.linear_value_head_dim, cat.linear_value_head_dim);
+  EXPECT_EQ(qwen.linear_conv_kernel_dim, cat.linear_conv_kernel_dim);
+  EXPECT_TRUE(qwen.attention_output_gate);
+  for (const char* name : {"deepseek-v3.2", "glm-5"}) {
+    const ModelDims m = Import(std::string(name) + ".json");
+    const ModelDims c = Catalog(name);
+    EXPECT_EQ(m.index_topk, c.index_topk) << name;
+    EXPECT_EQ(m.index_n_heads, c.index_n_heads) << name;
+    EXPECT_EQ(m.index_head_dim, c.index_head_dim) << name;
+  }
+  // Checkpoint dtypes: Kimi's INT4 experts as 4-bit, MiniMax block FP8.
+  EXPECT_EQ(Import("kimi-k2.5.json").native_dtype, Dtype::kFp4);
+  EXPECT_EQ(Import("minimax-m2.5.json").native_dtype, Dtype::kFp8);
+  EXPECT_EQ(Import("deepseek-v3.2.json").native_dtype, Dtype::kFp8);
+}
+
+TEST(HfConfigTest, UnsupportedLayoutsOfNewArchitecturesAreNamed) {
+  // Another hybrid layout than "every 4th layer full" names the entry.
+  std::string qwen = ReadHf("qwen3.5-397b-a17b.json");
+  const size_t at = qwen.find("\"full_attention\"");
+  ASSERT_NE(at, std::string::npos);
+  qwen.replace(at, std::string("\"full_attention\"").size(),
+               "\"linear_attention\"");
+  absl::StatusOr<ModelSpec> spec = ModelSpecFromHfConfig(qwen);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("hf_config_json.text_config.layer_types[3]"));
+  // MiniMax-01's lightning attention layers are another architecture.
+  std::string minimax = ReadHf("minimax-m2.5.json");
+  const size_t list = minimax.find("\"attn_type_list\"");
+  ASSERT_NE(list, std::string::npos);
+  const size_t one = minimax.find('1', list);
+  minimax[one] = '0';
+  spec = ModelSpecFromHfConfig(minimax);
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("hf_config_json.attn_type_list[0]"));
+  // A shared indexer (one top-k reused by later layers) is refused, named.
+  spec = ModelSpecFromHfConfig(
+      R"({"model_type": "glm_moe_dsa", "hidden_size": 64,
+          "num_hidden_layers": 4, "num_attention_heads": 4,
+          "vocab_size": 100, "intermediate_size": 128,
+          "n_routed_experts": 4, "num_experts_per_tok": 2,
+          "moe_intermediate_size": 32, "kv_lora_rank": 16,
+          "qk_rope_head_dim": 8, "qk_nope_head_dim": 8, "v_head_dim": 8,
+          "index_topk": 4, "index_topk_freq": 4})");
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(spec.status().message(),
+              HasSubstr("hf_config_json.index_topk_freq"));
+  // A wrapper without its language model.
+  spec = ModelSpecFromHfConfig(R"({"model_type": "kimi_k25"})");
+  EXPECT_THAT(spec.status().message(), HasSubstr("hf_config_json.text_config"));
 }
 
 TEST(HfConfigTest, MistralAndQwen2) {
@@ -141,7 +209,9 @@ TEST(HfConfigTest, UnsupportedModelTypeIsNamed) {
       spec.status().message(),
       HasSubstr(
           "hf_config_json: unsupported model_type \"bert\"; supported: llama, "
-          "mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss"));
+          "mistral, mixtral, qwen2, qwen3, qwen3_moe, deepseek_v3, gpt_oss, "
+          "deepseek_v32, glm_moe_dsa, kimi_k25, kimi_k2, qwen3_next, "
+          "qwen3_5_moe, qwen3_5_moe_text, minimax_m2"));
 }
 
 TEST(HfConfigTest, MissingAndMistypedKeysAreNamed) {

@@ -38,15 +38,18 @@ std::string ReadFile(const std::string& path) {
 TEST(CatalogTest, HasEveryContractModelAndHardware) {
   std::vector<std::string> names;
   for (const ModelSpec& spec : CatalogModels()) names.push_back(spec.name());
-  EXPECT_THAT(names,
-              ElementsAre("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
-                          "llama-3.3-70b", "qwen3-32b", "qwen3-235b-a22b",
-                          "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
-                          "gpt-oss-120b", "moe-1.6t"));
+  EXPECT_THAT(
+      names, ElementsAre("llama-3.1-8b", "llama-3.1-70b", "llama-3.1-405b",
+                         "llama-3.3-70b", "qwen3-32b", "qwen3-235b-a22b",
+                         "mixtral-8x7b", "mixtral-8x22b", "deepseek-v3",
+                         "gpt-oss-120b", "moe-1.6t", "kimi-k2.5", "glm-5",
+                         "qwen3.5-397b-a17b", "minimax-m2.5", "deepseek-v3.2"));
   std::vector<std::string> hardware;
   for (const HardwareSpec& spec : CatalogHardware())
     hardware.push_back(spec.name());
-  EXPECT_THAT(hardware, ElementsAre("h100-sxm-80gb", "h200-sxm-141gb"));
+  EXPECT_THAT(hardware,
+              ElementsAre("h100-sxm-80gb", "h200-sxm-141gb", "b200-sxm-180gb",
+                          "b300-sxm-288gb", "gb200-nvl72", "gb300-nvl72"));
   for (const ModelSpec& spec : CatalogModels()) {
     EXPECT_FALSE(spec.description().empty()) << spec.name();
     EXPECT_FALSE(spec.family().empty()) << spec.name();
@@ -72,6 +75,15 @@ TEST(CatalogTest, ParameterCountsMatchPublishedFigures) {
       // does).
       {"gpt-oss-120b", {116.8e9, 5.71e9}},
       {"moe-1.6t", {1.6e12, 0}},
+      // Model cards: Kimi-K2.5 1T / 32B, GLM-5 744B / 40B, Qwen3.5 397B /
+      // 17B, MiniMax-M2.5 229B / 10B, DeepSeek-V3.2 as V3 (671B / 37B).
+      {"kimi-k2.5", {1.0e12, 32e9}},
+      {"glm-5", {744e9, 40e9}},
+      {"qwen3.5-397b-a17b", {397e9, 17e9}},
+      // MiniMax's 10B active leaves out the 1.23B embedding and LM head
+      // tables, which ActiveParams counts.
+      {"minimax-m2.5", {229e9, 10e9 + 1.23e9}},
+      {"deepseek-v3.2", {671e9, 37e9}},
   };
   for (const ModelSpec& spec : CatalogModels()) {
     SCOPED_TRACE(spec.name());
@@ -89,6 +101,67 @@ TEST(CatalogTest, ParameterCountsMatchPublishedFigures) {
       EXPECT_DOUBLE_EQ(dims->ActiveParams(), dims->TotalParams());
     }
   }
+}
+
+TEST(CatalogTest, NewAttentionKinds) {
+  // Qwen3.5: 15 of 60 layers full attention, 45 Gated DeltaNet layers whose
+  // state per request is 64 x 128 x 128 plus a 3-token window over q, k, v.
+  absl::StatusOr<ModelDims> qwen =
+      ModelDimsFromSpec(*FindCatalogModel("qwen3.5-397b-a17b"), "");
+  ASSERT_TRUE(qwen.ok()) << qwen.status();
+  EXPECT_TRUE(qwen->is_hybrid());
+  EXPECT_EQ(qwen->full_attention_layers(), 15);
+  EXPECT_EQ(qwen->linear_attention_layers(), 45);
+  EXPECT_DOUBLE_EQ(qwen->LinearStateElementsPerLayer(),
+                   64.0 * 128 * 128 + (2 * 16 * 128 + 64 * 128) * 3.0);
+  // DeepSeek-V3.2 and GLM-5: MLA with sparse attention over the top 2048.
+  for (const char* name : {"deepseek-v3.2", "glm-5"}) {
+    absl::StatusOr<ModelDims> m =
+        ModelDimsFromSpec(*FindCatalogModel(name), "");
+    ASSERT_TRUE(m.ok()) << m.status();
+    EXPECT_TRUE(m->is_mla()) << name;
+    EXPECT_TRUE(m->is_sparse_attention()) << name;
+    EXPECT_EQ(m->index_topk, 2048) << name;
+    EXPECT_FALSE(m->is_hybrid()) << name;
+  }
+  // Each catalog entry names its checkpoint.
+  for (const char* name : {"kimi-k2.5", "glm-5", "qwen3.5-397b-a17b",
+                           "minimax-m2.5", "deepseek-v3.2"}) {
+    EXPECT_THAT(FindCatalogModel(name)->hugging_face_id(), HasSubstr("/"))
+        << name;
+  }
+}
+
+TEST(CatalogTest, AttentionKindFieldsAreValidatedWithFieldPaths) {
+  ModelSpec qwen = *FindCatalogModel("qwen3.5-397b-a17b");
+  qwen.set_linear_num_value_heads(0);
+  absl::StatusOr<ModelDims> bad = ModelDimsFromSpec(qwen, "model.spec");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("model.spec.linear_num_value_heads must be > 0"));
+  qwen = *FindCatalogModel("qwen3.5-397b-a17b");
+  qwen.set_full_attention_interval(0);
+  bad = ModelDimsFromSpec(qwen, "model.spec");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("model.spec.linear_num_key_heads (16) requires "
+                        "model.spec.full_attention_interval > 0"));
+  ModelSpec llama = *FindCatalogModel("llama-3.1-8b");
+  llama.set_index_topk(2048);
+  llama.set_index_n_heads(64);
+  llama.set_index_head_dim(128);
+  bad = ModelDimsFromSpec(llama, "model.spec");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("model.spec.index_topk (DeepSeek sparse attention) "
+                        "requires MLA"));
+  ModelSpec ds = *FindCatalogModel("deepseek-v3.2");
+  ds.set_index_head_dim(0);
+  bad = ModelDimsFromSpec(ds, "model.spec");
+  EXPECT_THAT(bad.status().message(),
+              HasSubstr("model.spec.index_head_dim must be > 0, got 0"));
+  ds = *FindCatalogModel("deepseek-v3");
+  ds.set_full_attention_interval(4);
+  bad = ModelDimsFromSpec(ds, "model.spec");
+  EXPECT_THAT(bad.status().message(), HasSubstr("not supported with MLA"));
 }
 
 TEST(CatalogTest, MoeOnePointSixTIsWithinTwoPercent) {
@@ -133,6 +206,34 @@ TEST(CatalogTest, HardwareFigures) {
   EXPECT_EQ(h200->hbm_bytes(), 141e9);
   EXPECT_EQ(h200->hbm_bytes_per_s(), 4.8e12);
   EXPECT_EQ(h200->peak_bf16_flops_per_s(), h100->peak_bf16_flops_per_s());
+}
+
+// Blackwell datasheet figures per GPU, dense (the catalog files cite them).
+TEST(CatalogTest, BlackwellHasNativeFp4AndNvl72Domains) {
+  const struct {
+    const char* name;
+    double fp4, hbm, net;
+    int gpus_per_node, domain;
+  } want[] = {{"b200-sxm-180gb", 9e15, 180e9, 50e9, 8, 0},
+              {"b300-sxm-288gb", 13.125e15, 288e9, 100e9, 8, 0},
+              {"gb200-nvl72", 10e15, 186e9, 50e9, 4, 72},
+              {"gb300-nvl72", 15e15, 288e9, 100e9, 4, 72}};
+  for (const auto& w : want) {
+    absl::StatusOr<HardwareSpec> hw = FindCatalogHardware(w.name);
+    ASSERT_TRUE(hw.ok()) << w.name;
+    EXPECT_EQ(hw->peak_fp4_flops_per_s(), w.fp4) << w.name;
+    // FP8 is half the FP4 rate or less, BF16 half of FP8.
+    EXPECT_LE(2 * hw->peak_fp8_flops_per_s(), w.fp4) << w.name;
+    EXPECT_EQ(2 * hw->peak_bf16_flops_per_s(), hw->peak_fp8_flops_per_s())
+        << w.name;
+    EXPECT_EQ(hw->hbm_bytes(), w.hbm) << w.name;
+    EXPECT_EQ(hw->hbm_bytes_per_s(), 8e12) << w.name;
+    EXPECT_EQ(hw->intra_node_bytes_per_s(), 900e9) << w.name;  // NVLink 5
+    EXPECT_EQ(hw->inter_node_bytes_per_s(), w.net) << w.name;
+    EXPECT_EQ(hw->default_gpus_per_node(), w.gpus_per_node) << w.name;
+    EXPECT_EQ(hw->nvlink_domain_gpus(), w.domain) << w.name;
+    EXPECT_THAT(hw->description(), HasSubstr("https://")) << w.name;
+  }
 }
 
 TEST(CatalogTest, UnknownNamesListKnownOnes) {

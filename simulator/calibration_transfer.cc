@@ -1,0 +1,177 @@
+#include "simulator/calibration_transfer.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "simulator/cost_model.h"
+#include "simulator/spec.h"
+#include "simulator/status_macros.h"
+
+namespace shardplan::simulator {
+
+absl::StatusOr<std::string> CatalogHardwareOfRun(absl::string_view name) {
+  static constexpr std::pair<absl::string_view, absl::string_view> kSystems[] =
+      {{"h100_sxm", "h100-sxm-80gb"},  {"h200_sxm", "h200-sxm-141gb"},
+       {"b200_sxm", "b200-sxm-180gb"}, {"b300_sxm", "b300-sxm-288gb"},
+       {"gb200", "gb200-nvl72"},       {"gb300", "gb300-nvl72"}};
+  for (const auto& [system, catalog] : kSystems) {
+    if (name == system) return std::string(catalog);
+  }
+  if (FindCatalogHardware(name).ok()) return std::string(name);
+  return absl::NotFoundError(absl::StrCat(
+      "hardware \"", name,
+      "\" is neither a catalog hardware name nor an AIConfigurator system "
+      "(h100_sxm, h200_sxm, b200_sxm, b300_sxm, gb200, gb300)"));
+}
+
+bool IsHeldOutHardware(absl::string_view catalog_name) {
+  return catalog_name == "h200-sxm-141gb" || catalog_name == "b300-sxm-288gb" ||
+         catalog_name == "gb300-nvl72";
+}
+
+namespace {
+
+// A row's prediction and the p10-p90 band a request of its regime carries.
+struct BandedPrediction {
+  RowPrediction prediction;
+  PredictionBand band;
+};
+
+absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  if (profiles.empty())
+    return absl::InvalidArgumentError("no calibration profiles");
+  std::vector<BandedPrediction> out(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MeasuredRow& r = rows[i];
+    const CalibrationProfile* profile = &profiles.front();
+    for (const CalibrationProfile& p : profiles) {
+      if (p.engine == r.engine) profile = &p;
+    }
+    ASSIGN_OR_RETURN(Problem problem, RowProblem(r));
+    ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> model,
+                     CostModel::Create(problem, profile->calibration));
+    const PlanDims plan = RowPlan(r);
+    if (!model->ValidatePlan(plan).ok()) continue;  // infeasible
+    const Evaluation e = model->Evaluate(plan);
+    out[i].prediction.feasible = e.feasible;
+    out[i].prediction.ttft_seconds = e.ttft_seconds;
+    out[i].prediction.tpot_seconds = e.tpot_seconds;
+    BandRegime regime = RegimeOf(e, problem);
+    regime.profile = profile->name;
+    regime.engine_given = true;
+    out[i].band = FindPredictionBand(regime);
+  }
+  return out;
+}
+
+}  // namespace
+
+namespace {
+
+std::string DtypeOf(const MeasuredRow& r) {
+  return r.fp4 ? "fp4" : r.fp8 ? "fp8" : "bf16";
+}
+
+struct Ratios {
+  std::vector<double> tpot, ttft;
+  int rows = 0;
+  int tpot_in_band = 0, ttft_in_band = 0;
+  TransferGroup Summary(TransferGroup g) const {
+    g.rows = rows;
+    g.infeasible = rows - static_cast<int>(tpot.size());
+    auto mape = [](const std::vector<double>& v) {
+      double s = 0;
+      for (double x : v) s += std::abs(x - 1);
+      return v.empty() ? 0 : 100 * s / v.size();
+    };
+    auto median = [](std::vector<double> v) {
+      if (v.empty()) return 0.0;
+      std::sort(v.begin(), v.end());
+      const size_t n = v.size();
+      return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+    };
+    g.tpot_mape = mape(tpot);
+    g.ttft_mape = mape(ttft);
+    g.tpot_median_ratio = median(tpot);
+    g.ttft_median_ratio = median(ttft);
+    if (!tpot.empty()) {
+      g.tpot_in_band = static_cast<double>(tpot_in_band) / tpot.size();
+      g.ttft_in_band = static_cast<double>(ttft_in_band) / ttft.size();
+    }
+    return g;
+  }
+};
+
+}  // namespace
+
+absl::StatusOr<TransferReport> ComputeTransfer(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  ASSIGN_OR_RETURN(std::vector<BandedPrediction> pred,
+                   PredictWithBands(rows, profiles));
+  using Key = std::tuple<std::string, std::string, std::string, std::string>;
+  std::map<Key, Ratios> groups;
+  std::map<std::string, Ratios> totals;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    const MeasuredRow& r = rows[i];
+    Ratios& g = groups[{r.hardware, r.engine, r.catalog_model, DtypeOf(r)}];
+    Ratios& t = totals[r.hardware];
+    ++g.rows;
+    ++t.rows;
+    const RowPrediction& p = pred[i].prediction;
+    if (!p.feasible) continue;
+    // The band holds the measurement when measured / predicted lies in it.
+    const PredictionBand& band = pred[i].band;
+    const double tpot_m = r.tpot_seconds / p.tpot_seconds;
+    const double ttft_m = r.ttft_seconds / p.ttft_seconds;
+    for (Ratios* x : {&g, &t}) {
+      x->tpot.push_back(1 / tpot_m);
+      x->ttft.push_back(1 / ttft_m);
+      x->tpot_in_band += tpot_m >= band.tpot_low && tpot_m <= band.tpot_high;
+      x->ttft_in_band += ttft_m >= band.ttft_low && ttft_m <= band.ttft_high;
+    }
+  }
+  TransferReport report;
+  for (const auto& [key, ratios] : groups) {
+    TransferGroup g;
+    std::tie(g.hardware, g.engine, g.model, g.dtype) = key;
+    report.groups.push_back(ratios.Summary(g));
+  }
+  for (const auto& [hardware, ratios] : totals) {
+    TransferGroup g;
+    g.hardware = hardware;
+    g.engine = g.model = g.dtype = "*";
+    report.hardware_totals.push_back(ratios.Summary(g));
+  }
+  return report;
+}
+
+std::string TransferReport::Markdown() const {
+  std::string s =
+      "| hardware | engine | model | weights | rows | infeasible | TPOT MAPE "
+      "| TPOT median pred/meas | TTFT MAPE | TTFT median pred/meas | TPOT "
+      "in p10-p90 | TTFT in p10-p90 |\n"
+      "|---|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|\n";
+  for (const std::vector<TransferGroup>* list : {&groups, &hardware_totals}) {
+    for (const TransferGroup& g : *list) {
+      absl::StrAppendFormat(
+          &s,
+          "| %s | %s | %s | %s | %d | %d | %.1f%% | %.2f | %.1f%% | %.2f | "
+          "%.0f%% | %.0f%% |\n",
+          g.hardware, g.engine, g.model, g.dtype, g.rows, g.infeasible,
+          g.tpot_mape, g.tpot_median_ratio, g.ttft_mape, g.ttft_median_ratio,
+          100 * g.tpot_in_band, 100 * g.ttft_in_band);
+    }
+  }
+  return s;
+}
+
+}  // namespace shardplan::simulator
