@@ -79,6 +79,23 @@ void AddProblemOptions(CLI::App* cmd, ProblemFlags* f,
       ->check(NumberAtLeastZero());
   cmd->add_option("--max-tpot-ms", f->max_tpot_ms, "TPOT SLO in ms (0 = none)")
       ->check(NumberAtLeastZero());
+  cmd->add_option("--request-rate", f->request_rate,
+                  "Requests/s offered to the whole deployment, Poisson "
+                  "arrivals (instead of --concurrency)")
+      ->check(NumberAtLeastZero());
+  cmd->add_option("--slo-percentile", f->slo_percentile,
+                  "Percentile the TTFT/TPOT SLOs bound: 50, 90, 95, 99 (0 = "
+                  "the mean; needs --request-rate)")
+      ->check(CLI::IsMember({0, 50, 90, 95, 99}));
+  cmd->add_option("--input-dist", f->input_dist,
+                  "Prompt lengths: fixed:N, uniform:MIN:MAX, "
+                  "lognormal:MEAN:SIGMA[:MIN:MAX], histogram:TOKENS=WEIGHT,... "
+                  "(default: fixed at --isl)");
+  cmd->add_option("--output-dist", f->output_dist,
+                  "Output lengths, as --input-dist (default: fixed at --osl)");
+  cmd->add_option("--hardware-options", f->hardware_options,
+                  "GPU types with prices for --goal min-cost: "
+                  "NAME:PRICE_PER_GPU_HOUR[:MAX_GPUS],...");
   cmd->add_option("--weight-dtype", f->weight_dtype,
                   "bf16, fp8 or fp4 (default: the checkpoint's, e.g. fp8 for "
                   "deepseek-v3)")
@@ -175,6 +192,11 @@ void AddSearchOptions(CLI::App* cmd, SearchFlags* f) {
                   "auto (default): search aggregated and disaggregated "
                   "prefill/decode plans and show the best of each; off; only")
       ->check(CLI::IsMember({"auto", "off", "only"}));
+  cmd->add_option("--goal", f->goal,
+                  "max-throughput (default), min-gpus (fewest GPUs carrying "
+                  "--request-rate within the SLOs) or min-cost (cheapest of "
+                  "--hardware-options)")
+      ->check(CLI::IsMember({"max-throughput", "min-gpus", "min-cost"}));
 }
 
 }  // namespace

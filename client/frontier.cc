@@ -125,8 +125,32 @@ std::string RenderFrontierChart(const PlanUpdate& update, int width,
   return out;
 }
 
+// Capacity searches: the best option of each hardware.
+std::string RenderCapacityOptions(const PlanUpdate& update) {
+  std::string out = "Best option per hardware\n";
+  absl::StrAppend(
+      &out, absl::StrFormat("  %-16s %5s  %-32s %9s %9s %10s %10s\n",
+                            "hardware", "GPUs", "layout", "max req/s", "$/hour",
+                            "$/M tok", "TTFT p99"));
+  for (const shardplan::v1::TopPlan& top : update.top_plans()) {
+    const shardplan::v1::Prediction& p = top.prediction();
+    const bool winner =
+        top.cluster().hardware() == update.chosen_cluster().hardware() &&
+        top.cluster().num_gpus() == update.chosen_cluster().num_gpus();
+    absl::StrAppend(
+        &out,
+        absl::StrFormat("  %-16s %5d  %-32s %9.3g %9.2f %10.3f %10.1f%s\n",
+                        top.cluster().hardware(), top.cluster().num_gpus(),
+                        Degrees(top.plan()), p.max_request_rate(),
+                        p.cost_per_hour(), p.cost_per_million_output_tokens(),
+                        p.ttft_ms_p99(), winner ? "  <- chosen" : ""));
+  }
+  return out;
+}
+
 std::string RenderTopPlans(const PlanUpdate& update) {
   if (update.top_plans().empty()) return "";
+  if (update.top_plans(0).has_cluster()) return RenderCapacityOptions(update);
   std::string out = absl::StrCat("Top ", update.top_plans_size(), " plans\n");
   absl::StrAppend(
       &out, absl::StrFormat("  %-2s  %-40s %6s %12s %10s %10s %9s %8s\n", "#",

@@ -281,6 +281,26 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
       &out,
       fmt::format("Latency         TTFT {}  TPOT {}  (batch {} per replica)\n",
                   Ms(p.ttft_ms()), Ms(p.tpot_ms()), p.batch_size()));
+  if (p.max_request_rate() > 0 || p.ttft_ms_p99() > 0) {
+    // Open-loop traffic (workload.request_rate): percentiles at the rate.
+    absl::StrAppend(
+        &out, fmt::format("At the rate     TTFT p50/p90/p99 {}/{}/{}  TPOT "
+                          "p50/p90/p99 {}/{}/{}\n",
+                          Ms(p.ttft_ms_p50()), Ms(p.ttft_ms_p90()),
+                          Ms(p.ttft_ms_p99()), Ms(p.tpot_ms_p50()),
+                          Ms(p.tpot_ms_p90()), Ms(p.tpot_ms_p99())));
+    absl::StrAppend(
+        &out, fmt::format("Capacity        max {:.3g} req/s within the SLOs  "
+                          "goodput {:.3g} req/s\n",
+                          p.max_request_rate(), p.goodput_requests_per_s()));
+  }
+  if (p.cost_per_hour() > 0) {
+    absl::StrAppend(
+        &out,
+        fmt::format("Cost            ${:.2f}/hour  ${:.3f} per "
+                    "million output tokens\n",
+                    p.cost_per_hour(), p.cost_per_million_output_tokens()));
+  }
   if (p.has_tpot_ms_range()) {
     // Older servers send no ranges; print them only when present.
     const auto& t = p.output_tokens_per_s_range();
@@ -419,10 +439,17 @@ std::string RenderPlanUpdate(const PlanUpdate& update,
                            : std::string(),
           s.stop_reason().empty() ? ""
                                   : absl::StrCat("  stop: ", s.stop_reason())));
-  absl::StrAppend(
-      &out,
-      fmt::format("Speedup         {:.3f}x over the Megatron baseline\n\n",
-                  update.speedup_vs_baseline()));
+  if (update.has_chosen_cluster()) {
+    const auto& c = update.chosen_cluster();
+    absl::StrAppend(
+        &out, fmt::format("Chosen cluster  {} x {} GPUs ({} per node)\n\n",
+                          c.hardware(), c.num_gpus(), c.gpus_per_node()));
+  } else {
+    absl::StrAppend(
+        &out,
+        fmt::format("Speedup         {:.3f}x over the Megatron baseline\n\n",
+                    update.speedup_vs_baseline()));
+  }
   absl::StrAppend(
       &out,
       RenderPlan(update.plan(), LooksMoe(update.plan(), update.prediction())),

@@ -11,11 +11,13 @@
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "client/internal/manifest_keys.h"
 #include "client/internal/quote.h"
@@ -36,6 +38,84 @@ using shardplan::v1::ModelSource;
 using shardplan::v1::OperatorSharding;
 using shardplan::v1::PlanRequest;
 using shardplan::v1::Workload;
+
+absl::Status BadFlag(absl::string_view flag, absl::string_view value,
+                     absl::string_view want) {
+  return absl::InvalidArgumentError(
+      absl::StrCat(flag, ": expected ", want, ", got \"", value, "\""));
+}
+
+// "KIND:ARGS" -> TokenDistribution. The server checks the values' ranges.
+absl::Status ParseTokenDistribution(const std::string& text,
+                                    absl::string_view flag,
+                                    shardplan::v1::TokenDistribution* d) {
+  const std::vector<std::string> parts = absl::StrSplit(text, ':');
+  const std::string& kind = parts[0];
+  std::vector<double> numbers;
+  if (kind != "histogram") {
+    for (size_t i = 1; i < parts.size(); ++i) {
+      double v = 0;
+      if (!absl::SimpleAtod(parts[i], &v)) {
+        return BadFlag(flag, text, "numbers after the kind");
+      }
+      numbers.push_back(v);
+    }
+  }
+  d->set_kind(kind);
+  if (kind == "fixed" && numbers.size() == 1) {
+    d->set_mean(numbers[0]);
+  } else if (kind == "uniform" && numbers.size() == 2) {
+    d->set_min(numbers[0]);
+    d->set_max(numbers[1]);
+  } else if (kind == "lognormal" &&
+             (numbers.size() == 2 || numbers.size() == 4)) {
+    d->set_mean(numbers[0]);
+    d->set_sigma(numbers[1]);
+    if (numbers.size() == 4) {
+      d->set_min(numbers[2]);
+      d->set_max(numbers[3]);
+    }
+  } else if (kind == "histogram" && parts.size() == 2) {
+    for (absl::string_view bucket : absl::StrSplit(parts[1], ',')) {
+      const std::vector<std::string> tw = absl::StrSplit(bucket, '=');
+      int tokens = 0;
+      double weight = 0;
+      if (tw.size() != 2 || !absl::SimpleAtoi(tw[0], &tokens) ||
+          !absl::SimpleAtod(tw[1], &weight)) {
+        return BadFlag(flag, text, "histogram:TOKENS=WEIGHT,...");
+      }
+      auto* b = d->add_buckets();
+      b->set_tokens(tokens);
+      b->set_weight(weight);
+    }
+  } else {
+    return BadFlag(flag, text,
+                   "fixed:N, uniform:MIN:MAX, lognormal:MEAN:SIGMA[:MIN:MAX] "
+                   "or histogram:TOKENS=WEIGHT,...");
+  }
+  return absl::OkStatus();
+}
+
+// "NAME:PRICE[:MAXGPUS],..." -> cluster.hardware_options.
+absl::Status ParseHardwareOptions(const std::string& text,
+                                  shardplan::v1::ClusterSpec* cluster) {
+  for (absl::string_view item : absl::StrSplit(text, ',')) {
+    const std::vector<std::string> parts = absl::StrSplit(item, ':');
+    double price = 0;
+    int max_gpus = 0;
+    if (parts.size() < 2 || parts.size() > 3 || parts[0].empty() ||
+        !absl::SimpleAtod(parts[1], &price) ||
+        (parts.size() == 3 && !absl::SimpleAtoi(parts[2], &max_gpus))) {
+      return BadFlag("--hardware-options", text,
+                     "NAME:PRICE_PER_GPU_HOUR[:MAX_GPUS],...");
+    }
+    auto* option = cluster->add_hardware_options();
+    option->set_hardware(parts[0]);
+    option->set_price_per_gpu_hour(price);
+    option->set_max_gpus(max_gpus);
+  }
+  return absl::OkStatus();
+}
 
 }  // namespace
 
@@ -174,6 +254,22 @@ absl::Status FillProblem(const ProblemFlags& flags, const FileReader& read_file,
   workload->set_engine(flags.engine);
   workload->set_engine_version(flags.engine_version);
   workload->set_calibration_profile(flags.calibration_profile);
+  workload->set_request_rate(flags.request_rate);
+  workload->set_slo_percentile(flags.slo_percentile);
+  if (!flags.input_dist.empty()) {
+    RETURN_IF_ERROR(
+        ParseTokenDistribution(flags.input_dist, "--input-dist",
+                               workload->mutable_input_tokens_distribution()));
+  }
+  if (!flags.output_dist.empty()) {
+    RETURN_IF_ERROR(
+        ParseTokenDistribution(flags.output_dist, "--output-dist",
+                               workload->mutable_output_tokens_distribution()));
+  }
+  if (!flags.hardware_options.empty()) {
+    cluster->clear_hardware_options();
+    RETURN_IF_ERROR(ParseHardwareOptions(flags.hardware_options, cluster));
+  }
   return absl::OkStatus();
 }
 
@@ -192,6 +288,7 @@ absl::StatusOr<PlanRequest> BuildPlanRequest(const ProblemFlags& problem,
   options->set_warm_start(!search.no_warm_start);
   options->set_objective(search.objective);
   options->set_disaggregation(search.disaggregation);
+  options->set_goal(absl::StrReplaceAll(search.goal, {{"-", "_"}}));
   options->set_top_n(search.top_n);
   return request;
 }

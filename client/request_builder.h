@@ -55,6 +55,16 @@ struct ProblemFlags {
   // --calibration-profile: a built-in profile or one made by `shardplan
   // calibrate` ("" = the engine's built-in profile).
   std::string calibration_profile;
+  // Open-loop traffic: --request-rate (requests/s, 0 = closed loop),
+  // --slo-percentile (0 = the SLOs bound the mean), --input-dist /
+  // --output-dist ("fixed:N", "uniform:MIN:MAX", "lognormal:MEAN:SIGMA[:MIN:
+  // MAX]", "histogram:TOKENS=WEIGHT,..."; "" = fixed at --isl / --osl),
+  // --hardware-options ("NAME:PRICE[:MAXGPUS],...": prices per GPU-hour).
+  double request_rate = 0;
+  int slo_percentile = 0;
+  std::string input_dist;
+  std::string output_dist;
+  std::string hardware_options;
   // True when the user set --hardware / --gpus / --gpus-per-node explicitly
   // (they override the cluster file's values).
   bool hardware_set = false;
@@ -71,6 +81,8 @@ struct SearchFlags {
   int top_n = 0;          // plans in the final update's top list; 0 = 5
   // "" = server default (auto) | auto | off | only
   std::string disaggregation;
+  // --goal: "" = max_throughput | min-gpus | min-cost (sent with '_').
+  std::string goal;
 };
 
 // `replan`-only flags (with SearchFlags).

@@ -476,6 +476,16 @@ ScoredPlan GridBest(const PlanSpace& space) {
   return best;
 }
 
+std::vector<simulator::PlanDims> GridPlans(const PlanSpace& space) {
+  std::vector<simulator::PlanDims> plans;
+  ForEachGridPoint(space, [&](const Decisions& d) {
+    plans.push_back(space.Decode(d));
+    plans.back().batch_size = 0;
+    return true;
+  });
+  return plans;
+}
+
 std::unique_ptr<Searcher> NewGridSearcher() {
   return std::make_unique<GridSearcher>();
 }

@@ -6,6 +6,7 @@
 #define SHARDPLAN_POLICY_BASELINES_H_
 
 #include <memory>
+#include <vector>
 
 #include "policy/plan_space.h"
 #include "policy/searcher.h"
@@ -40,6 +41,10 @@ std::unique_ptr<Searcher> NewGridSearcher();
 // costs (tuples x micro-batch counts) evaluations, each scanning the batch
 // sizes. Returns an infeasible plan when no grid plan is feasible.
 ScoredPlan GridBest(const PlanSpace& space);
+
+// The grid sweep's plans (every degree tuple and micro-batch count of `space`
+// with Megatron operator dims, batch_size 0), not evaluated.
+std::vector<simulator::PlanDims> GridPlans(const PlanSpace& space);
 
 }  // namespace shardplan::policy
 

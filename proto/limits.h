@@ -15,6 +15,13 @@ namespace shardplan::limits {
 // other measured row exceeds 256.
 inline constexpr int kMaxFitConcurrency = 256;
 
+// Workload.request_rate (requests/s, whole deployment): far above any
+// deployment the planner sizes, low enough that the queueing sums stay finite.
+inline constexpr double kMaxRequestRate = 1e6;
+
+// TokenDistribution.buckets entries (a histogram of request lengths).
+inline constexpr int kMaxDistributionBuckets = 1024;
+
 }  // namespace shardplan::limits
 
 #endif  // SHARDPLAN_PROTO_LIMITS_H_

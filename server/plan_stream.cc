@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "server/capacity_search.h"
 #include "server/replan.h"
 #include "server/status_util.h"
 #include "server/update_queue.h"
@@ -22,6 +23,7 @@
 #include "simulator/engine_capability.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
+#include "simulator/traffic_spec.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::server {
@@ -86,6 +88,49 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
 
   // The rest of StartPlanStream, once constructed.
   void Begin() {
+    if (request_.capacity == nullptr) BeginSearch();
+    absl::Status admitted = absl::OkStatus();
+    if (!deps_.registry->Add(this)) {
+      admitted = absl::UnavailableError(
+          "the server is shutting down; retry on another instance");
+    } else {
+      registered_ = true;
+      absl::StatusOr<uint64_t> job = deps_.scheduler->Submit(
+          SearchScheduler::Job{[this](int slot) {
+                                 if (request_.capacity != nullptr) {
+                                   RunCapacity(slot);
+                                 } else {
+                                   RunSearch(slot);
+                                 }
+                               },
+                               [this] { Dropped(); }});
+      if (job.ok()) {
+        absl::MutexLock lock(&mu_);
+        job_id_ = *job;
+      } else {
+        admitted = job.status();
+      }
+    }
+    if (!admitted.ok()) {
+      {
+        absl::MutexLock lock(&mu_);
+        queue_.PushAbort(admitted);
+      }
+      Pump();
+      return;
+    }
+    // The reactor is not bound to the call until the handler returns, so `this`
+    // cannot be deleted by OnDone before then; locals anyway.
+    ServerMetrics* metrics = deps_.metrics;
+    const absl::Time start = start_;
+    Pump();
+    metrics->time_to_first_plan().Observe(
+        absl::ToDoubleSeconds(absl::Now() - start));
+  }
+
+  // The baseline update and the search job (not for capacity searches,
+  // whose one update is their answer).
+  void BeginSearch() {
     const simulator::CostModel& cost_model = *request_.cost_model;
     policy::ScoredPlan baseline;
     baseline.plan = simulator::MegatronPlan(cost_model);
@@ -113,37 +158,6 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       // job does.
       queue_.PushBaseline(std::move(first));
     }
-    absl::Status admitted = absl::OkStatus();
-    if (!deps_.registry->Add(this)) {
-      admitted = absl::UnavailableError(
-          "the server is shutting down; retry on another instance");
-    } else {
-      registered_ = true;
-      absl::StatusOr<uint64_t> job =
-          deps_.scheduler->Submit(SearchScheduler::Job{
-              [this](int slot) { RunSearch(slot); }, [this] { Dropped(); }});
-      if (job.ok()) {
-        absl::MutexLock lock(&mu_);
-        job_id_ = *job;
-      } else {
-        admitted = job.status();
-      }
-    }
-    if (!admitted.ok()) {
-      {
-        absl::MutexLock lock(&mu_);
-        queue_.PushAbort(admitted);
-      }
-      Pump();
-      return;
-    }
-    // The reactor is not bound to the call until the handler returns, so `this`
-    // cannot be deleted by OnDone before then; locals anyway.
-    ServerMetrics* metrics = deps_.metrics;
-    const absl::Time start = start_;
-    Pump();
-    metrics->time_to_first_plan().Observe(
-        absl::ToDoubleSeconds(absl::Now() - start));
   }
 
   void OnWriteDone(bool ok) override {
@@ -256,6 +270,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
         simulator::PredictionToProto(scored.evaluation, problem);
     simulator::AnnotateEngineCapability(problem, scored.plan,
                                         update.mutable_prediction());
+    simulator::AddTrafficPrediction(*request_.cost_model, scored.plan, 0,
+                                    update.mutable_prediction());
     update.set_evaluations(evaluations);
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     update.set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
@@ -323,6 +339,19 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // The scheduler dropped the waiting job (server drain): end with the baseline
   // as best. Runs on the thread that drains the server, not on a gRPC thread.
   void Dropped() {
+    if (request_.capacity != nullptr) {
+      summary_.set_stop_reason("shutdown");
+      PlanUpdate final_update;
+      final_update.set_final(true);
+      final_update.set_kind("final");
+      *final_update.mutable_summary() = summary_;
+      {
+        absl::MutexLock lock(&mu_);
+        queue_.PushFinal(std::move(final_update), absl::OkStatus());
+      }
+      Pump();
+      return;
+    }
     // The final update promises that the store holds what the client saw (the
     // baseline): the job stores it first.
     const SearchJob::Outcome outcome = job_->Abandon();
@@ -392,6 +421,63 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     }
     LimitSize(&update);
     return update;
+  }
+
+  // A capacity search, on a worker thread: one final update with the winner
+  // (chosen_cluster, plan, prediction with cost) and the best option of each
+  // hardware in top_plans; or, when no option carries the rate, an
+  // infeasible prediction naming the limits.
+  void RunCapacity(int slot) {
+    ServerMetrics& metrics = *deps_.metrics;
+    metrics.ResetSlot(slot);
+    const absl::Time search_start = absl::Now();
+    absl::StatusOr<CapacityResult> result =
+        SearchCapacity(*request_.capacity, token_);
+    metrics.search_duration().Observe(
+        absl::ToDoubleSeconds(absl::Now() - search_start));
+    PlanUpdate update;
+    update.set_final(true);
+    update.set_kind("final");
+    absl::Status status = result.status();
+    std::string stop_reason = "error";
+    if (result.ok()) {
+      metrics.cost_model_evaluations().Increment(result->evaluations);
+      summary_.set_evaluations(result->evaluations);
+      update.set_evaluations(result->evaluations);
+      stop_reason = "complete";
+      if (result->cancelled) {
+        absl::MutexLock lock(&mu_);
+        stop_reason =
+            shutdown_ && !client_cancelled_ ? "shutdown" : "cancelled";
+        if (stop_reason == "cancelled") status = CancelStatusLocked();
+      }
+      if (result->winner.has_value()) {
+        const CapacityPick& w = result->picks[*result->winner];
+        *update.mutable_plan() = w.plan;
+        *update.mutable_prediction() = w.prediction;
+        *update.mutable_chosen_cluster() = w.cluster;
+      } else if (!result->cancelled) {
+        update.mutable_prediction()->set_feasible(false);
+        update.mutable_prediction()->set_infeasible_reason(
+            result->no_fit_reason);
+      }
+      for (const CapacityPick& pick : result->picks) {
+        shardplan::v1::TopPlan* top = update.add_top_plans();
+        *top->mutable_plan() = pick.plan;
+        *top->mutable_prediction() = pick.prediction;
+        *top->mutable_cluster() = pick.cluster;
+      }
+    }
+    update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
+    // The goal, not the (unused) search method.
+    summary_.set_method(request_.capacity->min_cost ? "min_cost" : "min_gpus");
+    summary_.set_stop_reason(stop_reason);
+    *update.mutable_summary() = summary_;
+    {
+      absl::MutexLock lock(&mu_);
+      queue_.PushFinal(std::move(update), status);
+    }
+    Pump();  // `this` may be gone after this call
   }
 
   // The job, on a worker thread.

@@ -17,6 +17,7 @@
 #include "server/validation.h"
 #include "simulator/engine_capability.h"
 #include "simulator/spec.h"
+#include "simulator/traffic_spec.h"
 #include "simulator/types.h"
 #include "simulator/user_text.h"
 
@@ -289,6 +290,9 @@ grpc::ServerUnaryReactor* PlannerService::EvaluatePlan(
     // A plan the named engine cannot launch is infeasible, naming the rule.
     simulator::AnnotateEngineCapability(problem, validated->plan,
                                         response->mutable_prediction());
+    simulator::AddTrafficPrediction(*validated->cost_model, validated->plan,
+                                    PricePerGpuHour(request->cluster()),
+                                    response->mutable_prediction());
     *response->mutable_model() = simulator::ModelSpecFromDims(problem.model);
   }
   deps_.metrics->CountEvaluateRequest(status.code());

@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/strings/match.h"
@@ -134,11 +135,47 @@ absl::Status AsInvalidArgument(const absl::Status& status) {
   return absl::InvalidArgumentError(status.message());
 }
 
+// cluster.hardware_options: known hardware, each once, a finite positive
+// price, max_gpus within 0..the server's GPU limit.
+absl::Status ValidateHardwareOptions(const shardplan::v1::ClusterSpec& cluster,
+                                     const RequestLimits& limits) {
+  std::vector<std::string> seen;
+  for (int i = 0; i < cluster.hardware_options_size(); ++i) {
+    const shardplan::v1::HardwareOption& o = cluster.hardware_options(i);
+    const std::string at = absl::StrCat("cluster.hardware_options[", i, "]");
+    if (!simulator::FindCatalogHardware(o.hardware()).ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ".hardware is not a known hardware name, got ",
+                       simulator::QuoteUserText(o.hardware())));
+    }
+    if (std::find(seen.begin(), seen.end(), o.hardware()) != seen.end()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at, ".hardware ", simulator::QuoteUserText(o.hardware()),
+                       " is listed twice"));
+    }
+    seen.push_back(o.hardware());
+    if (!std::isfinite(o.price_per_gpu_hour()) || o.price_per_gpu_hour() <= 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(at,
+                       ".price_per_gpu_hour must be a finite number > 0, "
+                       "got ",
+                       o.price_per_gpu_hour()));
+    }
+    if (o.max_gpus() < 0 || o.max_gpus() > limits.max_num_gpus) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          at, ".max_gpus must be between 0 (the server limit) and ",
+          limits.max_num_gpus, ", got ", o.max_gpus()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 // Both request types carry a model, a cluster and a workload: builds their
 // cost model into out.cost_model and names it in out.model_name.
 template <typename Request, typename Validated>
 absl::Status SetCostModel(const Request& request, const RequestLimits& limits,
                           Validated& out) {
+  RETURN_IF_ERROR(ValidateHardwareOptions(request.cluster(), limits));
   auto cost_model =
       BuildCostModel(request.model(), request.has_model(), request.cluster(),
                      request.has_cluster(), request.workload(), limits);
@@ -309,6 +346,26 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
                      simulator::QuoteUserText(options.objective())));
   }
   out.conservative = options.objective() == "conservative";
+  const std::string& goal = options.goal();
+  if (!goal.empty() && goal != "max_throughput" && goal != "min_gpus" &&
+      goal != "min_cost") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("options.goal must be one of max_throughput, min_gpus, "
+                     "min_cost; got ",
+                     simulator::QuoteUserText(goal)));
+  }
+  if ((goal == "min_gpus" || goal == "min_cost") &&
+      !(request.workload().request_rate() > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "options.goal ", goal,
+        " needs workload.request_rate > 0 (the load to carry), got ",
+        request.workload().request_rate()));
+  }
+  if (goal == "min_cost" && request.cluster().hardware_options_size() == 0) {
+    return absl::InvalidArgumentError(
+        "options.goal min_cost needs cluster.hardware_options (the GPU types "
+        "and their prices), got none");
+  }
   if (options.top_n() < 0 || options.top_n() > kMaxTopN) {
     return absl::InvalidArgumentError(
         absl::StrCat("options.top_n must be between 0 (= ", kDefaultTopN,
@@ -328,7 +385,47 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 
-  RETURN_IF_ERROR(SetCostModel(request, limits, out));
+  if (goal == "min_cost") {
+    // The cluster's hardware and size are the options'; the first one
+    // stands in for the validation of the model and the workload.
+    shardplan::v1::PlanRequest stand_in = request;
+    shardplan::v1::ClusterSpec* cluster = stand_in.mutable_cluster();
+    const shardplan::v1::HardwareOption& first = cluster->hardware_options(0);
+    cluster->set_hardware(first.hardware());
+    cluster->clear_hardware_spec();
+    cluster->clear_node_groups();
+    cluster->set_num_gpus(first.max_gpus() > 0 ? first.max_gpus()
+                                               : limits.max_num_gpus);
+    RETURN_IF_ERROR(SetCostModel(stand_in, limits, out));
+  } else {
+    RETURN_IF_ERROR(SetCostModel(request, limits, out));
+  }
+  if (goal == "min_gpus" || goal == "min_cost") {
+    if (request.has_current()) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "options.goal ", goal, " plans a new deployment; drop current"));
+    }
+    auto capacity = std::make_shared<CapacityRequest>();
+    capacity->min_cost = goal == "min_cost";
+    capacity->model = request.model();
+    capacity->workload = request.workload();
+    const simulator::ClusterDims& dims = out.cost_model->problem().cluster;
+    if (capacity->min_cost) {
+      for (const auto& o : request.cluster().hardware_options()) {
+        capacity->options.push_back(
+            {o.hardware(), o.price_per_gpu_hour(),
+             o.max_gpus() > 0 ? o.max_gpus() : limits.max_num_gpus,
+             request.cluster().gpus_per_node()});
+      }
+    } else {
+      // min_gpus: the cluster's hardware, up to its num_gpus.
+      capacity->options.push_back({dims.hardware.name,
+                                   PricePerGpuHour(request.cluster()),
+                                   dims.num_gpus, dims.gpus_per_node});
+    }
+    out.capacity = std::move(capacity);
+    return out;
+  }
   RETURN_IF_ERROR(SetTransition(request, limits, out));
   return out;
 }
@@ -355,6 +452,13 @@ absl::StatusOr<ValidatedEvaluateRequest> ValidateEvaluateRequest(
   absl::Status valid = out.cost_model->ValidatePlan(out.plan);
   if (!valid.ok()) return AsInvalidArgument(valid);
   return out;
+}
+
+double PricePerGpuHour(const shardplan::v1::ClusterSpec& cluster) {
+  for (const shardplan::v1::HardwareOption& o : cluster.hardware_options()) {
+    if (o.hardware() == cluster.hardware()) return o.price_per_gpu_hour();
+  }
+  return 0;
 }
 
 }  // namespace shardplan::server

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "server/capacity_search.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
@@ -79,6 +80,9 @@ struct ValidatedPlanRequest {
   // options.disaggregation: "auto" (default; search both kinds, report the
   // best of each), "off" (aggregated only), "only" (disaggregated only).
   std::string disaggregation = "auto";
+  // options.goal min_gpus / min_cost: the capacity search to run instead of
+  // the plan search (null otherwise).
+  std::shared_ptr<const CapacityRequest> capacity;
 };
 
 struct ValidatedEvaluateRequest {
@@ -86,6 +90,9 @@ struct ValidatedEvaluateRequest {
   simulator::PlanDims plan;  // passed CostModel::ValidatePlan
   std::string model_name;
 };
+
+// The price of cluster.hardware in cluster.hardware_options; 0 = none.
+double PricePerGpuHour(const shardplan::v1::ClusterSpec& cluster);
 
 // `method` after defaulting ("" -> "rl"), for metric labels of requests that
 // fail validation: a known method, or "unknown".

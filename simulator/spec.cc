@@ -28,6 +28,7 @@
 #include "simulator/internal/catalog_data.h"
 #include "simulator/placement.h"
 #include "simulator/status_macros.h"
+#include "simulator/traffic_spec.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {
@@ -774,19 +775,33 @@ absl::StatusOr<std::string> ResolveCalibrationProfile(
 
 absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
   WorkloadDims w;
-  RETURN_IF_ERROR(CheckRange(workload.input_tokens(), "workload.input_tokens",
-                             1, kMaxTokens));
-  RETURN_IF_ERROR(CheckRange(workload.output_tokens(), "workload.output_tokens",
-                             1, kMaxTokens));
+  // A length distribution without the mean length: its mean.
+  const auto mean_or = [](int tokens,
+                          const shardplan::v1::TokenDistribution& d) {
+    const double mean = DistributionMean(d);
+    return tokens == 0 && std::isfinite(mean) && mean >= 1 && mean <= kMaxTokens
+               ? static_cast<int>(std::lround(mean))
+               : tokens;
+  };
+  const int input_tokens =
+      mean_or(workload.input_tokens(), workload.input_tokens_distribution());
+  const int output_tokens =
+      mean_or(workload.output_tokens(), workload.output_tokens_distribution());
+  RETURN_IF_ERROR(
+      CheckRange(input_tokens, "workload.input_tokens", 1, kMaxTokens));
+  RETURN_IF_ERROR(
+      CheckRange(output_tokens, "workload.output_tokens", 1, kMaxTokens));
   RETURN_IF_ERROR(CheckRange(workload.concurrency(), "workload.concurrency", 0,
                              kMaxBatchSize));
   RETURN_IF_ERROR(CheckDouble(workload.max_ttft_ms(), "workload.max_ttft_ms", 0,
                               kMaxSloMs, false));
   RETURN_IF_ERROR(CheckDouble(workload.max_tpot_ms(), "workload.max_tpot_ms", 0,
                               kMaxSloMs, false));
-  w.input_tokens = workload.input_tokens();
-  w.output_tokens = workload.output_tokens();
+  w.input_tokens = input_tokens;
+  w.output_tokens = output_tokens;
   w.concurrency = workload.concurrency();
+  ASSIGN_OR_RETURN(w.traffic, TrafficDimsFromProto(workload, input_tokens,
+                                                   output_tokens, kMaxTokens));
   w.max_ttft_seconds = workload.max_ttft_ms() / 1e3;
   w.max_tpot_seconds = workload.max_tpot_ms() / 1e3;
   ASSIGN_OR_RETURN(w.weight_dtype, ParseDtype(workload.weight_dtype(),

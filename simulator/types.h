@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "simulator/traffic.h"
 
 namespace shardplan::simulator {
 
@@ -212,6 +213,9 @@ struct WorkloadDims {
   std::string engine;
   std::string engine_version;
   std::string calibration_profile;
+  // Open-loop traffic (request_rate 0: the closed loop above). Not read by
+  // Evaluate; the queueing model (simulator/traffic_costing.h) reads it.
+  TrafficDims traffic;
 };
 
 // A validated planning problem.

@@ -354,5 +354,43 @@ TEST(RequestBuilderTest, InputFilesAreCheckedBeforeTheyAreRead) {
   (void)!system(absl::StrCat("rm -rf '", dir, "'").c_str());
 }
 
+TEST(RequestBuilderTest, TrafficFlags) {
+  SearchFlags s;
+  s.goal = "min-cost";
+  ProblemFlags problem = CatalogProblem();
+  problem.concurrency = 0;
+  problem.request_rate = 40;
+  problem.slo_percentile = 99;
+  problem.input_dist = "uniform:500:8000";
+  problem.output_dist = "histogram:100=1,300=3";
+  problem.hardware_options = "h100-sxm-80gb:2.50,h200-sxm-141gb:3.60:64";
+  auto request = BuildPlanRequest(problem, s, FakeFiles({}));
+  ASSERT_TRUE(request.ok()) << request.status();
+  const auto& w = request->workload();
+  EXPECT_DOUBLE_EQ(w.request_rate(), 40);
+  EXPECT_EQ(w.slo_percentile(), 99);
+  EXPECT_EQ(w.input_tokens_distribution().kind(), "uniform");
+  EXPECT_DOUBLE_EQ(w.input_tokens_distribution().max(), 8000);
+  ASSERT_EQ(w.output_tokens_distribution().buckets_size(), 2);
+  EXPECT_EQ(w.output_tokens_distribution().buckets(1).tokens(), 300);
+  EXPECT_DOUBLE_EQ(w.output_tokens_distribution().buckets(1).weight(), 3);
+  EXPECT_EQ(request->options().goal(), "min_cost");
+  const auto& options = request->cluster().hardware_options();
+  ASSERT_EQ(options.size(), 2);
+  EXPECT_EQ(options[1].hardware(), "h200-sxm-141gb");
+  EXPECT_DOUBLE_EQ(options[1].price_per_gpu_hour(), 3.6);
+  EXPECT_EQ(options[1].max_gpus(), 64);
+
+  problem.input_dist = "lognormal:1000";
+  auto bad = BuildPlanRequest(problem, s, FakeFiles({}));
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("--input-dist"));
+  EXPECT_THAT(bad.status().message(), HasSubstr("lognormal:1000"));
+  problem.input_dist = "";
+  problem.hardware_options = "h100-sxm-80gb";
+  bad = BuildPlanRequest(problem, s, FakeFiles({}));
+  EXPECT_THAT(bad.status().message(), HasSubstr("--hardware-options"));
+}
+
 }  // namespace
 }  // namespace shardplan::client

@@ -205,4 +205,31 @@ printf 'backend,model_path,isl,osl,batch_size,tp_size,silicon_ttft_ms,silicon_tp
 expect_rc 2 "${CLI}" calibrate --server "${SERVER}" --name x --results "${WORK}/bad.csv"
 grep -q "bad.csv:2: silicon_ttft_ms" "${WORK}/err" || fail "bad results file: $(cat "${WORK}/err")"
 
+# request rates: percentiles, capacity and cost at the rate (evaluate); the fewest GPUs
+# carrying a rate (plan --goal min-gpus) names its cluster; a rate no cluster carries is
+# an answer naming the limit, not an error or a hang.
+SLO_ARGS=(--server "${SERVER}" --model llama-3.1-8b --isl 1000 --osl 200 --slo-percentile 99
+          --max-ttft-ms 2000 --max-tpot-ms 50)
+RATE_ARGS=("${SLO_ARGS[@]}" --request-rate 5 --input-dist uniform:500:1500)
+expect_rc 0 "${CLI}" evaluate "${RATE_ARGS[@]}" --gpus 1 --tp 1 --hardware-options h100-sxm-80gb:2.5
+grep -q "At the rate *TTFT p50/p90/p99" "${WORK}/out" || fail "evaluate at a rate: $(cat "${WORK}/out")"
+grep -q 'Cost *\$2.50/hour' "${WORK}/out" || fail "evaluate cost: $(cat "${WORK}/out")"
+expect_rc 2 "${CLI}" evaluate "${RATE_ARGS[@]}" --gpus 1 --tp 1 --output-dist uniform:9
+grep -q "output-dist" "${WORK}/err" || fail "bad --output-dist: $(cat "${WORK}/err")"
+expect_rc 4 "${CLI}" evaluate "${SLO_ARGS[@]}" --request-rate 5 --gpus 1 --tp 1 --input-dist uniform:900:100
+grep -q "workload.input_tokens_distribution.max" "${WORK}/err" || fail "inverted dist: $(cat "${WORK}/err")"
+expect_rc 0 "${CLI}" plan "${RATE_ARGS[@]}" --gpus 16 --goal min-gpus --output json --deadline-seconds 120
+"${PY}" - "${WORK}/out" <<'PYEOF' || fail "min-gpus: $(cat "${WORK}/out")"
+import json, sys
+updates = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()]
+assert updates and all("chosenCluster" in u for u in updates), updates
+final = updates[-1]
+assert final.get("final") is True
+c, p = final["chosenCluster"], final["prediction"]
+assert c["hardware"] == "h100-sxm-80gb" and 1 <= c["numGpus"] <= 16, c
+assert p["maxRequestRate"] >= 5 and p["ttftMsP99"] <= 2000, p
+PYEOF
+expect_rc 0 "${CLI}" plan "${SLO_ARGS[@]}" --request-rate 100000 --gpus 16 --goal min-gpus --deadline-seconds 120
+grep -q "no cluster carries workload.request_rate" "${WORK}/out" || fail "unreachable rate: $(cat "${WORK}/out")"
+
 echo "client CLI e2e: OK"

@@ -1,0 +1,445 @@
+#include "simulator/queueing.h"
+
+#include <algorithm>
+#include <cmath>
+
+namespace shardplan::simulator {
+namespace {
+
+constexpr std::array<double, 3> kQuantiles = {0.50, 0.90, 0.99};
+
+// Regularized lower incomplete gamma P(a, x) (series below a + 1, Lentz's
+// continued fraction above).
+double GammaP(double a, double x) {
+  if (x <= 0) return 0;
+  if (a > 50) {
+    // Wilson-Hilferty: (x / a)^(1/3) is close to normal for large shapes
+    // (absolute error below 1e-3 here), at a fraction of the series' cost.
+    const double v = 1 / (9 * a);
+    const double z = (std::cbrt(x / a) - (1 - v)) / std::sqrt(v);
+    return 0.5 * std::erfc(-z / std::sqrt(2.0));
+  }
+  const double log_prefix = a * std::log(x) - x - std::lgamma(a);
+  if (x < a + 1) {
+    double term = 1 / a, sum = term;
+    for (int n = 1; n < 500 && term > sum * 1e-12; ++n) {
+      term *= x / (a + n);
+      sum += term;
+    }
+    return std::min(1.0, sum * std::exp(log_prefix));
+  }
+  constexpr double kTiny = 1e-300;
+  double b = x + 1 - a, c = 1 / kTiny, d = 1 / b, h = d;
+  for (int i = 1; i < 500; ++i) {
+    const double an = -i * (i - a);
+    b += 2;
+    d = an * d + b;
+    if (std::abs(d) < kTiny) d = kTiny;
+    c = b + an / c;
+    if (std::abs(c) < kTiny) c = kTiny;
+    d = 1 / d;
+    const double delta = d * c;
+    h *= delta;
+    if (std::abs(delta - 1) < 1e-12) break;
+  }
+  return std::max(0.0, 1 - std::exp(log_prefix) * h);
+}
+
+// The load one replica carries at a rate, and the pieces of the latency
+// distributions that follow from it.
+struct Load {
+  bool stable = false;
+  double utilization = 0;
+  // Iteration seconds as a decoding request sees them (its own token
+  // included) and as the prefill queue sees them (the mean batch's decode).
+  double decode_iteration = 0;
+  double batch = 0;
+  double prefill_iteration = 0;
+  // The prefill queue (M/G/1): P(wait > 0) and the mean of a positive wait.
+  double wait_probability = 0;
+  double wait_mean = 0;
+  // P(an arrival finds an iteration running).
+  double busy_probability = 0;
+  // Decode load: work per second that is not the per-iteration overhead.
+  double rho = 0;
+  // Gated regime (a prompt and the prompts that arrive with it fit one
+  // chunk): what an arrival waits beyond its own iteration, the residual of
+  // the running iteration plus the prompts that join its iteration, as a
+  // gamma distribution; and the prompt tokens that join.
+  double gated_shape = 0;
+  double gated_scale = 0;
+  double gated_mean = 0;
+  double batchmate_tokens = 0;
+  // TPOT standard deviation per output-length point (0: no decode).
+  std::array<double, LengthPoints::kMaxPoints> tpot_sigma{};
+};
+
+double TpotSigma(const StepTimes& s, const LengthPoints& in,
+                 const LengthPoints& out, const Load& l, double rate, double n);
+
+double DecodeIterations(double output_tokens) {
+  return std::max(0.0, output_tokens - 1);
+}
+
+Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
+                 const LengthPoints& out, double rate) {
+  Load l;
+  double mean_n = 0;
+  for (int i = 0; i < out.size; ++i)
+    mean_n += out.weight[i] * DecodeIterations(out.tokens[i]);
+  // Per second, the decode tokens and prompt tokens take this share of the
+  // time; the rest pays the per-iteration overhead, whose iterations then
+  // last (a + c_d) / (1 - rho) as a decoding request sees them.
+  l.rho = rate * (s.decode_request_seconds * mean_n +
+                  s.prefill_token_seconds * in.mean);
+  if (!(l.rho < 1)) {
+    l.utilization = l.rho;
+    return l;
+  }
+  l.decode_iteration =
+      (s.iteration_seconds + s.decode_request_seconds) / (1 - l.rho);
+  // Little's law: requests decoding = rate x decode iterations x seconds per
+  // iteration.
+  l.batch = rate * mean_n * l.decode_iteration;
+  l.prefill_iteration =
+      s.iteration_seconds + s.decode_request_seconds * l.batch;
+  // The prefill queue drains chunk_tokens per iteration when backlogged: a
+  // prompt token costs its own compute plus its share of the iteration.
+  const double per_token = s.prefill_token_seconds +
+                           l.prefill_iteration / std::max(1, s.chunk_tokens);
+  const double mean_service = per_token * in.mean;
+  const double second_service = per_token * per_token * in.second_moment;
+  const double rho_prefill = rate * mean_service;
+  const double kv_load = s.max_running > 0 ? l.batch / s.max_running : 0.0;
+  l.utilization = std::max({l.rho, rho_prefill, kv_load});
+  if (!(rho_prefill < 1) || !(kv_load < 1)) return l;
+  l.wait_probability = rho_prefill;
+  // Pollaczek-Khinchine mean wait over P(wait > 0), with an exponential
+  // tail (exact for exponential service; the heavy-traffic limit otherwise).
+  l.wait_mean = mean_service > 0
+                    ? second_service / (2 * mean_service * (1 - rho_prefill))
+                    : 0;
+  // M/G/inf: P(no request decoding) = exp(-batch).
+  l.busy_probability = 1 - std::exp(-l.batch) * (1 - rho_prefill);
+  // Gated regime: iteration k prefills the prompts that arrived during
+  // iteration k - 1, so tau_k = V + c_p X(tau_{k-1}) with X compound Poisson:
+  // E tau = V / (1 - rho_c), Var tau = c_p^2 rate E[s^2] E tau / (1 - rho_c^2).
+  // An arrival lands in a length-biased iteration (gamma(k + 1, theta) for
+  // a gamma(k, theta) tau), waits its residual U tau, and shares its own
+  // iteration with the X(tau) tokens that arrive in the same one.
+  const double cp = s.prefill_token_seconds;
+  const double rho_c = rate * cp * in.mean;
+  if (rho_c < 1) {
+    const double tau = l.prefill_iteration / (1 - rho_c);
+    const double token_var = rate * in.second_moment;
+    const double var_tau = cp * cp * token_var * tau / (1 - rho_c * rho_c);
+    const double theta = tau > 0 ? var_tau / tau : 0;
+    const double lb_mean = tau + theta;
+    const double lb_var = tau * theta + theta * theta;
+    const double lb_second = lb_var + lb_mean * lb_mean;
+    const double per_tau = 0.5 + rho_c;
+    const double mean = per_tau * lb_mean;
+    const double var = lb_second / 12 + cp * cp * token_var * lb_mean +
+                       per_tau * per_tau * lb_var;
+    l.gated_mean = mean;
+    if (mean > 0 && var > 0) {
+      l.gated_shape = mean * mean / var;
+      l.gated_scale = var / mean;
+    }
+    l.batchmate_tokens = rate * in.mean * lb_mean;
+  }
+  for (int i = 0; i < out.size; ++i) {
+    const double n = DecodeIterations(out.tokens[i]);
+    l.tpot_sigma[i] = n > 0 ? TpotSigma(s, in, out, l, rate, n) : 0;
+  }
+  l.stable = true;
+  return l;
+}
+
+// A request's own prefill: its chunks, each in one iteration.
+double OwnPrefillSeconds(const StepTimes& s, const Load& l, double tokens) {
+  const double chunks =
+      std::max(1.0, std::ceil(tokens / std::max(1, s.chunk_tokens)));
+  return chunks * l.prefill_iteration + s.prefill_token_seconds * tokens;
+}
+
+// P(residual of the running iteration + prefill-queue wait <= x).
+double WaitCdf(const Load& l, double x) {
+  if (x < 0) return 0;
+  const double p = l.wait_probability, m = l.wait_mean;
+  const auto queue_cdf = [&](double y) {
+    return m > 0 ? 1 - p * std::exp(-y / m) : 1.0;
+  };
+  const double v = l.prefill_iteration;
+  double with_residual;
+  if (v <= 0) {
+    with_residual = queue_cdf(x);
+  } else {
+    const double u = std::min(x, v);
+    const double tail =
+        m > 0 ? p * m * (std::exp(-(x - u) / m) - std::exp(-x / m)) : 0.0;
+    with_residual = (u - tail) / v;
+  }
+  return l.busy_probability * with_residual +
+         (1 - l.busy_probability) * queue_cdf(x);
+}
+
+// Whether a prompt of `tokens` is served gated: it and the prompts arriving
+// with it fit one chunk. Otherwise prompts queue FCFS chunk by chunk (the
+// M/G/1 wait).
+bool Gated(const StepTimes& s, const Load& l, double tokens) {
+  return tokens + l.batchmate_tokens <= std::max(1, s.chunk_tokens);
+}
+
+double GatedCdf(const Load& l, double x) {
+  if (x < 0) return 0;
+  const double busy =
+      l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0;
+  return l.busy_probability * busy + (1 - l.busy_probability);
+}
+
+double TtftCdf(const StepTimes& s, const LengthPoints& in, const Load& l,
+               double t) {
+  double f = 0;
+  for (int i = 0; i < in.size; ++i) {
+    const double x = t - OwnPrefillSeconds(s, l, in.tokens[i]);
+    f += in.weight[i] *
+         (Gated(s, l, in.tokens[i]) ? GatedCdf(l, x) : WaitCdf(l, x));
+  }
+  return f;
+}
+
+// Integral over the arrival offset u of the overlap of [u, u + m] with
+// [0, n] (I1: u in [0, n) only) and of its square (I2).
+double OverlapIntegral(double m, double n) {
+  return m >= n ? n * n / 2 : m * n - m * m / 2;
+}
+double OverlapSquareIntegral(double m, double n) {
+  const double a = std::min(m, n), b = std::max(m, n);
+  return a * a * b - a * a * a / 3;
+}
+
+// Standard deviation of the TPOT of a request decoding n iterations. The
+// other requests arrive as a Poisson stream; each adds c_d per iteration it
+// decodes beside this one and c_p per prompt token it prefills during this
+// one's decode (shot noise: variance = rate x integral of the squared
+// contribution). Time in iteration units (rate x mean iteration per
+// iteration). A burst lengthens the iterations, which admits more arrivals
+// into the same decode: the prompts they bring land in it at once, their
+// decode tokens only partly (a late arrival overlaps little), so the burst
+// is amplified by 1 / (1 - rho_prefill). The batcher simulation sits between
+// that and the full 1 / (1 - rho) (docs/cost-model-and-calibration.md).
+double TpotSigma(const StepTimes& s, const LengthPoints& in,
+                 const LengthPoints& out, const Load& l, double rate,
+                 double n) {
+  double overlap2 = 0, overlap1 = 0;
+  for (int j = 0; j < out.size; ++j) {
+    const double m = DecodeIterations(out.tokens[j]);
+    overlap2 += out.weight[j] * OverlapSquareIntegral(m, n);
+    overlap1 += out.weight[j] * OverlapIntegral(m, n);
+  }
+  const double cd = s.decode_request_seconds, cp = s.prefill_token_seconds;
+  const double arrivals_per_iteration = rate * l.decode_iteration;
+  const double variance =
+      arrivals_per_iteration *
+      (cd * cd * overlap2 + 2 * cd * cp * in.mean * overlap1 +
+       cp * cp * in.second_moment * n);
+  const double rho_prefill = rate * cp * in.mean;
+  return std::sqrt(std::max(0.0, variance)) / (1 - rho_prefill) / n;
+}
+
+// P(TPOT <= t): a request decoding n iterations pays a + c_d per iteration
+// for itself plus the others' shot noise, positive and skewed: a gamma with
+// the shot noise's mean (rho x the mean iteration) and variance.
+double TpotCdf(const StepTimes& s, const LengthPoints& out, const Load& l,
+               double t) {
+  const double floor_seconds = s.iteration_seconds + s.decode_request_seconds;
+  const double mean = l.decode_iteration - floor_seconds;
+  double f = 0, total = 0;
+  for (int i = 0; i < out.size; ++i) {
+    const double n = DecodeIterations(out.tokens[i]);
+    if (n <= 0) continue;
+    const double sigma = l.tpot_sigma[i];
+    const double x = t - floor_seconds;
+    double p;
+    if (x <= 0) {
+      p = 0;
+    } else if (sigma <= 0 || mean <= 0) {
+      p = x >= mean ? 1 : 0;
+    } else {
+      p = GammaP(mean * mean / (sigma * sigma), x * mean / (sigma * sigma));
+    }
+    f += out.weight[i] * p;
+    total += out.weight[i];
+  }
+  return total > 0 ? f / total : 1.0;
+}
+
+// The t in [lo, hi] where the increasing `cdf` reaches q.
+template <typename Cdf>
+double Quantile(const Cdf& cdf, double q, double lo, double hi) {
+  for (int i = 0; i < 60 && hi - lo > 1e-5 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (cdf(mid) < q ? lo : hi) = mid;
+  }
+  return hi;
+}
+
+}  // namespace
+
+LengthPoints Discretize(const LengthDistribution& d) {
+  LengthPoints p;
+  if (d.kind == LengthKind::kHistogram &&
+      static_cast<int>(d.buckets.size()) <= LengthPoints::kMaxPoints) {
+    for (const auto& [tokens, weight] : d.buckets) {
+      p.tokens[p.size] = tokens;
+      p.weight[p.size] = weight;
+      ++p.size;
+    }
+  } else if (d.kind == LengthKind::kFixed) {
+    p.tokens[0] = d.mean;
+    p.weight[0] = 1;
+    p.size = 1;
+  } else {
+    // Equal-probability cells up to 0.9, then ever finer ones: the p99 of
+    // TTFT follows the longest prompts, which equal cells would average away.
+    static constexpr double kTail[] = {
+        0.9, 0.94, 0.96, 0.975, 0.985, 0.99, 0.994, 0.997, 0.9985, 0.9995, 1.0};
+    constexpr int kBulk = LengthPoints::kMaxPoints - 10;
+    double lo = 0;
+    for (int i = 0; i < LengthPoints::kMaxPoints; ++i) {
+      const double hi =
+          i < kBulk ? 0.9 * (i + 1) / kBulk : kTail[i - kBulk + 1];
+      p.tokens[i] = LengthQuantile(d, 0.5 * (lo + hi));
+      p.weight[i] = hi - lo;
+      lo = hi;
+    }
+    p.size = LengthPoints::kMaxPoints;
+  }
+  double total = 0;
+  for (int i = 0; i < p.size; ++i) total += p.weight[i];
+  for (int i = 0; i < p.size; ++i) {
+    p.weight[i] /= total;
+    p.mean += p.weight[i] * p.tokens[i];
+    p.second_moment += p.weight[i] * p.tokens[i] * p.tokens[i];
+  }
+  return p;
+}
+
+QueueingPrediction PredictQueueing(const StepTimes& steps,
+                                   const LengthPoints& input,
+                                   const LengthPoints& output, double rate) {
+  QueueingPrediction q;
+  const Load l = ComputeLoad(steps, input, output, rate);
+  q.utilization = l.utilization;
+  q.stable = l.stable;
+  if (!l.stable) return q;
+  q.running_batch = l.batch;
+  double longest = 0;
+  const double queued_wait = l.busy_probability * l.prefill_iteration / 2 +
+                             l.wait_probability * l.wait_mean;
+  for (int i = 0; i < input.size; ++i) {
+    const double t = OwnPrefillSeconds(steps, l, input.tokens[i]);
+    q.ttft_mean_seconds +=
+        input.weight[i] * (t + (Gated(steps, l, input.tokens[i])
+                                    ? l.busy_probability * l.gated_mean
+                                    : queued_wait));
+    longest = std::max(longest, t);
+  }
+  const double ttft_hi = longest + l.prefill_iteration + 40 * l.wait_mean +
+                         l.gated_mean + 40 * l.gated_scale;
+  double sigma_max = 0;
+  for (int i = 0; i < output.size; ++i)
+    sigma_max = std::max(sigma_max, l.tpot_sigma[i]);
+  q.tpot_mean_seconds = l.decode_iteration;
+  for (int k = 0; k < 3; ++k) {
+    q.ttft_seconds[k] =
+        Quantile([&](double t) { return TtftCdf(steps, input, l, t); },
+                 kQuantiles[k], 0, ttft_hi);
+    q.tpot_seconds[k] =
+        sigma_max > 0
+            ? Quantile([&](double t) { return TpotCdf(steps, output, l, t); },
+                       kQuantiles[k], 0, l.decode_iteration + 20 * sigma_max)
+            : l.decode_iteration;
+  }
+  return q;
+}
+
+SloShares SloSharesAt(const StepTimes& steps, const LengthPoints& input,
+                      const LengthPoints& output, double rate,
+                      double max_ttft_seconds, double max_tpot_seconds) {
+  SloShares shares;
+  const Load l = ComputeLoad(steps, input, output, rate);
+  if (!l.stable) return shares;
+  shares.ttft =
+      max_ttft_seconds > 0 ? TtftCdf(steps, input, l, max_ttft_seconds) : 1.0;
+  shares.tpot =
+      max_tpot_seconds > 0 ? TpotCdf(steps, output, l, max_tpot_seconds) : 1.0;
+  return shares;
+}
+
+double LatencyAt(const QueueingPrediction& q, int percentile, bool ttft) {
+  const std::array<double, 3>& at = ttft ? q.ttft_seconds : q.tpot_seconds;
+  switch (percentile) {
+    case 0:
+      return ttft ? q.ttft_mean_seconds : q.tpot_mean_seconds;
+    case 50:
+      return at[0];
+    case 90:
+      return at[1];
+    case 95:  // between p90 and p99, log-linear in the tail probability
+      return at[1] + (at[2] - at[1]) * std::log(2.0) / std::log(10.0);
+    default:
+      return at[2];
+  }
+}
+
+namespace {
+
+bool MeetsSlos(const StepTimes& steps, const LengthPoints& input,
+               const LengthPoints& output, double rate, double max_ttft_seconds,
+               double max_tpot_seconds, int percentile) {
+  if (percentile == 0) {
+    const QueueingPrediction q = PredictQueueing(steps, input, output, rate);
+    return q.stable &&
+           (max_ttft_seconds <= 0 || q.ttft_mean_seconds <= max_ttft_seconds) &&
+           (max_tpot_seconds <= 0 || q.tpot_mean_seconds <= max_tpot_seconds);
+  }
+  const SloShares shares = SloSharesAt(steps, input, output, rate,
+                                       max_ttft_seconds, max_tpot_seconds);
+  const double need = percentile / 100.0;
+  return shares.ttft >= need && shares.tpot >= need;
+}
+
+}  // namespace
+
+double MaxRequestRate(const StepTimes& steps, const LengthPoints& input,
+                      const LengthPoints& output, double max_ttft_seconds,
+                      double max_tpot_seconds, int percentile) {
+  double mean_n = 0;
+  for (int i = 0; i < output.size; ++i)
+    mean_n += output.weight[i] * DecodeIterations(output.tokens[i]);
+  // Upper bounds: the decode work and the prefill compute alone.
+  const double work = steps.decode_request_seconds * mean_n +
+                      steps.prefill_token_seconds * input.mean;
+  const double prefill =
+      input.mean * (steps.prefill_token_seconds +
+                    steps.iteration_seconds / std::max(1, steps.chunk_tokens));
+  double hi = 1e9;
+  if (work > 0) hi = std::min(hi, 1 / work);
+  if (prefill > 0) hi = std::min(hi, 1 / prefill);
+  double lo = 0;
+  if (!MeetsSlos(steps, input, output, hi * 1e-9, max_ttft_seconds,
+                 max_tpot_seconds, percentile))
+    return 0;
+  for (int i = 0; i < 50 && hi - lo > 1e-4 * hi; ++i) {
+    const double mid = 0.5 * (lo + hi);
+    (MeetsSlos(steps, input, output, mid, max_ttft_seconds, max_tpot_seconds,
+               percentile)
+         ? lo
+         : hi) = mid;
+  }
+  return lo;
+}
+
+}  // namespace shardplan::simulator
