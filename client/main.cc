@@ -297,8 +297,8 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
   e.batch_fallback = prediction.batch_size();
   e.concurrency = workload.concurrency();
-  // TODO(emit): fill e.runnable_engines from prediction.runnable_engines()
-  // once the engine capability table is on main.
+  e.runnable_engines.assign(prediction.runnable_engines().begin(),
+                            prediction.runnable_engines().end());
   return e;
 }
 
