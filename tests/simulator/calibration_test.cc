@@ -3,8 +3,6 @@
 // of the other models held out), plus the validation-only CSV (Llama-3.1-70B
 // on vLLM, a second held-out model), and checks the held-out targets. No
 // fitting happens here.
-#include "simulator/calibration_harness.h"
-
 #include <algorithm>
 #include <cmath>
 #include <fstream>
@@ -18,6 +16,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "simulator/calibration_harness.h"
 
 namespace shardplan::simulator {
 namespace {
