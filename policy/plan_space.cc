@@ -395,8 +395,6 @@ absl::Status PlanSpace::KeepTuplesTheEngineRuns() {
     }
     degrees_[kept] = degrees_[t];
     op_masks_[kept] = op_masks_[t];
-    if (!prefill_op_masks_.empty())
-      prefill_op_masks_[kept] = prefill_op_masks_[t];
     micro_masks_[kept] = micro_masks_[t];
     batch_masks_[kept] = batch_masks_[t];
     ++kept;
@@ -413,7 +411,6 @@ absl::Status PlanSpace::KeepTuplesTheEngineRuns() {
   }
   degrees_.resize(kept);
   op_masks_.resize(kept);
-  if (!prefill_op_masks_.empty()) prefill_op_masks_.resize(kept);
   micro_masks_.resize(kept);
   batch_masks_.resize(kept);
   return absl::OkStatus();

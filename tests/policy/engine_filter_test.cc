@@ -109,33 +109,13 @@ TEST(EngineFilterTest, AggregatedSpaceKeepsOnlyWhatTheEngineRuns) {
   EXPECT_LT((*s_sglang)->degrees().size(), (*s_any)->degrees().size());
 }
 
-TEST(EngineFilterTest, DisaggregatedSpaceAndSweepKeepOnlyWhatTheEngineRuns) {
+// The disaggregated space is indexed (pool split x prefill layout x decode
+// layout), not a stored tuple list, so it is not filtered by the engine: the
+// search marks what the engine cannot launch infeasible (SearchRun), and the
+// sweep that grid and megatron run offers only launchable plans.
+TEST(EngineFilterTest, DisaggregatedSweepKeepsOnlyWhatTheEngineRuns) {
   auto vllm = Make("llama-3.1-70b", 16, "vllm");
-  auto sglang = Make("llama-3.1-70b", 16, "sglang");
-  auto any = Make("llama-3.1-70b", 16, "");
-  ASSERT_TRUE(vllm && sglang && any);
-  auto s_vllm = PlanSpace::CreateDisaggregated(*vllm);
-  auto s_sglang = PlanSpace::CreateDisaggregated(*sglang);
-  auto s_any = PlanSpace::CreateDisaggregated(*any);
-  ASSERT_TRUE(s_vllm.ok() && s_sglang.ok() && s_any.ok());
-  ExpectEveryTupleRuns(**s_vllm);
-  ExpectEveryTupleRuns(**s_sglang);
-  bool any_decode_pp = false;
-  for (const Degrees& g : (*s_vllm)->degrees()) {
-    EXPECT_EQ(g.pp, 1);
-    EXPECT_EQ(g.prefill_pp, 1);
-  }
-  bool sglang_prefill_pp = false;
-  for (const Degrees& g : (*s_sglang)->degrees()) {
-    EXPECT_EQ(g.pp, 1);
-    sglang_prefill_pp |= g.prefill_pp > 1;
-  }
-  for (const Degrees& g : (*s_any)->degrees()) any_decode_pp |= g.pp > 1;
-  EXPECT_TRUE(sglang_prefill_pp);
-  // TensorRT-LLM keeps pipelined decode instances for the engine-agnostic
-  // space.
-  EXPECT_TRUE(any_decode_pp);
-
+  ASSERT_TRUE(vllm);
   CancellationToken cancel;
   const DisaggregatedSweep sweep =
       SweepDisaggregated(*vllm, 400, 0, cancel, 16);
@@ -150,17 +130,23 @@ TEST(EngineFilterTest, DisaggregatedSpaceAndSweepKeepOnlyWhatTheEngineRuns) {
 }
 
 TEST(EngineFilterTest, OldReleaseWithoutTheFeatureLeavesNoPlan) {
-  // SGLang 0.4.5 has no disaggregation: the space says so, naming the rule.
+  // SGLang 0.4.5 has no disaggregation: the sweep offers nothing, and the
+  // check names the rule.
   auto old = Make("llama-3.1-70b", 16, "sglang", "0.4.5");
   ASSERT_TRUE(old);
-  auto s = PlanSpace::CreateDisaggregated(*old);
-  EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
-  // The first refused layout's rule: pipelined ones hit "no pp before
-  // 0.4.10" first, the others the disaggregation rule.
-  EXPECT_THAT(std::string(s.status().message()),
-              ::testing::HasSubstr("that sglang can launch; e.g. sglang "
-                                   "\"0.4.5\" cannot run this plan: rule "
-                                   "sglang-"));
+  CancellationToken cancel;
+  const DisaggregatedSweep sweep = SweepDisaggregated(*old, 400, 0, cancel, 16);
+  EXPECT_EQ(sweep.candidates, 0);
+  simulator::PlanDims plan;
+  plan.disaggregated = true;
+  plan.prefill_instances = 1;
+  plan.decode_instances = 1;
+  plan.tp = 8;
+  plan.prefill.tp = 8;
+  const absl::Status s =
+      simulator::CheckEngineCanRun("sglang", "0.4.5", old->problem(), plan);
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(s.message()), ::testing::HasSubstr("rule sglang-"));
   // Aggregated plans of the same release remain.
   EXPECT_TRUE(PlanSpace::Create(*old).ok());
 }
