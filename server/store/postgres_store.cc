@@ -381,8 +381,10 @@ absl::StatusOr<EliteStore::WarmStartRows> PostgresStore::ReadWarmStartRows(
     std::vector<store::ProblemRow> problems;
     // The exact problem by its primary key; the family only without it.
     for (const auto& [sql, param] :
-         {std::pair{store::kSelectExactProblemSql, &key.fingerprint},
-          std::pair{store::kSelectFamilyProblemsSql, &key.family_key}}) {
+         {std::pair<const char*, const std::string*>{
+              store::kSelectExactProblemSql, &key.fingerprint},
+          std::pair<const char*, const std::string*>{
+              store::kSelectFamilyProblemsSql, &key.family_key}}) {
       for (const pqxx::row& row : txn.exec_params(sql, *param)) {
         std::vector<std::string> columns;
         for (const pqxx::field& field : row) {

@@ -227,8 +227,10 @@ absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRowsLocked(
   // The exact problem by its primary key; the family (every problem of it)
   // only when the exact one is not stored.
   for (const auto& [sql, param] :
-       {std::pair{store::kSelectExactProblemSql, &key.fingerprint},
-        std::pair{store::kSelectFamilyProblemsSql, &key.family_key}}) {
+       {std::pair<const char*, const std::string*>{
+            store::kSelectExactProblemSql, &key.fingerprint},
+        std::pair<const char*, const std::string*>{
+            store::kSelectFamilyProblemsSql, &key.family_key}}) {
     ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, sql));
     BindNamed(stmt.get(), "$1", *param);
     while (true) {
