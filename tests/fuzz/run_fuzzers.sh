@@ -42,10 +42,10 @@ for t in "${TARGETS[@]}"; do
       -rss_limit_mb=2048 -timeout=10 -max_len=8192 -print_final_stats=1 \
       -artifact_prefix="$artifacts" >"$log" 2>&1
   rc=$?
-  runs="$(grep -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')"
+  runs="$(grep -a -o 'stat::number_of_executed_units: *[0-9]*' "$log" | grep -o '[0-9]*$')"
   if [ $rc -ne 0 ] || [ -n "$(ls -A "$artifacts")" ]; then
     echo "fuzz: $t FAILED (exit $rc); log $log, reproducer(s) in $artifacts"
-    grep -E "ERROR|invariant|SUMMARY|runtime error" "$log" | head -5
+    grep -a -E "ERROR|invariant|SUMMARY|runtime error" "$log" | head -5
     failed+=("$t")
   else
     echo "fuzz: $t ok (${runs:-?} runs in ${SECONDS_PER_TARGET}s)"
