@@ -1,10 +1,10 @@
 #include "policy/disaggregated_grid.h"
 
 #include <algorithm>
-#include <array>
 #include <cmath>
-#include <limits>
+#include <cstdint>
 #include <map>
+#include <numeric>
 #include <vector>
 
 #include "policy/internal/pareto_archive.h"
@@ -40,10 +40,44 @@ std::vector<Layout> InstanceLayouts(const simulator::Problem& problem,
   return out;
 }
 
-}  // namespace
+// One pool split (x prefill instances of `prefill_gpus`, y decode instances
+// of `decode_gpus`) and its valid candidates, kept compact: a split of a
+// 16,000-GPU cluster has tens of thousands of siblings, and a PlanDims is
+// a few hundred bytes.
+struct Split {
+  int x = 0, prefill_gpus = 0, y = 0, decode_gpus = 0;
+  const std::vector<Layout>* prefill_layouts = nullptr;
+  const std::vector<Layout>* decode_layouts = nullptr;
+  struct Candidate {
+    int16_t prefill_layout = 0, decode_layout = 0;
+    int16_t prefill_batch = 1;
+  };
+  std::vector<Candidate> candidates;
 
-std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
-                                              size_t limit) {
+  PlanDims Plan(const Candidate& c) const {
+    const Layout& pl = (*prefill_layouts)[c.prefill_layout];
+    const Layout& dl = (*decode_layouts)[c.decode_layout];
+    PlanDims p;
+    p.disaggregated = true;
+    p.prefill_instances = x;
+    p.decode_instances = y;
+    p.prefill.dp = pl.dp;
+    p.prefill.tp = pl.tp;
+    p.prefill.pp = pl.pp;
+    p.prefill.ep = pl.ep;
+    p.prefill.batch_size = c.prefill_batch;
+    p.dp = dl.dp;
+    p.tp = dl.tp;
+    p.pp = dl.pp;
+    p.ep = dl.ep;
+    return p;
+  }
+};
+
+// Every pool split with at least one valid candidate the workload's engine
+// can launch, in sweep order. `layouts` owns the instance layouts per size.
+std::vector<Split> Splits(const simulator::CostModel& model,
+                          std::map<int, std::vector<Layout>>* layouts) {
   const simulator::Problem& problem = model.problem();
   const int n = problem.cluster.num_gpus;
   // Instance sizes whose GPUs can hold the weights at all: ValidatePlan
@@ -54,56 +88,61 @@ std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
       simulator::BytesPerElement(problem.workload.weight_dtype);
   std::vector<int> sizes;
   for (int g = 1; g < n; g *= 2) {
-    if (weight_bytes <= g * model.capacity_bytes()) sizes.push_back(g);
+    if (weight_bytes <= g * model.capacity_bytes()) {
+      sizes.push_back(g);
+      (*layouts)[g] = InstanceLayouts(problem, g);
+    }
   }
-  // The candidates of each pool split (x, prefill size, y, decode size).
-  std::vector<std::vector<PlanDims>> splits;
+  std::vector<Split> splits;
   for (int pg : sizes) {
-    const std::vector<Layout> prefill_layouts = InstanceLayouts(problem, pg);
     for (int dg : sizes) {
-      const std::vector<Layout> decode_layouts = InstanceLayouts(problem, dg);
       for (int x = 1; x * pg < n; ++x) {
         if ((n - x * pg) % dg != 0) continue;
-        const int y = (n - x * pg) / dg;
-        std::vector<PlanDims> split;
-        for (const Layout& pl : prefill_layouts) {
-          for (const Layout& dl : decode_layouts) {
+        Split split;
+        split.x = x;
+        split.prefill_gpus = pg;
+        split.y = (n - x * pg) / dg;
+        split.decode_gpus = dg;
+        split.prefill_layouts = &layouts->at(pg);
+        split.decode_layouts = &layouts->at(dg);
+        for (size_t a = 0; a < split.prefill_layouts->size(); ++a) {
+          for (size_t b = 0; b < split.decode_layouts->size(); ++b) {
             for (int prefill_batch : {1, 2, 4}) {
-              PlanDims p;
-              p.disaggregated = true;
-              p.prefill_instances = x;
-              p.decode_instances = y;
-              p.prefill.dp = pl.dp;
-              p.prefill.tp = pl.tp;
-              p.prefill.pp = pl.pp;
-              p.prefill.ep = pl.ep;
-              p.prefill.batch_size = prefill_batch;
-              p.dp = dl.dp;
-              p.tp = dl.tp;
-              p.pp = dl.pp;
-              p.ep = dl.ep;
+              const Split::Candidate c{static_cast<int16_t>(a),
+                                       static_cast<int16_t>(b),
+                                       static_cast<int16_t>(prefill_batch)};
+              const PlanDims p = split.Plan(c);
               // Only layouts the workload's engine can launch.
               if (model.ValidatePlan(p).ok() &&
-                  simulator::WorkloadEngineCanRun(model.problem(), p)) {
-                split.push_back(p);
+                  simulator::WorkloadEngineCanRun(problem, p)) {
+                split.candidates.push_back(c);
               }
             }
           }
         }
-        if (!split.empty()) splits.push_back(std::move(split));
+        if (!split.candidates.empty()) splits.push_back(std::move(split));
       }
     }
   }
+  return splits;
+}
+
+}  // namespace
+
+std::vector<PlanDims> DisaggregatedCandidates(const simulator::CostModel& model,
+                                              size_t limit) {
+  std::map<int, std::vector<Layout>> layouts;
+  const std::vector<Split> splits = Splits(model, &layouts);
   // Round robin over the splits, so that a budget smaller than the sweep
   // still reaches every split (the largest instances included) before it
   // tries a second layout of any.
   std::vector<PlanDims> out;
   for (size_t k = 0; out.size() < limit; ++k) {
     bool any = false;
-    for (const std::vector<PlanDims>& split : splits) {
-      if (k >= split.size()) continue;
+    for (const Split& split : splits) {
+      if (k >= split.candidates.size()) continue;
       any = true;
-      out.push_back(split[k]);
+      out.push_back(split.Plan(split.candidates[k]));
       if (out.size() >= limit) break;
     }
     if (!any) break;
@@ -118,16 +157,11 @@ DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
                                       int frontier_size) {
   DisaggregatedSweep sweep;
   internal::ParetoArchive archive(std::max(2, frontier_size));
-  std::vector<PlanDims> candidates =
-      DisaggregatedCandidates(model, std::numeric_limits<size_t>::max());
-  sweep.candidates = static_cast<int>(candidates.size());
-  // Splits by their first (round-robin) candidate: the rest of the sweep goes
-  // to the splits whose first layout did best, feasible ones first.
-  auto split_of = [](const PlanDims& p) {
-    return std::array<int, 4>{p.prefill_instances, p.prefill.gpus(),
-                              p.decode_instances, p.instance_gpus()};
-  };
-  std::map<std::array<int, 4>, double> split_score;
+  std::map<int, std::vector<Layout>> layouts;
+  const std::vector<Split> splits = Splits(model, &layouts);
+  size_t total = 0;
+  for (const Split& split : splits) total += split.candidates.size();
+  sweep.candidates = static_cast<int>(total);
   auto evaluate = [&](const PlanDims& plan) {
     const simulator::Evaluation e = model.Evaluate(plan);
     ++sweep.evaluations;
@@ -147,22 +181,43 @@ DisaggregatedSweep SweepDisaggregated(const simulator::CostModel& model,
     }
     return e.feasible ? e.output_tokens_per_s : -1.0;
   };
-  size_t next = 0;
-  for (; next < candidates.size(); ++next) {
-    if (sweep.evaluations >= max_evaluations || token.cancelled()) break;
-    const auto key = split_of(candidates[next]);
-    if (split_score.count(key)) break;  // round 0 is over
-    split_score[key] = evaluate(candidates[next]);
+  auto stop = [&] {
+    return sweep.evaluations >= max_evaluations || token.cancelled();
+  };
+  // Round 0: the first candidate of every split, in order. A split not
+  // reached scores 0 (between infeasible and feasible ones).
+  std::vector<double> score(splits.size(), 0);
+  std::vector<size_t> next(splits.size(), 0);  // next candidate of each split
+  size_t done = 0;
+  for (size_t s = 0; s < splits.size() && !stop(); ++s) {
+    score[s] = evaluate(splits[s].Plan(splits[s].candidates[0]));
+    next[s] = 1;
+    ++done;
   }
-  std::stable_sort(candidates.begin() + next, candidates.end(),
-                   [&](const PlanDims& a, const PlanDims& b) {
-                     return split_score[split_of(a)] > split_score[split_of(b)];
-                   });
-  for (; next < candidates.size(); ++next) {
-    if (sweep.evaluations >= max_evaluations || token.cancelled()) break;
-    evaluate(candidates[next]);
+  // The rest: splits whose first candidate did best first; among splits of
+  // one score, round robin in sweep order (the candidates' round-robin order,
+  // stably sorted by their split's score).
+  std::vector<size_t> order(splits.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return score[a] > score[b]; });
+  for (size_t lo = 0; lo < order.size() && !stop();) {
+    size_t hi = lo;
+    while (hi < order.size() && score[order[hi]] == score[order[lo]]) ++hi;
+    for (bool any = true; any && !stop();) {
+      any = false;
+      for (size_t i = lo; i < hi && !stop(); ++i) {
+        const Split& split = splits[order[i]];
+        size_t& k = next[order[i]];
+        if (k >= split.candidates.size()) continue;
+        any = true;
+        evaluate(split.Plan(split.candidates[k++]));
+        ++done;
+      }
+    }
+    lo = hi;
   }
-  sweep.complete = next == candidates.size();
+  sweep.complete = done == total;
   sweep.frontier = archive.points();
   return sweep;
 }

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <map>
 #include <utility>
 
 #include "absl/strings/ascii.h"
@@ -54,10 +53,14 @@ const std::vector<std::string>& KnownVariables() {
   return *names;
 }
 
-bool IsKnownVariable(absl::string_view name) {
+// The position of `name` among KnownVariables(), or -1.
+int VariableId(absl::string_view name) {
   const std::vector<std::string>& names = KnownVariables();
-  return std::find(names.begin(), names.end(), name) != names.end();
+  const auto it = std::find(names.begin(), names.end(), name);
+  return it == names.end() ? -1 : static_cast<int>(it - names.begin());
 }
+
+bool IsKnownVariable(absl::string_view name) { return VariableId(name) >= 0; }
 
 // A variable's value: a number, or a word (role, family, weight_dtype).
 struct Value {
@@ -65,7 +68,21 @@ struct Value {
   double number = 0;
   std::string word;
 };
-using Variables = std::map<std::string, Value>;
+
+// One instance's variables, by position (checked per candidate plan by the
+// sweeps, so no per-name allocation).
+class Variables {
+ public:
+  Variables() : values_(KnownVariables().size()) {}
+  Value& operator[](absl::string_view name) {
+    return values_[static_cast<size_t>(VariableId(name))];
+  }
+  const Value& at(int id) const { return values_[static_cast<size_t>(id)]; }
+  const Value& at(absl::string_view name) const { return at(VariableId(name)); }
+
+ private:
+  std::vector<Value> values_;
+};
 
 absl::StatusOr<EngineCondition> ParseCondition(const std::string& text,
                                                const std::string& where) {
@@ -90,6 +107,8 @@ absl::StatusOr<EngineCondition> ParseCondition(const std::string& text,
   c.value = parts[2];
   c.is_number = absl::SimpleAtod(c.value, &c.number);
   c.is_variable = !c.is_number && IsKnownVariable(c.value);
+  c.variable_id = VariableId(c.variable);
+  c.value_id = c.is_variable ? VariableId(c.value) : -1;
   return c;
 }
 
@@ -142,47 +161,6 @@ int CompareVersions(absl::string_view a, absl::string_view b) {
   return 0;
 }
 
-// Nodes spanned by `count` contiguous blocks of `size` ranks from
-// `first_rank`: the most any block spans, and whether some block spans nodes
-// holding different numbers of its ranks.
-struct Span {
-  int nodes = 1;
-  bool uneven = false;
-};
-Span BlockSpan(const ClusterDims& cluster, int64_t first_rank, int size,
-               int count) {
-  // First rank of every node, and one past the last.
-  std::vector<int64_t> starts = {0};
-  if (!cluster.node_gpus.empty()) {
-    for (int g : cluster.node_gpus) starts.push_back(starts.back() + g);
-  } else {
-    const int g = std::max(1, cluster.gpus_per_node);
-    for (int n = 0; n < cluster.num_nodes(); ++n) {
-      starts.push_back(std::min<int64_t>(starts.back() + g, cluster.num_gpus));
-    }
-  }
-  Span span;
-  for (int b = 0; b < count; ++b) {
-    const int64_t lo = first_rank + static_cast<int64_t>(b) * size;
-    const int64_t hi = lo + size;  // exclusive
-    const int64_t first_node = NodeOfRank(cluster, lo);
-    const int64_t last_node = NodeOfRank(cluster, hi - 1);
-    if (first_node == last_node) continue;
-    span.nodes =
-        std::max(span.nodes, static_cast<int>(last_node - first_node + 1));
-    int64_t shared = -1;
-    for (int64_t n = first_node; n <= last_node; ++n) {
-      const size_t k = static_cast<size_t>(n);
-      if (k + 1 >= starts.size()) break;
-      const int64_t in_node =
-          std::min(hi, starts[k + 1]) - std::max(lo, starts[k]);
-      if (shared >= 0 && in_node != shared) span.uneven = true;
-      shared = in_node;
-    }
-  }
-  return span;
-}
-
 bool AttentionBatchSplit(const PlanDims& instance) {
   for (OpKind op : {OpKind::kQkv, OpKind::kAttention, OpKind::kAttnOut}) {
     if (instance.dims[static_cast<int>(op)] != ShardDim::kBatch) return false;
@@ -212,7 +190,8 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   const int instance_gpus = moe ? dp * tp * pp : tp * pp;
   const int instances = std::max(1, instance.replicas) * (moe ? 1 : dp);
   const int gpus_per_node = std::max(1, c.gpus_per_node);
-  const Span span = BlockSpan(c, first_rank, instance_gpus, instances);
+  const BlockSpan span =
+      BlocksNodeSpan(c, first_rank, instance_gpus, instances);
   Variables v;
   v["role"] = Word(std::string(role));
   v["disaggregated"] = Number(plan.disaggregated ? 1 : 0);
@@ -261,21 +240,17 @@ std::vector<Variables> PlanInstances(const Problem& problem,
 }
 
 bool Holds(const EngineCondition& c, const Variables& v) {
-  const Value& lhs = v.at(c.variable);
-  Value rhs;
-  if (c.is_variable) {
-    rhs = v.at(c.value);
-  } else if (c.is_number) {
-    rhs = Number(c.number);
-  } else {
-    rhs = Word(c.value);
-  }
-  if (lhs.is_number != rhs.is_number) return c.op == "!=";
+  const Value& lhs = v.at(c.variable_id);
+  const bool rhs_number =
+      c.is_variable ? v.at(c.value_id).is_number : c.is_number;
+  if (lhs.is_number != rhs_number) return c.op == "!=";
   if (!lhs.is_number) {
-    const bool equal = lhs.word == rhs.word;
+    const bool equal =
+        lhs.word == (c.is_variable ? v.at(c.value_id).word : c.value);
     return c.op == "==" ? equal : c.op == "!=" ? !equal : false;
   }
-  const double a = lhs.number, b = rhs.number;
+  const double a = lhs.number,
+               b = c.is_variable ? v.at(c.value_id).number : c.number;
   if (c.op == "==") return a == b;
   if (c.op == "!=") return a != b;
   if (c.op == "<") return a < b;
@@ -425,29 +400,46 @@ absl::Status ValidateEngineVersion(absl::string_view version,
       field_path, QuoteUserText(version)));
 }
 
+namespace {
+
+// The first blocking rule of `engine` at `version` that one of `instances`
+// matches (and that instance), or nullptr.
+const EngineRule* FirstBlockingRule(const std::vector<EngineRule>& rules,
+                                    absl::string_view engine,
+                                    absl::string_view version,
+                                    const std::vector<Variables>& instances,
+                                    const Variables** instance) {
+  for (const EngineRule& rule : rules) {
+    if (!rule.block || rule.engine != engine ||
+        !VersionInRange(version, rule.min_version, rule.max_version)) {
+      continue;
+    }
+    for (const Variables& v : instances) {
+      if (!Matches(rule, v)) continue;
+      if (instance != nullptr) *instance = &v;
+      return &rule;
+    }
+  }
+  return nullptr;
+}
+
+}  // namespace
+
 absl::Status CheckEngineCanRun(const std::vector<EngineRule>& rules,
                                absl::string_view engine,
                                absl::string_view version,
                                const Problem& problem, const PlanDims& plan) {
   RETURN_IF_ERROR(CheckEngineName(engine));
   RETURN_IF_ERROR(ValidateEngineVersion(version, "workload.engine_version"));
-  std::vector<Variables> instances;
-  for (const EngineRule& rule : rules) {
-    if (!rule.block || rule.engine != engine ||
-        !VersionInRange(version, rule.min_version, rule.max_version)) {
-      continue;
-    }
-    if (instances.empty()) instances = PlanInstances(problem, plan);
-    for (const Variables& v : instances) {
-      if (!Matches(rule, v)) continue;
-      return absl::FailedPreconditionError(absl::StrFormat(
-          "%s %s cannot run this plan: rule %s, %s: %s (source: %s)", engine,
-          version.empty() ? "(newest release)" : QuoteUserText(version),
-          rule.id, DescribeInstance(v), rule.message,
-          absl::StrJoin(rule.sources, ", ")));
-    }
-  }
-  return absl::OkStatus();
+  const std::vector<Variables> instances = PlanInstances(problem, plan);
+  const Variables* v = nullptr;
+  const EngineRule* rule =
+      FirstBlockingRule(rules, engine, version, instances, &v);
+  if (rule == nullptr) return absl::OkStatus();
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s %s cannot run this plan: rule %s, %s: %s (source: %s)", engine,
+      version.empty() ? "(newest release)" : QuoteUserText(version), rule->id,
+      DescribeInstance(*v), rule->message, absl::StrJoin(rule->sources, ", ")));
 }
 
 absl::Status CheckEngineCanRun(absl::string_view engine,
@@ -458,9 +450,11 @@ absl::Status CheckEngineCanRun(absl::string_view engine,
 
 std::vector<std::string> RunnableEngines(const Problem& problem,
                                          const PlanDims& plan) {
+  const std::vector<Variables> instances = PlanInstances(problem, plan);
   std::vector<std::string> out;
   for (const std::string& engine : CapabilityEngines()) {
-    if (CheckEngineCanRun(engine, "", problem, plan).ok()) {
+    if (FirstBlockingRule(EngineRules(), engine, "", instances, nullptr) ==
+        nullptr) {
       out.push_back(engine);
     }
   }
@@ -469,10 +463,22 @@ std::vector<std::string> RunnableEngines(const Problem& problem,
 
 bool WorkloadEngineCanRun(const Problem& problem, const PlanDims& plan) {
   const WorkloadDims& w = problem.workload;
+  const std::vector<Variables> instances = PlanInstances(problem, plan);
   if (!w.engine.empty()) {
-    return CheckEngineCanRun(w.engine, w.engine_version, problem, plan).ok();
+    if (!CheckEngineName(w.engine).ok() ||
+        !ValidateEngineVersion(w.engine_version, "").ok()) {
+      return false;
+    }
+    return FirstBlockingRule(EngineRules(), w.engine, w.engine_version,
+                             instances, nullptr) == nullptr;
   }
-  return !RunnableEngines(problem, plan).empty();
+  for (const std::string& engine : CapabilityEngines()) {
+    if (FirstBlockingRule(EngineRules(), engine, "", instances, nullptr) ==
+        nullptr) {
+      return true;
+    }
+  }
+  return false;
 }
 
 std::vector<std::string> EngineWarnings(absl::string_view engine,

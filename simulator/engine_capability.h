@@ -29,6 +29,10 @@ struct EngineCondition {
   bool is_variable = false;
   bool is_number = false;
   double number = 0;
+  // Positions of `variable` and (is_variable) `value` among the known
+  // variables, resolved when the table is parsed.
+  int variable_id = -1;
+  int value_id = -1;
 };
 
 // A layout an engine cannot run (block) or runs with a caveat (warn), for

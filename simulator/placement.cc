@@ -160,6 +160,58 @@ int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank) {
   return last;
 }
 
+BlockSpan BlocksNodeSpan(const ClusterDims& cluster, int64_t first_rank,
+                         int size, int count) {
+  BlockSpan span;
+  if (size <= 0 || count <= 0) return span;
+  const bool uniform = cluster.node_gpus.empty();
+  const int64_t g = std::max(1, cluster.gpus_per_node);
+  const int64_t nodes = std::max(1, cluster.num_nodes());
+  // First rank of every node (uniform nodes: computed, not stored).
+  std::vector<int64_t> starts;
+  if (!uniform) {
+    starts.push_back(0);
+    for (int n : cluster.node_gpus) starts.push_back(starts.back() + n);
+  }
+  auto node_start = [&](int64_t k) -> int64_t {
+    if (!uniform) return starts[static_cast<size_t>(k)];
+    return std::min<int64_t>(k * g, cluster.num_gpus);
+  };
+  auto node_of = [&](int64_t rank) -> int64_t {
+    if (uniform) return std::min(rank / g, nodes - 1);
+    const auto it = std::upper_bound(starts.begin() + 1, starts.end(), rank);
+    return std::min<int64_t>(it - starts.begin() - 1, nodes - 1);
+  };
+  auto look_at = [&](int64_t b) {
+    const int64_t lo = first_rank + b * size;
+    const int64_t hi = lo + size;  // exclusive
+    const int64_t first_node = node_of(lo), last_node = node_of(hi - 1);
+    if (first_node == last_node) return;
+    span.nodes =
+        std::max(span.nodes, static_cast<int>(last_node - first_node + 1));
+    int64_t shared = -1;
+    for (int64_t n = first_node; n <= last_node; ++n) {
+      const int64_t in_node =
+          std::min(hi, node_start(n + 1)) - std::max(lo, node_start(n));
+      if (shared >= 0 && in_node != shared) span.uneven = true;
+      shared = in_node;
+    }
+  };
+  if (!uniform) {
+    for (int64_t b = 0; b < count; ++b) look_at(b);
+    return span;
+  }
+  // Block b starts at offset (first_rank + b*size) mod g inside its node, a
+  // pattern that repeats every g / gcd(size, g) blocks on full nodes; the
+  // blocks that reach the (possibly partial) last node break it.
+  const int64_t period = g / std::gcd(static_cast<int64_t>(size), g);
+  const int64_t head = std::min<int64_t>(count, period);
+  for (int64_t b = 0; b < head; ++b) look_at(b);
+  const int64_t tail = std::min<int64_t>(count, period + g / size + 2);
+  for (int64_t b = std::max(head, count - tail); b < count; ++b) look_at(b);
+  return span;
+}
+
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
                         bool moe) {
   PlanPlacement p;

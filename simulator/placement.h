@@ -79,6 +79,19 @@ GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster);
 // The node that holds global rank `rank` (clamped to the last node).
 int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank);
 
+// Real nodes spanned by `count` contiguous blocks of `size` ranks from
+// `first_rank`: the most any block spans, and whether some block spans nodes
+// holding different numbers of its ranks (an uneven multi-node instance).
+struct BlockSpan {
+  int nodes = 1;
+  bool uneven = false;
+};
+// On uniform nodes only the blocks of one period of the node pattern and
+// those near the partial last node are looked at, so the cost does not grow
+// with the cluster; nodes of different sizes look at every block.
+BlockSpan BlocksNodeSpan(const ClusterDims& cluster, int64_t first_rank,
+                         int size, int count);
+
 // Placement of `plan` (degrees already validated) on `cluster`.
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
                         bool moe);

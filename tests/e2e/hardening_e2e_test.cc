@@ -509,11 +509,7 @@ PlanRequest HugeReplan(double max_seconds) {
   return request;
 }
 
-// TODO(lead): disabled after the merge with the engine-capability rules: on a
-// 16,376-node cluster the re-plan again overruns its budget (each rule check
-// walks every node); re-enable once that check is bounded.
-TEST_F(HardeningE2eTest,
-       DISABLED_HugeReplanFitsTheDefaultMessageLimitAndTheBudget) {
+TEST_F(HardeningE2eTest, HugeReplanFitsTheDefaultMessageLimitAndTheBudget) {
   StartOrDie();
   const double cpu_before = CpuSeconds(server_->pid());
   Outcome out = Plan(*server_, HugeReplan(1), absl::Seconds(120),
@@ -537,10 +533,7 @@ TEST_F(HardeningE2eTest,
   EXPECT_LT(cpu, 4) << "maxSeconds 1";
 }
 
-// TODO(lead): disabled after the merge with the engine-capability rules: on a
-// 16,376-node cluster the re-plan again overruns its budget (each rule check
-// walks every node); re-enable once that check is bounded.
-TEST_F(HardeningE2eTest, DISABLED_HugeReplanDeadlineFreesTheSlot) {
+TEST_F(HardeningE2eTest, HugeReplanDeadlineFreesTheSlot) {
   StartOrDie({"--max_concurrent_searches=1"});
   Outcome out = Plan(*server_, HugeReplan(30), absl::Seconds(2));
   EXPECT_EQ(out.status.error_code(), grpc::DEADLINE_EXCEEDED);

@@ -3,7 +3,9 @@
 // all-to-all across nodes, FP4 on Hopper.
 #include "simulator/placement.h"
 
+#include <algorithm>
 #include <memory>
+#include <random>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -472,6 +474,82 @@ TEST(PlacementTest, NvlinkDomainIsValidatedWithFieldPaths) {
   absl::StatusOr<ClusterDims> h100 = ClusterDimsFromProto(cluster);
   ASSERT_TRUE(h100.ok());
   EXPECT_EQ(h100->nvlink_domain_gpus, 8);
+}
+
+}  // namespace
+}  // namespace shardplan::simulator
+
+namespace shardplan::simulator {
+namespace {
+
+// Every block looked at, node by node: what BlocksNodeSpan must equal.
+BlockSpan SpanByWalkingEveryBlock(const ClusterDims& c, int64_t first_rank,
+                                  int size, int count) {
+  std::vector<int64_t> starts = {0};
+  for (int n = 0; n < c.num_nodes(); ++n) {
+    starts.push_back(
+        c.node_gpus.empty()
+            ? std::min<int64_t>(starts.back() + c.gpus_per_node, c.num_gpus)
+            : starts.back() + c.node_gpus[n]);
+  }
+  BlockSpan span;
+  for (int b = 0; b < count; ++b) {
+    const int64_t lo = first_rank + int64_t{b} * size, hi = lo + size;
+    std::vector<int64_t> shares;
+    for (size_t n = 0; n + 1 < starts.size(); ++n) {
+      const int64_t in = std::min(hi, starts[n + 1]) - std::max(lo, starts[n]);
+      if (in > 0) shares.push_back(in);
+    }
+    if (shares.size() <= 1) continue;
+    span.nodes = std::max(span.nodes, static_cast<int>(shares.size()));
+    for (int64_t s : shares) span.uneven |= s != shares.front();
+  }
+  return span;
+}
+
+TEST(PlacementTest, BlocksNodeSpanMatchesAWalkOverEveryBlock) {
+  std::mt19937 rng(7);
+  for (int trial = 0; trial < 3000; ++trial) {
+    ClusterDims c;
+    c.gpus_per_node = 1 + static_cast<int>(rng() % 9);
+    c.num_gpus = 1 + static_cast<int>(rng() % 200);
+    if (trial % 3 == 0) {  // nodes of different sizes
+      c.num_gpus = 0;
+      const int nodes = 1 + static_cast<int>(rng() % 12);
+      for (int n = 0; n < nodes; ++n) {
+        c.node_gpus.push_back(1 + static_cast<int>(rng() % 8));
+        c.num_gpus += c.node_gpus.back();
+      }
+      c.gpus_per_node =
+          *std::min_element(c.node_gpus.begin(), c.node_gpus.end());
+    }
+    const int size = 1 + static_cast<int>(rng() % c.num_gpus);
+    const int64_t first = rng() % (c.num_gpus - size + 1);
+    const int count =
+        1 + static_cast<int>(rng() % ((c.num_gpus - first) / size));
+    const BlockSpan want = SpanByWalkingEveryBlock(c, first, size, count);
+    const BlockSpan got = BlocksNodeSpan(c, first, size, count);
+    ASSERT_EQ(got.nodes, want.nodes)
+        << "trial " << trial << ": " << c.num_gpus << " GPUs, nodes of "
+        << c.gpus_per_node << ", " << count << " blocks of " << size << " from "
+        << first;
+    ASSERT_EQ(got.uneven, want.uneven) << "trial " << trial;
+  }
+}
+
+// A 16,376-node cluster: the span of 16,376 one-GPU instances is found
+// without walking them (the capability rules ask for it per candidate plan).
+TEST(PlacementTest, BlocksNodeSpanOnAHugeUniformClusterIsExact) {
+  ClusterDims c;
+  c.num_gpus = 16376;
+  c.gpus_per_node = 1;
+  const BlockSpan one = BlocksNodeSpan(c, 0, 1, 16376);
+  EXPECT_EQ(one.nodes, 1);
+  EXPECT_FALSE(one.uneven);
+  c.gpus_per_node = 8;  // 2,047 full nodes
+  const BlockSpan twelve = BlocksNodeSpan(c, 4, 12, 1364);
+  EXPECT_EQ(twelve.nodes, 2);
+  EXPECT_TRUE(twelve.uneven);  // 4 + 8 ranks, then 8 + 4
 }
 
 }  // namespace
