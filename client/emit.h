@@ -62,6 +62,10 @@ struct EmitContext {
   // The engines that can launch the plan's layout, as the server's
   // prediction lists them; empty = not known (every engine is tried).
   std::vector<std::string> runnable_engines;
+  // The server's reason the workload's engine cannot run the plan (the
+  // capability rule and its source, from the prediction's
+  // infeasible_reason), quoted when the emitter refuses; "" = none given.
+  std::string capability_reason;
 };
 
 struct EmittedCommand {

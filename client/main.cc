@@ -316,6 +316,12 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   e.concurrency = workload.concurrency();
   e.runnable_engines.assign(prediction.runnable_engines().begin(),
                             prediction.runnable_engines().end());
+  // The workload's engine cannot run the plan: the server names the rule
+  // (simulator/engine_capability.h's message).
+  if (absl::StrContains(prediction.infeasible_reason(),
+                        "cannot run this plan: rule")) {
+    e.capability_reason = prediction.infeasible_reason();
+  }
   return e;
 }
 

@@ -267,12 +267,24 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   Built built;
   Script& script = built.script;
   const std::vector<std::string>& runnable = context.runnable_engines;
-  if (!runnable.empty() && std::find(runnable.begin(), runnable.end(),
-                                     EngineKey(engine)) == runnable.end()) {
+  // The server's verdict for the workload's engine and version (it names
+  // the rule), or the engines whose newest release can launch the plan.
+  const bool rule_blocks = absl::StartsWith(
+      context.capability_reason, absl::StrCat(EngineKey(engine), " "));
+  const bool not_listed =
+      !runnable.empty() && std::find(runnable.begin(), runnable.end(),
+                                     EngineKey(engine)) == runnable.end();
+  if (rule_blocks) {
+    script.warnings.push_back(fmt::format("{} cannot launch this plan: {}",
+                                          EngineName(engine),
+                                          context.capability_reason));
+  } else if (not_listed) {
     script.warnings.push_back(fmt::format(
         "{} cannot launch this plan's layout (the server's capability rules "
         "allow: {}); plan again with --engine {}, or emit for one of those.",
         EngineName(engine), absl::StrJoin(runnable, ", "), EngineKey(engine)));
+  }
+  if (rule_blocks || not_listed) {
     built.ok = false;
     built.refused = true;
     return built;

@@ -5,10 +5,11 @@
 // capability check (client/engines/capabilities.yaml as simulator/
 // engine_capability.h evaluates it, on the ClusterSpec the server would plan
 // on) and through every emitter with the engines the server would list as
-// able to run them. A launch of a plan its engine cannot run fails the test,
-// and so does a refusal of a plan it can run. The one test binary that links
-// both the client's emitters and the simulator (the CLI and the client
-// library never link the simulator).
+// able to run them (and, for each older release of the flag tables, with the
+// rule the server names for it). A launch of a plan its engine cannot run
+// fails the test, and so does a refusal of a plan it can run. The one test
+// binary that links both the client's emitters and the simulator (the CLI and
+// the client library never link the simulator).
 #include <random>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   std::mt19937 rng(20261128);
   constexpr int kPlans = 300;
   int checked = 0, launched = 0, refused = 0, unrunnable = 0, rack = 0,
-      wide_ep = 0;
+      wide_ep = 0, versioned_blocked = 0;
   for (int i = 0; i < kPlans; ++i) {
     Drawn d = Draw(rng);
     shardplan::v1::ModelSource model;
@@ -80,6 +81,21 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
                                       EmitDynamo(engine, d.plan, d.context)}) {
         EXPECT_FALSE(e.refused) << label;
       }
+      // Each older release: planned with --engine E --engine-version V, the
+      // prediction's infeasible_reason names the rule that blocks it (the
+      // simulator's message) and the launch must be refused.
+      for (const EngineVersion& ev : EngineVersions(engine)) {
+        EmitContext versioned = d.context;
+        versioned.engine_version = ev.min;
+        const absl::Status at = simulator::CheckEngineCanRun(
+            EngineKey(engine), ev.min, *problem, *dims);
+        versioned.capability_reason = std::string(at.message());
+        const bool refused_at =
+            emit_internal::Build(engine, d.plan, versioned, false).refused;
+        EXPECT_EQ(refused_at, !at.ok())
+            << label << " at " << ev.min << ": " << at.message();
+        versioned_blocked += !at.ok();
+      }
     }
   }
   // The draw covers what it must.
@@ -87,11 +103,13 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   EXPECT_GT(refused, kPlans / 10);
   EXPECT_GT(rack, kPlans / 5);
   EXPECT_GT(wide_ep, 10);
+  EXPECT_GT(versioned_blocked, 10);
   RecordProperty("checked", checked);
   RecordProperty("launched", launched);
   RecordProperty("refused", refused);
   RecordProperty("unrunnable", unrunnable);
   RecordProperty("wide_ep_over_nvlink", wide_ep);
+  RecordProperty("blocked_at_an_older_release", versioned_blocked);
 }
 
 }  // namespace
