@@ -31,6 +31,16 @@ struct EmitContext {
   std::string weight_dtype;
   std::string kv_cache_dtype;
   int gpus_per_node = 8;
+  // GPUs sharing one NVLink domain (cluster.nvlink_domain_gpus, else the
+  // hardware's): GB200/GB300 NVL72 put 72 GPUs over nodes of 4 on one NVLink
+  // fabric; 0 = one node.
+  int nvlink_domain_gpus = 0;
+  // The GPU runs FP4 (NVFP4/MXFP4) on its tensor cores (Blackwell:
+  // HardwareSpec.peak_fp4_flops_per_s > 0); FP4 KV caches need it.
+  bool fp4_tensor_cores = false;
+  // DeepSeek sparse attention over MLA (ModelSpec.index_topk > 0:
+  // DeepSeek-V3.2, GLM-5): engines keep its KV cache in their own formats.
+  bool sparse_mla = false;
   // GPUs of each node in rank order when node groups differ in size
   // (NodeGpusOf); empty = nodes of gpus_per_node.
   std::vector<int> node_gpus;
@@ -52,6 +62,10 @@ struct EmitContext {
   // The engines that can launch the plan's layout, as the server's
   // prediction lists them; empty = not known (every engine is tried).
   std::vector<std::string> runnable_engines;
+  // The server's reason the workload's engine cannot run the plan (the
+  // capability rule and its source, from the prediction's
+  // infeasible_reason), quoted when the emitter refuses; "" = none given.
+  std::string capability_reason;
 };
 
 struct EmittedCommand {

@@ -264,13 +264,17 @@ RenderContext ContextFor(const shardplan::v1::ModelSource& model,
 // resolved ModelSpec (catalog entry, inline spec or imported HF config) names
 // the checkpoint, its dtype and whether it is MoE. `resolved` may be null when
 // the server could not be asked; then only an inline spec is known.
+// `hardware` (may be null) is the cluster's GPU as the server's catalog
+// describes it: its default node size (GB200/GB300 compute trays hold 4), its
+// NVLink domain and whether it has FP4 tensor cores.
 EmitContext EmitContextFor(const GlobalFlags& g,
                            const shardplan::v1::ModelSource& model,
                            const shardplan::v1::ClusterSpec& cluster,
                            const shardplan::v1::ModelSpec* resolved,
                            const shardplan::v1::Workload& workload,
                            const RenderContext& rc,
-                           const shardplan::v1::Prediction& prediction) {
+                           const shardplan::v1::Prediction& prediction,
+                           const shardplan::v1::HardwareSpec* hardware) {
   EmitContext e;
   e.model_name = rc.model;
   const shardplan::v1::ModelSpec* spec = resolved != nullptr ? resolved
@@ -280,6 +284,7 @@ EmitContext EmitContextFor(const GlobalFlags& g,
     e.hugging_face_id = spec->hugging_face_id();
     e.native_dtype = spec->native_dtype();
     e.is_moe = spec->num_experts() > 0;
+    e.sparse_mla = spec->index_topk() > 0 && spec->kv_lora_rank() > 0;
   }
   for (const auto& op : prediction.operators()) {
     if ((op.operator_() == "router" || op.operator_() == "expert_up") &&
@@ -289,9 +294,21 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   }
   e.weight_dtype = workload.weight_dtype();
   e.kv_cache_dtype = workload.kv_cache_dtype();
-  e.gpus_per_node = rc.gpus_per_node > 0 ? rc.gpus_per_node : 8;
+  const int hardware_node =
+      hardware != nullptr && hardware->default_gpus_per_node() > 0
+          ? hardware->default_gpus_per_node()
+          : 8;
+  e.gpus_per_node = rc.gpus_per_node > 0 ? rc.gpus_per_node : hardware_node;
+  e.nvlink_domain_gpus = cluster.nvlink_domain_gpus() > 0
+                             ? cluster.nvlink_domain_gpus()
+                         : hardware != nullptr ? hardware->nvlink_domain_gpus()
+                                               : 0;
+  e.fp4_tensor_cores =
+      hardware != nullptr && hardware->peak_fp4_flops_per_s() > 0;
   e.num_gpus = rc.gpus;
-  e.node_gpus = NodeGpusOf(cluster);
+  shardplan::v1::ClusterSpec sized = cluster;
+  sized.set_gpus_per_node(e.gpus_per_node);
+  e.node_gpus = NodeGpusOf(sized);
   e.engine_version = g.engine_version;
   if (workload.input_tokens() > 0) e.input_tokens = workload.input_tokens();
   if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
@@ -299,6 +316,12 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   e.concurrency = workload.concurrency();
   e.runnable_engines.assign(prediction.runnable_engines().begin(),
                             prediction.runnable_engines().end());
+  // The workload's engine cannot run the plan: the server names the rule
+  // (simulator/engine_capability.h's message).
+  if (absl::StrContains(prediction.infeasible_reason(),
+                        "cannot run this plan: rule")) {
+    e.capability_reason = prediction.infeasible_reason();
+  }
   return e;
 }
 
@@ -372,6 +395,31 @@ std::optional<shardplan::v1::ModelSpec> ResolvedModel(
     return std::nullopt;
   }
   return response.model();
+}
+
+// The cluster's hardware for --emit: its inline spec, else the server's
+// catalog entry of that name (ListCatalog). Empty when the call fails or the
+// name is unknown; the caller then assumes nodes of 8 and one NVLink domain
+// per node.
+std::optional<shardplan::v1::HardwareSpec> ResolvedHardware(
+    const GlobalFlags& g, const shardplan::v1::ClusterSpec& cluster) {
+  if (cluster.has_hardware_spec()) return cluster.hardware_spec();
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  Authorize(&context);
+  SetDeadline(&context, 30);
+  shardplan::v1::ListCatalogResponse response;
+  const grpc::Status status = stub->ListCatalog(
+      &context, shardplan::v1::ListCatalogRequest(), &response);
+  if (status.ok()) {
+    for (const auto& h : response.hardware()) {
+      if (h.name() == cluster.hardware()) return h;
+    }
+  }
+  std::cerr << "warning: could not find hardware \"" << cluster.hardware()
+            << "\" in the server's catalog; the commands assume nodes of 8 "
+               "GPUs, each its own NVLink domain.\n";
+  return std::nullopt;
 }
 
 // --frontier-csv and --frontier-png, after the search.
@@ -463,11 +511,13 @@ int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
     }
     const std::optional<shardplan::v1::ModelSpec> model =
         ResolvedModel(g, *request, last.plan());
+    const std::optional<shardplan::v1::HardwareSpec> hardware =
+        ResolvedHardware(g, request->cluster());
     return PrintEmitted(
         g, last.plan(),
         EmitContextFor(g, request->model(), request->cluster(),
                        model ? &*model : nullptr, request->workload(), rc,
-                       last.prediction()));
+                       last.prediction(), hardware ? &*hardware : nullptr));
   }
   if (g.output == "table") {
     std::cout << RenderPlanUpdate(last, rc);
@@ -541,10 +591,13 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
   canceller.Unwatch();
   if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
   if (!g.emit.empty()) {
-    return PrintEmitted(g, response.plan(),
-                        EmitContextFor(g, request->model(), request->cluster(),
-                                       &response.model(), request->workload(),
-                                       rc, response.prediction()));
+    const std::optional<shardplan::v1::HardwareSpec> hardware =
+        ResolvedHardware(g, request->cluster());
+    return PrintEmitted(
+        g, response.plan(),
+        EmitContextFor(g, request->model(), request->cluster(),
+                       &response.model(), request->workload(), rc,
+                       response.prediction(), hardware ? &*hardware : nullptr));
   }
   if (g.output == "json") {
     std::cout << ToJsonLine(response) << "\n";

@@ -117,6 +117,7 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
     return EmittedCommand{"", "", script.warnings, built.refused};
   }
   const EngineVersion& ev = built.ev;
+  emit_internal::WarnMultiNodeNvlinkPods(script);
   if (ev.dynamo.command.empty()) {
     script.warnings.push_back(fmt::format(
         "no Dynamo graph for {}: its Dynamo worker reads engine config files "

@@ -177,6 +177,8 @@ struct Script {
   // The benchmark's request format when not the engine's own (Dynamo's
   // frontend speaks only the OpenAI API).
   std::string bench_backend;
+  // Some instance's expert all-to-all runs over multi-node NVLink.
+  bool nvlink_a2a = false;
 };
 
 std::string NodeList(const std::vector<Segment>& segments);
@@ -199,11 +201,24 @@ struct PoolArgs {
   bool attention_dp;
   const std::string& model_id;
   const std::string& quantization;
+  // The engine's KV-cache dtype value (KvCacheValue); "" = its default.
   const std::string& kvdt;
   int batch;
   DisaggRole role;
   int input_tokens;
+  // The instance's expert all-to-all crosses nodes inside one NVLink domain
+  // (GB200/GB300 NVL72 trays): the engine's multi-node NVLink kernels.
+  bool nvlink_a2a;
 };
+
+// The value of the engine's KV-cache dtype flag for the workload's
+// kv_cache_dtype ("" = the engine's default), from the version's table:
+// sparse-MLA models (DeepSeek-V3.2) have their own FP8 layout in vLLM, and an
+// FP4 cache needs FP4 tensor cores and an engine that has one. What cannot be
+// expressed goes to `warnings` (when not null).
+std::string KvCacheValue(Engine engine, const EngineVersion& ev,
+                         const EmitContext& context,
+                         std::vector<std::string>* warnings);
 
 // vLLM's and SGLang's flags for online weight quantization and an FP8 KV
 // cache, and the environment variable of an explicit stage split.
@@ -276,6 +291,10 @@ void AppendEnv(const std::vector<std::string>& env, const std::string& pad,
 // hostPath volume (a list item at `pad`), as SGLang's LeaderWorkerSet
 // examples do.
 void AppendRdmaContainer(const std::string& pad, std::string& out);
+// Pods whose expert all-to-all runs over multi-node NVLink (GB200/GB300
+// trays) need the rack's IMEX channel, which the manifests do not request:
+// a warning when `script` has such an instance.
+void WarnMultiNodeNvlinkPods(Script& script);
 void AppendRdmaVolume(const std::string& pad, std::string& out);
 std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
                              const EmitContext& context,

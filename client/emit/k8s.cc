@@ -69,6 +69,19 @@ constexpr const char* kInfinibandMount =
 
 }  // namespace
 
+// The IMEX channel device and service a multi-node NVLink job needs, as
+// TensorRT-LLM's wide-EP guide says (client/engines/trtllm.yaml cites it).
+void WarnMultiNodeNvlinkPods(Script& script) {
+  if (!script.nvlink_a2a) return;
+  script.warnings.push_back(
+      "the experts of an instance span nodes of one NVLink domain (multi-node "
+      "NVLink): every pod needs the rack's IMEX channel "
+      "(/dev/nvidia-caps-imex-channels; "
+      "https://docs.nvidia.com/multi-node-nvlink-systems/imex-guide/"
+      "overview.html), which this manifest does not request; add it to the "
+      "pods or the all-to-all cannot use NVLink between trays.");
+}
+
 void AppendRdmaContainer(const std::string& pad, std::string& out) {
   AppendIpcLock(pad, out);
   absl::StrAppend(&out, pad, "volumeMounts:\n", pad, "  ", kInfinibandMount);
@@ -196,6 +209,7 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
   if (!built.ok) {
     return EmittedCommand{"", "", script.warnings, built.refused};
   }
+  emit_internal::WarnMultiNodeNvlinkPods(script);
   if (built.disaggregated) {
     script.warnings.push_back(
         "no plain Kubernetes manifest for a disaggregated plan (prefill and "

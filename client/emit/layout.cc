@@ -169,9 +169,7 @@ void AddDtypeAndStageFlags(const PoolArgs& a, Command& common) {
     common.Flag(f.Flag("quantization"),
                 f.Value("quantization_" + a.quantization));
   }
-  if (a.kvdt == "fp8") {
-    common.Flag(f.Flag("kv_cache_dtype"), f.Value("kv_cache_fp8"));
-  }
+  if (!a.kvdt.empty()) common.Flag(f.Flag("kv_cache_dtype"), a.kvdt);
   const std::vector<int> stages = ExplicitStages(a.plan, a.d.pp);
   if (!stages.empty()) {
     common.env.push_back(absl::StrCat(a.ev.env.at("pp_layer_partition"), "=",

@@ -47,10 +47,18 @@ std::string WeightQuantization(Engine engine, const EmitContext& context,
     return "";
   }
   if (want == "fp4") {
+    // No engine quantizes to FP4 at load time; each reads a ModelOpt NVFP4
+    // checkpoint's own quantization config (client/engines/*.yaml).
     warnings.push_back(fmt::format(
-        "FP4 weights need a pre-quantized (NVFP4/MXFP4) checkpoint: pass its "
-        "path or id instead of {} ({}); H100 computes FP4 weights at FP8.",
-        model_id, DtypeLabel(have)));
+        "FP4 weights need a pre-quantized (NVFP4/MXFP4) checkpoint, e.g. an "
+        "NVIDIA ModelOpt NVFP4 export of the model: pass its path or id "
+        "instead of {} ({}); the engine reads its quantization from the "
+        "checkpoint.{}",
+        model_id, DtypeLabel(have),
+        context.fp4_tensor_cores
+            ? ""
+            : " GPUs without FP4 tensor cores (Hopper) compute FP4 weights at "
+              "FP8."));
     return "";
   }
   // The plan asks for wider weights than the checkpoint has.
@@ -65,6 +73,39 @@ std::string WeightQuantization(Engine engine, const EmitContext& context,
 }
 
 }  // namespace
+
+std::string KvCacheValue(Engine engine, const EngineVersion& ev,
+                         const EmitContext& context,
+                         std::vector<std::string>* warnings) {
+  const ToolFlags& f = ev.launch;
+  const std::string& want = context.kv_cache_dtype;
+  if (want == "fp8") {
+    const std::string sparse = f.Value("kv_cache_fp8_sparse_mla");
+    return context.sparse_mla && !sparse.empty() ? sparse
+                                                 : f.Value("kv_cache_fp8");
+  }
+  if (want != "fp4") return "";
+  std::string why;
+  std::string value;
+  if (!context.fp4_tensor_cores) {
+    why = "needs FP4 tensor cores (Blackwell)";
+  } else {
+    value = f.Value(context.sparse_mla ? "kv_cache_fp4_sparse_mla"
+                                       : "kv_cache_fp4");
+    if (value.empty()) {
+      why =
+          absl::StrCat("is not available in ", EngineName(engine), " ", ev.name,
+                       context.sparse_mla ? " for sparse-MLA models" : "");
+    }
+  }
+  if (value.empty() && warnings != nullptr) {
+    warnings->push_back(
+        fmt::format("an FP4 KV cache {}; the command keeps {}'s default "
+                    "KV-cache dtype.",
+                    why, EngineName(engine)));
+  }
+  return value;
+}
 
 std::string RenderBenchmark(Engine engine, const EngineVersion& ev,
                             const std::string& model_id, const Script& s,
@@ -194,11 +235,20 @@ void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
   if (batch <= 0 && context.concurrency > 0) {
     batch = (context.concurrency + d.dp - 1) / d.dp;
   }
-  const std::string& kvdt = context.kv_cache_dtype;
+  const std::string kvdt = KvCacheValue(engine, ev, context, nullptr);
+  // Experts of one instance over several nodes of an NVLink domain
+  // (GB200/GB300 NVL72: trays of 4 in a 72-GPU rack) exchange tokens over
+  // NVLink, with the engines' multi-node NVLink kernels.
+  const int a2a_ranks = d.dp * d.tp;
+  const bool nvlink_a2a = moe && d.ep > 1 &&
+                          context.nvlink_domain_gpus > context.gpus_per_node &&
+                          a2a_ranks > context.gpus_per_node &&
+                          a2a_ranks <= context.nvlink_domain_gpus;
+  script.nvlink_a2a = script.nvlink_a2a || nvlink_a2a;
   script.concurrency_per_instance = batch * d.dp;
   const PoolArgs args{
-      ev,           plan, d,     moe,  attention_dp,        model_id,
-      quantization, kvdt, batch, role, context.input_tokens};
+      ev,           plan, d,     moe,  attention_dp,         model_id,
+      quantization, kvdt, batch, role, context.input_tokens, nvlink_a2a};
   switch (engine) {
     case Engine::kVllm:
       EmitVllm(args, layout, script);
@@ -217,12 +267,24 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   Built built;
   Script& script = built.script;
   const std::vector<std::string>& runnable = context.runnable_engines;
-  if (!runnable.empty() && std::find(runnable.begin(), runnable.end(),
-                                     EngineKey(engine)) == runnable.end()) {
+  // The server's verdict for the workload's engine and version (it names
+  // the rule), or the engines whose newest release can launch the plan.
+  const bool rule_blocks = absl::StartsWith(
+      context.capability_reason, absl::StrCat(EngineKey(engine), " "));
+  const bool not_listed =
+      !runnable.empty() && std::find(runnable.begin(), runnable.end(),
+                                     EngineKey(engine)) == runnable.end();
+  if (rule_blocks) {
+    script.warnings.push_back(fmt::format("{} cannot launch this plan: {}",
+                                          EngineName(engine),
+                                          context.capability_reason));
+  } else if (not_listed) {
     script.warnings.push_back(fmt::format(
         "{} cannot launch this plan's layout (the server's capability rules "
         "allow: {}); plan again with --engine {}, or emit for one of those.",
         EngineName(engine), absl::StrJoin(runnable, ", "), EngineKey(engine)));
+  }
+  if (rule_blocks || not_listed) {
     built.ok = false;
     built.refused = true;
     return built;
@@ -257,12 +319,7 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   built.model_id = model_id;
   const std::string quantization =
       WeightQuantization(engine, context, model_id, script.warnings);
-  if (context.kv_cache_dtype == "fp4") {
-    script.warnings.push_back(
-        fmt::format("{} has no FP4 KV cache; the command keeps the engine's "
-                    "default KV-cache dtype.",
-                    EngineName(engine)));
-  }
+  (void)KvCacheValue(engine, *ev, context, &script.warnings);
 
   built.expert_all_to_all =
       plan.ep() > 1 || plan.prefill().ep() > 1 || plan.decode().ep() > 1;

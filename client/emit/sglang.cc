@@ -21,7 +21,7 @@ namespace shardplan::client::emit_internal {
 // on each node.
 void EmitSglang(const PoolArgs& a, Layout& layout, Script& out) {
   const auto& [ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
-               batch, role, input_tokens] = a;
+               batch, role, input_tokens, nvlink_a2a] = a;
 
   const ToolFlags& f = ev.launch;
   int s_tp = d.tp;

@@ -92,7 +92,7 @@ std::vector<std::string> TrtllmRoleConfig(const EngineVersion& ev,
 // role's options file and listen from the router's port + 1 up.
 void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
   const auto& [ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
-               batch, role, input_tokens] = a;
+               batch, role, input_tokens, nvlink_a2a] = a;
 
   const ToolFlags& f = ev.launch;
   int t_tp = d.tp;
@@ -127,9 +127,16 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
     config.push_back(absl::StrCat(ev.config.at("pp_partition"), ": [",
                                   absl::StrJoin(stages, ", "), "]"));
   }
-  if (kvdt == "fp8") {
+  if (!kvdt.empty()) {
     config.push_back(ev.config.at("kv_cache_config") + ":");
-    config.push_back("  dtype: " + f.Value("kv_cache_fp8"));
+    config.push_back("  dtype: " + kvdt);
+  }
+  // Experts over several trays of one NVLink domain: the wide-EP MoE backend,
+  // whose all-to-all kernels are written for multi-node NVLink
+  // (client/engines/trtllm.yaml cites examples/wide_ep/README.md).
+  if (nvlink_a2a && ev.config.count("moe_config") > 0) {
+    config.push_back(ev.config.at("moe_config") + ":");
+    config.push_back("  backend: " + f.Value("moe_backend_nvlink"));
   }
   // CUDA graphs for every batch up to the rank's (padded to the nearest
   // captured size), whatever the release's default capture list.

@@ -22,7 +22,7 @@ namespace shardplan::client::emit_internal {
 // parallelism, Ray where a group does not split evenly over its nodes.
 void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
   const auto& [ev, plan, d, moe, attention_dp, model_id, quantization, kvdt,
-               batch, role, input_tokens] = a;
+               batch, role, input_tokens, nvlink_a2a] = a;
 
   const ToolFlags& f = ev.launch;
   const int v_dp = attention_dp ? d.dp * d.tp : d.dp;
@@ -44,6 +44,12 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
           "group) cannot be expressed, the command uses EP={}.",
           d.dp * d.tp, d.ep, std::max(1, d.dp * d.tp / d.ep), d.dp * d.tp));
     }
+  }
+  // Experts over several trays of one NVLink domain: FlashInfer's multi-node
+  // NVLink all-to-all instead of the default all-gather/reduce-scatter
+  // (client/engines/vllm.yaml cites vllm/config/parallel.py).
+  if (nvlink_a2a && f.Has("all2all_backend")) {
+    common.Flag(f.Flag("all2all_backend"), f.Value("all2all_backend_nvlink"));
   }
   // --max-num-seqs applies per DP rank: each runs its own engine core and
   // scheduler (client/engines/vllm.yaml).

@@ -1,6 +1,8 @@
 // Launches checked the way a deployer would, on plans drawn from a seeded
-// generator (dense and MoE catalog models, 1-64 GPUs with partial nodes and
-// node groups of different sizes, aggregated and disaggregated) for every
+// generator (tests/client/emit_plan_generator.h: dense and MoE catalog
+// models on Hopper, B200 and GB200 NVL72 clusters of 1-72 GPUs with partial
+// nodes and node groups of different sizes, aggregated and disaggregated;
+// the capability rules are emit_capability_test.cc's) for every
 // engine and target: each launch flag against the engine's flag table, each
 // benchmark command against the harness's own argument list
 // (tests/client/data/harness/, transcribed with sources), the benchmark's
@@ -30,6 +32,7 @@
 #include "client/emit/emit_internal.h"
 #include "client/engine_flags.h"
 #include "gtest/gtest.h"
+#include "tests/client/emit_plan_generator.h"
 #include "tests/client/emit_test_util.h"
 #include "yaml-cpp/yaml.h"
 
@@ -37,116 +40,6 @@ namespace shardplan::client {
 namespace {
 
 using shardplan::v1::Plan;
-
-struct Model {
-  const char* name;
-  const char* hf_id;
-  const char* dtype;
-  bool moe;
-};
-// Catalog entries (ListCatalog's huggingFaceId and nativeDtype).
-constexpr Model kModels[] = {
-    {"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "bf16", false},
-    {"llama-3.1-70b", "meta-llama/Llama-3.1-70B-Instruct", "bf16", false},
-    {"llama-3.1-405b", "meta-llama/Llama-3.1-405B-Instruct", "bf16", false},
-    {"qwen3-32b", "Qwen/Qwen3-32B", "bf16", false},
-    {"deepseek-v3", "deepseek-ai/DeepSeek-V3", "fp8", true},
-    {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", "bf16", true},
-    {"mixtral-8x7b", "mistralai/Mixtral-8x7B-Instruct-v0.1", "bf16", true},
-    {"gpt-oss-120b", "openai/gpt-oss-120b", "fp4", true},
-};
-
-struct Drawn {
-  Plan plan;
-  EmitContext context;
-  int64_t gpus = 0;  // the plan's
-  int64_t load = 0;  // requests in flight the benchmark must hold
-};
-
-int Pick(std::mt19937& rng, std::initializer_list<int> values) {
-  std::vector<int> v(values);
-  return v[std::uniform_int_distribution<size_t>(0, v.size() - 1)(rng)];
-}
-
-int64_t LayoutGpus(const Plan& p) {
-  return static_cast<int64_t>(std::max(1, p.dp())) * std::max(1, p.tp()) *
-         std::max(1, p.pp());
-}
-
-// One instance's layout of at most `max_gpus` GPUs.
-Plan DrawLayout(std::mt19937& rng, bool moe, int max_gpus) {
-  for (;;) {
-    Plan p;
-    p.set_tp(Pick(rng, {1, 2, 4, 8}));
-    p.set_pp(Pick(rng, {1, 1, 1, 2, 4}));
-    p.set_dp(moe ? Pick(rng, {1, 1, 2, 4, 8}) : Pick(rng, {1, 1, 1, 2}));
-    if (moe) {
-      std::vector<int> eps;
-      for (int e = 1; e <= p.dp() * p.tp(); ++e) {
-        if (p.dp() * p.tp() % e == 0) eps.push_back(e);
-      }
-      p.set_ep(
-          eps[std::uniform_int_distribution<size_t>(0, eps.size() - 1)(rng)]);
-      if (p.tp() > 1 && rng() % 2 == 0) {
-        for (const char* op : {"qkv", "attention", "attn_out"}) {
-          auto* s = p.add_operator_sharding();
-          s->set_operator_(op);
-          s->set_dim("batch");
-        }
-      }
-    }
-    p.set_batch_size(Pick(rng, {1, 3, 16, 64, 200, 700}));
-    if (LayoutGpus(p) <= max_gpus) return p;
-  }
-}
-
-Drawn Draw(std::mt19937& rng) {
-  Drawn d;
-  const Model& m = kModels[rng() % (sizeof(kModels) / sizeof(kModels[0]))];
-  EmitContext& c = d.context;
-  c.model_name = m.name;
-  c.hugging_face_id = m.hf_id;
-  c.native_dtype = m.dtype;
-  c.is_moe = m.moe;
-  c.gpus_per_node = Pick(rng, {8, 8, 4});
-  if (rng() % 5 == 0) {
-    // Node groups of different sizes, bigger nodes first (NodeGpusOf).
-    c.node_gpus = {8, 8, 4, 4};
-    c.node_gpus.resize(Pick(rng, {2, 3, 4}));
-    c.gpus_per_node = 4;
-    for (int n : c.node_gpus) c.num_gpus += n;
-  } else {
-    c.num_gpus = std::uniform_int_distribution<int>(1, 64)(rng);
-  }
-  c.input_tokens = Pick(rng, {128, 1024, 4096, 9000});
-  c.output_tokens = Pick(rng, {128, 1024});
-  c.concurrency = Pick(rng, {0, 32});
-  Plan& p = d.plan;
-  if (c.num_gpus >= 2 && rng() % 10 < 3) {
-    Plan prefill = DrawLayout(rng, m.moe, c.num_gpus / 2);
-    Plan decode = DrawLayout(
-        rng, m.moe, c.num_gpus - static_cast<int>(LayoutGpus(prefill)));
-    const int64_t left = c.num_gpus - LayoutGpus(prefill) - LayoutGpus(decode);
-    const int extra_prefill =
-        static_cast<int>(rng() % (1 + left / (2 * LayoutGpus(prefill))));
-    const int64_t left2 = left - extra_prefill * LayoutGpus(prefill);
-    const int extra_decode =
-        static_cast<int>(rng() % (1 + left2 / LayoutGpus(decode)));
-    p = Disaggregated(prefill, 1 + extra_prefill, decode, 1 + extra_decode);
-    d.gpus = p.prefill_instances() * LayoutGpus(prefill) +
-             p.decode_instances() * LayoutGpus(decode);
-    d.load = static_cast<int64_t>(decode.batch_size()) *
-             std::max(1, decode.dp()) * p.decode_instances();
-  } else {
-    p = DrawLayout(rng, m.moe, c.num_gpus);
-    const int64_t most = c.num_gpus / LayoutGpus(p);
-    p.set_replicas(1 + static_cast<int>(rng() % most));
-    d.gpus = p.replicas() * LayoutGpus(p);
-    d.load = static_cast<int64_t>(p.batch_size()) * std::max(1, p.dp()) *
-             p.replicas();
-  }
-  return d;
-}
 
 // A harness's argument list (tests/client/data/harness/FILE): its flags, and
 // the backend values of `backend:` lines.
@@ -328,9 +221,6 @@ void CheckScript(Engine engine, const Drawn& d, const std::string& label,
       }
     }
   }
-  // TODO(emit): check every drawn plan against the engine capability rules
-  // (client/engines/capabilities.yaml); client_test links no simulator, so
-  // this needs the rules readable from the client or a cross-module test.
 }
 
 // GPUs a Dynamo graph or Kubernetes manifest asks for.

@@ -79,6 +79,28 @@ EmitContext Model(const std::string& name, int num_gpus) {
     c.hugging_face_id = "openai/gpt-oss-120b";
     c.native_dtype = "fp4";
     c.is_moe = true;
+  } else if (name == "deepseek-v3.2") {
+    c.hugging_face_id = "deepseek-ai/DeepSeek-V3.2";
+    c.native_dtype = "fp8";
+    c.is_moe = true;
+    c.sparse_mla = true;
+  } else if (name == "kimi-k2.5") {
+    // NVIDIA's NVFP4 checkpoint of the model, as a --model-file spec names
+    // it (simulator/catalog/models/kimi-k2.5.yaml cites it).
+    c.hugging_face_id = "nvidia/Kimi-K2.5-NVFP4";
+    c.native_dtype = "fp4";
+    c.is_moe = true;
+  }
+  return c;
+}
+
+// The same on Blackwell (FP4 tensor cores): B200 nodes of 8, or GB200 NVL72
+// compute trays of 4 in one 72-GPU NVLink domain.
+EmitContext Blackwell(EmitContext c, bool nvl72) {
+  c.fp4_tensor_cores = true;
+  if (nvl72) {
+    c.gpus_per_node = 4;
+    c.nvlink_domain_gpus = 72;
   }
   return c;
 }
@@ -128,6 +150,31 @@ std::vector<Shape> Shapes() {
                     Disaggregated(MakePlan(1, 1, 8, 1, 8, 32, true), 2,
                                   MakePlan(1, 2, 8, 1, 16, 128, true), 1),
                     Model("deepseek-v3", 32)});
+  // Blackwell: an NVFP4 checkpoint with an FP8 KV cache on one B200 node;
+  // an FP4 KV cache; DeepSeek-V3.2 (sparse MLA) with wide EP over 8 GB200
+  // trays of one NVLink domain; and disaggregated on GB200 (2 prefill
+  // instances of 2 trays, a decode instance of 4).
+  {
+    EmitContext c = Blackwell(Model("kimi-k2.5", 8), false);
+    c.kv_cache_dtype = "fp8";
+    shapes.push_back(
+        {"b200_nvfp4_dpep", MakePlan(1, 1, 8, 1, 8, 256, true), c});
+  }
+  {
+    EmitContext c = Blackwell(Model("llama-3.1-70b", 8), false);
+    c.kv_cache_dtype = "fp4";
+    shapes.push_back({"b200_kv_fp4", MakePlan(1, 1, 8, 1, 1, 256), c});
+  }
+  {
+    EmitContext c = Blackwell(Model("deepseek-v3.2", 32), true);
+    c.kv_cache_dtype = "fp8";
+    shapes.push_back(
+        {"gb200_dsv32_wide_ep", MakePlan(1, 1, 32, 1, 32, 1024, true), c});
+    shapes.push_back({"gb200_disagg_2p1d",
+                      Disaggregated(MakePlan(1, 1, 8, 1, 8, 8, true), 2,
+                                    MakePlan(1, 1, 16, 1, 16, 512, true), 1),
+                      c});
+  }
   return shapes;
 }
 
@@ -153,7 +200,7 @@ std::vector<Case> Cases() {
     const std::string name = s.name;
     if (name == "dense_tp" || name == "pp_2nodes" ||
         name == "moe_dpep_4nodes" || name == "partial_node" ||
-        name == "node_groups_tp4") {
+        name == "node_groups_tp4" || name == "gb200_dsv32_wide_ep") {
       for (Engine e : {Engine::kVllm, Engine::kSglang}) {
         cases.push_back({e, "",
                          absl::StrCat(name, ".k8s-", EngineKey(e), ".yaml"), s,
@@ -165,7 +212,7 @@ std::vector<Case> Cases() {
   for (const Shape& s : Shapes()) {
     const std::string name = s.name;
     if (name == "dense_tp" || name == "moe_dpep_4nodes" ||
-        absl::StartsWith(name, "disagg_")) {
+        absl::StartsWith(name, "disagg_") || absl::StartsWith(name, "gb200_")) {
       for (Engine e : {Engine::kVllm, Engine::kSglang}) {
         Case c{e, "", absl::StrCat(name, ".dynamo-", EngineKey(e), ".yaml"), s};
         c.dynamo = true;
@@ -417,7 +464,8 @@ TEST(EmitGoldenTest, ConfigFilesInScriptsAreYaml) {
           << c.file;
     }
   }
-  EXPECT_EQ(routers, 2);  // disagg_1p1d_1node and disagg_2p1d_4nodes
+  // disagg_1p1d_1node, disagg_2p1d_4nodes and gb200_disagg_2p1d
+  EXPECT_EQ(routers, 3);
 }
 
 TEST(EmitGoldenTest, ManifestsAreDeploymentsOrLeaderWorkerSetsWithAService) {

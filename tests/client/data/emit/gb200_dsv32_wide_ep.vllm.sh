@@ -1,0 +1,133 @@
+# vLLM 0.12 flags (releases 0.12.0 and later; client/engines/vllm.yaml): 1 instance on 32 GPUs.
+# Set NODE0_ADDR..NODE7_ADDR to the nodes' addresses and run each command on the node it names.
+
+# node 0 (head):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --port 8000
+
+# node 1 (headless):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-start-rank 4 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --headless
+
+# node 2 (headless):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-start-rank 8 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --headless
+
+# node 3 (headless):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-start-rank 12 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --headless
+
+# node 4 (headless):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-start-rank 16 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --headless
+
+# node 5 (headless):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-start-rank 20 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --headless
+
+# node 6 (headless):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-start-rank 24 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --headless
+
+# node 7 (headless):
+vllm serve deepseek-ai/DeepSeek-V3.2 \
+  --tensor-parallel-size 1 \
+  --pipeline-parallel-size 1 \
+  --data-parallel-size 32 \
+  --enable-expert-parallel \
+  --all2all-backend flashinfer_all2allv \
+  --max-num-seqs 32 \
+  --kv-cache-dtype fp8_ds_mla \
+  --data-parallel-size-local 4 \
+  --data-parallel-start-rank 28 \
+  --data-parallel-address $NODE0_ADDR \
+  --data-parallel-rpc-port 13345 \
+  --headless
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 1024 requests in flight):
+vllm bench serve \
+  --model deepseek-ai/DeepSeek-V3.2 \
+  --host $NODE0_ADDR \
+  --port 8000 \
+  --dataset-name random \
+  --random-input-len 1024 \
+  --random-output-len 1024 \
+  --max-concurrency 1024 \
+  --num-prompts 5120 \
+  --ignore-eos

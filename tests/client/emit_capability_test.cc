@@ -1,0 +1,116 @@
+// Launches checked against the engine-capability rules: plans drawn from the
+// launch tests' seeded generator (dense and MoE catalog models on Hopper, B200
+// and GB200 NVL72 clusters of 1-72 GPUs, partial nodes and node groups of
+// different sizes, aggregated and disaggregated) go through the simulator's
+// capability check (client/engines/capabilities.yaml as simulator/
+// engine_capability.h evaluates it, on the ClusterSpec the server would plan
+// on) and through every emitter with the engines the server would list as
+// able to run them (and, for each older release of the flag tables, with the
+// rule the server names for it). A launch of a plan its engine cannot run
+// fails the test, and so does a refusal of a plan it can run. The one test
+// binary that links both the client's emitters and the simulator (the CLI and
+// the client library never link the simulator).
+#include <random>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "client/emit.h"
+#include "client/emit/emit_internal.h"
+#include "client/engine_flags.h"
+#include "gtest/gtest.h"
+#include "simulator/engine_capability.h"
+#include "simulator/spec.h"
+#include "tests/client/emit_plan_generator.h"
+
+namespace shardplan::client {
+namespace {
+
+TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
+  std::mt19937 rng(20261128);
+  constexpr int kPlans = 300;
+  int checked = 0, launched = 0, refused = 0, unrunnable = 0, rack = 0,
+      wide_ep = 0, versioned_blocked = 0;
+  for (int i = 0; i < kPlans; ++i) {
+    Drawn d = Draw(rng);
+    shardplan::v1::ModelSource model;
+    model.set_catalog_name(d.context.model_name);
+    shardplan::v1::Workload workload;
+    workload.set_input_tokens(d.context.input_tokens);
+    workload.set_output_tokens(d.context.output_tokens);
+    const absl::StatusOr<simulator::Problem> problem =
+        simulator::ProblemFromProto(model, d.cluster, workload);
+    ASSERT_TRUE(problem.ok())
+        << i << ": " << problem.status() << " " << d.cluster.ShortDebugString();
+    const absl::StatusOr<simulator::PlanDims> dims =
+        simulator::PlanDimsFromProto(d.plan);
+    ASSERT_TRUE(dims.ok()) << i << ": " << dims.status();
+    // What the server streams with each plan; it recommends none that no
+    // engine can run.
+    const std::vector<std::string> runnable =
+        simulator::RunnableEngines(*problem, *dims);
+    if (runnable.empty()) {
+      ++unrunnable;
+      continue;
+    }
+    d.context.runnable_engines = runnable;
+    rack += d.context.nvlink_domain_gpus > 0;
+    for (Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+      const absl::Status can =
+          simulator::CheckEngineCanRun(EngineKey(engine), "", *problem, *dims);
+      const std::string label =
+          absl::StrCat("plan ", i, " (", d.context.model_name, " on ",
+                       d.cluster.ShortDebugString(), ", ", EngineKey(engine),
+                       "): ", d.plan.ShortDebugString());
+      const emit_internal::Built built =
+          emit_internal::Build(engine, d.plan, d.context, /*k8s=*/false);
+      ++checked;
+      if (built.refused) {
+        ++refused;
+        EXPECT_FALSE(can.ok()) << label << ": refused a plan it can run";
+        continue;
+      }
+      ASSERT_TRUE(built.ok) << label;
+      ++launched;
+      EXPECT_TRUE(can.ok()) << label << ": launched, but " << can.message();
+      wide_ep += built.script.nvlink_a2a;
+      // Every target refuses what the engine cannot run.
+      for (const EmittedCommand& e : {EmitCommand(engine, d.plan, d.context),
+                                      EmitKubernetes(engine, d.plan, d.context),
+                                      EmitDynamo(engine, d.plan, d.context)}) {
+        EXPECT_FALSE(e.refused) << label;
+      }
+      // Each older release: planned with --engine E --engine-version V, the
+      // prediction's infeasible_reason names the rule that blocks it (the
+      // simulator's message) and the launch must be refused.
+      for (const EngineVersion& ev : EngineVersions(engine)) {
+        EmitContext versioned = d.context;
+        versioned.engine_version = ev.min;
+        const absl::Status at = simulator::CheckEngineCanRun(
+            EngineKey(engine), ev.min, *problem, *dims);
+        versioned.capability_reason = std::string(at.message());
+        const bool refused_at =
+            emit_internal::Build(engine, d.plan, versioned, false).refused;
+        EXPECT_EQ(refused_at, !at.ok())
+            << label << " at " << ev.min << ": " << at.message();
+        versioned_blocked += !at.ok();
+      }
+    }
+  }
+  // The draw covers what it must.
+  EXPECT_GT(launched, kPlans / 2);
+  EXPECT_GT(refused, kPlans / 10);
+  EXPECT_GT(rack, kPlans / 5);
+  EXPECT_GT(wide_ep, 10);
+  EXPECT_GT(versioned_blocked, 10);
+  RecordProperty("checked", checked);
+  RecordProperty("launched", launched);
+  RecordProperty("refused", refused);
+  RecordProperty("unrunnable", unrunnable);
+  RecordProperty("wide_ep_over_nvlink", wide_ep);
+  RecordProperty("blocked_at_an_older_release", versioned_blocked);
+}
+
+}  // namespace
+}  // namespace shardplan::client
