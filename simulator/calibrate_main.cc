@@ -387,14 +387,10 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
   std::string fit_hardware = sim::kProfileFitHardware;
   if (bands) {
-    // Cross-hardware bands of the compiled-in profiles (every row not of
-    // their hardware).
-    std::vector<sim::MeasuredRow> foreign;
-    for (const sim::MeasuredRow& r : all) {
-      if (r.hardware != fit_hardware) foreign.push_back(r);
-    }
+    // Cross-hardware bands of the compiled-in profiles (their errors on the
+    // rows of kTransferBandHardware).
     absl::StatusOr<std::vector<sim::ErrorBand>> b =
-        sim::ComputeTransferBands(foreign, profiles);
+        sim::ComputeTransferBands(all, profiles);
     if (!b.ok()) {
       std::cerr << b.status() << "\n";
       return 1;
