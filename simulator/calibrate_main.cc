@@ -24,10 +24,12 @@
 //   simulator/calibration/data/h100_disagg_latency.csv [--rows]
 //                       (accuracy on disaggregated prefill/decode rows)
 //   shardplan-calibrate --transfer-csv FILE... [--rows] [--fit-on HARDWARE]
+//                       [--bands]
 //                       (aggregated rows of any catalogued GPU, each
 //                       predicted on its own hardware with the compiled-in
 //                       profiles, or with profiles fitted on HARDWARE's rows
-//                       only: error per hardware, engine, model, dtype)
+//                       only: error per hardware, engine, model, dtype;
+//                       --bands prints the cross-hardware bands)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -55,7 +57,7 @@ int Usage() {
          "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
          "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n"
          "       shardplan-calibrate --transfer-csv FILE... [--rows] [--fit-on "
-         "HARDWARE]\n";
+         "HARDWARE] [--bands]\n";
   return 2;
 }
 
@@ -362,7 +364,7 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
 // --transfer-csv: rows of every catalogued GPU predicted on their own
 // hardware with the compiled-in (H100-fitted) profiles.
 int ReportTransfer(const std::vector<std::string>& paths, bool rows,
-                   const std::string& fit_on) {
+                   const std::string& fit_on, bool bands) {
   std::vector<sim::MeasuredRow> all;
   for (const std::string& path : paths) {
     std::optional<sim::ParsedMeasurements> parsed =
@@ -375,52 +377,63 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
         path, parsed->rows.size(), parsed->skipped_held_out_hardware,
         parsed->skipped_disaggregated + parsed->skipped_other +
             parsed->high_concurrency_rows.size());
-    all.insert(all.end(), parsed->rows.begin(), parsed->rows.end());
+    const sim::DedupedRows runs = sim::DropRepeatedRuns(parsed->rows);
+    std::cout << absl::StrFormat(
+        "  %d repeated runs and %d runs reported under several layouts "
+        "dropped\n",
+        runs.repeats, runs.conflicting_layouts);
+    all.insert(all.end(), runs.rows.begin(), runs.rows.end());
   }
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
+  std::string fit_hardware = sim::kProfileFitHardware;
+  if (bands) {
+    // Cross-hardware bands of the compiled-in profiles (their errors on the
+    // rows of kTransferBandHardware).
+    absl::StatusOr<std::vector<sim::ErrorBand>> b =
+        sim::ComputeTransferBands(all, profiles);
+    if (!b.ok()) {
+      std::cerr << b.status() << "\n";
+      return 1;
+    }
+    std::cout << "Cross-hardware bands (C++ for CompiledTransferBands()):\n"
+              << sim::ErrorBandsCpp(*b) << "\n"
+              << sim::ErrorBandsMarkdown(*b, {}) << "\n";
+  }
   if (!fit_on.empty()) {
     // Leave one hardware out the other way: fit on `fit_on`'s rows (from the
     // struct defaults, as --fit does), predict every other hardware's.
-    sim::ParsedMeasurements fit_data;
-    std::vector<sim::MeasuredRow> test;
-    for (sim::MeasuredRow r : all) {
-      if (r.hardware == fit_on) {
-        r.held_out_model = r.held_out_row = false;
-        fit_data.rows.push_back(r);
-      } else {
-        test.push_back(r);
-      }
-    }
-    for (sim::CalibrationProfile& p : profiles) {
-      const double kv = p.calibration.kv_reserved_output_fraction;
-      p.calibration = sim::Calibration();
-      p.calibration.kv_reserved_output_fraction = kv;
-    }
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
-        sim::FitCalibration(fit_data, profiles);
+        sim::FitOnHardware(all, fit_on);
     if (!fitted.ok()) {
       std::cerr << fitted.status() << "\n";
       return 1;
     }
     profiles = *fitted;
-    std::cout << "Fitted on " << fit_data.rows.size() << " rows of " << fit_on
-              << ":\n";
+    fit_hardware = fit_on;
+    std::cout << "Fitted on the rows of " << fit_on << ":\n";
     PrintProfiles(profiles);
+    std::vector<sim::MeasuredRow> test;
+    for (const sim::MeasuredRow& r : all) {
+      if (r.hardware != fit_on) test.push_back(r);
+    }
     all = test;
   }
   if (rows) {
+    const std::vector<sim::MeasuredRow> predictable =
+        sim::PredictableRows(all, profiles);
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
-        sim::PredictRows(all, profiles);
+        sim::PredictRows(predictable, profiles);
     if (!pred.ok()) {
       std::cerr << pred.status() << "\n";
       return 1;
     }
     std::cout << "line,hardware,model,engine,version,weights,isl,osl,c,tp,dp,"
-                 "ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,pred_tpot_ms\n";
-    for (size_t i = 0; i < all.size(); ++i) {
-      const sim::MeasuredRow& r = all[i];
+                 "ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,pred_tpot_ms,"
+                 "pred_prefill_ms\n";
+    for (size_t i = 0; i < predictable.size(); ++i) {
+      const sim::MeasuredRow& r = predictable[i];
       std::cout << absl::StrFormat(
-          "%d,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f\n",
+          "%d,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f,%.1f\n",
           r.line, r.hardware, r.catalog_model, r.engine, r.engine_version,
           r.fp4   ? "fp4"
           : r.fp8 ? "fp8"
@@ -428,12 +441,12 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
           r.isl, r.osl, r.concurrency, r.tp, r.attention_dp, r.moe_ep,
           (*pred)[i].feasible ? 1 : 0, r.ttft_seconds * 1e3,
           (*pred)[i].ttft_seconds * 1e3, r.tpot_seconds * 1e3,
-          (*pred)[i].tpot_seconds * 1e3);
+          (*pred)[i].tpot_seconds * 1e3, (*pred)[i].prefill_seconds * 1e3);
     }
     std::cout << "\n";
   }
   absl::StatusOr<sim::TransferReport> report =
-      sim::ComputeTransfer(all, profiles);
+      sim::ComputeTransfer(all, profiles, fit_hardware);
   if (!report.ok()) {
     std::cerr << report.status() << "\n";
     return 1;
@@ -482,7 +495,7 @@ int main(int argc, char** argv) {
   }
   if (!disagg_path.empty()) return ReportDisaggregated(disagg_path, rows, fit);
   if (!transfer_paths.empty())
-    return ReportTransfer(transfer_paths, rows, fit_on);
+    return ReportTransfer(transfer_paths, rows, fit_on, bands);
   if (csv_paths.empty()) return Usage();
   std::optional<sim::ParsedMeasurements> data = Load(csv_paths[0], false);
   if (!data) return 1;

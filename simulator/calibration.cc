@@ -233,9 +233,53 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
   return *kBands;
 }
 
-PredictionBand FindPredictionBand(const BandRegime& regime,
-                                  const std::vector<ErrorBand>& bands) {
+const std::vector<ErrorBand>& CompiledTransferBands() {
+  // Produced by
+  //   build/bin/shardplan-calibrate --transfer-csv
+  //   simulator/calibration/data/blackwell_measured_latency.csv --bands
+  // with the compiled-in profiles; calibration_transfer_test recomputes it.
+  // Same columns as CompiledErrorBands.
+  static const std::vector<ErrorBand>* const kBands =
+      new std::vector<ErrorBand>{
+          {"*", false, "*", 264, 0.470326, 2.12619, 0.815444, 1.22633},
+          {"*", true, "*", 424, 0.250569, 3.99091, 0.541335, 1.84729},
+          {"any", false, "*", 264, 0.457604, 2.1853, 0.811622, 1.2321},
+          {"any", false, "fp4", 132, 0.470046, 2.12745, 0.798536, 1.25229},
+          {"any", false, "fp8", 132, 0.455736, 2.19425, 0.84181, 1.18792},
+          {"any", true, "*", 424, 0.216797, 4.6126, 0.55767, 1.79318},
+          {"any", true, "fp4", 302, 0.195313, 5.11998, 0.517217, 1.93342},
+          {"any", true, "fp8", 122, 0.256606, 3.89702, 0.569262, 1.75666},
+          {"sglang", true, "*", 99, 0.118402, 8.44579, 0.590419, 1.69371},
+          {"sglang", true, "fp4", 51, 0.0797395, 12.5408, 0.553113, 1.80795},
+          {"sglang", true, "fp8", 48, 0.496992, 2.01211, 0.641177, 1.55963},
+          {"trtllm", false, "*", 144, 0.446417, 2.24006, 0.817195, 1.2237},
+          {"trtllm", false, "fp4", 72, 0.446173, 2.24128, 0.808738, 1.23649},
+          {"trtllm", false, "fp8", 72, 0.448939, 2.22748, 0.793605, 1.26007},
+          {"trtllm", true, "*", 259, 0.27948, 3.57808, 0.403727, 2.47692},
+          {"trtllm", true, "fp4", 185, 0.322402, 3.10172, 0.382957, 2.61126},
+          {"trtllm", true, "fp8", 74, 0.211492, 4.7283, 0.54745, 1.82665},
+          {"vllm", false, "*", 120, 0.567189, 1.76308, 0.807277, 1.23873},
+          {"vllm", false, "fp4", 60, 0.549687, 1.81922, 0.794835, 1.25812},
+          {"vllm", false, "fp8", 60, 0.578332, 1.72911, 0.851073, 1.17499},
+          {"vllm", true, "*", 66, 0.635871, 1.57265, 0.838486, 1.19263},
+          {"vllm", true, "fp4", 66, 0.635871, 1.57265, 0.838486, 1.19263},
+      };
+  return *kBands;
+}
+
+PredictionBand FindPredictionBand(
+    const BandRegime& regime, const std::vector<ErrorBand>& own_bands,
+    const std::vector<ErrorBand>& transfer_bands) {
   PredictionBand out;
+  const std::vector<ErrorBand>& bands =
+      regime.across_hardware ? transfer_bands : own_bands;
+  if (regime.across_hardware) {
+    out.notes.push_back(absl::StrFormat(
+        "hardware %s: the profiles are fitted on %s only; range from the "
+        "errors of those profiles on B200 measurements (cross-hardware)",
+        regime.hardware.empty() ? "(unnamed)" : regime.hardware,
+        kProfileFitHardware));
+  }
   const std::string profile_name =
       regime.profile.empty() ? kEngineAgnosticProfileName : regime.profile;
   // An engine-agnostic prediction is measured against every engine's rows.
@@ -333,6 +377,8 @@ BandRegime RegimeOf(const Evaluation& e, const Problem& problem) {
   regime.pipeline_stages = e.pipeline_stages;
   regime.replica_nodes = e.replica_nodes;
   regime.expert_domain_spans_nodes = e.ep_nodes > 1;
+  regime.hardware = problem.cluster.hardware.name;
+  regime.across_hardware = regime.hardware != kProfileFitHardware;
   return regime;
 }
 

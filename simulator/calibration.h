@@ -82,6 +82,17 @@ inline constexpr int kMinBandRows = 15;
 // --bands`).
 const std::vector<ErrorBand>& CompiledErrorBands();
 
+// The hardware every built-in profile is fitted on. A prediction on other
+// hardware carries the cross-hardware bands below.
+inline constexpr char kProfileFitHardware[] = "h100-sxm-80gb";
+
+// Bands measured across hardware: the p10 and p90 of measured / predicted of
+// the built-in (H100-fitted) profiles on the B200 rows
+// (`shardplan-calibrate --transfer-csv ... --bands`; calibration_transfer_test
+// recomputes it). Their coverage is checked on the other direction: profiles
+// fitted on B200 rows only, predicting H100 rows.
+const std::vector<ErrorBand>& CompiledTransferBands();
+
 // The band a prediction gets: multipliers of the predicted TTFT and TPOT
 // (throughput follows from TPOT) and the notes that say what it rests on.
 struct PredictionBand {
@@ -101,10 +112,15 @@ struct BandRegime {
   int pipeline_stages = 1;
   int replica_nodes = 1;  // nodes one replica spans
   bool expert_domain_spans_nodes = false;
+  // The prediction's hardware is not the one its profile was fitted on
+  // (kProfileFitHardware): the band comes from the cross-hardware table.
+  bool across_hardware = false;
+  std::string hardware;  // for the note
 };
 
-// Looks the regime's band up in `bands`: (engine, moe, dtype), else (engine,
-// moe, any dtype), else (any engine, moe) with a note. Regimes without
+// Looks the regime's band up in `bands` (`transfer_bands` when the regime is
+// across hardware, with a note): (engine, moe, dtype), else (engine, moe, any
+// dtype), else (any engine, moe) with a note. Regimes without
 // measured rows (pp > 1, a replica over several nodes) widen the band: each
 // unvalidated term is taken to be as uncertain as the validated model and
 // independent of it, so the log-width grows by sqrt(1 + terms). The band is
@@ -112,7 +128,8 @@ struct BandRegime {
 // table and a few strings; never called by Evaluate.
 PredictionBand FindPredictionBand(
     const BandRegime& regime,
-    const std::vector<ErrorBand>& bands = CompiledErrorBands());
+    const std::vector<ErrorBand>& bands = CompiledErrorBands(),
+    const std::vector<ErrorBand>& transfer_bands = CompiledTransferBands());
 
 // The regime of an evaluated plan: the problem's profile, model kind and
 // weight dtype, the plan's stages and placement.

@@ -45,7 +45,8 @@ struct BandedPrediction {
 
 absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
     const std::vector<MeasuredRow>& rows,
-    const std::vector<CalibrationProfile>& profiles) {
+    const std::vector<CalibrationProfile>& profiles,
+    absl::string_view fit_hardware) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
   std::vector<BandedPrediction> out(rows.size());
@@ -67,6 +68,7 @@ absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
     BandRegime regime = RegimeOf(e, problem);
     regime.profile = profile->name;
     regime.engine_given = true;
+    regime.across_hardware = r.hardware != fit_hardware;
     out[i].band = FindPredictionBand(regime);
   }
   return out;
@@ -114,9 +116,10 @@ struct Ratios {
 
 absl::StatusOr<TransferReport> ComputeTransfer(
     const std::vector<MeasuredRow>& rows,
-    const std::vector<CalibrationProfile>& profiles) {
+    const std::vector<CalibrationProfile>& profiles,
+    absl::string_view fit_hardware) {
   ASSIGN_OR_RETURN(std::vector<BandedPrediction> pred,
-                   PredictWithBands(rows, profiles));
+                   PredictWithBands(rows, profiles, fit_hardware));
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::map<Key, Ratios> groups;
   std::map<std::string, Ratios> totals;
@@ -152,6 +155,109 @@ absl::StatusOr<TransferReport> ComputeTransfer(
     report.hardware_totals.push_back(ratios.Summary(g));
   }
   return report;
+}
+
+DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
+  using Layout = std::tuple<int, int, int, int, int>;
+  auto key = [](const MeasuredRow& r) {
+    return absl::StrFormat("%s|%s|%s|%d|%d|%d|%d|%d|%.9g|%.9g", r.hardware,
+                           r.catalog_model, r.engine, r.fp4, r.fp8, r.isl,
+                           r.osl, r.concurrency, r.ttft_seconds,
+                           r.tpot_seconds);
+  };
+  auto layout = [](const MeasuredRow& r) {
+    return Layout{r.tp, r.pp, r.attention_dp, r.moe_tp, r.moe_ep};
+  };
+  std::map<std::string, std::vector<Layout>> layouts;
+  for (const MeasuredRow& r : rows) layouts[key(r)].push_back(layout(r));
+  DedupedRows out;
+  std::map<std::string, bool> kept;
+  for (const MeasuredRow& r : rows) {
+    const std::string k = key(r);
+    const std::vector<Layout>& l = layouts[k];
+    if (std::any_of(l.begin(), l.end(),
+                    [&](const Layout& x) { return x != l.front(); })) {
+      ++out.conflicting_layouts;
+      continue;
+    }
+    if (kept[k]) {
+      ++out.repeats;
+      continue;
+    }
+    kept[k] = true;
+    out.rows.push_back(r);
+  }
+  return out;
+}
+
+FitOptions TransferFitOptions() { return FitOptions(); }
+
+std::vector<MeasuredRow> PredictableRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  std::vector<MeasuredRow> out;
+  for (const MeasuredRow& r : rows) {
+    absl::StatusOr<std::vector<RowPrediction>> p = PredictRows({r}, profiles);
+    if (p.ok() && p->front().feasible) out.push_back(r);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<CalibrationProfile>> FitOnHardware(
+    const std::vector<MeasuredRow>& rows, absl::string_view hardware,
+    const FitOptions& options) {
+  std::vector<CalibrationProfile> start = CalibrationProfiles();
+  for (CalibrationProfile& p : start) {
+    // The fitted parameters restart from the struct defaults; engine
+    // behaviour (admission, preemption, host terms not fitted here) stays.
+    p.calibration = WithEngineBehaviour(Calibration(), p.engine);
+    // Only rows of FP4 weights on hardware without FP4 tensor cores (Hopper)
+    // move the dequantising-kernel term; a fit on Blackwell rows leaves it
+    // at its start. Start from what published weight-only kernels reach:
+    // Marlin's "close to ideal (4x) speedups up to batchsizes of 16-32
+    // tokens" (https://github.com/IST-DASLab/marlin, README), i.e. a 4-bit
+    // read with its MXFP4 scales (one E8M0 byte per 32 weights).
+    p.calibration.fp4_dequant_bytes_per_weight = 0.5 + 1.0 / 32;
+  }
+  ParsedMeasurements data;
+  for (MeasuredRow r : PredictableRows(rows, start)) {
+    if (r.hardware != hardware) continue;
+    r.held_out_model = r.held_out_row = false;
+    data.rows.push_back(std::move(r));
+  }
+  if (data.rows.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("no rows of hardware ", hardware, " to fit on"));
+  }
+  return FitCalibration(data, start, options);
+}
+
+absl::StatusOr<std::vector<ErrorBand>> ComputeTransferBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  std::vector<MeasuredRow> held_out;
+  for (MeasuredRow r : PredictableRows(rows, profiles)) {
+    if (r.hardware != kTransferBandHardware) continue;
+    r.held_out_model = true;
+    held_out.push_back(std::move(r));
+  }
+  ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
+                   PredictRowsForBands(held_out, profiles));
+  std::vector<ErrorBand> bands = ComputeErrorBands(held_out, pred);
+  // Which way a transfer errs depends on its direction (a term fitted on a
+  // slower GPU over-predicts the faster one and the reverse), so the band is
+  // made symmetric in log space: it holds the p10-p90 ratios of this
+  // direction and their inverses.
+  for (ErrorBand& b : bands) {
+    for (auto [low, high] :
+         {std::pair<double*, double*>{&b.ttft_low, &b.ttft_high},
+          {&b.tpot_low, &b.tpot_high}}) {
+      const double l = *low, h = *high;
+      *low = std::min(l, 1 / h);
+      *high = std::max(h, 1 / l);
+    }
+  }
+  return bands;
 }
 
 std::string TransferReport::Markdown() const {

@@ -62,7 +62,53 @@ struct TransferReport {
   std::string Markdown() const;
 };
 
+// `profiles` were fitted on `fit_hardware`'s rows: the other rows carry the
+// cross-hardware bands (CompiledTransferBands), that hardware's rows the
+// compiled-in ones.
 absl::StatusOr<TransferReport> ComputeTransfer(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles,
+    absl::string_view fit_hardware = kProfileFitHardware);
+
+// One measurement per run. AIConfigurator's Blackwell export repeats runs
+// (the same model, engine, lengths, concurrency and measured TTFT and TPOT
+// to 9 significant digits): under one layout the first row is kept; a
+// measurement reported under several layouts (e.g. 8 GPUs with ep 8 and the
+// same numbers as 64 GPUs with moe_tp 8 x moe_ep 8) has no known deployment
+// and every copy is dropped, as ParseDisaggregatedRows does.
+struct DedupedRows {
+  std::vector<MeasuredRow> rows;
+  int repeats = 0;
+  int conflicting_layouts = 0;
+};
+DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows);
+
+// The rows of `rows` that `profiles` predict (a valid plan that fits memory;
+// the others are layouts the plan rules refuse, counted as infeasible).
+std::vector<MeasuredRow> PredictableRows(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles);
+
+// The fit options of the other direction (the CLI's --fit-on and the test
+// use the same, so the documented figures are reproducible).
+FitOptions TransferFitOptions();
+
+// The other direction of the check: the shipped fit (FitCalibration from the
+// struct defaults, each engine keeping its KV-cache admission) on the rows of
+// `hardware` only, all of them fitted. Deterministic.
+absl::StatusOr<std::vector<CalibrationProfile>> FitOnHardware(
+    const std::vector<MeasuredRow>& rows, absl::string_view hardware,
+    const FitOptions& options = TransferFitOptions());
+
+// The hardware whose rows the cross-hardware bands are computed from: B200
+// (GB200's 37 aggregated rows of catalogued models are too few: 19 are
+// layouts the plan rules refuse and 15 contradict each other).
+inline constexpr char kTransferBandHardware[] = "b200-sxm-180gb";
+
+// Cross-hardware error bands: ComputeErrorBands over the rows of
+// kTransferBandHardware in `rows` (each a held-out row) predicted with
+// `profiles`.
+absl::StatusOr<std::vector<ErrorBand>> ComputeTransferBands(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 
