@@ -121,6 +121,15 @@ absl::StatusOr<std::shared_ptr<const simulator::CostModel>> BuildCostModel(
                        ? simulator::EngineAgnosticCalibrationProfile()
                        : simulator::FindCalibrationProfile(
                              problem.workload.calibration_profile));
+  // Checked on load too; checked again here, on use, so that a damaged
+  // profile is never priced with, whichever path it came by.
+  if (absl::Status usable =
+          simulator::CheckCalibrationRanges(profile.calibration);
+      !usable.ok()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "calibration profile ", simulator::QuoteUserText(profile.name),
+        " is unusable (recalibrate it or choose another): ", usable.message()));
+  }
   ASSIGN_OR_RETURN(
       std::unique_ptr<const simulator::CostModel> cost_model,
       simulator::CostModel::Create(std::move(problem), profile.calibration));

@@ -156,6 +156,42 @@ std::vector<std::string> BuiltInProfileNames() {
   return names;
 }
 
+absl::Status CheckCalibrationRanges(const Calibration& c) {
+  struct Range {
+    const char* field;
+    double value, lo, hi;
+  };
+  const Range ranges[] = {
+      {"gemm_efficiency", c.gemm_efficiency, 0.01, 1},
+      {"gemm_half_efficiency_tokens", c.gemm_half_efficiency_tokens, 0, 1e6},
+      {"hbm_efficiency", c.hbm_efficiency, 0.01, 1},
+      {"attention_efficiency", c.attention_efficiency, 0.01, 1},
+      {"intra_node_efficiency", c.intra_node_efficiency, 0.01, 1},
+      {"inter_node_efficiency", c.inter_node_efficiency, 0.01, 1},
+      {"collective_latency_scale", c.collective_latency_scale, 0.01, 100},
+      {"decode_step_overhead_s", c.decode_step_overhead_seconds, 0, 10},
+      {"layer_overhead_s", c.layer_overhead_seconds, 0, 10},
+      {"prefill_overhead_s", c.prefill_overhead_seconds, 0, 10},
+      {"prefill_queue_fraction", c.prefill_queue_fraction, 0, 1},
+      {"ttft_wait_iterations", c.ttft_wait_iterations, 0, 1000},
+      {"ttft_inflight_prefills", c.ttft_inflight_prefills, 0, 1000},
+      {"fp4_dequant_bytes_per_weight", c.fp4_dequant_bytes_per_weight, 0, 64},
+      {"kv_reserved_output_fraction", c.kv_reserved_output_fraction, 0, 1},
+      {"pipeline_request_overhead_s", c.pipeline_request_overhead_seconds, 0,
+       10},
+      {"disagg_request_overhead_s", c.disagg_request_overhead_seconds, 0, 10},
+      {"disagg_prefill_queue_fraction", c.disagg_prefill_queue_fraction, 0, 1},
+  };
+  for (const Range& r : ranges) {
+    if (!(r.value >= r.lo && r.value <= r.hi)) {  // NaN fails too
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s must be a finite number in [%g, %g], got %g",
+                          r.field, r.lo, r.hi, r.value));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     absl::string_view name) {
   for (const CalibrationProfile& p : CalibrationProfiles()) {

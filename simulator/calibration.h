@@ -41,6 +41,12 @@ std::vector<std::string> BuiltInProfileNames();
 absl::StatusOr<CalibrationProfile> FindCalibrationProfile(
     absl::string_view name);
 
+// Every constant of `c` finite and inside a range wider than the fit
+// searches: a value outside it is damage, not a measurement, and would give
+// "feasible" plans of 0 tok/s or NaN latencies. INVALID_ARGUMENT naming the
+// field (as CalibrationParameters spells it) and the value.
+absl::Status CheckCalibrationRanges(const Calibration& c);
+
 // `c` with the behaviour of `engine`'s built-in profile (KV-cache admission,
 // preemption, the pipeline host term and the disaggregated overheads fitted on
 // that engine's rows): what

@@ -188,37 +188,7 @@ std::string ProfileJson(const simulator::CalibrationProfile& profile) {
 
 absl::Status CheckCalibrationParameters(
     const shardplan::v1::CalibrationParameters& p) {
-  // Wider than the ranges the fit searches (simulator/calibration.cc): a
-  // stored or fitted value outside them is damage, not a measurement, and
-  // would give "feasible" plans of 0 tok/s or NaN latencies.
-  struct Range {
-    const char* field;
-    double value, lo, hi;
-  };
-  const Range ranges[] = {
-      {"gemm_efficiency", p.gemm_efficiency(), 0.01, 1},
-      {"gemm_half_efficiency_tokens", p.gemm_half_efficiency_tokens(), 0, 1e6},
-      {"hbm_efficiency", p.hbm_efficiency(), 0.01, 1},
-      {"attention_efficiency", p.attention_efficiency(), 0.01, 1},
-      {"intra_node_efficiency", p.intra_node_efficiency(), 0.01, 1},
-      {"inter_node_efficiency", p.inter_node_efficiency(), 0.01, 1},
-      {"collective_latency_scale", p.collective_latency_scale(), 0.01, 100},
-      {"decode_step_overhead_s", p.decode_step_overhead_s(), 0, 10},
-      {"layer_overhead_s", p.layer_overhead_s(), 0, 10},
-      {"prefill_overhead_s", p.prefill_overhead_s(), 0, 10},
-      {"prefill_queue_fraction", p.prefill_queue_fraction(), 0, 1},
-      {"ttft_wait_iterations", p.ttft_wait_iterations(), 0, 1000},
-      {"ttft_inflight_prefills", p.ttft_inflight_prefills(), 0, 1000},
-      {"fp4_dequant_bytes_per_weight", p.fp4_dequant_bytes_per_weight(), 0, 64},
-  };
-  for (const Range& r : ranges) {
-    if (!(r.value >= r.lo && r.value <= r.hi)) {
-      return absl::InvalidArgumentError(
-          absl::StrFormat("%s must be a finite number in [%g, %g], got %g",
-                          r.field, r.lo, r.hi, r.value));
-    }
-  }
-  return absl::OkStatus();
+  return simulator::CheckCalibrationRanges(simulator::CalibrationFromProto(p));
 }
 
 absl::StatusOr<simulator::CalibrationProfile> ProfileFromStored(

@@ -2,6 +2,8 @@
 // used by a later EvaluatePlan (workload.calibration_profile), survives a
 // restart on the same store, and bad runs or names are INVALID_ARGUMENT
 // naming the field and the run's source.
+#include <cmath>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,9 +12,12 @@
 #include "gmock/gmock.h"
 #include "grpcpp/grpcpp.h"
 #include "gtest/gtest.h"
+#include "proto/spec_text.h"
 #include "server/server.h"
 #include "server/store/profile_store.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
+#include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
 #include "tests/server/test_util.h"
 
 namespace shardplan::server {
@@ -239,6 +244,39 @@ TEST(CalibrationProfileStoreTest, AnotherReplicaSeesTheProfileAfterRefresh) {
   EXPECT_DOUBLE_EQ(b.Find("shared")->calibration.hbm_efficiency,
                    a.Find("shared")->calibration.hbm_efficiency);
   EXPECT_THAT(b.Names(), ::testing::ElementsAre("shared"));
+}
+
+// A stored profile row whose constants are damaged (an infinite overhead, a
+// vanishing efficiency, NaN) is refused with the profile's name, never
+// served as "feasible" plans of 0 tok/s or NaN latencies.
+TEST(CalibrationProfileStoreTest, DamagedStoredProfileIsRefusedByName) {
+  using Parameters = shardplan::v1::CalibrationParameters;
+  const std::pair<void (*)(Parameters*), const char*> damages[] = {
+      {[](Parameters* p) {
+         p->set_prefill_overhead_s(std::numeric_limits<double>::infinity());
+       },
+       "prefill_overhead_s"},
+      {[](Parameters* p) { p->set_gemm_efficiency(1e-300); },
+       "gemm_efficiency"},
+      {[](Parameters* p) { p->set_hbm_efficiency(std::nan("")); },
+       "hbm_efficiency"},
+  };
+  const absl::StatusOr<simulator::CalibrationProfile> base =
+      simulator::FindCalibrationProfile("h100-vllm");
+  ASSERT_TRUE(base.ok());
+  for (const auto& [damage, field] : damages) {
+    Parameters parameters = simulator::CalibrationToProto(base->calibration);
+    damage(&parameters);
+    const StoredProfile stored{"damaged", "vllm",
+                               spec_text::ToJson(parameters, /*pretty=*/false),
+                               "", 0};
+    const absl::StatusOr<simulator::CalibrationProfile> loaded =
+        ProfileFromStored(stored);
+    ASSERT_FALSE(loaded.ok()) << field;
+    EXPECT_THAT(std::string(loaded.status().message()),
+                ::testing::AllOf(::testing::HasSubstr("\"damaged\""),
+                                 ::testing::HasSubstr(field)));
+  }
 }
 
 }  // namespace

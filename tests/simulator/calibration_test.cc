@@ -3,9 +3,12 @@
 // of the other models held out), plus the validation-only CSV (Llama-3.1-70B
 // on vLLM, a second held-out model), and checks the held-out targets. No
 // fitting happens here.
+#include "simulator/calibration.h"
+
 #include <algorithm>
 #include <cmath>
 #include <fstream>
+#include <limits>
 #include <set>
 #include <sstream>
 #include <string>
@@ -57,6 +60,42 @@ class CalibrationTest : public ::testing::Test {
   size_t validation_rows_ = 0;
   AccuracyReport report_;
 };
+
+// Damaged constants are refused with the field and the value; every
+// built-in profile passes (the check is wider than the fit's ranges).
+TEST(CalibrationRangesTest, RefusesDamageAndPassesEveryBuiltInProfile) {
+  for (const std::string& name : BuiltInProfileNames()) {
+    absl::StatusOr<CalibrationProfile> p = FindCalibrationProfile(name);
+    ASSERT_TRUE(p.ok()) << name;
+    EXPECT_TRUE(CheckCalibrationRanges(p->calibration).ok())
+        << name << ": " << CheckCalibrationRanges(p->calibration);
+  }
+  const Calibration good = DefaultCalibrationProfile().calibration;
+  struct Damage {
+    const char* field;
+    void (*apply)(Calibration*);
+  };
+  const Damage damages[] = {
+      {"prefill_overhead_s",
+       [](Calibration* c) {
+         c->prefill_overhead_seconds = std::numeric_limits<double>::infinity();
+       }},
+      {"gemm_efficiency", [](Calibration* c) { c->gemm_efficiency = 1e-300; }},
+      {"hbm_efficiency",
+       [](Calibration* c) { c->hbm_efficiency = std::nan(""); }},
+      {"decode_step_overhead_s",
+       [](Calibration* c) { c->decode_step_overhead_seconds = -0.001; }},
+      {"kv_reserved_output_fraction",
+       [](Calibration* c) { c->kv_reserved_output_fraction = 2; }},
+  };
+  for (const Damage& d : damages) {
+    Calibration c = good;
+    d.apply(&c);
+    const absl::Status status = CheckCalibrationRanges(c);
+    EXPECT_TRUE(absl::IsInvalidArgument(status)) << d.field;
+    EXPECT_THAT(std::string(status.message()), ::testing::HasSubstr(d.field));
+  }
+}
 
 TEST_F(CalibrationTest, ParsesEveryAggregatedRow) {
   EXPECT_EQ(validation_rows_, 45u);
