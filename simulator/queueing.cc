@@ -225,10 +225,11 @@ double OverlapSquareIntegral(double m, double n) {
 // one's decode (shot noise: variance = rate x integral of the squared
 // contribution). Time in iteration units (rate x mean iteration per
 // iteration). A burst lengthens the iterations, which admits more arrivals
-// into the same decode: the prompts they bring land in it at once, their
-// decode tokens only partly (a late arrival overlaps little), so the burst
-// is amplified by 1 / (1 - rho_prefill). The batcher simulation sits between
-// that and the full 1 / (1 - rho) (docs/cost-model-and-calibration.md).
+// into the same decode, and so on (a self-exciting stream): each arrival
+// brings its prompt into the window at once but only the part of its decode
+// that overlaps the rest of the window, so the burst is amplified by
+// 1 / (1 - rho_window), rho_window = rate (c_p E[s] + c_d E[overlap] / n),
+// between 1 / (1 - rho_prefill) and the full 1 / (1 - rho).
 double TpotSigma(const StepTimes& s, const LengthPoints& in,
                  const LengthPoints& out, const Load& l, double rate,
                  double n) {
@@ -244,8 +245,8 @@ double TpotSigma(const StepTimes& s, const LengthPoints& in,
       arrivals_per_iteration *
       (cd * cd * overlap2 + 2 * cd * cp * in.mean * overlap1 +
        cp * cp * in.second_moment * n);
-  const double rho_prefill = rate * cp * in.mean;
-  return std::sqrt(std::max(0.0, variance)) / (1 - rho_prefill) / n;
+  const double rho_window = rate * (cp * in.mean + cd * overlap1 / n);
+  return std::sqrt(std::max(0.0, variance)) / (1 - rho_window) / n;
 }
 
 // P(TPOT <= t): a request decoding n iterations pays a + c_d per iteration
