@@ -69,6 +69,17 @@ struct Load {
   double gated_shape = 0;
   double gated_scale = 0;
   double gated_mean = 0;
+  // The running iteration holds no prompt or exactly one (point j of the
+  // prompt lengths): its length tau_j and the share of arrivals that land
+  // in it (length-biased). Their wait is tau_j (U + rho_c), U uniform. The
+  // rest (two prompts or more) keeps the gamma above, with its share.
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_tau{};
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_share{};
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_alone{};
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_joined{};
+  int gated_points = 0;
+  double gated_rest_share = 1;
+  double rho_c = 0;
   double batchmate_tokens = 0;
   // TPOT standard deviation per output-length point (0: no decode).
   std::array<double, LengthPoints::kMaxPoints> tpot_sigma{};
@@ -133,20 +144,64 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
     const double tau = l.prefill_iteration / (1 - rho_c);
     const double token_var = rate * in.second_moment;
     const double var_tau = cp * cp * token_var * tau / (1 - rho_c * rho_c);
-    const double theta = tau > 0 ? var_tau / tau : 0;
-    const double lb_mean = tau + theta;
-    const double lb_var = tau * theta + theta * theta;
-    const double lb_second = lb_var + lb_mean * lb_mean;
     const double per_tau = 0.5 + rho_c;
+    l.rho_c = rho_c;
+    // Split the iterations by the prompts they prefill, k ~ Poisson(rate x
+    // tau): a gamma fitted to all of them has too light a tail when a rare
+    // long prompt makes one iteration many times the others.
+    // The previous iteration's length varies (gamma with tau's moments), so
+    // its arrivals are negative binomial rather than Poisson.
+    double p0 = std::exp(-rate * tau), p1 = rate * tau * p0;
+    if (var_tau > 0) {
+      const double shape = tau * tau / var_tau, r = rate * var_tau / tau;
+      p0 = std::pow(1 + r, -shape);
+      p1 = shape * r / (1 + r) * p0;
+    }
+    const double p_rest = 1 - p0 - p1;
+    double rest_mean = tau - p0 * l.prefill_iteration;
+    double rest_second =
+        var_tau + tau * tau - p0 * l.prefill_iteration * l.prefill_iteration;
+    l.gated_tau[0] = l.prefill_iteration;
+    l.gated_share[0] = p0 * l.prefill_iteration / tau;
+    for (int j = 0; j < in.size; ++j) {
+      const double t = l.prefill_iteration + cp * in.tokens[j];
+      l.gated_tau[j + 1] = t;
+      l.gated_share[j + 1] = p1 * in.weight[j] * t / tau;
+      rest_mean -= p1 * in.weight[j] * t;
+      rest_second -= p1 * in.weight[j] * t * t;
+    }
+    // Prompts arriving during the running iteration join the next one:
+    // none with probability exp(-rate tau_j), else (about) their mean.
+    for (int j = 0; j <= in.size; ++j) {
+      const double arrivals = rate * l.gated_tau[j];
+      l.gated_alone[j] = std::exp(-arrivals);
+      l.gated_joined[j] =
+          arrivals > 0 ? cp * arrivals * in.mean / (1 - l.gated_alone[j]) : 0;
+    }
+    if (p_rest > 1e-9 && rest_mean > 0 && rest_second > 0) {
+      l.gated_points = in.size + 1;
+      l.gated_rest_share = rest_mean / tau;
+      rest_mean /= p_rest;
+      rest_second /= p_rest;
+    } else {
+      rest_mean = tau;
+      rest_second = var_tau + tau * tau;
+    }
+    const double rest_var =
+        std::max(rest_second - rest_mean * rest_mean, 1e-9 * tau * tau);
+    const double theta = rest_var / rest_mean;
+    const double lb_mean = rest_mean + theta;
+    const double lb_var = rest_mean * theta + theta * theta;
+    const double lb_second = lb_var + lb_mean * lb_mean;
     const double mean = per_tau * lb_mean;
     const double var = lb_second / 12 + cp * cp * token_var * lb_mean +
                        per_tau * per_tau * lb_var;
-    l.gated_mean = mean;
+    l.gated_mean = per_tau * (tau + var_tau / tau);
     if (mean > 0 && var > 0) {
       l.gated_shape = mean * mean / var;
       l.gated_scale = var / mean;
     }
-    l.batchmate_tokens = rate * in.mean * lb_mean;
+    l.batchmate_tokens = rate * in.mean * (tau + var_tau / tau);
   }
   for (int i = 0; i < out.size; ++i) {
     const double n = DecodeIterations(out.tokens[i]);
@@ -193,8 +248,16 @@ bool Gated(const StepTimes& s, const Load& l, double tokens) {
 
 double GatedCdf(const Load& l, double x) {
   if (x < 0) return 0;
-  const double busy =
-      l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0;
+  double busy =
+      l.gated_rest_share *
+      (l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0);
+  for (int j = 0; j < l.gated_points; ++j) {
+    const double t = l.gated_tau[j];
+    const double alone = l.gated_alone[j];
+    busy += l.gated_share[j] *
+            (alone * std::min(1.0, x / t) +
+             (1 - alone) * std::clamp((x - l.gated_joined[j]) / t, 0.0, 1.0));
+  }
   return l.busy_probability * busy + (1 - l.busy_probability);
 }
 
