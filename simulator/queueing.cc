@@ -65,14 +65,16 @@ struct Load {
   // Gated regime (a prompt and the prompts that arrive with it fit one
   // chunk): what an arrival waits beyond its own iteration, the residual of
   // the running iteration plus the prompts that join its iteration, as a
-  // gamma distribution; and the prompt tokens that join.
+  // gamma distribution (for the iterations holding two prompts or more when
+  // split below); and the prompt tokens that join.
   double gated_shape = 0;
   double gated_scale = 0;
   double gated_mean = 0;
   // The running iteration holds no prompt or exactly one (point j of the
   // prompt lengths): its length tau_j and the share of arrivals that land
-  // in it (length-biased). Their wait is tau_j (U + rho_c), U uniform. The
-  // rest (two prompts or more) keeps the gamma above, with its share.
+  // in it (length-biased). Their wait is U tau_j, U uniform, plus the
+  // prompts that join (none with probability gated_alone, else
+  // gated_joined seconds). The rest keeps the gamma above, with its share.
   std::array<double, LengthPoints::kMaxPoints + 1> gated_tau{};
   std::array<double, LengthPoints::kMaxPoints + 1> gated_share{};
   std::array<double, LengthPoints::kMaxPoints + 1> gated_alone{};
@@ -140,17 +142,17 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
   // iteration with the X(tau) tokens that arrive in the same one.
   const double cp = s.prefill_token_seconds;
   const double rho_c = rate * cp * in.mean;
-  if (rho_c < 1) {
+  if (rho_c < 1 && l.prefill_iteration > 0) {
     const double tau = l.prefill_iteration / (1 - rho_c);
     const double token_var = rate * in.second_moment;
     const double var_tau = cp * cp * token_var * tau / (1 - rho_c * rho_c);
     const double per_tau = 0.5 + rho_c;
     l.rho_c = rho_c;
-    // Split the iterations by the prompts they prefill, k ~ Poisson(rate x
-    // tau): a gamma fitted to all of them has too light a tail when a rare
-    // long prompt makes one iteration many times the others.
-    // The previous iteration's length varies (gamma with tau's moments), so
-    // its arrivals are negative binomial rather than Poisson.
+    // Split the iterations by the k prompts they prefill: a gamma fitted to
+    // all of them has too light a tail when a rare long prompt makes one
+    // iteration many times the others. k counts the arrivals of the previous
+    // iteration, whose length varies (gamma with tau's moments): negative
+    // binomial rather than Poisson.
     double p0 = std::exp(-rate * tau), p1 = rate * tau * p0;
     if (var_tau > 0) {
       const double shape = tau * tau / var_tau, r = rate * var_tau / tau;
