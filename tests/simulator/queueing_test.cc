@@ -21,7 +21,7 @@ struct Case {
   StepTimes steps;
   LengthDistribution input;
   LengthDistribution output;
-  // Held-out: added after the formulas were last changed, never tuned on.
+  // Held out: never used to choose or tune the formulas.
   bool held_out = false;
 };
 
