@@ -65,10 +65,23 @@ struct Load {
   // Gated regime (a prompt and the prompts that arrive with it fit one
   // chunk): what an arrival waits beyond its own iteration, the residual of
   // the running iteration plus the prompts that join its iteration, as a
-  // gamma distribution; and the prompt tokens that join.
+  // gamma distribution (for the iterations holding two prompts or more when
+  // split below); and the prompt tokens that join.
   double gated_shape = 0;
   double gated_scale = 0;
   double gated_mean = 0;
+  // The running iteration holds no prompt or exactly one (point j of the
+  // prompt lengths): its length tau_j and the share of arrivals that land
+  // in it (length-biased). Their wait is U tau_j, U uniform, plus the
+  // prompts that join (none with probability gated_alone, else
+  // gated_joined seconds). The rest keeps the gamma above, with its share.
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_tau{};
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_share{};
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_alone{};
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_joined{};
+  int gated_points = 0;
+  double gated_rest_share = 1;
+  double rho_c = 0;
   double batchmate_tokens = 0;
   // TPOT standard deviation per output-length point (0: no decode).
   std::array<double, LengthPoints::kMaxPoints> tpot_sigma{};
@@ -129,24 +142,68 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
   // iteration with the X(tau) tokens that arrive in the same one.
   const double cp = s.prefill_token_seconds;
   const double rho_c = rate * cp * in.mean;
-  if (rho_c < 1) {
+  if (rho_c < 1 && l.prefill_iteration > 0) {
     const double tau = l.prefill_iteration / (1 - rho_c);
     const double token_var = rate * in.second_moment;
     const double var_tau = cp * cp * token_var * tau / (1 - rho_c * rho_c);
-    const double theta = tau > 0 ? var_tau / tau : 0;
-    const double lb_mean = tau + theta;
-    const double lb_var = tau * theta + theta * theta;
-    const double lb_second = lb_var + lb_mean * lb_mean;
     const double per_tau = 0.5 + rho_c;
+    l.rho_c = rho_c;
+    // Split the iterations by the k prompts they prefill: a gamma fitted to
+    // all of them has too light a tail when a rare long prompt makes one
+    // iteration many times the others. k counts the arrivals of the previous
+    // iteration, whose length varies (gamma with tau's moments): negative
+    // binomial rather than Poisson.
+    double p0 = std::exp(-rate * tau), p1 = rate * tau * p0;
+    if (var_tau > 0) {
+      const double shape = tau * tau / var_tau, r = rate * var_tau / tau;
+      p0 = std::pow(1 + r, -shape);
+      p1 = shape * r / (1 + r) * p0;
+    }
+    const double p_rest = 1 - p0 - p1;
+    double rest_mean = tau - p0 * l.prefill_iteration;
+    double rest_second =
+        var_tau + tau * tau - p0 * l.prefill_iteration * l.prefill_iteration;
+    l.gated_tau[0] = l.prefill_iteration;
+    l.gated_share[0] = p0 * l.prefill_iteration / tau;
+    for (int j = 0; j < in.size; ++j) {
+      const double t = l.prefill_iteration + cp * in.tokens[j];
+      l.gated_tau[j + 1] = t;
+      l.gated_share[j + 1] = p1 * in.weight[j] * t / tau;
+      rest_mean -= p1 * in.weight[j] * t;
+      rest_second -= p1 * in.weight[j] * t * t;
+    }
+    // Prompts arriving during the running iteration join the next one:
+    // none with probability exp(-rate tau_j), else (about) their mean.
+    for (int j = 0; j <= in.size; ++j) {
+      const double arrivals = rate * l.gated_tau[j];
+      l.gated_alone[j] = std::exp(-arrivals);
+      l.gated_joined[j] =
+          arrivals > 0 ? cp * arrivals * in.mean / (1 - l.gated_alone[j]) : 0;
+    }
+    if (p_rest > 1e-9 && rest_mean > 0 && rest_second > 0) {
+      l.gated_points = in.size + 1;
+      l.gated_rest_share = rest_mean / tau;
+      rest_mean /= p_rest;
+      rest_second /= p_rest;
+    } else {
+      rest_mean = tau;
+      rest_second = var_tau + tau * tau;
+    }
+    const double rest_var =
+        std::max(rest_second - rest_mean * rest_mean, 1e-9 * tau * tau);
+    const double theta = rest_var / rest_mean;
+    const double lb_mean = rest_mean + theta;
+    const double lb_var = rest_mean * theta + theta * theta;
+    const double lb_second = lb_var + lb_mean * lb_mean;
     const double mean = per_tau * lb_mean;
     const double var = lb_second / 12 + cp * cp * token_var * lb_mean +
                        per_tau * per_tau * lb_var;
-    l.gated_mean = mean;
+    l.gated_mean = per_tau * (tau + var_tau / tau);
     if (mean > 0 && var > 0) {
       l.gated_shape = mean * mean / var;
       l.gated_scale = var / mean;
     }
-    l.batchmate_tokens = rate * in.mean * lb_mean;
+    l.batchmate_tokens = rate * in.mean * (tau + var_tau / tau);
   }
   for (int i = 0; i < out.size; ++i) {
     const double n = DecodeIterations(out.tokens[i]);
@@ -193,8 +250,16 @@ bool Gated(const StepTimes& s, const Load& l, double tokens) {
 
 double GatedCdf(const Load& l, double x) {
   if (x < 0) return 0;
-  const double busy =
-      l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0;
+  double busy =
+      l.gated_rest_share *
+      (l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0);
+  for (int j = 0; j < l.gated_points; ++j) {
+    const double t = l.gated_tau[j];
+    const double alone = l.gated_alone[j];
+    busy += l.gated_share[j] *
+            (alone * std::min(1.0, x / t) +
+             (1 - alone) * std::clamp((x - l.gated_joined[j]) / t, 0.0, 1.0));
+  }
   return l.busy_probability * busy + (1 - l.busy_probability);
 }
 
@@ -225,10 +290,11 @@ double OverlapSquareIntegral(double m, double n) {
 // one's decode (shot noise: variance = rate x integral of the squared
 // contribution). Time in iteration units (rate x mean iteration per
 // iteration). A burst lengthens the iterations, which admits more arrivals
-// into the same decode: the prompts they bring land in it at once, their
-// decode tokens only partly (a late arrival overlaps little), so the burst
-// is amplified by 1 / (1 - rho_prefill). The batcher simulation sits between
-// that and the full 1 / (1 - rho) (docs/cost-model-and-calibration.md).
+// into the same decode, and so on (a self-exciting stream): each arrival
+// brings its prompt into the window at once but only the part of its decode
+// that overlaps the rest of the window, so the burst is amplified by
+// 1 / (1 - rho_window), rho_window = rate (c_p E[s] + c_d E[overlap] / n),
+// between 1 / (1 - rho_prefill) and the full 1 / (1 - rho).
 double TpotSigma(const StepTimes& s, const LengthPoints& in,
                  const LengthPoints& out, const Load& l, double rate,
                  double n) {
@@ -244,8 +310,8 @@ double TpotSigma(const StepTimes& s, const LengthPoints& in,
       arrivals_per_iteration *
       (cd * cd * overlap2 + 2 * cd * cp * in.mean * overlap1 +
        cp * cp * in.second_moment * n);
-  const double rho_prefill = rate * cp * in.mean;
-  return std::sqrt(std::max(0.0, variance)) / (1 - rho_prefill) / n;
+  const double rho_window = rate * (cp * in.mean + cd * overlap1 / n);
+  return std::sqrt(std::max(0.0, variance)) / (1 - rho_window) / n;
 }
 
 // P(TPOT <= t): a request decoding n iterations pays a + c_d per iteration

@@ -2,6 +2,8 @@
 // event simulation of the same continuous batcher (simulator/batcher_sim.h).
 #include "simulator/queueing.h"
 
+#include <algorithm>
+#include <array>
 #include <cmath>
 #include <iostream>
 #include <string>
@@ -19,9 +21,8 @@ struct Case {
   StepTimes steps;
   LengthDistribution input;
   LengthDistribution output;
-  // TTFT p99 tolerance: prompts longer than a chunk mixed with short ones
-  // (lognormal) are the model's known weak spot (docs).
-  double ttft_p99_tolerance;
+  // Held out: never used to choose or tune the formulas.
+  bool held_out = false;
 };
 
 // Step times of the size the cost model gives for a 70B-class replica on
@@ -29,71 +30,174 @@ struct Case {
 // prompt token.
 std::vector<Case> Cases() {
   std::vector<Case> cases;
-  Case fixed{"fixed 1000/200, chunk 8192", {}, {}, {}, 0.15};
+  Case fixed{"fixed 1000/200, chunk 8192", {}, {}, {}};
   fixed.steps = {0.012, 0.00008, 0.00006, 8192, 0};
   fixed.input.mean = 1000;
   fixed.output.mean = 200;
   cases.push_back(fixed);
-  Case uniform{"uniform 500-8000 / 100-400, chunk 2048", {}, {}, {}, 0.10};
+  Case uniform{"uniform 500-8000 / 100-400, chunk 2048", {}, {}, {}};
   uniform.steps = {0.015, 0.0001, 0.00005, 2048, 0};
   uniform.input = {LengthKind::kUniform, 500, 8000, 4250, 0, {}};
   uniform.output = {LengthKind::kUniform, 100, 400, 250, 0, {}};
   cases.push_back(uniform);
-  Case lognormal{
-      "lognormal 2000 (0.8) / 300 (0.6), chunk 8192", {}, {}, {}, 0.30};
+  Case lognormal{"lognormal 2000 (0.8) / 300 (0.6), chunk 8192", {}, {}, {}};
   lognormal.steps = {0.02, 0.00015, 0.00004, 8192, 0};
   lognormal.input = {LengthKind::kLognormal, 16, 32000, 2000, 0.8, {}};
   lognormal.output = {LengthKind::kLognormal, 2, 4000, 300, 0.6, {}};
   cases.push_back(lognormal);
+  Case histogram{
+      "histogram 300/1500/6000 / 50/400/1000, chunk 4096", {}, {}, {}, true};
+  histogram.steps = {0.010, 0.00012, 0.00005, 4096, 0};
+  histogram.input = {LengthKind::kHistogram,
+                     0,
+                     0,
+                     0,
+                     0,
+                     {{300, 0.5}, {1500, 0.35}, {6000, 0.15}}};
+  histogram.output = {
+      LengthKind::kHistogram, 0, 0, 0, 0, {{50, 0.3}, {400, 0.5}, {1000, 0.2}}};
+  cases.push_back(histogram);
+  Case small_chunk{
+      "uniform 100-3000 / fixed 500, chunk 1024", {}, {}, {}, true};
+  small_chunk.steps = {0.008, 0.00006, 0.00003, 1024, 0};
+  small_chunk.input = {LengthKind::kUniform, 100, 3000, 1550, 0, {}};
+  small_chunk.output.mean = 500;
+  cases.push_back(small_chunk);
   return cases;
+}
+
+// The simulation's quantiles at one rate, the samples of `seeds` runs
+// pooled; `spread` is the largest deviation of one seed's quantile from the
+// pooled one (the simulation's own noise).
+struct Simulated {
+  std::array<double, 3> ttft{}, tpot{}, ttft_spread{}, tpot_spread{};
+  double mean_running = 0;
+};
+
+constexpr double kQuantiles[] = {0.5, 0.9, 0.99};
+
+Simulated Simulate(const Case& c, double rate, int requests, int seeds) {
+  Simulated s;
+  std::vector<double> ttft, tpot;
+  std::vector<BatcherSimResult> runs;
+  for (int seed = 1; seed <= seeds; ++seed) {
+    runs.push_back(
+        SimulateBatcher(c.steps, c.input, c.output, rate, requests, seed));
+    const BatcherSimResult& r = runs.back();
+    ttft.insert(ttft.end(), r.ttft_seconds.begin(), r.ttft_seconds.end());
+    tpot.insert(tpot.end(), r.tpot_seconds.begin(), r.tpot_seconds.end());
+    s.mean_running += r.mean_running / seeds;
+  }
+  for (int k = 0; k < 3; ++k) {
+    s.ttft[k] = SampleQuantile(&ttft, kQuantiles[k]);
+    s.tpot[k] = SampleQuantile(&tpot, kQuantiles[k]);
+    for (BatcherSimResult& r : runs) {
+      s.ttft_spread[k] = std::max(
+          s.ttft_spread[k],
+          std::abs(SampleQuantile(&r.ttft_seconds, kQuantiles[k]) / s.ttft[k] -
+                   1));
+      s.tpot_spread[k] = std::max(
+          s.tpot_spread[k],
+          std::abs(SampleQuantile(&r.tpot_seconds, kQuantiles[k]) / s.tpot[k] -
+                   1));
+    }
+  }
+  return s;
 }
 
 double RelativeError(double predicted, double simulated) {
   return std::abs(predicted / simulated - 1);
 }
 
-// Loads from light to 70% of the stability limit: p50/p90/p99 of TPOT and
-// p50/p90 of TTFT within the tolerances, the running batch (Little's law)
-// within 10%. 85% and 95% are printed with the rest (the table in
-// docs/cost-model-and-calibration.md), not held to a tolerance.
+// One table row: formula / simulation (error) per quantity, ms.
+std::string Row(const Case& c, double load, const QueueingPrediction& q,
+                const Simulated& s) {
+  std::string row = absl::StrFormat("| %s | %.2f |", c.name, load);
+  std::string tpot;
+  for (int k = 0; k < 3; ++k) {
+    absl::StrAppendFormat(&row, " %.0f / %.0f (%+.0f%%) |",
+                          q.ttft_seconds[k] * 1e3, s.ttft[k] * 1e3,
+                          100 * (q.ttft_seconds[k] / s.ttft[k] - 1));
+    absl::StrAppendFormat(&tpot, " %.1f / %.1f (%+.0f%%) |",
+                          q.tpot_seconds[k] * 1e3, s.tpot[k] * 1e3,
+                          100 * (q.tpot_seconds[k] / s.tpot[k] - 1));
+  }
+  return row + tpot;
+}
+
+// TTFT and TPOT p50/p90/p99 and the running batch (Little's law) from light
+// load to 85% of the stability limit, against 4 x 50,000 simulated requests
+// (the simulation's own seed-to-seed spread is a few percent there,
+// docs/cost-model-and-calibration.md). Tolerances per quantity and case are
+// the worst error the formulas reach, rounded up; where that is above 10%
+// the docs say why.
 TEST(QueueingTest, AgreesWithTheBatcherSimulation) {
-  for (const Case& c : Cases()) {
+  struct Tolerance {
+    double batch;
+    std::array<double, 3> ttft, tpot;
+  };
+  // Above 10% (docs): the uniform case's TTFT p50 and p99 and TPOT p50/p99
+  // at 85% (a backlogged chunked queue; an iteration is capped at one chunk,
+  // the gamma TPOT has no cap), the lognormal and histogram TTFT p90/p99
+  // (iterations holding two prompts or more are one gamma, too light a tail
+  // when one of them is much longer than the chunk's usual load), the
+  // histogram TPOT p99 at 85%.
+  const Tolerance tolerances[] = {
+      {0.10, {0.05, 0.06, 0.11}, {0.06, 0.09, 0.08}},
+      {0.10, {0.12, 0.09, 0.13}, {0.12, 0.08, 0.12}},
+      {0.10, {0.08, 0.12, 0.13}, {0.04, 0.07, 0.12}},
+      {0.10, {0.08, 0.16, 0.14}, {0.04, 0.11, 0.14}},
+      {0.10, {0.12, 0.11, 0.08}, {0.03, 0.05, 0.06}},
+  };
+  const std::vector<Case> cases = Cases();
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    const Tolerance& tol = tolerances[i];
     const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
     const double limit = MaxRequestRate(c.steps, in, out, 0, 0, 0);
     ASSERT_GT(limit, 0) << c.name;
-    for (double load : {0.1, 0.3, 0.5, 0.7, 0.85, 0.95}) {
+    for (double load : {0.1, 0.3, 0.5, 0.7, 0.85}) {
       SCOPED_TRACE(c.name + " at " + std::to_string(load) + " of the limit");
       const double rate = load * limit;
       const QueueingPrediction q = PredictQueueing(c.steps, in, out, rate);
       ASSERT_TRUE(q.stable);
-      BatcherSimResult sim =
-          SimulateBatcher(c.steps, c.input, c.output, rate, 30000, 7);
-      const bool held = load <= 0.7;
-      if (held) {
-        EXPECT_LT(RelativeError(q.running_batch, sim.mean_running), 0.10);
-      }
-      const double quantiles[] = {0.5, 0.9, 0.99};
-      const double ttft_tolerance[] = {0.20, 0.20, c.ttft_p99_tolerance};
-      std::string row = absl::StrFormat("| %s | %.2f |", c.name, load);
-      std::string tpot_cells;
+      const Simulated sim = Simulate(c, rate, 50000, 4);
+      std::cout << Row(c, load, q, sim) << "\n";
+      EXPECT_LT(RelativeError(q.running_batch, sim.mean_running), tol.batch);
       for (int k = 0; k < 3; ++k) {
-        const double ttft = SampleQuantile(&sim.ttft_seconds, quantiles[k]);
-        const double tpot = SampleQuantile(&sim.tpot_seconds, quantiles[k]);
-        absl::StrAppendFormat(&row, " %.0f / %.0f (%+.0f%%) |",
-                              q.ttft_seconds[k] * 1e3, ttft * 1e3,
-                              100 * (q.ttft_seconds[k] / ttft - 1));
-        absl::StrAppendFormat(&tpot_cells, " %.1f / %.1f (%+.0f%%) |",
-                              q.tpot_seconds[k] * 1e3, tpot * 1e3,
-                              100 * (q.tpot_seconds[k] / tpot - 1));
-        if (!held) continue;
-        EXPECT_LT(RelativeError(q.tpot_seconds[k], tpot), 0.10)
-            << "TPOT q" << quantiles[k] << ": " << q.tpot_seconds[k] << " vs "
-            << tpot;
-        EXPECT_LT(RelativeError(q.ttft_seconds[k], ttft), ttft_tolerance[k])
-            << "TTFT q" << quantiles[k] << ": " << q.ttft_seconds[k] << " vs "
-            << ttft;
+        EXPECT_LT(RelativeError(q.tpot_seconds[k], sim.tpot[k]), tol.tpot[k])
+            << "TPOT q" << kQuantiles[k] << ": " << q.tpot_seconds[k] << " vs "
+            << sim.tpot[k];
+        EXPECT_LT(RelativeError(q.ttft_seconds[k], sim.ttft[k]), tol.ttft[k])
+            << "TTFT q" << kQuantiles[k] << ": " << q.ttft_seconds[k] << " vs "
+            << sim.ttft[k];
       }
-      std::cout << row << tpot_cells << "\n";
+    }
+  }
+}
+
+// The docs table: every case up to 95% of the limit against 8 x 300,000
+// simulated requests, with the simulation's seed-to-seed spread (the larger
+// of TTFT's and TPOT's, over the three quantiles). Not part of the check
+// (~1 min): build/bin/simulator_test --gtest_also_run_disabled_tests
+// --gtest_filter=QueueingTest.DISABLED_PrintsTheDocsTable
+TEST(QueueingTest, DISABLED_PrintsTheDocsTable) {
+  for (const Case& c : Cases()) {
+    const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
+    const double limit = MaxRequestRate(c.steps, in, out, 0, 0, 0);
+    for (double load : {0.1, 0.3, 0.5, 0.7, 0.85, 0.95}) {
+      const double rate = load * limit;
+      const QueueingPrediction q = PredictQueueing(c.steps, in, out, rate);
+      const Simulated sim = Simulate(c, rate, 300000, 8);
+      double ttft_spread = 0, tpot_spread = 0;
+      for (int k = 0; k < 3; ++k) {
+        ttft_spread = std::max(ttft_spread, sim.ttft_spread[k]);
+        tpot_spread = std::max(tpot_spread, sim.tpot_spread[k]);
+      }
+      std::cout << Row(c, load, q, sim)
+                << absl::StrFormat(" %.0f%% / %.0f%% | %.1f / %.1f |\n",
+                                   100 * ttft_spread, 100 * tpot_spread,
+                                   q.running_batch, sim.mean_running);
     }
   }
 }
