@@ -15,9 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "common/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "simulator/spec.h"
-#include "simulator/status_macros.h"
+#include "simulator/spec_hf.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {
