@@ -23,12 +23,19 @@ namespace {
 using ::shardplan::v1::HardwareSpec;
 using ::shardplan::v1::ModelSpec;
 
+// The spec called `name`, or NOT_FOUND listing the known names.
 template <typename T>
-std::vector<std::string> Names(const std::vector<T>& specs) {
+absl::StatusOr<T> FindByName(const std::vector<T>& specs,
+                             absl::string_view name, absl::string_view what) {
   std::vector<std::string> names;
   names.reserve(specs.size());
-  for (const T& spec : specs) names.push_back(spec.name());
-  return names;
+  for (const T& spec : specs) {
+    if (spec.name() == name) return spec;
+    names.push_back(spec.name());
+  }
+  return absl::NotFoundError(absl::StrFormat("unknown %s %s; known: %s", what,
+                                             QuoteUserText(name),
+                                             absl::StrJoin(names, ", ")));
 }
 
 // --- Catalog files -----------------------------------------------------------
@@ -69,21 +76,11 @@ const std::vector<HardwareSpec>& CatalogHardware() {
 }
 
 absl::StatusOr<ModelSpec> FindCatalogModel(absl::string_view name) {
-  for (const ModelSpec& spec : CatalogModels()) {
-    if (spec.name() == name) return spec;
-  }
-  return absl::NotFoundError(
-      absl::StrFormat("unknown model %s; known: %s", QuoteUserText(name),
-                      absl::StrJoin(Names(CatalogModels()), ", ")));
+  return FindByName(CatalogModels(), name, "model");
 }
 
 absl::StatusOr<HardwareSpec> FindCatalogHardware(absl::string_view name) {
-  for (const HardwareSpec& spec : CatalogHardware()) {
-    if (spec.name() == name) return spec;
-  }
-  return absl::NotFoundError(
-      absl::StrFormat("unknown hardware %s; known: %s", QuoteUserText(name),
-                      absl::StrJoin(Names(CatalogHardware()), ", ")));
+  return FindByName(CatalogHardware(), name, "hardware");
 }
 
 absl::StatusOr<shardplan::v1::CatalogModelInfo> CatalogModelInfoFromSpec(

@@ -30,7 +30,6 @@ using ::shardplan::limits::kMaxMicroBatches;
 using ::shardplan::limits::kMaxSloMs;
 using ::shardplan::limits::kMaxStageLayers;
 using ::shardplan::limits::kMaxTokens;
-using ::shardplan::v1::ClusterSpec;
 using ::shardplan::v1::ModelSource;
 using ::shardplan::v1::ModelSpec;
 using ::shardplan::v1::Plan;
@@ -143,9 +142,9 @@ absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
   return w;
 }
 
-absl::StatusOr<Problem> ProblemFromProto(const ModelSource& model,
-                                         const ClusterSpec& cluster,
-                                         const Workload& workload) {
+absl::StatusOr<Problem> ProblemFromProto(
+    const ModelSource& model, const shardplan::v1::ClusterSpec& cluster,
+    const Workload& workload) {
   Problem p;
   ASSIGN_OR_RETURN(const ModelSpec spec, ResolveModel(model));
   const char* prefix = model.source_case() == ModelSource::kSpec ? "model.spec"
