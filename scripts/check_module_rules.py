@@ -6,8 +6,9 @@ The compiler does not stop a stray include (every target sees the repository roo
   - simulator/ including a server/, policy/ or client/ header;
   - the simulator's model (every simulator/ file but the API adapter and the calibration
     tools above it) including a generated proto or gRPC header, or the adapter's headers;
-  - policy/ including a server/ or client/ header; common/ and proto/ including any
-    module above them;
+  - policy/ including a server/ or client/ header, a generated proto/gRPC header or the
+    simulator's API adapter (the policy works on the compact types); common/ and proto/
+    including any module above them;
   - client/ including a simulator/, policy/ or server/ header;
   - LibTorch (<torch/...>, <ATen/...>, <c10/...>) outside policy/rl/ (tests included);
   - an include cycle between the files of one folder.
@@ -85,6 +86,9 @@ def check_layers(path, number, bracket, target, errors):
     }.get(module, ())
     if target_module in forbidden:
         errors.append(f'{where}: {module}/ may not include {target_module}/')
+    if module == 'policy' and (GENERATED.search(target) or SIM_ADAPTER.match(target)):
+        errors.append(f'{where}: policy/ works on the simulator\'s compact types, not the API '
+                      'messages')
     if module != 'simulator':
         return
     if SIM_ADAPTER.match(path) or SIM_TOOLS.match(path):
