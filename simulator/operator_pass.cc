@@ -455,22 +455,31 @@ LayerResult CostLayer(const CostConstants& k, const PlanCtx& p, bool moe_layer,
   return pass.result();
 }
 
+namespace {
+
+// The embedding or the LM head (`step`) alone, as one pass.
+LayerResult CostStep(void (Pass::*step)(Layout), const CostConstants& k,
+                     const PlanCtx& p, bool decode, double tokens,
+                     double requests, double ctx, Layout residual) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
+  (pass.*step)(residual);
+  pass.Finish();
+  return pass.result();
+}
+
+}  // namespace
+
 LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
                           double tokens, double requests, double ctx,
                           Layout residual) {
-  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
-  pass.Embedding(residual);
-  pass.Finish();
-  return pass.result();
+  return CostStep(&Pass::Embedding, k, p, decode, tokens, requests, ctx,
+                  residual);
 }
 
 LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
                        double tokens, double requests, double ctx,
                        Layout residual) {
-  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
-  pass.LmHead(residual);
-  pass.Finish();
-  return pass.result();
+  return CostStep(&Pass::LmHead, k, p, decode, tokens, requests, ctx, residual);
 }
 
 // The residual layout each layer kind settles into, derived from the dims alone
