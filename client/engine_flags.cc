@@ -10,6 +10,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "client/internal/engine_data.h"
+#include "proto/engine_version.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
@@ -77,25 +78,9 @@ std::vector<EngineVersion> ParseEngineFile(Engine engine, const char* text) {
   return out;
 }
 
-// "0.11.2" → {0, 11, 2}; non-numeric parts ("rc1") end the version.
-std::vector<int> VersionParts(absl::string_view version) {
-  std::vector<int> parts;
-  for (absl::string_view p : absl::StrSplit(version, '.')) {
-    int n = 0;
-    size_t digits = 0;
-    while (digits < p.size() && absl::ascii_isdigit(p[digits])) ++digits;
-    if (digits == 0 || !absl::SimpleAtoi(p.substr(0, digits), &n)) break;
-    parts.push_back(n);
-    if (digits < p.size()) break;
-  }
-  while (parts.size() < 3) parts.push_back(0);
-  return parts;
-}
-
 bool InRange(const EngineVersion& e, absl::string_view version) {
-  const std::vector<int> v = VersionParts(version);
-  if (!e.min.empty() && v < VersionParts(e.min)) return false;
-  if (!e.max.empty() && !(v < VersionParts(e.max))) return false;
+  if (!e.min.empty() && CompareVersions(version, e.min) < 0) return false;
+  if (!e.max.empty() && CompareVersions(version, e.max) >= 0) return false;
   return true;
 }
 

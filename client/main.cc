@@ -370,24 +370,37 @@ int PrintEmitted(const GlobalFlags& g, const shardplan::v1::Plan& plan,
   return kExitOk;
 }
 
+// One EvaluatePlan call (30 s deadline) of `plan` as the server would place
+// it (the plan's own placement is dropped).
+grpc::Status EvaluateOnServer(const GlobalFlags& g,
+                              const shardplan::v1::ModelSource& model,
+                              const shardplan::v1::ClusterSpec& cluster,
+                              const shardplan::v1::Workload& workload,
+                              const shardplan::v1::Plan& plan,
+                              shardplan::v1::EvaluateResponse* response) {
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  Authorize(&context);
+  SetDeadline(&context, 30);
+  shardplan::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_model() = model;
+  *evaluate.mutable_cluster() = cluster;
+  *evaluate.mutable_workload() = workload;
+  *evaluate.mutable_plan() = plan;
+  evaluate.mutable_plan()->clear_placement();
+  return stub->EvaluatePlan(&context, evaluate, response);
+}
+
 // The server's view of the model of a finished search, for --emit: one
 // EvaluatePlan of the final plan (cheap: one cost-model call). Empty when
 // the call fails; the caller warns.
 std::optional<shardplan::v1::ModelSpec> ResolvedModel(
     const GlobalFlags& g, const shardplan::v1::PlanRequest& request,
     const shardplan::v1::Plan& plan) {
-  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
-  grpc::ClientContext context;
-  Authorize(&context);
-  SetDeadline(&context, 30);
-  shardplan::v1::EvaluateRequest evaluate;
-  *evaluate.mutable_model() = request.model();
-  *evaluate.mutable_cluster() = request.cluster();
-  *evaluate.mutable_workload() = request.workload();
-  *evaluate.mutable_plan() = plan;
-  evaluate.mutable_plan()->clear_placement();
   shardplan::v1::EvaluateResponse response;
-  const grpc::Status status = stub->EvaluatePlan(&context, evaluate, &response);
+  const grpc::Status status =
+      EvaluateOnServer(g, request.model(), request.cluster(),
+                       request.workload(), plan, &response);
   if (!status.ok()) {
     std::cerr << "warning: could not ask the server about the model ("
               << status.error_message()
@@ -551,18 +564,10 @@ int RunReplan(const GlobalFlags& g, const ProblemFlags& problem,
     std::cout << RenderYamlManifest(last, rc) << std::flush;
     return kExitOk;
   }
-  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
-  grpc::ClientContext context;
-  Authorize(&context);
-  SetDeadline(&context, 30);
-  shardplan::v1::EvaluateRequest evaluate;
-  *evaluate.mutable_model() = request->model();
-  *evaluate.mutable_cluster() = request->current().cluster();
-  *evaluate.mutable_workload() = request->workload();
-  *evaluate.mutable_plan() = request->current().plan();
-  evaluate.mutable_plan()->clear_placement();
   shardplan::v1::EvaluateResponse current;
-  const grpc::Status status = stub->EvaluatePlan(&context, evaluate, &current);
+  const grpc::Status status = EvaluateOnServer(
+      g, request->model(), request->current().cluster(), request->workload(),
+      request->current().plan(), &current);
   if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
   std::cout << RenderReplan(
                    current,

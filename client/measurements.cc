@@ -254,7 +254,7 @@ absl::StatusOr<ParsedResults> ParseCsv(const std::string& path,
     for (const IntField& f : ints) {
       auto value = number(f.column, f.required, 0);
       if (!value.ok()) return value.status();
-      if (*value < 0 || *value > 1 << 20) {
+      if (*value < 0 || *value > limits::kMaxTokens) {
         return Error(where, f.column, absl::StrCat("out of range: ", *value));
       }
       (run.*f.set)(static_cast<int>(std::lround(*value)));

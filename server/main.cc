@@ -20,6 +20,7 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
 #include "glog/logging.h"
+#include "proto/limits.h"
 #include "server/server.h"
 #include "server/store/store_recovery.h"
 #ifdef SHARDPLAN_WITH_RL
@@ -60,17 +61,19 @@ ABSL_FLAG(
     int, max_queued_searches, 16,
     "Admitted searches that may wait for a free slot; one more is refused with "
     "RESOURCE_EXHAUSTED.");
-ABSL_FLAG(double, default_max_seconds, 30,
+ABSL_FLAG(double, default_max_seconds, shardplan::limits::kDefaultMaxSeconds,
           "Wall-clock budget of a search whose request leaves "
           "options.max_seconds at 0.");
-ABSL_FLAG(double, max_seconds_limit, 600,
+ABSL_FLAG(double, max_seconds_limit, shardplan::limits::kDefaultMaxSecondsLimit,
           "Largest options.max_seconds a request may ask for (INVALID_ARGUMENT "
           "above).");
-ABSL_FLAG(int, default_max_evaluations, 2000,
+ABSL_FLAG(int, default_max_evaluations,
+          shardplan::limits::kDefaultMaxEvaluations,
           "Cost-model evaluations of a search whose request leaves "
           "options.max_evaluations "
           "at 0.");
-ABSL_FLAG(int, max_evaluations_limit, 100000,
+ABSL_FLAG(int, max_evaluations_limit,
+          shardplan::limits::kDefaultMaxEvaluationsLimit,
           "Largest options.max_evaluations a request may ask for "
           "(INVALID_ARGUMENT above).");
 ABSL_FLAG(int, elite_size, 16,
@@ -98,13 +101,13 @@ ABSL_FLAG(std::string, auth_token_file, "",
           "When set, every ShardingPlanner RPC needs the metadata "
           "\"authorization: Bearer <token>\" (UNAUTHENTICATED otherwise); "
           "health checks and reflection stay open. Tokens are never logged.");
-ABSL_FLAG(int, max_num_gpus, 16384,
+ABSL_FLAG(int, max_num_gpus, shardplan::limits::kDefaultMaxNumGpus,
           "Largest cluster.num_gpus accepted (INVALID_ARGUMENT above; 0 = no "
           "cap).");
-ABSL_FLAG(int, max_layers, 1024,
+ABSL_FLAG(int, max_layers, shardplan::limits::kDefaultMaxLayers,
           "Largest model.num_layers accepted (INVALID_ARGUMENT above; 0 = no "
           "cap).");
-ABSL_FLAG(int, max_experts, 4096,
+ABSL_FLAG(int, max_experts, shardplan::limits::kDefaultMaxExperts,
           "Largest model.num_experts accepted (INVALID_ARGUMENT above; 0 = no "
           "cap).");
 ABSL_FLAG(int, max_request_bytes, 4 << 20,

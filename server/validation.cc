@@ -14,10 +14,10 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
+#include "proto/status_macros.h"
 #include "policy/searcher.h"
 #include "simulator/calibration.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "simulator/transition.h"
 #include "simulator/user_text.h"
 

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/limits.h"
 #include "server/capacity_search.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
@@ -36,15 +37,15 @@ class UserProfiles {
 
 // The server's budget defaults and limits (from its flags).
 struct RequestLimits {
-  int default_max_evaluations = 2000;
-  int max_evaluations_limit = 100000;
-  double default_max_seconds = 30;
-  double max_seconds_limit = 600;
+  int default_max_evaluations = limits::kDefaultMaxEvaluations;
+  int max_evaluations_limit = limits::kDefaultMaxEvaluationsLimit;
+  double default_max_seconds = limits::kDefaultMaxSeconds;
+  double max_seconds_limit = limits::kDefaultMaxSecondsLimit;
   // Problem size caps (--max_num_gpus, --max_layers, --max_experts); a request
   // above one gets INVALID_ARGUMENT naming the cap and its flag. <= 0: no cap.
-  int max_num_gpus = 16384;
-  int max_layers = 1024;
-  int max_experts = 4096;
+  int max_num_gpus = limits::kDefaultMaxNumGpus;
+  int max_layers = limits::kDefaultMaxLayers;
+  int max_experts = limits::kDefaultMaxExperts;
   // Where workload.calibration_profile names not built in are looked up;
   // null: only the built-in profiles exist. Outlives the requests.
   const UserProfiles* user_profiles = nullptr;
@@ -56,8 +57,8 @@ absl::Status CheckProblemLimits(const simulator::Problem& problem,
                                 const RequestLimits& limits);
 
 // options.top_n: plans in the final update's top_plans.
-inline constexpr int kDefaultTopN = 5;
-inline constexpr int kMaxTopN = 64;
+using limits::kDefaultTopN;
+using limits::kMaxTopN;
 
 struct ValidatedPlanRequest {
   std::shared_ptr<const simulator::CostModel>

@@ -147,8 +147,8 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
                    "repeats of a measurement, %d rows of measurements "
                    "reported under different layouts.\n",
                    data->skipped, data->skipped_queueing,
-                   sim::kMaxFitConcurrency, data->skipped_duplicates,
-                   data->skipped_conflicting_layouts);
+                   shardplan::limits::kMaxFitConcurrency,
+                   data->skipped_duplicates, data->skipped_conflicting_layouts);
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictDisaggregatedRows(data->rows, sim::CalibrationProfiles());

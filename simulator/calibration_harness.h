@@ -55,10 +55,6 @@ struct MeasuredRow {
   bool held_out() const { return held_out_model || held_out_row; }
 };
 
-// Concurrency above which a row is predicted and reported but neither fitted
-// nor used for the error bands (why: proto/limits.h, shared with the client).
-inline constexpr int kMaxFitConcurrency = limits::kMaxFitConcurrency;
-
 struct ParsedMeasurements {
   std::vector<MeasuredRow> rows;  // aggregated-serving rows we can model
   int skipped_disaggregated =
@@ -67,8 +63,8 @@ struct ParsedMeasurements {
                           // or of hardware without a catalog entry
   // Rows of the held-out hardware (H200, B300, GB300): never read further.
   int skipped_held_out_hardware = 0;
-  // Rows above kMaxFitConcurrency: predicted and reported apart ("above 256
-  // requests"), never fitted nor in the error bands.
+  // Rows above limits::kMaxFitConcurrency: predicted and reported apart ("above
+  // 256 requests"), never fitted nor in the error bands.
   std::vector<MeasuredRow> high_concurrency_rows;
 };
 
@@ -288,8 +284,8 @@ struct DisaggregatedRow {
 struct ParsedDisaggregated {
   std::vector<DisaggregatedRow> rows;
   int skipped = 0;  // unknown model, missing layout or numbers
-  // More requests per decode worker than kMaxFitConcurrency: they measure the
-  // engine's queue, not the batch (as for aggregated rows).
+  // More requests per decode worker than limits::kMaxFitConcurrency: they
+  // measure the engine's queue, not the batch (as for aggregated rows).
   int skipped_queueing = 0;
   // One measurement in several rows (same model, engine, ISL, OSL,
   // concurrency, TTFT and TPOT): the repeats of a measurement under one

@@ -20,13 +20,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "proto/status_macros.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/calibration_harness.h"
 #include "simulator/cost_model.h"
 #include "simulator/internal/calibration_harness.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {

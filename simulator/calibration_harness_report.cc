@@ -20,13 +20,13 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "proto/status_macros.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/calibration_harness.h"
 #include "simulator/cost_model.h"
 #include "simulator/internal/calibration_harness.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {
@@ -86,6 +86,33 @@ double Spearman(const std::vector<double>& a, const std::vector<double>& b) {
   return sab / std::sqrt(saa * sbb);
 }
 
+namespace {
+
+// Predicted (p) and measured (m) TPOT (t) and TTFT (f) of a group of rows.
+struct AccuracyAcc {
+  std::vector<double> pt, mt, pf, mf;
+  template <typename Row>
+  void Add(const RowPrediction& p, const Row& r) {
+    pt.push_back(p.tpot_seconds);
+    mt.push_back(r.tpot_seconds);
+    pf.push_back(p.ttft_seconds);
+    mf.push_back(r.ttft_seconds);
+  }
+  // The group's errors, keyed by (model, engine, split).
+  AccuracyGroup Group(
+      const std::tuple<std::string, std::string, std::string>& key) const {
+    AccuracyGroup g;
+    std::tie(g.model, g.engine, g.split) = key;
+    g.rows = static_cast<int>(pt.size());
+    g.tpot_mape = Mape(pt, mt);
+    g.ttft_mape = Mape(pf, mf);
+    g.tpot_spearman = Spearman(pt, mt);
+    return g;
+  }
+};
+
+}  // namespace
+
 absl::StatusOr<AccuracyReport> ComputeAccuracy(
     const ParsedMeasurements& data,
     const std::vector<CalibrationProfile>& profiles) {
@@ -93,9 +120,7 @@ absl::StatusOr<AccuracyReport> ComputeAccuracy(
                    PredictRows(data.rows, profiles));
   AccuracyReport report;
   report.skipped_disaggregated = data.skipped_disaggregated;
-  struct Acc {
-    std::vector<double> pt, mt, pf, mf;
-  };
+  using Acc = AccuracyAcc;
   ASSIGN_OR_RETURN(std::vector<RowPrediction> high_pred,
                    PredictRows(data.high_concurrency_rows, profiles));
   std::map<std::tuple<std::string, std::string, std::string>, Acc> groups;
@@ -106,11 +131,7 @@ absl::StatusOr<AccuracyReport> ComputeAccuracy(
     Acc& a = groups[{r.catalog_model, r.engine, split}];
     for (Acc* x : {&a, held_out ? &held : nullptr,
                    held_out ? &engines[r.engine] : nullptr}) {
-      if (x == nullptr) continue;
-      x->pt.push_back(p.tpot_seconds);
-      x->mt.push_back(r.tpot_seconds);
-      x->pf.push_back(p.ttft_seconds);
-      x->mf.push_back(r.ttft_seconds);
+      if (x != nullptr) x->Add(p, r);
     }
   };
   for (size_t i = 0; i < data.rows.size(); ++i) {
@@ -123,17 +144,13 @@ absl::StatusOr<AccuracyReport> ComputeAccuracy(
   }
   for (size_t i = 0; i < data.high_concurrency_rows.size(); ++i) {
     add(data.high_concurrency_rows[i], high_pred[i],
-        absl::StrCat("above ", kMaxFitConcurrency, " requests (not fitted)"),
+        absl::StrCat("above ", limits::kMaxFitConcurrency,
+                     " requests (not fitted)"),
         false);
   }
   report.held_out_min_spearman = 1;
   for (const auto& [key, a] : groups) {
-    AccuracyGroup g;
-    std::tie(g.model, g.engine, g.split) = key;
-    g.rows = static_cast<int>(a.pt.size());
-    g.tpot_mape = Mape(a.pt, a.mt);
-    g.ttft_mape = Mape(a.pf, a.mf);
-    g.tpot_spearman = Spearman(a.pt, a.mt);
+    AccuracyGroup g = a.Group(key);
     if (absl::StartsWith(g.split, "held-out") && g.rows >= 8) {
       report.held_out_min_spearman =
           std::min(report.held_out_min_spearman, g.tpot_spearman);
@@ -206,15 +223,7 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
     const std::vector<CalibrationProfile>& profiles) {
   ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
                    PredictDisaggregatedRows(rows, profiles));
-  struct Acc {
-    std::vector<double> pt, mt, pf, mf;
-    void Add(const RowPrediction& p, const DisaggregatedRow& r) {
-      pt.push_back(p.tpot_seconds);
-      mt.push_back(r.tpot_seconds);
-      pf.push_back(p.ttft_seconds);
-      mf.push_back(r.ttft_seconds);
-    }
-  };
+  using Acc = AccuracyAcc;
   std::map<std::tuple<std::string, std::string, std::string>, Acc> groups;
   Acc all, held, fit;
   for (size_t i = 0; i < rows.size(); ++i) {
@@ -231,13 +240,7 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
   }
   DisaggregatedAccuracy report;
   for (const auto& [key, a] : groups) {
-    AccuracyGroup g;
-    std::tie(g.model, g.engine, g.split) = key;
-    g.rows = static_cast<int>(a.pt.size());
-    g.tpot_mape = Mape(a.pt, a.mt);
-    g.ttft_mape = Mape(a.pf, a.mf);
-    g.tpot_spearman = Spearman(a.pt, a.mt);
-    report.groups.push_back(std::move(g));
+    report.groups.push_back(a.Group(key));
   }
   report.rows = static_cast<int>(all.pt.size());
   report.tpot_mape = Mape(all.pt, all.mt);

@@ -20,6 +20,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "proto/status_macros.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/calibration_harness.h"
@@ -27,7 +28,6 @@
 #include "simulator/cost_model.h"
 #include "simulator/internal/calibration_harness.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {
@@ -265,7 +265,7 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     }
     row.held_out_model = validation_only || row.catalog_model == kHeldOutModel;
     row.held_out_row = !row.held_out_model && index % 4 == 3;
-    if (row.concurrency > kMaxFitConcurrency) {
+    if (row.concurrency > limits::kMaxFitConcurrency) {
       out.high_concurrency_rows.push_back(std::move(row));
       continue;
     }
@@ -533,7 +533,7 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     const int per_worker = row.decode.batch_size > 0
                                ? row.decode.batch_size
                                : row.concurrency / row.decode.workers;
-    if (per_worker > kMaxFitConcurrency) {
+    if (per_worker > limits::kMaxFitConcurrency) {
       ++out.skipped_queueing;
       continue;
     }

@@ -9,9 +9,9 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/status_macros.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::simulator {
 

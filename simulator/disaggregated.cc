@@ -14,9 +14,9 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/status_macros.h"
 #include "simulator/internal/pool_costing.h"
 #include "simulator/placement.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::simulator {
 namespace {

@@ -15,11 +15,12 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "proto/engine_version.h"
 #include "proto/spec_text.h"
+#include "proto/status_macros.h"
 #include "simulator/disaggregated.h"
 #include "simulator/internal/engine_capability_data.h"
 #include "simulator/placement.h"
-#include "simulator/status_macros.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {
@@ -133,32 +134,6 @@ absl::StatusOr<std::string> StringField(const nlohmann::json& rule,
         absl::StrFormat("%s.%s must not be empty", where, key));
   }
   return value;
-}
-
-// Leading-digit components of a dotted version ("0.5.0rc1" -> 0, 5, 0).
-std::vector<long> VersionParts(absl::string_view version) {
-  std::vector<long> out;
-  for (absl::string_view part : absl::StrSplit(version, '.')) {
-    long n = 0;
-    size_t i = 0;
-    while (i < part.size() && absl::ascii_isdigit(part[i])) {
-      n = std::min(n * 10 + (part[i] - '0'), 1000000L);
-      ++i;
-    }
-    out.push_back(n);
-    if (i < part.size()) break;  // "0rc1": the rest is a pre-release tag
-  }
-  return out;
-}
-
-// -1, 0, 1 as a < b, ==, >; missing components are 0.
-int CompareVersions(absl::string_view a, absl::string_view b) {
-  const std::vector<long> x = VersionParts(a), y = VersionParts(b);
-  for (size_t i = 0; i < std::max(x.size(), y.size()); ++i) {
-    const long p = i < x.size() ? x[i] : 0, q = i < y.size() ? y[i] : 0;
-    if (p != q) return p < q ? -1 : 1;
-  }
-  return 0;
 }
 
 bool AttentionBatchSplit(const PlanDims& instance) {
@@ -501,21 +476,6 @@ std::vector<std::string> EngineWarnings(absl::string_view engine,
     }
   }
   return out;
-}
-
-void AnnotateEngineCapability(const Problem& problem, const PlanDims& plan,
-                              shardplan::v1::Prediction* prediction) {
-  prediction->clear_runnable_engines();
-  for (const std::string& engine : RunnableEngines(problem, plan)) {
-    prediction->add_runnable_engines(engine);
-  }
-  const WorkloadDims& w = problem.workload;
-  if (w.engine.empty()) return;
-  const absl::Status status =
-      CheckEngineCanRun(w.engine, w.engine_version, problem, plan);
-  if (status.ok()) return;
-  prediction->set_feasible(false);
-  prediction->set_infeasible_reason(std::string(status.message()));
 }
 
 }  // namespace shardplan::simulator

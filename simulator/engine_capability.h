@@ -15,7 +15,6 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
-#include "shardplan/v1/shardplan.pb.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator {
@@ -101,13 +100,6 @@ std::vector<std::string> EngineWarnings(absl::string_view engine,
                                         absl::string_view version,
                                         const Problem& problem,
                                         const PlanDims& plan);
-
-// Sets prediction->runnable_engines (RunnableEngines), and when the
-// workload names an engine that cannot launch `plan`, marks the prediction
-// infeasible with CheckEngineCanRun's message as infeasible_reason (the
-// figures stay, for comparison).
-void AnnotateEngineCapability(const Problem& problem, const PlanDims& plan,
-                              shardplan::v1::Prediction* prediction);
 
 }  // namespace shardplan::simulator
 

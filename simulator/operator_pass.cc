@@ -99,6 +99,17 @@ class Pass {
 
   // Converts block output `x` (produced by `op`) back into the residual layout
   // `residual`.
+  // One operator run as a sharded GEMM over the tensor-parallel group: its
+  // input moved from `from` to the layout it reads, then the GEMM.
+  OpLayouts GemmOperator(OpKind op, ShardDim dim, Layout from, bool matching,
+                         double w, double tokens, double in_elems,
+                         double out_elems, int n) {
+    const OpLayouts l = OperatorLayouts(op, dim, decode_);
+    Transition(op, from, l.in, matching, in_elems, tokens, p_.tp_group);
+    ShardedGemm(op, dim, w, tokens, in_elems, out_elems, n);
+    return l;
+  }
+
   Layout Merge(OpKind op, Layout x, Layout residual) {
     if (x == Layout::kPartialSum || x == Layout::kFeatureSplit) {
       Transition(op, x, residual, false, k_.hidden, tokens_, p_.tp_group);
@@ -196,11 +207,9 @@ class Pass {
          T * flop_share * (k_.qkv_out + k_.attn_out) * kActivationBytes) /
         k_.hbm_bytes_per_s;
     // Output projection.
-    const OpLayouts lo = OperatorLayouts(OpKind::kAttnOut, dout, decode_);
-    Transition(OpKind::kAttnOut, la.out, lo.in, dout == ShardDim::kRow,
-               k_.attn_out, T, p_.tp_group);
-    ShardedGemm(OpKind::kAttnOut, dout, k_.w_attn_out, T, k_.attn_out,
-                k_.hidden, n);
+    const OpLayouts lo =
+        GemmOperator(OpKind::kAttnOut, dout, la.out, dout == ShardDim::kRow,
+                     k_.w_attn_out, T, k_.attn_out, k_.hidden, n);
     return Merge(OpKind::kAttnOut, lo.out, residual);
   }
 
@@ -209,16 +218,12 @@ class Pass {
     const ShardDim du = p_.dims[static_cast<int>(OpKind::kMlpUp)];
     const ShardDim dd = p_.dims[static_cast<int>(OpKind::kMlpDown)];
     const double T = tokens_;
-    const OpLayouts lu = OperatorLayouts(OpKind::kMlpUp, du, decode_);
-    Transition(OpKind::kMlpUp, residual, lu.in, false, k_.hidden, T,
-               p_.tp_group);
-    ShardedGemm(OpKind::kMlpUp, du, k_.w_mlp_up, T, k_.hidden, k_.intermediate,
-                n);
-    const OpLayouts ld = OperatorLayouts(OpKind::kMlpDown, dd, decode_);
-    Transition(OpKind::kMlpDown, lu.out, ld.in, dd == ShardDim::kRow,
-               k_.intermediate, T, p_.tp_group);
-    ShardedGemm(OpKind::kMlpDown, dd, k_.w_mlp_down, T, k_.intermediate,
-                k_.hidden, n);
+    const OpLayouts lu =
+        GemmOperator(OpKind::kMlpUp, du, residual, false, k_.w_mlp_up, T,
+                     k_.hidden, k_.intermediate, n);
+    const OpLayouts ld =
+        GemmOperator(OpKind::kMlpDown, dd, lu.out, dd == ShardDim::kRow,
+                     k_.w_mlp_down, T, k_.intermediate, k_.hidden, n);
     return Merge(OpKind::kMlpDown, ld.out, residual);
   }
 
@@ -229,10 +234,8 @@ class Pass {
     const ShardDim dd = p_.dims[static_cast<int>(OpKind::kExpertDown)];
     const double T = tokens_;
     // Router.
-    const OpLayouts lr = OperatorLayouts(OpKind::kRouter, dr, decode_);
-    Transition(OpKind::kRouter, residual, lr.in, false, k_.hidden, T,
-               p_.tp_group);
-    ShardedGemm(OpKind::kRouter, dr, k_.w_router, T, k_.hidden, k_.experts, n);
+    const OpLayouts lr = GemmOperator(OpKind::kRouter, dr, residual, false,
+                                      k_.w_router, T, k_.hidden, k_.experts, n);
     Transition(OpKind::kRouter, lr.out, Layout::kTokenSplit, false, k_.experts,
                T, p_.tp_group);
     // Dispatch: each rank holds T/tp of its replica's tokens (a Full residual
@@ -398,11 +401,9 @@ class Pass {
   void LmHead(Layout residual) {
     const ShardDim dl = p_.dims[static_cast<int>(OpKind::kLmHead)];
     const double T = decode_ ? tokens_ : requests_;  // prefill: last token only
-    const OpLayouts ll = OperatorLayouts(OpKind::kLmHead, dl, decode_);
-    Transition(OpKind::kLmHead, residual, ll.in, false, k_.hidden, T,
-               p_.tp_group);
-    ShardedGemm(OpKind::kLmHead, dl, k_.w_embedding, T, k_.hidden, k_.vocab,
-                p_.tp);
+    const OpLayouts ll =
+        GemmOperator(OpKind::kLmHead, dl, residual, false, k_.w_embedding, T,
+                     k_.hidden, k_.vocab, p_.tp);
     if (ll.out == Layout::kFeatureSplit || ll.out == Layout::kPartialSum) {
       Transition(OpKind::kLmHead, ll.out, Layout::kFull, false, k_.vocab, T,
                  p_.tp_group);
@@ -454,22 +455,31 @@ LayerResult CostLayer(const CostConstants& k, const PlanCtx& p, bool moe_layer,
   return pass.result();
 }
 
+namespace {
+
+// The embedding or the LM head (`step`) alone, as one pass.
+LayerResult CostStep(void (Pass::*step)(Layout), const CostConstants& k,
+                     const PlanCtx& p, bool decode, double tokens,
+                     double requests, double ctx, Layout residual) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
+  (pass.*step)(residual);
+  pass.Finish();
+  return pass.result();
+}
+
+}  // namespace
+
 LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
                           double tokens, double requests, double ctx,
                           Layout residual) {
-  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
-  pass.Embedding(residual);
-  pass.Finish();
-  return pass.result();
+  return CostStep(&Pass::Embedding, k, p, decode, tokens, requests, ctx,
+                  residual);
 }
 
 LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
                        double tokens, double requests, double ctx,
                        Layout residual) {
-  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
-  pass.LmHead(residual);
-  pass.Finish();
-  return pass.result();
+  return CostStep(&Pass::LmHead, k, p, decode, tokens, requests, ctx, residual);
 }
 
 // The residual layout each layer kind settles into, derived from the dims alone

@@ -4,10 +4,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
+#include "proto/status_macros.h"
 #include "simulator/cost_model.h"
 #include "simulator/disaggregated.h"
 #include "simulator/internal/pool_costing.h"
-#include "simulator/status_macros.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator {

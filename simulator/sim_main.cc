@@ -17,6 +17,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "proto/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "proto/spec_text.h"
@@ -25,7 +26,6 @@
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 
 #ifndef SHARDPLAN_VERSION
 #define SHARDPLAN_VERSION "0.0.0"

@@ -2,6 +2,8 @@
 // per-architecture key names of transformers' configs onto ModelSpec.
 // Structural checks (positive sizes, divisibility) happen afterwards in
 // ModelDimsFromSpec; here we check presence and types.
+#include "simulator/spec_hf.h"
+
 #include <cmath>
 #include <cstdint>
 #include <exception>
@@ -15,9 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "proto/status_macros.h"
 #include "nlohmann/json.hpp"
-#include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {

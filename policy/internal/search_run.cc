@@ -7,10 +7,10 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "proto/status_macros.h"
 #include "policy/eval_pool.h"
 #include "simulator/engine_capability.h"
 #include "simulator/megatron.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::policy::internal {
 

@@ -14,6 +14,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/status_macros.h"
 #include "glog/logging.h"
 #include "proto/spec_text.h"
 #include "server/store/postgres_store.h"
@@ -23,7 +24,6 @@
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::server {
 namespace {

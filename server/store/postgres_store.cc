@@ -20,10 +20,10 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/status_macros.h"
 #include "glog/logging.h"
 #include "pqxx/pqxx"
 #include "server/store/store_schema.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::server {
 

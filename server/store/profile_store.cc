@@ -13,12 +13,13 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
+#include "proto/status_macros.h"
 #include "glog/logging.h"
+#include "proto/limits.h"
 #include "proto/spec_text.h"
 #include "simulator/calibration_transfer.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::server {
@@ -28,8 +29,8 @@ using shardplan::v1::CalibrateRequest;
 using shardplan::v1::CalibrateResponse;
 using shardplan::v1::MeasuredRun;
 
-constexpr int kMinRuns = 4;
-constexpr int kMaxRuns = 10000;
+using limits::kMaxCalibrateRuns;
+using limits::kMinCalibrateRuns;
 // Characters of a run's `source` kept in its id (and so in the stored report).
 constexpr size_t kMaxSourceChars = 120;
 
@@ -130,16 +131,17 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
       {run.output_tokens(), "output_tokens"},
       {run.concurrency(), "concurrency"}};
   for (const auto& [value, field] : counts) {
-    if (value < 1 || value > 1 << 20) {
-      return absl::InvalidArgumentError(absl::StrFormat(
-          "%s.%s must be in [1, 1048576], got %d", path, field, value));
+    if (value < 1 || value > limits::kMaxTokens) {
+      return absl::InvalidArgumentError(
+          absl::StrFormat("%s.%s must be in [1, %d], got %d", path, field,
+                          limits::kMaxTokens, value));
     }
   }
-  if (run.concurrency() > simulator::kMaxFitConcurrency) {
+  if (run.concurrency() > limits::kMaxFitConcurrency) {
     return absl::InvalidArgumentError(absl::StrFormat(
         "%s.concurrency must be at most %d (above it the engine queues "
         "requests and the run measures its queue), got %d",
-        path, simulator::kMaxFitConcurrency, run.concurrency()));
+        path, limits::kMaxFitConcurrency, run.concurrency()));
   }
   row.isl = run.input_tokens();
   row.osl = run.output_tokens();
@@ -212,9 +214,10 @@ absl::StatusOr<simulator::CalibrationProfile> ProfileFromStored(
 absl::StatusOr<std::vector<simulator::MeasuredRow>> RowsOfCalibrateRequest(
     const CalibrateRequest& request) {
   RETURN_IF_ERROR(CheckName(request.name()));
-  if (request.runs_size() < kMinRuns || request.runs_size() > kMaxRuns) {
+  if (request.runs_size() < kMinCalibrateRuns ||
+      request.runs_size() > kMaxCalibrateRuns) {
     return absl::InvalidArgumentError(absl::StrCat(
-        "runs must hold ", kMinRuns, " to ", kMaxRuns,
+        "runs must hold ", kMinCalibrateRuns, " to ", kMaxCalibrateRuns,
         " measured runs (a third is held out to measure the fit), got ",
         request.runs_size()));
   }

@@ -15,9 +15,9 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "proto/status_macros.h"
 #include "glog/logging.h"
 #include "server/store/store_schema.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::server {
 namespace {

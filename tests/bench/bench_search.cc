@@ -25,6 +25,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "proto/status_macros.h"
 #include "policy/eval_pool.h"
 #include "policy/plan_space.h"
 #include "policy/rl/rl_searcher.h"
@@ -32,7 +33,6 @@
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "tests/bench/generated_cases.h"
 #include "tests/bench/plan_text.h"
 

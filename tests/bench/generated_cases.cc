@@ -13,6 +13,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "proto/status_macros.h"
 #include "policy/baselines.h"
 #include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
@@ -21,7 +22,6 @@
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 #include "tests/bench/plan_text.h"
 
 namespace shardplan::bench {

@@ -9,11 +9,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "proto/status_macros.h"
 #include "policy/plan_space.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::policy::testing {
 

@@ -19,13 +19,13 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "proto/status_macros.h"
 #include "policy/searcher.h"
 #include "server/store/elite_store.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
-#include "simulator/status_macros.h"
 
 namespace shardplan::server::testing {
 

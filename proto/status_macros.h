@@ -1,8 +1,8 @@
 // RETURN_IF_ERROR / ASSIGN_OR_RETURN for absl::Status and absl::StatusOr,
-// shared by every module (simulator is the lowest C++ module). Abseil 20220623
-// ships no status macros.
-#ifndef SHARDPLAN_SIMULATOR_STATUS_MACROS_H_
-#define SHARDPLAN_SIMULATOR_STATUS_MACROS_H_
+// shared by every module, the client included (it sits below all of
+// them and includes only Abseil). Abseil 20220623 ships no status macros.
+#ifndef SHARDPLAN_PROTO_STATUS_MACROS_H_
+#define SHARDPLAN_PROTO_STATUS_MACROS_H_
 
 #include <utility>
 
@@ -42,4 +42,4 @@ inline absl::Status Annotate(const absl::Status& status,
 
 }  // namespace shardplan
 
-#endif  // SHARDPLAN_SIMULATOR_STATUS_MACROS_H_
+#endif  // SHARDPLAN_PROTO_STATUS_MACROS_H_
