@@ -14,6 +14,14 @@
 namespace shardplan::simulator {
 namespace {
 
+// Bytes per weight element native FP4 GEMMs stream: the 4-bit values and
+// their block scales, one FP8 E4M3 scale per 16 values for NVFP4 (4.5 bits,
+// https://developer.nvidia.com/blog/introducing-nvfp4-for-efficient-and-accurate-low-precision-inference/).
+// MXFP4 checkpoints (one E8M0 scale per 32 values, 4.25 bits, OCP
+// Microscaling Formats v1.0) are charged the same: the dtype does not say
+// which one a checkpoint uses.
+constexpr double kNativeFp4StreamBytes = 0.5 + 1.0 / 16;
+
 // The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
 // (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
 // registers, bf16 tensor-core math (vLLM's Marlin MXFP4/NVFP4 path).
@@ -232,7 +240,9 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->fp4_dequant = wd.weight_dtype == Dtype::kFp4 &&
                    !(hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0);
   k->weight_stream_bytes =
-      k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight : k->weight_bytes;
+      k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight
+                     : (wd.weight_dtype == Dtype::kFp4 ? kNativeFp4StreamBytes
+                                                       : k->weight_bytes);
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
   k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;
