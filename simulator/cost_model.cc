@@ -88,7 +88,7 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
       static_cast<int64_t>(plan.replicas) * plan.dp * plan.tp * plan.pp ==
           k.num_gpus &&
       plan.ep >= 1 && plan.pp <= kMaxPipelineStages && plan.pp <= k.layers &&
-      plan.batch_size >= 0 && plan.batch_size <= kMaxBatchSize &&
+      plan.batch_size >= 0 && plan.batch_size <= kMaxRequestsInFlight &&
       plan.micro_batches >= 0;
   for (int i = 0; evaluable && i < kNumOpKinds; ++i) {
     const int d = static_cast<int>(plan.dims[i]);

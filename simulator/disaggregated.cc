@@ -263,7 +263,7 @@ Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
   Evaluation e;
   for (int it = 0; it < kClosedLoopIterations; ++it) {
     const int batch = std::clamp(static_cast<int>(std::ceil(in_decode / units)),
-                                 1, kMaxBatchSize);
+                                 1, kMaxRequestsInFlight);
     e = EvaluateAtBatch(model, plan, decode, pools, batch,
                         /*check_slos=*/false);
     const double mu = e.prefill_requests_per_s;
@@ -392,7 +392,7 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
       plan.tp >= 1 && plan.pp >= 1 && plan.ep >= 1 &&
       plan.pp <= kMaxPipelineStages &&
       plan.pp <= model.problem().model.layers && plan.batch_size >= 0 &&
-      plan.batch_size <= kMaxBatchSize &&
+      plan.batch_size <= kMaxRequestsInFlight &&
       static_cast<int64_t>(plan.prefill_instances) * plan.prefill.gpus() +
               static_cast<int64_t>(plan.decode_instances) *
                   plan.instance_gpus() ==
@@ -414,7 +414,7 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
     // its dp copies) is one.
     return EvaluateClosedLoop(
         model, plan, decode, pools,
-        std::min(kMaxBatchSize, concurrency) *
+        std::min(kMaxRequestsInFlight, concurrency) *
             LoadReplicas(plan, model.problem().model.is_moe()));
   }
   // Memory and TPOT only get worse with the batch: stop at the first batch

@@ -516,7 +516,7 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
   // below steps over the same per-replica loads. Requests beyond what the KV
   // cache holds queue; a batch the plan chooses itself (no fixed concurrency)
   // must fit.
-  const int concurrency = std::min(kMaxBatchSize, workload_concurrency);
+  const int concurrency = std::min(kMaxRequestsInFlight, workload_concurrency);
   auto at = [&](int batch, bool queued) {
     auto one = [&](const PlanState& state) {
       return queued ? EvaluateQueued(k, state, batch)

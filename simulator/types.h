@@ -229,7 +229,13 @@ struct Problem {
 };
 
 inline constexpr int kMaxPipelineStages = 128;
+// Requests per attention dp rank at most, and the largest load the batch
+// scan offers (BatchSizeCandidates).
 inline constexpr int kMaxBatchSize = 4096;
+// Requests in flight per replica at most (Workload.concurrency,
+// plan.batch_size): kMaxBatchSize on each of many attention dp ranks (a wide
+// expert-parallel decode instance of 144 ranks runs 18,432).
+inline constexpr int kMaxRequestsInFlight = 1 << 18;
 
 // The layout of one prefill instance of a disaggregated plan (see PlanDims):
 // its degrees and operator dims, and how many requests it prefills in one
