@@ -19,6 +19,11 @@ namespace shardplan::simulator {
 // the plan space offers and the batch choice scans, ascending: 1, 2, 4, 8,
 // 12, 16, 24, 32, 48, ... up to kMaxBatchSize.
 const std::vector<int>& BatchSizeCandidates();
+// The loads the cost model's own batch choice scans (plan.batch_size and the
+// concurrency 0): BatchSizeCandidates(), then on in the same steps up to
+// kMaxRequestsInFlight; a replica's scan stops at kMaxBatchSize on each of
+// its attention dp ranks.
+const std::vector<int>& ScanLoads();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
 // 5: a disaggregated prefill pass of several requests pays the attention

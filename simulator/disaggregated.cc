@@ -422,7 +422,11 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
   // pool no more than its capacity), so an SLO miss on TTFT keeps scanning.
   Evaluation best, first;
   bool have_best = false;
-  for (int b : BatchSizeCandidates()) {
+  for (int b : ScanLoads()) {
+    if (b > kMaxBatchSize * static_cast<int64_t>(AttentionDpRanks(
+                                plan, model.problem().model.is_moe()))) {
+      break;
+    }
     const Evaluation e = EvaluateAtBatch(model, plan, decode, pools, b);
     if (b == 1) first = e;
     if (!e.feasible) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -548,7 +549,10 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
   Evaluation best;
   bool have_best = false;
   Evaluation first;
-  for (int b : BatchSizeCandidates()) {
+  const int rank_dp = std::max(1, classes.empty() ? state.ctx.dp
+                                                  : class_states[0].ctx.dp);
+  for (int b : ScanLoads()) {
+    if (b > kMaxBatchSize * static_cast<int64_t>(rank_dp)) break;
     Evaluation e = at(b, false);
     if (!e.feasible) {
       if (!have_best) {
@@ -569,6 +573,18 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
 }  // namespace shardplan::simulator::internal
 
 namespace shardplan::simulator {
+
+const std::vector<int>& ScanLoads() {
+  static const std::vector<int>* const kLoads = [] {
+    auto* v = new std::vector<int>(BatchSizeCandidates());
+    for (int64_t p = kMaxBatchSize; p * 2 <= kMaxRequestsInFlight; p *= 2) {
+      v->push_back(static_cast<int>(p * 3 / 2));
+      v->push_back(static_cast<int>(p * 2));
+    }
+    return v;
+  }();
+  return *kLoads;
+}
 
 const std::vector<int>& BatchSizeCandidates() {
   static const std::vector<int>* const kCandidates = [] {

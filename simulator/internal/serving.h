@@ -58,7 +58,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
 
 // An aggregated plan that passed the facade's guard: at the workload's
 // concurrency (queueing what the KV cache does not hold; 0: none), at the
-// plan's batch, or at the best batch of BatchSizeCandidates().
+// plan's batch, or at the best load of ScanLoads().
 Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
                               int workload_concurrency);
 
