@@ -287,9 +287,8 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
                         p.disaggregated() ? "decode instance" : "replica",
                         p.batch_per_rank())
           : fmt::format("batch {} per replica", p.batch_size());
-  absl::StrAppend(&out,
-                  fmt::format("Latency         TTFT {}  TPOT {}  ({})\n",
-                              Ms(p.ttft_ms()), Ms(p.tpot_ms()), load));
+  absl::StrAppend(&out, fmt::format("Latency         TTFT {}  TPOT {}  ({})\n",
+                                    Ms(p.ttft_ms()), Ms(p.tpot_ms()), load));
   if (p.max_request_rate() > 0 || p.ttft_ms_p99() > 0) {
     // Open-loop traffic (workload.request_rate): percentiles at the rate.
     absl::StrAppend(

@@ -116,8 +116,7 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
 namespace shardplan::simulator::internal {
 
 Evaluation PoolCosting::DecodeInstance(const CostModel& model,
-                                       const PlanDims& instance,
-                                       int requests,
+                                       const PlanDims& instance, int requests,
                                        const PlanPlacement* placement) {
   const CostConstants& k = *model.constants_;
   PlanState state;

@@ -307,7 +307,8 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
                        s.prefill_max_stage_seconds +
                    k.cal.ttft_wait_iterations * iteration * others;
   // Little's law: the replica's requests, not dp full ranks' worth.
-  e.output_tokens_per_s = static_cast<double>(p.replicas) * requests / iteration;
+  e.output_tokens_per_s =
+      static_cast<double>(p.replicas) * requests / iteration;
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / k.num_gpus;
 
   // Breakdown: the slowest stage's decode iteration and one request's worst
@@ -432,8 +433,8 @@ Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
   }
   // Ranks holding the full share, and the others (one request fewer).
   const int full_ranks = concurrency - dp * (share - 1);
-  const int running = full_ranks * limit +
-                      (dp - full_ranks) * std::min(share - 1, limit);
+  const int running =
+      full_ranks * limit + (dp - full_ranks) * std::min(share - 1, limit);
   Evaluation e = EvaluateState(k, s, running);
   if (e.reason == InfeasibleReason::kKvCacheExceedsMemory)
     return EvaluateState(k, s, concurrency);  // rounding at the limit
@@ -549,8 +550,8 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
   Evaluation best;
   bool have_best = false;
   Evaluation first;
-  const int rank_dp = std::max(1, classes.empty() ? state.ctx.dp
-                                                  : class_states[0].ctx.dp);
+  const int rank_dp =
+      std::max(1, classes.empty() ? state.ctx.dp : class_states[0].ctx.dp);
   for (int b : ScanLoads()) {
     if (b > kMaxBatchSize * static_cast<int64_t>(rank_dp)) break;
     Evaluation e = at(b, false);

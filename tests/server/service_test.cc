@@ -747,7 +747,6 @@ TEST_F(ServiceTest, StreamedPlansListTheEnginesThatCanRunThem) {
   }
 }
 
-
 // The load a prediction is for: concurrency is requests in flight per
 // replica, spread over its attention dp ranks; every streamed prediction and
 // EvaluatePlan say both (batchSize, batchPerRank).

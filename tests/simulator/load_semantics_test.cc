@@ -166,7 +166,9 @@ TEST(LoadSemanticsTest, ChosenLoadAndPlanBatchAreRequestsPerReplica) {
     const Evaluation e = model->Evaluate(fixed);
     EXPECT_EQ(e.batch_size, 24);
     EXPECT_EQ(e.batch_per_rank, RankBatch(24, ranks));
-    if (e.feasible) EXPECT_LE(InFlight(e), 1.001 * 24 * units);
+    if (e.feasible) {
+      EXPECT_LE(InFlight(e), 1.001 * 24 * units);
+    }
   }
 }
 

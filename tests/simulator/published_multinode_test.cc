@@ -169,11 +169,9 @@ TEST(PublishedMultiNodeTest, SglangPrefillEp32On4H100NodesWithin30Percent) {
 // like-for-like figures, and without two-batch overlap it is 37-41% below
 // them: outside 30%. The documented bound: below, by at most 45%.
 TEST(PublishedMultiNodeTest, BalancedPrefillProfilesMissOnlyTheOverlap) {
-  const PoolRates r =
-      Evaluate("sglang_deepseek_96xh100.yaml",
-               {.input_tokens = 4096,
-                .prefill_batch = 4,
-                .decode_batch = 128 * 72});
+  const PoolRates r = Evaluate(
+      "sglang_deepseek_96xh100.yaml",
+      {.input_tokens = 4096, .prefill_batch = 4, .decode_batch = 128 * 72});
   ASSERT_TRUE(r.feasible);
   for (double published : {62713.0, 59337.0}) {
     const double error =
