@@ -761,6 +761,7 @@ TEST_F(ServiceTest, PredictionsCarryTheBatchPerRank) {
   evaluate.mutable_workload()->set_input_tokens(1024);
   evaluate.mutable_workload()->set_output_tokens(1024);
   evaluate.mutable_workload()->set_concurrency(64);
+  evaluate.mutable_workload()->set_weight_dtype("fp8");
   evaluate.mutable_plan()->set_dp(8);
   evaluate.mutable_plan()->set_tp(1);
   evaluate.mutable_plan()->set_ep(8);
@@ -777,6 +778,7 @@ TEST_F(ServiceTest, PredictionsCarryTheBatchPerRank) {
 
   shardplan::v1::PlanRequest request = MakePlanRequest("qwen3-235b-a22b", 16);
   request.mutable_workload()->set_concurrency(64);
+  request.mutable_workload()->set_weight_dtype("fp8");
   request.mutable_options()->set_max_evaluations(200);
   StreamResult result = Plan(request);
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
