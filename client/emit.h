@@ -53,7 +53,7 @@ struct EmitContext {
   int input_tokens = 1024;
   int output_tokens = 1024;
   // The decode batch of each attention data-parallel rank when the plan
-  // carries none: the prediction's.
+  // carries none: the prediction's batch_per_rank.
   int batch_fallback = 0;
   // workload.concurrency: requests in flight per replica (per instance of
   // each pool of a disaggregated plan), spread over its data-parallel ranks;

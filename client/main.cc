@@ -312,7 +312,10 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   e.engine_version = g.engine_version;
   if (workload.input_tokens() > 0) e.input_tokens = workload.input_tokens();
   if (workload.output_tokens() > 0) e.output_tokens = workload.output_tokens();
-  e.batch_fallback = prediction.batch_size();
+  // Servers before batch_per_rank reported the per-rank batch as batch_size.
+  e.batch_fallback = prediction.batch_per_rank() > 0
+                         ? prediction.batch_per_rank()
+                         : prediction.batch_size();
   e.concurrency = workload.concurrency();
   e.runnable_engines.assign(prediction.runnable_engines().begin(),
                             prediction.runnable_engines().end());

@@ -1,5 +1,6 @@
 #include "client/measurements.h"
 
+#include <algorithm>
 #include <cmath>
 #include <map>
 #include <optional>
@@ -265,10 +266,15 @@ absl::StatusOr<ParsedResults> ParseCsv(const std::string& path,
     if (!tpot.ok()) return tpot.status();
     run.set_ttft_ms(*ttft);
     run.set_tpot_ms(*tpot);
+    // batch_size is one attention dp rank's (AIConfigurator's agg estimate
+    // scales it by attention_dp_size: run_agg in
+    // aic-core/src/aiconfigurator_core/sdk/backends/base_backend.py); the
+    // run's concurrency is the instance's.
     if (run.concurrency() > limits::kMaxFitConcurrency) {
       ++out.skipped_queueing;
       continue;
     }
+    run.set_concurrency(run.concurrency() * std::max(1, run.dp()));
     out.runs.push_back(std::move(run));
   }
   return out;

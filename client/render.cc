@@ -112,6 +112,8 @@ void EmitPrediction(YAML::Emitter& out, const Prediction& p, double speedup) {
   out << YAML::Key << "ttftMs" << YAML::Value << Round(p.ttft_ms(), 3);
   out << YAML::Key << "tpotMs" << YAML::Value << Round(p.tpot_ms(), 3);
   out << YAML::Key << "batchSize" << YAML::Value << p.batch_size();
+  if (p.batch_per_rank() > 0)
+    out << YAML::Key << "batchPerRank" << YAML::Value << p.batch_per_rank();
   if (speedup > 0)
     out << YAML::Key << "speedupVsMegatron" << YAML::Value << Round(speedup, 4);
   out << YAML::Key << "bottleneck" << YAML::Value << p.bottleneck();
@@ -277,10 +279,16 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
                   fmt::format("Throughput      {} tok/s  ({} tok/s per GPU)\n",
                               FormatCount(p.output_tokens_per_s()),
                               FormatCount(p.output_tokens_per_s_per_gpu())));
-  absl::StrAppend(
-      &out,
-      fmt::format("Latency         TTFT {}  TPOT {}  (batch {} per replica)\n",
-                  Ms(p.ttft_ms()), Ms(p.tpot_ms()), p.batch_size()));
+  // With attention dp the replica's requests spread over its ranks.
+  const std::string load =
+      p.batch_per_rank() > 0 && p.batch_per_rank() != p.batch_size()
+          ? fmt::format("{} in flight per {}, {} per attention rank",
+                        p.batch_size(),
+                        p.disaggregated() ? "decode instance" : "replica",
+                        p.batch_per_rank())
+          : fmt::format("batch {} per replica", p.batch_size());
+  absl::StrAppend(&out, fmt::format("Latency         TTFT {}  TPOT {}  ({})\n",
+                                    Ms(p.ttft_ms()), Ms(p.tpot_ms()), load));
   if (p.max_request_rate() > 0 || p.ttft_ms_p99() > 0) {
     // Open-loop traffic (workload.request_rate): percentiles at the rate.
     absl::StrAppend(

@@ -45,10 +45,11 @@ bool IsExpertOp(OpKind op) {
   return op == OpKind::kExpertUp || op == OpKind::kExpertDown;
 }
 
-// Lower bound of the bytes per GPU a replica needs for `batch` requests: every
-// weight is stored at least once over an instance's GPUs, and a replica's
-// tp*pp GPUs together hold at least the full context's (ISL + OSL) KV cache of
-// each request, as the cost model charges it.
+// Lower bound of the bytes per GPU a replica needs for `batch` requests in
+// flight: every weight is stored at least once over an instance's GPUs, and
+// the GPUs of a replica (an MoE replica's attention dp ranks each take their
+// share of the requests) together hold at least the full context's
+// (ISL + OSL) KV cache of each request, as the cost model charges it.
 double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
                              int batch) {
   const simulator::ModelDims& m = p.model;
@@ -67,7 +68,7 @@ double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
        p.workload.output_tokens) *
       m.layers * kv_per_token_layer *
       simulator::BytesPerElement(p.workload.kv_cache_dtype) /
-      std::max(1, g.tp * g.pp);
+      std::max(1, g.tp * g.pp * (m.is_moe() ? g.dp : 1));
   return weight_bytes + kv_bytes;
 }
 

@@ -36,6 +36,8 @@ struct MeasuredRow {
   bool fp4 = false;           // FP4 weights (precision / gemm_quant_mode *fp4)
   int isl = 0;
   int osl = 0;
+  // Requests in flight in the measured instance, over all its attention dp
+  // ranks (a CSV row: batch_size x attention_dp_size, ParseMeasurements).
   int concurrency = 0;
   int tp = 1;
   int pp = 1;
@@ -75,9 +77,14 @@ struct ParsedMeasurements {
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(
     absl::string_view csv_text, bool validation_only = false);
 
+// Workload.concurrency of a row: the requests its instance held
+// (MeasuredRow::concurrency), per cost-model replica (a dense model's
+// attention dp ranks are independent copies, each with its share).
+int RowReplicaConcurrency(const MeasuredRow& row);
+
 // The Problem (catalog model, H100 cluster of tp*pp*attention_dp GPUs, the
 // row's workload) and plan (Megatron dims, the row's degrees, batch =
-// concurrency) of a row.
+// RowReplicaConcurrency) of a row.
 absl::StatusOr<Problem> RowProblem(const MeasuredRow& row);
 PlanDims RowPlan(const MeasuredRow& row);
 
@@ -254,7 +261,7 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
 
 // One pool of a disaggregated row (the CSV's prefill_* / decode_* columns).
 struct MeasuredPool {
-  int batch_size = 0;  // requests per instance (0: not given)
+  int batch_size = 0;  // requests per attention dp rank (0: not given)
   int workers = 1;     // instances
   int tp = 1;
   int pp = 1;

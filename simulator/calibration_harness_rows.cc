@@ -244,7 +244,8 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
               absl::StrContains(get("gemm_quant_mode"), "fp4");
     ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
     ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
-    ASSIGN_OR_RETURN(row.concurrency,
+    int rank_batch = 0;
+    ASSIGN_OR_RETURN(rank_batch,
                      IntField(get("batch_size"), 0, line_no, "batch_size"));
     ASSIGN_OR_RETURN(row.tp, IntField(get("tp_size"), 1, line_no, "tp_size"));
     ASSIGN_OR_RETURN(row.pp, IntField(get("pp_size"), 1, line_no, "pp_size"));
@@ -259,19 +260,41 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     row.attention_dp = std::max(1, row.attention_dp);
     row.moe_tp = std::max(1, row.moe_tp);
     row.moe_ep = std::max(1, row.moe_ep);
-    if (row.isl <= 0 || row.osl <= 0 || row.concurrency <= 0) {
+    // AIConfigurator's batch_size is the batch of one attention dp rank: its
+    // agg estimate scales throughput and concurrency by attention_dp_size
+    // ("correct output_throughput and concurrency for attention dp (global
+    // batch)", run_agg in aic-core/src/aiconfigurator_core/sdk/backends/
+    // base_backend.py:1361-1364 of ai-dynamo/aiconfigurator 095f58a51), and
+    // its deployment adapters derive it as concurrency // (replicas *
+    // attention_dp) (sdk/config_adapter/dynamo.py:658-664); the rows' own
+    // silicon_concurrency is batch_size x attention_dp_size. The instance
+    // measured held that many requests.
+    row.concurrency = rank_batch * row.attention_dp;
+    if (row.isl <= 0 || row.osl <= 0 || rank_batch <= 0) {
       ++out.skipped_other;
       continue;
     }
     row.held_out_model = validation_only || row.catalog_model == kHeldOutModel;
     row.held_out_row = !row.held_out_model && index % 4 == 3;
-    if (row.concurrency > limits::kMaxFitConcurrency) {
+    // The engine queues past this many requests per rank.
+    if (rank_batch > limits::kMaxFitConcurrency) {
       out.high_concurrency_rows.push_back(std::move(row));
       continue;
     }
     out.rows.push_back(std::move(row));
   }
   return out;
+}
+
+int RowReplicaConcurrency(const MeasuredRow& row) {
+  // A dense model's dp ranks are independent copies (the cost model's
+  // replicas), each with its share; an MoE instance is one replica.
+  const absl::StatusOr<shardplan::v1::ModelSpec> spec =
+      FindCatalogModel(row.catalog_model);
+  const bool moe = row.moe_ep > 1 || row.moe_tp > 1 ||
+                   (spec.ok() && spec->num_experts() > 0);
+  const int copies = moe ? 1 : std::max(1, row.attention_dp);
+  return std::max(1, (row.concurrency + copies - 1) / copies);
 }
 
 absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
@@ -288,7 +311,7 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   shardplan::v1::Workload workload;
   workload.set_input_tokens(row.isl);
   workload.set_output_tokens(row.osl);
-  workload.set_concurrency(std::max(1, row.concurrency / row.attention_dp));
+  workload.set_concurrency(RowReplicaConcurrency(row));
   workload.set_weight_dtype(row.fp4 ? "fp4" : row.fp8 ? "fp8" : "bf16");
   // TensorRT-LLM rows with FP8 GEMMs run an FP8 KV cache: AIConfigurator's
   // per-tensor FP8 recipe for trtllm quantises every component, the KV cache
@@ -310,7 +333,7 @@ PlanDims RowPlan(const MeasuredRow& row) {
   plan.pp = row.pp;
   plan.ep = row.moe_ep;  // 1 for dense models
   plan.dims = MegatronShardDims();
-  plan.batch_size = std::max(1, row.concurrency / row.attention_dp);
+  plan.batch_size = RowReplicaConcurrency(row);
   return plan;
 }
 
@@ -530,10 +553,16 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
       ++out.skipped;
       continue;
     }
-    const int per_worker = row.decode.batch_size > 0
-                               ? row.decode.batch_size
-                               : row.concurrency / row.decode.workers;
-    if (per_worker > limits::kMaxFitConcurrency) {
+    // Per attention dp rank of a decode worker (decode_batch_size is one
+    // rank's, as for aggregated rows; silicon_concurrency is the whole
+    // deployment's: decode_num_workers x decode_attention_dp_size x
+    // decode_batch_size in the rows that have both).
+    const int per_rank =
+        row.decode.batch_size > 0
+            ? row.decode.batch_size
+            : row.concurrency /
+                  (row.decode.workers * std::max(1, row.decode.attention_dp));
+    if (per_rank > limits::kMaxFitConcurrency) {
       ++out.skipped_queueing;
       continue;
     }
@@ -543,6 +572,19 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
   DropRepeatedMeasurements(out);
   return out;
 }
+
+namespace {
+
+// Independent copies in a decode worker: a dense model's attention dp ranks.
+int DecodeCopies(const DisaggregatedRow& row) {
+  const absl::StatusOr<shardplan::v1::ModelSpec> spec =
+      FindCatalogModel(row.catalog_model);
+  const bool moe = row.decode.moe_ep > 1 || row.decode.moe_tp > 1 ||
+                   (spec.ok() && spec->num_experts() > 0);
+  return moe ? 1 : std::max(1, row.decode.attention_dp);
+}
+
+}  // namespace
 
 absl::StatusOr<Problem> DisaggregatedRowProblem(const DisaggregatedRow& row) {
   shardplan::v1::ModelSource model;
@@ -559,10 +601,11 @@ absl::StatusOr<Problem> DisaggregatedRowProblem(const DisaggregatedRow& row) {
   workload.set_weight_dtype(row.fp8 ? "fp8" : "bf16");
   workload.set_kv_cache_dtype("bf16");
   // The benchmark's closed-loop clients, per decode instance (the replica
-  // unit of Workload.concurrency); every row's concurrency divides evenly.
+  // unit of Workload.concurrency; a dense model's dp copies are units too);
+  // every row's concurrency divides evenly.
   if (row.concurrency > 0) {
-    workload.set_concurrency((row.concurrency + row.decode.workers - 1) /
-                             row.decode.workers);
+    const int units = row.decode.workers * DecodeCopies(row);
+    workload.set_concurrency((row.concurrency + units - 1) / units);
   }
   return ProblemFromProto(model, cluster, workload);
 }
@@ -582,14 +625,12 @@ PlanDims DisaggregatedRowPlan(const DisaggregatedRow& row) {
   plan.pp = row.decode.pp;
   plan.ep = row.decode.moe_ep;
   // With a concurrency, the closed-loop model derives the decode batch
-  // (Little's law, simulator/disaggregated.h). Else requests per decode
-  // worker, then per attention rank.
+  // (Little's law, simulator/disaggregated.h). Else the requests of a decode
+  // worker (a dense model: of each dp copy): its ranks' batches.
   if (row.concurrency > 0) return plan;
-  const int per_worker = row.decode.batch_size > 0
-                             ? row.decode.batch_size
-                             : row.concurrency / row.decode.workers;
-  plan.batch_size = std::max(
-      1, (per_worker + row.decode.attention_dp - 1) / row.decode.attention_dp);
+  plan.batch_size =
+      std::max(1, row.decode.batch_size * std::max(1, row.decode.attention_dp) /
+                      DecodeCopies(row));
   return plan;
 }
 

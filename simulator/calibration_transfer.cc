@@ -123,19 +123,25 @@ absl::StatusOr<TransferReport> ComputeTransfer(
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::map<Key, Ratios> groups;
   std::map<std::string, Ratios> totals;
+  // Rows with attention data parallelism, apart: their load per rank is
+  // where the meaning of the concurrency matters.
+  std::map<std::string, Ratios> dp_totals;
   for (size_t i = 0; i < rows.size(); ++i) {
     const MeasuredRow& r = rows[i];
     Ratios& g = groups[{r.hardware, r.engine, r.catalog_model, DtypeOf(r)}];
     Ratios& t = totals[r.hardware];
+    Ratios unused;
+    Ratios& dp = r.attention_dp > 1 ? dp_totals[r.hardware] : unused;
     ++g.rows;
     ++t.rows;
+    ++dp.rows;
     const RowPrediction& p = pred[i].prediction;
     if (!p.feasible) continue;
     // The band holds the measurement when measured / predicted lies in it.
     const PredictionBand& band = pred[i].band;
     const double tpot_m = r.tpot_seconds / p.tpot_seconds;
     const double ttft_m = r.ttft_seconds / p.ttft_seconds;
-    for (Ratios* x : {&g, &t}) {
+    for (Ratios* x : {&g, &t, &dp}) {
       x->tpot.push_back(1 / tpot_m);
       x->ttft.push_back(1 / ttft_m);
       x->tpot_in_band += tpot_m >= band.tpot_low && tpot_m <= band.tpot_high;
@@ -152,6 +158,13 @@ absl::StatusOr<TransferReport> ComputeTransfer(
     TransferGroup g;
     g.hardware = hardware;
     g.engine = g.model = g.dtype = "*";
+    report.hardware_totals.push_back(ratios.Summary(g));
+  }
+  for (const auto& [hardware, ratios] : dp_totals) {
+    TransferGroup g;
+    g.hardware = hardware;
+    g.engine = g.dtype = "*";
+    g.model = "attention dp > 1";
     report.hardware_totals.push_back(ratios.Summary(g));
   }
   return report;

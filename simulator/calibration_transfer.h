@@ -58,7 +58,9 @@ struct TransferGroup {
 struct TransferReport {
   std::vector<TransferGroup> groups;  // sorted by the key
   // Every feasible row of one hardware pooled.
-  std::vector<TransferGroup> hardware_totals;  // engine/model/dtype "*"
+  // engine/model/dtype "*"; then the rows with attention dp > 1 of each
+  // hardware (model "attention dp > 1").
+  std::vector<TransferGroup> hardware_totals;
   std::string Markdown() const;
 };
 

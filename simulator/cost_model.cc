@@ -49,7 +49,9 @@
 //   active requests, pipeline_request_overhead_seconds * B, per micro-batch),
 //               at least the micro-batch's trip through all stages, + step
 //               overhead;
-//   TPOT = iteration; throughput = dp * B / iteration;
+//   B = ceil(C / dp) per attention dp rank for C requests per replica;
+//   TPOT = iteration; throughput = replicas * C / iteration (Little's law:
+//   the ranks with one request fewer are not counted full);
 //   TTFT = prefill of one request through all stages + queueing behind
 //          ttft_inflight_prefills * (B - 1) / B + prefill_queue_fraction *
 //          (B - 1) other prefills + ttft_wait_iterations decode iterations.
@@ -86,7 +88,7 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
       static_cast<int64_t>(plan.replicas) * plan.dp * plan.tp * plan.pp ==
           k.num_gpus &&
       plan.ep >= 1 && plan.pp <= kMaxPipelineStages && plan.pp <= k.layers &&
-      plan.batch_size >= 0 && plan.batch_size <= kMaxBatchSize &&
+      plan.batch_size >= 0 && plan.batch_size <= kMaxRequestsInFlight &&
       plan.micro_batches >= 0;
   for (int i = 0; evaluable && i < kNumOpKinds; ++i) {
     const int d = static_cast<int>(plan.dims[i]);
@@ -114,12 +116,12 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
 namespace shardplan::simulator::internal {
 
 Evaluation PoolCosting::DecodeInstance(const CostModel& model,
-                                       const PlanDims& instance, int batch,
+                                       const PlanDims& instance, int requests,
                                        const PlanPlacement* placement) {
   const CostConstants& k = *model.constants_;
   PlanState state;
   PreparePlan(k, instance, instance.instance_gpus(), 1, &state, placement);
-  return EvaluateState(k, state, batch, /*decode_only=*/true);
+  return EvaluateState(k, state, requests, /*decode_only=*/true);
 }
 
 PrefillInstanceCost PoolCosting::PrefillInstance(
@@ -129,10 +131,12 @@ PrefillInstanceCost PoolCosting::PrefillInstance(
   PlanState state;
   PreparePlan(k, instance, instance.instance_gpus(), requests, &state,
               placement);
-  // Memory as a decode step of the same batch would hold it, the KV cache
-  // scaled from ISL+OSL contexts to the ISL tokens a prefill leaves.
+  // Memory as a decode step of the same batch on every rank would hold it,
+  // the KV cache scaled from ISL+OSL contexts to the ISL tokens a prefill
+  // leaves.
   const Evaluation e =
-      EvaluateState(k, state, std::max(1, requests), /*decode_only=*/true);
+      EvaluateState(k, state, std::max(1, requests) * std::max(1, state.ctx.dp),
+                    /*decode_only=*/true);
   PrefillInstanceCost c;
   c.chain_seconds = state.prefill_chain_seconds;
   c.max_stage_seconds = state.prefill_max_stage_seconds;

@@ -15,9 +15,15 @@
 
 namespace shardplan::simulator {
 
-// Decode batch sizes (per replica) the plan space offers and the batch choice
-// scans, ascending: 1, 2, 4, 8, 12, 16, 24, 32, 48, ... up to kMaxBatchSize.
+// Loads (requests in flight per replica, spread over its attention dp ranks)
+// the plan space offers and the batch choice scans, ascending: 1, 2, 4, 8,
+// 12, 16, 24, 32, 48, ... up to kMaxBatchSize.
 const std::vector<int>& BatchSizeCandidates();
+// The loads the cost model's own batch choice scans (plan.batch_size and the
+// concurrency 0): BatchSizeCandidates(), then on in the same steps up to
+// kMaxRequestsInFlight; a replica's scan stops at kMaxBatchSize on each of
+// its attention dp ranks.
+const std::vector<int>& ScanLoads();
 
 // Version of the cost model; part of the elite store's problem fingerprint.
 // 5: a disaggregated prefill pass of several requests pays the attention
@@ -32,7 +38,10 @@ const std::vector<int>& BatchSizeCandidates();
 // to the nodes. Replicas placed differently (node groups of different sizes,
 // a partial last node) shape an expert's tensor-parallel group per replica
 // class too (it was the worst over the cluster).
-inline constexpr int kCostModelVersion = 7;
+// 8: Workload.concurrency and plan.batch_size are requests in flight per
+// replica (per decode instance), spread over its attention dp ranks; they
+// were each rank's batch, so attention-dp plans served dp times the load.
+inline constexpr int kCostModelVersion = 8;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -111,7 +111,8 @@ Pools PlacePools(const CostModel& model, const PlanDims& plan,
   return pools;
 }
 
-// The plan at decode batch `batch` (per attention rank of a decode instance).
+// The plan at `batch` requests in decode per decode instance (a dense model:
+// per dp copy), spread over its attention dp ranks.
 Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
                            const PlanDims& decode, const Pools& pools,
                            int batch, bool check_slos = true) {
@@ -123,11 +124,12 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
   // Decode pool: each placement class at its own iteration time; the
   // prediction shows the slowest class (its TPOT). DecodeInstance zeroes the
   // rate of an instance that does not fit; the rate from the iteration keeps
-  // the report meaningful (the plan is infeasible anyway). dp attention
-  // ranks (dense: copies) of B requests.
+  // the report meaningful (the plan is infeasible anyway). An instance
+  // decodes its `batch` requests (dense: each of its dp copies does).
+  const double copies = problem.model.is_moe() ? 1 : std::max(1, decode.dp);
   auto tokens_per_s = [&](const Evaluation& d) {
     return d.decode_iteration_seconds > 0
-               ? decode.dp * batch / d.decode_iteration_seconds
+               ? copies * batch / d.decode_iteration_seconds
                : 0;
   };
   Evaluation d;
@@ -254,13 +256,14 @@ Evaluation EvaluateClosedLoop(const CostModel& model, const PlanDims& plan,
   const Problem& problem = model.problem();
   const double osl = std::max(1, problem.workload.output_tokens);
   const double decode_steps = std::max(0.0, osl - 1);
-  const double ranks =
-      std::max(1, plan.decode_instances) * std::max(1, decode.dp);
+  // Decode instances (dense: their dp copies), each with its share of the
+  // decoding requests.
+  const double units = LoadReplicas(plan, problem.model.is_moe());
   double in_decode = clients;
   Evaluation e;
   for (int it = 0; it < kClosedLoopIterations; ++it) {
-    const int batch = std::clamp(static_cast<int>(std::ceil(in_decode / ranks)),
-                                 1, kMaxBatchSize);
+    const int batch = std::clamp(static_cast<int>(std::ceil(in_decode / units)),
+                                 1, kMaxRequestsInFlight);
     e = EvaluateAtBatch(model, plan, decode, pools, batch,
                         /*check_slos=*/false);
     const double mu = e.prefill_requests_per_s;
@@ -389,7 +392,7 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
       plan.tp >= 1 && plan.pp >= 1 && plan.ep >= 1 &&
       plan.pp <= kMaxPipelineStages &&
       plan.pp <= model.problem().model.layers && plan.batch_size >= 0 &&
-      plan.batch_size <= kMaxBatchSize &&
+      plan.batch_size <= kMaxRequestsInFlight &&
       static_cast<int64_t>(plan.prefill_instances) * plan.prefill.gpus() +
               static_cast<int64_t>(plan.decode_instances) *
                   plan.instance_gpus() ==
@@ -407,17 +410,23 @@ Evaluation EvaluateDisaggregated(const CostModel& model, const PlanDims& plan) {
   }
   const int concurrency = model.problem().workload.concurrency;
   if (concurrency > 0) {
-    // Workload.concurrency is per replica; a decode instance is one.
+    // Workload.concurrency is per replica; a decode instance (dense: each of
+    // its dp copies) is one.
     return EvaluateClosedLoop(
         model, plan, decode, pools,
-        std::min(kMaxBatchSize, concurrency) * plan.decode_instances);
+        std::min(kMaxRequestsInFlight, concurrency) *
+            LoadReplicas(plan, model.problem().model.is_moe()));
   }
   // Memory and TPOT only get worse with the batch: stop at the first batch
   // that fails. TTFT can improve (a fuller decode pool offers the prefill
   // pool no more than its capacity), so an SLO miss on TTFT keeps scanning.
   Evaluation best, first;
   bool have_best = false;
-  for (int b : BatchSizeCandidates()) {
+  for (int b : ScanLoads()) {
+    if (b > kMaxBatchSize * static_cast<int64_t>(AttentionDpRanks(
+                                plan, model.problem().model.is_moe()))) {
+      break;
+    }
     const Evaluation e = EvaluateAtBatch(model, plan, decode, pools, b);
     if (b == 1) first = e;
     if (!e.feasible) {

@@ -6,7 +6,9 @@
 //
 // Model (docs/cost-model-and-calibration.md, "Disaggregated plans"):
 //  - decode: each decode instance runs continuous-batching decode iterations
-//    at its batch, with no prefill work interleaved; TPOT = the iteration.
+//    at its batch (requests per instance, plan.batch_size, spread over its
+//    attention dp ranks), with no prefill work interleaved; TPOT = the
+//    iteration.
 //    The decode pool sustains y * (tokens/s of an instance) / OSL requests/s.
 //  - prefill: an instance prefills `prefill.batch_size` requests per pass;
 //    pipelined, it sustains batch / (slowest stage) requests/s. Requests
@@ -26,8 +28,10 @@
 //    throughput = the offered load x OSL; per GPU over every GPU of both
 //    pools; memory per pool (the Evaluation's memory fields are the decode
 //    pool's).
-//  - closed-loop clients (workload concurrency C per decode instance, decode
-//    batch 0): N = C x y clients; Little's law gives the completion rate
+//  - closed-loop clients (workload concurrency C per decode instance, a
+//    dense model's dp copies each one; decode batch 0): N = C x y clients
+//    (x copies); the requests decoding spread over each instance's attention
+//    dp ranks (RankBatch); Little's law gives the completion rate
 //    N / (TTFT + (OSL - 1) TPOT) and the decode occupancy, solved by
 //    fixed-point iteration; the prefill wait is the M/D/1 wait at that rate
 //    or the lockstep-burst wait (Calibration::disagg_prefill_queue_fraction),

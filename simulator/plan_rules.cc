@@ -139,10 +139,10 @@ absl::Status CostModel::ValidateLayout(const PlanDims& plan,
         absl::StrFormat("plan.micro_batches must be in [0, %d], got %d",
                         kMaxBatchSize, plan.micro_batches));
   }
-  if (plan.batch_size < 0 || plan.batch_size > kMaxBatchSize) {
+  if (plan.batch_size < 0 || plan.batch_size > kMaxRequestsInFlight) {
     return absl::InvalidArgumentError(
         absl::StrFormat("plan.batch_size must be in [0, %d], got %d",
-                        kMaxBatchSize, plan.batch_size));
+                        kMaxRequestsInFlight, plan.batch_size));
   }
   if (plan.num_stage_layers != 0) {
     if (plan.num_stage_layers != plan.pp) {

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -192,13 +193,18 @@ void AddOps(const LayerResult& r, double times,
 
 // `decode_only`: a decode instance of a disaggregated plan: no prefill work
 // interleaves with its iterations and TTFT/SLOs are left to the caller.
-Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
-                         bool decode_only) {
+Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
+                         int requests, bool decode_only) {
   Evaluation e;
-  e.batch_size = batch;
-  e.running_batch = batch;
-  e.capacity_bytes = k.capacity_bytes;
   const PlanCtx& p = s.ctx;
+  // The replica's requests spread over its attention dp ranks; the ranks
+  // step together (the expert all-to-all), so the fullest rank sets the
+  // iteration and the others run one request fewer.
+  const int batch = RankBatch(requests, p.dp);
+  e.batch_size = requests;
+  e.running_batch = requests;
+  e.batch_per_rank = batch;
+  e.capacity_bytes = k.capacity_bytes;
   const int pp = s.num_stages;
   e.pipeline_stages = pp;
 
@@ -300,7 +306,9 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
                     k.cal.prefill_queue_fraction * (B - 1)) *
                        s.prefill_max_stage_seconds +
                    k.cal.ttft_wait_iterations * iteration * others;
-  e.output_tokens_per_s = p.replicas * p.dp * B / iteration;
+  // Little's law: the replica's requests, not dp full ranks' worth.
+  e.output_tokens_per_s =
+      static_cast<double>(p.replicas) * requests / iteration;
   e.output_tokens_per_s_per_gpu = e.output_tokens_per_s / k.num_gpus;
 
   // Breakdown: the slowest stage's decode iteration and one request's worst
@@ -404,27 +412,36 @@ int ResidentBatchLimit(const CostConstants& k, const PlanState& s) {
   return static_cast<int>(std::max(0.0, limit));
 }
 
-// The workload's fixed concurrency C needs more KV cache than fits: engines
-// (vLLM, SGLang, TensorRT-LLM) admit the R requests whose KV cache fits and
-// queue the rest. Throughput and TPOT are the running batch's. With C
-// closed-loop clients and R slots each held for S = TTFT(R) + (OSL - 1)
-// TPOT(R), requests complete at R / S, so by Little's law a request spends
-// C·S/R in the system: it waits S·(C - R)/R in the queue before its prefill.
+// The workload's fixed concurrency C (per replica) needs more KV cache than
+// fits: engines (vLLM, SGLang, TensorRT-LLM) admit the requests whose KV
+// cache fits and queue the rest, each attention dp rank with its own share
+// (ceil(C/dp) or one fewer) against its own memory. Throughput and TPOT are
+// the running batch's. With C closed-loop clients and R of them running,
+// each slot held for S = TTFT(R) + (OSL - 1) TPOT(R), requests complete at
+// R / S, so by Little's law a request spends C·S/R in the system: it waits
+// S·(C - R)/R in the queue before its prefill.
 Evaluation EvaluateQueued(const CostConstants& k, const PlanState& s,
                           int concurrency) {
   // The resident limit first (a loop over the stages), so an overflowing plan
   // costs one evaluation, not two.
-  const int running = ResidentBatchLimit(k, s);
-  if (running >= concurrency || running < 1) {
+  const int dp = std::max(1, s.ctx.dp);
+  const int share = RankBatch(concurrency, dp);
+  const int limit = ResidentBatchLimit(k, s);
+  if (limit >= share || limit < 1) {
     // Fits, or not even one request fits (infeasible with the reason).
     return EvaluateState(k, s, concurrency);
   }
+  // Ranks holding the full share, and the others (one request fewer).
+  const int full_ranks = concurrency - dp * (share - 1);
+  const int running =
+      full_ranks * limit + (dp - full_ranks) * std::min(share - 1, limit);
   Evaluation e = EvaluateState(k, s, running);
   if (e.reason == InfeasibleReason::kKvCacheExceedsMemory)
     return EvaluateState(k, s, concurrency);  // rounding at the limit
   const double slot_seconds =
       e.ttft_seconds + std::max(0.0, k.osl - 1) * e.tpot_seconds;
   e.batch_size = concurrency;
+  e.batch_per_rank = share;
   e.queued_requests = concurrency - running;
   const double wait_seconds = slot_seconds * e.queued_requests / running;
   // Where the wait shows. An engine that admits a request only when its
@@ -496,10 +513,12 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
     PreparePlan(k, plan, k.num_gpus, 1, &class_states[i],
                 &classes[i].placement);
   }
-  // Workload.concurrency is per replica (see the proto). Requests beyond what
-  // the KV cache holds queue; a batch the plan chooses itself (no fixed
-  // concurrency) must fit.
-  const int concurrency = std::min(kMaxBatchSize, workload_concurrency);
+  // Workload.concurrency and plan.batch_size are requests in flight per
+  // replica (see the proto), spread over its attention dp ranks; the scan
+  // below steps over the same per-replica loads. Requests beyond what the KV
+  // cache holds queue; a batch the plan chooses itself (no fixed concurrency)
+  // must fit.
+  const int concurrency = std::min(kMaxRequestsInFlight, workload_concurrency);
   auto at = [&](int batch, bool queued) {
     auto one = [&](const PlanState& state) {
       return queued ? EvaluateQueued(k, state, batch)
@@ -531,7 +550,10 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
   Evaluation best;
   bool have_best = false;
   Evaluation first;
-  for (int b : BatchSizeCandidates()) {
+  const int rank_dp =
+      std::max(1, classes.empty() ? state.ctx.dp : class_states[0].ctx.dp);
+  for (int b : ScanLoads()) {
+    if (b > kMaxBatchSize * static_cast<int64_t>(rank_dp)) break;
     Evaluation e = at(b, false);
     if (!e.feasible) {
       if (!have_best) {
@@ -552,6 +574,18 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
 }  // namespace shardplan::simulator::internal
 
 namespace shardplan::simulator {
+
+const std::vector<int>& ScanLoads() {
+  static const std::vector<int>* const kLoads = [] {
+    auto* v = new std::vector<int>(BatchSizeCandidates());
+    for (int64_t p = kMaxBatchSize; p * 2 <= kMaxRequestsInFlight; p *= 2) {
+      v->push_back(static_cast<int>(p * 3 / 2));
+      v->push_back(static_cast<int>(p * 2));
+    }
+    return v;
+  }();
+  return *kLoads;
+}
 
 const std::vector<int>& BatchSizeCandidates() {
   static const std::vector<int>* const kCandidates = [] {

@@ -120,7 +120,7 @@ absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
   RETURN_IF_ERROR(
       CheckRange(output_tokens, "workload.output_tokens", 1, kMaxTokens));
   RETURN_IF_ERROR(CheckRange(workload.concurrency(), "workload.concurrency", 0,
-                             kMaxBatchSize));
+                             kMaxRequestsInFlight));
   RETURN_IF_ERROR(CheckDouble(workload.max_ttft_ms(), "workload.max_ttft_ms", 0,
                               kMaxSloMs, false));
   RETURN_IF_ERROR(CheckDouble(workload.max_tpot_ms(), "workload.max_tpot_ms", 0,
@@ -222,8 +222,9 @@ absl::StatusOr<PlanDims> LayoutFromProto(const Plan& plan,
   RETURN_IF_ERROR(CheckRange(plan.micro_batches(),
                              absl::StrCat(path, ".micro_batches"), 0,
                              kMaxMicroBatches));
-  RETURN_IF_ERROR(CheckRange(
-      plan.batch_size(), absl::StrCat(path, ".batch_size"), 0, kMaxBatchSize));
+  RETURN_IF_ERROR(CheckRange(plan.batch_size(),
+                             absl::StrCat(path, ".batch_size"), 0,
+                             kMaxRequestsInFlight));
   d.micro_batches = plan.micro_batches();
   d.batch_size = plan.batch_size();
   return d;

@@ -221,6 +221,8 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
   shardplan::v1::PoolPrediction* prefill = out->mutable_prefill_pool();
   prefill->set_requests_per_s(e.prefill_requests_per_s);
   prefill->set_batch_size(e.prefill_batch_size);
+  // A prefill pass holds its batch on every attention rank.
+  prefill->set_batch_per_rank(e.prefill_batch_size);
   prefill->set_seconds(e.prefill_seconds);
   prefill->set_instances(e.prefill_instances);
   prefill->set_gpus_per_instance(e.prefill_instance_gpus);
@@ -234,6 +236,7 @@ void AddDisaggregatedPrediction(const Evaluation& e, Prediction* out) {
   shardplan::v1::PoolPrediction* decode = out->mutable_decode_pool();
   decode->set_requests_per_s(e.decode_requests_per_s);
   decode->set_batch_size(e.batch_size);
+  decode->set_batch_per_rank(e.batch_per_rank);
   decode->set_seconds(e.decode_iteration_seconds);
   decode->set_instances(e.decode_instances);
   decode->set_gpus_per_instance(e.decode_instance_gpus);
@@ -285,6 +288,7 @@ Prediction PredictionToProto(const Evaluation& e, const Problem& problem) {
   out.set_ttft_ms(e.ttft_seconds * 1e3);
   out.set_tpot_ms(e.tpot_seconds * 1e3);
   out.set_batch_size(e.batch_size);
+  out.set_batch_per_rank(e.batch_per_rank);
   out.set_running_batch_size(e.running_batch);
   out.set_queued_requests(e.queued_requests);
   out.set_queue_wait_ms(e.queue_wait_seconds * 1e3);

@@ -29,8 +29,10 @@ TrafficPrediction StepTimesOf(const CostModel& model, const PlanDims& plan) {
   if (per_rank_limit < 1) return t;
   t.computed = true;
   const int working = std::clamp(per_rank_limit, 2, 64);
-  const Evaluation many =
-      internal::PoolCosting::DecodeInstance(model, instance, working);
+  // DecodeInstance takes the instance's requests: `working` on each rank.
+  const Evaluation many = internal::PoolCosting::DecodeInstance(
+      model, instance,
+      working * AttentionDpRanks(instance, model.problem().model.is_moe()));
   const double per_request = std::max(
       0.0, (many.decode_iteration_seconds - one.decode_iteration_seconds) /
                (working - 1));

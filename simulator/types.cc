@@ -234,6 +234,13 @@ std::string InfeasibleReasonText(const Evaluation& e) {
       return absl::StrFormat("weights need %.1f GB per GPU, %.1f GB available",
                              Gb(e.reason_value), Gb(e.reason_limit));
     case InfeasibleReason::kKvCacheExceedsMemory:
+      if (e.batch_per_rank > 0 && e.batch_per_rank != e.batch_size) {
+        return absl::StrFormat(
+            "KV cache for batch %d (%d per attention rank) needs %.1f GB per "
+            "GPU beside %.1f GB of weights, %.1f GB available",
+            e.batch_size, e.batch_per_rank, Gb(e.reason_value),
+            Gb(e.weights_bytes), Gb(e.reason_limit));
+      }
       return absl::StrFormat(
           "KV cache for batch %d needs %.1f GB per GPU beside %.1f GB of "
           "weights, %.1f GB "

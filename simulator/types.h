@@ -200,7 +200,10 @@ struct ClusterDims {
 struct WorkloadDims {
   int input_tokens = 0;
   int output_tokens = 0;
-  int concurrency = 0;          // 0: choose the best batch
+  // Requests in flight per replica (per decode instance of a disaggregated
+  // plan; a dense model's dp copies are replicas), spread over the replica's
+  // attention dp ranks (RankBatch). 0: choose the best load.
+  int concurrency = 0;
   double max_ttft_seconds = 0;  // 0: no SLO
   double max_tpot_seconds = 0;  // 0: no SLO
   Dtype weight_dtype = Dtype::kBf16;
@@ -226,7 +229,13 @@ struct Problem {
 };
 
 inline constexpr int kMaxPipelineStages = 128;
+// Requests per attention dp rank at most, and the largest load the batch
+// scan offers (BatchSizeCandidates).
 inline constexpr int kMaxBatchSize = 4096;
+// Requests in flight per replica at most (Workload.concurrency,
+// plan.batch_size): kMaxBatchSize on each of many attention dp ranks (a wide
+// expert-parallel decode instance of 144 ranks runs 18,432).
+inline constexpr int kMaxRequestsInFlight = 1 << 18;
 
 // The layout of one prefill instance of a disaggregated plan (see PlanDims):
 // its degrees and operator dims, and how many requests it prefills in one
@@ -268,8 +277,11 @@ struct PlanDims {
   int ep = 1;
   ShardDims dims = MegatronShardDims();
   int micro_batches = 0;  // 0: pp
-  int batch_size =
-      0;  // 0: workload concurrency, or the best batch when that is 0
+  // Requests in flight per replica (disaggregated: per decode instance), as
+  // Workload.concurrency: each attention dp rank runs RankBatch(batch_size,
+  // dp) of them. 0: the workload's concurrency, or the best load when that
+  // is 0.
+  int batch_size = 0;
   // Explicit layers per stage when num_stage_layers == pp; 0: as uniform as
   // possible.
   int num_stage_layers = 0;
@@ -286,6 +298,30 @@ struct PlanDims {
   bool operator==(const PlanDims& other) const;
   bool operator!=(const PlanDims& other) const { return !(*this == other); }
 };
+
+// Requests the fullest attention data-parallel rank runs when `requests` are
+// in flight over `dp` ranks: ceil(requests / dp); the others run one fewer.
+inline int RankBatch(int requests, int dp) {
+  const int d = std::max(1, dp);
+  return (std::max(0, requests) + d - 1) / d;
+}
+
+// Attention data-parallel ranks a replica (or pool instance) of `plan`
+// spreads its requests over: dp for an MoE model; 1 for a dense model,
+// whose dp ranks are independent copies (simulator/placement.h).
+inline int AttentionDpRanks(const PlanDims& plan, bool moe) {
+  return moe ? std::max(1, plan.dp) : 1;
+}
+
+// Units that each carry Workload.concurrency requests: the replicas (a dense
+// model's dp copies among them), or a disaggregated plan's decode instances
+// (times their copies).
+inline int LoadReplicas(const PlanDims& plan, bool moe) {
+  const int copies = moe ? 1 : std::max(1, plan.dp);
+  return (plan.disaggregated ? std::max(1, plan.decode_instances)
+                             : std::max(1, plan.replicas)) *
+         copies;
+}
 
 enum class InfeasibleReason : uint8_t {
   kNone = 0,
@@ -329,10 +365,15 @@ struct Evaluation {
   double tpot_seconds = 0;
   double prefill_seconds = 0;           // one request's prefill
   double decode_iteration_seconds = 0;  // one decode step of the whole batch
-  int batch_size = 0;                   // decode batch per replica evaluated
+  // Requests in flight per replica evaluated (disaggregated: per decode
+  // instance in decode), and the decode batch of one attention dp rank
+  // (RankBatch(batch_size, dp); = batch_size without attention dp).
+  int batch_size = 0;
+  int batch_per_rank = 0;
   // KV-cache overflow at the workload's fixed concurrency: the engine runs
-  // the requests whose KV cache fits (running_batch) and queues the rest.
-  // Without overflow running_batch = batch_size and the queue is empty.
+  // the requests whose KV cache fits (running_batch, per replica) and queues
+  // the rest. Without overflow running_batch = batch_size and the queue is
+  // empty.
   int running_batch = 0;
   int queued_requests = 0;
   double queue_wait_seconds = 0;  // included in ttft_seconds

@@ -227,11 +227,17 @@ void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
         engine_name));
   }
 
-  // The decode batch of each of the plan's data-parallel ranks: the plan's,
-  // else the prediction's, else the workload's requests in flight per replica
-  // spread over its ranks. A replica serves batch x dp requests.
-  int batch =
-      plan.batch_size() > 0 ? plan.batch_size() : context.batch_fallback;
+  // The decode batch of each of the plan's data-parallel ranks: the plan's
+  // requests in flight per replica (a prefill pass: per rank already) spread
+  // over its ranks, else the prediction's per-rank batch, else the workload's
+  // requests in flight per replica spread likewise. A replica serves
+  // batch x dp requests.
+  int batch = context.batch_fallback;
+  if (plan.batch_size() > 0) {
+    batch = role == DisaggRole::kPrefill
+                ? plan.batch_size()
+                : (plan.batch_size() + d.dp - 1) / d.dp;
+  }
   if (batch <= 0 && context.concurrency > 0) {
     batch = (context.concurrency + d.dp - 1) / d.dp;
   }

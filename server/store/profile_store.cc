@@ -137,11 +137,13 @@ absl::StatusOr<simulator::MeasuredRow> RowOfRun(int i, const MeasuredRun& run) {
                           limits::kMaxTokens, value));
     }
   }
-  if (run.concurrency() > limits::kMaxFitConcurrency) {
+  // Per attention dp rank: each rank queues past the limit.
+  const int ranks = std::max(1, run.dp());
+  if ((run.concurrency() + ranks - 1) / ranks > limits::kMaxFitConcurrency) {
     return absl::InvalidArgumentError(absl::StrFormat(
-        "%s.concurrency must be at most %d (above it the engine queues "
-        "requests and the run measures its queue), got %d",
-        path, limits::kMaxFitConcurrency, run.concurrency()));
+        "%s.concurrency must be at most %d per dp rank (above it the engine "
+        "queues requests and the run measures its queue), got %d over %d",
+        path, limits::kMaxFitConcurrency, run.concurrency(), ranks));
   }
   row.isl = run.input_tokens();
   row.osl = run.output_tokens();

@@ -32,14 +32,16 @@ class PoolCosting {
   // ValidatePlan of one instance (replicas must be 1) on its own GPUs.
   static absl::Status ValidateInstance(const CostModel& model,
                                        const PlanDims& instance);
-  // `instance`: one decode instance (aggregated fields, replicas 1) decoding
-  // `batch` requests per attention rank; no prefill interleaves, no SLO is
+  // `instance`: one decode instance (aggregated fields, replicas 1) with
+  // `requests` in flight (a dense model: per dp copy), spread over its
+  // attention dp ranks (RankBatch); no prefill interleaves, no SLO is
   // checked (feasible = fits memory). `placement`: the instance's shapes on
   // the cluster (InstanceClasses); null: placed from a node boundary on
   // uniform nodes of cluster.gpus_per_node.
   static Evaluation DecodeInstance(const CostModel& model,
-                                   const PlanDims& instance, int batch,
+                                   const PlanDims& instance, int requests,
                                    const PlanPlacement* placement = nullptr);
+  // `requests` per pass on each attention dp rank (PrefillLayout.batch_size).
   static PrefillInstanceCost PrefillInstance(
       const CostModel& model, const PlanDims& instance, int requests,
       const PlanPlacement* placement = nullptr);

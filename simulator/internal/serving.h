@@ -49,15 +49,16 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                  int prefill_requests, PlanState* s,
                  const PlanPlacement* replica_class = nullptr);
 
-// One batch of `batch` requests per replica. `decode_only`: a decode instance
-// of a disaggregated plan: no prefill work interleaves with its iterations and
-// TTFT/SLOs are left to the caller.
-Evaluation EvaluateState(const CostConstants& k, const PlanState& s, int batch,
-                         bool decode_only = false);
+// `requests` in flight per replica, RankBatch(requests, dp) on each attention
+// dp rank. `decode_only`: a decode instance of a disaggregated plan: no
+// prefill work interleaves with its iterations and TTFT/SLOs are left to the
+// caller.
+Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
+                         int requests, bool decode_only = false);
 
 // An aggregated plan that passed the facade's guard: at the workload's
 // concurrency (queueing what the KV cache does not hold; 0: none), at the
-// plan's batch, or at the best batch of BatchSizeCandidates().
+// plan's batch, or at the best load of ScanLoads().
 Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
                               int workload_concurrency);
 

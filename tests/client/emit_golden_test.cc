@@ -122,7 +122,8 @@ std::vector<Shape> Shapes() {
     c.kv_cache_dtype = "fp8";
     shapes.push_back({"moe_dpep_1node", MakePlan(1, 1, 8, 1, 8, 512, true), c});
   }
-  shapes.push_back({"moe_dpep_4nodes", MakePlan(1, 4, 8, 1, 32, 256, true),
+  // batch_size is requests in flight per replica: 256 on each of 4 DP ranks.
+  shapes.push_back({"moe_dpep_4nodes", MakePlan(1, 4, 8, 1, 32, 1024, true),
                     Model("deepseek-v3", 32)});
   shapes.push_back({"moe_replicated", MakePlan(2, 1, 8, 1, 8, 512, true),
                     Model("deepseek-v3", 16)});
@@ -148,7 +149,7 @@ std::vector<Shape> Shapes() {
                     Model("llama-3.1-70b", 8)});
   shapes.push_back({"disagg_2p1d_4nodes",
                     Disaggregated(MakePlan(1, 1, 8, 1, 8, 32, true), 2,
-                                  MakePlan(1, 2, 8, 1, 16, 128, true), 1),
+                                  MakePlan(1, 2, 8, 1, 16, 256, true), 1),
                     Model("deepseek-v3", 32)});
   // Blackwell: an NVFP4 checkpoint with an FP8 KV cache on one B200 node;
   // an FP4 KV cache; DeepSeek-V3.2 (sparse MLA) with wide EP over 8 GB200

@@ -117,6 +117,19 @@ int64_t LayoutGpus(const Plan& p) {
          std::max(1, p.pp());
 }
 
+namespace {
+
+// Requests in flight one instance of `p` serves: batch_size is per replica,
+// spread over an MoE instance's attention dp ranks (each runs the rounded-up
+// share); a dense model's dp ranks are copies, each with the whole batch.
+int64_t InstanceLoad(const Plan& p, bool moe) {
+  const int64_t dp = std::max(1, p.dp());
+  if (moe || p.ep() > 1) return (p.batch_size() + dp - 1) / dp * dp;
+  return static_cast<int64_t>(p.batch_size()) * dp;
+}
+
+}  // namespace
+
 Drawn Draw(std::mt19937& rng) {
   Drawn d;
   const Model& m = kModels[rng() % (sizeof(kModels) / sizeof(kModels[0]))];
@@ -165,15 +178,13 @@ Drawn Draw(std::mt19937& rng) {
     p = Disaggregated(prefill, 1 + extra_prefill, decode, 1 + extra_decode);
     d.gpus = p.prefill_instances() * LayoutGpus(prefill) +
              p.decode_instances() * LayoutGpus(decode);
-    d.load = static_cast<int64_t>(decode.batch_size()) *
-             std::max(1, decode.dp()) * p.decode_instances();
+    d.load = InstanceLoad(decode, m.moe) * p.decode_instances();
   } else {
     p = DrawLayout(rng, m.moe, c.num_gpus);
     const int64_t most = c.num_gpus / LayoutGpus(p);
     p.set_replicas(1 + static_cast<int>(rng() % most));
     d.gpus = p.replicas() * LayoutGpus(p);
-    d.load = static_cast<int64_t>(p.batch_size()) * std::max(1, p.dp()) *
-             p.replicas();
+    d.load = InstanceLoad(p, m.moe) * p.replicas();
   }
   return d;
 }

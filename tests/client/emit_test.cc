@@ -507,12 +507,12 @@ TEST(EmitTest, TrtllmDisaggregatedServersMatchTheirRouter) {
 TEST(EmitTest, TrtllmDisaggregatedMultiNodeInstanceIsOneMpiWorld) {
   // DeepSeek-V3 2P1D over four nodes: each context instance one node (DP
   // attention + EP8, batch 32), the generation instance two (dp 2 x tp 8,
-  // EP16, batch 128 per DP rank).
+  // EP16, 256 requests in flight: 128 per DP rank).
   EmitContext c = Moe();
   c.num_gpus = 32;
   Plan prefill = MakePlan(1, 8, 1, 8, 32);
   SetAttentionDp(&prefill);
-  Plan decode = MakePlan(2, 8, 1, 16, 128);
+  Plan decode = MakePlan(2, 8, 1, 16, 256);
   SetAttentionDp(&decode);
   const EmittedCommand e =
       EmitCommand(Engine::kTrtllm, Disaggregated(prefill, 2, decode, 1), c);

@@ -76,8 +76,8 @@ inline void CheckEvaluation(const simulator::Evaluation& e,
               "per-operator seconds finite and >= 0", op);
     }
   }
-  Require(e.batch_size >= 0 && e.batch_size <= simulator::kMaxBatchSize,
-          "batch_size in [0, kMaxBatchSize]", e.batch_size);
+  Require(e.batch_size >= 0 && e.batch_size <= simulator::kMaxRequestsInFlight,
+          "batch_size in [0, kMaxRequestsInFlight]", e.batch_size);
   if (!e.feasible) {
     Require(e.reason != simulator::InfeasibleReason::kNone,
             "infeasible has a reason");

@@ -3,6 +3,7 @@
 // drain, warm start, slow readers.
 #include "server/service.h"
 
+#include <algorithm>
 #include <memory>
 #include <string>
 #include <thread>
@@ -744,6 +745,62 @@ TEST_F(ServiceTest, StreamedPlansListTheEnginesThatCanRunThem) {
     }
     EXPECT_TRUE(result.updates.back().prediction().feasible());
   }
+}
+
+// The load a prediction is for: concurrency is requests in flight per
+// replica, spread over its attention dp ranks; every streamed prediction and
+// EvaluatePlan say both (batchSize, batchPerRank).
+TEST_F(ServiceTest, PredictionsCarryTheBatchPerRank) {
+  real_searchers_ = true;
+  StartServer();
+  shardplan::v1::EvaluateRequest evaluate;
+  evaluate.mutable_model()->set_catalog_name("qwen3-235b-a22b");
+  evaluate.mutable_cluster()->set_hardware("h100-sxm-80gb");
+  evaluate.mutable_cluster()->set_num_gpus(8);
+  evaluate.mutable_cluster()->set_gpus_per_node(8);
+  evaluate.mutable_workload()->set_input_tokens(1024);
+  evaluate.mutable_workload()->set_output_tokens(1024);
+  evaluate.mutable_workload()->set_concurrency(64);
+  evaluate.mutable_workload()->set_weight_dtype("fp8");
+  evaluate.mutable_plan()->set_dp(8);
+  evaluate.mutable_plan()->set_tp(1);
+  evaluate.mutable_plan()->set_ep(8);
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext context;
+  grpc::Status status = stub_->EvaluatePlan(&context, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  const shardplan::v1::Prediction& p = response.prediction();
+  ASSERT_TRUE(p.feasible()) << p.infeasible_reason();
+  EXPECT_EQ(p.batch_size(), 64);
+  EXPECT_EQ(p.batch_per_rank(), 8);
+  // Little's law: 64 requests in flight, not 8 ranks x 64.
+  EXPECT_NEAR(p.output_tokens_per_s() * p.tpot_ms() / 1e3, 64, 1e-6);
+
+  shardplan::v1::PlanRequest request = MakePlanRequest("qwen3-235b-a22b", 16);
+  request.mutable_workload()->set_concurrency(64);
+  request.mutable_workload()->set_weight_dtype("fp8");
+  request.mutable_options()->set_max_evaluations(200);
+  StreamResult result = Plan(request);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  int checked = 0;
+  for (const PlanUpdate& update : result.updates) {
+    const shardplan::v1::Prediction& q = update.prediction();
+    if (!q.feasible()) continue;
+    const shardplan::v1::Plan& plan =
+        q.disaggregated() ? update.plan().decode() : update.plan();
+    const int dp = std::max(1, plan.dp());
+    SCOPED_TRACE(update.ShortDebugString().substr(0, 200));
+    EXPECT_GT(q.batch_per_rank(), 0);
+    if (!q.disaggregated()) {
+      EXPECT_EQ(q.batch_size(), 64);
+      EXPECT_EQ(q.batch_per_rank(), (64 + dp - 1) / dp);
+    } else {
+      EXPECT_EQ(q.decode_pool().batch_per_rank(), q.batch_per_rank());
+      EXPECT_EQ(q.batch_per_rank(), (q.batch_size() + dp - 1) / dp);
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
 }
 
 }  // namespace

@@ -355,7 +355,7 @@ TEST(CostModelTest, KvHeadsReplicateBeyondKvHeadCount) {
 
 // DeepSeek-V3 MLA: the KV cache is the latent, kv_lora_rank + qk_rope_head_dim
 // = 512 + 64 = 576 elements per token per layer, replicated over a head-split
-// (column) tp group:
+// (column) tp group; 64 requests per replica over its 4 attention dp ranks:
 //   16 requests x 2304 tokens x 61 layers x 576 x 2 bytes = 2,590,507,008 bytes
 //   per GPU.
 // A batch-split attention keeps ceil(16 / 8) = 2 requests per rank: 323,813,376
@@ -363,7 +363,7 @@ TEST(CostModelTest, KvHeadsReplicateBeyondKvHeadCount) {
 TEST(CostModelTest, GoldenMlaLatentKvCache) {
   auto model = Make({.model = "deepseek-v3", .gpus = 32});
   ASSERT_NE(model, nullptr);
-  PlanDims plan = Plan(4, 8, 1, 32, 16);
+  PlanDims plan = Plan(4, 8, 1, 32, 64);
   ASSERT_TRUE(model->ValidatePlan(plan).ok());
   EXPECT_DOUBLE_EQ(model->Evaluate(plan).kv_cache_bytes, 2590507008.0);
   plan.dims[static_cast<int>(OpKind::kAttention)] = ShardDim::kBatch;

@@ -145,13 +145,14 @@ shardplan::v1::ModelSource ModelOf(const std::string& name) {
   return m;
 }
 
-// trtllm-bench queues its whole dataset at once: the request counts of the
-// pages' "Number of Requests" tables (both versions; capped at the cost
-// model's largest concurrency, which is also trtllm-bench's cap on the
-// requests in flight). Any count above what the KV cache holds predicts the
-// same: the engine runs the resident batch and queues the rest
+// trtllm-bench queues its whole dataset at once on the one instance: the
+// request counts of the pages' "Number of Requests" tables (both versions;
+// capped at the cost model's largest batch per attention dp rank, which is
+// also trtllm-bench's cap on the requests in flight per rank), spread over
+// the instance's dp ranks. Any count above what the KV cache holds predicts
+// the same: the engine runs the resident batch and queues the rest
 // (EvaluateQueued).
-int BenchmarkRequests(int isl, int osl) {
+int BenchmarkRequests(int isl, int osl, int dp) {
   static const std::map<std::pair<int, int>, int>* const kRequests =
       new std::map<std::pair<int, int>, int>{
           {{128, 128}, 30000},   {{128, 2048}, 3000},  {{128, 4096}, 1500},
@@ -161,7 +162,8 @@ int BenchmarkRequests(int isl, int osl) {
           {{1024, 8192}, 1500},  {{32768, 1024}, 1000}};
   const auto it = kRequests->find({isl, osl});
   EXPECT_NE(it, kRequests->end()) << isl << "/" << osl;
-  return std::min(kMaxBatchSize, it == kRequests->end() ? 1000 : it->second);
+  return std::min(kMaxBatchSize * dp,
+                  it == kRequests->end() ? 1000 : it->second);
 }
 
 struct Predicted {
@@ -177,7 +179,7 @@ Predicted Predict(const Row& r, const Knobs& k = {}) {
   shardplan::v1::Workload workload;
   workload.set_input_tokens(r.isl);
   workload.set_output_tokens(r.osl);
-  workload.set_concurrency(BenchmarkRequests(r.isl, r.osl));
+  workload.set_concurrency(BenchmarkRequests(r.isl, r.osl, r.dp));
   workload.set_weight_dtype("fp4");
   workload.set_kv_cache_dtype(k.kv_cache_dtype);
   workload.set_engine("trtllm");

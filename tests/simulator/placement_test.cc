@@ -115,8 +115,13 @@ TEST(PlacementTest, ReplicasScaleThroughputExactly) {
 TEST(PlacementTest, ExpertDomainAcrossNodesPaysMeasuredAllToAll) {
   auto model = Make("qwen3-235b-a22b", 16, 8);
   ASSERT_NE(model, nullptr);
-  const Evaluation replicated = model->Evaluate(Degrees(2, 8, 1, 1, 8));
-  const Evaluation spread = model->Evaluate(Degrees(1, 16, 1, 1, 16));
+  // 32 requests on each attention rank of either layout.
+  PlanDims two_of_eight = Degrees(2, 8, 1, 1, 8);
+  two_of_eight.batch_size = 32 * 8;
+  PlanDims one_of_sixteen = Degrees(1, 16, 1, 1, 16);
+  one_of_sixteen.batch_size = 32 * 16;
+  const Evaluation replicated = model->Evaluate(two_of_eight);
+  const Evaluation spread = model->Evaluate(one_of_sixteen);
   ASSERT_TRUE(replicated.feasible);
   EXPECT_GT(spread.ib_decode_bytes, 0);
   const auto expert_comm = [](const Evaluation& e) {
@@ -441,7 +446,8 @@ TEST(PlacementTest, Nvl72WideExpertParallelismNeedsNoInfiniBand) {
   auto trays = Nvl72("deepseek-v3", 144, 4);
   ASSERT_NE(rack, nullptr);
   ASSERT_NE(trays, nullptr);
-  const PlanDims wide = Degrees(2, 72, 1, 1, 72);
+  PlanDims wide = Degrees(2, 72, 1, 1, 72);
+  wide.batch_size = 64 * 72;  // 64 requests on each attention rank
   ASSERT_TRUE(rack->ValidatePlan(wide).ok());
   const Evaluation on_nvlink = rack->Evaluate(wide);
   const Evaluation on_ib = trays->Evaluate(wide);
