@@ -1,0 +1,110 @@
+// The policy-level search of both plan kinds: the budget split, which kinds
+// run for each disaggregation mode, and the sweep's stop at its share.
+#include "policy/plan_search.h"
+
+#include <memory>
+
+#include "gtest/gtest.h"
+#include "tests/policy/test_util.h"
+
+namespace shardplan::policy {
+namespace {
+
+TEST(PlanSearchTest, BudgetSplitsByModeAndMethod) {
+  // Sampling methods: half each ("auto"), seven eighths to the joint space
+  // ("only"), seconds in proportion.
+  BudgetSplit s = SplitBudget(SearchMethod::kRl, Disaggregation::kAuto, 800, 8);
+  EXPECT_EQ(s.aggregated_evaluations, 400);
+  EXPECT_EQ(s.disaggregated_evaluations, 400);
+  EXPECT_DOUBLE_EQ(s.aggregated_seconds, 4);
+  EXPECT_DOUBLE_EQ(s.disaggregated_seconds, 4);
+  s = SplitBudget(SearchMethod::kGenetic, Disaggregation::kOnly, 800, 8);
+  EXPECT_EQ(s.aggregated_evaluations, 100);
+  EXPECT_EQ(s.disaggregated_evaluations, 700);
+  EXPECT_DOUBLE_EQ(s.aggregated_seconds, 1);
+  // Rules sweep: a quarter ("auto") or half ("only"); the aggregated search
+  // keeps every second.
+  s = SplitBudget(SearchMethod::kGrid, Disaggregation::kAuto, 800, 8);
+  EXPECT_EQ(s.aggregated_evaluations, 600);
+  EXPECT_EQ(s.disaggregated_evaluations, 200);
+  EXPECT_DOUBLE_EQ(s.aggregated_seconds, 8);
+  s = SplitBudget(SearchMethod::kMegatron, Disaggregation::kOnly, 800, 8);
+  EXPECT_EQ(s.disaggregated_evaluations, 400);
+  s = SplitBudget(SearchMethod::kRl, Disaggregation::kOff, 800, 8);
+  EXPECT_EQ(s.aggregated_evaluations, 800);
+  EXPECT_EQ(s.disaggregated_evaluations, 0);
+  EXPECT_DOUBLE_EQ(s.aggregated_seconds, 8);
+  // A budget of one still searches; a tiny time never rounds to 0.
+  s = SplitBudget(SearchMethod::kRl, Disaggregation::kOnly, 1, 5e-324);
+  EXPECT_EQ(s.aggregated_evaluations, 1);
+  EXPECT_GT(s.aggregated_seconds, 0);
+}
+
+TEST(PlanSearchTest, OffSearchesTheAggregatedKindOnly) {
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  PlanSearchOptions options;
+  options.method = SearchMethod::kAnneal;
+  options.disaggregation = Disaggregation::kOff;
+  options.search.max_evaluations = 300;
+  CancellationToken cancel;
+  SearchObserver observer;
+  absl::StatusOr<PlanSearchResult> r =
+      SearchPlans(**model, options, cancel, observer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->disaggregated.has_value());
+  EXPECT_FALSE(r->aggregated.best.plan.disaggregated);
+  EXPECT_LE(r->aggregated.evaluations, 300 + 64);  // a batch may overrun
+}
+
+// "auto" with a sampling method: the same method searches the joint space on
+// its half; the disaggregated plans found are disaggregated and valid.
+TEST(PlanSearchTest, AutoSearchesBothKindsOnOneBudget) {
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  PlanSearchOptions options;
+  options.method = SearchMethod::kGenetic;
+  options.search.max_evaluations = 600;
+  CancellationToken cancel;
+  SearchObserver observer;
+  absl::StatusOr<PlanSearchResult> r =
+      SearchPlans(**model, options, cancel, observer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->disaggregated.has_value());
+  const DisaggregatedFound& d = *r->disaggregated;
+  ASSERT_TRUE(d.found);
+  EXPECT_FALSE(d.swept);
+  EXPECT_TRUE(d.best.plan.disaggregated);
+  EXPECT_TRUE((*model)->ValidatePlan(d.best.plan).ok());
+  EXPECT_LE(r->aggregated.evaluations + d.evaluations, 600 + 2 * 64);
+  for (const ScoredPlan& p : d.elite) EXPECT_TRUE(p.plan.disaggregated);
+}
+
+// A rule method sweeps the joint space; cut at its share of a small budget,
+// the sweep says so (the server reports "budget", not "exhausted"), and with
+// a budget over its candidates it completes.
+TEST(PlanSearchTest, SweepReportsItsStopAtTheBudget) {
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  ASSERT_TRUE(model.ok()) << model.status();
+  PlanSearchOptions options;
+  options.method = SearchMethod::kMegatron;
+  options.disaggregation = Disaggregation::kOnly;
+  options.search.max_evaluations = 20;
+  CancellationToken cancel;
+  SearchObserver observer;
+  absl::StatusOr<PlanSearchResult> r =
+      SearchPlans(**model, options, cancel, observer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_TRUE(r->disaggregated.has_value());
+  EXPECT_TRUE(r->disaggregated->swept);
+  EXPECT_EQ(r->disaggregated->evaluations, 10);
+  EXPECT_TRUE(r->disaggregated->sweep_stopped_at_budget);
+  options.search.max_evaluations = 100000;
+  r = SearchPlans(**model, options, cancel, observer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_FALSE(r->disaggregated->sweep_stopped_at_budget);
+  EXPECT_LT(r->disaggregated->evaluations, 50000);
+}
+
+}  // namespace
+}  // namespace shardplan::policy
