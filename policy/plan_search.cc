@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "glog/logging.h"
 #include "policy/disaggregated_grid.h"
+#include "policy/plan_space.h"
 
 namespace shardplan::policy {
 namespace {
@@ -49,7 +50,19 @@ DisaggregatedFound SearchDisaggregatedSpace(const simulator::CostModel& model,
                                             SearchObserver& observer,
                                             int evaluations_before) {
   DisaggregatedFound found;
-  absl::StatusOr<std::unique_ptr<Searcher>> searcher = make(request.method);
+  found.method = request.method;
+  // The default method depends on the joint space's size: built here once
+  // and handed to the searcher.
+  std::unique_ptr<const PlanSpace> joint;
+  if (request.default_method) {
+    absl::StatusOr<std::unique_ptr<const PlanSpace>> space =
+        PlanSpace::CreateDisaggregated(model);
+    if (space.ok()) {
+      joint = *std::move(space);
+      found.method = DefaultMethod(true, joint->NumChoices(kDegreesDecision));
+    }
+  }
+  absl::StatusOr<std::unique_ptr<Searcher>> searcher = make(found.method);
   if (!searcher.ok()) return found;
   ContinuedProgress progress(observer, evaluations_before);
   SearchOptions options = request.search;
@@ -60,13 +73,13 @@ DisaggregatedFound SearchDisaggregatedSpace(const simulator::CostModel& model,
   options.max_seconds = std::max(0.1, split.disaggregated_seconds);
   // The same stored state as the aggregated search: the search skips plans of
   // the other kind, and the weights fit either space.
-  options.space = nullptr;
+  options.space = joint.get();
   // The transition diff models aggregated plans only.
   options.objective.transition = nullptr;
   absl::StatusOr<SearchResult> result =
       (*searcher)->Search(model, options, cancel, progress);
   if (!result.ok()) {
-    LOG(WARNING) << "disaggregated " << SearchMethodName(request.method)
+    LOG(WARNING) << "disaggregated " << SearchMethodName(found.method)
                  << " search failed: " << result.status();
     return found;
   }
@@ -89,6 +102,12 @@ DisaggregatedFound SearchDisaggregatedSpace(const simulator::CostModel& model,
 }
 
 }  // namespace
+
+SearchMethod DefaultMethod(bool disaggregated, int joint_tuples) {
+  return disaggregated && joint_tuples > PlanSpace::kLargeJointSpace
+             ? SearchMethod::kGenetic
+             : SearchMethod::kRl;
+}
 
 BudgetSplit SplitBudget(SearchMethod method, Disaggregation disaggregation,
                         int max_evaluations, double max_seconds) {

@@ -25,8 +25,19 @@ namespace shardplan::policy {
 using MethodFactory =
     std::function<absl::StatusOr<std::unique_ptr<Searcher>>(SearchMethod)>;
 
+// The server's default method (options.method left empty) for a space of
+// `joint_tuples` degree tuples: rl, except genetic over a joint
+// prefill/decode space of more than PlanSpace::kLargeJointSpace tuples, where
+// genetic reached better plans than rl at equal wall time on 6 of 8 held-out
+// generated problems of 256-512 GPUs (docs/search.md, "The server's default
+// method").
+SearchMethod DefaultMethod(bool disaggregated, int joint_tuples);
+
 struct PlanSearchOptions {
   SearchMethod method = SearchMethod::kRl;
+  // The request left the method to the server: `method` is the aggregated
+  // kind's, and the disaggregated kind's is DefaultMethod of its joint space.
+  bool default_method = false;
   Disaggregation disaggregation = Disaggregation::kAuto;
   // The request's whole budget (max_evaluations, max_seconds), seed, warm
   // start, pool, elite size and objective. `space` and `baseline`, when set,
@@ -56,7 +67,8 @@ BudgetSplit SplitBudget(SearchMethod method, Disaggregation disaggregation,
 
 // What the disaggregated search or sweep found.
 struct DisaggregatedFound {
-  ScoredPlan best;  // infeasible when none was found
+  SearchMethod method = SearchMethod::kRl;  // the method that searched it
+  ScoredPlan best;                          // infeasible when none was found
   bool found = false;
   int evaluations = 0;  // without the baseline a search counts first
   std::vector<ScoredPlan> frontier;

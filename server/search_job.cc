@@ -105,6 +105,7 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
     found = deps_.history->Find(MakeProblemKey(problem), request_.warm_start);
     policy::PlanSearchOptions plan_search;
     plan_search.method = request_.method;
+    plan_search.default_method = request_.method_defaulted;
     plan_search.disaggregation = request_.disaggregation;
     policy::SearchOptions& options = plan_search.search;
     options.max_evaluations = request_.max_evaluations;

@@ -297,6 +297,7 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   // Options first: they are cheap, and their messages do not depend on the
   // specs.
   ASSIGN_OR_RETURN(out.method, policy::ParseSearchMethod(options.method()));
+  out.method_defaulted = options.method().empty();
   if (options.max_evaluations() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.max_evaluations must be >= 0 (0 = server default), got ",

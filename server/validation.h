@@ -65,6 +65,8 @@ struct ValidatedPlanRequest {
       cost_model;          // immutable, shared with the search
   std::string model_name;  // for logs
   policy::SearchMethod method = policy::SearchMethod::kRl;
+  // options.method was empty: the server's default (policy::DefaultMethod).
+  bool method_defaulted = false;
   int max_evaluations = 0;  // defaults applied, > 0
   double max_seconds = 0;   // defaults applied, > 0
   uint32_t seed = 1;

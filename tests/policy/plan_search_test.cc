@@ -3,12 +3,17 @@
 #include "policy/plan_search.h"
 
 #include <memory>
+#include <vector>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/plan_space.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
 namespace {
+
+using ::testing::ElementsAre;
 
 TEST(PlanSearchTest, BudgetSplitsByModeAndMethod) {
   // Sampling methods: half each ("auto"), seven eighths to the joint space
@@ -104,6 +109,50 @@ TEST(PlanSearchTest, SweepReportsItsStopAtTheBudget) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->disaggregated->sweep_stopped_at_budget);
   EXPECT_LT(r->disaggregated->evaluations, 50000);
+}
+
+// The server's default method: rl, except genetic over a joint space of more
+// than PlanSpace::kLargeJointSpace tuples. Through SearchPlans (rl played by
+// random: this binary has no LibTorch), the methods each kind asked for.
+TEST(PlanSearchTest, DefaultMethodIsGeneticOnLargeJointSpacesOnly) {
+  EXPECT_EQ(DefaultMethod(false, 1 << 20), SearchMethod::kRl);
+  EXPECT_EQ(DefaultMethod(true, PlanSpace::kLargeJointSpace),
+            SearchMethod::kRl);
+  EXPECT_EQ(DefaultMethod(true, PlanSpace::kLargeJointSpace + 1),
+            SearchMethod::kGenetic);
+  std::vector<SearchMethod> asked;
+  const MethodFactory make = [&](SearchMethod method) {
+    asked.push_back(method);
+    return CreateSearcher(SearchMethodName(
+        method == SearchMethod::kRl ? SearchMethod::kRandom : method));
+  };
+  CancellationToken cancel;
+  SearchObserver observer;
+  PlanSearchOptions options;
+  options.disaggregation = Disaggregation::kOnly;
+  options.search.max_evaluations = 80;
+  options.default_method = true;
+  auto large = testing::MakeLargeDisaggregatedCostModel();
+  ASSERT_TRUE(large.ok()) << large.status();
+  absl::StatusOr<PlanSearchResult> r =
+      SearchPlans(**large, options, cancel, observer, make);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(asked, ElementsAre(SearchMethod::kRl, SearchMethod::kGenetic));
+  EXPECT_EQ(r->disaggregated->method, SearchMethod::kGenetic);
+  // A method the request names is the method of both kinds.
+  options.default_method = false;
+  asked.clear();
+  r = SearchPlans(**large, options, cancel, observer, make);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(asked, ElementsAre(SearchMethod::kRl, SearchMethod::kRl));
+  // A small joint space keeps rl by default.
+  auto small = testing::MakeCostModel("llama-3.1-8b", 8);
+  ASSERT_TRUE(small.ok()) << small.status();
+  options.default_method = true;
+  asked.clear();
+  r = SearchPlans(**small, options, cancel, observer, make);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_THAT(asked, ElementsAre(SearchMethod::kRl, SearchMethod::kRl));
 }
 
 }  // namespace

@@ -525,8 +525,11 @@ TEST(RlSearcherTest, DISABLED_WeightsClonedOnAPoorPlanDoNotTrapTheSearch) {
       ASSERT_TRUE(r.ok()) << r.status();
       (from_bad ? policy_bad : policy_fresh) += r->best.reward;
     }
-    lead.push_back(best_of("rl", true, seed) - best_of("rl", false, seed));
+    const double bad_r = best_of("rl", true, seed), fresh_r = best_of("rl", false, seed);
+    lead.push_back(bad_r - fresh_r);
+    fprintf(stderr, "TMP seed %u bad %.4f fresh %.4f lead %.4f\n", seed, bad_r, fresh_r, bad_r - fresh_r);
   }
+  fprintf(stderr, "TMP policy_bad %.3f policy_fresh %.3f\n", policy_bad, policy_fresh);
   // The weights are bad by themselves (summed over the seeds).
   EXPECT_LT(policy_bad, policy_fresh);
   // The full search: per seed either side can end lower (when written, from
