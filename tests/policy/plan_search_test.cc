@@ -15,6 +15,22 @@ namespace {
 
 using ::testing::ElementsAre;
 
+// SearchPlans of llama-3.1-70b on 16 H100s with `method`, `disaggregation`
+// and `max_evaluations`.
+absl::StatusOr<PlanSearchResult> SearchLlama70b(SearchMethod method,
+                                                Disaggregation disaggregation,
+                                                int max_evaluations) {
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  if (!model.ok()) return model.status();
+  PlanSearchOptions options;
+  options.method = method;
+  options.disaggregation = disaggregation;
+  options.search.max_evaluations = max_evaluations;
+  CancellationToken cancel;
+  SearchObserver observer;
+  return SearchPlans(**model, options, cancel, observer);
+}
+
 TEST(PlanSearchTest, BudgetSplitsByModeAndMethod) {
   // Sampling methods: half each ("auto"), seven eighths to the joint space
   // ("only"), seconds in proportion.
@@ -46,16 +62,8 @@ TEST(PlanSearchTest, BudgetSplitsByModeAndMethod) {
 }
 
 TEST(PlanSearchTest, OffSearchesTheAggregatedKindOnly) {
-  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
-  ASSERT_TRUE(model.ok()) << model.status();
-  PlanSearchOptions options;
-  options.method = SearchMethod::kAnneal;
-  options.disaggregation = Disaggregation::kOff;
-  options.search.max_evaluations = 300;
-  CancellationToken cancel;
-  SearchObserver observer;
   absl::StatusOr<PlanSearchResult> r =
-      SearchPlans(**model, options, cancel, observer);
+      SearchLlama70b(SearchMethod::kAnneal, Disaggregation::kOff, 300);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->disaggregated.has_value());
   EXPECT_FALSE(r->aggregated.best.plan.disaggregated);
@@ -65,21 +73,16 @@ TEST(PlanSearchTest, OffSearchesTheAggregatedKindOnly) {
 // "auto" with a sampling method: the same method searches the joint space on
 // its half; the disaggregated plans found are disaggregated and valid.
 TEST(PlanSearchTest, AutoSearchesBothKindsOnOneBudget) {
-  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
-  ASSERT_TRUE(model.ok()) << model.status();
-  PlanSearchOptions options;
-  options.method = SearchMethod::kGenetic;
-  options.search.max_evaluations = 600;
-  CancellationToken cancel;
-  SearchObserver observer;
   absl::StatusOr<PlanSearchResult> r =
-      SearchPlans(**model, options, cancel, observer);
+      SearchLlama70b(SearchMethod::kGenetic, Disaggregation::kAuto, 600);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->disaggregated.has_value());
   const DisaggregatedFound& d = *r->disaggregated;
   ASSERT_TRUE(d.found);
   EXPECT_FALSE(d.swept);
   EXPECT_TRUE(d.best.plan.disaggregated);
+  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
+  ASSERT_TRUE(model.ok());
   EXPECT_TRUE((*model)->ValidatePlan(d.best.plan).ok());
   EXPECT_LE(r->aggregated.evaluations + d.evaluations, 600 + 2 * 64);
   for (const ScoredPlan& p : d.elite) EXPECT_TRUE(p.plan.disaggregated);
@@ -89,23 +92,14 @@ TEST(PlanSearchTest, AutoSearchesBothKindsOnOneBudget) {
 // the sweep says so (the server reports "budget", not "exhausted"), and with
 // a budget over its candidates it completes.
 TEST(PlanSearchTest, SweepReportsItsStopAtTheBudget) {
-  auto model = testing::MakeCostModel("llama-3.1-70b", 16);
-  ASSERT_TRUE(model.ok()) << model.status();
-  PlanSearchOptions options;
-  options.method = SearchMethod::kMegatron;
-  options.disaggregation = Disaggregation::kOnly;
-  options.search.max_evaluations = 20;
-  CancellationToken cancel;
-  SearchObserver observer;
   absl::StatusOr<PlanSearchResult> r =
-      SearchPlans(**model, options, cancel, observer);
+      SearchLlama70b(SearchMethod::kMegatron, Disaggregation::kOnly, 20);
   ASSERT_TRUE(r.ok()) << r.status();
   ASSERT_TRUE(r->disaggregated.has_value());
   EXPECT_TRUE(r->disaggregated->swept);
   EXPECT_EQ(r->disaggregated->evaluations, 10);
   EXPECT_TRUE(r->disaggregated->sweep_stopped_at_budget);
-  options.search.max_evaluations = 100000;
-  r = SearchPlans(**model, options, cancel, observer);
+  r = SearchLlama70b(SearchMethod::kMegatron, Disaggregation::kOnly, 100000);
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_FALSE(r->disaggregated->sweep_stopped_at_budget);
   EXPECT_LT(r->disaggregated->evaluations, 50000);

@@ -724,18 +724,21 @@ TEST_F(ServiceTest, SearchStoppedAtItsBudgetReportsBudget) {
   real_searchers_ = true;
   StartServer();
   struct Case {
+    const char* model;
+    int gpus;
     const char* method;
     const char* disaggregation;
     int max_evaluations;
     const char* stop_reason;
   };
-  for (const Case& c : {Case{"anneal", "off", 100, "budget"},
-                        Case{"random", "auto", 200, "budget"},
-                        Case{"megatron", "only", 20, "budget"},
-                        Case{"megatron", "only", 100000, "exhausted"}}) {
-    SCOPED_TRACE(
-        absl::StrCat(c.method, " ", c.disaggregation, " ", c.max_evaluations));
-    shardplan::v1::PlanRequest request = MakePlanRequest("llama-3.1-70b", 16);
+  for (const Case& c :
+       {Case{"llama-3.1-70b", 16, "anneal", "off", 100, "budget"},
+        Case{"llama-3.1-70b", 16, "random", "auto", 200, "budget"},
+        Case{"llama-3.1-70b", 16, "megatron", "only", 20, "budget"},
+        Case{"llama-3.1-8b", 8, "megatron", "only", 1000, "exhausted"}}) {
+    SCOPED_TRACE(absl::StrCat(c.model, " ", c.method, " ", c.disaggregation,
+                              " ", c.max_evaluations));
+    shardplan::v1::PlanRequest request = MakePlanRequest(c.model, c.gpus);
     request.mutable_options()->set_method(c.method);
     request.mutable_options()->set_disaggregation(c.disaggregation);
     request.mutable_options()->set_max_evaluations(c.max_evaluations);
@@ -748,6 +751,8 @@ TEST_F(ServiceTest, SearchStoppedAtItsBudgetReportsBudget) {
     EXPECT_EQ(last.summary().stop_reason(), c.stop_reason);
     if (std::string(c.stop_reason) == "budget") {
       EXPECT_GE(last.summary().evaluations(), c.max_evaluations / 2);
+    } else {
+      EXPECT_LT(last.summary().evaluations(), c.max_evaluations / 2);
     }
   }
 }
