@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
+#include "policy/objective.h"
 #include "simulator/cost_model.h"
 #include "simulator/transition.h"
 #include "simulator/types.h"
@@ -122,9 +123,11 @@ struct SearchOptions {
   const ScoredPlan* baseline = nullptr;
   // Bound on SearchResult::frontier.
   int frontier_size = 64;
-  // Re-planning (optional, not owned): rewards pay the transition penalty and
-  // plans over its time limit are infeasible (simulator/transition.h).
-  const simulator::TransitionObjective* transition = nullptr;
+  // What the search maximises (policy/objective.h): rewards are the log of
+  // the objective's throughput (expected, or the low end of its range) over
+  // the baseline's expected throughput; when re-planning they pay the
+  // transition penalty and plans over its time limit are infeasible.
+  Objective objective;
 };
 
 // Why a search stopped. StopReasonName gives the text the API reports.

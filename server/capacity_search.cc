@@ -131,7 +131,7 @@ absl::StatusOr<CapacityResult> SearchCapacity(
       continue;
     }
     const CapacityPick& w = result.picks[*result.winner];
-    const bool better = request.min_cost
+    const bool better = request.goal == policy::CapacityGoal::kMinCost
                             ? p.cost_per_hour < w.cost_per_hour ||
                                   (p.cost_per_hour == w.cost_per_hour &&
                                    p.cluster.num_gpus() < w.cluster.num_gpus())

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "policy/objective.h"
 #include "policy/searcher.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
@@ -28,7 +29,7 @@ struct CapacityOption {
 };
 
 struct CapacityRequest {
-  bool min_cost = false;  // else min_gpus
+  policy::CapacityGoal goal = policy::CapacityGoal::kMinGpus;
   std::vector<CapacityOption> options;
   shardplan::v1::ModelSource model;
   shardplan::v1::Workload workload;

@@ -198,9 +198,11 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       absl::MutexLock lock(&mu_);
       code = final_code_;
     }
-    deps_.metrics->CountPlanRequest(request_.method, code);
+    deps_.metrics->CountPlanRequest(policy::SearchMethodName(request_.method),
+                                    code);
     const simulator::Problem& problem = request_.cost_model->problem();
-    LOG(INFO) << "method=PlanSharding search=" << request_.method
+    LOG(INFO) << "method=PlanSharding search="
+              << policy::SearchMethodName(request_.method)
               << " model=" << simulator::EscapeForLog(request_.model_name)
               << " gpus=" << problem.cluster.num_gpus
               << " outcome=" << CodeName(code)
@@ -370,7 +372,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     const simulator::Problem& problem = request_.cost_model->problem();
     PlanUpdate update = MakeUpdate(outcome.best, outcome.evaluations, "final");
     update.set_final(true);
-    summary_.set_method(request_.method);
+    summary_.set_method(std::string(policy::SearchMethodName(request_.method)));
     summary_.set_evaluations(outcome.evaluations);
     summary_.set_best_speedup(Speedup(Throughput(outcome.best.evaluation)));
     summary_.set_warm_started(outcome.warm_started);
@@ -470,7 +472,8 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     }
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     // The goal, not the (unused) search method.
-    summary_.set_method(request_.capacity->min_cost ? "min_cost" : "min_gpus");
+    summary_.set_method(
+        std::string(policy::CapacityGoalName(request_.capacity->goal)));
     summary_.set_stop_reason(stop_reason);
     *update.mutable_summary() = summary_;
     {

@@ -51,15 +51,6 @@ policy::WarmStart ReplanWarmStart(
   return out;
 }
 
-double ReplanScore(const simulator::TransitionObjective& objective,
-                   const policy::ScoredPlan& scored, double throughput) {
-  simulator::Evaluation evaluation = scored.evaluation;
-  const double penalty =
-      simulator::ApplyTransitionObjective(objective, scored.plan, &evaluation);
-  if (!evaluation.feasible) return 0;
-  return throughput * std::exp(-penalty);
-}
-
 namespace {
 
 void ClearPlacements(shardplan::v1::Plan* plan) {

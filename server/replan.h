@@ -28,12 +28,6 @@ policy::WarmStart ReplanWarmStart(
     const std::vector<simulator::PlanDims>& current_plans,
     const policy::WarmStart* found);
 
-// How the stream ranks `scored` (whose throughput by the request's objective
-// is `throughput`) when re-planning: throughput * exp(-penalty), 0 when the
-// transition is over options.max_transition_seconds.
-double ReplanScore(const simulator::TransitionObjective& objective,
-                   const policy::ScoredPlan& scored, double throughput);
-
 // The largest PlanUpdate the stream sends: under gRPC's default 4 MiB receive
 // limit (grpcurl, buf curl and the Python example keep it), with room for
 // framing.

@@ -3,18 +3,15 @@
 
 #include <algorithm>
 #include <cmath>
-#include <limits>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
-#include "glog/logging.h"
 #include "policy/baselines.h"
 #include "policy/disaggregated_grid.h"
 #include "policy/plan_space.h"
 #include "proto/spec_text.h"
 #include "server/replan.h"
 #include "server/store/elite_store.h"
-#include "simulator/calibration.h"
 #include "simulator/spec.h"
 
 namespace shardplan::server {
@@ -79,39 +76,19 @@ SearchJob::SearchJob(SearchJobDeps deps, const ValidatedPlanRequest& request,
                      policy::ScoredPlan baseline)
     : deps_(std::move(deps)),
       request_(request),
+      scorer_(request.objective(), request.cost_model->problem()),
       baseline_(std::move(baseline)) {}
-
-double SearchJob::Score(const policy::ScoredPlan& scored) const {
-  const double tokens_per_s =
-      request_.conservative
-          ? simulator::ConservativeOutputTokensPerS(
-                scored.evaluation, request_.cost_model->problem())
-          : Throughput(scored.evaluation);
-  if (request_.transition != nullptr) {
-    return ReplanScore(*request_.transition, scored, tokens_per_s);
-  }
-  return tokens_per_s;
-}
 
 SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
                                   Listener& listener) {
   const simulator::Problem& problem = request_.cost_model->problem();
   Outcome outcome;
   outcome.best = baseline_;
-  std::optional<policy::SearchResult> result;
+  std::optional<policy::PlanSearchResult> result;
   std::optional<policy::ScoredPlan> streamed_best;
   WarmStartPersistence::Found found;
   if (cancel.cancelled()) {
     outcome.stop_reason = policy::StopReason::kCancelled;
-  } else if (absl::StatusOr<std::unique_ptr<policy::Searcher>> searcher =
-                 deps_.searcher_factory(request_.method);
-             !searcher.ok()) {
-    // Keeps the code: "rl" in a build without LibTorch is FAILED_PRECONDITION,
-    // not a server bug.
-    outcome.status =
-        absl::Status(searcher.status().code(),
-                     absl::StrCat("cannot create searcher \"", request_.method,
-                                  "\": ", searcher.status().message()));
   } else {
     // One plan space for the grid reference and the search.
     absl::StatusOr<std::unique_ptr<const policy::PlanSpace>> space =
@@ -126,31 +103,33 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
       if (grid.evaluation.feasible) replan_starts.push_back(grid.plan);
     }
     found = deps_.history->Find(MakeProblemKey(problem), request_.warm_start);
-    policy::SearchOptions options;
-    // The disaggregated search (or sweep) after this one shares the request's
-    // budget of evaluations and, when it searches, of seconds.
-    options.max_evaluations =
-        std::max(1, request_.max_evaluations - DisaggregatedBudget());
-    options.max_seconds = SearchesDisaggregatedSpace()
-                              ? SecondsShare(options.max_evaluations)
-                              : request_.max_seconds;
+    policy::PlanSearchOptions plan_search;
+    plan_search.method = request_.method;
+    plan_search.default_method = request_.method_defaulted;
+    plan_search.disaggregation = request_.disaggregation;
+    policy::SearchOptions& options = plan_search.search;
+    options.max_evaluations = request_.max_evaluations;
+    options.max_seconds = request_.max_seconds;
     options.seed = request_.seed;
     options.warm_start =
         found.warm_start.has_value() ? &*found.warm_start : nullptr;
-    // Re-planning starts from the running plan too, and scores moves.
+    // Re-planning starts from the running plan too.
     policy::WarmStart replan_warm_start;
     if (request_.transition != nullptr) {
       replan_warm_start = ReplanWarmStart(replan_starts, options.warm_start);
       options.warm_start = &replan_warm_start;
-      options.transition = request_.transition.get();
     }
+    options.objective = request_.objective();
     options.pool = deps_.eval_pool;
     options.elite_size = std::max(deps_.elite_size, request_.top_n);
     options.space = space.ok() ? space->get() : nullptr;
     options.baseline = &baseline_;
     Observer observer(*this, listener);
-    absl::StatusOr<policy::SearchResult> searched =
-        (*searcher)->Search(*request_.cost_model, options, cancel, observer);
+    absl::StatusOr<policy::PlanSearchResult> searched = policy::SearchPlans(
+        *request_.cost_model, plan_search, cancel, observer,
+        [this](policy::SearchMethod method) {
+          return deps_.searcher_factory(policy::SearchMethodName(method));
+        });
     streamed_best = observer.best();
     if (searched.ok()) {
       result = *std::move(searched);
@@ -163,16 +142,16 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
 
   ToPersist to_store;
   if (result.has_value()) {
-    to_store.plans = result->elite;
-    to_store.plans.push_back(result->best);
-    to_store.policy_weights = result->policy_weights;
+    to_store.plans = result->aggregated.elite;
+    to_store.plans.push_back(result->aggregated.best);
+    to_store.policy_weights = result->aggregated.policy_weights;
   }
   // The baseline was streamed first: it is stored even when the search found
   // nothing better, so that every final update is backed by the store.
   to_store.plans.push_back(baseline_);
 
   if (result.has_value()) {
-    outcome = OutcomeOf(*result, cancel);
+    outcome = OutcomeOf(result->aggregated, cancel);
   } else {
     outcome.top_plans = {baseline_};
   }
@@ -186,9 +165,9 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
   if (outcome.warm_started && found.warm_start.has_value()) {
     outcome.warm_start_source = found.warm_start->source;
   }
-  if (request_.disaggregation != "off" && !cancel.cancelled()) {
+  if (result.has_value() && result->disaggregated.has_value()) {
     ToPersist disaggregated =
-        AddDisaggregated(cancel, listener, found.warm_start, &outcome);
+        AddDisaggregated(*std::move(result->disaggregated), &outcome);
     to_store.plans.insert(to_store.plans.end(), disaggregated.plans.begin(),
                           disaggregated.plans.end());
     if (!disaggregated.policy_weights.empty()) {
@@ -199,163 +178,38 @@ SearchJob::Outcome SearchJob::Run(const policy::CancellationToken& cancel,
   return outcome;
 }
 
-bool SearchJob::SearchesDisaggregatedSpace() const {
-  // Methods that search a plan space by sampling; "grid" and "megatron" are
-  // rules (the disaggregated sweep is grid's counterpart) and "exhaustive"
-  // cannot enumerate the joint space.
-  return request_.disaggregation != "off" && request_.method != "grid" &&
-         request_.method != "megatron" && request_.method != "exhaustive";
-}
-
-double SearchJob::SecondsShare(int evaluations) const {
-  // A tiny positive max_seconds (5e-324 is valid) must not round to 0: the
-  // searcher refuses 0, and the request asked for "as short as possible".
-  return std::max(std::numeric_limits<double>::min(),
-                  request_.max_seconds * evaluations /
-                      std::max(1, request_.max_evaluations));
-}
-
-int SearchJob::DisaggregatedBudget() const {
-  if (request_.disaggregation == "off") return 0;
-  if (SearchesDisaggregatedSpace()) {
-    // "auto": half each (the joint space is larger than the aggregated one,
-    // but the aggregated search also serves the warm-start store's weights);
-    // "only": seven eighths (the aggregated search then mostly serves the
-    // baseline and the warm-start store).
-    return request_.disaggregation == "only"
-               ? request_.max_evaluations - request_.max_evaluations / 8
-               : request_.max_evaluations / 2;
-  }
-  // The sweep: "auto" a quarter (its candidates are few next to the
-  // aggregated space), "only" half.
-  return request_.disaggregation == "only" ? request_.max_evaluations / 2
-                                           : request_.max_evaluations / 4;
-}
-
-SearchJob::DisaggregatedFound SearchJob::SearchDisaggregated(
-    const policy::CancellationToken& cancel, Listener& listener,
-    const std::optional<policy::WarmStart>& warm_start,
-    int evaluations_before) const {
-  DisaggregatedFound found;
-  absl::StatusOr<std::unique_ptr<policy::Searcher>> searcher =
-      deps_.searcher_factory(request_.method);
-  if (!searcher.ok()) return found;
-  // Progress only: the stream's best stays the aggregated search's (the
-  // final update reports the disaggregated best beside it).
-  // Its counts continue the aggregated search's, without the baseline it
-  // counts as its first evaluation.
-  class ProgressObserver final : public policy::SearchObserver {
-   public:
-    ProgressObserver(Listener& listener, int offset)
-        : listener_(listener), offset_(offset) {}
-    void OnProgress(const policy::SearchProgress& progress) override {
-      policy::SearchProgress p = progress;
-      if (!baseline_dropped_ && p.evaluations_delta > 0) {
-        --p.evaluations_delta;
-        baseline_dropped_ = true;
-      }
-      p.evaluations = offset_ + std::max(0, progress.evaluations - 1);
-      listener_.OnProgress(p);
-    }
-
-   private:
-    Listener& listener_;
-    const int offset_;
-    bool baseline_dropped_ = false;
-  } observer(listener, evaluations_before);
-  policy::SearchOptions options;
-  options.disaggregated = true;
-  // The baseline counts as the search's first evaluation though it was made
-  // before: one more, so that the search gets its share in full.
-  options.max_evaluations = DisaggregatedBudget() + 1;
-  options.max_seconds = std::max(0.1, SecondsShare(DisaggregatedBudget()));
-  options.seed = request_.seed;
-  // The same stored state as the aggregated search: the search skips plans of
-  // the other kind, and the weights fit either space.
-  options.warm_start = warm_start.has_value() ? &*warm_start : nullptr;
-  options.pool = deps_.eval_pool;
-  options.elite_size = std::max(deps_.elite_size, request_.top_n);
-  options.baseline = &baseline_;
-  absl::StatusOr<policy::SearchResult> result =
-      (*searcher)->Search(*request_.cost_model, options, cancel, observer);
-  if (!result.ok()) {
-    LOG(WARNING) << "disaggregated " << request_.method
-                 << " search failed: " << result.status();
-    return found;
-  }
-  found.evaluations = std::max(0, result->evaluations - 1);
-  found.stop_reason = result->stop_reason;
-  // Only disaggregated plans: a searcher that ignored the option (a test's
-  // fake) contributes evaluations, nothing else.
-  auto keep = [](const std::vector<policy::ScoredPlan>& plans) {
-    std::vector<policy::ScoredPlan> out;
-    for (const policy::ScoredPlan& p : plans)
-      if (p.plan.disaggregated) out.push_back(p);
-    return out;
-  };
-  found.frontier = keep(result->frontier);
-  found.elite = keep(result->elite);
-  if (result->best.plan.disaggregated) found.best = result->best;
-  found.found =
-      result->best.plan.disaggregated && result->best.evaluation.feasible;
-  found.policy_weights = std::move(result->policy_weights);
-  return found;
-}
-
 SearchJob::ToPersist SearchJob::AddDisaggregated(
-    const policy::CancellationToken& cancel, Listener& listener,
-    const std::optional<policy::WarmStart>& warm_start,
-    Outcome* outcome) const {
+    policy::DisaggregatedFound found, Outcome* outcome) const {
   const int frontier_size = policy::SearchOptions().frontier_size;
-  DisaggregatedFound sweep;
   ToPersist to_store;
-  if (SearchesDisaggregatedSpace()) {
-    sweep =
-        SearchDisaggregated(cancel, listener, warm_start, outcome->evaluations);
-    // Its elite warm-starts the next disaggregated search of the problem,
-    // and its weights the family's next searches: carried to a new problem
-    // they lift a disaggregated search at small budgets, while aggregated
-    // searches do as well from them as from aggregated-trained ones
-    // (docs/benchmarks.md, "Learning across problems").
-    to_store.plans = sweep.elite;
-    if (sweep.found) to_store.plans.push_back(sweep.best);
-    to_store.policy_weights = sweep.policy_weights;
+  // A search's elite warm-starts the next disaggregated search of the
+  // problem, and its weights the family's next searches: carried to a new
+  // problem they lift a disaggregated search at small budgets, while
+  // aggregated searches do as well from them as from aggregated-trained ones
+  // (docs/benchmarks.md, "Learning across problems"). The sweep stores
+  // nothing.
+  if (policy::SamplesPlanSpace(request_.method)) {
+    to_store.plans = found.elite;
+    if (found.found && !found.swept) to_store.plans.push_back(found.best);
+    to_store.policy_weights = std::move(found.policy_weights);
   }
-  // The sweep: for the methods that do not search, or with what is left of
-  // the share when the search found nothing.
-  const int sweep_budget = DisaggregatedBudget() - sweep.evaluations;
-  bool sweep_stopped_at_budget = false;
-  if (!sweep.found && sweep_budget > 0 && !cancel.cancelled()) {
-    const policy::DisaggregatedSweep grid = policy::SweepDisaggregated(
-        *request_.cost_model, sweep_budget, Throughput(baseline_.evaluation),
-        cancel, frontier_size);
-    sweep.evaluations += grid.evaluations;
-    sweep_stopped_at_budget = !grid.complete && !cancel.cancelled();
-    sweep.best = grid.best;
-    sweep.found = grid.found;
-    sweep.frontier = grid.frontier;
-    policy::SearchProgress progress;  // for the evaluation counters
-    progress.evaluations_delta = grid.evaluations;
-    progress.evaluations = outcome->evaluations + sweep.evaluations;
-    listener.OnProgress(progress);
-  }
-  outcome->evaluations += sweep.evaluations;
-  if (sweep.found) outcome->best_disaggregated = sweep.best;
-  if (request_.disaggregation == "only") {
+  outcome->evaluations += found.evaluations;
+  if (found.found) outcome->best_disaggregated = found.best;
+  if (request_.disaggregation == policy::Disaggregation::kOnly) {
     // The sweep is the search here: stopped at its share of the budget, it
     // reports that, not the aggregated rule's "exhausted".
-    if (sweep_stopped_at_budget)
+    if (found.sweep_stopped_at_budget)
       outcome->stop_reason = policy::StopReason::kBudget;
-    outcome->best = sweep.best;
+    outcome->best = found.best;
     outcome->top_plans.clear();
-    if (sweep.found) outcome->top_plans.push_back(sweep.best);
-    outcome->frontier = sweep.frontier;
+    if (found.found) outcome->top_plans.push_back(found.best);
+    outcome->frontier = found.frontier;
     return to_store;
   }
   // The frontier over everything evaluated, agg and disagg (marked by
   // FrontierPoint.disaggregated).
   outcome->frontier =
-      policy::MergeFrontiers(outcome->frontier, sweep.frontier, frontier_size);
+      policy::MergeFrontiers(outcome->frontier, found.frontier, frontier_size);
   if (outcome->best.evaluation.feasible) {
     outcome->best_aggregated = outcome->best;
   }

@@ -17,6 +17,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "policy/objective.h"
+#include "policy/plan_search.h"
 #include "policy/searcher.h"
 #include "server/store/warm_start_persistence.h"
 #include "server/validation.h"
@@ -60,8 +62,8 @@ class SearchJob {
     // from the elite and the frontier; a variant with the same degrees and
     // batch and figures within 0.1% of a listed plan is not listed again.
     std::vector<policy::ScoredPlan> top_plans;
-    // policy::SearchResult's, merged with the disaggregated sweep's unless
-    // disaggregation is "off" (only the sweep's when "only").
+    // policy::SearchResult's, merged with the disaggregated search's or
+    // sweep's unless disaggregation is off (only that one's when "only").
     std::vector<policy::ScoredPlan> frontier;
     // The search's cost-model evaluations plus the disaggregated sweep's.
     int evaluations = 0;
@@ -90,9 +92,12 @@ class SearchJob {
   // baseline as best, persisted like Run's.
   Outcome Abandon();
 
-  // The request's objective: expected throughput, or with "conservative" the
-  // low end of its range; 0 for infeasible plans.
-  double Score(const policy::ScoredPlan& scored) const;
+  // The request's objective (policy::ObjectiveScorer::Score): expected
+  // throughput, or with "conservative" the low end of its range, times the
+  // transition's cost when re-planning; 0 for infeasible plans.
+  double Score(const policy::ScoredPlan& scored) const {
+    return scorer_.Score(scored.plan, scored.evaluation);
+  }
   const policy::ScoredPlan& baseline() const { return baseline_; }
   // Best throughput of the grid sweep (policy::GridBest), computed by Run
   // before the search; 0 until then. Thread-safe.
@@ -106,50 +111,21 @@ class SearchJob {
                const std::string& policy_weights) const;
   Outcome OutcomeOf(const policy::SearchResult& result,
                     const policy::CancellationToken& cancel) const;
-  // What the disaggregated search or sweep found.
-  struct DisaggregatedFound {
-    policy::ScoredPlan best;
-    bool found = false;
-    int evaluations = 0;
-    std::optional<policy::StopReason> stop_reason;  // a search's, not a sweep's
-    std::vector<policy::ScoredPlan> frontier;
-    std::vector<policy::ScoredPlan> elite;
-    std::string policy_weights;
-  };
   // What a search stores: its plans and the policy weights ("" = keep).
   struct ToPersist {
     std::vector<policy::ScoredPlan> plans;
     std::string policy_weights;
   };
-  // options.disaggregation "auto" / "only": after the aggregated search, the
-  // same method over the disaggregated plan space (SearchesDisaggregatedSpace)
-  // or else the disaggregated sweep, on the same evaluation budget. Returns
-  // the disaggregated search's elite (and, for "only", its weights) for Run
-  // to store with the aggregated plans in one write, so the store counts one
-  // search.
-  ToPersist AddDisaggregated(const policy::CancellationToken& cancel,
-                             Listener& listener,
-                             const std::optional<policy::WarmStart>& warm_start,
+  // options.disaggregation "auto" / "only": what the policy's search of the
+  // disaggregated kind found, into `outcome`. Returns the disaggregated
+  // search's elite (and, for "only", its weights) for Run to store with the
+  // aggregated plans in one write, so the store counts one search.
+  ToPersist AddDisaggregated(policy::DisaggregatedFound found,
                              Outcome* outcome) const;
-  // `evaluations_before`: the aggregated search's, which its progress
-  // reports continue.
-  DisaggregatedFound SearchDisaggregated(
-      const policy::CancellationToken& cancel, Listener& listener,
-      const std::optional<policy::WarmStart>& warm_start,
-      int evaluations_before) const;
-  // Whether disaggregated plans are searched with the request's method
-  // (rl, random, anneal, genetic) rather than swept (grid, megatron,
-  // exhaustive).
-  bool SearchesDisaggregatedSpace() const;
-  // Evaluations of the request's budget the disaggregated search or sweep
-  // gets.
-  int DisaggregatedBudget() const;
-  // The request's seconds in proportion to `evaluations` of its budget: the
-  // aggregated and disaggregated searches each get the time of their share.
-  double SecondsShare(int evaluations) const;
 
   const SearchJobDeps deps_;
   const ValidatedPlanRequest& request_;
+  const policy::ObjectiveScorer scorer_;
   const policy::ScoredPlan baseline_;
   std::atomic<double> grid_tokens_per_s_{0};
 };

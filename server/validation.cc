@@ -14,8 +14,9 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "proto/status_macros.h"
+#include "policy/objective.h"
 #include "policy/searcher.h"
+#include "proto/status_macros.h"
 #include "simulator/calibration.h"
 #include "simulator/spec.h"
 #include "simulator/transition.h"
@@ -41,13 +42,6 @@ std::string ModelName(const ModelSource& model,
   if (model.source_case() == ModelSource::kCatalogName)
     return model.catalog_name();
   return "custom";
-}
-
-bool IsKnownMethod(const std::string& method) {
-  for (const std::string& known : policy::SearchMethods()) {
-    if (known == method) return true;
-  }
-  return false;
 }
 
 // The user profile workload.calibration_profile names, if it names one
@@ -300,9 +294,10 @@ absl::Status CheckProblemLimits(const simulator::Problem& problem,
 }
 
 std::string MethodLabel(const shardplan::v1::PlanRequest& request) {
-  const std::string method =
-      request.options().method().empty() ? "rl" : request.options().method();
-  return IsKnownMethod(method) ? method : "unknown";
+  const absl::StatusOr<policy::SearchMethod> method =
+      policy::ParseSearchMethod(request.options().method());
+  return method.ok() ? std::string(policy::SearchMethodName(*method))
+                     : "unknown";
 }
 
 absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
@@ -311,13 +306,8 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   const shardplan::v1::SearchOptions& options = request.options();
   // Options first: they are cheap, and their messages do not depend on the
   // specs.
-  out.method = options.method().empty() ? "rl" : options.method();
-  if (!IsKnownMethod(out.method)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.method must be one of ",
-                     absl::StrJoin(policy::SearchMethods(), ", "), "; got ",
-                     simulator::QuoteUserText(options.method())));
-  }
+  ASSIGN_OR_RETURN(out.method, policy::ParseSearchMethod(options.method()));
+  out.method_defaulted = options.method().empty();
   if (options.max_evaluations() < 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.max_evaluations must be >= 0 (0 = server default), got ",
@@ -347,30 +337,18 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   out.max_seconds = max_seconds > 0 ? max_seconds
                                     : std::min(limits.default_max_seconds,
                                                limits.max_seconds_limit);
-  if (!options.objective().empty() && options.objective() != "expected" &&
-      options.objective() != "conservative") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.objective must be one of expected, "
-                     "conservative; got ",
-                     simulator::QuoteUserText(options.objective())));
-  }
-  out.conservative = options.objective() == "conservative";
-  const std::string& goal = options.goal();
-  if (!goal.empty() && goal != "max_throughput" && goal != "min_gpus" &&
-      goal != "min_cost") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.goal must be one of max_throughput, min_gpus, "
-                     "min_cost; got ",
-                     simulator::QuoteUserText(goal)));
-  }
-  if ((goal == "min_gpus" || goal == "min_cost") &&
-      !(request.workload().request_rate() > 0)) {
+  ASSIGN_OR_RETURN(out.estimate, policy::ParseEstimate(options.objective()));
+  ASSIGN_OR_RETURN(out.goal, policy::ParseCapacityGoal(options.goal()));
+  const bool capacity_goal = out.goal != policy::CapacityGoal::kMaxThroughput;
+  const absl::string_view goal = policy::CapacityGoalName(out.goal);
+  if (capacity_goal && !(request.workload().request_rate() > 0)) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.goal ", goal,
         " needs workload.request_rate > 0 (the load to carry), got ",
         request.workload().request_rate()));
   }
-  if (goal == "min_cost" && request.cluster().hardware_options_size() == 0) {
+  if (out.goal == policy::CapacityGoal::kMinCost &&
+      request.cluster().hardware_options_size() == 0) {
     return absl::InvalidArgumentError(
         "options.goal min_cost needs cluster.hardware_options (the GPU types "
         "and their prices), got none");
@@ -381,20 +359,12 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
                      ") and ", kMaxTopN, ", got ", options.top_n()));
   }
   out.top_n = options.top_n() > 0 ? options.top_n() : kDefaultTopN;
-  if (!options.disaggregation().empty() && options.disaggregation() != "auto" &&
-      options.disaggregation() != "off" && options.disaggregation() != "only") {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.disaggregation must be one of auto, off, only; "
-                     "got ",
-                     simulator::QuoteUserText(options.disaggregation())));
-  }
-  if (!options.disaggregation().empty()) {
-    out.disaggregation = options.disaggregation();
-  }
+  ASSIGN_OR_RETURN(out.disaggregation,
+                   policy::ParseDisaggregation(options.disaggregation()));
   out.seed = options.seed();
   out.warm_start = !options.has_warm_start() || options.warm_start();
 
-  if (goal == "min_cost") {
+  if (out.goal == policy::CapacityGoal::kMinCost) {
     // The cluster's hardware and size are the options'; the first one
     // stands in for the validation of the model and the workload.
     shardplan::v1::PlanRequest stand_in = request;
@@ -409,17 +379,17 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
   } else {
     RETURN_IF_ERROR(SetCostModel(request, limits, out));
   }
-  if (goal == "min_gpus" || goal == "min_cost") {
+  if (capacity_goal) {
     if (request.has_current()) {
       return absl::InvalidArgumentError(absl::StrCat(
           "options.goal ", goal, " plans a new deployment; drop current"));
     }
     auto capacity = std::make_shared<CapacityRequest>();
-    capacity->min_cost = goal == "min_cost";
+    capacity->goal = out.goal;
     capacity->model = request.model();
     capacity->workload = request.workload();
     const simulator::ClusterDims& dims = out.cost_model->problem().cluster;
-    if (capacity->min_cost) {
+    if (out.goal == policy::CapacityGoal::kMinCost) {
       for (const auto& o : request.cluster().hardware_options()) {
         capacity->options.push_back(
             {o.hardware(), o.price_per_gpu_hour(),

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "policy/objective.h"
 #include "proto/limits.h"
 #include "server/capacity_search.h"
 #include "shardplan/v1/shardplan.pb.h"
@@ -62,28 +63,40 @@ using limits::kMaxTopN;
 
 struct ValidatedPlanRequest {
   std::shared_ptr<const simulator::CostModel>
-      cost_model;           // immutable, shared with the search
-  std::string model_name;   // for logs
-  std::string method;       // known method ("rl" default)
+      cost_model;          // immutable, shared with the search
+  std::string model_name;  // for logs
+  policy::SearchMethod method = policy::SearchMethod::kRl;
+  // options.method was empty: the server's default (policy::DefaultMethod).
+  bool method_defaulted = false;
   int max_evaluations = 0;  // defaults applied, > 0
   double max_seconds = 0;   // defaults applied, > 0
   uint32_t seed = 1;
   bool warm_start = true;
-  // options.objective "conservative": the stream's best is chosen by the low
-  // end of the throughput range (server/plan_stream.cc).
-  bool conservative = false;
+  // options.objective and options.goal (objective() below).
+  policy::Estimate estimate = policy::Estimate::kExpected;
+  policy::CapacityGoal goal = policy::CapacityGoal::kMaxThroughput;
   int top_n = kDefaultTopN;  // 1..kMaxTopN
   // Re-planning (PlanRequest.current set; null otherwise): the objective, whose
   // model diffs a plan against the running one, and the running plan adapted
   // to the new cluster (the ones valid there), to warm-start the search.
   std::shared_ptr<const simulator::TransitionObjective> transition;
   std::vector<simulator::PlanDims> current_plans;
-  // options.disaggregation: "auto" (default; search both kinds, report the
-  // best of each), "off" (aggregated only), "only" (disaggregated only).
-  std::string disaggregation = "auto";
+  // options.disaggregation: auto (default; search both kinds, report the
+  // best of each), off (aggregated only), only (disaggregated only).
+  policy::Disaggregation disaggregation = policy::Disaggregation::kAuto;
   // options.goal min_gpus / min_cost: the capacity search to run instead of
   // the plan search (null otherwise).
   std::shared_ptr<const CapacityRequest> capacity;
+
+  // What the search maximises and the stream ranks by; points into
+  // `transition`, valid while this request (or a copy) lives.
+  policy::Objective objective() const {
+    policy::Objective o;
+    o.estimate = estimate;
+    o.goal = goal;
+    o.transition = transition.get();
+    return o;
+  }
 };
 
 struct ValidatedEvaluateRequest {

@@ -36,6 +36,7 @@ SearchRun::SearchRun(const simulator::CostModel& model,
       cancel_(cancel),
       observer_(observer),
       start_(std::chrono::steady_clock::now()),
+      scorer_(options.objective, model.problem()),
       elite_(options.elite_size),
       frontier_(options.frontier_size) {}
 
@@ -100,9 +101,9 @@ ScoredPlan SearchRun::Score(const simulator::PlanDims& plan,
   s.plan = plan;
   s.evaluation = e;
   double penalty = 0;
-  if (options_.transition != nullptr) {
-    penalty = simulator::ApplyTransitionObjective(*options_.transition, plan,
-                                                  &s.evaluation);
+  if (options_.objective.transition != nullptr) {
+    penalty = simulator::ApplyTransitionObjective(
+        *options_.objective.transition, plan, &s.evaluation);
   }
   if (s.evaluation.feasible && !EngineCanRun(plan)) {
     s.evaluation.feasible = false;
@@ -110,7 +111,14 @@ ScoredPlan SearchRun::Score(const simulator::PlanDims& plan,
     s.evaluation.reason_value = 0;
     s.evaluation.reason_limit = 0;
   }
-  s.reward = RewardFor(s.evaluation, reference_);
+  if (options_.objective.estimate == Estimate::kExpected) {
+    s.reward = RewardFor(s.evaluation, reference_);
+  } else {
+    // The same reward of the throughput the objective counts.
+    simulator::Evaluation counted = s.evaluation;
+    counted.output_tokens_per_s = scorer_.TokensPerS(s.evaluation);
+    s.reward = RewardFor(counted, reference_);
+  }
   if (penalty > 0) s.reward = std::max(kFeasibleFloor, s.reward - penalty);
   return s;
 }

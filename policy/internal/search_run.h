@@ -18,6 +18,7 @@
 #include "absl/types/span.h"
 #include "policy/elite_history.h"
 #include "policy/internal/pareto_archive.h"
+#include "policy/objective.h"
 #include "policy/plan_space.h"
 #include "policy/searcher.h"
 
@@ -125,6 +126,8 @@ class SearchRun {
   ScoredPlan baseline_;
   std::optional<Decisions> baseline_decisions_;
   double reference_ = 1;
+  // The objective's throughput of a plan (rewards are its log).
+  const ObjectiveScorer scorer_;
   ScoredPlan best_;
   bool has_best_ = false;
   bool has_feasible_ = false;

@@ -151,7 +151,22 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
     policy.Imitate(learned.imitation_steps);
     // Weights alone carry no plan: only warm-start plans replace the sweep.
     if (!warm_elite) moves.TupleSweep();
+    // A disaggregated search starts with an empty elite (the aggregated
+    // baseline is only the reward reference), so the sweep above had no plan
+    // to sweep from: it runs once the first batch found one, or the start
+    // would rest on the weights alone. Not in joint spaces too large to list
+    // the nearest tuples, where the sweep is a uniform sample and the
+    // evaluations go further to the policy and the neighbour sweep.
+    bool swept =
+        warm_elite || !run.space().disaggregated() ||
+        run.space().NumChoices(kDegreesDecision) > PlanSpace::kLargeJointSpace;
     while (!run.Done()) {
+      if (!swept && !run.elite().entries().empty()) {
+        swept = true;
+        ScopedSeconds timer(&stats_.cost_model_seconds);
+        moves.TupleSweep();
+        if (run.Done()) break;
+      }
       // Moves: fixed rules around the best plans; evaluations, counted as
       // cost-model time.
       {

@@ -106,7 +106,7 @@ Replanned Replan(const simulator::CostModel& running_model,
   options.max_seconds = 60;
   options.seed = 7;
   options.warm_start = &warm;
-  options.transition = &objective;
+  options.objective.transition = &objective;
   auto r = RunSearch(method, next, options);
   EXPECT_TRUE(r.ok()) << r.status();
   return {r->best, objective.model};

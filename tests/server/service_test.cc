@@ -717,6 +717,47 @@ TEST_F(ServiceTest, EvaluatePlanSaysWhichEngineCannotRunThePlan) {
   EXPECT_THAT(status.error_message(), HasSubstr("workload.engine_version"));
 }
 
+// A real search that stops at its evaluation budget reports "budget" in the
+// final summary, not "exhausted": a sampling method on a space larger than
+// its budget, and a rule whose disaggregated sweep ("only") is cut at its
+// share; a sweep that covers every candidate says "exhausted".
+TEST_F(ServiceTest, SearchStoppedAtItsBudgetReportsBudget) {
+  real_searchers_ = true;
+  StartServer();
+  struct Case {
+    const char* model;
+    int gpus;
+    const char* method;
+    const char* disaggregation;
+    int max_evaluations;
+    const char* stop_reason;
+  };
+  for (const Case& c :
+       {Case{"llama-3.1-70b", 16, "anneal", "off", 100, "budget"},
+        Case{"llama-3.1-70b", 16, "random", "auto", 200, "budget"},
+        Case{"llama-3.1-70b", 16, "megatron", "only", 20, "budget"},
+        Case{"llama-3.1-8b", 8, "megatron", "only", 1000, "exhausted"}}) {
+    SCOPED_TRACE(absl::StrCat(c.model, " ", c.method, " ", c.disaggregation,
+                              " ", c.max_evaluations));
+    shardplan::v1::PlanRequest request = MakePlanRequest(c.model, c.gpus);
+    request.mutable_options()->set_method(c.method);
+    request.mutable_options()->set_disaggregation(c.disaggregation);
+    request.mutable_options()->set_max_evaluations(c.max_evaluations);
+    request.mutable_options()->set_max_seconds(60);
+    StreamResult result = Plan(request);
+    ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+    ASSERT_FALSE(result.updates.empty());
+    const PlanUpdate& last = result.updates.back();
+    ASSERT_TRUE(last.final());
+    EXPECT_EQ(last.summary().stop_reason(), c.stop_reason);
+    if (std::string(c.stop_reason) == "budget") {
+      EXPECT_GE(last.summary().evaluations(), c.max_evaluations / 2);
+    } else {
+      EXPECT_LT(last.summary().evaluations(), c.max_evaluations / 2);
+    }
+  }
+}
+
 // Every streamed plan lists the engines that can launch it; with an engine
 // named, that engine is among them for every plan, top plan and frontier
 // point; with none, each lists at least one.

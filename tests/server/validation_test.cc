@@ -36,7 +36,7 @@ TEST(ValidationTest, ValidRequestGetsDefaults) {
   absl::StatusOr<ValidatedPlanRequest> validated =
       ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->method, "rl");
+  EXPECT_EQ(validated->method, policy::SearchMethod::kRl);
   EXPECT_EQ(validated->max_evaluations, 500);
   EXPECT_DOUBLE_EQ(validated->max_seconds, 5);
   EXPECT_TRUE(validated->warm_start);
@@ -69,11 +69,11 @@ TEST(ValidationTest, ObjectiveIsExpectedOrConservative) {
   absl::StatusOr<ValidatedPlanRequest> validated =
       ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_FALSE(validated->conservative);
+  EXPECT_EQ(validated->estimate, policy::Estimate::kExpected);
   request.mutable_options()->set_objective("conservative");
   validated = ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_TRUE(validated->conservative);
+  EXPECT_EQ(validated->estimate, policy::Estimate::kConservative);
   request.mutable_options()->set_objective("expected");
   EXPECT_TRUE(Check(request).ok());
   request.mutable_options()->set_objective("optimistic");
@@ -89,12 +89,12 @@ TEST(ValidationTest, DisaggregationIsAutoOffOrOnly) {
   absl::StatusOr<ValidatedPlanRequest> validated =
       ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->disaggregation, "auto");
+  EXPECT_EQ(validated->disaggregation, policy::Disaggregation::kAuto);
   for (const char* mode : {"auto", "off", "only"}) {
     request.mutable_options()->set_disaggregation(mode);
     validated = ValidatePlanRequest(request, Limits());
     ASSERT_TRUE(validated.ok()) << validated.status();
-    EXPECT_EQ(validated->disaggregation, mode);
+    EXPECT_EQ(policy::DisaggregationName(validated->disaggregation), mode);
   }
   request.mutable_options()->set_disaggregation("both");
   const absl::Status status = Check(request);
@@ -114,7 +114,7 @@ TEST(ValidationTest, ExplicitOptionsAreKept) {
   absl::StatusOr<ValidatedPlanRequest> validated =
       ValidatePlanRequest(request, Limits());
   ASSERT_TRUE(validated.ok()) << validated.status();
-  EXPECT_EQ(validated->method, "anneal");
+  EXPECT_EQ(validated->method, policy::SearchMethod::kAnneal);
   EXPECT_EQ(validated->max_evaluations, 1000);
   EXPECT_EQ(validated->seed, 7u);
   EXPECT_FALSE(validated->warm_start);
