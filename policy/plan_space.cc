@@ -12,9 +12,9 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/string_view.h"
-#include "proto/status_macros.h"
 #include "glog/logging.h"
 #include "policy/internal/plan_space_choices.h"
+#include "proto/status_macros.h"
 
 namespace shardplan::policy {
 namespace {
@@ -138,9 +138,14 @@ PlanDims PlanSpace::Decode(const Decisions& decisions) const {
     plan.micro_batches =
         kMicroBatchMultipliers[decisions[kMicroBatchesDecision]] * g.pp;
   }
+  // The batch choice is one attention dp rank's load; the plan carries the
+  // replica's (or decode instance's).
   const int b = decisions[kBatchDecision];
-  plan.batch_size =
-      b == AutoBatchChoice() ? 0 : simulator::BatchSizeCandidates()[b];
+  plan.batch_size = b == AutoBatchChoice()
+                        ? 0
+                        : simulator::BatchSizeCandidates()[b] *
+                              simulator::AttentionDpRanks(
+                                  plan, model_->problem().model.is_moe());
   return plan;
 }
 
@@ -276,9 +281,11 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
     }
   } else {
     const int batch = plan.batch_size != 0 ? plan.batch_size : resolved_batch;
+    const int ranks =
+        simulator::AttentionDpRanks(plan, model_->problem().model.is_moe());
     const std::vector<int>& batches = simulator::BatchSizeCandidates();
     for (size_t i = 0; i < batches.size(); ++i) {
-      if (batches[i] == batch) b = static_cast<int>(i);
+      if (batches[i] * ranks == batch) b = static_cast<int>(i);
     }
   }
   if (b < 0 || !((MaskBits(kBatchDecision, d) >> b) & 1)) {

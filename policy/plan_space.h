@@ -73,8 +73,10 @@ inline constexpr std::array<int, kMicroBatchMultipliers.size()>
 // Problem-independent number of choices per decision, used to size network
 // heads (the degrees decision has a problem-dependent count; see
 // PlanSpace::NumChoices). Batch: index i < BatchSizeCandidates().size() is that
-// candidate; the last index is "0" (the workload's concurrency), offered only
-// when the workload fixes the concurrency.
+// candidate as each attention dp rank's load (the plan's batch_size, per
+// replica, is it times the replica's attention dp ranks); the last index is
+// "0" (the workload's concurrency), offered only when the workload fixes the
+// concurrency.
 int MaxChoices(int decision);
 
 // A plan as decisions; entry d is the chosen index for decision d.

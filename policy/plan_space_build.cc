@@ -9,10 +9,10 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
-#include "proto/status_macros.h"
 #include "glog/logging.h"
 #include "policy/internal/plan_space_choices.h"
 #include "policy/plan_space.h"
+#include "proto/status_macros.h"
 #include "simulator/disaggregated.h"
 #include "simulator/engine_capability.h"
 #include "simulator/placement.h"
@@ -171,14 +171,17 @@ bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
     if (concurrency_fixed) {
       bmask = uint64_t{1} << AutoBatchChoice();
     } else {
+      // Choice b is one attention dp rank's load (PlanSpace::Decode).
+      const int ranks = simulator::AttentionDpRanks(plan, p.model.is_moe());
       int smallest_valid = -1;
       for (int b = 0; b < static_cast<int>(batches.size()); ++b) {
         PlanDims with_batch = variant;
-        with_batch.batch_size = batches[b];
+        with_batch.batch_size = batches[b] * ranks;
         if (!valid(with_batch)) continue;
         if (smallest_valid < 0) smallest_valid = b;
         if (options.memory_bound_batches &&
-            MemoryLowerBoundBytes(p, g, batches[b]) > model.capacity_bytes()) {
+            MemoryLowerBoundBytes(p, g, with_batch.batch_size) >
+                model.capacity_bytes()) {
           continue;
         }
         bmask |= uint64_t{1} << b;

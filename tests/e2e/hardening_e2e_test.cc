@@ -492,9 +492,9 @@ TEST_F(HardeningE2eTest, SubnormalMaxSecondsIsAccepted) {
 // Re-planning llama-3.1-8b from 16,384 one-GPU nodes to 16,376: the final
 // update fits gRPC's default 4 MiB receive limit, arrives within the budget
 // plus a bounded overhead, and a client deadline frees the worker slot.
-PlanRequest HugeReplan(double max_seconds) {
-  PlanRequest request =
-      Request("llama-3.1-8b", 16376, 1024, 128, "grid", 100, max_seconds);
+PlanRequest HugeReplan(double max_seconds, int max_evaluations = 100) {
+  PlanRequest request = Request("llama-3.1-8b", 16376, 1024, 128, "grid",
+                                max_evaluations, max_seconds);
   request.mutable_cluster()->set_gpus_per_node(1);
   request.mutable_options()->set_top_n(64);
   shardplan::v1::RunningDeployment* current = request.mutable_current();
@@ -535,7 +535,9 @@ TEST_F(HardeningE2eTest, HugeReplanFitsTheDefaultMessageLimitAndTheBudget) {
 
 TEST_F(HardeningE2eTest, HugeReplanDeadlineFreesTheSlot) {
   StartOrDie({"--max_concurrent_searches=1"});
-  Outcome out = Plan(*server_, HugeReplan(30), absl::Seconds(2));
+  // A budget the search cannot finish before the deadline (100 evaluations
+  // take about a second of CPU), so the deadline is what ends it.
+  Outcome out = Plan(*server_, HugeReplan(30, 100000), absl::Seconds(2));
   EXPECT_EQ(out.status.error_code(), grpc::DEADLINE_EXCEEDED);
   const double cpu_at_deadline = CpuSeconds(server_->pid());
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
