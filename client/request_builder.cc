@@ -21,10 +21,10 @@
 #include "absl/strings/str_split.h"
 #include "client/internal/manifest_keys.h"
 #include "client/internal/quote.h"
-#include "proto/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
 #include "proto/spec_text.h"
+#include "proto/status_macros.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {

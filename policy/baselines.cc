@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "absl/strings/str_format.h"
-#include "proto/status_macros.h"
 #include "policy/internal/batch_line_search.h"
 #include "policy/internal/search_run.h"
+#include "proto/status_macros.h"
 
 namespace shardplan::policy {
 namespace {

@@ -17,8 +17,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "proto/status_macros.h"
 #include "nlohmann/json.hpp"
+#include "proto/status_macros.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {

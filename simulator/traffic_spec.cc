@@ -6,8 +6,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "proto/status_macros.h"
 #include "proto/limits.h"
+#include "proto/status_macros.h"
 #include "simulator/traffic_costing.h"
 #include "simulator/user_text.h"
 

@@ -7,8 +7,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
-#include "proto/status_macros.h"
 #include "policy/eval_pool.h"
+#include "proto/status_macros.h"
 #include "simulator/engine_capability.h"
 #include "simulator/megatron.h"
 

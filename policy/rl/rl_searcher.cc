@@ -14,13 +14,13 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "proto/status_macros.h"
 #include "policy/elite_history.h"
 #include "policy/internal/search_run.h"
 #include "policy/plan_space.h"
 #include "policy/rl/internal/scoped_seconds.h"
 #include "policy/rl/policy_net.h"
 #include "policy/search_moves.h"
+#include "proto/status_macros.h"
 
 namespace shardplan::policy {
 namespace {

@@ -20,9 +20,9 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "proto/status_macros.h"
 #include "glog/logging.h"
 #include "pqxx/pqxx"
+#include "proto/status_macros.h"
 #include "server/store/store_schema.h"
 
 namespace shardplan::server {

@@ -15,8 +15,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "proto/status_macros.h"
 #include "glog/logging.h"
+#include "proto/status_macros.h"
 #include "server/store/store_schema.h"
 
 namespace shardplan::server {

@@ -9,10 +9,10 @@
 #include "simulator/calibration_transfer.h"
 
 #include <cmath>
+#include <cstdio>
 #include <fstream>
 #include <iterator>
 #include <sstream>
-#include <cstdio>
 #include <string>
 #include <tuple>
 #include <utility>
