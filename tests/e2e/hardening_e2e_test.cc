@@ -529,8 +529,14 @@ TEST_F(HardeningE2eTest, HugeReplanFitsTheDefaultMessageLimitAndTheBudget) {
   EXPECT_LE(largest, 4u << 20);
   // maxSeconds 1 plus the work outside the search (validation, the
   // baseline, the final update): CPU time, as the wall clock of a loaded
-  // test machine says little. It was 7-9 s.
-  EXPECT_LT(cpu, 4) << "maxSeconds 1";
+  // test machine says little. It was 7-9 s. The bound is the release
+  // build's: AddressSanitizer runs this path about 6x slower (12.4 s).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  constexpr double kSanitizerSlowdown = 8;
+#else
+  constexpr double kSanitizerSlowdown = 1;
+#endif
+  EXPECT_LT(cpu, 4 * kSanitizerSlowdown) << "maxSeconds 1";
 }
 
 TEST_F(HardeningE2eTest, HugeReplanDeadlineFreesTheSlot) {
