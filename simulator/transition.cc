@@ -543,11 +543,15 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
   std::vector<std::vector<Piece>> pieces(with_node_loads ? new_nodes : 0);
   const int layers = m.layers;
   std::vector<std::string> gpu_orders(with_node_loads ? new_nodes : 0);
+  // Reused across nodes: a cluster of one-GPU nodes has tens of thousands.
+  std::vector<Shard> news, olds;
+  std::vector<bool> taken;
   for (int node = 0; node < new_nodes; ++node) {
     const int old_node = old_node_of_[node];
     const int gpus = GpusOnNode(new_cluster, node);
     const int old_gpus = old_node >= 0 ? GpusOnNode(old_cluster, old_node) : 0;
-    std::vector<Shard> news(gpus), olds(old_gpus);
+    news.resize(gpus);
+    olds.resize(old_gpus);
     for (int k = 0; k < gpus; ++k) {
       news[k] = ShardOf(plan, next_, new_layout,
                         NodeFirstRank(new_cluster, node) + k);
@@ -558,7 +562,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
     }
     const std::vector<int> gpu_of =
         MatchGpus(m, params, news, olds, match_gpu_order && same_dtype);
-    std::vector<bool> taken(old_gpus, false);
+    taken.assign(old_gpus, false);
     bool identity = true;
     for (int k = 0; k < gpus; ++k) {
       if (gpu_of[k] >= 0) taken[gpu_of[k]] = true;
