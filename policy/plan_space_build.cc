@@ -200,6 +200,16 @@ bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
   return out->micro != 0;
 }
 
+// `plan` with pool `role`'s instance degrees set to `g`.
+PlanDims WithPool(PlanDims plan, const Degrees& g, simulator::PoolRole role) {
+  const bool prefill = role == simulator::PoolRole::kPrefill;
+  (prefill ? plan.prefill.dp : plan.dp) = g.dp;
+  (prefill ? plan.prefill.tp : plan.tp) = g.tp;
+  (prefill ? plan.prefill.pp : plan.pp) = g.pp;
+  (prefill ? plan.prefill.ep : plan.ep) = g.ep;
+  return plan;
+}
+
 // A disaggregated plan of one prefill instance of `prefill` and one decode
 // instance of `decode` (Megatron's dims), for the engine's per-pool rules.
 PlanDims PoolPairPlan(const Degrees& prefill, const Degrees& decode) {
@@ -207,15 +217,8 @@ PlanDims PoolPairPlan(const Degrees& prefill, const Degrees& decode) {
   plan.disaggregated = true;
   plan.prefill_instances = 1;
   plan.decode_instances = 1;
-  plan.prefill.dp = prefill.dp;
-  plan.prefill.tp = prefill.tp;
-  plan.prefill.pp = prefill.pp;
-  plan.prefill.ep = prefill.ep;
-  plan.dp = decode.dp;
-  plan.tp = decode.tp;
-  plan.pp = decode.pp;
-  plan.ep = decode.ep;
-  return plan;
+  return WithPool(WithPool(plan, prefill, simulator::PoolRole::kPrefill),
+                  decode, simulator::PoolRole::kDecode);
 }
 
 // What the workload's engine (simulator/engine_capability.h; with no engine
@@ -281,13 +284,7 @@ class EngineRefusal {
   // `g` as pool `role` of `split` (a one-instance pair when null).
   static PlanDims Plan(const Degrees& g, simulator::PoolRole role,
                        const PlanDims* split) {
-    PlanDims plan = split != nullptr ? *split : PoolPairPlan(g, g);
-    const bool prefill = role == simulator::PoolRole::kPrefill;
-    (prefill ? plan.prefill.dp : plan.dp) = g.dp;
-    (prefill ? plan.prefill.tp : plan.tp) = g.tp;
-    (prefill ? plan.prefill.pp : plan.pp) = g.pp;
-    (prefill ? plan.prefill.ep : plan.ep) = g.ep;
-    return plan;
+    return WithPool(split != nullptr ? *split : PoolPairPlan(g, g), g, role);
   }
 
   bool RunsPool(const PlanDims& plan, simulator::PoolRole role,
