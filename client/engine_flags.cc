@@ -67,6 +67,15 @@ std::vector<EngineVersion> ParseEngineFile(Engine engine, const char* text) {
       e.env = StringMap(v["env"]);
       e.config = StringMap(v["config"]);
       e.multi_node_wrapper = v["multiNodeWrapper"].as<std::string>("");
+      if (v["gates"] && v["gates"].IsMap()) {
+        for (const auto& kv : v["gates"]) {
+          VersionGate gate;
+          gate.since = kv.second["since"].as<std::string>("");
+          gate.until = kv.second["until"].as<std::string>("");
+          gate.sources = StringList(kv.second["sources"]);
+          e.gates[kv.first.as<std::string>()] = std::move(gate);
+        }
+      }
       e.benchmark = benchmark;
       e.router = router;
       e.dynamo = dynamo;
@@ -82,6 +91,31 @@ bool InRange(const EngineVersion& e, absl::string_view version) {
   if (!e.min.empty() && CompareVersions(version, e.min) < 0) return false;
   if (!e.max.empty() && CompareVersions(version, e.max) >= 0) return false;
   return true;
+}
+
+// Whether `version` ("" = the newest release) lies inside `gate`.
+bool InGate(const VersionGate& gate, absl::string_view version) {
+  if (version.empty()) return gate.until.empty();
+  if (!gate.since.empty() && CompareVersions(version, gate.since) < 0) {
+    return false;
+  }
+  return gate.until.empty() || CompareVersions(version, gate.until) < 0;
+}
+
+// `e` as `version` has it: the roles outside their gates dropped.
+EngineVersion ApplyGates(EngineVersion e, absl::string_view version) {
+  for (const auto& [role, gate] : e.gates) {
+    if (InGate(gate, version)) continue;
+    const auto flag = e.launch.flags.find(role);
+    if (flag != e.launch.flags.end()) {
+      e.launch.known_flags.erase(flag->second);
+      e.launch.flags.erase(flag);
+    }
+    e.launch.values.erase(role);
+    e.env.erase(role);
+    e.config.erase(role);
+  }
+  return e;
 }
 
 }  // namespace
@@ -143,14 +177,14 @@ absl::StatusOr<EngineVersion> FindEngineVersion(Engine engine,
     return absl::InternalError(
         absl::StrCat("no flag table for ", EngineKey(engine)));
   }
-  if (version.empty()) return versions.front();
+  if (version.empty()) return ApplyGates(versions.front(), "");
   for (const EngineVersion& e : versions) {
-    if (e.name == version) return e;
+    if (e.name == version) return ApplyGates(e, e.min);
   }
   const bool numeric = absl::ascii_isdigit(version.front());
   if (numeric) {
     for (const EngineVersion& e : versions) {
-      if (InRange(e, version)) return e;
+      if (InRange(e, version)) return ApplyGates(e, version);
     }
   }
   std::vector<std::string> ranges;

@@ -42,6 +42,14 @@ struct ToolFlags {
   bool Has(absl::string_view role) const { return !Flag(role).empty(); }
 };
 
+// Where inside a range a role exists: versions in [since, until) ("" =
+// unbounded), with the source that shows each boundary.
+struct VersionGate {
+  std::string since;
+  std::string until;
+  std::vector<std::string> sources;
+};
+
 // One version range of one engine.
 struct EngineVersion {
   Engine engine = Engine::kVllm;
@@ -61,6 +69,10 @@ struct EngineVersion {
   // The NVIDIA Dynamo worker of this engine (`--emit dynamo`): its own flags;
   // it passes the engine's launch flags through. Shared by all ranges.
   ToolFlags dynamo;
+  // Roles (keys of the launch flags and values, env and config) that exist
+  // for only part of the range; FindEngineVersion drops those outside their
+  // gate for the version asked for (a gated flag leaves knownFlags too).
+  std::map<std::string, VersionGate> gates;
 };
 
 // All version ranges of `engine`, newest first. The tables are parsed once;
@@ -70,7 +82,9 @@ const std::vector<EngineVersion>& EngineVersions(Engine engine);
 
 // The range that contains `version` ("0.11.2", or a range's own label such as
 // "0.12"); "" = the newest range checked. INVALID_ARGUMENT listing the known
-// ranges otherwise.
+// ranges otherwise. The range's gates are applied to `version` (a label: the
+// range's first release; "": the newest release, above every bound), so
+// roles outside their gate are absent from the result.
 absl::StatusOr<EngineVersion> FindEngineVersion(Engine engine,
                                                 absl::string_view version);
 

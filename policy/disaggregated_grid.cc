@@ -112,7 +112,10 @@ std::vector<Split> Splits(const simulator::CostModel& model,
                                        static_cast<int16_t>(b),
                                        static_cast<int16_t>(prefill_batch)};
               const PlanDims p = split.Plan(c);
-              // Only layouts the workload's engine can launch.
+              // Only plans the workload's engine can launch, checked whole
+              // (both pools together, by the rules PlanSpace applies per
+              // pool and the ones it leaves to SearchRun), so every
+              // candidate is also in PlanSpace::CreateDisaggregated's space.
               if (model.ValidatePlan(p).ok() &&
                   simulator::WorkloadEngineCanRun(problem, p)) {
                 split.candidates.push_back(c);

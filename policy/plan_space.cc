@@ -41,10 +41,10 @@ PlanSpace::JointTuple PlanSpace::Joint(int tuple) const {
       [](int64_t t, const PoolSplit& split) { return t < split.first; });
   const PoolSplit& split = *(it - 1);
   const std::vector<InstanceLayout>& decode =
-      decode_layouts_[split.decode_size];
+      decode_layouts_[split.decode_list];
   const int64_t r = tuple - split.first;
   const int64_t d = static_cast<int64_t>(decode.size());
-  return {&split, &prefill_layouts_[split.prefill_size][r / d], &decode[r % d]};
+  return {&split, &prefill_layouts_[split.prefill_list][r / d], &decode[r % d]};
 }
 
 Degrees PlanSpace::TupleDegrees(int i) const {
@@ -171,8 +171,8 @@ absl::StatusOr<Decisions> PlanSpace::Encode(const PlanDims& plan,
           split.decode_instances != plan.decode_instances) {
         continue;
       }
-      const auto& prefill = prefill_layouts_[split.prefill_size];
-      const auto& decode = decode_layouts_[split.decode_size];
+      const auto& prefill = prefill_layouts_[split.prefill_list];
+      const auto& decode = decode_layouts_[split.decode_list];
       if (prefill[0].g.dp * prefill[0].g.tp * prefill[0].g.pp !=
               plan.prefill.gpus() ||
           decode[0].g.dp * decode[0].g.tp * decode[0].g.pp !=
@@ -390,8 +390,8 @@ std::vector<int> PlanSpace::NearestTuples(int tuple, int limit) const {
   std::vector<int> considered;
   if (disaggregated_ && NumChoices(kDegreesDecision) > kLargeJointSpace) {
     const JointTuple j = Joint(tuple);
-    const int64_t d = decode_layouts_[j.split->decode_size].size();
-    const int64_t p = prefill_layouts_[j.split->prefill_size].size();
+    const int64_t d = decode_layouts_[j.split->decode_list].size();
+    const int64_t p = prefill_layouts_[j.split->prefill_list].size();
     const int64_t r = tuple - j.split->first;
     const int64_t pi = r / d, di = r % d;
     for (int64_t k = 0; k < d; ++k)
@@ -399,8 +399,8 @@ std::vector<int> PlanSpace::NearestTuples(int tuple, int limit) const {
     for (int64_t k = 0; k < p; ++k)
       considered.push_back(static_cast<int>(j.split->first + k * d + di));
     for (const PoolSplit& other : splits_) {
-      if (&other != j.split && other.prefill_size == j.split->prefill_size &&
-          other.decode_size == j.split->decode_size) {
+      if (&other != j.split && other.prefill_list == j.split->prefill_list &&
+          other.decode_list == j.split->decode_list) {
         considered.push_back(static_cast<int>(other.first + r));
       }
     }

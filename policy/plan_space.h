@@ -140,12 +140,18 @@ class PlanSpace {
   // simulator::ValidateInstancePlan; joint tuples are every pool split
   // x * prefill GPUs + y * decode GPUs = num_gpus times every prefill layout
   // times every decode layout, so every decoded plan passes
-  // model.ValidatePlan. None is left out: the tuples are not stored but
-  // indexed (split, prefill layout, decode layout), so memory grows with the
-  // layouts, not with their product. FAILED_PRECONDITION when no
-  // disaggregated plan is valid (e.g. one GPU, or no instance smaller than
-  // the cluster holds the weights), or when the joint tuples overflow a
-  // decision's 32-bit index.
+  // model.ValidatePlan. None is left out but what the workload's engine
+  // cannot launch (with no engine named: what no engine can), judged per
+  // pool with Megatron's dims (simulator::WorkloadEngineCanRunPool): a
+  // layout a rule refuses in its pool role leaves its size's list, and one a
+  // rule refuses where a split places it leaves that split's list; rules
+  // reading both pools are SearchRun's when a plan is scored. The tuples are
+  // not stored but indexed (split, prefill layout, decode layout), so memory
+  // grows with the layouts, not with their product. FAILED_PRECONDITION when
+  // no disaggregated plan is valid (e.g. one GPU, or no instance smaller than
+  // the cluster holds the weights), when the engine can launch none (naming
+  // the engine and a rule), or when the joint tuples overflow a decision's
+  // 32-bit index.
   static absl::StatusOr<std::unique_ptr<const PlanSpace>> CreateDisaggregated(
       const simulator::CostModel& model, const PlanSpaceOptions& options = {});
 
@@ -246,7 +252,8 @@ class PlanSpace {
   // engine named: that no engine can; simulator/engine_capability.h), judged
   // with Megatron's dims; SearchRun re-checks each evaluated plan, whose
   // batch-split attention can change that. FAILED_PRECONDITION naming the
-  // engine and a rule when it drops every tuple.
+  // engine and a rule when it drops every tuple. Aggregated spaces only
+  // (CreateDisaggregated filters the pools' layouts as it builds them).
   absl::Status KeepTuplesTheEngineRuns();
   void ComputeSize();
   bool ForEachFrom(Decisions& d, int decision,
@@ -261,15 +268,17 @@ class PlanSpace {
     OpMasks ops{};
     uint64_t batches = 0;
   };
-  // Disaggregated spaces: x prefill instances of size index `prefill_size`
-  // and y decode instances of size index `decode_size` (into
-  // prefill_layouts_ / decode_layouts_); its joint tuples are [first, first +
-  // prefill layouts x decode layouts), prefill-major.
+  // Disaggregated spaces: x prefill instances whose layouts are list
+  // `prefill_list` of prefill_layouts_ and y decode instances whose layouts
+  // are list `decode_list` of decode_layouts_ (one list per instance size,
+  // or that list less the layouts the engine cannot run where this split
+  // places the pool); its joint tuples are [first, first + prefill layouts x
+  // decode layouts), prefill-major.
   struct PoolSplit {
     int prefill_instances = 0;
     int decode_instances = 0;
-    int prefill_size = 0;
-    int decode_size = 0;
+    int prefill_list = 0;
+    int decode_list = 0;
     int64_t first = 0;
   };
   struct JointTuple {
@@ -281,8 +290,8 @@ class PlanSpace {
 
   const simulator::CostModel* model_ = nullptr;
   std::vector<Degrees> degrees_;
-  // Disaggregated spaces: per instance size, its layouts; the pool splits;
-  // the number of joint tuples.
+  // Disaggregated spaces: the pools' layout lists (per instance size, then
+  // the split-specific ones); the pool splits; the number of joint tuples.
   std::vector<std::vector<InstanceLayout>> prefill_layouts_, decode_layouts_;
   std::vector<PoolSplit> splits_;
   int64_t num_joint_tuples_ = 0;

@@ -4,6 +4,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -198,6 +200,116 @@ bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
   return out->micro != 0;
 }
 
+// `plan` with pool `role`'s instance degrees set to `g`.
+PlanDims WithPool(PlanDims plan, const Degrees& g, simulator::PoolRole role) {
+  const bool prefill = role == simulator::PoolRole::kPrefill;
+  (prefill ? plan.prefill.dp : plan.dp) = g.dp;
+  (prefill ? plan.prefill.tp : plan.tp) = g.tp;
+  (prefill ? plan.prefill.pp : plan.pp) = g.pp;
+  (prefill ? plan.prefill.ep : plan.ep) = g.ep;
+  return plan;
+}
+
+// A disaggregated plan of one prefill instance of `prefill` and one decode
+// instance of `decode` (Megatron's dims), for the engine's per-pool rules.
+PlanDims PoolPairPlan(const Degrees& prefill, const Degrees& decode) {
+  PlanDims plan;
+  plan.disaggregated = true;
+  plan.prefill_instances = 1;
+  plan.decode_instances = 1;
+  return WithPool(WithPool(plan, prefill, simulator::PoolRole::kPrefill),
+                  decode, simulator::PoolRole::kDecode);
+}
+
+// What the workload's engine (simulator/engine_capability.h; with no engine
+// named: at least one engine) can run, judged with Megatron's dims, and the
+// first refusal of a named engine, for the error when nothing is left.
+class EngineRefusal {
+ public:
+  explicit EngineRefusal(const simulator::Problem& p) : p_(p) {}
+
+  // Whether the engine runs aggregated `plan`.
+  bool Runs(const PlanDims& plan) {
+    if (simulator::WorkloadEngineCanRun(p_, plan)) return true;
+    Note([&] {
+      return simulator::CheckEngineCanRun(p_.workload.engine,
+                                          p_.workload.engine_version, p_, plan);
+    });
+    return false;
+  }
+
+  // The layouts of `layouts` the engine can run as pool `role` (rules of
+  // scope kInstance: the instance alone).
+  template <typename Layout>
+  std::vector<Layout> Runnable(const std::vector<Layout>& layouts,
+                               simulator::PoolRole role) {
+    std::vector<Layout> out;
+    for (const Layout& l : layouts) {
+      if (RunsPool(Plan(l.g, role, nullptr), role,
+                   simulator::RuleScope::kInstance)) {
+        out.push_back(l);
+      }
+    }
+    return out;
+  }
+
+  // The indices of the layouts of `layouts` (one instance size) the engine
+  // can run as pool `role` where `split` (a plan of the pool split, any
+  // layouts of these sizes) places it (rules of scope up to kPlacement).
+  template <typename Layout>
+  std::vector<int> RunnableHere(const std::vector<Layout>& layouts,
+                                simulator::PoolRole role,
+                                const PlanDims& split) {
+    std::vector<int> out;
+    for (size_t k = 0; k < layouts.size(); ++k) {
+      if (RunsPool(Plan(layouts[k].g, role, &split), role,
+                   simulator::RuleScope::kPlacement)) {
+        out.push_back(static_cast<int>(k));
+      }
+    }
+    return out;
+  }
+
+  // FAILED_PRECONDITION: no `kind` plan is left that the engine can run.
+  absl::Status NoPlanLeft(const char* kind) const {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "no %s plan of %s on %d GPUs that %s can launch; e.g. %s", kind,
+        p_.model.name, p_.cluster.num_gpus,
+        p_.workload.engine.empty() ? std::string("any engine")
+                                   : p_.workload.engine,
+        first_.ok() ? "no engine can run any layout" : first_.message()));
+  }
+
+ private:
+  // `g` as pool `role` of `split` (a one-instance pair when null).
+  static PlanDims Plan(const Degrees& g, simulator::PoolRole role,
+                       const PlanDims* split) {
+    return WithPool(split != nullptr ? *split : PoolPairPlan(g, g), g, role);
+  }
+
+  bool RunsPool(const PlanDims& plan, simulator::PoolRole role,
+                simulator::RuleScope scope) {
+    if (simulator::WorkloadEngineCanRunPool(p_, plan, role, scope)) {
+      return true;
+    }
+    Note([&] {
+      return simulator::CheckEngineCanRunPool(p_.workload.engine,
+                                              p_.workload.engine_version, p_,
+                                              plan, role, scope);
+    });
+    return false;
+  }
+
+  // Keeps the first refusal of a named engine.
+  template <typename Check>
+  void Note(const Check& check) {
+    if (first_.ok() && !p_.workload.engine.empty()) first_ = check();
+  }
+
+  const simulator::Problem& p_;
+  absl::Status first_ = absl::OkStatus();
+};
+
 }  // namespace
 
 int MaxChoices(int decision) {
@@ -278,6 +390,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
   // weights, and on each the layouts of one instance: as a decode instance
   // (with its masks) and as a prefill instance (with its prefill batches).
   std::vector<int> sizes;
+  std::vector<std::vector<InstanceLayout>> all_decode, all_prefill;
   for (int gpus = 1; gpus < n; ++gpus) {
     const bool power_of_two = (gpus & (gpus - 1)) == 0;
     if (!power_of_two &&
@@ -319,36 +432,89 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
     });
     if (decode.empty() && prefill.empty()) continue;
     sizes.push_back(gpus);
-    space->decode_layouts_.push_back(std::move(decode));
-    space->prefill_layouts_.push_back(std::move(prefill));
+    all_decode.push_back(std::move(decode));
+    all_prefill.push_back(std::move(prefill));
+  }
+
+  // Each size's layouts the workload's engine can run in each pool, by the
+  // rules that read one instance (simulator::RuleScope::kInstance: e.g.
+  // SGLang's decode server without pp, vLLM's NixlConnector without pp,
+  // TensorRT-LLM's attention dp without tp).
+  EngineRefusal refusal(p);
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    space->prefill_layouts_.push_back(
+        refusal.Runnable(all_prefill[i], simulator::PoolRole::kPrefill));
+    space->decode_layouts_.push_back(
+        refusal.Runnable(all_decode[i], simulator::PoolRole::kDecode));
   }
 
   // Pool splits: every x * pg + y * dg = n by instance sizes, each with
-  // every (prefill layout, decode layout) pair as its joint tuples.
-  int64_t tuples = 0;
+  // every (prefill layout, decode layout) pair as its joint tuples. Where a
+  // split places a pool so that a rule reading the placement refuses it
+  // (kPlacement: e.g. an SGLang instance over nodes that hold different
+  // numbers of its GPUs), the split gets that size's list less the refused
+  // layouts (lists shared between splits that refuse the same ones). Rules
+  // reading both pools at once (kPlan: prefill_pp, decode_pp; none in the
+  // table today) and, with no engine named, whether one engine runs both
+  // pools, cannot be split into per-pool lists: SearchRun marks such a plan
+  // infeasible when it is scored (kEngineCannotRun).
+  std::map<std::pair<int, std::vector<int>>, int> prefill_lists, decode_lists;
+  auto list_for = [&](std::vector<std::vector<InstanceLayout>>& lists,
+                      std::map<std::pair<int, std::vector<int>>, int>& known,
+                      size_t size, const PlanDims& plan,
+                      simulator::PoolRole role) {
+    if (!simulator::PoolPlacementMayRefuse(p, plan, role)) {
+      return static_cast<int>(size);
+    }
+    const std::vector<int> kept = refusal.RunnableHere(lists[size], role, plan);
+    if (kept.size() == lists[size].size()) return static_cast<int>(size);
+    const auto key = std::make_pair(static_cast<int>(size), kept);
+    const auto it = known.find(key);
+    if (it != known.end()) return it->second;
+    std::vector<InstanceLayout> list;
+    for (int k : kept) list.push_back(lists[size][k]);
+    lists.push_back(std::move(list));
+    known.emplace(key, static_cast<int>(lists.size()) - 1);
+    return static_cast<int>(lists.size()) - 1;
+  };
+  int64_t tuples = 0, tuples_without_engine = 0;
   for (size_t pi = 0; pi < sizes.size(); ++pi) {
     for (size_t di = 0; di < sizes.size(); ++di) {
       const int pg = sizes[pi], dg = sizes[di];
-      const int64_t count =
-          static_cast<int64_t>(space->prefill_layouts_[pi].size()) *
-          static_cast<int64_t>(space->decode_layouts_[di].size());
-      if (count == 0) continue;
+      if (all_prefill[pi].empty() || all_decode[di].empty()) continue;
       for (int x = 1; x * pg < n; ++x) {
         if ((n - x * pg) % dg != 0) continue;
+        tuples_without_engine += static_cast<int64_t>(all_prefill[pi].size()) *
+                                 all_decode[di].size();
+        if (space->prefill_layouts_[pi].empty() ||
+            space->decode_layouts_[di].empty()) {
+          continue;
+        }
         PoolSplit split;
         split.prefill_instances = x;
         split.decode_instances = (n - x * pg) / dg;
-        split.prefill_size = static_cast<int>(pi);
-        split.decode_size = static_cast<int>(di);
+        // The pools' placement depends on the split and the instance sizes
+        // only, not on the layouts: judge it on the first of each.
+        PlanDims plan = PoolPairPlan(space->prefill_layouts_[pi][0].g,
+                                     space->decode_layouts_[di][0].g);
+        plan.prefill_instances = split.prefill_instances;
+        plan.decode_instances = split.decode_instances;
+        split.prefill_list = list_for(space->prefill_layouts_, prefill_lists,
+                                      pi, plan, simulator::PoolRole::kPrefill);
+        split.decode_list = list_for(space->decode_layouts_, decode_lists, di,
+                                     plan, simulator::PoolRole::kDecode);
+        const int64_t count =
+            static_cast<int64_t>(
+                space->prefill_layouts_[split.prefill_list].size()) *
+            static_cast<int64_t>(
+                space->decode_layouts_[split.decode_list].size());
+        if (count == 0) continue;
         split.first = tuples;
         space->splits_.push_back(split);
         tuples += count;
       }
     }
   }
-  // Disaggregated tuples are indexed, not stored: the engine's rules apply
-  // when a plan is scored (the search marks a plan the engine cannot launch
-  // infeasible), not by filtering a tuple list here.
   // A decision is an int32 index.
   if (tuples > std::numeric_limits<int32_t>::max()) {
     return absl::FailedPreconditionError(absl::StrFormat(
@@ -357,6 +523,9 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
         tuples, m.name, n));
   }
   space->num_joint_tuples_ = tuples;
+  if (tuples == 0 && tuples_without_engine > 0) {
+    return refusal.NoPlanLeft("disaggregated");
+  }
   if (tuples == 0) {
     return absl::FailedPreconditionError(absl::StrFormat(
         "no valid disaggregated plan (prefill and decode pools) for %s on %d "
@@ -380,34 +549,17 @@ simulator::PlanDims PlanSpace::TuplePlan(int tuple) const {
 }
 
 absl::Status PlanSpace::KeepTuplesTheEngineRuns() {
-  const simulator::Problem& p = model_->problem();
+  EngineRefusal refusal(model_->problem());
   size_t kept = 0;
-  absl::Status first_refusal = absl::OkStatus();
   for (size_t t = 0; t < degrees_.size(); ++t) {
-    const PlanDims plan = TuplePlan(static_cast<int>(t));
-    if (!simulator::WorkloadEngineCanRun(p, plan)) {
-      if (first_refusal.ok() && !p.workload.engine.empty()) {
-        first_refusal = simulator::CheckEngineCanRun(
-            p.workload.engine, p.workload.engine_version, p, plan);
-      }
-      continue;
-    }
+    if (!refusal.Runs(TuplePlan(static_cast<int>(t)))) continue;
     degrees_[kept] = degrees_[t];
     op_masks_[kept] = op_masks_[t];
     micro_masks_[kept] = micro_masks_[t];
     batch_masks_[kept] = batch_masks_[t];
     ++kept;
   }
-  if (kept == 0 && !degrees_.empty()) {
-    return absl::FailedPreconditionError(absl::StrFormat(
-        "no %s plan of %s on %d GPUs that %s can launch; e.g. %s",
-        disaggregated_ ? "disaggregated" : "aggregated", p.model.name,
-        p.cluster.num_gpus,
-        p.workload.engine.empty() ? std::string("any engine")
-                                  : p.workload.engine,
-        first_refusal.ok() ? "no engine can run any layout"
-                           : first_refusal.message()));
-  }
+  if (kept == 0 && !degrees_.empty()) return refusal.NoPlanLeft("aggregated");
   degrees_.resize(kept);
   op_masks_.resize(kept);
   micro_masks_.resize(kept);
@@ -433,7 +585,7 @@ void PlanSpace::ComputeSize() {
     for (const auto& l : prefill_layouts_) prefill.push_back(plans(l));
     for (const auto& l : decode_layouts_) decode.push_back(plans(l));
     for (const PoolSplit& split : splits_)
-      size += prefill[split.prefill_size] * decode[split.decode_size];
+      size += prefill[split.prefill_list] * decode[split.decode_list];
     size_ = size;
     return;
   }

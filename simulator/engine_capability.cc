@@ -63,6 +63,24 @@ int VariableId(absl::string_view name) {
 
 bool IsKnownVariable(absl::string_view name) { return VariableId(name) >= 0; }
 
+// What reading variable `id` makes a rule depend on (RuleScope).
+RuleScope VariableScope(int id) {
+  const std::string& name = KnownVariables()[static_cast<size_t>(id)];
+  if (name == "instances" || name == "instance_nodes" ||
+      name == "uneven_nodes") {
+    return RuleScope::kPlacement;
+  }
+  if (name == "prefill_pp" || name == "decode_pp") return RuleScope::kPlan;
+  return RuleScope::kInstance;
+}
+
+// The widest scope of the variables condition `c` names.
+RuleScope ConditionScope(const EngineCondition& c) {
+  RuleScope scope = VariableScope(c.variable_id);
+  if (c.is_variable) scope = std::max(scope, VariableScope(c.value_id));
+  return scope;
+}
+
 // A variable's value: a number, or a word (role, family, weight_dtype).
 struct Value {
   bool is_number = true;
@@ -195,6 +213,21 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   return v;
 }
 
+// The variables of pool `role` of the disaggregated `plan`.
+Variables PoolVariables(const Problem& problem, const PlanDims& plan,
+                        PoolRole role) {
+  if (role == PoolRole::kPrefill) {
+    PlanDims prefill = PrefillInstancePlan(plan);
+    prefill.replicas = std::max(1, plan.prefill_instances);
+    return InstanceVariables(problem, plan, prefill, "prefill",
+                             PrefillPoolFirstRank(plan, problem.cluster));
+  }
+  PlanDims decode = DecodeInstancePlan(plan);
+  decode.replicas = std::max(1, plan.decode_instances);
+  return InstanceVariables(problem, plan, decode, "decode",
+                           DecodePoolFirstRank(plan, problem.cluster));
+}
+
 // Every engine instance of `plan` with its variables.
 std::vector<Variables> PlanInstances(const Problem& problem,
                                      const PlanDims& plan) {
@@ -203,14 +236,8 @@ std::vector<Variables> PlanInstances(const Problem& problem,
     out.push_back(InstanceVariables(problem, plan, plan, "aggregated", 0));
     return out;
   }
-  PlanDims prefill = PrefillInstancePlan(plan);
-  prefill.replicas = std::max(1, plan.prefill_instances);
-  PlanDims decode = DecodeInstancePlan(plan);
-  decode.replicas = std::max(1, plan.decode_instances);
-  out.push_back(InstanceVariables(problem, plan, prefill, "prefill",
-                                  PrefillPoolFirstRank(plan, problem.cluster)));
-  out.push_back(InstanceVariables(problem, plan, decode, "decode",
-                                  DecodePoolFirstRank(plan, problem.cluster)));
+  out.push_back(PoolVariables(problem, plan, PoolRole::kPrefill));
+  out.push_back(PoolVariables(problem, plan, PoolRole::kDecode));
   return out;
 }
 
@@ -309,6 +336,7 @@ absl::StatusOr<std::vector<EngineRule>> ParseEngineRules(
       }
       ASSIGN_OR_RETURN(EngineCondition condition,
                        ParseCondition(c.get<std::string>(), where));
+      rule.scope = std::max(rule.scope, ConditionScope(condition));
       rule.when.push_back(std::move(condition));
     }
     if (!r.contains("sources") || !r.at("sources").is_array() ||
@@ -377,18 +405,24 @@ absl::Status ValidateEngineVersion(absl::string_view version,
 
 namespace {
 
-// The first blocking rule of `engine` at `version` that one of `instances`
-// matches (and that instance), or nullptr.
+// Whether `rule` is a blocking rule of `engine` applying to `version`.
+bool Blocks(const EngineRule& rule, absl::string_view engine,
+            absl::string_view version) {
+  return rule.block && rule.engine == engine &&
+         VersionInRange(version, rule.min_version, rule.max_version);
+}
+
+// The first blocking rule of `engine` at `version` of scope at most
+// `max_scope` that one of `instances` matches (and that instance), or
+// nullptr.
 const EngineRule* FirstBlockingRule(const std::vector<EngineRule>& rules,
                                     absl::string_view engine,
                                     absl::string_view version,
                                     const std::vector<Variables>& instances,
-                                    const Variables** instance) {
+                                    const Variables** instance,
+                                    RuleScope max_scope = RuleScope::kPlan) {
   for (const EngineRule& rule : rules) {
-    if (!rule.block || rule.engine != engine ||
-        !VersionInRange(version, rule.min_version, rule.max_version)) {
-      continue;
-    }
+    if (!Blocks(rule, engine, version) || rule.scope > max_scope) continue;
     for (const Variables& v : instances) {
       if (!Matches(rule, v)) continue;
       if (instance != nullptr) *instance = &v;
@@ -396,6 +430,46 @@ const EngineRule* FirstBlockingRule(const std::vector<EngineRule>& rules,
     }
   }
   return nullptr;
+}
+
+// FAILED_PRECONDITION: `engine` at `version` cannot run the plan, by `rule`
+// matched on instance `v`.
+absl::Status Refusal(absl::string_view engine, absl::string_view version,
+                     const EngineRule& rule, const Variables& v) {
+  return absl::FailedPreconditionError(absl::StrFormat(
+      "%s %s cannot run this plan: rule %s, %s: %s (source: %s)", engine,
+      version.empty() ? "(newest release)" : QuoteUserText(version), rule.id,
+      DescribeInstance(v), rule.message, absl::StrJoin(rule.sources, ", ")));
+}
+
+// Whether the conditions of `rule` of scope kPlacement hold for `v`.
+bool PlacementConditionsHold(const EngineRule& rule, const Variables& v) {
+  for (const EngineCondition& c : rule.when) {
+    if (ConditionScope(c) == RuleScope::kPlacement && !Holds(c, v)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+// The engines whose rules `problem`'s workload is judged by (the named one
+// at its version, or every engine at its newest release), or none when the
+// named engine or version is malformed.
+std::vector<std::pair<std::string, std::string>> WorkloadEngines(
+    const Problem& problem) {
+  const WorkloadDims& w = problem.workload;
+  std::vector<std::pair<std::string, std::string>> out;
+  if (!w.engine.empty()) {
+    if (CheckEngineName(w.engine).ok() &&
+        ValidateEngineVersion(w.engine_version, "").ok()) {
+      out.emplace_back(w.engine, w.engine_version);
+    }
+    return out;
+  }
+  for (const std::string& engine : CapabilityEngines()) {
+    out.emplace_back(engine, "");
+  }
+  return out;
 }
 
 }  // namespace
@@ -411,10 +485,7 @@ absl::Status CheckEngineCanRun(const std::vector<EngineRule>& rules,
   const EngineRule* rule =
       FirstBlockingRule(rules, engine, version, instances, &v);
   if (rule == nullptr) return absl::OkStatus();
-  return absl::FailedPreconditionError(absl::StrFormat(
-      "%s %s cannot run this plan: rule %s, %s: %s (source: %s)", engine,
-      version.empty() ? "(newest release)" : QuoteUserText(version), rule->id,
-      DescribeInstance(*v), rule->message, absl::StrJoin(rule->sources, ", ")));
+  return Refusal(engine, version, *rule, *v);
 }
 
 absl::Status CheckEngineCanRun(absl::string_view engine,
@@ -437,20 +508,61 @@ std::vector<std::string> RunnableEngines(const Problem& problem,
 }
 
 bool WorkloadEngineCanRun(const Problem& problem, const PlanDims& plan) {
-  const WorkloadDims& w = problem.workload;
   const std::vector<Variables> instances = PlanInstances(problem, plan);
-  if (!w.engine.empty()) {
-    if (!CheckEngineName(w.engine).ok() ||
-        !ValidateEngineVersion(w.engine_version, "").ok()) {
-      return false;
-    }
-    return FirstBlockingRule(EngineRules(), w.engine, w.engine_version,
-                             instances, nullptr) == nullptr;
-  }
-  for (const std::string& engine : CapabilityEngines()) {
-    if (FirstBlockingRule(EngineRules(), engine, "", instances, nullptr) ==
+  for (const auto& [engine, version] : WorkloadEngines(problem)) {
+    if (FirstBlockingRule(EngineRules(), engine, version, instances, nullptr) ==
         nullptr) {
       return true;
+    }
+  }
+  return false;
+}
+
+absl::Status CheckEngineCanRunPool(absl::string_view engine,
+                                   absl::string_view version,
+                                   const Problem& problem, const PlanDims& plan,
+                                   PoolRole role, RuleScope max_scope) {
+  RETURN_IF_ERROR(CheckEngineName(engine));
+  RETURN_IF_ERROR(ValidateEngineVersion(version, "workload.engine_version"));
+  const std::vector<Variables> pool = {PoolVariables(problem, plan, role)};
+  const Variables* v = nullptr;
+  const EngineRule* rule =
+      FirstBlockingRule(EngineRules(), engine, version, pool, &v, max_scope);
+  if (rule == nullptr) return absl::OkStatus();
+  return Refusal(engine, version, *rule, *v);
+}
+
+bool WorkloadEngineCanRunPool(const Problem& problem, const PlanDims& plan,
+                              PoolRole role, RuleScope max_scope) {
+  const std::vector<Variables> pool = {PoolVariables(problem, plan, role)};
+  for (const auto& [engine, version] : WorkloadEngines(problem)) {
+    if (FirstBlockingRule(EngineRules(), engine, version, pool, nullptr,
+                          max_scope) == nullptr) {
+      return true;
+    }
+  }
+  return false;
+}
+
+bool PoolPlacementMayRefuse(const Problem& problem, const PlanDims& plan,
+                            PoolRole role) {
+  const std::vector<std::pair<std::string, std::string>> engines =
+      WorkloadEngines(problem);
+  bool any = false;
+  for (const EngineRule& rule : EngineRules()) {
+    if (rule.scope != RuleScope::kPlacement) continue;
+    for (const auto& [engine, version] : engines) {
+      any = any || Blocks(rule, engine, version);
+    }
+  }
+  if (!any) return false;
+  const Variables v = PoolVariables(problem, plan, role);
+  for (const EngineRule& rule : EngineRules()) {
+    if (rule.scope != RuleScope::kPlacement) continue;
+    for (const auto& [engine, version] : engines) {
+      if (Blocks(rule, engine, version) && PlacementConditionsHold(rule, v)) {
+        return true;
+      }
     }
   }
   return false;

@@ -34,6 +34,15 @@ struct EngineCondition {
   int value_id = -1;
 };
 
+// What a rule reads of a plan, from the variables its conditions name:
+//  kInstance: one engine instance's own layout, the model, the workload and
+//    the node size (every variable but those below);
+//  kPlacement: also where the instance's pool sits (`instances`,
+//    `instance_nodes`, `uneven_nodes`), which in a disaggregated plan depends
+//    on the pool split and the other pool's instance size;
+//  kPlan: both pools of a disaggregated plan (`prefill_pp`, `decode_pp`).
+enum class RuleScope { kInstance = 0, kPlacement = 1, kPlan = 2 };
+
 // A layout an engine cannot run (block) or runs with a caveat (warn), for
 // versions in [min_version, max_version) ("" = unbounded).
 struct EngineRule {
@@ -45,6 +54,8 @@ struct EngineRule {
   std::vector<EngineCondition> when;
   std::string message;
   std::vector<std::string> sources;
+  // The widest variable its conditions name (set by ParseEngineRules).
+  RuleScope scope = RuleScope::kInstance;
 };
 
 // Parses a capability table (the format client/engines/capabilities.yaml
@@ -93,6 +104,36 @@ std::vector<std::string> RunnableEngines(const Problem& problem,
 // What the plan space keeps: the workload's engine (and version) can launch
 // `plan`; with no engine named, at least one engine can.
 bool WorkloadEngineCanRun(const Problem& problem, const PlanDims& plan);
+
+// The pools of a disaggregated plan.
+enum class PoolRole { kPrefill, kDecode };
+
+// Pool `role` of the disaggregated `plan` (its split, both instance layouts
+// and dims): whether `engine` at `version` can run it, judged by the blocking
+// rules whose scope is at most `max_scope` (kInstance: the pool's instance
+// layout alone, whatever the split and the other pool; kPlacement: also where
+// the pool's instances sit in this split). Rules of scope kPlan (both pools)
+// are CheckEngineCanRun's on the whole plan. OK, or FAILED_PRECONDITION
+// naming the rule as CheckEngineCanRun does; INVALID_ARGUMENT for an engine
+// not in CapabilityEngines() or a malformed version. Cost: O(rules).
+absl::Status CheckEngineCanRunPool(absl::string_view engine,
+                                   absl::string_view version,
+                                   const Problem& problem, const PlanDims& plan,
+                                   PoolRole role, RuleScope max_scope);
+// WorkloadEngineCanRun of one pool by those rules: the workload's engine and
+// version, or with no engine named at least one engine (the same engine for
+// both pools is then a kPlan matter, left to WorkloadEngineCanRun).
+bool WorkloadEngineCanRunPool(const Problem& problem, const PlanDims& plan,
+                              PoolRole role, RuleScope max_scope);
+// Whether where pool `role` of `plan` sits can matter: some blocking rule of
+// scope kPlacement of the workload's engine (any engine when none is named)
+// applying to its version has every placement condition (those naming
+// `instances`, `instance_nodes`, `uneven_nodes`) true for this pool. The
+// placement variables are the same for every layout of one instance size in
+// one split, so when this is false no layout of the pool is refused there
+// beyond what the kInstance rules refuse. Cost: O(rules).
+bool PoolPlacementMayRefuse(const Problem& problem, const PlanDims& plan,
+                            PoolRole role);
 
 // The warn rules of `engine` at `version` that match `plan`, as messages
 // ("rule ID: message (source)"), for the emitters' comments.

@@ -133,8 +133,10 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
   }
   // Experts over several trays of one NVLink domain: the wide-EP MoE backend,
   // whose all-to-all kernels are written for multi-node NVLink
-  // (client/engines/trtllm.yaml cites examples/wide_ep/README.md).
-  if (nvlink_a2a && ev.config.count("moe_config") > 0) {
+  // (client/engines/trtllm.yaml cites examples/wide_ep/README.md). Releases
+  // that refuse it (its gate in trtllm.yaml) keep the AUTO backend.
+  if (nvlink_a2a && ev.config.count("moe_config") > 0 &&
+      !f.Value("moe_backend_nvlink").empty()) {
     config.push_back(ev.config.at("moe_config") + ":");
     config.push_back("  backend: " + f.Value("moe_backend_nvlink"));
   }

@@ -50,6 +50,12 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
   // (client/engines/vllm.yaml cites vllm/config/parallel.py).
   if (nvlink_a2a && f.Has("all2all_backend")) {
     common.Flag(f.Flag("all2all_backend"), f.Value("all2all_backend_nvlink"));
+  } else if (nvlink_a2a) {
+    out.warnings.push_back(
+        "this vLLM release has no --all2all-backend (0.11.1 and later, vLLM PR "
+        "26732): the experts' all-to-all over the trays keeps vLLM's default "
+        "all-gather/reduce-scatter instead of FlashInfer's multi-node NVLink "
+        "kernels the prediction assumes.");
   }
   // --max-num-seqs applies per DP rank: each runs its own engine core and
   // scheduler (client/engines/vllm.yaml).

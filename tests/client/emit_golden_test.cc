@@ -22,6 +22,7 @@
 #include "client/engine_flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/engine_version.h"
 #include "tests/client/emit_test_util.h"
 #include "yaml-cpp/yaml.h"
 
@@ -29,6 +30,9 @@ namespace shardplan::client {
 namespace {
 
 using shardplan::v1::Plan;
+using ::testing::Contains;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 struct Shape {
   const char* name;
@@ -526,8 +530,76 @@ TEST(EmitGoldenTest, FlagTablesAreConsistentAndCiteTheirSources) {
       if (!v.model_flag.empty()) {
         EXPECT_TRUE(v.launch.known_flags.count(v.model_flag) > 0);
       }
+      // Each gate names a role of the range, cites its boundary, and lies
+      // inside the range.
+      for (const auto& [role, gate] : v.gates) {
+        const std::string where =
+            absl::StrCat(EngineKey(e), " ", v.name, " gate ", role);
+        EXPECT_TRUE(v.launch.flags.count(role) + v.launch.values.count(role) +
+                        v.env.count(role) + v.config.count(role) >
+                    0)
+            << where;
+        EXPECT_FALSE(gate.sources.empty()) << where;
+        EXPECT_FALSE(gate.since.empty() && gate.until.empty()) << where;
+        if (!gate.since.empty()) {
+          EXPECT_GT(CompareVersions(gate.since, v.min), 0) << where;
+        }
+        if (!gate.until.empty() && !v.max.empty()) {
+          EXPECT_LT(CompareVersions(gate.until, v.max), 0) << where;
+        }
+      }
     }
   }
+}
+
+// Each role a range holds for only some of its releases (a `gates` entry):
+// the release just below its boundary does without it (the engine's default
+// and a warning), the release at the boundary gets it, and the other way
+// round for a role a release dropped.
+TEST(EmitGoldenTest, GatedRolesFollowTheirReleaseBoundaries) {
+  // Experts over 8 GB200 trays of one NVLink domain.
+  EmitContext rack = Blackwell(Model("deepseek-v3.2", 32), true);
+  rack.kv_cache_dtype = "fp8";
+  const Plan wide = MakePlan(1, 1, 32, 1, 32, 1024, true);
+  auto emit = [&](Engine engine, const Plan& plan, EmitContext c,
+                  const std::string& version) {
+    c.engine_version = version;
+    return EmitCommand(engine, plan, c);
+  };
+  // vLLM --all2all-backend: from 0.11.1 (PR 26732).
+  const EmittedCommand vllm_below = emit(Engine::kVllm, wide, rack, "0.11.0");
+  EXPECT_FALSE(vllm_below.refused);
+  EXPECT_THAT(vllm_below.command, Not(HasSubstr("--all2all-backend")));
+  EXPECT_THAT(vllm_below.warnings, Contains(HasSubstr("--all2all-backend")));
+  EXPECT_THAT(emit(Engine::kVllm, wide, rack, "0.11.1").command,
+              HasSubstr("--all2all-backend flashinfer_all2allv"));
+  EXPECT_EQ(FindEngineVersion(Engine::kVllm, "0.11.0")->name,
+            FindEngineVersion(Engine::kVllm, "0.11.1")->name);
+  EXPECT_EQ(FindEngineVersion(Engine::kVllm, "0.11.0")
+                ->launch.known_flags.count("--all2all-backend"),
+            0u);
+  // TensorRT-LLM's WIDEEP MoE backend: up to 1.3, which refuses it (PRs
+  // 17119, 17797).
+  EXPECT_THAT(emit(Engine::kTrtllm, wide, rack, "1.2.1").command,
+              HasSubstr("backend: WIDEEP"));
+  EXPECT_THAT(emit(Engine::kTrtllm, wide, rack, "1.3.0").command,
+              Not(HasSubstr("WIDEEP")));
+  EXPECT_THAT(emit(Engine::kTrtllm, wide, rack, "").command,
+              Not(HasSubstr("WIDEEP")));
+  // SGLang's FP4 KV cache: from 0.5.6 (PRs 10078, 12612).
+  EmitContext fp4 = Blackwell(Model("llama-3.1-70b", 8), false);
+  fp4.kv_cache_dtype = "fp4";
+  const Plan dense = MakePlan(1, 1, 8, 1, 1, 256);
+  const EmittedCommand sglang_below =
+      emit(Engine::kSglang, dense, fp4, "0.5.5");
+  EXPECT_THAT(sglang_below.command, Not(HasSubstr("fp4_e2m1")));
+  EXPECT_THAT(sglang_below.warnings, Contains(HasSubstr("FP4 KV cache")));
+  EXPECT_THAT(emit(Engine::kSglang, dense, fp4, "0.5.6").command,
+              HasSubstr("--kv-cache-dtype fp4_e2m1"));
+  // A range's label stands for its first release.
+  EXPECT_EQ(FindEngineVersion(Engine::kSglang, "0.5")
+                ->launch.values.count("kv_cache_fp4"),
+            0u);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "policy/disaggregated_grid.h"
@@ -20,11 +21,13 @@ namespace {
 
 std::unique_ptr<const simulator::CostModel> Make(
     const std::string& model, int gpus, const std::string& engine,
-    const std::string& version = "", int concurrency = 0) {
+    const std::string& version = "", int concurrency = 0,
+    const std::string& hardware = "h100-sxm-80gb",
+    const std::string& weight_dtype = "") {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_hardware(hardware);
   cluster.set_num_gpus(gpus);
   cluster.set_gpus_per_node(8);
   shardplan::v1::Workload workload;
@@ -33,6 +36,7 @@ std::unique_ptr<const simulator::CostModel> Make(
   workload.set_concurrency(concurrency);
   workload.set_engine(engine);
   workload.set_engine_version(version);
+  workload.set_weight_dtype(weight_dtype);
   absl::StatusOr<simulator::Problem> p =
       simulator::ProblemFromProto(source, cluster, workload);
   EXPECT_TRUE(p.ok()) << p.status();
@@ -109,10 +113,8 @@ TEST(EngineFilterTest, AggregatedSpaceKeepsOnlyWhatTheEngineRuns) {
   EXPECT_LT((*s_sglang)->degrees().size(), (*s_any)->degrees().size());
 }
 
-// The disaggregated space is indexed (pool split x prefill layout x decode
-// layout), not a stored tuple list, so it is not filtered by the engine: the
-// search marks what the engine cannot launch infeasible (SearchRun), and the
-// sweep that grid and megatron run offers only launchable plans.
+// The sweep that grid and megatron run over disaggregated plans offers only
+// launchable plans (each candidate checked whole).
 TEST(EngineFilterTest, DisaggregatedSweepKeepsOnlyWhatTheEngineRuns) {
   auto vllm = Make("llama-3.1-70b", 16, "vllm");
   ASSERT_TRUE(vllm);
@@ -196,6 +198,194 @@ TEST_P(EngineFilterSearchTest, EveryResultRunsOnTheEngine) {
 INSTANTIATE_TEST_SUITE_P(Baselines, EngineFilterSearchTest,
                          ::testing::Values("megatron", "grid", "random",
                                            "anneal", "genetic"));
+
+// A small disaggregated problem of each kind the rules touch: DeepSeek-V3
+// (MLA, DP attention + EP) on 32 H200 with FP8 weights, Qwen3-235B-A22B on 16
+// H100, gpt-oss-120b (no DP attention on SGLang) on 16 H100.
+struct DisaggregatedCase {
+  std::string model;
+  int gpus;
+  std::string hardware;
+  std::string weight_dtype;
+};
+const std::vector<DisaggregatedCase>& DisaggregatedCases() {
+  static const auto* cases = new std::vector<DisaggregatedCase>{
+      {"deepseek-v3", 32, "h200-sxm-141gb", "fp8"},
+      {"qwen3-235b-a22b", 16, "h100-sxm-80gb", ""},
+      {"gpt-oss-120b", 16, "h100-sxm-80gb", ""}};
+  return *cases;
+}
+
+// Every joint tuple of `space` (Megatron dims), checked by `check`; returns
+// how many there are.
+template <typename Check>
+int ForEveryTuple(const PlanSpace& space, const Check& check) {
+  const int tuples = space.NumChoices(kDegreesDecision);
+  for (int t = 0; t < tuples; ++t) {
+    check(TuplePlan(space, space.TupleDegrees(t)));
+  }
+  return tuples;
+}
+
+// With an engine named, the disaggregated space holds no (split, prefill
+// layout, decode layout) tuple that engine refuses, and fewer tuples than the
+// engine-less space wherever one of its rules applies.
+TEST(EngineFilterTest, DisaggregatedSpaceHoldsOnlyWhatTheEngineRuns) {
+  for (const DisaggregatedCase& c : DisaggregatedCases()) {
+    SCOPED_TRACE(c.model);
+    auto any = Make(c.model, c.gpus, "", "", 0, c.hardware, c.weight_dtype);
+    ASSERT_TRUE(any);
+    auto any_space = PlanSpace::CreateDisaggregated(*any);
+    ASSERT_TRUE(any_space.ok()) << any_space.status();
+    const int any_tuples = (*any_space)->NumChoices(kDegreesDecision);
+    ASSERT_GT(any_tuples, 0);
+    ASSERT_LT(any_tuples, 200000);  // enumerated below
+    for (const std::string engine : {"sglang", "vllm", "trtllm"}) {
+      SCOPED_TRACE(engine);
+      auto model =
+          Make(c.model, c.gpus, engine, "", 0, c.hardware, c.weight_dtype);
+      ASSERT_TRUE(model);
+      auto space = PlanSpace::CreateDisaggregated(*model);
+      ASSERT_TRUE(space.ok()) << space.status();
+      int refused = 0;
+      const int tuples = ForEveryTuple(**space, [&](const auto& plan) {
+        const absl::Status s =
+            simulator::CheckEngineCanRun(engine, "", model->problem(), plan);
+        if (!s.ok() && refused++ == 0) ADD_FAILURE() << s;
+      });
+      EXPECT_EQ(refused, 0);
+      // The engine-less space's tuples this engine refuses are exactly the
+      // ones its own space lacks.
+      int refused_in_any = 0;
+      ForEveryTuple(**any_space, [&](const auto& plan) {
+        if (!simulator::CheckEngineCanRun(engine, "", model->problem(), plan)
+                 .ok()) {
+          ++refused_in_any;
+        }
+      });
+      EXPECT_EQ(tuples, any_tuples - refused_in_any);
+      // SGLang refuses pp on a decode server and vLLM pp with NixlConnector
+      // on every model here; SGLang refuses gpt-oss with DP attention.
+      if (engine != "trtllm") {
+        EXPECT_LT(tuples, any_tuples);
+      }
+      EXPECT_EQ((*space)->Size() < (*any_space)->Size(), tuples < any_tuples);
+    }
+  }
+}
+
+TEST(EngineFilterTest, DisaggregatedSpaceHasNoDecodePipelineOnSglang) {
+  auto model =
+      Make("deepseek-v3", 32, "sglang", "", 0, "h200-sxm-141gb", "fp8");
+  ASSERT_TRUE(model);
+  auto space = PlanSpace::CreateDisaggregated(*model);
+  ASSERT_TRUE(space.ok()) << space.status();
+  bool prefill_pipeline = false;
+  for (int t = 0; t < (*space)->NumChoices(kDegreesDecision); ++t) {
+    const Degrees g = (*space)->TupleDegrees(t);
+    EXPECT_EQ(g.pp, 1) << t;
+    // The prefill pool may pipeline (PR 8846, 0.5 and later) without DP
+    // attention (issue 9805).
+    if (g.prefill_pp > 1) {
+      prefill_pipeline = true;
+      EXPECT_EQ(g.prefill_dp, 1) << t;
+    }
+  }
+  EXPECT_TRUE(prefill_pipeline);
+}
+
+// Where a split places a pool decides too: on 20 GPUs (nodes of 8, 8 and 4)
+// a 12-GPU prefill instance sits on 8 + 4 GPUs of two nodes, which SGLang
+// cannot launch (tp-size / nnodes GPUs per node) and TensorRT-LLM can.
+TEST(EngineFilterTest, DisaggregatedSpaceDropsPoolsTheEngineCannotPlace) {
+  auto trtllm = Make("llama-3.1-70b", 20, "trtllm");
+  auto sglang = Make("llama-3.1-70b", 20, "sglang");
+  ASSERT_TRUE(trtllm && sglang);
+  auto trtllm_space = PlanSpace::CreateDisaggregated(*trtllm);
+  auto sglang_space = PlanSpace::CreateDisaggregated(*sglang);
+  ASSERT_TRUE(trtllm_space.ok()) << trtllm_space.status();
+  ASSERT_TRUE(sglang_space.ok()) << sglang_space.status();
+  int uneven = 0;
+  ForEveryTuple(**trtllm_space, [&](const auto& plan) {
+    const absl::Status s =
+        simulator::CheckEngineCanRun("sglang", "", sglang->problem(), plan);
+    if (absl::StrContains(s.message(), "rule sglang-uneven-nodes,")) ++uneven;
+  });
+  EXPECT_GT(uneven, 0);
+  int refused = 0;
+  ForEveryTuple(**sglang_space, [&](const auto& plan) {
+    if (!simulator::CheckEngineCanRun("sglang", "", sglang->problem(), plan)
+             .ok()) {
+      ++refused;
+    }
+  });
+  EXPECT_EQ(refused, 0);
+  EXPECT_LT((*sglang_space)->NumChoices(kDegreesDecision),
+            (*trtllm_space)->NumChoices(kDegreesDecision));
+}
+
+TEST(EngineFilterTest, DisaggregatedSpaceOfAReleaseWithoutItIsRefused) {
+  // SGLang 0.4.5 has no PD disaggregation: no pool of any layout is left,
+  // and the error names the engine and the rule.
+  auto old = Make("llama-3.1-70b", 16, "sglang", "0.4.5");
+  ASSERT_TRUE(old);
+  auto space = PlanSpace::CreateDisaggregated(*old);
+  EXPECT_EQ(space.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(space.status().message()),
+              ::testing::HasSubstr("that sglang can launch"));
+  EXPECT_THAT(
+      std::string(space.status().message()),
+      ::testing::HasSubstr("sglang \"0.4.5\" cannot run this plan: rule "
+                           "sglang-"));
+}
+
+class EngineFilterDisaggregatedSearchTest
+    : public ::testing::TestWithParam<std::string> {};
+
+// Records every plan a search streams.
+class Streamed : public SearchObserver {
+ public:
+  void OnImprovement(const Improvement& improvement) override {
+    plans.push_back(improvement.best.plan);
+  }
+  std::vector<simulator::PlanDims> plans;
+};
+
+// A search of SGLang's disaggregated space streams no decode pool with
+// pipeline stages (a decode server with pp > 1 is not implemented, issue
+// 8424), and each plan it streams, and its best, SGLang can run.
+TEST_P(EngineFilterDisaggregatedSearchTest, SglangNeverStreamsDecodePipeline) {
+  auto model =
+      Make("deepseek-v3", 32, "sglang", "", 0, "h200-sxm-141gb", "fp8");
+  ASSERT_TRUE(model);
+  SearchOptions options;
+  options.max_evaluations = 300;
+  options.max_seconds = 20;
+  options.disaggregated = true;
+  auto searcher = CreateSearcher(GetParam());
+  ASSERT_TRUE(searcher.ok()) << searcher.status();
+  CancellationToken cancel;
+  Streamed observer;
+  absl::StatusOr<SearchResult> r =
+      (*searcher)->Search(*model, options, cancel, observer);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_FALSE(observer.plans.empty());
+  std::vector<simulator::PlanDims> all = observer.plans;
+  for (const ScoredPlan& s : r->elite) all.push_back(s.plan);
+  for (const ScoredPlan& s : r->frontier) all.push_back(s.plan);
+  all.push_back(r->best.plan);
+  for (const simulator::PlanDims& plan : all) {
+    if (!plan.disaggregated) continue;  // the baseline reference
+    EXPECT_EQ(plan.pp, 1);
+    const absl::Status can =
+        simulator::CheckEngineCanRun("sglang", "", model->problem(), plan);
+    EXPECT_TRUE(can.ok()) << can;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Searchers, EngineFilterDisaggregatedSearchTest,
+                         ::testing::Values("grid", "random", "anneal",
+                                           "genetic"));
 
 }  // namespace
 }  // namespace shardplan::policy

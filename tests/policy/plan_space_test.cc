@@ -490,7 +490,7 @@ TEST(DisaggregatedPlanSpaceTest, PoolFeaturesTellPrefillSidesApart) {
 }
 
 // The joint space is not truncated: on 256 H100s the moe-1.6t space has
-// hundreds of thousands of (split, prefill layout, decode layout) tuples,
+// about a hundred thousand (split, prefill layout, decode layout) tuples,
 // the largest splits among them, and every tuple decodes to a plan
 // ValidatePlan accepts and encodes back to itself.
 TEST(DisaggregatedPlanSpaceTest, EveryPoolSplitOfALargeClusterIsInTheSpace) {
@@ -498,8 +498,10 @@ TEST(DisaggregatedPlanSpaceTest, EveryPoolSplitOfALargeClusterIsInTheSpace) {
   ASSERT_TRUE(model.ok()) << model.status();
   auto space = PlanSpace::CreateDisaggregated(**model);
   ASSERT_TRUE(space.ok()) << space.status();
+  // 98,395 tuples whose pools at least one engine can run (the layouts no
+  // engine runs, e.g. DP attention with TP and PP, leave the space).
   const int tuples = (*space)->NumChoices(kDegreesDecision);
-  EXPECT_GT(tuples, 100000);
+  EXPECT_GT(tuples, 90000);
   // One prefill and one decode instance of dp128 ep64, at a load the batch
   // decision offers (the cost model's own scan goes on past 4096 requests
   // per instance, which the plan space's batch decisions do not reach).

@@ -71,7 +71,7 @@ MakePrefillBoundCostModel() {
 }
 
 // moe-1.6t on 256 H100s, ISL 128 / OSL 256, TTFT <= 1 s: a joint space of
-// hundreds of thousands of (pool split, prefill layout, decode layout) tuples.
+// about a hundred thousand (pool split, prefill layout, decode layout) tuples.
 inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
 MakeLargeDisaggregatedCostModel() {
   return MakeCostModel("moe-1.6t", 256, 128, 256, 0, /*max_ttft_ms=*/1000);

@@ -390,5 +390,108 @@ TEST(EngineCapabilityTest, BadEngineVersionIsInvalidArgument) {
   EXPECT_THAT(p.status().message(), HasSubstr("nightly"));
 }
 
+TEST(EngineCapabilityTest, RuleScopeIsTheWidestVariableItReads) {
+  const char* kTable = R"(rules:
+  - id: one-instance
+    engine: sglang
+    effect: block
+    when: ["role == decode", "pp > 1"]
+    message: m
+    sources: [https://example.com]
+  - id: where-it-sits
+    engine: sglang
+    effect: block
+    when: ["pp > 1", "instance_nodes > 1"]
+    message: m
+    sources: [https://example.com]
+  - id: both-pools
+    engine: sglang
+    effect: block
+    when: ["decode_pp != prefill_pp"]
+    message: m
+    sources: [https://example.com]
+  - id: compared-to-a-placement-variable
+    engine: sglang
+    effect: block
+    when: ["tp > instances"]
+    message: m
+    sources: [https://example.com]
+)";
+  absl::StatusOr<std::vector<EngineRule>> r = ParseEngineRules(kTable);
+  ASSERT_TRUE(r.ok()) << r.status();
+  ASSERT_EQ(r->size(), 4u);
+  EXPECT_EQ((*r)[0].scope, RuleScope::kInstance);
+  EXPECT_EQ((*r)[1].scope, RuleScope::kPlacement);
+  EXPECT_EQ((*r)[2].scope, RuleScope::kPlan);
+  EXPECT_EQ((*r)[3].scope, RuleScope::kPlacement);
+  // The compiled-in table: SGLang's uneven-node rule reads the placement.
+  for (const EngineRule& rule : EngineRules()) {
+    if (rule.id == "sglang-uneven-nodes") {
+      EXPECT_EQ(rule.scope, RuleScope::kPlacement);
+    }
+    if (rule.id == "sglang-decode-pp" || rule.id == "vllm-nixl-pp" ||
+        rule.id == "trtllm-attention-dp-with-tp") {
+      EXPECT_EQ(rule.scope, RuleScope::kInstance) << rule.id;
+    }
+  }
+}
+
+TEST(EngineCapabilityTest, EachPoolIsJudgedAlone) {
+  const Problem p = MakeProblem("deepseek-v3", 32, 8, "", "", "fp8");
+  // A decode pool with two stages (SGLang issue 8424) next to a prefill pool
+  // of one: SGLang refuses the decode pool only, vLLM (NixlConnector with
+  // pp, issue 52913) too, TensorRT-LLM runs both.
+  const PlanDims plan = Disagg(2, Agg(1, 8, 1, 1, 8), 1, Agg(1, 8, 1, 2, 8));
+  for (RuleScope scope : {RuleScope::kInstance, RuleScope::kPlacement}) {
+    EXPECT_TRUE(
+        CheckEngineCanRunPool("sglang", "", p, plan, PoolRole::kPrefill, scope)
+            .ok());
+    const absl::Status decode =
+        CheckEngineCanRunPool("sglang", "", p, plan, PoolRole::kDecode, scope);
+    EXPECT_EQ(decode.code(), absl::StatusCode::kFailedPrecondition);
+    EXPECT_THAT(decode.message(), HasSubstr("rule sglang-"));
+    EXPECT_THAT(decode.message(), HasSubstr("decode instance"));
+    EXPECT_FALSE(
+        CheckEngineCanRunPool("vllm", "", p, plan, PoolRole::kDecode, scope)
+            .ok());
+    EXPECT_TRUE(
+        CheckEngineCanRunPool("trtllm", "", p, plan, PoolRole::kDecode, scope)
+            .ok());
+  }
+  // With no engine named, a pool is kept when one engine runs it.
+  EXPECT_TRUE(WorkloadEngineCanRunPool(p, plan, PoolRole::kDecode,
+                                       RuleScope::kInstance));
+  const Problem sglang = MakeProblem("deepseek-v3", 32, 8, "sglang", "", "fp8");
+  EXPECT_FALSE(WorkloadEngineCanRunPool(sglang, plan, PoolRole::kDecode,
+                                        RuleScope::kInstance));
+  EXPECT_TRUE(WorkloadEngineCanRunPool(sglang, plan, PoolRole::kPrefill,
+                                       RuleScope::kInstance));
+  EXPECT_EQ(CheckEngineCanRunPool("tgi", "", p, plan, PoolRole::kDecode,
+                                  RuleScope::kInstance)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+}
+
+TEST(EngineCapabilityTest, WhereAPoolSitsIsJudgedOnlyAtPlacementScope) {
+  // 20 GPUs on nodes of 8, 8 and 4: one 12-GPU prefill instance (ranks 0-11:
+  // 8 GPUs on the first node, 4 on the second) and one 8-GPU decode
+  // instance. SGLang cannot launch an instance split unevenly over nodes.
+  const Problem p = MakeProblem("llama-3.1-70b", 20, 8, "sglang");
+  const PlanDims plan = Disagg(1, Agg(1, 1, 4, 3, 1), 1, Agg(1, 1, 8, 1, 1));
+  EXPECT_TRUE(CheckEngineCanRunPool("sglang", "", p, plan, PoolRole::kPrefill,
+                                    RuleScope::kInstance)
+                  .ok());
+  const absl::Status placed = CheckEngineCanRunPool(
+      "sglang", "", p, plan, PoolRole::kPrefill, RuleScope::kPlacement);
+  EXPECT_THAT(placed.message(), HasSubstr("rule sglang-uneven-nodes,"));
+  EXPECT_TRUE(PoolPlacementMayRefuse(p, plan, PoolRole::kPrefill));
+  EXPECT_FALSE(PoolPlacementMayRefuse(p, plan, PoolRole::kDecode));
+  // TensorRT-LLM has no placement rule: nothing to check per split.
+  const Problem trtllm = MakeProblem("llama-3.1-70b", 20, 8, "trtllm");
+  EXPECT_FALSE(PoolPlacementMayRefuse(trtllm, plan, PoolRole::kPrefill));
+  ExpectBlocked("sglang", "", p, plan, "sglang-uneven-nodes",
+                "entrypoints/engine.py");
+}
+
 }  // namespace
 }  // namespace shardplan::simulator

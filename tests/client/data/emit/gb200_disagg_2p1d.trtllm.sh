@@ -5,8 +5,6 @@ cat > shardplan-trtllm-ctx.yaml <<'EOF'
 enable_attention_dp: true
 kv_cache_config:
   dtype: fp8
-moe_config:
-  backend: WIDEEP
 cuda_graph_config:
   max_batch_size: 1
   enable_padding: true
@@ -25,8 +23,6 @@ cat > shardplan-trtllm-gen.yaml <<'EOF'
 enable_attention_dp: true
 kv_cache_config:
   dtype: fp8
-moe_config:
-  backend: WIDEEP
 cuda_graph_config:
   max_batch_size: 32
   enable_padding: true
