@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "client/internal/engine_data.h"
 #include "proto/engine_version.h"
+#include "proto/enum_names.h"
 #include "yaml-cpp/yaml.h"
 
 namespace shardplan::client {
@@ -130,15 +131,9 @@ absl::StatusOr<Engine> ParseEngine(absl::string_view name) {
 }
 
 const char* EngineKey(Engine engine) {
-  switch (engine) {
-    case Engine::kVllm:
-      return "vllm";
-    case Engine::kSglang:
-      return "sglang";
-    case Engine::kTrtllm:
-      return "trtllm";
-  }
-  return "";
+  // Indexed by Engine.
+  static constexpr const char* kKeys[] = {"vllm", "sglang", "trtllm"};
+  return EnumName(engine, kKeys, "");
 }
 
 std::string ToolFlags::Flag(absl::string_view role) const {

@@ -22,6 +22,7 @@
 #include "fmt/format.h"
 #include "grpcpp/grpcpp.h"
 #include "nlohmann/json.hpp"
+#include "proto/guarded_main.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 
 namespace shardplan::client {
@@ -354,10 +355,6 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     return app.exit(e) == 0 ? 0 : shardplan::client::kExitUsage;
   }
-  try {
-    return shardplan::client::Run(flags);
-  } catch (const std::exception& e) {
-    std::cerr << "shardplan-load: internal error: " << e.what() << "\n";
-    return shardplan::client::kExitOther;
-  }
+  return shardplan::GuardedMain("shardplan-load", shardplan::client::kExitOther,
+                                [&] { return shardplan::client::Run(flags); });
 }

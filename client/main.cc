@@ -37,6 +37,7 @@
 #include "client/request_builder.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "grpcpp/grpcpp.h"
+#include "proto/guarded_main.h"
 #include "shardplan/v1/shardplan.grpc.pb.h"
 
 namespace shardplan::client {
@@ -373,6 +374,26 @@ int PrintEmitted(const GlobalFlags& g, const shardplan::v1::Plan& plan,
   return kExitOk;
 }
 
+// One unary call of the planner service: connects to --server, sends the
+// token, sets the deadline (seconds; 0 = none) and, with a `canceller`,
+// cancels the call on SIGINT/SIGTERM.
+template <typename Request, typename Response>
+grpc::Status CallPlanner(
+    const GlobalFlags& g, double deadline_seconds, SignalCanceller* canceller,
+    grpc::Status (shardplan::v1::ShardingPlanner::Stub::*method)(
+        grpc::ClientContext*, const Request&, Response*),
+    const Request& request, Response* response) {
+  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
+  grpc::ClientContext context;
+  Authorize(&context);
+  SetDeadline(&context, deadline_seconds);
+  if (canceller != nullptr) canceller->Watch(&context);
+  const grpc::Status status =
+      (stub.get()->*method)(&context, request, response);
+  if (canceller != nullptr) canceller->Unwatch();
+  return status;
+}
+
 // One EvaluatePlan call (30 s deadline) of `plan` as the server would place
 // it (the plan's own placement is dropped).
 grpc::Status EvaluateOnServer(const GlobalFlags& g,
@@ -381,17 +402,15 @@ grpc::Status EvaluateOnServer(const GlobalFlags& g,
                               const shardplan::v1::Workload& workload,
                               const shardplan::v1::Plan& plan,
                               shardplan::v1::EvaluateResponse* response) {
-  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
-  grpc::ClientContext context;
-  Authorize(&context);
-  SetDeadline(&context, 30);
   shardplan::v1::EvaluateRequest evaluate;
   *evaluate.mutable_model() = model;
   *evaluate.mutable_cluster() = cluster;
   *evaluate.mutable_workload() = workload;
   *evaluate.mutable_plan() = plan;
   evaluate.mutable_plan()->clear_placement();
-  return stub->EvaluatePlan(&context, evaluate, response);
+  return CallPlanner(g, 30, nullptr,
+                     &shardplan::v1::ShardingPlanner::Stub::EvaluatePlan,
+                     evaluate, response);
 }
 
 // The server's view of the model of a finished search, for --emit: one
@@ -420,13 +439,10 @@ std::optional<shardplan::v1::ModelSpec> ResolvedModel(
 std::optional<shardplan::v1::HardwareSpec> ResolvedHardware(
     const GlobalFlags& g, const shardplan::v1::ClusterSpec& cluster) {
   if (cluster.has_hardware_spec()) return cluster.hardware_spec();
-  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
-  grpc::ClientContext context;
-  Authorize(&context);
-  SetDeadline(&context, 30);
   shardplan::v1::ListCatalogResponse response;
-  const grpc::Status status = stub->ListCatalog(
-      &context, shardplan::v1::ListCatalogRequest(), &response);
+  const grpc::Status status = CallPlanner(
+      g, 30, nullptr, &shardplan::v1::ShardingPlanner::Stub::ListCatalog,
+      shardplan::v1::ListCatalogRequest(), &response);
   if (status.ok()) {
     for (const auto& h : response.hardware()) {
       if (h.name() == cluster.hardware()) return h;
@@ -502,20 +518,25 @@ int StreamSearch(const GlobalFlags& g,
   return kExitOk;
 }
 
+// A usage error in the built request, then in the --emit flags: reported,
+// with its exit code; kExitOk when there is none.
+int CheckUsage(const absl::Status& built, const GlobalFlags& g) {
+  if (!built.ok()) return ReportUsageError(built);
+  const absl::Status emit = CheckEmitFlags(g);
+  return emit.ok() ? kExitOk : ReportUsageError(emit);
+}
+
 int RunPlan(const GlobalFlags& g, const ProblemFlags& problem,
             const SearchFlags& search, SignalCanceller& canceller) {
   absl::StatusOr<shardplan::v1::PlanRequest> request =
       BuildPlanRequest(problem, search, ReadFileFromDisk);
-  if (!request.ok()) return ReportUsageError(request.status());
-  if (absl::Status ok = CheckEmitFlags(g); !ok.ok()) {
-    return ReportUsageError(ok);
-  }
-  const RenderContext rc = ContextFor(request->model(), request->cluster());
+  if (int code = CheckUsage(request.status(), g); code != kExitOk) return code;
   shardplan::v1::PlanUpdate last;
   if (int code = StreamSearch(g, *request, search.method, canceller, &last);
       code != kExitOk) {
     return code;
   }
+  const RenderContext rc = ContextFor(request->model(), request->cluster());
   if (!g.emit.empty()) {
     if (isatty(STDERR_FILENO)) std::cerr << RenderPlanUpdate(last, rc) << "\n";
     if (!last.prediction().feasible()) {
@@ -584,20 +605,13 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
                 const PlanFlags& plan_flags, SignalCanceller& canceller) {
   absl::StatusOr<shardplan::v1::EvaluateRequest> request =
       BuildEvaluateRequest(problem, plan_flags, ReadFileFromDisk);
-  if (!request.ok()) return ReportUsageError(request.status());
-  if (absl::Status ok = CheckEmitFlags(g); !ok.ok()) {
-    return ReportUsageError(ok);
-  }
-  const RenderContext rc = ContextFor(request->model(), request->cluster());
-  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
-  grpc::ClientContext context;
-  Authorize(&context);
-  SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 30);
-  canceller.Watch(&context);
+  if (int code = CheckUsage(request.status(), g); code != kExitOk) return code;
   shardplan::v1::EvaluateResponse response;
-  const grpc::Status status = stub->EvaluatePlan(&context, *request, &response);
-  canceller.Unwatch();
+  const grpc::Status status = CallPlanner(
+      g, g.deadline_seconds > 0 ? g.deadline_seconds : 30, &canceller,
+      &shardplan::v1::ShardingPlanner::Stub::EvaluatePlan, *request, &response);
   if (!status.ok()) return ReportRpcError(status, g, "EvaluatePlan");
+  const RenderContext rc = ContextFor(request->model(), request->cluster());
   if (!g.emit.empty()) {
     const std::optional<shardplan::v1::HardwareSpec> hardware =
         ResolvedHardware(g, request->cluster());
@@ -617,13 +631,11 @@ int RunEvaluate(const GlobalFlags& g, const ProblemFlags& problem,
 }
 
 int RunCatalog(const GlobalFlags& g) {
-  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
-  grpc::ClientContext context;
-  Authorize(&context);
-  SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 10);
   shardplan::v1::ListCatalogResponse response;
-  const grpc::Status status = stub->ListCatalog(
-      &context, shardplan::v1::ListCatalogRequest(), &response);
+  const grpc::Status status =
+      CallPlanner(g, g.deadline_seconds > 0 ? g.deadline_seconds : 10, nullptr,
+                  &shardplan::v1::ShardingPlanner::Stub::ListCatalog,
+                  shardplan::v1::ListCatalogRequest(), &response);
   if (!status.ok()) return ReportRpcError(status, g, "ListCatalog");
   std::cout << (g.output == "json" ? ToJsonLine(response) + "\n"
                                    : RenderCatalog(response))
@@ -665,14 +677,10 @@ int RunCalibrate(const GlobalFlags& g, const CalibrateFlags& flags,
     skipped_disaggregated += parsed->skipped_disaggregated;
     skipped_queueing += parsed->skipped_queueing;
   }
-  auto stub = shardplan::v1::ShardingPlanner::NewStub(Connect(g.server));
-  grpc::ClientContext context;
-  Authorize(&context);
-  SetDeadline(&context, g.deadline_seconds > 0 ? g.deadline_seconds : 300);
-  canceller.Watch(&context);
   shardplan::v1::CalibrateResponse response;
-  const grpc::Status status = stub->Calibrate(&context, request, &response);
-  canceller.Unwatch();
+  const grpc::Status status = CallPlanner(
+      g, g.deadline_seconds > 0 ? g.deadline_seconds : 300, &canceller,
+      &shardplan::v1::ShardingPlanner::Stub::Calibrate, request, &response);
   if (!status.ok()) return ReportRpcError(status, g, "Calibrate");
   if (g.output == "json") {
     std::cout << ToJsonLine(response) << "\n" << std::flush;
@@ -746,10 +754,7 @@ int Main(int argc, char** argv) {
 }  // namespace shardplan::client
 
 int main(int argc, char** argv) {
-  try {
-    return shardplan::client::Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "shardplan: internal error: " << e.what() << "\n";
-    return shardplan::client::kExitOther;
-  }
+  return shardplan::GuardedMain(
+      "shardplan", shardplan::client::kExitOther,
+      [&] { return shardplan::client::Main(argc, argv); });
 }

@@ -2,61 +2,50 @@
 #include "policy/objective.h"
 
 #include <cmath>
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "proto/enum_names.h"
 #include "simulator/calibration.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::policy {
 namespace {
 
-constexpr SearchMethod kMethods[] = {
-    SearchMethod::kRl,     SearchMethod::kMegatron, SearchMethod::kRandom,
-    SearchMethod::kAnneal, SearchMethod::kGenetic,  SearchMethod::kExhaustive,
-    SearchMethod::kGrid,
-};
+// Indexed by the enums' values (policy/objective.h).
+constexpr absl::string_view kMethodNames[] = {
+    "rl", "megatron", "random", "anneal", "genetic", "exhaustive", "grid"};
+constexpr absl::string_view kDisaggregationNames[] = {"auto", "off", "only"};
+constexpr absl::string_view kEstimateNames[] = {"expected", "conservative"};
+constexpr absl::string_view kCapacityGoalNames[] = {"max_throughput",
+                                                    "min_gpus", "min_cost"};
 
-// INVALID_ARGUMENT "<field> must be one of <names>; got \"<value>\"".
-absl::Status NotOneOf(absl::string_view field, absl::string_view names,
-                      absl::string_view value) {
+// "" is `empty`; a name of `names` its value; otherwise INVALID_ARGUMENT
+// "<field> must be one of <names>; got \"<value>\"".
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> ParseNamed(absl::string_view name, Enum empty,
+                                const absl::string_view (&names)[N],
+                                absl::string_view field) {
+  if (name.empty()) return empty;
+  if (std::optional<Enum> value = EnumFromName<Enum>(name, names)) {
+    return *value;
+  }
   return absl::InvalidArgumentError(
-      absl::StrCat(field, " must be one of ", names, "; got ",
-                   simulator::QuoteUserText(value)));
+      absl::StrCat(field, " must be one of ", absl::StrJoin(names, ", "),
+                   "; got ", simulator::QuoteUserText(name)));
 }
 
 }  // namespace
 
 absl::string_view SearchMethodName(SearchMethod method) {
-  switch (method) {
-    case SearchMethod::kRl:
-      return "rl";
-    case SearchMethod::kMegatron:
-      return "megatron";
-    case SearchMethod::kRandom:
-      return "random";
-    case SearchMethod::kAnneal:
-      return "anneal";
-    case SearchMethod::kGenetic:
-      return "genetic";
-    case SearchMethod::kExhaustive:
-      return "exhaustive";
-    case SearchMethod::kGrid:
-      return "grid";
-  }
-  return "rl";
+  return EnumName(method, kMethodNames, "rl");
 }
 
 absl::StatusOr<SearchMethod> ParseSearchMethod(absl::string_view name) {
-  if (name.empty()) return SearchMethod::kRl;
-  for (SearchMethod method : kMethods) {
-    if (SearchMethodName(method) == name) return method;
-  }
-  std::vector<absl::string_view> names;
-  for (SearchMethod method : kMethods)
-    names.push_back(SearchMethodName(method));
-  return NotOneOf("options.method", absl::StrJoin(names, ", "), name);
+  return ParseNamed(name, SearchMethod::kRl, kMethodNames, "options.method");
 }
 
 bool SamplesPlanSpace(SearchMethod method) {
@@ -65,49 +54,26 @@ bool SamplesPlanSpace(SearchMethod method) {
 }
 
 absl::string_view DisaggregationName(Disaggregation mode) {
-  switch (mode) {
-    case Disaggregation::kAuto:
-      return "auto";
-    case Disaggregation::kOff:
-      return "off";
-    case Disaggregation::kOnly:
-      return "only";
-  }
-  return "auto";
+  return EnumName(mode, kDisaggregationNames, "auto");
 }
 
 absl::StatusOr<Disaggregation> ParseDisaggregation(absl::string_view name) {
-  if (name.empty() || name == "auto") return Disaggregation::kAuto;
-  if (name == "off") return Disaggregation::kOff;
-  if (name == "only") return Disaggregation::kOnly;
-  return NotOneOf("options.disaggregation", "auto, off, only", name);
+  return ParseNamed(name, Disaggregation::kAuto, kDisaggregationNames,
+                    "options.disaggregation");
 }
 
 absl::StatusOr<Estimate> ParseEstimate(absl::string_view name) {
-  if (name.empty() || name == "expected") return Estimate::kExpected;
-  if (name == "conservative") return Estimate::kConservative;
-  return NotOneOf("options.objective", "expected, conservative", name);
+  return ParseNamed(name, Estimate::kExpected, kEstimateNames,
+                    "options.objective");
 }
 
 absl::string_view CapacityGoalName(CapacityGoal goal) {
-  switch (goal) {
-    case CapacityGoal::kMaxThroughput:
-      return "max_throughput";
-    case CapacityGoal::kMinGpus:
-      return "min_gpus";
-    case CapacityGoal::kMinCost:
-      return "min_cost";
-  }
-  return "max_throughput";
+  return EnumName(goal, kCapacityGoalNames, "max_throughput");
 }
 
 absl::StatusOr<CapacityGoal> ParseCapacityGoal(absl::string_view name) {
-  if (name.empty() || name == "max_throughput") {
-    return CapacityGoal::kMaxThroughput;
-  }
-  if (name == "min_gpus") return CapacityGoal::kMinGpus;
-  if (name == "min_cost") return CapacityGoal::kMinCost;
-  return NotOneOf("options.goal", "max_throughput, min_gpus, min_cost", name);
+  return ParseNamed(name, CapacityGoal::kMaxThroughput, kCapacityGoalNames,
+                    "options.goal");
 }
 
 double ObjectiveScorer::TokensPerS(

@@ -11,6 +11,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/synchronization/mutex.h"
 #include "policy/baselines.h"
+#include "proto/enum_names.h"
 
 namespace shardplan::policy {
 namespace {
@@ -55,17 +56,10 @@ double TokensPerSecondPerUser(const simulator::Evaluation& evaluation) {
 }
 
 absl::string_view StopReasonName(StopReason reason) {
-  switch (reason) {
-    case StopReason::kBudget:
-      return "budget";
-    case StopReason::kTime:
-      return "time";
-    case StopReason::kExhausted:
-      return "exhausted";
-    case StopReason::kCancelled:
-      return "cancelled";
-  }
-  return "exhausted";
+  // Indexed by StopReason.
+  static constexpr absl::string_view kNames[] = {"budget", "time", "exhausted",
+                                                 "cancelled"};
+  return EnumName(reason, kNames, "exhausted");
 }
 
 const std::vector<std::string>& SearchMethods() {

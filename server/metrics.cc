@@ -25,6 +25,14 @@ const std::vector<absl::StatusCode>& CommonCodes() {
   return *codes;
 }
 
+// The one unlabelled series of a new metric family `name`, registered in
+// `registry`.
+template <typename Builder>
+auto& Series(Builder&& builder, const char* name, const char* help,
+             prometheus::Registry& registry) {
+  return builder.Name(name).Help(help).Register(registry).Add({});
+}
+
 }  // namespace
 
 ServerMetrics::ServerMetrics(int num_slots,
@@ -42,33 +50,22 @@ ServerMetrics::ServerMetrics(int num_slots,
            .Name("shardplan_evaluate_requests_total")
            .Help("EvaluatePlan calls finished, by gRPC status code.")
            .Register(*registry_);
-  active_searches_ = &prometheus::BuildGauge()
-                          .Name("shardplan_active_searches")
-                          .Help("Searches running on a worker slot now.")
-                          .Register(*registry_)
-                          .Add({});
+  active_searches_ =
+      &Series(prometheus::BuildGauge(), "shardplan_active_searches",
+              "Searches running on a worker slot now.", *registry_);
   queued_searches_ =
-      &prometheus::BuildGauge()
-           .Name("shardplan_queued_searches")
-           .Help("Admitted searches waiting for a free worker slot.")
-           .Register(*registry_)
-           .Add({});
-  cost_model_evaluations_ =
-      &prometheus::BuildCounter()
-           .Name("shardplan_cost_model_evaluations_total")
-           .Help(
-               "Cost-model evaluations (searches, baselines and "
-               "EvaluatePlan).")
-           .Register(*registry_)
-           .Add({});
+      &Series(prometheus::BuildGauge(), "shardplan_queued_searches",
+              "Admitted searches waiting for a free worker slot.", *registry_);
+  cost_model_evaluations_ = &Series(
+      prometheus::BuildCounter(), "shardplan_cost_model_evaluations_total",
+      "Cost-model evaluations (searches, baselines and "
+      "EvaluatePlan).",
+      *registry_);
   rl_iterations_ =
-      &prometheus::BuildCounter()
-           .Name("shardplan_rl_iterations_total")
-           .Help(
-               "Search iterations (RL policy-gradient steps; baselines report "
-               "their own rounds).")
-           .Register(*registry_)
-           .Add({});
+      &Series(prometheus::BuildCounter(), "shardplan_rl_iterations_total",
+              "Search iterations (RL policy-gradient steps; baselines report "
+              "their own rounds).",
+              *registry_);
   auto& best_family =
       prometheus::BuildGauge()
           .Name("shardplan_search_best_speedup")
@@ -107,11 +104,9 @@ ServerMetrics::ServerMetrics(int num_slots,
                              .Add({}, prometheus::Histogram::BucketBoundaries{
                                           0.0005, 0.001, 0.0025, 0.005, 0.01,
                                           0.025, 0.05, 0.1, 0.25, 0.5, 1});
-  elite_store_plans_ = &prometheus::BuildGauge()
-                            .Name("shardplan_elite_store_plans")
-                            .Help("Plans kept in the persistent elite store.")
-                            .Register(*registry_)
-                            .Add({});
+  elite_store_plans_ =
+      &Series(prometheus::BuildGauge(), "shardplan_elite_store_plans",
+              "Plans kept in the persistent elite store.", *registry_);
   warm_starts_family_ =
       &prometheus::BuildCounter()
            .Name("shardplan_warm_starts_total")

@@ -59,6 +59,16 @@ absl::Status RefuseUndecodable(const AccessControl& access,
   return allowed.ok() ? decoded : allowed;
 }
 
+// Logs a refused unary call and answers it with `status`.
+grpc::ServerUnaryReactor* FinishRefused(grpc::CallbackServerContext* context,
+                                        absl::string_view method,
+                                        const absl::Status& status) {
+  LogRefused(method, status, *context);
+  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
+  reactor->Finish(ToGrpcStatus(status));
+  return reactor;
+}
+
 }  // namespace
 
 absl::Status DecodeRequest(const grpc::ByteBuffer& bytes,
@@ -110,21 +120,25 @@ void PlannerService::RegisterRawRequestHandlers() {
                  shardplan::v1::EvaluateResponse* response) {
             return EvaluatePlanBytes(context, request, response);
           }));
-  MarkMethodCallback(2,
-                     new grpc::internal::CallbackUnaryHandler<
-                         grpc::ByteBuffer, shardplan::v1::ListCatalogResponse>(
-                         [this](grpc::CallbackServerContext* context,
-                                const grpc::ByteBuffer* request,
-                                shardplan::v1::ListCatalogResponse* response) {
-                           return ListCatalogBytes(context, request, response);
-                         }));
-  MarkMethodCallback(3, new grpc::internal::CallbackUnaryHandler<
-                            grpc::ByteBuffer, shardplan::v1::CalibrateResponse>(
-                            [this](grpc::CallbackServerContext* context,
-                                   const grpc::ByteBuffer* request,
-                                   shardplan::v1::CalibrateResponse* response) {
-                              return CalibrateBytes(context, request, response);
-                            }));
+  MarkMethodCallback(
+      2, RawUnaryHandler(&PlannerService::ListCatalog, "ListCatalog"));
+  MarkMethodCallback(3,
+                     RawUnaryHandler(&PlannerService::Calibrate, "Calibrate"));
+}
+
+template <typename Request, typename Response>
+grpc::internal::MethodHandler* PlannerService::RawUnaryHandler(
+    UnaryMethod<Request, Response> typed, const char* method) {
+  return new grpc::internal::CallbackUnaryHandler<grpc::ByteBuffer, Response>(
+      [this, typed, method](grpc::CallbackServerContext* context,
+                            const grpc::ByteBuffer* request,
+                            Response* response) {
+        Request decoded;
+        const absl::Status status = DecodeRequest(*request, &decoded);
+        if (status.ok()) return (this->*typed)(context, &decoded, response);
+        return FinishRefused(context, method,
+                             RefuseUndecodable(access_, *context, status));
+      });
 }
 
 grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>*
@@ -174,36 +188,7 @@ grpc::ServerUnaryReactor* PlannerService::EvaluatePlanBytes(
   }
   status = RefuseUndecodable(access_, *context, status);
   deps_.metrics->CountEvaluateRequest(status.code());
-  LogRefused("EvaluatePlan", status, *context);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* PlannerService::ListCatalogBytes(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    shardplan::v1::ListCatalogResponse* response) {
-  shardplan::v1::ListCatalogRequest decoded;
-  absl::Status status = DecodeRequest(*request, &decoded);
-  if (status.ok()) return ListCatalog(context, &decoded, response);
-  status = RefuseUndecodable(access_, *context, status);
-  LogRefused("ListCatalog", status, *context);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
-}
-
-grpc::ServerUnaryReactor* PlannerService::CalibrateBytes(
-    grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-    shardplan::v1::CalibrateResponse* response) {
-  shardplan::v1::CalibrateRequest decoded;
-  absl::Status status = DecodeRequest(*request, &decoded);
-  if (status.ok()) return Calibrate(context, &decoded, response);
-  status = RefuseUndecodable(access_, *context, status);
-  LogRefused("Calibrate", status, *context);
-  grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
-  reactor->Finish(ToGrpcStatus(status));
-  return reactor;
+  return FinishRefused(context, "EvaluatePlan", status);
 }
 
 grpc::ServerUnaryReactor* PlannerService::Calibrate(

@@ -70,17 +70,21 @@ class PlannerService final
   // the raw bytes; these parse them (DecodeRequest) and answer
   // INVALID_ARGUMENT with the reason, or call the typed methods above.
   void RegisterRawRequestHandlers();
+  template <typename Request, typename Response>
+  using UnaryMethod = grpc::ServerUnaryReactor* (
+      PlannerService::*)(grpc::CallbackServerContext*, const Request*,
+                         Response*);
+  // The raw handler of a unary method with no admission control or metrics
+  // of its own (ListCatalog, Calibrate): `typed` on the decoded request, or
+  // the decoding error after the access checks.
+  template <typename Request, typename Response>
+  grpc::internal::MethodHandler* RawUnaryHandler(
+      UnaryMethod<Request, Response> typed, const char* method);
   grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* PlanShardingBytes(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request);
   grpc::ServerUnaryReactor* EvaluatePlanBytes(
       grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
       shardplan::v1::EvaluateResponse* response);
-  grpc::ServerUnaryReactor* ListCatalogBytes(
-      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-      shardplan::v1::ListCatalogResponse* response);
-  grpc::ServerUnaryReactor* CalibrateBytes(
-      grpc::CallbackServerContext* context, const grpc::ByteBuffer* request,
-      shardplan::v1::CalibrateResponse* response);
 
   // Admits one EvaluatePlan call under ServiceDeps::max_concurrent_evaluations
   // (RESOURCE_EXHAUSTED beyond it); the slot is freed by EndEvaluation.

@@ -25,6 +25,15 @@
 namespace shardplan::server {
 namespace {
 
+// INVALID_ARGUMENT "<field> must be a finite number >= 0<note>, got <value>"
+// unless `value` is one.
+absl::Status CheckFiniteNonNegative(absl::string_view field, double value,
+                                    absl::string_view note) {
+  if (std::isfinite(value) && value >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      field, " must be a finite number >= 0", note, ", got ", value));
+}
+
 using shardplan::v1::ModelSource;
 
 absl::Status CheckModelSource(const ModelSource& model, bool has_model) {
@@ -209,19 +218,11 @@ absl::Status SetTransition(const shardplan::v1::PlanRequest& request,
                            ValidatedPlanRequest& out) {
   const shardplan::v1::SearchOptions& options = request.options();
   const double max_seconds = options.max_transition_seconds();
-  if (!std::isfinite(max_seconds) || max_seconds < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.max_transition_seconds must be a finite number "
-                     ">= 0 (0 = no limit), got ",
-                     max_seconds));
-  }
-  if (options.has_transition_weight() &&
-      (!std::isfinite(options.transition_weight()) ||
-       options.transition_weight() < 0)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.transition_weight must be a finite number >= 0, "
-                     "got ",
-                     options.transition_weight()));
+  RETURN_IF_ERROR(CheckFiniteNonNegative("options.max_transition_seconds",
+                                         max_seconds, " (0 = no limit)"));
+  if (options.has_transition_weight()) {
+    RETURN_IF_ERROR(CheckFiniteNonNegative("options.transition_weight",
+                                           options.transition_weight(), ""));
   }
   if (!request.has_current()) {
     if (max_seconds > 0 || options.has_transition_weight()) {
@@ -319,12 +320,8 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
         " (--max_evaluations_limit), got ", options.max_evaluations()));
   }
   const double max_seconds = options.max_seconds();
-  if (!std::isfinite(max_seconds) || max_seconds < 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("options.max_seconds must be a finite number >= 0 (0 = "
-                     "server default), got ",
-                     max_seconds));
-  }
+  RETURN_IF_ERROR(CheckFiniteNonNegative("options.max_seconds", max_seconds,
+                                         " (0 = server default)"));
   if (max_seconds > limits.max_seconds_limit) {
     return absl::InvalidArgumentError(absl::StrCat(
         "options.max_seconds must be <= ", limits.max_seconds_limit,

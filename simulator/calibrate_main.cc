@@ -108,6 +108,30 @@ std::optional<shardplan::simulator::ParsedMeasurements> Load(
   return *std::move(data);
 }
 
+// Load of one more CSV, its rows and counts added to `data`; false (error
+// printed) on failure.
+bool LoadMore(const std::string& path, bool validation_only,
+              shardplan::simulator::ParsedMeasurements& data) {
+  std::optional<shardplan::simulator::ParsedMeasurements> more =
+      Load(path, validation_only);
+  if (!more) return false;
+  data.rows.insert(data.rows.end(), more->rows.begin(), more->rows.end());
+  data.skipped_disaggregated += more->skipped_disaggregated;
+  data.skipped_other += more->skipped_other;
+  data.high_concurrency_rows.insert(data.high_concurrency_rows.end(),
+                                    more->high_concurrency_rows.begin(),
+                                    more->high_concurrency_rows.end());
+  return true;
+}
+
+// Prints the error of `value` if it has one.
+template <typename T>
+bool Failed(const absl::StatusOr<T>& value) {
+  if (value.ok()) return false;
+  std::cerr << value.status() << "\n";
+  return true;
+}
+
 // The accuracy on disaggregated rows (and with `rows` each row's
 // prediction as CSV). Exit code as main's.
 int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
@@ -119,10 +143,7 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   if (data.ok() && fit) {
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
         sim::FitDisaggregatedOverheads(data->rows, sim::CalibrationProfiles());
-    if (!fitted.ok()) {
-      std::cerr << fitted.status() << "\n";
-      return 1;
-    }
+    if (Failed(fitted)) return 1;
     for (const sim::CalibrationProfile& p : *fitted) {
       std::cout << absl::StrFormat(
           "%s: disagg_request_overhead_s %.10g, "
@@ -152,10 +173,7 @@ int ReportDisaggregated(const std::string& path, bool rows, bool fit) {
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictDisaggregatedRows(data->rows, sim::CalibrationProfiles());
-    if (!pred.ok()) {
-      std::cerr << pred.status() << "\n";
-      return 1;
-    }
+    if (Failed(pred)) return 1;
     std::cout << "\nline,model,engine,isl,osl,concurrency,prefill,decode,"
                  "ttft_ms,predicted_ttft_ms,tpot_ms,predicted_tpot_ms\n";
     for (size_t i = 0; i < data->rows.size(); ++i) {
@@ -327,22 +345,13 @@ int UserFit(const std::vector<sim::MeasuredRow>& all, const std::string& group,
   }
   absl::StatusOr<sim::CalibrationProfile> base =
       sim::FindCalibrationProfile(base_name.empty() ? parts[0] : base_name);
-  if (!base.ok()) {
-    std::cerr << base.status() << "\n";
-    return 1;
-  }
+  if (Failed(base)) return 1;
   absl::StatusOr<std::vector<sim::MeasuredRow>> rows =
       sim::UserFitRows(all, parts[0], parts[1], fit_rows, *base);
-  if (!rows.ok()) {
-    std::cerr << rows.status() << "\n";
-    return 1;
-  }
+  if (Failed(rows)) return 1;
   absl::StatusOr<sim::ProfileFit> fit =
       sim::FitProfile("user-" + parts[0], *rows, *base);
-  if (!fit.ok()) {
-    std::cerr << fit.status() << "\n";
-    return 1;
-  }
+  if (Failed(fit)) return 1;
   std::cout << absl::StrFormat(
       "| group | fit rows | held-out rows | held-out TPOT MAPE %s | "
       "fitted | held-out TTFT MAPE %s | fitted | fit-row TPOT | fit-row "
@@ -391,10 +400,7 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
     // rows of kTransferBandHardware).
     absl::StatusOr<std::vector<sim::ErrorBand>> b =
         sim::ComputeTransferBands(all, profiles);
-    if (!b.ok()) {
-      std::cerr << b.status() << "\n";
-      return 1;
-    }
+    if (Failed(b)) return 1;
     std::cout << "Cross-hardware bands (C++ for CompiledTransferBands()):\n"
               << sim::ErrorBandsCpp(*b) << "\n"
               << sim::ErrorBandsMarkdown(*b, {}) << "\n";
@@ -404,10 +410,7 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
     // struct defaults, as --fit does), predict every other hardware's.
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
         sim::FitOnHardware(all, fit_on);
-    if (!fitted.ok()) {
-      std::cerr << fitted.status() << "\n";
-      return 1;
-    }
+    if (Failed(fitted)) return 1;
     profiles = *fitted;
     fit_hardware = fit_on;
     std::cout << "Fitted on the rows of " << fit_on << ":\n";
@@ -423,10 +426,7 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
         sim::PredictableRows(all, profiles);
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictRows(predictable, profiles);
-    if (!pred.ok()) {
-      std::cerr << pred.status() << "\n";
-      return 1;
-    }
+    if (Failed(pred)) return 1;
     std::cout << "line,hardware,model,engine,version,weights,isl,osl,c,tp,dp,"
                  "ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,pred_tpot_ms,"
                  "pred_prefill_ms\n";
@@ -447,10 +447,7 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
   }
   absl::StatusOr<sim::TransferReport> report =
       sim::ComputeTransfer(all, profiles, fit_hardware);
-  if (!report.ok()) {
-    std::cerr << report.status() << "\n";
-    return 1;
-  }
+  if (Failed(report)) return 1;
   std::cout << "\n" << report->Markdown();
   return 0;
 }
@@ -501,26 +498,12 @@ int main(int argc, char** argv) {
   if (!data) return 1;
   // Further fit files (each with its own 1-in-4 held-out rows).
   for (size_t i = 1; i < csv_paths.size(); ++i) {
-    std::optional<sim::ParsedMeasurements> more = Load(csv_paths[i], false);
-    if (!more) return 1;
-    data->rows.insert(data->rows.end(), more->rows.begin(), more->rows.end());
-    data->skipped_disaggregated += more->skipped_disaggregated;
-    data->skipped_other += more->skipped_other;
-    data->high_concurrency_rows.insert(data->high_concurrency_rows.end(),
-                                       more->high_concurrency_rows.begin(),
-                                       more->high_concurrency_rows.end());
+    if (!LoadMore(csv_paths[i], false, *data)) return 1;
   }
   // Validation-only rows join the report as held-out models; the fit never
   // sees them (FitCalibration skips held-out rows).
   for (const std::string& path : validation_paths) {
-    std::optional<sim::ParsedMeasurements> more = Load(path, true);
-    if (!more) return 1;
-    data->rows.insert(data->rows.end(), more->rows.begin(), more->rows.end());
-    data->skipped_disaggregated += more->skipped_disaggregated;
-    data->skipped_other += more->skipped_other;
-    data->high_concurrency_rows.insert(data->high_concurrency_rows.end(),
-                                       more->high_concurrency_rows.begin(),
-                                       more->high_concurrency_rows.end());
+    if (!LoadMore(path, true, *data)) return 1;
   }
   if (!user_fit.empty())
     return UserFit(data->rows, user_fit, fit_rows, base_profile);
@@ -537,10 +520,7 @@ int main(int argc, char** argv) {
     }
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
         sim::FitCalibration(*data, start);
-    if (!fitted.ok()) {
-      std::cerr << fitted.status() << "\n";
-      return 1;
-    }
+    if (Failed(fitted)) return 1;
     profiles = *fitted;
     std::cout << "Fitted profiles:\n";
     PrintProfiles(profiles);
@@ -553,10 +533,7 @@ int main(int argc, char** argv) {
   if (rows) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictRows(data->rows, profiles);
-    if (!pred.ok()) {
-      std::cerr << pred.status() << "\n";
-      return 1;
-    }
+    if (Failed(pred)) return 1;
     std::cout << "line,model,engine,isl,osl,c,tp,ep,held_out,ttft_ms,pred_ttft_"
                  "ms,tpot_ms,"
                  "pred_tpot_ms,pred_prefill_ms\n";
@@ -576,10 +553,7 @@ int main(int argc, char** argv) {
     // from the held-out rows only.
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictRowsForBands(data->rows, profiles);
-    if (!pred.ok()) {
-      std::cerr << pred.status() << "\n";
-      return 1;
-    }
+    if (Failed(pred)) return 1;
     const std::vector<sim::ErrorBand> table =
         sim::ComputeErrorBands(data->rows, *pred);
     std::cout << "Error bands (C++ for CompiledErrorBands(), "
@@ -591,26 +565,17 @@ int main(int argc, char** argv) {
   }
   absl::StatusOr<sim::AccuracyReport> report =
       sim::ComputeAccuracy(*data, profiles);
-  if (!report.ok()) {
-    std::cerr << report.status() << "\n";
-    return 1;
-  }
+  if (Failed(report)) return 1;
   std::cout << report->Markdown();
   absl::StatusOr<std::vector<sim::CrossCheckRow>> cross =
       sim::CrossCheckPublicThroughput(profiles.front().calibration);
-  if (!cross.ok()) {
-    std::cerr << cross.status() << "\n";
-    return 1;
-  }
+  if (Failed(cross)) return 1;
   std::cout << "\nPublished maximum throughput (cross-check, not fitted):\n\n"
             << sim::CrossCheckMarkdown(*cross);
   if (!report_dir.empty()) {
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictRows(data->rows, profiles);
-    if (!pred.ok()) {
-      std::cerr << pred.status() << "\n";
-      return 1;
-    }
+    if (Failed(pred)) return 1;
     return WriteReport(report_dir, data->rows, *pred,
                        absl::StrCat("## Summary\n\n", report->Markdown()));
   }

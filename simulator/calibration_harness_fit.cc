@@ -384,42 +384,57 @@ absl::StatusOr<std::vector<MeasuredRow>> UserFitRows(
   return rows;
 }
 
+namespace {
+
+using CalibrationProto = shardplan::v1::CalibrationParameters;
+
+// A Calibration field and its CalibrationParameters field.
+struct CalibrationField {
+  double Calibration::*member;
+  double (CalibrationProto::*get)() const;
+  void (CalibrationProto::*set)(double);
+};
+
+// The one mapping both conversions use.
+#define SHARDPLAN_CALIBRATION_FIELD(member, proto)  \
+  {                                                 \
+    &Calibration::member, &CalibrationProto::proto, \
+        &CalibrationProto::set_##proto              \
+  }
+constexpr CalibrationField kCalibrationFields[] = {
+    SHARDPLAN_CALIBRATION_FIELD(gemm_efficiency, gemm_efficiency),
+    SHARDPLAN_CALIBRATION_FIELD(gemm_half_efficiency_tokens,
+                                gemm_half_efficiency_tokens),
+    SHARDPLAN_CALIBRATION_FIELD(hbm_efficiency, hbm_efficiency),
+    SHARDPLAN_CALIBRATION_FIELD(attention_efficiency, attention_efficiency),
+    SHARDPLAN_CALIBRATION_FIELD(intra_node_efficiency, intra_node_efficiency),
+    SHARDPLAN_CALIBRATION_FIELD(inter_node_efficiency, inter_node_efficiency),
+    SHARDPLAN_CALIBRATION_FIELD(collective_latency_scale,
+                                collective_latency_scale),
+    SHARDPLAN_CALIBRATION_FIELD(decode_step_overhead_seconds,
+                                decode_step_overhead_s),
+    SHARDPLAN_CALIBRATION_FIELD(layer_overhead_seconds, layer_overhead_s),
+    SHARDPLAN_CALIBRATION_FIELD(prefill_overhead_seconds, prefill_overhead_s),
+    SHARDPLAN_CALIBRATION_FIELD(prefill_queue_fraction, prefill_queue_fraction),
+    SHARDPLAN_CALIBRATION_FIELD(ttft_wait_iterations, ttft_wait_iterations),
+    SHARDPLAN_CALIBRATION_FIELD(ttft_inflight_prefills, ttft_inflight_prefills),
+    SHARDPLAN_CALIBRATION_FIELD(fp4_dequant_bytes_per_weight,
+                                fp4_dequant_bytes_per_weight),
+};
+#undef SHARDPLAN_CALIBRATION_FIELD
+
+}  // namespace
+
 shardplan::v1::CalibrationParameters CalibrationToProto(const Calibration& c) {
-  shardplan::v1::CalibrationParameters p;
-  p.set_gemm_efficiency(c.gemm_efficiency);
-  p.set_gemm_half_efficiency_tokens(c.gemm_half_efficiency_tokens);
-  p.set_hbm_efficiency(c.hbm_efficiency);
-  p.set_attention_efficiency(c.attention_efficiency);
-  p.set_intra_node_efficiency(c.intra_node_efficiency);
-  p.set_inter_node_efficiency(c.inter_node_efficiency);
-  p.set_collective_latency_scale(c.collective_latency_scale);
-  p.set_decode_step_overhead_s(c.decode_step_overhead_seconds);
-  p.set_layer_overhead_s(c.layer_overhead_seconds);
-  p.set_prefill_overhead_s(c.prefill_overhead_seconds);
-  p.set_prefill_queue_fraction(c.prefill_queue_fraction);
-  p.set_ttft_wait_iterations(c.ttft_wait_iterations);
-  p.set_ttft_inflight_prefills(c.ttft_inflight_prefills);
-  p.set_fp4_dequant_bytes_per_weight(c.fp4_dequant_bytes_per_weight);
+  CalibrationProto p;
+  for (const CalibrationField& f : kCalibrationFields) (p.*f.set)(c.*f.member);
   return p;
 }
 
-Calibration CalibrationFromProto(
-    const shardplan::v1::CalibrationParameters& p) {
+Calibration CalibrationFromProto(const CalibrationProto& p) {
   Calibration c;
-  c.gemm_efficiency = p.gemm_efficiency();
-  c.gemm_half_efficiency_tokens = p.gemm_half_efficiency_tokens();
-  c.hbm_efficiency = p.hbm_efficiency();
-  c.attention_efficiency = p.attention_efficiency();
-  c.intra_node_efficiency = p.intra_node_efficiency();
-  c.inter_node_efficiency = p.inter_node_efficiency();
-  c.collective_latency_scale = p.collective_latency_scale();
-  c.decode_step_overhead_seconds = p.decode_step_overhead_s();
-  c.layer_overhead_seconds = p.layer_overhead_s();
-  c.prefill_overhead_seconds = p.prefill_overhead_s();
-  c.prefill_queue_fraction = p.prefill_queue_fraction();
-  c.ttft_wait_iterations = p.ttft_wait_iterations();
-  c.ttft_inflight_prefills = p.ttft_inflight_prefills();
-  c.fp4_dequant_bytes_per_weight = p.fp4_dequant_bytes_per_weight();
+  for (const CalibrationField& f : kCalibrationFields)
+    c.*f.member = (p.*f.get)();
   return c;
 }
 

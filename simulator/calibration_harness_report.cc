@@ -186,16 +186,30 @@ absl::StatusOr<AccuracyReport> ComputeAccuracy(
   return report;
 }
 
-std::string AccuracyReport::Markdown() const {
-  std::string s =
-      "| model | engine | rows | split | TPOT MAPE | TTFT MAPE | TPOT Spearman "
-      "|\n"
-      "|---|---|---|---|---|---|---|\n";
+namespace {
+
+// The per-group table; `split_first`: the split column before the rows
+// column (the disaggregated report's order).
+std::string GroupsTable(const std::vector<AccuracyGroup>& groups,
+                        bool split_first) {
+  std::string s = absl::StrCat("| model | engine | ",
+                               split_first ? "split | rows" : "rows | split",
+                               " | TPOT MAPE | TTFT MAPE | TPOT Spearman |\n"
+                               "|---|---|---|---|---|---|---|\n");
   for (const AccuracyGroup& g : groups) {
+    const std::string rows = absl::StrCat(g.rows);
     absl::StrAppendFormat(
-        &s, "| %s | %s | %d | %s | %.1f%% | %.1f%% | %.3f |\n", g.model,
-        g.engine, g.rows, g.split, g.tpot_mape, g.ttft_mape, g.tpot_spearman);
+        &s, "| %s | %s | %s | %s | %.1f%% | %.1f%% | %.3f |\n", g.model,
+        g.engine, split_first ? g.split : rows, split_first ? rows : g.split,
+        g.tpot_mape, g.ttft_mape, g.tpot_spearman);
   }
+  return s;
+}
+
+}  // namespace
+
+std::string AccuracyReport::Markdown() const {
+  std::string s = GroupsTable(groups, /*split_first=*/false);
   s += "\n| engine | held-out rows | TPOT MAPE | TTFT MAPE "
        "|\n|---|---|---|---|\n";
   for (const EngineAccuracy& e : engines) {
@@ -255,14 +269,7 @@ absl::StatusOr<DisaggregatedAccuracy> ComputeDisaggregatedAccuracy(
 }
 
 std::string DisaggregatedAccuracy::Markdown() const {
-  std::string s =
-      "| model | engine | split | rows | TPOT MAPE | TTFT MAPE | TPOT Spearman "
-      "|\n|---|---|---|---|---|---|---|\n";
-  for (const AccuracyGroup& g : groups) {
-    absl::StrAppendFormat(
-        &s, "| %s | %s | %s | %d | %.1f%% | %.1f%% | %.3f |\n", g.model,
-        g.engine, g.split, g.rows, g.tpot_mape, g.ttft_mape, g.tpot_spearman);
-  }
+  std::string s = GroupsTable(groups, /*split_first=*/true);
   absl::StrAppendFormat(&s,
                         "\nAll %d rows: TPOT MAPE %.1f%%, TTFT MAPE %.1f%%. "
                         "Held-out rows (%d): TPOT MAPE %.1f%%, TTFT MAPE "

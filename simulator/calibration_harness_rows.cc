@@ -94,24 +94,21 @@ const CalibrationProfile& ProfileFor(
 namespace internal {
 
 const char* CatalogNameFor(absl::string_view model_path) {
-  if (model_path == "Qwen/Qwen3-32B") return "qwen3-32b";
-  if (model_path == "Qwen/Qwen3-235B-A22B-FP8" ||
-      model_path == "Qwen/Qwen3-235B-A22B") {
-    return "qwen3-235b-a22b";
-  }
-  if (model_path == "meta-llama/Llama-3.1-8B-Instruct" ||
-      model_path == "meta-llama/Llama-3.1-8B") {
-    return "llama-3.1-8b";
-  }
-  if (model_path == "openai/gpt-oss-120b") return "gpt-oss-120b";
   // DeepSeek-R1 is DeepSeek-V3's architecture with other weights.
-  if (model_path == "deepseek-ai/DeepSeek-R1" ||
-      model_path == "deepseek-ai/DeepSeek-V3") {
-    return "deepseek-v3";
-  }
-  if (model_path == "meta-llama/Llama-3.1-70B" ||
-      model_path == "meta-llama/Llama-3.1-70B-Instruct") {
-    return "llama-3.1-70b";
+  static constexpr std::pair<absl::string_view, const char*> kCatalogNames[] = {
+      {"Qwen/Qwen3-32B", "qwen3-32b"},
+      {"Qwen/Qwen3-235B-A22B-FP8", "qwen3-235b-a22b"},
+      {"Qwen/Qwen3-235B-A22B", "qwen3-235b-a22b"},
+      {"meta-llama/Llama-3.1-8B-Instruct", "llama-3.1-8b"},
+      {"meta-llama/Llama-3.1-8B", "llama-3.1-8b"},
+      {"openai/gpt-oss-120b", "gpt-oss-120b"},
+      {"deepseek-ai/DeepSeek-R1", "deepseek-v3"},
+      {"deepseek-ai/DeepSeek-V3", "deepseek-v3"},
+      {"meta-llama/Llama-3.1-70B", "llama-3.1-70b"},
+      {"meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b"},
+  };
+  for (const auto& [path, name] : kCatalogNames) {
+    if (path == model_path) return name;
   }
   return nullptr;
 }
@@ -130,6 +127,24 @@ namespace {
 struct CsvTable {
   std::map<std::string, int> col;
   std::vector<std::pair<int, std::vector<std::string>>> rows;
+
+  // One data line: its number and its fields by column name.
+  struct Row {
+    int line;
+    const std::vector<std::string>* fields;
+    std::map<std::string, int>* col;
+    // The field of column `name` (a column the table lacks reads column 0:
+    // std::map::operator[] adds it).
+    const std::string& operator()(const std::string& name) const {
+      return (*fields)[(*col)[name]];
+    }
+  };
+  std::vector<Row> Rows() {
+    std::vector<Row> out;
+    for (const auto& [line, fields] : rows)
+      out.push_back({line, &fields, &col});
+    return out;
+  }
 };
 
 // INVALID_ARGUMENT on a missing `required` column or a line whose field count
@@ -180,6 +195,26 @@ bool MeasuredLatencies(const std::string& ttft_ms_text,
   return true;
 }
 
+// The columns an aggregated and a disaggregated row both start with: line, id,
+// backend, model path, catalog model and the measured latencies. False (the
+// row is skipped) when the model is not in the catalog or a latency is
+// missing.
+template <typename Row, typename Get>
+bool ReadRowStart(int line_no, const Get& get, Row& row) {
+  row.line = line_no;
+  row.id = get("id");
+  row.engine = get("backend");
+  row.model_path = get("model_path");
+  const char* catalog = CatalogNameFor(row.model_path);
+  if (catalog == nullptr ||
+      !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
+                         &row.ttft_seconds, &row.tpot_seconds)) {
+    return false;
+  }
+  row.catalog_model = catalog;
+  return true;
+}
+
 // FP8 weights: the CSV says so in precision or in the GEMM quantisation.
 bool Fp8Weights(const std::string& precision,
                 const std::string& gemm_quant_mode) {
@@ -199,34 +234,22 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
            "mode", "isl", "osl", "gemm_quant_mode", "batch_size", "tp_size",
            "pp_size", "attention_dp_size", "moe_tp_size", "moe_ep_size",
            "silicon_ttft_ms", "silicon_tpot_ms"}));
-  std::map<std::string, int>& col = table.col;
   ParsedMeasurements out;
   int data_index = 0;
-  for (const auto& table_row : table.rows) {
-    // Named copies: lambdas may not capture structured bindings (C++17).
-    const int line_no = table_row.first;
-    const auto& f = table_row.second;
-    auto get = [&](const char* c) -> const std::string& { return f[col[c]]; };
+  for (const CsvTable::Row& get : table.Rows()) {
+    const int line_no = get.line;
     const int index = data_index++;
     if (get("mode") != "agg") {
       ++out.skipped_disaggregated;
       continue;
     }
     MeasuredRow row;
-    row.line = line_no;
-    row.id = get("id");
-    row.engine = get("backend");
     row.engine_version = get("backend_version");
-    row.model_path = get("model_path");
-    const char* catalog = CatalogNameFor(row.model_path);
-    if (catalog == nullptr ||
-        !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
-                           &row.ttft_seconds, &row.tpot_seconds)) {
+    if (!ReadRowStart(line_no, get, row)) {
       ++out.skipped_other;
       continue;
     }
-    row.catalog_model = catalog;
-    if (col.count("system") != 0) {
+    if (table.col.count("system") != 0) {
       absl::StatusOr<std::string> hardware =
           CatalogHardwareOfRun(get("system"));
       if (!hardware.ok()) {
@@ -396,10 +419,6 @@ absl::StatusOr<std::vector<RowPrediction>> PredictRowsForBands(
 
 namespace {
 
-const char* DisaggregatedCatalogNameFor(absl::string_view model_path) {
-  return CatalogNameFor(model_path);
-}
-
 // A pool's layout; the vLLM quirk (tp_size 1 beside moe_tp 2 or 4, see the
 // CSV's README) resolved as tp = moe_tp * moe_ep / attention_dp.
 MeasuredPool ResolvePool(MeasuredPool pool) {
@@ -493,31 +512,17 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     }
   }
   ASSIGN_OR_RETURN(CsvTable table, ReadCsvTable(csv_text, required));
-  std::map<std::string, int>& col = table.col;
   ParsedDisaggregated out;
   int data_index = 0;
-  for (const auto& table_row : table.rows) {
-    // Named copies: lambdas may not capture structured bindings (C++17).
-    const int line_no = table_row.first;
-    const auto& f = table_row.second;
-    auto get = [&](const std::string& c) -> const std::string& {
-      return f[col[c]];
-    };
+  for (const CsvTable::Row& get : table.Rows()) {
     if (get("mode") != "disagg") continue;
+    const int line_no = get.line;
     const int index = data_index++;
     DisaggregatedRow row;
-    row.line = line_no;
-    row.id = get("id");
-    row.engine = get("backend");
-    row.model_path = get("model_path");
-    const char* catalog = DisaggregatedCatalogNameFor(row.model_path);
-    if (catalog == nullptr ||
-        !MeasuredLatencies(get("silicon_ttft_ms"), get("silicon_tpot_ms"),
-                           &row.ttft_seconds, &row.tpot_seconds)) {
+    if (!ReadRowStart(line_no, get, row)) {
       ++out.skipped;
       continue;
     }
-    row.catalog_model = catalog;
     row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
     ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));

@@ -97,8 +97,6 @@ class Pass {
          t_rank * (in_rank + out_rank) * kActivationBytes);
   }
 
-  // Converts block output `x` (produced by `op`) back into the residual layout
-  // `residual`.
   // One operator run as a sharded GEMM over the tensor-parallel group: its
   // input moved from `from` to the layout it reads, then the GEMM.
   OpLayouts GemmOperator(OpKind op, ShardDim dim, Layout from, bool matching,
@@ -110,6 +108,19 @@ class Pass {
     return l;
   }
 
+  // A block's output projection `op` (weights `w`, `in_elems` per token in,
+  // the hidden size out) on its input in layout `from`, its output merged
+  // back into the residual layout `residual`.
+  Layout OutputProjection(OpKind op, Layout from, double w, double in_elems,
+                          Layout residual) {
+    const ShardDim dim = p_.dims[static_cast<int>(op)];
+    const OpLayouts l = GemmOperator(op, dim, from, dim == ShardDim::kRow, w,
+                                     tokens_, in_elems, k_.hidden, p_.tp);
+    return Merge(op, l.out, residual);
+  }
+
+  // Converts block output `x` (produced by `op`) back into the residual layout
+  // `residual`.
   Layout Merge(OpKind op, Layout x, Layout residual) {
     if (x == Layout::kPartialSum || x == Layout::kFeatureSplit) {
       Transition(op, x, residual, false, k_.hidden, tokens_, p_.tp_group);
@@ -124,7 +135,6 @@ class Pass {
     const int n = p_.tp;
     const ShardDim dq = p_.dims[static_cast<int>(OpKind::kQkv)];
     const ShardDim da = p_.dims[static_cast<int>(OpKind::kAttention)];
-    const ShardDim dout = p_.dims[static_cast<int>(OpKind::kAttnOut)];
     const double T = tokens_;
     // QKV projections.
     const OpLayouts lq = OperatorLayouts(OpKind::kQkv, dq, decode_);
@@ -206,25 +216,16 @@ class Pass {
         (kv_bytes * kv_share + state_bytes * state_share +
          T * flop_share * (k_.qkv_out + k_.attn_out) * kActivationBytes) /
         k_.hbm_bytes_per_s;
-    // Output projection.
-    const OpLayouts lo =
-        GemmOperator(OpKind::kAttnOut, dout, la.out, dout == ShardDim::kRow,
-                     k_.w_attn_out, T, k_.attn_out, k_.hidden, n);
-    return Merge(OpKind::kAttnOut, lo.out, residual);
+    return OutputProjection(OpKind::kAttnOut, la.out, k_.w_attn_out,
+                            k_.attn_out, residual);
   }
 
   Layout DenseMlp(Layout residual) {
-    const int n = p_.tp;
-    const ShardDim du = p_.dims[static_cast<int>(OpKind::kMlpUp)];
-    const ShardDim dd = p_.dims[static_cast<int>(OpKind::kMlpDown)];
-    const double T = tokens_;
-    const OpLayouts lu =
-        GemmOperator(OpKind::kMlpUp, du, residual, false, k_.w_mlp_up, T,
-                     k_.hidden, k_.intermediate, n);
-    const OpLayouts ld =
-        GemmOperator(OpKind::kMlpDown, dd, lu.out, dd == ShardDim::kRow,
-                     k_.w_mlp_down, T, k_.intermediate, k_.hidden, n);
-    return Merge(OpKind::kMlpDown, ld.out, residual);
+    const OpLayouts lu = GemmOperator(
+        OpKind::kMlpUp, p_.dims[static_cast<int>(OpKind::kMlpUp)], residual,
+        false, k_.w_mlp_up, tokens_, k_.hidden, k_.intermediate, p_.tp);
+    return OutputProjection(OpKind::kMlpDown, lu.out, k_.w_mlp_down,
+                            k_.intermediate, residual);
   }
 
   Layout Moe(Layout residual) {
@@ -264,7 +265,6 @@ class Pass {
         std::min(domain_tokens * dests / p_.ep * imbalance, domain_tokens);
     const double shared_tokens = domain_tokens / p_.ep;
     const double experts_rank = p_.experts_rank;
-    const int ne = p_.tp_expert;
     // Fraction of this group's routed experts that receive at least one token
     // this step.
     const double touched =
@@ -273,18 +273,15 @@ class Pass {
             : 0;
     const double tokens_per_expert =
         domain_tokens * k_.top_k / std::max(1.0, k_.experts);
-    const OpLayouts lu = OperatorLayouts(OpKind::kExpertUp, du, decode_);
-    Transition(OpKind::kExpertUp, Layout::kTokenSplit, lu.in, false, k_.hidden,
-               unique, p_.tp_expert_group);
-    ExpertGemm(OpKind::kExpertUp, du, k_.w_expert_up, pairs, shared_tokens,
-               experts_rank, touched, tokens_per_expert, ne, k_.hidden,
-               k_.moe_intermediate);
-    const OpLayouts ld = OperatorLayouts(OpKind::kExpertDown, dd, decode_);
-    Transition(OpKind::kExpertDown, lu.out, ld.in, dd == ShardDim::kRow,
-               k_.moe_intermediate, pairs + shared_tokens, p_.tp_expert_group);
-    ExpertGemm(OpKind::kExpertDown, dd, k_.w_expert_down, pairs, shared_tokens,
-               experts_rank, touched, tokens_per_expert, ne,
-               k_.moe_intermediate, k_.hidden);
+    const ExpertLoad load{pairs, shared_tokens, experts_rank, touched,
+                          tokens_per_expert};
+    const OpLayouts lu = ExpertOperator(
+        OpKind::kExpertUp, du, Layout::kTokenSplit, false, unique,
+        k_.w_expert_up, load, k_.hidden, k_.moe_intermediate);
+    const OpLayouts ld =
+        ExpertOperator(OpKind::kExpertDown, dd, lu.out, dd == ShardDim::kRow,
+                       pairs + shared_tokens, k_.w_expert_down, load,
+                       k_.moe_intermediate, k_.hidden);
     // Outputs are summed per token locally, reduced within the expert group,
     // and combined back to the tokens' ranks by a second all-to-all.
     Transition(OpKind::kExpertDown, ld.out, Layout::kTokenSplit, false,
@@ -340,11 +337,31 @@ class Pass {
     }
   }
 
-  void ExpertGemm(OpKind op, ShardDim dim, double w_expert, double pairs,
-                  double shared_tokens, double experts_rank, double touched,
-                  double tokens_per_expert, int n, double in_elems,
+  // What one expert group computes in a step (see Moe): token-expert pairs,
+  // shared-expert tokens, routed experts per rank, the fraction of them any
+  // token touches, and tokens per expert.
+  struct ExpertLoad {
+    double pairs, shared_tokens, experts_rank, touched, tokens_per_expert;
+  };
+
+  // One expert operator: its input moved from `from` (`transition_tokens`
+  // tokens) to the layout it reads over the expert tp group, then its GEMM.
+  OpLayouts ExpertOperator(OpKind op, ShardDim dim, Layout from, bool matching,
+                           double transition_tokens, double w_expert,
+                           const ExpertLoad& load, double in_elems,
+                           double out_elems) {
+    const OpLayouts l = OperatorLayouts(op, dim, decode_);
+    Transition(op, from, l.in, matching, in_elems, transition_tokens,
+               p_.tp_expert_group);
+    ExpertGemm(op, dim, w_expert, load, p_.tp_expert, in_elems, out_elems);
+    return l;
+  }
+
+  void ExpertGemm(OpKind op, ShardDim dim, double w_expert,
+                  const ExpertLoad& load, int n, double in_elems,
                   double out_elems) {
-    double w_div = 1, t_share = 1, gemm_tokens = tokens_per_expert;
+    const double pairs = load.pairs, shared_tokens = load.shared_tokens;
+    double w_div = 1, t_share = 1, gemm_tokens = load.tokens_per_expert;
     switch (dim) {
       case ShardDim::kColumn:
       case ShardDim::kRow:
@@ -355,11 +372,12 @@ class Pass {
       case ShardDim::kBatch:
       case ShardDim::kSequence:
         t_share = ShareCeil(pairs, n);
-        gemm_tokens = tokens_per_expert * t_share;
+        gemm_tokens = load.tokens_per_expert * t_share;
         break;
     }
     const double w_read =
-        (touched * experts_rank + k_.shared_experts) * w_expert / w_div;
+        (load.touched * load.experts_rank + k_.shared_experts) * w_expert /
+        w_div;
     const double flops = 2.0 * (pairs + shared_tokens * k_.shared_experts) *
                          t_share * w_expert / w_div;
     Gemm(op, w_read, flops, gemm_tokens,
@@ -566,48 +584,25 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
 }
 
 Collective TransitionCollective(Layout from, Layout to, bool matching_split) {
-  switch (from) {
-    case Layout::kFull:
-      return Collective::kNone;  // every target is a local slice (or the tensor
-                                 // itself)
-    case Layout::kFeatureSplit:
-      switch (to) {
-        case Layout::kFeatureSplit:
-          return matching_split ? Collective::kNone : Collective::kAllGather;
-        case Layout::kFull:
-          return Collective::kAllGather;
-        case Layout::kTokenSplit:
-          return Collective::kAllToAll;
-        case Layout::kPartialSum:
-          return Collective::kNone;  // a slice is a valid partial sum (zero
-                                     // elsewhere)
-      }
-      break;
-    case Layout::kPartialSum:
-      switch (to) {
-        case Layout::kFull:
-          return Collective::kAllReduce;
-        case Layout::kTokenSplit:
-        case Layout::kFeatureSplit:
-          return Collective::kReduceScatter;
-        case Layout::kPartialSum:
-          return Collective::kNone;
-      }
-      break;
-    case Layout::kTokenSplit:
-      switch (to) {
-        case Layout::kFull:
-          return Collective::kAllGather;
-        case Layout::kFeatureSplit:
-          return Collective::kAllToAll;
-        case Layout::kTokenSplit:
-          return Collective::kNone;
-        case Layout::kPartialSum:
-          return Collective::kAllGather;
-      }
-      break;
+  constexpr Collective kNone = Collective::kNone,
+                       kGather = Collective::kAllGather,
+                       kReduce = Collective::kAllReduce,
+                       kScatter = Collective::kReduceScatter,
+                       kToAll = Collective::kAllToAll;
+  // [from][to], in Layout's order: Full, FeatureSplit, PartialSum, TokenSplit.
+  // From Full every target is a local slice (or the tensor itself); a feature
+  // slice is a valid partial sum (zero elsewhere).
+  static constexpr Collective kRules[4][4] = {
+      {kNone, kNone, kNone, kNone},
+      {kGather, kGather, kNone, kToAll},
+      {kReduce, kScatter, kNone, kScatter},
+      {kGather, kToAll, kGather, kNone},
+  };
+  if (from == Layout::kFeatureSplit && to == Layout::kFeatureSplit &&
+      matching_split) {
+    return kNone;
   }
-  return Collective::kNone;
+  return kRules[static_cast<int>(from)][static_cast<int>(to)];
 }
 
 OpLayouts OperatorLayouts(OpKind op, ShardDim dim, bool decode) {

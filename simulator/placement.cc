@@ -123,6 +123,13 @@ GroupShape ContiguousBlockShape(int size, int num_gpus, int gpus_per_node) {
   const int g = std::max(1, gpus_per_node);
   size = std::max(1, size);
   const int64_t n = std::max(size, num_gpus);
+  // Whole nodes with blocks that tile them (the search's usual case, on the
+  // hot path): every block lies inside one node, or covers size / g whole
+  // nodes. The scan below gives the same shape.
+  if (n % g == 0) {
+    if (g % size == 0) return GroupShape{size, size, 1};
+    if (size % g == 0) return GroupShape{size, g, size / g};
+  }
   const int64_t blocks = n / size;
   // Block offsets modulo g repeat every g / gcd(size, g) blocks; only the
   // blocks touching the (possibly partial) last node break the pattern.

@@ -180,12 +180,30 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
   return requests * stage_layers * s.kv_bytes_per_request_layer;
 }
 
-void AddOps(const LayerResult& r, double times,
+// One stage's operator breakdown: `times` x the costs of each `layers` entry
+// (null: none) added to `out`. Each sum takes the entries in order, as adding
+// them one after the other would; an entry repeated 0 times adds nothing (its
+// costs are finite).
+void AddOps(const std::array<const LayerResult*, 4>& layers,
+            const std::array<double, 4>& times,
             std::array<OpCost, kNumOpKinds>* out) {
+  std::array<const LayerResult*, 4> used{};
+  std::array<double, 4> used_times{};
+  int n = 0;
+  for (int j = 0; j < 4; ++j) {
+    if (layers[j] == nullptr || times[j] == 0) continue;
+    used[n] = layers[j];
+    used_times[n++] = times[j];
+  }
   for (int i = 0; i < kNumOpKinds; ++i) {
-    (*out)[i].compute_seconds += static_cast<float>(r.compute[i] * times);
-    (*out)[i].memory_seconds += static_cast<float>(r.memory[i] * times);
-    (*out)[i].comm_seconds += static_cast<float>(r.comm[i] * times);
+    OpCost& c = (*out)[i];
+    for (int j = 0; j < n; ++j) {
+      c.compute_seconds +=
+          static_cast<float>(used[j]->compute[i] * used_times[j]);
+      c.memory_seconds +=
+          static_cast<float>(used[j]->memory[i] * used_times[j]);
+      c.comm_seconds += static_cast<float>(used[j]->comm[i] * used_times[j]);
+    }
   }
 }
 
@@ -315,10 +333,11 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   // prefill stage.
   {
     const StageLayers& sl = s.stages[slow];
-    AddOps(dense, static_cast<double>(m) * sl.dense, &e.decode);
-    AddOps(moe, static_cast<double>(m) * sl.moe, &e.decode);
-    if (slow == 0) AddOps(embed, m, &e.decode);
-    if (slow == pp - 1) AddOps(head, m, &e.decode);
+    AddOps({&dense, &moe, slow == 0 ? &embed : nullptr,
+            slow == pp - 1 ? &head : nullptr},
+           {static_cast<double>(m) * sl.dense, static_cast<double>(m) * sl.moe,
+            static_cast<double>(m), static_cast<double>(m)},
+           &e.decode);
     e.nvlink_decode_bytes =
         m * (sl.dense * dense.traffic.nv + sl.moe * moe.traffic.nv +
              (slow == 0 ? embed.traffic.nv : 0) +
@@ -329,10 +348,11 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
              (slow == pp - 1 ? head.traffic.ib : 0) + p2p_traffic.ib);
     const int ps = s.prefill_worst_stage;
     const StageLayers& pl = s.stages[ps];
-    AddOps(s.pre_dense, pl.dense, &e.prefill);
-    AddOps(s.pre_moe, pl.moe, &e.prefill);
-    if (ps == 0) AddOps(s.pre_embed, 1, &e.prefill);
-    if (ps == pp - 1) AddOps(s.pre_head, 1, &e.prefill);
+    AddOps(
+        {&s.pre_dense, &s.pre_moe, ps == 0 ? &s.pre_embed : nullptr,
+         ps == pp - 1 ? &s.pre_head : nullptr},
+        {static_cast<double>(pl.dense), static_cast<double>(pl.moe), 1.0, 1.0},
+        &e.prefill);
     e.nvlink_prefill_bytes =
         pl.dense * s.pre_dense.traffic.nv + pl.moe * s.pre_moe.traffic.nv +
         (ps == 0 ? s.pre_embed.traffic.nv : 0) +

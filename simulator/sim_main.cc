@@ -19,6 +19,7 @@
 #include "absl/strings/str_cat.h"
 #include "google/protobuf/util/json_util.h"
 #include "nlohmann/json.hpp"
+#include "proto/guarded_main.h"
 #include "proto/spec_text.h"
 #include "proto/status_macros.h"
 #include "shardplan/v1/shardplan.pb.h"
@@ -187,10 +188,7 @@ int Main(int argc, char** argv) {
 }  // namespace shardplan::simulator
 
 int main(int argc, char** argv) {
-  try {
+  return shardplan::GuardedMain("shardplan-sim", 1, [&] {
     return shardplan::simulator::Main(argc, argv);
-  } catch (const std::exception& e) {
-    std::cerr << "shardplan-sim: internal error: " << e.what() << "\n";
-    return 1;
-  }
+  });
 }

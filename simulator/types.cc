@@ -2,6 +2,8 @@
 // (simulator/types.h).
 #include "simulator/types.h"
 
+#include <cstddef>
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
@@ -9,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "proto/enum_names.h"
 #include "simulator/user_text.h"
 
 namespace shardplan::simulator {
@@ -20,16 +23,18 @@ constexpr absl::string_view kOpKindNames[kNumOpKinds] = {
     "mlp_down",  "router", "expert_up", "expert_down", "lm_head"};
 constexpr absl::string_view kShardDimNames[kNumShardDims] = {
     "column", "row", "replicate", "batch", "sequence"};
+constexpr absl::string_view kBottleneckNames[] = {"compute", "memory",
+                                                  "communication", "pipeline"};
 
 // Finds `name` in `names`; on failure the message names the field, the value
 // and the accepted spellings.
-template <int N>
-absl::StatusOr<int> ParseName(absl::string_view name,
-                              absl::string_view field_path,
-                              const absl::string_view (&names)[N],
-                              absl::string_view what) {
-  for (int i = 0; i < N; ++i) {
-    if (names[i] == name) return i;
+template <typename Enum, size_t N>
+absl::StatusOr<Enum> ParseName(absl::string_view name,
+                               absl::string_view field_path,
+                               const absl::string_view (&names)[N],
+                               absl::string_view what) {
+  if (std::optional<Enum> value = EnumFromName<Enum>(name, names)) {
+    return *value;
   }
   return absl::InvalidArgumentError(
       absl::StrFormat("%s: unknown %s %s; expected one of %s", field_path, what,
@@ -53,40 +58,31 @@ double BytesPerElement(Dtype dtype) {
 }
 
 absl::string_view DtypeName(Dtype dtype) {
-  const int i = static_cast<int>(dtype);
-  return (i >= 0 && i < kNumDtypes) ? kDtypeNames[i] : "unknown";
+  return EnumName(dtype, kDtypeNames, "unknown");
 }
 
 absl::StatusOr<Dtype> ParseDtype(absl::string_view name,
                                  absl::string_view field_path, Dtype fallback) {
   if (name.empty()) return fallback;
-  absl::StatusOr<int> i = ParseName(name, field_path, kDtypeNames, "dtype");
-  if (!i.ok()) return i.status();
-  return static_cast<Dtype>(*i);
+  return ParseName<Dtype>(name, field_path, kDtypeNames, "dtype");
 }
 
 absl::string_view OpKindName(OpKind op) {
-  const int i = static_cast<int>(op);
-  return (i >= 0 && i < kNumOpKinds) ? kOpKindNames[i] : "unknown";
+  return EnumName(op, kOpKindNames, "unknown");
 }
 
 absl::StatusOr<OpKind> ParseOpKind(absl::string_view name,
                                    absl::string_view field_path) {
-  absl::StatusOr<int> i = ParseName(name, field_path, kOpKindNames, "operator");
-  if (!i.ok()) return i.status();
-  return static_cast<OpKind>(*i);
+  return ParseName<OpKind>(name, field_path, kOpKindNames, "operator");
 }
 
 absl::string_view ShardDimName(ShardDim dim) {
-  const int i = static_cast<int>(dim);
-  return (i >= 0 && i < kNumShardDims) ? kShardDimNames[i] : "unknown";
+  return EnumName(dim, kShardDimNames, "unknown");
 }
 
 absl::StatusOr<ShardDim> ParseShardDim(absl::string_view name,
                                        absl::string_view field_path) {
-  absl::StatusOr<int> i = ParseName(name, field_path, kShardDimNames, "dim");
-  if (!i.ok()) return i.status();
-  return static_cast<ShardDim>(*i);
+  return ParseName<ShardDim>(name, field_path, kShardDimNames, "dim");
 }
 
 ShardDims MegatronShardDims() {
@@ -213,17 +209,7 @@ bool PlanDims::operator==(const PlanDims& other) const {
 }
 
 absl::string_view BottleneckName(Bottleneck b) {
-  switch (b) {
-    case Bottleneck::kCompute:
-      return "compute";
-    case Bottleneck::kMemory:
-      return "memory";
-    case Bottleneck::kCommunication:
-      return "communication";
-    case Bottleneck::kPipeline:
-      return "pipeline";
-  }
-  return "unknown";
+  return EnumName(b, kBottleneckNames, "unknown");
 }
 
 std::string InfeasibleReasonText(const Evaluation& e) {

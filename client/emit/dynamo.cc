@@ -95,29 +95,27 @@ std::vector<std::string> DynamoArgs(const EngineVersion& ev,
 using emit_internal::AppendEnv;
 using emit_internal::AppendRdmaContainer;
 using emit_internal::AppendRdmaVolume;
-using emit_internal::BenchmarkComment;
-using emit_internal::Build;
 using emit_internal::Built;
 using emit_internal::Command;
 using emit_internal::DynamoArgs;
 using emit_internal::DynamoPool;
+using emit_internal::EmitBuilt;
 using emit_internal::EngineName;
 using emit_internal::K8sName;
 using emit_internal::PoolOf;
 using emit_internal::Quoted;
 using emit_internal::Script;
 using emit_internal::Segment;
+using emit_internal::WithServiceBenchmark;
 using shardplan::v1::Plan;
 
-EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
-                          const EmitContext& context) {
-  Built built = Build(engine, plan, context, /*k8s=*/true);
+namespace {
+
+// The Dynamo graph of a launch.
+EmittedCommand DynamoOf(Engine engine, const EmitContext& context,
+                        Built& built) {
   Script& script = built.script;
-  if (!built.ok) {
-    return EmittedCommand{"", "", script.warnings, built.refused};
-  }
   const EngineVersion& ev = built.ev;
-  emit_internal::WarnMultiNodeNvlinkPods(script);
   if (ev.dynamo.command.empty()) {
     script.warnings.push_back(fmt::format(
         "no Dynamo graph for {}: its Dynamo worker reads engine config files "
@@ -282,10 +280,15 @@ EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
   }
   script.instances = 1;
   script.bench_backend = ev.benchmark.Value("openai_backend");
-  std::string bench;
-  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context,
-                                         name + "-frontend", 8000, &bench));
-  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
+  return WithServiceBenchmark(engine, built, context, name + "-frontend", 8000,
+                              std::move(out));
+}
+
+}  // namespace
+
+EmittedCommand EmitDynamo(Engine engine, const Plan& plan,
+                          const EmitContext& context) {
+  return EmitBuilt(engine, plan, context, /*k8s=*/true, &DynamoOf);
 }
 
 }  // namespace shardplan::client

@@ -259,6 +259,17 @@ struct Built {
 Built Build(Engine engine, const Plan& plan, const EmitContext& context,
             bool k8s);
 
+// One target's output from a launch Build could make.
+using TargetEmitter = EmittedCommand (*)(Engine engine,
+                                         const EmitContext& context,
+                                         Built& built);
+// Build, then `emit` on what it built; the refusal (warnings, refused) when
+// the engine cannot launch the plan. For pods (k8s) the multi-node NVLink
+// warning comes first.
+EmittedCommand EmitBuilt(Engine engine, const Plan& plan,
+                         const EmitContext& context, bool k8s,
+                         TargetEmitter emit);
+
 // The commands of one pool of engine instances (the whole plan when it is
 // aggregated), with the warnings for what the engine cannot express.
 void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
@@ -296,10 +307,12 @@ void AppendRdmaContainer(const std::string& pad, std::string& out);
 // a warning when `script` has such an instance.
 void WarnMultiNodeNvlinkPods(Script& script);
 void AppendRdmaVolume(const std::string& pad, std::string& out);
-std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
-                             const EmitContext& context,
-                             const std::string& service, int port,
-                             std::string* bench);
+// A pod target's output: `manifest`, then the benchmark against `service`
+// (port `port`) as trailing comment lines; the warnings of `built`.
+EmittedCommand WithServiceBenchmark(Engine engine, Built& built,
+                                    const EmitContext& context,
+                                    const std::string& service, int port,
+                                    std::string manifest);
 
 }  // namespace shardplan::client::emit_internal
 

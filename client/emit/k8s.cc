@@ -92,24 +92,48 @@ void AppendRdmaVolume(const std::string& pad, std::string& out) {
                   "- {name: infiniband, hostPath: {path: /dev/infiniband}}\n");
 }
 
-std::string BenchmarkComment(Engine engine, const Built& built, Script& script,
-                             const EmitContext& context,
-                             const std::string& service, int port,
-                             std::string* bench) {
+EmittedCommand WithServiceBenchmark(Engine engine, Built& built,
+                                    const EmitContext& context,
+                                    const std::string& service, int port,
+                                    std::string manifest) {
+  Script& script = built.script;
   script.bench_host = service;
   script.bench_port = absl::StrCat(port);
-  *bench = RenderBenchmark(engine, built.ev, built.model_id, script, context);
-  std::string out = "# From a pod in the cluster, through the Service:\n";
-  for (absl::string_view line : absl::StrSplit(*bench, '\n')) {
+  std::string bench =
+      RenderBenchmark(engine, built.ev, built.model_id, script, context);
+  absl::StrAppend(&manifest,
+                  "# From a pod in the cluster, through the Service:\n");
+  for (absl::string_view line : absl::StrSplit(bench, '\n')) {
     if (line.empty()) continue;
-    absl::StrAppend(&out, absl::StartsWith(line, "#") ? "" : "# ", line, "\n");
+    absl::StrAppend(&manifest, absl::StartsWith(line, "#") ? "" : "# ", line,
+                    "\n");
   }
-  return out;
+  return EmittedCommand{std::move(manifest), std::move(bench),
+                        std::move(script.warnings)};
 }
 
 // Instances that each fit one node: a Deployment of identical pods (one per
 // instance) and a Service over them; Kubernetes assigns each pod its GPUs.
 namespace {
+
+// A ClusterIP Service `name` on `port` over the pods that `selector` (YAML
+// lines under the selector key) picks.
+void AppendService(const std::string& name, int port,
+                   const std::string& selector, std::string& out) {
+  absl::StrAppend(&out,
+                  "---\n"
+                  "apiVersion: v1\n"
+                  "kind: Service\n"
+                  "metadata:\n  name: ",
+                  name,
+                  "\n"
+                  "spec:\n  type: ClusterIP\n"
+                  "  ports:\n    - {name: http, port: ",
+                  port, ", targetPort: ", port,
+                  ", protocol: TCP}\n"
+                  "  selector:\n",
+                  selector);
+}
 
 // A container of a pod template whose `containers:` key is indented by
 // `indent` spaces; `rdma`: with the devices of expert all-to-all.
@@ -165,23 +189,9 @@ EmittedCommand EmitDeployment(Engine engine, Built& built,
                   "      volumes:\n"
                   "        - name: dshm\n"
                   "          emptyDir: {medium: Memory}\n");
-  absl::StrAppend(&out,
-                  "---\n"
-                  "apiVersion: v1\n"
-                  "kind: Service\n"
-                  "metadata:\n  name: ",
-                  name,
-                  "\n"
-                  "spec:\n  type: ClusterIP\n"
-                  "  ports:\n    - {name: http, port: ",
-                  port, ", targetPort: ", port,
-                  ", protocol: TCP}\n"
-                  "  selector:\n    app: ",
-                  name, "\n");
-  std::string bench;
-  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context, name,
-                                         port, &bench));
-  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
+  AppendService(name, port, absl::StrCat("    app: ", name, "\n"), out);
+  return WithServiceBenchmark(engine, built, context, name, port,
+                              std::move(out));
 }
 
 }  // namespace
@@ -189,27 +199,26 @@ EmittedCommand EmitDeployment(Engine engine, Built& built,
 
 using emit_internal::AppendEnv;
 using emit_internal::AppendRdmaVolume;
-using emit_internal::BenchmarkComment;
-using emit_internal::Build;
 using emit_internal::Built;
 using emit_internal::Command;
+using emit_internal::EmitBuilt;
 using emit_internal::EngineName;
 using emit_internal::K8sName;
 using emit_internal::Quoted;
 using emit_internal::Script;
+using emit_internal::WithServiceBenchmark;
 using shardplan::v1::Plan;
 
 using emit_internal::AppendContainer;
+using emit_internal::AppendService;
 using emit_internal::EmitDeployment;
 
-EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
-                              const EmitContext& context) {
-  Built built = Build(engine, plan, context, /*k8s=*/true);
+namespace {
+
+// The Kubernetes manifest of a launch.
+EmittedCommand KubernetesOf(Engine engine, const EmitContext& context,
+                            Built& built) {
   Script& script = built.script;
-  if (!built.ok) {
-    return EmittedCommand{"", "", script.warnings, built.refused};
-  }
-  emit_internal::WarnMultiNodeNvlinkPods(script);
   if (built.disaggregated) {
     script.warnings.push_back(
         "no plain Kubernetes manifest for a disaggregated plan (prefill and "
@@ -291,23 +300,18 @@ EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
   AppendContainer(size > 1 ? *group[1] : *group[0], "worker", image, port,
                   false, 8, rdma, out);
   absl::StrAppend(&out, volumes);
-  absl::StrAppend(&out,
-                  "---\n"
-                  "apiVersion: v1\n"
-                  "kind: Service\n"
-                  "metadata:\n  name: ",
-                  name,
-                  "-leader\n"
-                  "spec:\n  type: ClusterIP\n"
-                  "  ports:\n    - {name: http, port: ",
-                  port, ", targetPort: ", port,
-                  ", protocol: TCP}\n"
-                  "  selector:\n"
-                  "    leaderworkerset.sigs.k8s.io/name: ",
-                  name, "\n    role: leader\n");
-  std::string bench;
-  absl::StrAppend(&out, BenchmarkComment(engine, built, script, context,
-                                         name + "-leader", port, &bench));
-  return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
+  AppendService(name + "-leader", port,
+                absl::StrCat("    leaderworkerset.sigs.k8s.io/name: ", name,
+                             "\n    role: leader\n"),
+                out);
+  return WithServiceBenchmark(engine, built, context, name + "-leader", port,
+                              std::move(out));
 }
+}  // namespace
+
+EmittedCommand EmitKubernetes(Engine engine, const Plan& plan,
+                              const EmitContext& context) {
+  return EmitBuilt(engine, plan, context, /*k8s=*/true, &KubernetesOf);
+}
+
 }  // namespace shardplan::client

@@ -12,20 +12,15 @@
 #include "client/emit.h"
 #include "client/emit/emit_internal.h"
 #include "fmt/format.h"
+#include "proto/enum_names.h"
 
 namespace shardplan::client {
 namespace emit_internal {
 
 const char* EngineName(Engine engine) {
-  switch (engine) {
-    case Engine::kVllm:
-      return "vLLM";
-    case Engine::kSglang:
-      return "SGLang";
-    case Engine::kTrtllm:
-      return "TensorRT-LLM";
-  }
-  return "engine";
+  // Indexed by Engine.
+  static constexpr const char* kNames[] = {"vLLM", "SGLang", "TensorRT-LLM"};
+  return EnumName(engine, kNames, "engine");
 }
 
 std::string DimPhrase(const Plan& plan, absl::string_view op,

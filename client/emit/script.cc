@@ -355,21 +355,22 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   return built;
 }
 
-}  // namespace emit_internal
-
-using emit_internal::Build;
-using emit_internal::Built;
-using emit_internal::EngineName;
-using emit_internal::RenderBenchmark;
-using emit_internal::Script;
-using shardplan::v1::Plan;
-
-EmittedCommand EmitCommand(Engine engine, const Plan& plan,
-                           const EmitContext& context) {
-  Built built = Build(engine, plan, context, /*k8s=*/false);
+EmittedCommand EmitBuilt(Engine engine, const Plan& plan,
+                         const EmitContext& context, bool k8s,
+                         TargetEmitter emit) {
+  Built built = Build(engine, plan, context, k8s);
   if (!built.ok) {
     return EmittedCommand{"", "", built.script.warnings, built.refused};
   }
+  if (k8s) WarnMultiNodeNvlinkPods(built.script);
+  return emit(engine, context, built);
+}
+
+namespace {
+
+// The shell script of a launch.
+EmittedCommand ScriptOf(Engine engine, const EmitContext& context,
+                        Built& built) {
   Script& script = built.script;
   const EngineVersion* ev = &built.ev;
   const char* engine_name = EngineName(engine);
@@ -420,4 +421,14 @@ EmittedCommand EmitCommand(Engine engine, const Plan& plan,
   absl::StrAppend(&out, "\n", bench);
   return EmittedCommand{std::move(out), bench, std::move(script.warnings)};
 }
+
+}  // namespace
+}  // namespace emit_internal
+
+EmittedCommand EmitCommand(Engine engine, const shardplan::v1::Plan& plan,
+                           const EmitContext& context) {
+  return emit_internal::EmitBuilt(engine, plan, context, /*k8s=*/false,
+                                  &emit_internal::ScriptOf);
+}
+
 }  // namespace shardplan::client

@@ -378,23 +378,19 @@ absl::StatusOr<EliteStore::WarmStartRows> PostgresStore::ReadWarmStartRows(
   RETURN_IF_ERROR(Run("lookup", [&](Connection& c) -> absl::Status {
     out = WarmStartRows();
     pqxx::transaction<pqxx::repeatable_read, pqxx::read_only> txn(c.conn);
-    std::vector<store::ProblemRow> problems;
-    // The exact problem by its primary key; the family only without it.
-    for (const auto& [sql, param] :
-         {std::pair<const char*, const std::string*>{
-              store::kSelectExactProblemSql, &key.fingerprint},
-          std::pair<const char*, const std::string*>{
-              store::kSelectFamilyProblemsSql, &key.family_key}}) {
-      for (const pqxx::row& row : txn.exec_params(sql, *param)) {
-        std::vector<std::string> columns;
+    auto exec =
+        [&txn](const char* sql,
+               const std::string& param) -> absl::StatusOr<store::TextRows> {
+      store::TextRows rows;
+      for (const pqxx::row& row : txn.exec_params(sql, param)) {
+        std::vector<std::string>& columns = rows.emplace_back();
         for (const pqxx::field& field : row) {
           columns.push_back(field.as<std::string>());
         }
-        store::AppendProblemRow(columns, &problems);
       }
-      if (!problems.empty()) break;
-    }
-    out.chosen = store::ChooseWarmStartProblem(key, problems);
+      return rows;
+    };
+    ASSIGN_OR_RETURN(out.chosen, store::QueryWarmStartProblem(key, exec));
     if (out.chosen.has_value()) {
       for (const pqxx::row& row :
            txn.exec_params(store::kSelectPlansSql, out.chosen->fingerprint)) {

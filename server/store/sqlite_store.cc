@@ -223,29 +223,23 @@ absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRows(
 absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRowsLocked(
     const ProblemKey& key) {
   WarmStartRows out;
-  std::vector<store::ProblemRow> problems;
-  // The exact problem by its primary key; the family (every problem of it)
-  // only when the exact one is not stored.
-  for (const auto& [sql, param] :
-       {std::pair<const char*, const std::string*>{
-            store::kSelectExactProblemSql, &key.fingerprint},
-        std::pair<const char*, const std::string*>{
-            store::kSelectFamilyProblemsSql, &key.family_key}}) {
+  auto step = [this](
+                  const char* sql,
+                  const std::string& param) -> absl::StatusOr<store::TextRows> {
     ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, sql));
-    BindNamed(stmt.get(), "$1", *param);
+    BindNamed(stmt.get(), "$1", param);
+    store::TextRows rows;
     while (true) {
       const int rc = sqlite3_step(stmt.get());
-      if (rc == SQLITE_DONE) break;
+      if (rc == SQLITE_DONE) return rows;
       if (rc != SQLITE_ROW) return SqliteError(db_, rc, "read problems");
-      std::vector<std::string> columns;
+      std::vector<std::string>& columns = rows.emplace_back();
       for (int c = 0; c < sqlite3_column_count(stmt.get()); ++c) {
         columns.push_back(ColumnText(stmt.get(), c));
       }
-      store::AppendProblemRow(columns, &problems);
     }
-    if (!problems.empty()) break;
-  }
-  out.chosen = store::ChooseWarmStartProblem(key, problems);
+  };
+  ASSIGN_OR_RETURN(out.chosen, store::QueryWarmStartProblem(key, step));
   if (!out.chosen.has_value()) return out;
   {
     ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kSelectPlansSql));
@@ -280,8 +274,7 @@ absl::StatusOr<EliteStore::WarmStartRows> SqliteStore::ReadWarmStartRowsLocked(
 
 absl::Status SqliteStore::WriteRecordRows(const RecordRows& rows) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  auto write = [&]() -> absl::Status {
+  return InWriteTransaction([&]() -> absl::Status {
     {
       ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kUpsertProblemSql));
       BindAllText(stmt.get(), store::ProblemRowParams(rows.problem));
@@ -324,11 +317,13 @@ absl::Status SqliteStore::WriteRecordRows(const RecordRows& rows) {
       RETURN_IF_ERROR(StepDone(db_, stmt.get(), "write policy weights"));
     }
     return absl::OkStatus();
-  };
-  return CommitOrRollback(write());
+  });
 }
 
-absl::Status SqliteStore::CommitOrRollback(absl::Status status) {
+absl::Status SqliteStore::InWriteTransaction(
+    absl::FunctionRef<absl::Status()> body) {
+  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
+  absl::Status status = body();
   if (!status.ok()) {
     Exec("ROLLBACK").IgnoreError();
     return status;
@@ -340,8 +335,7 @@ absl::Status SqliteStore::CommitOrRollback(absl::Status status) {
 
 absl::Status SqliteStore::SaveProfile(const StoredProfile& profile) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  auto write = [&]() -> absl::Status {
+  return InWriteTransaction([&]() -> absl::Status {
     ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, store::kUpsertProfileSql));
     BindNamed(stmt.get(), "$1", profile.name);
     BindNamed(stmt.get(), "$2", profile.engine);
@@ -349,8 +343,7 @@ absl::Status SqliteStore::SaveProfile(const StoredProfile& profile) {
     BindNamed(stmt.get(), "$4", profile.report);
     BindNamed(stmt.get(), "$5", profile.updated_at_ms);
     return StepDone(db_, stmt.get(), "write calibration profile");
-  };
-  return CommitOrRollback(write());
+  });
 }
 
 absl::StatusOr<std::vector<StoredProfile>> SqliteStore::LoadProfiles() {
@@ -370,8 +363,7 @@ absl::StatusOr<std::vector<StoredProfile>> SqliteStore::LoadProfiles() {
 
 absl::Status SqliteStore::PruneRows(int64_t keep, int64_t oldest_ms) {
   absl::MutexLock lock(&mu_);
-  RETURN_IF_ERROR(Exec("BEGIN IMMEDIATE"));
-  auto prune = [&]() -> absl::Status {
+  return InWriteTransaction([&]() -> absl::Status {
     for (const char* sql : {store::kPrunePlansSql, store::kPruneProblemsSql,
                             store::kPruneWeightsSql}) {
       ASSIGN_OR_RETURN(Stmt stmt, Prepare(db_, sql));
@@ -380,8 +372,7 @@ absl::Status SqliteStore::PruneRows(int64_t keep, int64_t oldest_ms) {
       RETURN_IF_ERROR(StepDone(db_, stmt.get(), "prune"));
     }
     return absl::OkStatus();
-  };
-  return CommitOrRollback(prune());
+  });
 }
 
 absl::StatusOr<std::string> SqliteStore::ProfilesStamp() {

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
@@ -54,8 +55,9 @@ class SqliteStore : public EliteStore {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   absl::Status WriteRecordRows(const RecordRows& rows) override;
   absl::Status PruneRows(int64_t keep, int64_t oldest_ms) override;
-  // COMMIT when `status` is OK, else ROLLBACK; returns the outcome.
-  absl::Status CommitOrRollback(absl::Status status)
+  // `body` in a write transaction (BEGIN IMMEDIATE): COMMIT when it returns
+  // OK, else ROLLBACK; returns the outcome.
+  absl::Status InWriteTransaction(absl::FunctionRef<absl::Status()> body)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const Options options_;

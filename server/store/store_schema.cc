@@ -12,6 +12,7 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_replace.h"
 #include "glog/logging.h"
+#include "proto/status_macros.h"
 
 namespace shardplan::server::store {
 namespace {
@@ -215,6 +216,23 @@ std::optional<ChosenProblem> ChooseWarmStartProblem(
   chosen.exact = best->key.fingerprint == key.fingerprint;
   chosen.distance = chosen.exact ? 0 : best_distance;
   return chosen;
+}
+
+absl::StatusOr<std::optional<ChosenProblem>> QueryWarmStartProblem(
+    const ProblemKey& key, TextQuery query) {
+  std::vector<ProblemRow> problems;
+  for (const auto& [sql, param] :
+       {std::pair<const char*, const std::string*>{kSelectExactProblemSql,
+                                                   &key.fingerprint},
+        std::pair<const char*, const std::string*>{kSelectFamilyProblemsSql,
+                                                   &key.family_key}}) {
+    ASSIGN_OR_RETURN(const TextRows rows, query(sql, *param));
+    for (const std::vector<std::string>& columns : rows) {
+      AppendProblemRow(columns, &problems);
+    }
+    if (!problems.empty()) break;
+  }
+  return ChooseWarmStartProblem(key, problems);
 }
 
 const char kSelectPlansSql[] =

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/statusor.h"
 #include "absl/types/span.h"
 #include "server/store/elite_store.h"
@@ -79,6 +80,19 @@ void AppendProblemRow(absl::Span<const std::string> columns,
 // recently updated; nullopt when there are none.
 std::optional<ChosenProblem> ChooseWarmStartProblem(
     const ProblemKey& key, absl::Span<const ProblemRow> candidates);
+
+// A backend's query of one statement with one parameter ($1): every row's
+// columns as text.
+using TextRows = std::vector<std::vector<std::string>>;
+using TextQuery = absl::FunctionRef<absl::StatusOr<TextRows>(
+    const char* sql, const std::string& param)>;
+
+// The warm-start choice of `key` among the stored problems: the exact problem
+// by its primary key (kSelectExactProblemSql), the family (every problem of
+// it, kSelectFamilyProblemsSql) only when the exact one is not stored; then
+// ChooseWarmStartProblem. Errors of `query` are returned.
+absl::StatusOr<std::optional<ChosenProblem>> QueryWarmStartProblem(
+    const ProblemKey& key, TextQuery query);
 
 // --- plans ---
 

@@ -15,9 +15,10 @@
 namespace shardplan::simulator::internal {
 
 // Per-stage layer counts.
+// (No default values: PlanState's per-stage array is left unzeroed.)
 struct StageLayers {
-  int dense = 0;
-  int moe = 0;
+  int dense;
+  int moe;
 };
 
 // Plan state shared by every batch size: groups, residual layouts, prefill
@@ -26,10 +27,13 @@ struct PlanState {
   PlanCtx ctx;
   Residuals residuals;
   int num_stages = 1;
-  std::array<StageLayers, kMaxPipelineStages> stages{};
+  // The per-stage arrays hold num_stages entries, written by PreparePlan;
+  // nothing reads past them, and they are left unzeroed (3 KB per
+  // evaluation on the hot path).
+  std::array<StageLayers, kMaxPipelineStages> stages;
   // Prefill of one request (ISL tokens).
   LayerResult pre_dense, pre_moe, pre_embed, pre_head;
-  std::array<double, kMaxPipelineStages> prefill_stage_seconds{};
+  std::array<double, kMaxPipelineStages> prefill_stage_seconds;
   double prefill_chain_seconds = 0;
   double prefill_max_stage_seconds = 0;
   int prefill_worst_stage = 0;
@@ -37,7 +41,7 @@ struct PlanState {
   double p2p_prefill_chain_seconds = 0;  // all boundaries, each over its link
   Traffic p2p_prefill_traffic;
   // Memory per GPU per stage (weights) and per layer (KV for one request).
-  std::array<double, kMaxPipelineStages> weights_bytes{};
+  std::array<double, kMaxPipelineStages> weights_bytes;
   double kv_bytes_per_request_layer = 0;  // per rank, excluding the batch split
   double activations_bytes = 0;
 };

@@ -2,7 +2,7 @@
 // per catalog model. Each benchmark evaluates a varied stream of valid plans
 // (different degrees, operator dims, micro-batches and batch sizes), not one
 // cached plan. items_per_second is the figure to read (one core; targets: >=
-// 1e6/s for llama-3.1-70b, >= 3e5/s for deepseek-v3 and moe-1.6t).
+// 1e6/s for llama-3.1-70b, >= 5e5/s for the slowest catalog model, issue 33).
 // BM_BestBatch/* measure Evaluate with batch_size 0 and concurrency 0 (the
 // batch scan). BM_SearchRun/* measure the search's hot path: decoding a batch
 // of sampled decisions, evaluating it and the bookkeeping of every evaluation
@@ -10,9 +10,21 @@
 // BM_FrontierOffer/* the frontier archive's part alone.
 //
 //   build/bin/shardplan-bench-simulator [--benchmark_filter=...]
+//
+// Table mode: `--table[=N]` evaluates N (default 200000) plans of BM_Evaluate's
+// stream per catalog model, in catalog order, and prints one row per model
+// (CPU seconds per evaluation, evaluations per CPU second);
+// `--table_model=NAME` restricts it to one model. The loop is the function
+// RunEvaluations, so that callgrind can count its instructions alone:
+//   valgrind --tool=callgrind '--toggle-collect=*RunEvaluations*'
+//       build/bin/shardplan-bench-simulator --table=2048 --table_model=NAME
+// (one command line).
 #include <benchmark/benchmark.h>
 
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
 #include <limits>
 #include <memory>
 #include <random>
@@ -132,6 +144,57 @@ void BM_Evaluate(benchmark::State& state, const std::string& name,
           : 0;
 }
 
+// `count` evaluations of `plans`, cycling; returns how many were feasible.
+// Not inlined: the callgrind command above collects this function only.
+__attribute__((noinline)) int RunEvaluations(const CostModel& model,
+                                             const std::vector<PlanDims>& plans,
+                                             int count) {
+  int feasible = 0;
+  size_t i = 0;
+  for (int n = 0; n < count; ++n) {
+    const Evaluation e = model.Evaluate(plans[i]);
+    feasible += e.feasible ? 1 : 0;
+    benchmark::DoNotOptimize(e);
+    if (++i == plans.size()) i = 0;
+  }
+  return feasible;
+}
+
+double CpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + 1e-9 * static_cast<double>(t.tv_nsec);
+}
+
+// The table mode (see the top of this file). Returns main's exit code.
+int PrintTable(int count, const std::string& only) {
+  std::printf(
+      "| model | GPUs | plans | feasible | ns/eval (CPU) | evals/s |\n"
+      "|---|---:|---:|---:|---:|---:|\n");
+  for (const shardplan::v1::ModelSpec& spec : CatalogModels()) {
+    if (!only.empty() && spec.name() != only) continue;
+    std::unique_ptr<const CostModel> model = MakeModel(spec.name(), 0);
+    if (model == nullptr) {
+      std::fprintf(stderr, "%s: cannot build the problem\n",
+                   spec.name().c_str());
+      return 1;
+    }
+    const std::vector<PlanDims> plans = PlanStream(*model, true, 512);
+    if (plans.empty()) {
+      std::fprintf(stderr, "%s: no valid plans\n", spec.name().c_str());
+      return 1;
+    }
+    const double start = CpuSeconds();
+    const int feasible = RunEvaluations(*model, plans, count);
+    const double seconds = CpuSeconds() - start;
+    std::printf("| %s | %d | %zu | %.2f | %.0f | %.0fk |\n",
+                spec.name().c_str(), model->problem().cluster.num_gpus,
+                plans.size(), static_cast<double>(feasible) / count,
+                1e9 * seconds / count, count / seconds / 1e3);
+  }
+  return 0;
+}
+
 void BM_SearchRun(benchmark::State& state, const std::string& name) {
   std::unique_ptr<const CostModel> model = MakeModel(name, 0);
   if (model == nullptr) {
@@ -214,6 +277,19 @@ void RegisterAll() {
 }  // namespace shardplan::simulator
 
 int main(int argc, char** argv) {
+  int table = 0;
+  std::string table_model;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--table") == 0) {
+      table = 200000;
+    } else if (std::strncmp(argv[i], "--table=", 8) == 0) {
+      table = std::atoi(argv[i] + 8);
+    } else if (std::strncmp(argv[i], "--table_model=", 14) == 0) {
+      table_model = argv[i] + 14;
+      if (table == 0) table = 200000;
+    }
+  }
+  if (table > 0) return shardplan::simulator::PrintTable(table, table_model);
   benchmark::Initialize(&argc, argv);
   if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
   shardplan::simulator::RegisterAll();

@@ -27,12 +27,10 @@
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/common/measured_runs.h"
 #include "tests/e2e/postgres_instance.h"
+#include "tests/e2e/server_fixture.h"
 #include "tests/e2e/server_process.h"
-
-#ifndef SHARDPLAN_SERVER_BINARY
-#error "SHARDPLAN_SERVER_BINARY must name the shardplan-server binary"
-#endif
 
 namespace shardplan::e2e {
 namespace {
@@ -139,59 +137,15 @@ double HealthCheckMs(const ServerProcess& server) {
              : -1;
 }
 
-// Measured vLLM runs of Llama-3.1-70B FP8 on H100 (the first rows of
-// simulator/calibration/data/h100_validation_latency.csv, from AIConfigurator
-// silicon_sample.csv, https://github.com/ai-dynamo/aiconfigurator).
-// `copies` repeats the runs (distinct sources): a fit then takes seconds.
+// The first six measured runs (tests/common/measured_runs.h), sources
+// "bench.csv:2" on; `copies` repeats them (distinct sources): a fit then takes
+// seconds.
 CalibrateRequest MakeCalibrateRequest(const std::string& name, int copies = 1) {
-  struct Run {
-    int isl, osl, concurrency, tp;
-    double ttft_ms, tpot_ms;
-  };
-  constexpr Run kRuns[] = {
-      {1024, 1024, 16, 4, 121.41327284043655, 13.192185948816437},
-      {1024, 8192, 4, 4, 85.90665296651423, 11.995474820029195},
-      {1024, 8192, 16, 4, 127.9143214924261, 14.094837221545944},
-      {1024, 8192, 32, 4, 171.7333970038453, 18.385865163938522},
-      {1024, 8192, 16, 8, 93.18378494353965, 11.583957083446606},
-      {1024, 8192, 4, 2, 124.01656934525818, 17.971309306706264},
-  };
-  CalibrateRequest request;
-  request.set_name(name);
-  int line = 2;
-  for (int copy = 0; copy < copies; ++copy) {
-    for (const Run& r : kRuns) {
-      shardplan::v1::MeasuredRun* run = request.add_runs();
-      run->set_source(absl::StrCat("bench.csv:", line++));
-      run->set_engine("vllm");
-      run->set_model("meta-llama/Llama-3.1-70B");
-      run->set_weight_dtype("fp8");
-      run->set_input_tokens(r.isl);
-      run->set_output_tokens(r.osl);
-      run->set_concurrency(r.concurrency);
-      run->set_tp(r.tp);
-      run->set_ttft_ms(r.ttft_ms);
-      run->set_tpot_ms(r.tpot_ms);
-    }
-  }
-  return request;
+  return testing_runs::MeasuredCalibrateRequest(name, "bench.csv", 6, copies);
 }
 
-class HardeningE2eTest : public ::testing::Test {
+class HardeningE2eTest : public ServerFixture {
  protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    server_ =
-        std::make_unique<ServerProcess>(SHARDPLAN_SERVER_BINARY, dir_.path());
-  }
-  void StartOrDie(std::vector<std::string> args = {}) {
-    args.push_back(absl::StrCat("--store=", store_path()));
-    args.push_back("--workers=0");
-    ASSERT_TRUE(server_->Start(args)) << "server did not become ready:\n"
-                                      << server_->log();
-    stub_ = server_->Stub();
-  }
-  std::string store_path() const { return dir_.File("store.db"); }
   // Whether this build serves method "rl" (LibTorch builds).
   bool HasRl() {
     grpc::ClientContext context;
@@ -202,10 +156,6 @@ class HardeningE2eTest : public ::testing::Test {
     }
     return false;
   }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<shardplan::v1::ShardingPlanner::Stub> stub_;
 };
 
 // A damaged weights row (truncated, random bytes, an empty ZIP, or a small

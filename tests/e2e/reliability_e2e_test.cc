@@ -26,11 +26,8 @@
 #include "grpcpp/impl/codegen/client_unary_call.h"
 #include "grpcpp/impl/codegen/sync_stream.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/server_fixture.h"
 #include "tests/e2e/server_process.h"
-
-#ifndef SHARDPLAN_SERVER_BINARY
-#error "SHARDPLAN_SERVER_BINARY must name the shardplan-server binary"
-#endif
 
 namespace shardplan::e2e {
 namespace {
@@ -61,22 +58,6 @@ struct StreamResult {
   std::vector<PlanUpdate> updates;
   grpc::Status status;
 };
-
-// Waits (deadline-bounded) until `condition` holds on the server's /metrics.
-template <typename F>
-bool WaitForMetrics(const ServerProcess& server, F condition,
-                    absl::Duration timeout = absl::Seconds(30)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (condition(server.Metrics())) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return false;
-}
-
-double Gauge(const std::string& metrics, const std::string& series) {
-  return MetricValue(metrics, series).value_or(-1);
-}
 
 // The process's peak resident set (VmHWM) in bytes, or -1.
 int64_t PeakRssBytes(pid_t pid) {
@@ -133,26 +114,7 @@ grpc::Status CallPlanShardingRaw(grpc::Channel* channel,
   return reader->Finish();
 }
 
-class ReliabilityE2eTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    server_ =
-        std::make_unique<ServerProcess>(SHARDPLAN_SERVER_BINARY, dir_.path());
-  }
-  void StartOrDie(std::vector<std::string> args = {}) {
-    args.push_back(absl::StrCat("--store=", store_path()));
-    args.push_back("--workers=0");
-    ASSERT_TRUE(server_->Start(args)) << "server did not become ready:\n"
-                                      << server_->log();
-    stub_ = server_->Stub();
-  }
-  std::string store_path() const { return dir_.File("store.db"); }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<shardplan::v1::ShardingPlanner::Stub> stub_;
-};
+class ReliabilityE2eTest : public ServerFixture {};
 
 // SIGTERM with searches running and waiting: every client gets `final: true`
 // (stop reason "shutdown"), and each of those searches is in the store after a

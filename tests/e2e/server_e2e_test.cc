@@ -25,6 +25,7 @@
 #include "gmock/gmock.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
+#include "tests/e2e/server_fixture.h"
 #include "tests/e2e/server_process.h"
 
 #ifndef SHARDPLAN_SERVER_BINARY
@@ -72,47 +73,7 @@ StreamResult Plan(shardplan::v1::ShardingPlanner::Stub& stub,
   return result;
 }
 
-// Waits (deadline-bounded) until `condition` holds on the server's /metrics.
-template <typename F>
-bool WaitForMetrics(const ServerProcess& server, F condition,
-                    absl::Duration timeout = absl::Seconds(20)) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    if (condition(server.Metrics())) return true;
-    absl::SleepFor(absl::Milliseconds(10));
-  }
-  return false;
-}
-
-double Gauge(const std::string& metrics, const std::string& series) {
-  return MetricValue(metrics, series).value_or(-1);
-}
-
-class ServerE2eTest : public ::testing::Test {
- protected:
-  void SetUp() override {
-    ASSERT_FALSE(dir_.path().empty());
-    server_ =
-        std::make_unique<ServerProcess>(SHARDPLAN_SERVER_BINARY, dir_.path());
-  }
-  void StartOrDie(std::vector<std::string> args = {}) {
-    if (std::none_of(args.begin(), args.end(),
-                     [](const std::string& a) { return StartsWithStore(a); })) {
-      args.push_back(absl::StrCat("--store=", dir_.File("store.db")));
-    }
-    args.push_back("--workers=0");
-    ASSERT_TRUE(server_->Start(args)) << "server did not become ready:\n"
-                                      << server_->log();
-    stub_ = server_->Stub();
-  }
-  static bool StartsWithStore(const std::string& arg) {
-    return arg.rfind("--store=", 0) == 0;
-  }
-
-  TempDir dir_;
-  std::unique_ptr<ServerProcess> server_;
-  std::unique_ptr<shardplan::v1::ShardingPlanner::Stub> stub_;
-};
+class ServerE2eTest : public ServerFixture {};
 
 TEST_F(ServerE2eTest, StreamsBaselineFirstThenBetterPlansAndAFinalSummary) {
   StartOrDie();

@@ -3,6 +3,7 @@
 // restart on the same store, and bad runs or names are INVALID_ARGUMENT
 // naming the field and the run's source.
 #include <cmath>
+#include <iterator>
 #include <limits>
 #include <memory>
 #include <string>
@@ -18,6 +19,7 @@
 #include "shardplan/v1/shardplan.grpc.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/calibration_harness.h"
+#include "tests/common/measured_runs.h"
 #include "tests/server/test_util.h"
 
 namespace shardplan::server {
@@ -28,44 +30,12 @@ using shardplan::v1::CalibrateResponse;
 using ::testing::HasSubstr;
 using testing::TempDir;
 
-// Measured vLLM runs of Llama-3.1-70B (FP8) on H100 SXM, one engine instance
-// of tp GPUs: the first rows of simulator/calibration/data/
-// h100_validation_latency.csv (AIConfigurator silicon_sample.csv,
-// https://github.com/ai-dynamo/aiconfigurator, Apache-2.0), minus one run at
-// concurrency 64 on 2 GPUs whose TTFT (31 s) measures the engine's queue.
-struct Run {
-  int isl, osl, concurrency, tp;
-  double ttft_ms, tpot_ms;
-};
-constexpr Run kRuns[] = {
-    {1024, 1024, 16, 4, 121.41327284043655, 13.192185948816437},
-    {1024, 8192, 4, 4, 85.90665296651423, 11.995474820029195},
-    {1024, 8192, 16, 4, 127.9143214924261, 14.094837221545944},
-    {1024, 8192, 32, 4, 171.7333970038453, 18.385865163938522},
-    {1024, 8192, 16, 8, 93.18378494353965, 11.583957083446606},
-    {1024, 8192, 4, 2, 124.01656934525818, 17.971309306706264},
-    {8192, 1024, 8, 4, 582.9275265336037, 15.766184796596576},
-    {1024, 8192, 64, 8, 176.19665098318364, 16.48915841245971},
-};
-
+// All eight measured runs (tests/common/measured_runs.h), sources
+// "runs.csv:2" ... "runs.csv:9".
 CalibrateRequest MakeCalibrateRequest(const std::string& name) {
-  CalibrateRequest request;
-  request.set_name(name);
-  int line = 2;
-  for (const Run& r : kRuns) {
-    shardplan::v1::MeasuredRun* run = request.add_runs();
-    run->set_source(absl::StrCat("runs.csv:", line++));
-    run->set_engine("vllm");
-    run->set_model("meta-llama/Llama-3.1-70B");
-    run->set_weight_dtype("fp8");
-    run->set_input_tokens(r.isl);
-    run->set_output_tokens(r.osl);
-    run->set_concurrency(r.concurrency);
-    run->set_tp(r.tp);
-    run->set_ttft_ms(r.ttft_ms);
-    run->set_tpot_ms(r.tpot_ms);
-  }
-  return request;
+  return testing_runs::MeasuredCalibrateRequest(
+      name, "runs.csv",
+      static_cast<int>(std::size(testing_runs::kLlama70bH100Runs)));
 }
 
 shardplan::v1::EvaluateRequest MakeEvaluate(const std::string& profile) {

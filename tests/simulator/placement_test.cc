@@ -61,6 +61,30 @@ TEST(PlacementTest, BlocksThatDivideANodeStayInside) {
   EXPECT_EQ(wide.per_node, 8);
 }
 
+// The closed form for blocks that tile whole nodes (the hot path's shortcut)
+// against the general scan over listed nodes (ClusterDims::node_gpus), on
+// every block size of clusters of 1 to 5 nodes, tiling or not.
+TEST(PlacementTest, UniformNodeShapesMatchTheScanOverListedNodes) {
+  for (int g : {1, 2, 4, 6, 8, 72}) {
+    for (int nodes = 1; nodes <= 5; ++nodes) {
+      ClusterDims listed;
+      listed.num_gpus = g * nodes;
+      listed.gpus_per_node = g;
+      listed.node_gpus.assign(nodes, g);
+      for (int size = 1; size <= listed.num_gpus; ++size) {
+        const GroupShape fast = ContiguousBlockShape(size, listed.num_gpus, g);
+        const GroupShape scan = ContiguousBlockShape(size, listed);
+        EXPECT_EQ(fast.n, scan.n)
+            << "g " << g << " nodes " << nodes << " size " << size;
+        EXPECT_EQ(fast.per_node, scan.per_node)
+            << "g " << g << " nodes " << nodes << " size " << size;
+        EXPECT_EQ(fast.nodes, scan.nodes)
+            << "g " << g << " nodes " << nodes << " size " << size;
+      }
+    }
+  }
+}
+
 TEST(PlacementTest, PartialLastNodeAndStraddlingBlocks) {
   // 12 GPUs on 8-GPU nodes: node 0 has 8, node 1 has 4.
   EXPECT_EQ(ContiguousBlockShape(4, 12, 8).nodes, 1);
