@@ -200,6 +200,17 @@ bool Fp8Weights(const std::string& precision,
 // the concurrency matches). No engine deploys DeepSeek's 256 experts
 // tensor-parallel over 12-72 GPUs; the CSV's README (tp_size and moe_tp_size
 // are the instance's layout) does not describe these rows.
+// `silicon_concurrency=N` of AIConfigurator's silicon_data_source field; 0
+// when it has none.
+absl::StatusOr<int> SiliconConcurrency(absl::string_view source, int line) {
+  constexpr absl::string_view kKey = "silicon_concurrency=";
+  const size_t at = source.find(kKey);
+  if (at == absl::string_view::npos) return 0;
+  const absl::string_view rest = source.substr(at + kKey.size());
+  return IntField(rest.substr(0, rest.find(';')), 0, line,
+                  "silicon_data_source");
+}
+
 bool DisaggregatedRunExportedAsAgg(const MeasuredRow& row, int node_gpus) {
   if (row.moe_ep > 1 || row.attention_dp > 1 || row.moe_tp != row.tp)
     return false;
@@ -336,8 +347,18 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
       }
       if (NormaliseExportedExpertLayout(&row, node_gpus)) {
         ++out.exported_layouts_read_as_node;
-        rank_batch =
-            (row.concurrency + row.attention_dp - 1) / row.attention_dp;
+        // The export's own request count where it gives one: most of its
+        // rows have batch_size x attention_dp_size = silicon_concurrency,
+        // one (TensorRT-LLM 1.1.0rc2.post2 DeepSeek-R1 FP4 8192/1024,
+        // "batch 32 x dp 64") says 32.
+        if (col.count("silicon_data_source") != 0) {
+          int exported = 0;
+          ASSIGN_OR_RETURN(exported, SiliconConcurrency(
+                                         get("silicon_data_source"), line_no));
+          if (exported > 0) row.concurrency = exported;
+        }
+        rank_batch = std::max(
+            1, (row.concurrency + row.attention_dp - 1) / row.attention_dp);
       }
     }
     row.held_out_model = validation_only || row.catalog_model == kHeldOutModel;
@@ -587,15 +608,8 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
     ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
-    const std::string& source = get("silicon_data_source");
-    const size_t at = source.find("silicon_concurrency=");
-    if (at != std::string::npos) {
-      const absl::string_view rest =
-          absl::string_view(source).substr(at + strlen("silicon_concurrency="));
-      ASSIGN_OR_RETURN(row.concurrency,
-                       IntField(rest.substr(0, rest.find(';')), 0, line_no,
-                                "silicon_data_source"));
-    }
+    ASSIGN_OR_RETURN(row.concurrency,
+                     SiliconConcurrency(get("silicon_data_source"), line_no));
     for (const std::pair<const char*, MeasuredPool*>& side :
          {std::pair<const char*, MeasuredPool*>{"prefill_", &row.prefill},
           {"decode_", &row.decode}}) {
