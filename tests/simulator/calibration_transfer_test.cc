@@ -61,6 +61,60 @@ TEST(CalibrationTransferTest, HeldOutHardwareIsRefused) {
   EXPECT_EQ(h200->skipped_held_out_hardware, 45);
 }
 
+// AIConfigurator's InferenceMAX export writes a single-node run of g GPUs
+// with expert parallelism e as moe_tp g x moe_ep e = tp (or attention dp)
+// g x e; the harness reads it back as the g GPUs it measures. GB200 "agg"
+// rows whose tp = moe_tp is a disaggregated deployment's GPU count are
+// skipped as disaggregated.
+TEST(CalibrationTransferTest, ExportedLayoutsAreReadAsTheRunTheyMeasure) {
+  const std::string header =
+      "id,silicon_data_source,backend,backend_version,model_path,system,"
+      "precision,mode,isl,osl,gemm_quant_mode,batch_size,tp_size,pp_size,"
+      "attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,"
+      "silicon_tpot_ms\n";
+  const std::string csv =
+      header +
+      // dp 64 = moe_tp 8 x moe_ep 8, 4 per rank: 8 GPUs, dp 8, ep 8, 256.
+      "a,silicon_concurrency=256,trtllm,1,deepseek-ai/DeepSeek-R1,b200_sxm,"
+      "fp4,agg,1024,1024,nvfp4,4,1,1,64,8,8,791,23.9\n"
+      // The same run as the export's other file writes it: one run kept.
+      "b,silicon_concurrency=256,trtllm,1,deepseek-ai/DeepSeek-R1,b200_sxm,"
+      "fp4,agg,1024,1024,nvfp4,32,1,1,8,1,8,791,23.9\n"
+      // tp 64 = 8 x 8 without attention dp: tp 8, ep 8.
+      "c,silicon_concurrency=4,sglang,1,deepseek-ai/DeepSeek-R1,b200_sxm,"
+      "fp4,agg,1024,1024,nvfp4,4,64,1,1,8,8,189,8.0\n"
+      // The export's request count wins over batch x dp (32, not 2048).
+      "d,silicon_concurrency=32,trtllm,1,deepseek-ai/DeepSeek-R1,b200_sxm,"
+      "fp4,agg,8192,1024,nvfp4,32,1,1,64,8,8,1807,15.1\n"
+      // A mixed layout inside a node is a layout: kept as is.
+      "e,,trtllm,1,deepseek-ai/DeepSeek-R1,b200_sxm,fp4,agg,1024,1024,"
+      "nvfp4,8,8,1,1,4,2,300,9.0\n"
+      // GB200 tp 28 = moe_tp 28: a disaggregated deployment's GPU count.
+      "f,silicon_concurrency=12,trtllm,,deepseek-ai/DeepSeek-R1,gb200,fp4,"
+      "agg,8192,1024,nvfp4,12,28,1,1,28,1,538,8.0\n";
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->exported_layouts_read_as_node, 3);
+  EXPECT_EQ(parsed->skipped_disaggregated, 1);
+  ASSERT_EQ(parsed->rows.size(), 5u);
+  const MeasuredRow& a = parsed->rows[0];
+  EXPECT_EQ(std::tie(a.tp, a.attention_dp, a.moe_tp, a.moe_ep, a.concurrency),
+            std::make_tuple(1, 8, 1, 8, 256));
+  const MeasuredRow& b = parsed->rows[1];
+  EXPECT_EQ(std::tie(b.tp, b.attention_dp, b.moe_tp, b.moe_ep, b.concurrency),
+            std::make_tuple(1, 8, 1, 8, 256));
+  const MeasuredRow& c = parsed->rows[2];
+  EXPECT_EQ(std::tie(c.tp, c.attention_dp, c.moe_tp, c.moe_ep, c.concurrency),
+            std::make_tuple(8, 1, 1, 8, 4));
+  EXPECT_EQ(parsed->rows[3].concurrency, 32);
+  const MeasuredRow& e = parsed->rows[4];
+  EXPECT_EQ(std::tie(e.tp, e.moe_tp, e.moe_ep), std::make_tuple(8, 4, 2));
+  const DedupedRows runs = DropRepeatedRuns(parsed->rows);
+  EXPECT_EQ(runs.rows.size(), 4u);
+  EXPECT_EQ(runs.repeats, 1);
+  EXPECT_EQ(runs.conflicting_layouts, 0);
+}
+
 // Documented out-of-sample figures (percent): hardware, engine, model,
 // weights ("*" for a hardware total), rows, infeasible rows (layouts the plan
 // rules refuse: DeepSeek's 128 heads over tp 28 on GB200), TPOT MAPE, TTFT
