@@ -386,6 +386,12 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
         path, parsed->rows.size(), parsed->skipped_held_out_hardware,
         parsed->skipped_disaggregated + parsed->skipped_other +
             parsed->high_concurrency_rows.size());
+    if (parsed->exported_layouts_read_as_node > 0) {
+      std::cout << absl::StrFormat(
+          "  %d exported expert layouts read as the single-node run they "
+          "measure\n",
+          parsed->exported_layouts_read_as_node);
+    }
     const sim::DedupedRows runs = sim::DropRepeatedRuns(parsed->rows);
     std::cout << absl::StrFormat(
         "  %d repeated runs and %d runs reported under several layouts "

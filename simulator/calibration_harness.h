@@ -59,12 +59,17 @@ struct MeasuredRow {
 
 struct ParsedMeasurements {
   std::vector<MeasuredRow> rows;  // aggregated-serving rows we can model
-  int skipped_disaggregated =
-      0;                  // disaggregated prefill/decode rows (excluded)
+  // Disaggregated prefill/decode rows (excluded), and "agg" rows that are a
+  // disaggregated deployment's GPU count (calibration_harness_rows.cc).
+  int skipped_disaggregated = 0;
   int skipped_other = 0;  // rows of unknown models or with missing numbers,
                           // or of hardware without a catalog entry
   // Rows of the held-out hardware (H200, B300, GB300): never read further.
   int skipped_held_out_hardware = 0;
+  // Rows whose exported layout (tp or attention dp = moe_tp x moe_ep over
+  // more GPUs than a node) is read back as the single-node run it measures
+  // (ParseMeasurements, calibration_harness_rows.cc).
+  int exported_layouts_read_as_node = 0;
   // Rows above limits::kMaxFitConcurrency: predicted and reported apart ("above
   // 256 requests"), never fitted nor in the error bands.
   std::vector<MeasuredRow> high_concurrency_rows;

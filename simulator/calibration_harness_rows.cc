@@ -222,6 +222,68 @@ bool Fp8Weights(const std::string& precision,
          absl::StartsWith(gemm_quant_mode, "fp8");
 }
 
+// An "agg" row that is a disaggregated deployment's GPU count, not a layout:
+// one tensor-parallel group over more GPUs than a node, with the MoE model's
+// experts tensor-parallel over all of them and no expert parallelism. The
+// GB200 rows of AIConfigurator's InferenceMAX export (source_file=
+// 2026-04-06.csv) read so (DeepSeek-R1 at tp 12-72 = moe_tp, concurrency up
+// to 8192): InferenceMAX runs every GB200 configuration multinode
+// disaggregated (dsr1-fp4-gb200-dynamo-trt: 5 prefill workers of tp 4 and
+// one decode worker of tp 8 = 28 GPUs at concurrency 2150), and the same
+// file lists each of these layouts again as a disaggregated row with
+// prefill_tp_size = decode_tp_size = that count (TPOT equal within 2% where
+// the concurrency matches). No engine deploys DeepSeek's 256 experts
+// tensor-parallel over 12-72 GPUs; the CSV's README (tp_size and moe_tp_size
+// are the instance's layout) does not describe these rows.
+// `silicon_concurrency=N` of AIConfigurator's silicon_data_source field; 0
+// when it has none.
+absl::StatusOr<int> SiliconConcurrency(absl::string_view source, int line) {
+  constexpr absl::string_view kKey = "silicon_concurrency=";
+  const size_t at = source.find(kKey);
+  if (at == absl::string_view::npos) return 0;
+  const absl::string_view rest = source.substr(at + kKey.size());
+  return IntField(rest.substr(0, rest.find(';')), 0, line,
+                  "silicon_data_source");
+}
+
+bool DisaggregatedRunExportedAsAgg(const MeasuredRow& row, int node_gpus) {
+  if (row.moe_ep > 1 || row.attention_dp > 1 || row.moe_tp != row.tp)
+    return false;
+  const absl::StatusOr<shardplan::v1::ModelSpec> model =
+      FindCatalogModel(row.catalog_model);
+  return model.ok() && model->num_experts() > 0 && row.tp * row.pp > node_gpus;
+}
+
+// The same export writes a single-node expert-parallel run of g GPUs with
+// expert parallelism e (InferenceMAX's tp g, ep e, with or without attention
+// dp) as moe_tp_size g, moe_ep_size e and tp_size (or attention_dp_size) g x
+// e: a layout of g x e GPUs over several nodes. The file proves it: the
+// same measurement (TTFT and TPOT to 9 digits) appears once as "tp 1, dp 8,
+// moe_tp 1, moe_ep 8, batch 32" and once as "tp 1, dp 64, moe_tp 8, moe_ep
+// 8, batch 4" (TensorRT-LLM 1.2.0rc6.post3 DeepSeek-R1 FP4, 8192/1024, 256
+// requests), and "tp 64 = moe_tp 8 x moe_ep 8" rows measure what 8 GPUs do
+// (TPOT 8.0 ms at 4 requests, as the tp 8 rows). Read back as g GPUs:
+// attention tp (or dp) g, experts ep e x moe_tp g / e; the concurrency,
+// batch_size x attention_dp_size as exported, is kept. Applies only to
+// layouts larger than a node (a genuine mixed layout inside a node, e.g. tp
+// 8 = moe_tp 4 x moe_ep 2, reads the same as the export's and is kept).
+// False when the row is not such an export.
+bool NormaliseExportedExpertLayout(MeasuredRow* row, int node_gpus) {
+  const int claimed = row->tp * row->attention_dp;
+  const int g = row->moe_tp, e = row->moe_ep;
+  if (g <= 1 || e <= 1 || claimed != g * e || claimed <= node_gpus ||
+      (row->tp > 1 && row->attention_dp > 1) || g % e != 0) {
+    return false;
+  }
+  if (row->attention_dp > 1) {
+    row->attention_dp = g;
+  } else {
+    row->tp = g;
+  }
+  row->moe_tp = g / e;
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
@@ -296,6 +358,31 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     if (row.isl <= 0 || row.osl <= 0 || rank_batch <= 0) {
       ++out.skipped_other;
       continue;
+    }
+    {
+      const absl::StatusOr<shardplan::v1::HardwareSpec> hardware =
+          FindCatalogHardware(row.hardware);
+      const int node_gpus =
+          hardware.ok() ? std::max(1, hardware->default_gpus_per_node()) : 8;
+      if (DisaggregatedRunExportedAsAgg(row, node_gpus)) {
+        ++out.skipped_disaggregated;
+        continue;
+      }
+      if (NormaliseExportedExpertLayout(&row, node_gpus)) {
+        ++out.exported_layouts_read_as_node;
+        // The export's own request count where it gives one: most of its
+        // rows have batch_size x attention_dp_size = silicon_concurrency,
+        // one (TensorRT-LLM 1.1.0rc2.post2 DeepSeek-R1 FP4 8192/1024,
+        // "batch 32 x dp 64") says 32.
+        if (col.count("silicon_data_source") != 0) {
+          int exported = 0;
+          ASSIGN_OR_RETURN(exported, SiliconConcurrency(
+                                         get("silicon_data_source"), line_no));
+          if (exported > 0) row.concurrency = exported;
+        }
+        rank_batch = std::max(
+            1, (row.concurrency + row.attention_dp - 1) / row.attention_dp);
+      }
     }
     row.held_out_model = validation_only || row.catalog_model == kHeldOutModel;
     row.held_out_row = !row.held_out_model && index % 4 == 3;
@@ -526,15 +613,8 @@ absl::StatusOr<ParsedDisaggregated> ParseDisaggregatedRows(
     row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
     ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
-    const std::string& source = get("silicon_data_source");
-    const size_t at = source.find("silicon_concurrency=");
-    if (at != std::string::npos) {
-      const absl::string_view rest =
-          absl::string_view(source).substr(at + strlen("silicon_concurrency="));
-      ASSIGN_OR_RETURN(row.concurrency,
-                       IntField(rest.substr(0, rest.find(';')), 0, line_no,
-                                "silicon_data_source"));
-    }
+    ASSIGN_OR_RETURN(row.concurrency,
+                     SiliconConcurrency(get("silicon_data_source"), line_no));
     for (const std::pair<const char*, MeasuredPool*>& side :
          {std::pair<const char*, MeasuredPool*>{"prefill_", &row.prefill},
           {"decode_", &row.decode}}) {

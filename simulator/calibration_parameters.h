@@ -52,6 +52,12 @@ struct Calibration {
   // bytes per weight element (a pure 4-bit read would be 0.5). Fitted on the
   // H100 gpt-oss-120b (MXFP4) vLLM rows (simulator/calibration.cc).
   double fp4_dequant_bytes_per_weight = 2.0;
+  // Native FP4 routed experts (hardware with FP4 tensor cores): the rate at
+  // which the engine's grouped expert GEMM streams FP4 weights, as a fraction
+  // of the rate of the dense FP4 GEMMs (1: as fast). Set by the engine's MoE
+  // kernel library; engine behaviour, not fitted (simulator/calibration.cc
+  // cites the kernels and their measurements).
+  double fp4_grouped_gemm_bandwidth_ratio = 1.0;
   // KV cache a running request holds, as the fraction of its output tokens
   // reserved on top of its prompt: 1 = the whole output up front
   // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =

@@ -164,7 +164,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.ttft_inflight_prefills >= 0) ||
       !(cal.disagg_request_overhead_seconds >= 0) ||
       !(cal.pipeline_request_overhead_seconds >= 0) ||
-      !(cal.disagg_prefill_queue_fraction >= 0)) {
+      !(cal.disagg_prefill_queue_fraction >= 0) ||
+      !Positive(cal.fp4_grouped_gemm_bandwidth_ratio)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }
@@ -243,6 +244,10 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight
                      : (wd.weight_dtype == Dtype::kFp4 ? kNativeFp4StreamBytes
                                                        : k->weight_bytes);
+  k->expert_weight_stream_bytes =
+      wd.weight_dtype == Dtype::kFp4 && !k->fp4_dequant
+          ? kNativeFp4StreamBytes / cal.fp4_grouped_gemm_bandwidth_ratio
+          : k->weight_stream_bytes;
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
   k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;

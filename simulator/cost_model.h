@@ -41,7 +41,10 @@ const std::vector<int>& ScanLoads();
 // 8: Workload.concurrency and plan.batch_size are requests in flight per
 // replica (per decode instance), spread over its attention dp ranks; they
 // were each rank's batch, so attention-dp plans served dp times the load.
-inline constexpr int kCostModelVersion = 8;
+// 9: native FP4 routed experts stream at the engine's grouped-GEMM rate
+// (Calibration::fp4_grouped_gemm_bandwidth_ratio: SGLang's CUTLASS NVFP4
+// grouped GEMM 3.5/6 of FP8's); other engines and dtypes unchanged.
+inline constexpr int kCostModelVersion = 9;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

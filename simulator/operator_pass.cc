@@ -61,12 +61,18 @@ class Pass {
   // and written.
   void Gemm(OpKind op, double weights_rank, double flops_rank,
             double gemm_tokens, double act_bytes) {
+    Gemm(op, weights_rank, flops_rank, gemm_tokens, act_bytes,
+         k_.weight_stream_bytes);
+  }
+  // `stream_bytes`: bytes per weight element the weights cost to stream.
+  void Gemm(OpKind op, double weights_rank, double flops_rank,
+            double gemm_tokens, double act_bytes, double stream_bytes) {
     const double t = std::max(gemm_tokens, 1.0);
     const double eff = t / (t + k_.cal.gemm_half_efficiency_tokens);
     const int i = static_cast<int>(op);
     r_.compute[i] += flops_rank / (k_.gemm_flops_per_s * eff);
-    r_.memory[i] += (weights_rank * k_.weight_stream_bytes + act_bytes) /
-                    k_.hbm_bytes_per_s;
+    r_.memory[i] +=
+        (weights_rank * stream_bytes + act_bytes) / k_.hbm_bytes_per_s;
   }
 
   // Weights and FLOPs per rank of a dense GEMM with `w` weight elements, split
@@ -375,14 +381,21 @@ class Pass {
         gemm_tokens = load.tokens_per_expert * t_share;
         break;
     }
-    const double w_read =
-        (load.touched * load.experts_rank + k_.shared_experts) * w_expert /
-        w_div;
+    const double routed = load.touched * load.experts_rank;
+    const double w_read = (routed + k_.shared_experts) * w_expert / w_div;
+    // Routed experts run as a grouped GEMM, shared ones as a dense GEMM.
+    const double stream_bytes =
+        routed + k_.shared_experts > 0
+            ? (routed * k_.expert_weight_stream_bytes +
+               k_.shared_experts * k_.weight_stream_bytes) /
+                  (routed + k_.shared_experts)
+            : k_.weight_stream_bytes;
     const double flops = 2.0 * (pairs + shared_tokens * k_.shared_experts) *
                          t_share * w_expert / w_div;
     Gemm(op, w_read, flops, gemm_tokens,
          (pairs + shared_tokens) * t_share * (in_elems + out_elems) *
-             kActivationBytes);
+             kActivationBytes,
+         stream_bytes);
   }
 
   // Embedding lookup; its output converted to the residual layout `residual`.

@@ -72,6 +72,9 @@ struct CostConstants {
   // Bytes per weight element a GEMM's time is charged for (weight_bytes, or
   // the dequantising kernels' equivalent).
   double weight_stream_bytes = 2;
+  // The same for the routed experts' grouped GEMMs (native FP4 ones at the
+  // engine's Calibration::fp4_grouped_gemm_bandwidth_ratio).
+  double expert_weight_stream_bytes = 2;
   int gpus_per_node = 8, num_gpus = 1;
   ClusterDims cluster;
   double capacity_bytes = 0;
