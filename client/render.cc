@@ -297,6 +297,18 @@ std::string RenderPrediction(const Prediction& p, int top_n) {
                           Ms(p.ttft_ms_p50()), Ms(p.ttft_ms_p90()),
                           Ms(p.ttft_ms_p99()), Ms(p.tpot_ms_p50()),
                           Ms(p.tpot_ms_p90()), Ms(p.tpot_ms_p99())));
+    if (p.has_ttft_ms_p99_range()) {
+      // The calibration bands carried through the queue (newer servers).
+      const auto band = [](const shardplan::v1::Range& r) {
+        return fmt::format("{}-{}", Ms(r.low()), Ms(r.high()));
+      };
+      absl::StrAppend(
+          &out, fmt::format(
+                    "  p10-p90 band  TTFT p50 {}  p99 {}  TPOT p50 {}  "
+                    "p99 {}\n",
+                    band(p.ttft_ms_p50_range()), band(p.ttft_ms_p99_range()),
+                    band(p.tpot_ms_p50_range()), band(p.tpot_ms_p99_range())));
+    }
     absl::StrAppend(
         &out, fmt::format("Capacity        max {:.3g} req/s within the SLOs  "
                           "goodput {:.3g} req/s\n",

@@ -58,6 +58,9 @@ struct Load {
   // The prefill queue (M/G/1): P(wait > 0) and the mean of a positive wait.
   double wait_probability = 0;
   double wait_mean = 0;
+  // Its gamma shape and scale (0: a point at wait_mean).
+  double wait_shape = 0;
+  double wait_scale = 0;
   // P(an arrival finds an iteration running).
   double busy_probability = 0;
   // Decode load: work per second that is not the per-iteration overhead.
@@ -70,25 +73,68 @@ struct Load {
   double gated_shape = 0;
   double gated_scale = 0;
   double gated_mean = 0;
-  // The running iteration holds no prompt or exactly one (point j of the
-  // prompt lengths): its length tau_j and the share of arrivals that land
-  // in it (length-biased). Their wait is U tau_j, U uniform, plus the
-  // prompts that join (none with probability gated_alone, else
-  // gated_joined seconds). The rest keeps the gamma above, with its share.
+  // The running iteration holds no prompt or exactly one (point j of
+  // `join`): its length tau_j and the share of arrivals that land in it
+  // (length-biased). Their wait is U tau_j, U uniform, plus the prompts
+  // that join their iteration (below). The rest keeps the gamma above, with
+  // its share.
   std::array<double, LengthPoints::kMaxPoints + 1> gated_tau{};
   std::array<double, LengthPoints::kMaxPoints + 1> gated_share{};
   std::array<double, LengthPoints::kMaxPoints + 1> gated_alone{};
-  std::array<double, LengthPoints::kMaxPoints + 1> gated_joined{};
   int gated_points = 0;
   double gated_rest_share = 1;
   double rho_c = 0;
   double batchmate_tokens = 0;
+  // The prompts that join an iteration: none with probability gated_alone
+  // (per class of the running iteration), else the first one drawn from
+  // `join` (the prompt points merged, JoinPoints) and the rest at their
+  // mean, gated_extra tokens.
+  LengthPoints join;
+  std::array<double, LengthPoints::kMaxPoints + 1> gated_extra{};
+  // An iteration that prefills a whole chunk.
+  double full_iteration = 0;
+  // TPOT cannot exceed an iteration that prefills a whole chunk beside the
+  // batch's 99th percentile (B + 2.33 sqrt(Var B)): a request's TPOT is the
+  // mean of its iterations.
+  double tpot_cap = 0;
   // TPOT standard deviation per output-length point (0: no decode).
   std::array<double, LengthPoints::kMaxPoints> tpot_sigma{};
 };
 
 double TpotSigma(const StepTimes& s, const LengthPoints& in,
                  const LengthPoints& out, const Load& l, double rate, double n);
+
+// The prompt points merged into at most ~12 for the classes of a running
+// iteration and the lengths of the prompts that join one: neighbours (in
+// token order) merge while the group holds at most 1/8 of the requests and
+// its longest prompt is at most 1.5x its shortest, so the long tail keeps
+// its own points. Each group is one point at its mean length.
+LengthPoints JoinPoints(const LengthPoints& in) {
+  std::array<int, LengthPoints::kMaxPoints> order{};
+  for (int i = 0; i < in.size; ++i) order[i] = i;
+  std::sort(order.begin(), order.begin() + in.size,
+            [&](int a, int b) { return in.tokens[a] < in.tokens[b]; });
+  LengthPoints p;
+  double first = 0;
+  for (int k = 0; k < in.size; ++k) {
+    const int i = order[k];
+    const bool merge = p.size > 0 &&
+                       p.weight[p.size - 1] + in.weight[i] <= 0.125 + 1e-12 &&
+                       in.tokens[i] <= 1.5 * first;
+    if (!merge) {
+      first = in.tokens[i];
+      ++p.size;
+    }
+    p.tokens[p.size - 1] += in.weight[i] * in.tokens[i];
+    p.weight[p.size - 1] += in.weight[i];
+  }
+  for (int k = 0; k < p.size; ++k) {
+    if (p.weight[k] > 0) p.tokens[k] /= p.weight[k];
+    p.mean += p.weight[k] * p.tokens[k];
+    p.second_moment += p.weight[k] * p.tokens[k] * p.tokens[k];
+  }
+  return p;
+}
 
 double DecodeIterations(double output_tokens) {
   return std::max(0.0, output_tokens - 1);
@@ -109,13 +155,34 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
     l.utilization = l.rho;
     return l;
   }
-  l.decode_iteration =
-      (s.iteration_seconds + s.decode_request_seconds) / (1 - l.rho);
+  // A decoding request sees the iterations weighted by the batch they
+  // carry: T = E[B tau] / E[B] = E[tau] + Cov(B, tau) / E[B], with E[tau] =
+  // a / (1 - rho) (the work identity: iterations/s x a + rho = 1). The batch
+  // is overdispersed: bursts of prompts lengthen the iterations (gain
+  // r = rate c_p E[s] per iteration), which admits more arrivals into the
+  // decode window (gain g = rate c_d E[n] / (1 - r) over it). Linearised at
+  // low frequency, the arrivals per iteration carry noise of variance
+  // rate E[tau] (1 + r^2 (kappa - 1)) / (1 - r)^2 (kappa = E[s^2] / E[s]^2),
+  // which the decode window's feedback amplifies by 1 / (1 - g) (the
+  // integral of a boxcar window's response, exact in the limit of long
+  // windows): Var(B) / E[B] = (1 + r^2 (kappa - 1)) / ((1 - r)(1 - rho)).
+  // The iteration follows the batch directly (c_d) and through the prompts
+  // it admits (1 / (1 - r)): Cov(B, tau) = c_d Var(B) / (1 - r).
+  const double r = std::min(s.prefill_token_seconds * rate * in.mean, l.rho);
+  const double kappa =
+      in.mean > 0 ? in.second_moment / (in.mean * in.mean) : 1.0;
+  const double dispersion = (1 + r * r * (kappa - 1)) / ((1 - r) * (1 - l.rho));
+  l.decode_iteration = s.iteration_seconds / (1 - l.rho) +
+                       s.decode_request_seconds * dispersion / (1 - r);
   // Little's law: requests decoding = rate x decode iterations x seconds per
   // iteration.
   l.batch = rate * mean_n * l.decode_iteration;
   l.prefill_iteration =
       s.iteration_seconds + s.decode_request_seconds * l.batch;
+  l.tpot_cap = s.iteration_seconds +
+               s.prefill_token_seconds * std::max(1, s.chunk_tokens) +
+               s.decode_request_seconds *
+                   (l.batch + 2.33 * std::sqrt(dispersion * l.batch));
   // The prefill queue drains chunk_tokens per iteration when backlogged: a
   // prompt token costs its own compute plus its share of the iteration.
   const double per_token = s.prefill_token_seconds +
@@ -127,11 +194,30 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
   l.utilization = std::max({l.rho, rho_prefill, kv_load});
   if (!(rho_prefill < 1) || !(kv_load < 1)) return l;
   l.wait_probability = rho_prefill;
-  // Pollaczek-Khinchine mean wait over P(wait > 0), with an exponential
-  // tail (exact for exponential service; the heavy-traffic limit otherwise).
+  // Pollaczek-Khinchine mean wait over P(wait > 0); its distribution a
+  // gamma with the first two moments of the M/G/1 wait (Takacs: E[W^2] =
+  // 2 E[W]^2 + rate E[S^3] / (3 (1 - rho))): the residual service's light
+  // tail at low load, the exponential of heavy traffic near saturation.
   l.wait_mean = mean_service > 0
                     ? second_service / (2 * mean_service * (1 - rho_prefill))
                     : 0;
+  if (l.wait_mean > 0 && rho_prefill > 0) {
+    double third_tokens = 0;
+    for (int i = 0; i < in.size; ++i)
+      third_tokens += in.weight[i] * in.tokens[i] * in.tokens[i] * in.tokens[i];
+    const double wait = rho_prefill * l.wait_mean;
+    const double wait_second = 2 * wait * wait + rate * per_token * per_token *
+                                                     per_token * third_tokens /
+                                                     (3 * (1 - rho_prefill));
+    const double var = wait_second / rho_prefill - l.wait_mean * l.wait_mean;
+    if (var > 0) {
+      l.wait_shape = l.wait_mean * l.wait_mean / var;
+      l.wait_scale = var / l.wait_mean;
+    }
+  }
+  l.join = JoinPoints(in);
+  l.full_iteration = l.prefill_iteration +
+                     s.prefill_token_seconds * std::max(1, s.chunk_tokens);
   // M/G/inf: P(no request decoding) = exp(-batch).
   l.busy_probability = 1 - std::exp(-l.batch) * (1 - rho_prefill);
   // Gated regime: iteration k prefills the prompts that arrived during
@@ -165,23 +251,27 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
         var_tau + tau * tau - p0 * l.prefill_iteration * l.prefill_iteration;
     l.gated_tau[0] = l.prefill_iteration;
     l.gated_share[0] = p0 * l.prefill_iteration / tau;
-    for (int j = 0; j < in.size; ++j) {
-      const double t = l.prefill_iteration + cp * in.tokens[j];
+    for (int j = 0; j < l.join.size; ++j) {
+      const double t = l.prefill_iteration + cp * l.join.tokens[j];
       l.gated_tau[j + 1] = t;
-      l.gated_share[j + 1] = p1 * in.weight[j] * t / tau;
-      rest_mean -= p1 * in.weight[j] * t;
-      rest_second -= p1 * in.weight[j] * t * t;
+      l.gated_share[j + 1] = p1 * l.join.weight[j] * t / tau;
+      rest_mean -= p1 * l.join.weight[j] * t;
+      rest_second -= p1 * l.join.weight[j] * t * t;
     }
     // Prompts arriving during the running iteration join the next one:
-    // none with probability exp(-rate tau_j), else (about) their mean.
-    for (int j = 0; j <= in.size; ++j) {
+    // none with probability exp(-rate tau_j); else a first one of any
+    // length (the tail of TTFT is a short prompt joined by a long one) and
+    // the others at their mean.
+    for (int j = 0; j <= l.join.size; ++j) {
       const double arrivals = rate * l.gated_tau[j];
       l.gated_alone[j] = std::exp(-arrivals);
-      l.gated_joined[j] =
-          arrivals > 0 ? cp * arrivals * in.mean / (1 - l.gated_alone[j]) : 0;
+      l.gated_extra[j] =
+          arrivals > 0
+              ? in.mean * std::max(0.0, arrivals / (1 - l.gated_alone[j]) - 1)
+              : 0;
     }
     if (p_rest > 1e-9 && rest_mean > 0 && rest_second > 0) {
-      l.gated_points = in.size + 1;
+      l.gated_points = l.join.size + 1;
       l.gated_rest_share = rest_mean / tau;
       rest_mean /= p_rest;
       rest_second /= p_rest;
@@ -220,27 +310,6 @@ double OwnPrefillSeconds(const StepTimes& s, const Load& l, double tokens) {
   return chunks * l.prefill_iteration + s.prefill_token_seconds * tokens;
 }
 
-// P(residual of the running iteration + prefill-queue wait <= x).
-double WaitCdf(const Load& l, double x) {
-  if (x < 0) return 0;
-  const double p = l.wait_probability, m = l.wait_mean;
-  const auto queue_cdf = [&](double y) {
-    return m > 0 ? 1 - p * std::exp(-y / m) : 1.0;
-  };
-  const double v = l.prefill_iteration;
-  double with_residual;
-  if (v <= 0) {
-    with_residual = queue_cdf(x);
-  } else {
-    const double u = std::min(x, v);
-    const double tail =
-        m > 0 ? p * m * (std::exp(-(x - u) / m) - std::exp(-x / m)) : 0.0;
-    with_residual = (u - tail) / v;
-  }
-  return l.busy_probability * with_residual +
-         (1 - l.busy_probability) * queue_cdf(x);
-}
-
 // Whether a prompt of `tokens` is served gated: it and the prompts arriving
 // with it fit one chunk. Otherwise prompts queue FCFS chunk by chunk (the
 // M/G/1 wait).
@@ -248,28 +317,132 @@ bool Gated(const StepTimes& s, const Load& l, double tokens) {
   return tokens + l.batchmate_tokens <= std::max(1, s.chunk_tokens);
 }
 
-double GatedCdf(const Load& l, double x) {
+// P(U t + c_p J <= x), U uniform on (0, 1): J = 0 with probability `alone`,
+// else the tokens of the prompts that join an iteration beside the request
+// (a first one from l.join, `extra` more), at most `room`.
+double JoinedCdf(const StepTimes& s, const Load& l, double x, double t,
+                 double alone, double extra, double room) {
+  if (x <= 0) return 0;
+  const auto residual = [t](double y) {
+    return t > 0 ? std::clamp(y / t, 0.0, 1.0) : (y >= 0 ? 1.0 : 0.0);
+  };
+  double joined = 0;
+  if (alone < 1) {
+    const double cp = s.prefill_token_seconds;
+    for (int k = 0; k < l.join.size; ++k)
+      joined += l.join.weight[k] *
+                residual(x - cp * std::min(room, l.join.tokens[k] + extra));
+  }
+  return alone * residual(x) + (1 - alone) * joined;
+}
+
+// P(wait <= x) for a gated prompt with `room` tokens left in its chunk.
+double GatedCdf(const StepTimes& s, const Load& l, double x, double room) {
   if (x < 0) return 0;
   double busy =
       l.gated_rest_share *
       (l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0);
-  for (int j = 0; j < l.gated_points; ++j) {
-    const double t = l.gated_tau[j];
-    const double alone = l.gated_alone[j];
-    busy += l.gated_share[j] *
-            (alone * std::min(1.0, x / t) +
-             (1 - alone) * std::clamp((x - l.gated_joined[j]) / t, 0.0, 1.0));
-  }
+  for (int j = 0; j < l.gated_points; ++j)
+    busy +=
+        l.gated_share[j] * JoinedCdf(s, l, x, l.gated_tau[j], l.gated_alone[j],
+                                     l.gated_extra[j], room);
   return l.busy_probability * busy + (1 - l.busy_probability);
 }
 
+// A prompt longer than a chunk (or arriving to a backlog): with
+// probability 1 - P(wait > 0) it finds no prompt queued and starts at the
+// next iteration, chunk-aligned: the residual of the running iteration, its
+// own chunks, and the prompts arriving until its last chunk starts fill that
+// chunk's room. Otherwise it waits the M/G/1 queue (a gamma of mean
+// wait_mean) and its tokens start anywhere in an iteration, each costing its
+// share of the iterations (c_p + V / chunk); their last iteration goes on
+// for U backlog_fill (U uniform): its overhead and the prompt tokens queued
+// behind them (a chunk at most).
+struct Chunked {
+  double aligned = 0;     // own chunks, no wait
+  double window = 0;      // seconds the joining prompts arrive in
+  double room = 0;        // tokens left in the last chunk
+  double alone = 1;       // P(no prompt joins)
+  double extra = 0;       // tokens beyond the first joining prompt
+  double backlogged = 0;  // own tokens at their share of the iterations
+  // The part of the last iteration after the own tokens, at most: one
+  // iteration's overhead and the prompt tokens queued behind (a chunk at
+  // most); U times it, U uniform.
+  double backlog_fill = 0;
+};
+
+Chunked ChunkedOf(const StepTimes& s, const Load& l, double rate,
+                  double tokens) {
+  Chunked c;
+  const double chunk = std::max(1, s.chunk_tokens);
+  const double chunks = std::max(1.0, std::ceil(tokens / chunk));
+  c.aligned = chunks * l.prefill_iteration + s.prefill_token_seconds * tokens;
+  c.window = l.busy_probability * l.prefill_iteration / 2 +
+             (chunks - 1) * l.full_iteration;
+  c.room = std::max(0.0, chunks * chunk - tokens);
+  const double arrivals = rate * c.window;
+  c.alone = std::exp(-arrivals);
+  c.extra = arrivals > 0
+                ? l.join.mean * std::max(0.0, arrivals / (1 - c.alone) - 1)
+                : 0;
+  c.backlogged =
+      tokens * (s.prefill_token_seconds + l.prefill_iteration / chunk);
+  const double behind = rate * l.join.mean * (l.wait_mean + c.backlogged);
+  c.backlog_fill =
+      l.prefill_iteration + s.prefill_token_seconds * std::min(chunk, behind);
+  return c;
+}
+
+double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
+                  double x) {
+  // Aligned: the residual of the running iteration (busy), then the own
+  // chunks, the last one shared with the joining prompts.
+  const double y = x - c.aligned;
+  const double v = l.prefill_iteration;
+  double aligned = 0;
+  if (y > 0) {
+    const double joined =
+        JoinedCdf(s, l, y, 0, c.alone, c.extra, c.room);  // no residual
+    const double with_residual =
+        JoinedCdf(s, l, y, v, c.alone, c.extra, c.room);
+    aligned =
+        l.busy_probability * with_residual + (1 - l.busy_probability) * joined;
+  }
+  // Backlogged: the M/G/1 wait (gamma G) + U backlog_fill, U uniform:
+  // (1/t) integral of F_G over (z - t, z), with integral_0^y F_G =
+  // y P(k, y / theta) - k theta P(k + 1, y / theta).
+  const double z = x - c.backlogged;
+  const double t = c.backlog_fill;
+  const double k = l.wait_shape, theta = l.wait_scale;
+  const auto cdf = [&](double y) {
+    if (y <= 0) return 0.0;
+    return k > 0 ? GammaP(k, y / theta) : (y >= l.wait_mean ? 1.0 : 0.0);
+  };
+  const auto integral = [&](double y) {
+    if (y <= 0) return 0.0;
+    if (k <= 0) return std::max(0.0, y - l.wait_mean);
+    return y * GammaP(k, y / theta) - k * theta * GammaP(k + 1, y / theta);
+  };
+  double backlogged = 0;
+  if (z > 0) {
+    backlogged = t > 0 ? (integral(z) - integral(z - t)) / t : cdf(z);
+  }
+  const double p = l.wait_probability;
+  return (1 - p) * aligned + p * backlogged;
+}
+
 double TtftCdf(const StepTimes& s, const LengthPoints& in, const Load& l,
-               double t) {
+               double rate, double t) {
   double f = 0;
   for (int i = 0; i < in.size; ++i) {
-    const double x = t - OwnPrefillSeconds(s, l, in.tokens[i]);
-    f += in.weight[i] *
-         (Gated(s, l, in.tokens[i]) ? GatedCdf(l, x) : WaitCdf(l, x));
+    const double tokens = in.tokens[i];
+    if (Gated(s, l, tokens)) {
+      f += in.weight[i] *
+           GatedCdf(s, l, t - OwnPrefillSeconds(s, l, tokens),
+                    std::max(0.0, std::max(1, s.chunk_tokens) - tokens));
+    } else {
+      f += in.weight[i] * ChunkedCdf(s, l, ChunkedOf(s, l, rate, tokens), t);
+    }
   }
   return f;
 }
@@ -328,7 +501,9 @@ double TpotCdf(const StepTimes& s, const LengthPoints& out, const Load& l,
     const double sigma = l.tpot_sigma[i];
     const double x = t - floor_seconds;
     double p;
-    if (x <= 0) {
+    if (t >= l.tpot_cap) {
+      p = 1;
+    } else if (x <= 0) {
       p = 0;
     } else if (sigma <= 0 || mean <= 0) {
       p = x >= mean ? 1 : 0;
@@ -402,17 +577,30 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
   if (!l.stable) return q;
   q.running_batch = l.batch;
   double longest = 0;
-  const double queued_wait = l.busy_probability * l.prefill_iteration / 2 +
-                             l.wait_probability * l.wait_mean;
+  const int chunk = std::max(1, steps.chunk_tokens);
   for (int i = 0; i < input.size; ++i) {
-    const double t = OwnPrefillSeconds(steps, l, input.tokens[i]);
-    q.ttft_mean_seconds +=
-        input.weight[i] * (t + (Gated(steps, l, input.tokens[i])
-                                    ? l.busy_probability * l.gated_mean
-                                    : queued_wait));
-    longest = std::max(longest, t);
+    const double tokens = input.tokens[i];
+    double mean;
+    if (Gated(steps, l, tokens)) {
+      mean = OwnPrefillSeconds(steps, l, tokens) +
+             l.busy_probability * l.gated_mean;
+    } else {
+      const Chunked c = ChunkedOf(steps, l, rate, tokens);
+      double joined = 0;
+      for (int k = 0; k < l.join.size; ++k)
+        joined +=
+            l.join.weight[k] * std::min(c.room, l.join.tokens[k] + c.extra);
+      mean = (1 - l.wait_probability) *
+                 (c.aligned + l.busy_probability * l.prefill_iteration / 2 +
+                  steps.prefill_token_seconds * (1 - c.alone) * joined) +
+             l.wait_probability *
+                 (c.backlogged + l.wait_mean + c.backlog_fill / 2);
+    }
+    q.ttft_mean_seconds += input.weight[i] * mean;
+    longest = std::max(longest, OwnPrefillSeconds(steps, l, tokens) +
+                                    tokens * l.prefill_iteration / chunk);
   }
-  const double ttft_hi = longest + l.prefill_iteration + 40 * l.wait_mean +
+  const double ttft_hi = longest + 2 * l.full_iteration + 40 * l.wait_mean +
                          l.gated_mean + 40 * l.gated_scale;
   double sigma_max = 0;
   for (int i = 0; i < output.size; ++i)
@@ -420,7 +608,7 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
   q.tpot_mean_seconds = l.decode_iteration;
   for (int k = 0; k < 3; ++k) {
     q.ttft_seconds[k] =
-        Quantile([&](double t) { return TtftCdf(steps, input, l, t); },
+        Quantile([&](double t) { return TtftCdf(steps, input, l, rate, t); },
                  kQuantiles[k], 0, ttft_hi);
     q.tpot_seconds[k] =
         sigma_max > 0
@@ -437,8 +625,9 @@ SloShares SloSharesAt(const StepTimes& steps, const LengthPoints& input,
   SloShares shares;
   const Load l = ComputeLoad(steps, input, output, rate);
   if (!l.stable) return shares;
-  shares.ttft =
-      max_ttft_seconds > 0 ? TtftCdf(steps, input, l, max_ttft_seconds) : 1.0;
+  shares.ttft = max_ttft_seconds > 0
+                    ? TtftCdf(steps, input, l, rate, max_ttft_seconds)
+                    : 1.0;
   shares.tpot =
       max_tpot_seconds > 0 ? TpotCdf(steps, output, l, max_tpot_seconds) : 1.0;
   return shares;

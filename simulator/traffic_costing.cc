@@ -2,32 +2,39 @@
 
 #include <algorithm>
 #include <cmath>
+#include <string>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
+#include "simulator/disaggregated.h"
 #include "simulator/internal/pool_costing.h"
 
 namespace shardplan::simulator {
+namespace {
 
-TrafficPrediction StepTimesOf(const CostModel& model, const PlanDims& plan) {
-  TrafficPrediction t;
-  if (plan.disaggregated) return t;
+// The engine loop of one instance (`instance`: an aggregated layout,
+// replicas 1): the secant of its pure decode iteration between one request
+// per attention rank and a working batch gives the per-iteration and the
+// per-request cost; `with_prefill` adds its prefill per prompt token.
+// `queues` is how many independent queues the instance is (a dense model's
+// dp ranks each one; an MoE instance's dp ranks step together). False when
+// one request's KV cache does not fit.
+bool InstanceSteps(const CostModel& model, const PlanDims& plan,
+                   bool with_prefill, StepTimes* steps, int* queues) {
   PlanDims instance = plan;
   instance.replicas = 1;
   instance.batch_size = 0;
   const int dp = std::max(1, plan.dp);
-  // Decode iterations (no prefill mixed in) at one request per attention
-  // rank and at a working batch: the secant gives the per-iteration and the
-  // per-request cost.
   const Evaluation one =
       internal::PoolCosting::DecodeInstance(model, instance, 1);
   if (one.reason == InfeasibleReason::kWeightsExceedMemory ||
       one.kv_cache_bytes <= 0)
-    return t;
+    return false;
   const double room =
       one.capacity_bytes - one.weights_bytes - one.activations_bytes;
   const int per_rank_limit =
       static_cast<int>(std::floor(room / one.kv_cache_bytes));
-  if (per_rank_limit < 1) return t;
-  t.computed = true;
+  if (per_rank_limit < 1) return false;
   const int working = std::clamp(per_rank_limit, 2, 64);
   // DecodeInstance takes the instance's requests: `working` on each rank.
   const Evaluation many = internal::PoolCosting::DecodeInstance(
@@ -36,38 +43,199 @@ TrafficPrediction StepTimesOf(const CostModel& model, const PlanDims& plan) {
   const double per_request = std::max(
       0.0, (many.decode_iteration_seconds - one.decode_iteration_seconds) /
                (working - 1));
-  t.steps.decode_request_seconds = per_request / dp;  // MoE; dense below
-  t.steps.iteration_seconds =
+  steps->decode_request_seconds = per_request / dp;  // MoE; dense below
+  steps->iteration_seconds =
       std::max(0.0, one.decode_iteration_seconds - per_request);
-  const internal::PrefillInstanceCost prefill =
-      internal::PoolCosting::PrefillInstance(model, instance, 1);
   const WorkloadDims& w = model.problem().workload;
-  // Prefix-cache hits are not prefilled.
-  t.steps.prefill_token_seconds = prefill.chain_seconds /
-                                  std::max(1, w.input_tokens) *
-                                  (1 - w.traffic.prefix_cache_hit_rate);
-  t.steps.chunk_tokens = kDefaultChunkTokens;
-  t.steps.max_running = per_rank_limit;
-  t.replicas = std::max(1, plan.replicas);
+  steps->prefill_token_seconds = 0;
+  if (with_prefill) {
+    const internal::PrefillInstanceCost prefill =
+        internal::PoolCosting::PrefillInstance(model, instance, 1);
+    // Prefix-cache hits are not prefilled.
+    steps->prefill_token_seconds = prefill.chain_seconds /
+                                   std::max(1, w.input_tokens) *
+                                   (1 - w.traffic.prefix_cache_hit_rate);
+  }
+  steps->chunk_tokens = ChunkedPrefillTokens(model.problem());
+  steps->max_running = per_rank_limit;
+  *queues = 1;
   if (!model.problem().model.is_moe()) {
     // A dense model's dp ranks are independent copies: each its own queue.
-    t.steps.decode_request_seconds = per_request;
-    t.replicas *= dp;
-    return t;
+    steps->decode_request_seconds = per_request;
+    *queues = dp;
+    return true;
   }
   // MoE attention dp ranks step together (the experts are shared): one queue
   // whose iteration carries dp ranks' requests and prompts side by side.
-  t.steps.prefill_token_seconds /= dp;
-  t.steps.chunk_tokens *= dp;
-  t.steps.max_running *= dp;
+  steps->prefill_token_seconds /= dp;
+  steps->chunk_tokens *= dp;
+  steps->max_running *= dp;
+  return true;
+}
+
+// A prefill instance's engine loop: prompts only. An iteration costs at
+// least one forward pass's fixed part (the per-iteration cost of its decode
+// secant: weights read, launches, collectives' latency) and each prompt
+// token the rest of the prefill's cost.
+bool PrefillInstanceSteps(const CostModel& model, const PlanDims& plan,
+                          StepTimes* steps, int* queues) {
+  const PlanDims instance = PrefillInstancePlan(plan);
+  if (!InstanceSteps(model, instance, /*with_prefill=*/false, steps, queues))
+    return false;
+  const internal::PrefillInstanceCost prefill =
+      internal::PoolCosting::PrefillInstance(model, instance, 1);
+  const WorkloadDims& w = model.problem().workload;
+  const int dp = model.problem().model.is_moe() ? std::max(1, instance.dp) : 1;
+  steps->prefill_token_seconds =
+      std::max(0.0, prefill.chain_seconds - steps->iteration_seconds) /
+      std::max(1, w.input_tokens) * (1 - w.traffic.prefix_cache_hit_rate) / dp;
+  steps->decode_request_seconds = 0;
+  // The KV cache of the prompts being prefilled leaves for the decode pool:
+  // the prefill pool's memory does not bound the requests in flight here.
+  steps->max_running = 0;
+  return true;
+}
+
+// `iteration_scale`: the decode band for an engine loop that decodes, the
+// prefill band for a prefill instance's.
+void Scale(StepScale scale, double iteration_scale, StepTimes* s) {
+  s->iteration_seconds *= iteration_scale;
+  s->decode_request_seconds *= scale.decode;
+  s->prefill_token_seconds *= scale.prefill;
+}
+
+LengthPoints Fixed(double tokens) {
+  LengthDistribution d;
+  d.mean = tokens;
+  return Discretize(d);
+}
+
+TrafficPrediction PredictDisaggregatedTraffic(const CostModel& model,
+                                              const PlanDims& plan,
+                                              StepScale scale) {
+  TrafficPrediction t;
+  t.disaggregated = true;
+  if (!InstanceSteps(model, DecodeInstancePlan(plan), /*with_prefill=*/false,
+                     &t.steps, &t.replicas) ||
+      !PrefillInstanceSteps(model, plan, &t.prefill_steps, &t.prefill_queues))
+    return t;
+  t.computed = true;
+  t.replicas *= std::max(1, plan.decode_instances);
+  t.prefill_queues *= std::max(1, plan.prefill_instances);
+  Scale(scale, scale.decode, &t.steps);
+  Scale(scale, scale.prefill, &t.prefill_steps);
+  const Evaluation e = model.Evaluate(plan);
+  t.handoff_seconds = e.kv_transfer_seconds +
+                      model.calibration().disagg_request_overhead_seconds;
+  const Problem& problem = model.problem();
+  const TrafficDims& traffic = problem.workload.traffic;
+  const WorkloadDims& w = problem.workload;
+  const LengthPoints in = Discretize(traffic.input);
+  const LengthPoints out = Discretize(traffic.output);
+  // The prefill pool produces the first token; the decode pool takes no
+  // prompt work (its arrivals' KV cache is already there).
+  const LengthPoints one_token = Fixed(1), no_prompt = Fixed(0);
+  const double rate = traffic.request_rate;
+  t.rate_per_replica = rate / t.replicas;
+  const double prefill_rate = rate / t.prefill_queues;
+  t.prefill_queueing =
+      PredictQueueing(t.prefill_steps, in, one_token, prefill_rate);
+  t.decode_queueing =
+      PredictQueueing(t.steps, no_prompt, out, t.rate_per_replica);
+  // The decode pool's first step: the wait for its next iteration and the
+  // iteration (its TTFT with no prompt), at the offered load.
+  const double first_step =
+      t.decode_queueing.stable
+          ? t.decode_queueing.ttft_mean_seconds
+          : t.steps.iteration_seconds + t.steps.decode_request_seconds;
+  const double after_prefill = t.handoff_seconds + first_step;
+  QueueingPrediction& q = t.queueing;
+  q = t.decode_queueing;
+  q.stable = t.prefill_queueing.stable && t.decode_queueing.stable;
+  q.utilization =
+      std::max(t.prefill_queueing.utilization, t.decode_queueing.utilization);
+  q.ttft_mean_seconds = t.prefill_queueing.ttft_mean_seconds + after_prefill;
+  for (int k = 0; k < 3; ++k)
+    q.ttft_seconds[k] = t.prefill_queueing.ttft_seconds[k] + after_prefill;
+  if (!q.stable) {
+    q.ttft_mean_seconds = 0;
+    q.ttft_seconds = {};
+  }
+  // Each pool's highest rate: the prefill pool within what the TTFT SLO
+  // leaves after the handoff and the first step, the decode pool within the
+  // TPOT SLO.
+  const double prefill_ttft =
+      w.max_ttft_seconds > 0 ? w.max_ttft_seconds - after_prefill : 0;
+  t.prefill_max_request_rate =
+      w.max_ttft_seconds > 0 && prefill_ttft <= 0
+          ? 0
+          : t.prefill_queues * MaxRequestRate(t.prefill_steps, in, one_token,
+                                              prefill_ttft, 0,
+                                              traffic.slo_percentile);
+  t.decode_max_request_rate =
+      t.replicas * MaxRequestRate(t.steps, no_prompt, out, 0,
+                                  w.max_tpot_seconds, traffic.slo_percentile);
+  t.max_request_rate =
+      std::min(t.prefill_max_request_rate, t.decode_max_request_rate);
+  if (w.max_ttft_seconds > 0 && prefill_ttft <= 0) {
+    t.goodput_requests_per_s = 0;
+    return t;
+  }
+  const SloShares prefill_shares = SloSharesAt(t.prefill_steps, in, one_token,
+                                               prefill_rate, prefill_ttft, 0);
+  const SloShares decode_shares = SloSharesAt(
+      t.steps, no_prompt, out, t.rate_per_replica, 0, w.max_tpot_seconds);
+  t.goodput_requests_per_s = rate * prefill_shares.ttft * decode_shares.tpot;
   return t;
 }
 
-TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan) {
+}  // namespace
+
+int ChunkedPrefillTokens(const Problem& problem) {
+  const std::string& engine = problem.workload.engine;
+  const HardwareDims& hw = problem.cluster.hardware;
+  const double mib = hw.hbm_bytes / (1024.0 * 1024.0);
+  if (engine == "sglang") {
+    // ServerArgs' --chunked-prefill-size default by GPU memory (MiB):
+    // 2048 below 35 GiB, 8192 below 160 GiB (H100, H200), 16384 above
+    // (B200, B300, GB200).
+    if (mib < 35 * 1024) return 2048;
+    return mib < 160 * 1024 ? 8192 : 16384;
+  }
+  if (engine == "trtllm") {
+    // max_num_tokens (8192 by default) bounds the tokens of an iteration;
+    // chunked prefill is off by default, so a prompt is never split and the
+    // emitted servers raise max_num_tokens to ISL + the chat template's
+    // tokens when that is larger (client/emit/trtllm.cc).
+    return std::max(kTrtllmMaxNumTokens,
+                    problem.workload.input_tokens + kChatTemplateTokens);
+  }
+  // vLLM (and no engine named): max_num_batched_tokens for the OpenAI
+  // server, 8192 on GPUs of 70 GiB and more except A100s, else 2048.
+  const bool a100 = absl::StrContains(absl::AsciiStrToLower(hw.name), "a100");
+  return mib >= 70 * 1024 && !a100 ? kDefaultChunkTokens : 2048;
+}
+
+TrafficPrediction StepTimesOf(const CostModel& model, const PlanDims& plan) {
+  TrafficPrediction t;
+  // A disaggregated plan's pools: PredictTraffic.
+  if (plan.disaggregated) return t;
+  if (!InstanceSteps(model, plan, /*with_prefill=*/true, &t.steps, &t.replicas))
+    return t;
+  t.computed = true;
+  t.replicas *= std::max(1, plan.replicas);
+  return t;
+}
+
+TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan,
+                                 StepScale scale) {
   const TrafficDims& traffic = model.problem().workload.traffic;
   if (traffic.request_rate <= 0) return {};
+  if (plan.disaggregated)
+    return PredictDisaggregatedTraffic(model, plan, scale);
   TrafficPrediction t = StepTimesOf(model, plan);
   if (!t.computed) return t;
+  Scale(scale, scale.decode, &t.steps);
   const LengthPoints in = Discretize(traffic.input);
   const LengthPoints out = Discretize(traffic.output);
   t.rate_per_replica = traffic.request_rate / t.replicas;

@@ -191,6 +191,80 @@ absl::StatusOr<TrafficDims> TrafficDimsFromProto(const Workload& workload,
   return t;
 }
 
+namespace {
+
+// The calibration bands (the closed-loop ranges' ratios to their values)
+// carried through the queue: the queueing model again with the step times
+// at the bands' low and high ratios. Replaces ttft_ms_range and
+// tpot_ms_range (then bands of the means at the rate) and sets the
+// percentiles' ranges.
+struct Bands {
+  StepScale low, high;
+};
+
+// The closed-loop bands as ratios to their values (1 where absent).
+Bands BandsOf(const shardplan::v1::Prediction& p) {
+  const auto ratio = [](const shardplan::v1::Range& range, double value,
+                        bool high) {
+    if (!(value > 0) || (range.low() == 0 && range.high() == 0)) return 1.0;
+    return (high ? range.high() : range.low()) / value;
+  };
+  Bands b;
+  b.low = {ratio(p.tpot_ms_range(), p.tpot_ms(), false),
+           ratio(p.ttft_ms_range(), p.ttft_ms(), false)};
+  b.high = {ratio(p.tpot_ms_range(), p.tpot_ms(), true),
+            ratio(p.ttft_ms_range(), p.ttft_ms(), true)};
+  return b;
+}
+
+void AddTrafficRanges(const CostModel& model, const PlanDims& plan,
+                      const TrafficPrediction& t, const Bands& bands,
+                      shardplan::v1::Prediction* prediction) {
+  const StepScale& low = bands.low;
+  const StepScale& high = bands.high;
+  const QueueingPrediction& q = t.queueing;
+  const TrafficPrediction at_low = PredictTraffic(model, plan, low);
+  const TrafficPrediction at_high = PredictTraffic(model, plan, high);
+  const bool low_ok = at_low.computed && at_low.queueing.stable;
+  const bool high_ok = at_high.computed && at_high.queueing.stable;
+  if (!high_ok) {
+    prediction->add_validation(
+        "request_rate: at the calibration band's high end the offered rate "
+        "saturates the plan; the ranges' high ends scale the predictions by "
+        "the band's ratio instead");
+  }
+  const auto set = [&](double value_s, double low_s, double high_s,
+                       double low_ratio, double high_ratio,
+                       shardplan::v1::Range* range) {
+    range->set_low((low_ok ? std::min(low_s, value_s) : value_s * low_ratio) *
+                   1e3);
+    range->set_high(
+        (high_ok ? std::max(high_s, value_s) : value_s * high_ratio) * 1e3);
+  };
+  const QueueingPrediction& lq = at_low.queueing;
+  const QueueingPrediction& hq = at_high.queueing;
+  set(q.ttft_mean_seconds, lq.ttft_mean_seconds, hq.ttft_mean_seconds,
+      low.prefill, high.prefill, prediction->mutable_ttft_ms_range());
+  set(q.tpot_mean_seconds, lq.tpot_mean_seconds, hq.tpot_mean_seconds,
+      low.decode, high.decode, prediction->mutable_tpot_ms_range());
+  shardplan::v1::Range* ttft_ranges[] = {
+      prediction->mutable_ttft_ms_p50_range(),
+      prediction->mutable_ttft_ms_p90_range(),
+      prediction->mutable_ttft_ms_p99_range()};
+  shardplan::v1::Range* tpot_ranges[] = {
+      prediction->mutable_tpot_ms_p50_range(),
+      prediction->mutable_tpot_ms_p90_range(),
+      prediction->mutable_tpot_ms_p99_range()};
+  for (int k = 0; k < 3; ++k) {
+    set(q.ttft_seconds[k], lq.ttft_seconds[k], hq.ttft_seconds[k], low.prefill,
+        high.prefill, ttft_ranges[k]);
+    set(q.tpot_seconds[k], lq.tpot_seconds[k], hq.tpot_seconds[k], low.decode,
+        high.decode, tpot_ranges[k]);
+  }
+}
+
+}  // namespace
+
 void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
                           double price_per_gpu_hour,
                           shardplan::v1::Prediction* prediction) {
@@ -216,14 +290,15 @@ void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
   const TrafficPrediction t = PredictTraffic(model, plan);
   if (!t.computed) {
     prediction->add_validation(
-        "request_rate: no queueing prediction for this plan kind "
-        "(disaggregated); latencies are the closed-loop ones");
+        "request_rate: no queueing prediction (one request's KV cache does "
+        "not fit an instance); latencies are the closed-loop ones");
     return;
   }
   prediction->set_max_request_rate(t.max_request_rate);
   prediction->set_goodput_requests_per_s(t.goodput_requests_per_s);
   const QueueingPrediction& q = t.queueing;
   if (q.stable) {
+    const Bands bands = BandsOf(*prediction);
     prediction->set_ttft_ms(q.ttft_mean_seconds * 1e3);
     prediction->set_tpot_ms(q.tpot_mean_seconds * 1e3);
     prediction->set_ttft_ms_p50(q.ttft_seconds[0] * 1e3);
@@ -234,6 +309,7 @@ void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
     prediction->set_tpot_ms_p99(q.tpot_seconds[2] * 1e3);
     prediction->set_running_batch_size(
         static_cast<int>(std::lround(q.running_batch)));
+    AddTrafficRanges(model, plan, t, bands, prediction);
   }
   if (!q.stable || t.max_request_rate < traffic.request_rate) {
     const std::string at = traffic.slo_percentile > 0

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <ctime>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -21,7 +22,8 @@ struct Case {
   StepTimes steps;
   LengthDistribution input;
   LengthDistribution output;
-  // Held out: never used to choose or tune the formulas.
+  // Held out when the previous formulas were chosen (the 2026-11-28 changes
+  // were checked against all five cases; none fits a constant to any).
   bool held_out = false;
 };
 
@@ -125,50 +127,39 @@ std::string Row(const Case& c, double load, const QueueingPrediction& q,
   return row + tpot;
 }
 
-// TTFT and TPOT p50/p90/p99 and the running batch (Little's law) from light
-// load to 85% of the stability limit, against 4 x 50,000 simulated requests
-// (the simulation's own seed-to-seed spread is a few percent there,
-// docs/cost-model-and-calibration.md). Tolerances per quantity and case are
-// the worst error the formulas reach, rounded up; where that is above 10%
-// the docs say why.
+// TTFT and TPOT p50/p90/p99 and the running batch (Little's law) over a
+// grid of loads, against 4 x 50,000 simulated requests (the simulation's own
+// seed-to-seed spread is a few percent up to 85%, up to ~30% at 95%,
+// docs/cost-model-and-calibration.md): every case, quantity and load within
+// 10% up to 70% of the stability limit, 15% at 85%, 20% at 90% and 40% at
+// 95% (the closed forms' TTFT p99 is too light near saturation: the bounds
+// the docs state, one per load, not per case).
 TEST(QueueingTest, AgreesWithTheBatcherSimulation) {
-  struct Tolerance {
-    double batch;
-    std::array<double, 3> ttft, tpot;
+  struct Load {
+    double load;
+    double tolerance;
   };
-  // Above 10% (docs): the uniform case's TTFT p50 and p99 and TPOT p50/p99
-  // at 85% (a backlogged chunked queue; an iteration is capped at one chunk,
-  // the gamma TPOT has no cap), the lognormal and histogram TTFT p90/p99
-  // (iterations holding two prompts or more are one gamma, too light a tail
-  // when one of them is much longer than the chunk's usual load), the
-  // histogram TPOT p99 at 85%.
-  const Tolerance tolerances[] = {
-      {0.10, {0.05, 0.06, 0.11}, {0.06, 0.09, 0.08}},
-      {0.10, {0.12, 0.09, 0.13}, {0.12, 0.08, 0.12}},
-      {0.10, {0.08, 0.12, 0.13}, {0.04, 0.07, 0.12}},
-      {0.10, {0.08, 0.16, 0.14}, {0.04, 0.11, 0.14}},
-      {0.10, {0.12, 0.11, 0.08}, {0.03, 0.05, 0.06}},
-  };
+  constexpr Load kLoads[] = {{0.1, 0.10}, {0.3, 0.10},  {0.5, 0.10},
+                             {0.7, 0.10}, {0.85, 0.15}, {0.9, 0.20},
+                             {0.95, 0.40}};
   const std::vector<Case> cases = Cases();
-  for (size_t i = 0; i < cases.size(); ++i) {
-    const Case& c = cases[i];
-    const Tolerance& tol = tolerances[i];
+  for (const Case& c : cases) {
     const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
     const double limit = MaxRequestRate(c.steps, in, out, 0, 0, 0);
     ASSERT_GT(limit, 0) << c.name;
-    for (double load : {0.1, 0.3, 0.5, 0.7, 0.85}) {
+    for (const auto [load, tolerance] : kLoads) {
       SCOPED_TRACE(c.name + " at " + std::to_string(load) + " of the limit");
       const double rate = load * limit;
       const QueueingPrediction q = PredictQueueing(c.steps, in, out, rate);
       ASSERT_TRUE(q.stable);
       const Simulated sim = Simulate(c, rate, 50000, 4);
       std::cout << Row(c, load, q, sim) << "\n";
-      EXPECT_LT(RelativeError(q.running_batch, sim.mean_running), tol.batch);
+      EXPECT_LT(RelativeError(q.running_batch, sim.mean_running), tolerance);
       for (int k = 0; k < 3; ++k) {
-        EXPECT_LT(RelativeError(q.tpot_seconds[k], sim.tpot[k]), tol.tpot[k])
+        EXPECT_LT(RelativeError(q.tpot_seconds[k], sim.tpot[k]), tolerance)
             << "TPOT q" << kQuantiles[k] << ": " << q.tpot_seconds[k] << " vs "
             << sim.tpot[k];
-        EXPECT_LT(RelativeError(q.ttft_seconds[k], sim.ttft[k]), tol.ttft[k])
+        EXPECT_LT(RelativeError(q.ttft_seconds[k], sim.ttft[k]), tolerance)
             << "TTFT q" << kQuantiles[k] << ": " << q.ttft_seconds[k] << " vs "
             << sim.ttft[k];
       }
@@ -185,7 +176,7 @@ TEST(QueueingTest, DISABLED_PrintsTheDocsTable) {
   for (const Case& c : Cases()) {
     const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
     const double limit = MaxRequestRate(c.steps, in, out, 0, 0, 0);
-    for (double load : {0.1, 0.3, 0.5, 0.7, 0.85, 0.95}) {
+    for (double load : {0.1, 0.3, 0.5, 0.7, 0.85, 0.9, 0.95}) {
       const double rate = load * limit;
       const QueueingPrediction q = PredictQueueing(c.steps, in, out, rate);
       const Simulated sim = Simulate(c, rate, 300000, 8);
@@ -200,6 +191,31 @@ TEST(QueueingTest, DISABLED_PrintsTheDocsTable) {
                                    q.running_batch, sim.mean_running);
     }
   }
+}
+
+// CPU time per call of the closed forms (docs/benchmarks.md), the lognormal
+// case at 70% of its limit. Not part of the check:
+// build/bin/simulator_test --gtest_also_run_disabled_tests
+// --gtest_filter=QueueingTest.DISABLED_PrintsTheCost
+TEST(QueueingTest, DISABLED_PrintsTheCost) {
+  const Case c = Cases()[2];
+  const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
+  const double limit = MaxRequestRate(c.steps, in, out, 0, 0, 0);
+  constexpr int kCalls = 2000;
+  double sink = 0;
+  std::clock_t start = std::clock();
+  for (int i = 0; i < kCalls; ++i)
+    sink += PredictQueueing(c.steps, in, out, 0.7 * limit).ttft_seconds[2];
+  const double predict =
+      static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC / kCalls;
+  start = std::clock();
+  for (int i = 0; i < kCalls; ++i)
+    sink += MaxRequestRate(c.steps, in, out, 2.0, 0.2, 99);
+  const double max_rate =
+      static_cast<double>(std::clock() - start) / CLOCKS_PER_SEC / kCalls;
+  std::cout << absl::StrFormat(
+      "PredictQueueing %.0f us, MaxRequestRate %.0f us per call (%g)\n",
+      predict * 1e6, max_rate * 1e6, sink);
 }
 
 TEST(QueueingTest, SaturatedRateIsUnstable) {

@@ -3,15 +3,19 @@
 // request rate gets percentiles and a max rate consistent with them.
 #include "simulator/traffic_spec.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/spec_text.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
+#include "simulator/traffic_costing.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -149,6 +153,191 @@ plan: {tp: 8}
   AddTrafficPrediction(**model, *plan, 0, &over);
   EXPECT_FALSE(over.feasible());
   EXPECT_THAT(over.infeasible_reason(), HasSubstr("at p99"));
+}
+
+std::unique_ptr<const CostModel> ModelOf(const std::string& yaml) {
+  shardplan::v1::EvaluateRequest request;
+  EXPECT_TRUE(spec_text::Parse(yaml, &request).ok()) << yaml;
+  absl::StatusOr<Problem> problem =
+      ProblemFromProto(request.model(), request.cluster(), request.workload());
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  if (!problem.ok()) return nullptr;
+  auto model = CostModel::Create(*problem);
+  EXPECT_TRUE(model.ok()) << model.status();
+  return model.ok() ? std::move(*model) : nullptr;
+}
+
+PlanDims Disagg(int x, int ptp, int y, int dtp) {
+  PlanDims p;
+  p.disaggregated = true;
+  p.prefill_instances = x;
+  p.prefill.tp = ptp;
+  p.decode_instances = y;
+  p.tp = dtp;
+  return p;
+}
+
+constexpr char kDisaggWorkload[] = R"(
+model: {catalogName: llama-3.1-8b}
+cluster: {hardware: h100-sxm-80gb, numGpus: 8}
+workload: {inputTokens: 2000, outputTokens: 1000, requestRate: RATE,
+           inputTokensDistribution: {kind: lognormal, mean: 2000, sigma: 0.8,
+                                     min: 16, max: 16000},
+           sloPercentile: 99, maxTtftMs: 1500, maxTpotMs: 40}
+)";
+
+std::string DisaggYaml(double rate) {
+  std::string yaml = kDisaggWorkload;
+  yaml.replace(yaml.find("RATE"), 4, std::to_string(rate));
+  return yaml;
+}
+
+// Each pool its own queue: the plan carries the smaller of the pools' rates,
+// and moving GPUs from one pool to the other moves the limit with them.
+TEST(TrafficSpecTest, DisaggregatedPoolsQueueSeparately) {
+  auto model = ModelOf(DisaggYaml(5));
+  ASSERT_NE(model, nullptr);
+  const PlanDims prefill_light = Disagg(1, 1, 7, 1);
+  const PlanDims prefill_heavy = Disagg(6, 1, 2, 1);
+  for (const PlanDims& plan : {prefill_light, prefill_heavy})
+    ASSERT_TRUE(model->ValidatePlan(plan).ok()) << model->ValidatePlan(plan);
+  const TrafficPrediction light = PredictTraffic(*model, prefill_light);
+  const TrafficPrediction heavy = PredictTraffic(*model, prefill_heavy);
+  for (const TrafficPrediction* t : {&light, &heavy}) {
+    ASSERT_TRUE(t->computed);
+    EXPECT_TRUE(t->disaggregated);
+    EXPECT_GT(t->prefill_max_request_rate, 0);
+    EXPECT_GT(t->decode_max_request_rate, 0);
+    EXPECT_DOUBLE_EQ(t->max_request_rate, std::min(t->prefill_max_request_rate,
+                                                   t->decode_max_request_rate));
+    // The decode pool takes no prompt work; the prefill pool no decode.
+    EXPECT_EQ(t->steps.prefill_token_seconds, 0);
+    EXPECT_EQ(t->prefill_steps.decode_request_seconds, 0);
+  }
+  // One prefill GPU for seven decode GPUs: the prefill pool binds; six for
+  // two: the decode pool does.
+  EXPECT_LT(light.prefill_max_request_rate, light.decode_max_request_rate);
+  EXPECT_GT(heavy.prefill_max_request_rate, heavy.decode_max_request_rate);
+  EXPECT_NEAR(heavy.prefill_max_request_rate / light.prefill_max_request_rate,
+              6, 6 * 0.05);
+  EXPECT_NEAR(light.decode_max_request_rate / heavy.decode_max_request_rate,
+              3.5, 3.5 * 0.05);
+  // TTFT = the prefill pool's + the handoff + the decode pool's first step.
+  ASSERT_TRUE(light.queueing.stable);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_NEAR(light.queueing.ttft_seconds[k],
+                light.prefill_queueing.ttft_seconds[k] + light.handoff_seconds +
+                    light.decode_queueing.ttft_mean_seconds,
+                1e-12);
+    EXPECT_EQ(light.queueing.tpot_seconds[k],
+              light.decode_queueing.tpot_seconds[k]);
+  }
+  EXPECT_GT(light.handoff_seconds, 0);
+  // Above the prefill pool's limit: unstable.
+  auto over = ModelOf(DisaggYaml(1.5 * light.prefill_max_request_rate));
+  ASSERT_NE(over, nullptr);
+  EXPECT_LT(PredictTraffic(*over, prefill_light).goodput_requests_per_s,
+            1.5 * light.prefill_max_request_rate);
+}
+
+// The pools' queues are the single-queue model of each pool's engine loop at
+// the pool's share of the rate (the closed forms checked against the batcher
+// simulation in queueing_test.cc).
+TEST(TrafficSpecTest, DisaggregatedPoolsAreTheQueueingModelPerInstance) {
+  auto model = ModelOf(DisaggYaml(3));
+  ASSERT_NE(model, nullptr);
+  const PlanDims plan = Disagg(2, 1, 6, 1);
+  const TrafficPrediction t = PredictTraffic(*model, plan);
+  ASSERT_TRUE(t.computed);
+  ASSERT_EQ(t.prefill_queues, 2);
+  ASSERT_EQ(t.replicas, 6);
+  const TrafficDims& traffic = model->problem().workload.traffic;
+  LengthDistribution one, none;
+  one.mean = 1;
+  const QueueingPrediction prefill =
+      PredictQueueing(t.prefill_steps, Discretize(traffic.input),
+                      Discretize(one), traffic.request_rate / 2);
+  const QueueingPrediction decode =
+      PredictQueueing(t.steps, Discretize(none), Discretize(traffic.output),
+                      traffic.request_rate / 6);
+  ASSERT_TRUE(prefill.stable && decode.stable);
+  for (int k = 0; k < 3; ++k) {
+    EXPECT_DOUBLE_EQ(t.prefill_queueing.ttft_seconds[k],
+                     prefill.ttft_seconds[k]);
+    EXPECT_DOUBLE_EQ(t.queueing.tpot_seconds[k], decode.tpot_seconds[k]);
+  }
+  EXPECT_DOUBLE_EQ(t.queueing.running_batch, decode.running_batch);
+}
+
+// The chunked-prefill budget follows the engine and the GPU's memory.
+TEST(TrafficSpecTest, ChunkedPrefillBudgetFollowsTheEngine) {
+  const auto budget = [](const std::string& engine,
+                         const std::string& hardware) {
+    std::string yaml =
+        "model: {catalogName: llama-3.1-8b}\ncluster: {hardware: " + hardware +
+        ", numGpus: 8}\nworkload: {inputTokens: 12000, "
+        "outputTokens: 200, requestRate: 1";
+    if (!engine.empty()) yaml += ", engine: " + engine;
+    yaml += "}\n";
+    auto model = ModelOf(yaml);
+    return model == nullptr ? -1 : ChunkedPrefillTokens(model->problem());
+  };
+  EXPECT_EQ(budget("", "h100-sxm-80gb"), 8192);
+  EXPECT_EQ(budget("vllm", "b200-sxm-180gb"), 8192);
+  EXPECT_EQ(budget("sglang", "h100-sxm-80gb"), 8192);
+  EXPECT_EQ(budget("sglang", "h200-sxm-141gb"), 8192);
+  EXPECT_EQ(budget("sglang", "b200-sxm-180gb"), 16384);
+  // TensorRT-LLM does not split a prompt: the budget admits the 12,000-token
+  // prompt with its chat template.
+  EXPECT_EQ(budget("trtllm", "h100-sxm-80gb"), 12000 + 256);
+  // And the queueing model uses it.
+  auto sglang = ModelOf(
+      "model: {catalogName: llama-3.1-8b}\ncluster: {hardware: "
+      "b200-sxm-180gb, numGpus: 8}\nworkload: {inputTokens: 2000, "
+      "outputTokens: 200, requestRate: 1, engine: sglang}\n");
+  ASSERT_NE(sglang, nullptr);
+  PlanDims tp1;
+  tp1.replicas = 8;
+  const TrafficPrediction t = StepTimesOf(*sglang, tp1);
+  ASSERT_TRUE(t.computed);
+  EXPECT_EQ(t.steps.chunk_tokens, 16384);
+}
+
+// The calibration bands carried through the queue: each percentile inside
+// its band, the high end at least the step times' ratio above (slower steps
+// at a fixed rate also load the queue more).
+TEST(TrafficSpecTest, PercentileBandsAtARate) {
+  auto model = ModelOf(R"(
+model: {catalogName: llama-3.1-70b}
+cluster: {hardware: h100-sxm-80gb, numGpus: 8}
+workload: {inputTokens: 1000, outputTokens: 200, requestRate: 3,
+           sloPercentile: 99, maxTtftMs: 4000, maxTpotMs: 100}
+)");
+  ASSERT_NE(model, nullptr);
+  PlanDims plan;
+  plan.tp = 8;
+  shardplan::v1::Prediction p =
+      PredictionToProto(model->Evaluate(plan), model->problem());
+  ASSERT_TRUE(p.has_ttft_ms_range());
+  const double ttft_low = p.ttft_ms_range().low() / p.ttft_ms();
+  const double ttft_high = p.ttft_ms_range().high() / p.ttft_ms();
+  AddTrafficPrediction(*model, plan, 0, &p);
+  ASSERT_TRUE(p.has_ttft_ms_p99_range());
+  const auto inside = [](const shardplan::v1::Range& r, double v) {
+    return r.low() <= v && v <= r.high() && r.low() < r.high();
+  };
+  EXPECT_TRUE(inside(p.ttft_ms_range(), p.ttft_ms()));
+  EXPECT_TRUE(inside(p.tpot_ms_range(), p.tpot_ms()));
+  EXPECT_TRUE(inside(p.ttft_ms_p50_range(), p.ttft_ms_p50()));
+  EXPECT_TRUE(inside(p.ttft_ms_p90_range(), p.ttft_ms_p90()));
+  EXPECT_TRUE(inside(p.ttft_ms_p99_range(), p.ttft_ms_p99()));
+  EXPECT_TRUE(inside(p.tpot_ms_p50_range(), p.tpot_ms_p50()));
+  EXPECT_TRUE(inside(p.tpot_ms_p99_range(), p.tpot_ms_p99()));
+  // Slower steps at a fixed rate load the queue more: the high end of the
+  // p99 TTFT is at least the step-time ratio above it.
+  EXPECT_GE(p.ttft_ms_p99_range().high() / p.ttft_ms_p99(), ttft_high * 0.99);
+  EXPECT_LT(p.ttft_ms_p99_range().low(), p.ttft_ms_p99());
+  EXPECT_LT(ttft_low, 1);
 }
 
 }  // namespace
