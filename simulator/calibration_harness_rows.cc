@@ -374,7 +374,7 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
         // rows have batch_size x attention_dp_size = silicon_concurrency,
         // one (TensorRT-LLM 1.1.0rc2.post2 DeepSeek-R1 FP4 8192/1024,
         // "batch 32 x dp 64") says 32.
-        if (col.count("silicon_data_source") != 0) {
+        if (table.col.count("silicon_data_source") != 0) {
           int exported = 0;
           ASSIGN_OR_RETURN(exported, SiliconConcurrency(
                                          get("silicon_data_source"), line_no));
