@@ -95,10 +95,19 @@ constexpr double kTrtllmKvReservedOutput = 1.0;
 // checks the held-out rows). A host-side cost, so it carries to H100 hosts;
 // vLLM and SGLang overlap their pipeline scheduling with the GPU and have no
 // pp rows: 0.
-constexpr double kTrtllmPipelineRequestOverheadSeconds = 7.0e-6;
+constexpr double kTrtllmPipelineRequestOverheadSeconds = 6.5e-6;
 
-Calibration WithPipelineRequestOverhead(Calibration c, double seconds) {
+// TensorRT-LLM sizes its KV-cache pool after loading the weights, as
+// kv_cache_config.free_gpu_memory_fraction (default 0.9) of the GPU memory
+// left free
+// (https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html,
+// "KV Cache Free GPU Memory Fraction"); vLLM's --gpu-memory-utilization and
+// SGLang's --mem-fraction-static are fractions of the whole memory.
+constexpr bool kTrtllmKvPoolFromFreeMemory = true;
+
+Calibration WithTrtllmHostBehaviour(Calibration c, double seconds) {
   c.pipeline_request_overhead_seconds = seconds;
+  c.kv_pool_from_free_memory = kTrtllmKvPoolFromFreeMemory;
   return c;
 }
 constexpr double kPagedKvReservedOutput = 0.5;
@@ -123,7 +132,7 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           WithPipelineRequestOverhead(
+           WithTrtllmHostBehaviour(
                EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, false,
                          6.77, 0.02),
                kTrtllmPipelineRequestOverheadSeconds)},
@@ -214,6 +223,8 @@ const Calibration& DefaultCalibration() {
     // Dynamo 0.8.1 deployment (docs/cost-model-and-calibration.md); naming
     // the engine (workload.engine) applies its own value.
     c->disagg_request_overhead_seconds = kEngineAgnosticDisaggOverheadS;
+    // Engine-agnostic requests size the KV cache from the whole memory.
+    c->kv_pool_from_free_memory = false;
     return c;
   }();
   return *kDefault;
@@ -431,6 +442,7 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   const Calibration& e = own->calibration;
   c.kv_reserved_output_fraction = e.kv_reserved_output_fraction;
   c.preempts_on_kv_overflow = e.preempts_on_kv_overflow;
+  c.kv_pool_from_free_memory = e.kv_pool_from_free_memory;
   c.pipeline_request_overhead_seconds = e.pipeline_request_overhead_seconds;
   c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
