@@ -95,10 +95,19 @@ constexpr double kTrtllmKvReservedOutput = 1.0;
 // checks the held-out rows). A host-side cost, so it carries to H100 hosts;
 // vLLM and SGLang overlap their pipeline scheduling with the GPU and have no
 // pp rows: 0.
-constexpr double kTrtllmPipelineRequestOverheadSeconds = 7.0e-6;
+constexpr double kTrtllmPipelineRequestOverheadSeconds = 6.5e-6;
 
-Calibration WithPipelineRequestOverhead(Calibration c, double seconds) {
+// TensorRT-LLM sizes its KV-cache pool after loading the weights, as
+// kv_cache_config.free_gpu_memory_fraction (default 0.9) of the GPU memory
+// left free
+// (https://nvidia.github.io/TensorRT-LLM/performance/performance-tuning-guide/useful-runtime-flags.html,
+// "KV Cache Free GPU Memory Fraction"); vLLM's --gpu-memory-utilization and
+// SGLang's --mem-fraction-static are fractions of the whole memory.
+constexpr bool kTrtllmKvPoolFromFreeMemory = true;
+
+Calibration WithTrtllmHostBehaviour(Calibration c, double seconds) {
   c.pipeline_request_overhead_seconds = seconds;
+  c.kv_pool_from_free_memory = kTrtllmKvPoolFromFreeMemory;
   return c;
 }
 constexpr double kPagedKvReservedOutput = 0.5;
@@ -145,7 +154,7 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           WithPipelineRequestOverhead(
+           WithTrtllmHostBehaviour(
                EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, false,
                          6.77, 0.02),
                kTrtllmPipelineRequestOverheadSeconds)},
@@ -240,6 +249,8 @@ const Calibration& DefaultCalibration() {
     // Dynamo 0.8.1 deployment (docs/cost-model-and-calibration.md); naming
     // the engine (workload.engine) applies its own value.
     c->disagg_request_overhead_seconds = kEngineAgnosticDisaggOverheadS;
+    // Engine-agnostic requests size the KV cache from the whole memory.
+    c->kv_pool_from_free_memory = false;
     return c;
   }();
   return *kDefault;
@@ -271,7 +282,7 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
   // of measured / predicted ("any": engine-agnostic predictions).
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
-          {"*", false, "*", 311, 0.664763, 2.14664, 0.89026, 1.186},
+          {"*", false, "*", 311, 0.664763, 2.17341, 0.89026, 1.18165},
           {"*", true, "*", 47, 0.840553, 1.40878, 0.793413, 1.17636},
           {"any", false, "*", 311, 0.543168, 3.04398, 0.850997, 1.2037},
           {"any", false, "bf16", 220, 0.671357, 4.13606, 0.824792, 1.10923},
@@ -281,7 +292,7 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
           {"any", true, "fp8", 32, 0.832452, 1.44238, 0.785611, 1.17656},
           {"sglang", false, "*", 21, 0.847166, 1.31809, 0.897134, 1.09373},
           {"sglang", false, "bf16", 21, 0.847166, 1.31809, 0.897134, 1.09373},
-          {"trtllm", false, "*", 222, 0.69955, 2.60446, 0.876273, 1.21286},
+          {"trtllm", false, "*", 222, 0.69955, 2.61381, 0.876273, 1.21186},
           {"trtllm", false, "bf16", 177, 0.677929, 2.92021, 0.871942, 1.10978},
           {"trtllm", false, "fp8", 45, 0.843788, 1.26525, 0.952203, 1.25154},
           {"trtllm", true, "*", 32, 0.832452, 1.44238, 0.785611, 1.17656},
@@ -457,6 +468,7 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   const Calibration& e = own->calibration;
   c.kv_reserved_output_fraction = e.kv_reserved_output_fraction;
   c.preempts_on_kv_overflow = e.preempts_on_kv_overflow;
+  c.kv_pool_from_free_memory = e.kv_pool_from_free_memory;
   c.pipeline_request_overhead_seconds = e.pipeline_request_overhead_seconds;
   c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;

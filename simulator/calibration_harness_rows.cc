@@ -460,6 +460,7 @@ absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
   // As DefaultCalibration() is made from the compiled-in profiles.
   Calibration agnostic = ProfileFor(profiles, "trtllm").calibration;
   agnostic.disagg_request_overhead_seconds = kEngineAgnosticDisaggOverheadS;
+  agnostic.kv_pool_from_free_memory = false;
   std::vector<RowPrediction> out;
   out.reserve(rows.size());
   for (const Row& row : rows) {

@@ -87,6 +87,16 @@ struct Calibration {
   // so the whole wait is before the first token. Engine behaviour, not fitted
   // (simulator/calibration.cc cites the sources).
   bool preempts_on_kv_overflow = false;
+  // Where the KV cache pool comes from. false: a fraction of the whole HBM
+  // holds weights, activations and the KV cache (vLLM's
+  // --gpu-memory-utilization, SGLang's --mem-fraction-static): the KV cache
+  // gets (1 - reserve) x HBM - weights - activations. true: the engine loads
+  // the weights first and gives the KV cache a fraction of the memory left
+  // free (TensorRT-LLM's kv_cache_config.free_gpu_memory_fraction, 0.9 by
+  // default): (1 - reserve) x (HBM - weights - activations), so the reserve
+  // is not taken again from the weights. Engine behaviour, not fitted
+  // (simulator/calibration.cc cites the sources).
+  bool kv_pool_from_free_memory = false;
   // Disaggregated plans only: fixed latency per request before its first
   // token on top of the prefill (routing to two servers, the KV-transfer
   // bootstrap handshake and the decode server admitting the transferred

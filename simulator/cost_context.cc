@@ -269,6 +269,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->cluster = model->problem_.cluster;
   k->num_gpus = model->problem_.cluster.num_gpus;
   k->capacity_bytes = hd.hbm_bytes * (1 - internal::kMemoryReserveFraction);
+  k->kv_room_fixed_share =
+      cal.kv_pool_from_free_memory ? 1 - internal::kMemoryReserveFraction : 1;
   k->isl = wd.input_tokens;
   k->osl = wd.output_tokens;
   k->ctx_decode = wd.input_tokens + wd.output_tokens / 2.0;

@@ -143,8 +143,9 @@ PrefillInstanceCost PoolCosting::PrefillInstance(
   c.weights_bytes = e.weights_bytes;
   c.kv_cache_bytes = e.kv_cache_bytes * k.isl / std::max(1.0, k.ctx_max);
   c.activations_bytes = e.activations_bytes;
-  c.fits = c.weights_bytes + c.kv_cache_bytes + c.activations_bytes <=
-           k.capacity_bytes;
+  c.kv_room_bytes = e.kv_room_bytes;
+  c.fits = c.kv_cache_bytes <= e.kv_room_bytes &&
+           c.weights_bytes <= k.capacity_bytes;
   c.tp_nodes = e.tp_nodes;
   c.ep_nodes = e.ep_nodes;
   c.replica_nodes = e.replica_nodes;

@@ -227,8 +227,7 @@ Evaluation EvaluateAtBatch(const CostModel& model, const PlanDims& plan,
     } else {
       e.reason = InfeasibleReason::kKvCacheExceedsMemory;
       e.reason_value = pre.kv_cache_bytes;
-      e.reason_limit = std::max(
-          0.0, d.capacity_bytes - pre.weights_bytes - pre.activations_bytes);
+      e.reason_limit = pre.kv_room_bytes;
     }
   }
   if (check_slos) {

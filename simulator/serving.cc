@@ -231,8 +231,9 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   int worst_mem_stage = 0;
   for (int st = 0; st < pp; ++st) {
     const int n = s.stages[st].dense + s.stages[st].moe;
-    const double total = s.weights_bytes[st] + KvBytesPerGpu(k, s, n, batch) +
-                         s.activations_bytes;
+    const double total =
+        k.kv_room_fixed_share * (s.weights_bytes[st] + s.activations_bytes) +
+        KvBytesPerGpu(k, s, n, batch);
     if (total > worst_total) {
       worst_total = total;
       worst_mem_stage = st;
@@ -245,6 +246,9 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
     e.weights_bytes = s.weights_bytes[worst_mem_stage];
     e.kv_cache_bytes = KvBytesPerGpu(k, s, n, batch);
     e.activations_bytes = s.activations_bytes;
+    e.kv_room_bytes = std::max(
+        0.0, k.capacity_bytes - k.kv_room_fixed_share *
+                                    (e.weights_bytes + e.activations_bytes));
   }
 
   // Decode: m micro-batches of b requests each, pipelined over the stages.
@@ -401,8 +405,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
     e.feasible = false;
     e.reason = InfeasibleReason::kKvCacheExceedsMemory;
     e.reason_value = e.kv_cache_bytes;
-    e.reason_limit =
-        std::max(0.0, k.capacity_bytes - e.weights_bytes - e.activations_bytes);
+    e.reason_limit = e.kv_room_bytes;
   }
   // A disaggregated plan's SLOs are checked on the whole plan.
   ApplySlos(decode_only ? 0 : k.max_ttft_seconds,
@@ -426,7 +429,8 @@ int ResidentBatchLimit(const CostConstants& k, const PlanState& s) {
         (s.stages[st].dense + s.stages[st].moe) * s.kv_bytes_per_request_layer;
     if (per_request <= 0) continue;
     const double room =
-        k.capacity_bytes - s.weights_bytes[st] - s.activations_bytes;
+        k.capacity_bytes -
+        k.kv_room_fixed_share * (s.weights_bytes[st] + s.activations_bytes);
     limit = std::min(limit, std::floor(room / per_request) * spread);
   }
   return static_cast<int>(std::max(0.0, limit));

@@ -30,8 +30,7 @@ bool InstanceSteps(const CostModel& model, const PlanDims& plan,
   if (one.reason == InfeasibleReason::kWeightsExceedMemory ||
       one.kv_cache_bytes <= 0)
     return false;
-  const double room =
-      one.capacity_bytes - one.weights_bytes - one.activations_bytes;
+  const double room = one.kv_room_bytes;
   const int per_rank_limit =
       static_cast<int>(std::floor(room / one.kv_cache_bytes));
   if (per_rank_limit < 1) return false;

@@ -386,6 +386,9 @@ struct Evaluation {
   double kv_cache_bytes = 0;
   double activations_bytes = 0;
   double capacity_bytes = 0;
+  // What the KV cache may take beside the weights and activations of the
+  // worst stage (Calibration::kv_pool_from_free_memory decides how).
+  double kv_room_bytes = 0;
 
   std::array<OpCost, kNumOpKinds> decode{};
   std::array<OpCost, kNumOpKinds> prefill{};

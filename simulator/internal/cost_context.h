@@ -78,6 +78,12 @@ struct CostConstants {
   int gpus_per_node = 8, num_gpus = 1;
   ClusterDims cluster;
   double capacity_bytes = 0;
+  // Share of the weights and activations that counts against capacity_bytes
+  // when the KV cache pool is sized (Calibration::kv_pool_from_free_memory):
+  // 1, or 1 - kMemoryReserveFraction when the pool is a fraction of the
+  // memory left free after the weights. The weights alone are always held
+  // to capacity_bytes.
+  double kv_room_fixed_share = 1;
   // Workload.
   double isl = 0, osl = 0, ctx_decode = 0;
   double ctx_max = 0;  // KV tokens a running request holds (memory)

@@ -19,7 +19,9 @@ struct PrefillInstanceCost {
   double weights_bytes = 0;
   double kv_cache_bytes = 0;
   double activations_bytes = 0;
-  bool fits = false;  // weights + KV + activations within capacity
+  double kv_room_bytes = 0;  // Evaluation::kv_room_bytes
+  bool fits =
+      false;  // the KV cache within its room (Evaluation::kv_room_bytes)
   int tp_nodes = 1, ep_nodes = 1, replica_nodes = 1;
 };
 

@@ -359,6 +359,8 @@ TEST(CalibrationProfilesTest, EngineBehaviourComesFromTheRunsEngine) {
             t.pipeline_request_overhead_seconds);
   EXPECT_EQ(stored.kv_reserved_output_fraction, t.kv_reserved_output_fraction);
   EXPECT_EQ(stored.preempts_on_kv_overflow, t.preempts_on_kv_overflow);
+  EXPECT_TRUE(t.kv_pool_from_free_memory);
+  EXPECT_EQ(stored.kv_pool_from_free_memory, t.kv_pool_from_free_memory);
   EXPECT_EQ(stored.disagg_request_overhead_seconds,
             t.disagg_request_overhead_seconds);
   // TensorRT-LLM's parameters measured on vLLM runs: vLLM's behaviour.
@@ -368,6 +370,8 @@ TEST(CalibrationProfilesTest, EngineBehaviourComesFromTheRunsEngine) {
             v.pipeline_request_overhead_seconds);
   EXPECT_EQ(crossed.kv_reserved_output_fraction, v.kv_reserved_output_fraction);
   EXPECT_EQ(crossed.preempts_on_kv_overflow, v.preempts_on_kv_overflow);
+  EXPECT_EQ(crossed.kv_pool_from_free_memory, v.kv_pool_from_free_memory);
+  EXPECT_FALSE(DefaultCalibration().kv_pool_from_free_memory);
   EXPECT_EQ(crossed.gemm_efficiency, t.gemm_efficiency);  // fitted: kept
 }
 

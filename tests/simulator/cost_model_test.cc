@@ -534,6 +534,45 @@ TEST(CostModelTest, KvCacheOverflowQueuesAtFixedConcurrency) {
   EXPECT_EQ(fits.queue_wait_seconds, 0);
 }
 
+// TensorRT-LLM sizes its KV pool as a share of the memory left free after
+// the weights (Calibration::kv_pool_from_free_memory), so the reserve is not
+// taken from the weights again: more requests run than under a share of the
+// whole memory, and the largest batch that fits is the one whose KV cache
+// is within (1 - reserve) x (HBM - weights - activations).
+TEST(CostModelTest, TrtllmKvPoolIsAShareOfTheFreeMemory) {
+  const CaseSetup setup{.model = "llama-3.1-70b",
+                        .gpus = 2,
+                        .isl = 8192,
+                        .osl = 1024,
+                        .concurrency = 64,
+                        .weight_dtype = "fp8",
+                        .profile = "trtllm"};
+  auto free_pool = Make(setup);
+  ASSERT_NE(free_pool, nullptr);
+  ASSERT_TRUE(free_pool->calibration().kv_pool_from_free_memory);
+  Calibration whole = free_pool->calibration();
+  whole.kv_pool_from_free_memory = false;
+  absl::StatusOr<std::unique_ptr<const CostModel>> whole_pool =
+      CostModel::Create(free_pool->problem(), whole);
+  ASSERT_TRUE(whole_pool.ok()) << whole_pool.status();
+
+  const Evaluation f = free_pool->Evaluate(Plan(1, 2, 1));
+  const Evaluation w = (*whole_pool)->Evaluate(Plan(1, 2, 1));
+  ASSERT_TRUE(f.feasible && w.feasible);
+  ASSERT_GT(w.queued_requests, 0);
+  EXPECT_GT(f.running_batch, w.running_batch);
+  EXPECT_DOUBLE_EQ(w.kv_room_bytes,
+                   w.capacity_bytes - w.weights_bytes - w.activations_bytes);
+  const double hbm = free_pool->problem().cluster.hardware.hbm_bytes;
+  EXPECT_NEAR(f.kv_room_bytes,
+              0.9 * (hbm - f.weights_bytes - f.activations_bytes),
+              1e-6 * f.kv_room_bytes);
+  // The running batch is the largest whose KV cache fits that room.
+  const double per_request = f.kv_cache_bytes / f.running_batch;
+  EXPECT_LE(f.running_batch * per_request, f.kv_room_bytes);
+  EXPECT_GT((f.running_batch + 1) * per_request, f.kv_room_bytes);
+}
+
 // vLLM admits a request once its prompt fits and preempts running requests
 // when the cache runs out: the same Little's-law wait, but the share of a
 // running request's KV taken after admission ((ctx - ISL) / ctx, ctx = ISL +
