@@ -11,6 +11,7 @@
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
+#include "tests/simulator/disaggregated_plan.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -39,18 +40,6 @@ std::unique_ptr<const CostModel> Make(int gpus, int isl = 4096, int osl = 512,
       CostModel::Create(*problem);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? std::move(*model) : nullptr;
-}
-
-// x prefill instances of tp `ptp`, y decode instances of tp `dtp`.
-PlanDims Disagg(int x, int ptp, int y, int dtp, int decode_batch) {
-  PlanDims p;
-  p.disaggregated = true;
-  p.prefill_instances = x;
-  p.prefill.tp = ptp;
-  p.decode_instances = y;
-  p.tp = dtp;
-  p.batch_size = decode_batch;
-  return p;
 }
 
 TEST(DisaggregatedTest, DecodeHasNoPrefillInterleaved) {

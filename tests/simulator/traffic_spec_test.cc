@@ -16,6 +16,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
 #include "simulator/traffic_costing.h"
+#include "tests/simulator/disaggregated_plan.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -165,16 +166,6 @@ std::unique_ptr<const CostModel> ModelOf(const std::string& yaml) {
   auto model = CostModel::Create(*problem);
   EXPECT_TRUE(model.ok()) << model.status();
   return model.ok() ? std::move(*model) : nullptr;
-}
-
-PlanDims Disagg(int x, int ptp, int y, int dtp) {
-  PlanDims p;
-  p.disaggregated = true;
-  p.prefill_instances = x;
-  p.prefill.tp = ptp;
-  p.decode_instances = y;
-  p.tp = dtp;
-  return p;
 }
 
 constexpr char kDisaggWorkload[] = R"(
