@@ -442,6 +442,14 @@ TEST_F(HardeningE2eTest, SubnormalMaxSecondsIsAccepted) {
 // Re-planning llama-3.1-8b from 16,384 one-GPU nodes to 16,376: the final
 // update fits gRPC's default 4 MiB receive limit, arrives within the budget
 // plus a bounded overhead, and a client deadline frees the worker slot.
+// The CPU bounds below are the release build's: AddressSanitizer runs these
+// paths 5-6x slower (12-17 s for the re-plan, 1.5 s past the deadline).
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+constexpr double kSanitizerSlowdown = 8;
+#else
+constexpr double kSanitizerSlowdown = 1;
+#endif
+
 PlanRequest HugeReplan(double max_seconds, int max_evaluations = 100) {
   PlanRequest request = Request("llama-3.1-8b", 16376, 1024, 128, "grid",
                                 max_evaluations, max_seconds);
@@ -479,14 +487,10 @@ TEST_F(HardeningE2eTest, HugeReplanFitsTheDefaultMessageLimitAndTheBudget) {
   EXPECT_LE(largest, 4u << 20);
   // maxSeconds 1 plus the work outside the search (validation, the
   // baseline, the final update): CPU time, as the wall clock of a loaded
-  // test machine says little. It was 7-9 s. The bound is the release
-  // build's: AddressSanitizer runs this path about 6x slower (12.4 s).
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-  constexpr double kSanitizerSlowdown = 8;
-#else
-  constexpr double kSanitizerSlowdown = 1;
-#endif
-  EXPECT_LT(cpu, 4 * kSanitizerSlowdown) << "maxSeconds 1";
+  // test machine says little. It was 7-9 s; it is 1.5-2.4 s on one 2-core
+  // machine and 3.1-3.5 s on another (the transition diff of 16k nodes per
+  // evaluation), so the bound leaves room for a neighbouring test.
+  EXPECT_LT(cpu, 5 * kSanitizerSlowdown) << "maxSeconds 1";
 }
 
 TEST_F(HardeningE2eTest, HugeReplanDeadlineFreesTheSlot) {
@@ -510,7 +514,8 @@ TEST_F(HardeningE2eTest, HugeReplanDeadlineFreesTheSlot) {
               cpu_after);
   // One search iteration, one transition diff and the store write; it was
   // 2.5-7.7 s of wall time on an idle machine.
-  EXPECT_LT(cpu_after, 1.5) << "the slot stayed busy after the deadline";
+  EXPECT_LT(cpu_after, 1.5 * kSanitizerSlowdown)
+      << "the slot stayed busy after the deadline";
 }
 
 // Freezes (SIGSTOP) every process of the PostgreSQL instance whose postmaster
