@@ -1,9 +1,20 @@
 // Capacity searches (options.goal min_gpus / min_cost): the fewest GPUs, or
 // the cheapest GPU type and count, whose plan carries workload.request_rate
-// within the SLOs at workload.slo_percentile. A deployment is R copies of a
-// unit plan on g GPUs (g a power of two); per hardware, every grid plan of
-// every unit size is priced by the queueing model (its highest rate within
-// the SLOs, r), needing R = ceil(rate / r) copies.
+// within the SLOs at workload.slo_percentile. Per hardware, two kinds of
+// deployment are priced and the one of fewer GPUs kept:
+//  - aggregated: R copies of a unit plan on g GPUs (g a power of two); every
+//    grid plan of every unit size is priced by the queueing model (its
+//    highest rate within the SLOs, r), needing R = ceil(rate / r) copies;
+//  - disaggregated (options.disaggregation auto or only): x prefill
+//    instances of one layout and y decode instances of another. The pools'
+//    GPUs add up (x g_p + y g_d), so each pool's layout is chosen on its own:
+//    every instance layout is priced as both pools of a one-plus-one plan
+//    (the prefill pool's highest rate within the TTFT SLO less the handoff,
+//    the decode pool's within the TPOT SLO), x = ceil(rate / r_p) and
+//    y = ceil(rate / r_d) for the few layouts of fewest GPUs per request/s,
+//    and each such deployment is then predicted whole (its placement, KV
+//    transfer and the decode pool's first step at its real load), a pool
+//    that falls short of the rate growing by one instance at a time.
 #ifndef SHARDPLAN_SERVER_CAPACITY_SEARCH_H_
 #define SHARDPLAN_SERVER_CAPACITY_SEARCH_H_
 
@@ -33,6 +44,8 @@ struct CapacityRequest {
   std::vector<CapacityOption> options;
   shardplan::v1::ModelSource model;
   shardplan::v1::Workload workload;
+  // kOff: aggregated deployments only; kOnly: disaggregated only.
+  policy::Disaggregation disaggregation = policy::Disaggregation::kAuto;
 };
 
 // The best deployment of one hardware option.

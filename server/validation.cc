@@ -385,6 +385,7 @@ absl::StatusOr<ValidatedPlanRequest> ValidatePlanRequest(
     capacity->goal = out.goal;
     capacity->model = request.model();
     capacity->workload = request.workload();
+    capacity->disaggregation = out.disaggregation;
     const simulator::ClusterDims& dims = out.cost_model->problem().cluster;
     if (out.goal == policy::CapacityGoal::kMinCost) {
       for (const auto& o : request.cluster().hardware_options()) {

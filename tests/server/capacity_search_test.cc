@@ -8,6 +8,9 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/validation.h"
+#include "simulator/cost_model.h"
+#include "simulator/spec.h"
+#include "simulator/traffic_costing.h"
 #include "tests/server/test_util.h"
 
 namespace shardplan::server {
@@ -130,6 +133,138 @@ TEST(CapacitySearchTest, MinCostPicksTheCheaperHardware) {
     EXPECT_DOUBLE_EQ(p.prediction.cost_per_hour(), p.cost_per_hour);
     EXPECT_GT(p.prediction.cost_per_million_output_tokens(), 0);
   }
+}
+
+
+// min_gpus on up to `gpus` H100s, disaggregation `mode`.
+shardplan::v1::PlanRequest PoolRequest(int input_tokens, int output_tokens,
+                                       double rate, double max_ttft_ms,
+                                       double max_tpot_ms, int gpus,
+                                       const std::string& mode) {
+  shardplan::v1::PlanRequest request = RateRequest(rate);
+  request.mutable_cluster()->set_num_gpus(gpus);
+  auto* w = request.mutable_workload();
+  w->set_input_tokens(input_tokens);
+  w->set_output_tokens(output_tokens);
+  w->set_max_ttft_ms(max_ttft_ms);
+  w->set_max_tpot_ms(max_tpot_ms);
+  request.mutable_options()->set_disaggregation(mode);
+  return request;
+}
+
+CapacityPick Winner(const shardplan::v1::PlanRequest& request) {
+  absl::StatusOr<ValidatedPlanRequest> validated =
+      ValidatePlanRequest(request, RequestLimits());
+  EXPECT_TRUE(validated.ok()) << validated.status();
+  if (!validated.ok()) return {};
+  policy::CancellationToken cancel;
+  absl::StatusOr<CapacityResult> result =
+      SearchCapacity(*validated->capacity, cancel);
+  EXPECT_TRUE(result.ok()) << result.status();
+  if (!result.ok() || !result->winner.has_value()) {
+    ADD_FAILURE() << (result.ok() ? result->no_fit_reason : "");
+    return {};
+  }
+  return result->picks[*result->winner];
+}
+
+// The highest rate `plan` carries within the SLOs on its own GPUs.
+double MaxRate(const shardplan::v1::PlanRequest& request,
+               const shardplan::v1::Plan& proto, int gpus) {
+  shardplan::v1::ClusterSpec cluster = request.cluster();
+  cluster.set_num_gpus(gpus);
+  absl::StatusOr<simulator::Problem> problem = simulator::ProblemFromProto(
+      request.model(), cluster, request.workload());
+  EXPECT_TRUE(problem.ok()) << problem.status();
+  auto model = simulator::CostModel::Create(*std::move(problem));
+  EXPECT_TRUE(model.ok()) << model.status();
+  absl::StatusOr<simulator::PlanDims> plan =
+      simulator::PlanDimsFromProto(proto);
+  EXPECT_TRUE(plan.ok()) << plan.status();
+  if (!model.ok() || !plan.ok() || !(*model)->ValidatePlan(*plan).ok())
+    return 0;
+  return simulator::PredictTraffic(**model, *plan).max_request_rate;
+}
+
+int PoolGpus(const shardplan::v1::Plan& pool) {
+  return pool.dp() * pool.tp() * pool.pp();
+}
+
+void ExpectCarries(const CapacityPick& pick, double rate, double max_ttft_ms,
+                   double max_tpot_ms) {
+  EXPECT_TRUE(pick.prediction.feasible())
+      << pick.prediction.infeasible_reason();
+  EXPECT_GE(pick.prediction.max_request_rate(), rate);
+  EXPECT_LE(pick.prediction.ttft_ms_p99(), max_ttft_ms);
+  EXPECT_LE(pick.prediction.tpot_ms_p99(), max_tpot_ms);
+}
+
+// Prompts of 8,000 tokens and a 20 ms p99 TPOT: an aggregated replica's
+// chunked prefill lengthens the decode iterations it shares, so it needs
+// more, wider replicas; a prefill pool beside a decode pool needs fewer GPUs
+// (measured: 14 aggregated, 7 x 1 + 1 x 2 = 9 disaggregated).
+TEST(CapacitySearchTest, DisaggregatedWinsWhenLongPromptsMeetATightTpot) {
+  const auto request = [](const std::string& mode) {
+    return PoolRequest(8000, 200, 10, 2000, 20, 64, mode);
+  };
+  const CapacityPick aggregated = Winner(request("off"));
+  const CapacityPick chosen = Winner(request("auto"));
+  EXPECT_FALSE(aggregated.plan.has_prefill());
+  ASSERT_TRUE(chosen.plan.has_prefill() && chosen.plan.has_decode())
+      << chosen.plan.ShortDebugString();
+  EXPECT_LT(chosen.cluster.num_gpus(), aggregated.cluster.num_gpus());
+  ExpectCarries(aggregated, 10, 2000, 20);
+  ExpectCarries(chosen, 10, 2000, 20);
+  const shardplan::v1::Plan& plan = chosen.plan;
+  EXPECT_EQ(chosen.cluster.num_gpus(),
+            plan.prefill_instances() * PoolGpus(plan.prefill()) +
+                plan.decode_instances() * PoolGpus(plan.decode()));
+  // Neither pool has an instance to spare.
+  shardplan::v1::PlanRequest r = request("auto");
+  EXPECT_GE(MaxRate(r, plan, chosen.cluster.num_gpus()), 10);
+  for (bool prefill : {true, false}) {
+    shardplan::v1::Plan fewer = plan;
+    if (prefill ? plan.prefill_instances() < 2 : plan.decode_instances() < 2)
+      continue;
+    // The pool's message repeats its instance count as replicas.
+    if (prefill) {
+      fewer.set_prefill_instances(plan.prefill_instances() - 1);
+      fewer.mutable_prefill()->clear_replicas();
+    } else {
+      fewer.set_decode_instances(plan.decode_instances() - 1);
+      fewer.mutable_decode()->clear_replicas();
+    }
+    const int gpus =
+        chosen.cluster.num_gpus() -
+        PoolGpus(prefill ? plan.prefill() : plan.decode());
+    EXPECT_LT(MaxRate(r, fewer, gpus), 10) << (prefill ? "prefill" : "decode");
+  }
+  // min_cost prices the same deployment.
+  r.mutable_options()->set_goal("min_cost");
+  auto* option = r.mutable_cluster()->add_hardware_options();
+  option->set_hardware("h100-sxm-80gb");
+  option->set_price_per_gpu_hour(2.5);
+  option->set_max_gpus(64);
+  const CapacityPick cheapest = Winner(r);
+  EXPECT_EQ(cheapest.cluster.num_gpus(), chosen.cluster.num_gpus());
+  EXPECT_DOUBLE_EQ(cheapest.cost_per_hour, 2.5 * chosen.cluster.num_gpus());
+  EXPECT_DOUBLE_EQ(cheapest.prediction.cost_per_hour(), cheapest.cost_per_hour);
+}
+
+// Short prompts and long outputs at a loose TTFT: the prompts barely load an
+// aggregated replica, while a disaggregated deployment pays for a prefill
+// pool of its own (measured: 13 aggregated GPUs, 15 disaggregated).
+TEST(CapacitySearchTest, AggregatedWinsWhenDecodeDominates) {
+  const auto request = [](const std::string& mode) {
+    return PoolRequest(500, 2000, 40, 1000, 40, 64, mode);
+  };
+  const CapacityPick disaggregated = Winner(request("only"));
+  const CapacityPick chosen = Winner(request("auto"));
+  ASSERT_TRUE(disaggregated.plan.has_prefill());
+  EXPECT_FALSE(chosen.plan.has_prefill()) << chosen.plan.ShortDebugString();
+  EXPECT_LT(chosen.cluster.num_gpus(), disaggregated.cluster.num_gpus());
+  ExpectCarries(disaggregated, 40, 1000, 40);
+  ExpectCarries(chosen, 40, 1000, 40);
 }
 
 }  // namespace
