@@ -127,10 +127,15 @@ std::string RenderFrontierChart(const PlanUpdate& update, int width,
 
 // Capacity searches: the best option of each hardware.
 std::string RenderCapacityOptions(const PlanUpdate& update) {
+  // A disaggregated layout names both pools: the column fits the longest.
+  int width = 32;
+  for (const shardplan::v1::TopPlan& top : update.top_plans()) {
+    width = std::max(width, static_cast<int>(Degrees(top.plan()).size()));
+  }
   std::string out = "Best option per hardware\n";
   absl::StrAppend(
-      &out, absl::StrFormat("  %-16s %5s  %-32s %9s %9s %10s %10s\n",
-                            "hardware", "GPUs", "layout", "max req/s", "$/hour",
+      &out, absl::StrFormat("  %-16s %5s  %-*s %9s %9s %10s %10s\n", "hardware",
+                            "GPUs", width, "layout", "max req/s", "$/hour",
                             "$/M tok", "TTFT p99"));
   for (const shardplan::v1::TopPlan& top : update.top_plans()) {
     const shardplan::v1::Prediction& p = top.prediction();
@@ -139,9 +144,9 @@ std::string RenderCapacityOptions(const PlanUpdate& update) {
         top.cluster().num_gpus() == update.chosen_cluster().num_gpus();
     absl::StrAppend(
         &out,
-        absl::StrFormat("  %-16s %5d  %-32s %9.3g %9.2f %10.3f %10.1f%s\n",
+        absl::StrFormat("  %-16s %5d  %-*s %9.3g %9.2f %10.3f %10.1f%s\n",
                         top.cluster().hardware(), top.cluster().num_gpus(),
-                        Degrees(top.plan()), p.max_request_rate(),
+                        width, Degrees(top.plan()), p.max_request_rate(),
                         p.cost_per_hour(), p.cost_per_million_output_tokens(),
                         p.ttft_ms_p99(), winner ? "  <- chosen" : ""));
   }

@@ -68,8 +68,7 @@ class Models {
  private:
   const CapacityRequest& request_;
   const CapacityOption& option_;
-  absl::flat_hash_map<int, std::shared_ptr<const simulator::CostModel>>
-      models_;
+  absl::flat_hash_map<int, std::shared_ptr<const simulator::CostModel>> models_;
 };
 
 // The cheapest aggregated deployment: `copies` copies of a grid plan on a
@@ -100,9 +99,9 @@ Deployment BestAggregated(const CapacityRequest& request,
       result->evaluations += 3;
       if (!t.computed) continue;
       const double unit_rate =
-          t.replicas * simulator::MaxRequestRate(
-                           t.steps, in, out, w.max_ttft_seconds,
-                           w.max_tpot_seconds, traffic.slo_percentile);
+          t.replicas *
+          simulator::MaxRequestRate(t.steps, in, out, w.max_ttft_seconds,
+                                    w.max_tpot_seconds, traffic.slo_percentile);
       if (!(unit_rate > 0)) continue;
       const int copies = static_cast<int>(std::ceil(rate / unit_rate - 1e-9));
       *rate_at_limit =
@@ -170,11 +169,11 @@ std::vector<simulator::PlanDims> InstanceLayouts(
     if (plan.replicas != 1 || (!moe && plan.dp != 1)) continue;
     plan.micro_batches = 0;
     plan.batch_size = 0;
-    const bool seen = std::any_of(
-        layouts.begin(), layouts.end(), [&](const simulator::PlanDims& l) {
-          return l.dp == plan.dp && l.tp == plan.tp && l.pp == plan.pp &&
-                 l.ep == plan.ep;
-        });
+    const bool seen = std::any_of(layouts.begin(), layouts.end(),
+                                  [&](const simulator::PlanDims& l) {
+                                    return l.dp == plan.dp && l.tp == plan.tp &&
+                                           l.pp == plan.pp && l.ep == plan.ep;
+                                  });
     if (!seen && simulator::ValidateInstancePlan(model, plan).ok())
       layouts.push_back(plan);
   }
@@ -347,9 +346,8 @@ absl::StatusOr<CapacityResult> SearchCapacity(
     pick.cluster.set_gpus_per_node(model->problem().cluster.gpus_per_node);
     pick.plan = simulator::PlanToProto(best.plan, model->problem());
     pick.prediction = simulator::PredictionToProto(e, model->problem());
-    simulator::AddTrafficPrediction(*model, best.plan,
-                                    option.price_per_gpu_hour,
-                                    &pick.prediction);
+    simulator::AddTrafficPrediction(
+        *model, best.plan, option.price_per_gpu_hour, &pick.prediction);
     pick.cost_per_hour = option.price_per_gpu_hour * best.gpus;
     result.picks.push_back(std::move(pick));
   }

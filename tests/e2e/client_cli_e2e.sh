@@ -229,6 +229,31 @@ c, p = final["chosenCluster"], final["prediction"]
 assert c["hardware"] == "h100-sxm-80gb" and 1 <= c["numGpus"] <= 16, c
 assert p["maxRequestRate"] >= 5 and p["ttftMsP99"] <= 2000, p
 PYEOF
+# Long prompts under a tight TPOT: the fewest GPUs are a disaggregated deployment, its
+# cluster the two pools' GPUs; the table names both pools.
+POOL_ARGS=(--server "${SERVER}" --model llama-3.1-8b --isl 8000 --osl 200 --slo-percentile 99
+           --max-ttft-ms 2000 --max-tpot-ms 20 --request-rate 10 --gpus 64 --goal min-gpus
+           --deadline-seconds 120)
+expect_rc 0 "${CLI}" plan "${POOL_ARGS[@]}" --output json
+"${PY}" - "${WORK}/out" <<'PYEOF' || fail "min-gpus disaggregated: $(cat "${WORK}/out")"
+import json, sys
+final = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()][-1]
+c, plan, p = final["chosenCluster"], final["plan"], final["prediction"]
+gpus = lambda pool: pool.get("dp", 1) * pool.get("tp", 1) * pool.get("pp", 1)
+assert "prefill" in plan and "decode" in plan, plan
+assert c["numGpus"] == (plan["prefillInstances"] * gpus(plan["prefill"])
+                        + plan["decodeInstances"] * gpus(plan["decode"])), (c, plan)
+assert p["maxRequestRate"] >= 10 and p["ttftMsP99"] <= 2000 and p["tpotMsP99"] <= 20, p
+PYEOF
+expect_rc 0 "${CLI}" plan "${POOL_ARGS[@]}"
+grep -Eq "^  h100-sxm-80gb +[0-9]+  [0-9]+P\(.*\) \+ [0-9]+D\(.*<- chosen" "${WORK}/out" \
+  || fail "min-gpus disaggregated table: $(cat "${WORK}/out")"
+expect_rc 0 "${CLI}" plan "${POOL_ARGS[@]}" --disaggregation off --output json
+"${PY}" - "${WORK}/out" <<'PYEOF' || fail "min-gpus, disaggregation off: $(cat "${WORK}/out")"
+import json, sys
+final = [json.loads(l) for l in open(sys.argv[1]).read().splitlines()][-1]
+assert "prefill" not in final["plan"], final["plan"]
+PYEOF
 expect_rc 0 "${CLI}" plan "${SLO_ARGS[@]}" --request-rate 100000 --gpus 16 --goal min-gpus --deadline-seconds 120
 grep -q "no cluster carries workload.request_rate" "${WORK}/out" || fail "unreachable rate: $(cat "${WORK}/out")"
 

@@ -135,7 +135,6 @@ TEST(CapacitySearchTest, MinCostPicksTheCheaperHardware) {
   }
 }
 
-
 // min_gpus on up to `gpus` H100s, disaggregation `mode`.
 shardplan::v1::PlanRequest PoolRequest(int input_tokens, int output_tokens,
                                        double rate, double max_ttft_ms,
@@ -173,8 +172,8 @@ double MaxRate(const shardplan::v1::PlanRequest& request,
                const shardplan::v1::Plan& proto, int gpus) {
   shardplan::v1::ClusterSpec cluster = request.cluster();
   cluster.set_num_gpus(gpus);
-  absl::StatusOr<simulator::Problem> problem = simulator::ProblemFromProto(
-      request.model(), cluster, request.workload());
+  absl::StatusOr<simulator::Problem> problem =
+      simulator::ProblemFromProto(request.model(), cluster, request.workload());
   EXPECT_TRUE(problem.ok()) << problem.status();
   auto model = simulator::CostModel::Create(*std::move(problem));
   EXPECT_TRUE(model.ok()) << model.status();
@@ -234,9 +233,8 @@ TEST(CapacitySearchTest, DisaggregatedWinsWhenLongPromptsMeetATightTpot) {
       fewer.set_decode_instances(plan.decode_instances() - 1);
       fewer.mutable_decode()->clear_replicas();
     }
-    const int gpus =
-        chosen.cluster.num_gpus() -
-        PoolGpus(prefill ? plan.prefill() : plan.decode());
+    const int gpus = chosen.cluster.num_gpus() -
+                     PoolGpus(prefill ? plan.prefill() : plan.decode());
     EXPECT_LT(MaxRate(r, fewer, gpus), 10) << (prefill ? "prefill" : "decode");
   }
   // min_cost prices the same deployment.
