@@ -275,19 +275,29 @@ void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
                        ? plan.prefill_instances * plan.prefill.gpus() +
                              plan.decode_instances * plan.instance_gpus()
                        : plan.replicas * plan.instance_gpus();
-  if (price_per_gpu_hour > 0) {
+  // Output tokens/s the plan serves: the offered rate's when its queues are
+  // stable at the rate (the open-loop model), else no more than the
+  // closed-loop throughput.
+  const double offered_tokens_per_s =
+      traffic.request_rate * Discretize(traffic.output).mean;
+  const auto set_cost = [&](double tokens_per_s) {
+    if (!(price_per_gpu_hour > 0)) return;
     const double per_hour = price_per_gpu_hour * gpus;
     prediction->set_cost_per_hour(per_hour);
-    const double tokens_per_s =
-        std::min(traffic.request_rate * Discretize(traffic.output).mean,
-                 prediction->output_tokens_per_s());
     if (tokens_per_s > 0) {
       prediction->set_cost_per_million_output_tokens(
           per_hour / (tokens_per_s * 3600 / 1e6));
     }
+  };
+  const double closed_loop_tokens_per_s =
+      std::min(offered_tokens_per_s, prediction->output_tokens_per_s());
+  if (!prediction->feasible()) {
+    set_cost(closed_loop_tokens_per_s);
+    return;
   }
-  if (!prediction->feasible()) return;
   const TrafficPrediction t = PredictTraffic(model, plan);
+  set_cost(t.computed && t.queueing.stable ? offered_tokens_per_s
+                                           : closed_loop_tokens_per_s);
   if (!t.computed) {
     prediction->add_validation(
         "request_rate: no queueing prediction (one request's KV cache does "

@@ -247,6 +247,10 @@ TEST(CapacitySearchTest, DisaggregatedWinsWhenLongPromptsMeetATightTpot) {
   EXPECT_EQ(cheapest.cluster.num_gpus(), chosen.cluster.num_gpus());
   EXPECT_DOUBLE_EQ(cheapest.cost_per_hour, 2.5 * chosen.cluster.num_gpus());
   EXPECT_DOUBLE_EQ(cheapest.prediction.cost_per_hour(), cheapest.cost_per_hour);
+  // Its queues are stable at the rate: it serves the offered 10 x 200
+  // output tokens/s.
+  EXPECT_NEAR(cheapest.prediction.cost_per_million_output_tokens(),
+              cheapest.cost_per_hour / (10 * 200 * 3600 / 1e6), 1e-9);
 }
 
 // Short prompts and long outputs at a loose TTFT: the prompts barely load an
