@@ -140,6 +140,37 @@ double DecodeIterations(double output_tokens) {
   return std::max(0.0, output_tokens - 1);
 }
 
+// The iterations of a loop that only prefills and stops when idle: the
+// prompts of an iteration are those that arrived during the one before
+// (K = N, N Poisson at rate x its length), or the one that ends the idle
+// time when none did (K = 1 when N = 0), and it lasts v + c_p (their
+// tokens). The stationary mean and variance of its length by fixed-point
+// iteration on the first two moments (N's zero-probability from a gamma
+// length: (1 + rate theta)^-k), and P(N = 0) after an iteration.
+void PromptsOnlyChain(double v, double cp, const LengthPoints& in, double rate,
+                      double* tau, double* var_tau, double* idle_after) {
+  const double token_var = std::max(0.0, in.second_moment - in.mean * in.mean);
+  double m = v + cp * in.mean, var = cp * cp * token_var, q = 0;
+  for (int k = 0; k < 100; ++k) {
+    q = var > 0 ? std::pow(1 + rate * var / m, -m * m / var)
+                : std::exp(-rate * m);
+    const double count = rate * m + q;
+    const double count_second = rate * m + rate * rate * (var + m * m) + q;
+    const double next_m = v + cp * in.mean * count;
+    const double next_var =
+        cp * cp *
+        (count * token_var +
+         in.mean * in.mean * std::max(0.0, count_second - count * count));
+    const bool settled = std::abs(next_m - m) <= 1e-9 * m;
+    m = next_m;
+    var = next_var;
+    if (settled) break;
+  }
+  *tau = m;
+  *var_tau = var;
+  *idle_after = q;
+}
+
 Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
                  const LengthPoints& out, double rate) {
   Load l;
@@ -229,9 +260,21 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
   const double cp = s.prefill_token_seconds;
   const double rho_c = rate * cp * in.mean;
   if (rho_c < 1 && l.prefill_iteration > 0) {
-    const double tau = l.prefill_iteration / (1 - rho_c);
+    double tau = l.prefill_iteration / (1 - rho_c);
     const double token_var = rate * in.second_moment;
-    const double var_tau = cp * cp * token_var * tau / (1 - rho_c * rho_c);
+    double var_tau = cp * cp * token_var * tau / (1 - rho_c * rho_c);
+    // With no request decoding (a disaggregated prefill pool) the loop
+    // stops when no prompt arrived during its iteration and the next
+    // arrival starts an iteration of its own at once: every iteration
+    // holds a prompt or more (PromptsOnlyChain), and the loop runs for
+    // the share tau / (tau + P(idle after one) / rate) of the time.
+    const bool idles = !(l.batch > 0);
+    double idle_after = 0;
+    if (idles) {
+      PromptsOnlyChain(l.prefill_iteration, cp, in, rate, &tau, &var_tau,
+                       &idle_after);
+      l.busy_probability = tau / (tau + idle_after / rate);
+    }
     const double per_tau = 0.5 + rho_c;
     l.rho_c = rho_c;
     // Split the iterations by the k prompts they prefill: a gamma fitted to
@@ -244,6 +287,12 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
       const double shape = tau * tau / var_tau, r = rate * var_tau / tau;
       p0 = std::pow(1 + r, -shape);
       p1 = shape * r / (1 + r) * p0;
+    }
+    if (idles) {
+      // No empty iteration: after one in which nothing arrived, the next
+      // holds the one prompt that ends the idle time.
+      p1 += p0;
+      p0 = 0;
     }
     const double p_rest = 1 - p0 - p1;
     double rest_mean = tau - p0 * l.prefill_iteration;
