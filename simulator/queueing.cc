@@ -245,6 +245,41 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
       l.wait_shape = l.wait_mean * l.wait_mean / var;
       l.wait_scale = var / l.wait_mean;
     }
+    // The queue drains mu = 1 / per_token tokens/s, and mu falls as the
+    // decode batch rises (d mu / dB = -(c_d / chunk) mu^2). The batch
+    // wanders slowly (Var B = dispersion x B, correlation time E[D^2] /
+    // (2 E[D]) for decode durations D, as the occupancy of an M/G/inf
+    // queue), so the capacity the queue sees carries variance at the rate
+    // 2 Var(mu) tau_c beside the arrivals' rate E[s^2] (tokens^2/s). In
+    // heavy traffic the wait is that total variance rate over twice the
+    // spare capacity (Kingman), so the wait scales by one plus their ratio.
+    double mean_d = 0, second_d = 0;
+    for (int i = 0; i < out.size; ++i) {
+      const double d = DecodeIterations(out.tokens[i]) * l.decode_iteration;
+      mean_d += out.weight[i] * d;
+      second_d += out.weight[i] * d * d;
+    }
+    const double mu = 1 / per_token;
+    const double slope =
+        s.decode_request_seconds / std::max(1, s.chunk_tokens) * mu * mu;
+    const double capacity_variance_rate =
+        mean_d > 0 ? slope * slope * dispersion * l.batch * second_d / mean_d
+                   : 0;
+    const double arrival_variance_rate = rate * in.second_moment;
+    // The queue follows the capacity's noise only over its own relaxation
+    // time (a reflected Brownian motion's: variance rate / (2 spare^2)):
+    // noise slower than that is low-pass filtered away.
+    const double spare = mu - rate * in.mean;
+    const double relax =
+        spare > 0 ? arrival_variance_rate / (2 * spare * spare) : 0;
+    const double tau_c = mean_d > 0 ? second_d / (2 * mean_d) : 0;
+    const double filtered = tau_c > 0 ? relax / (relax + tau_c) : 0;
+    if (arrival_variance_rate > 0) {
+      const double scale =
+          1 + filtered * capacity_variance_rate / arrival_variance_rate;
+      l.wait_mean *= scale;
+      l.wait_scale *= scale;
+    }
   }
   l.join = JoinPoints(in);
   l.full_iteration = l.prefill_iteration +

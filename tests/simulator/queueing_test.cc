@@ -128,13 +128,6 @@ std::string Row(const Case& c, double load, const QueueingPrediction& q,
   return row + tpot;
 }
 
-// TTFT and TPOT p50/p90/p99 and the running batch (Little's law) over a
-// grid of loads, against 4 x 50,000 simulated requests (the simulation's own
-// seed-to-seed spread is a few percent up to 85%, up to ~30% at 95%,
-// docs/cost-model-and-calibration.md): every case, quantity and load within
-// 10% up to 70% of the stability limit, 15% at 85%, 20% at 90% and 40% at
-// 95% (the closed forms' TTFT p99 is too light near saturation: the bounds
-// the docs state, one per load, not per case).
 struct Load {
   double load;
   double tolerance;
@@ -173,10 +166,19 @@ void ExpectAgreement(const std::vector<Case>& cases,
   }
 }
 
+// TTFT and TPOT p50/p90/p99 and the running batch (Little's law) over a
+// grid of loads, against 4 x 50,000 simulated requests (the simulation's own
+// seed-to-seed spread is a few percent up to 85%, up to ~30% at 95%,
+// docs/cost-model-and-calibration.md): every case, quantity and load within
+// 10% up to 70% of the stability limit, 12% at 85%, 16% at 90% and 32% at
+// 95% (measured 2026-11-28 with the capacity-noise term of the prefill
+// wait: worst 11%, 15%, 30%, all TTFT p99; before it 12%, 18%, 39%). The
+// closed forms' TTFT p99 is still too light near saturation: the bounds the
+// docs state, one per load, not per case.
 TEST(QueueingTest, AgreesWithTheBatcherSimulation) {
   constexpr Load kLoads[] = {{0.1, 0.10}, {0.3, 0.10},  {0.5, 0.10},
-                             {0.7, 0.10}, {0.85, 0.15}, {0.9, 0.20},
-                             {0.95, 0.40}};
+                             {0.7, 0.10}, {0.85, 0.12}, {0.9, 0.16},
+                             {0.95, 0.32}};
   ExpectAgreement(Cases(), kLoads, /*decode=*/true);
 }
 
