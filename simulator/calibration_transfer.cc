@@ -231,6 +231,10 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitOnHardware(
     // tokens" (https://github.com/IST-DASLab/marlin, README), i.e. a 4-bit
     // read with its MXFP4 scales (one E8M0 byte per 32 weights).
     p.calibration.fp4_dequant_bytes_per_weight = 0.5 + 1.0 / 32;
+    // Not fitted (a kernel property, FitCalibration): the same GEMM curve as
+    // the profiles fitted on the other GPU.
+    p.calibration.gemm_half_efficiency_tokens =
+        DefaultCalibration().gemm_half_efficiency_tokens;
   }
   ParsedMeasurements data;
   for (MeasuredRow r : PredictableRows(rows, start)) {
