@@ -244,6 +244,11 @@ struct FitOptions {
   // 7.9% -> 42.5% held out). FitProfile sets it; the shipped fit does not
   // (its constants were produced without it).
   bool pareto_steps = false;
+  // Fit Calibration::gemm_efficiency. Off for the cross-hardware fit
+  // (FitOnHardware): one GPU's serving rows do not identify it (B200's push it
+  // to its bound, 0.95, where AIConfigurator's B200 GEMM tables measure
+  // 0.28-0.75 of peak), so that fit takes the reference GPU's value.
+  bool fit_gemm_efficiency = true;
 };
 
 // Fits the shared efficiency and TTFT parameters and, per engine,
