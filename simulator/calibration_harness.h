@@ -66,6 +66,10 @@ struct ParsedMeasurements {
                           // or of hardware without a catalog entry
   // Rows of the held-out hardware (H200, B300, GB300): never read further.
   int skipped_held_out_hardware = 0;
+  // Rows of runs that decoded speculatively (MTP) although the row does not
+  // say so, known from the exported container image
+  // (calibration_harness_rows.cc, SpeculativeRunOfExport).
+  int skipped_speculative = 0;
   // Rows whose exported layout (tp or attention dp = moe_tp x moe_ep over
   // more GPUs than a node) is read back as the single-node run it measures
   // (ParseMeasurements, calibration_harness_rows.cc).
