@@ -115,6 +115,41 @@ TEST(CalibrationTransferTest, ExportedLayoutsAreReadAsTheRunTheyMeasure) {
   EXPECT_EQ(runs.conflicting_layouts, 0);
 }
 
+// InferenceMAX's MTP configurations of DeepSeek-R1 on TensorRT-LLM ran the
+// 1.2.0rc6.post3 image (either spelling of the registry): skipped; the
+// standard ones (.post2), other models on that image and a user's row that
+// names no image are kept.
+TEST(CalibrationTransferTest, SpeculativeDecodingRunsOfTheExportAreSkipped) {
+  const std::string header =
+      "id,silicon_data_source,backend,backend_version,model_path,system,"
+      "precision,mode,isl,osl,gemm_quant_mode,batch_size,tp_size,pp_size,"
+      "attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,"
+      "silicon_tpot_ms\n";
+  const std::string layout =
+      "b200_sxm,fp4,agg,1024,1024,nvfp4,32,8,1,1,1,8,300,9.0\n";
+  const std::string csv =
+      header +
+      "a,model=DeepSeek-R1; image=nvcr.io#nvidia/tensorrt-llm/release:"
+      "1.2.0rc6.post3,trtllm,1.2.0rc6.post3,deepseek-ai/DeepSeek-R1," +
+      layout +
+      "b,image=nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6.post3; wip=False,"
+      "trtllm,1.2.0rc6.post3,deepseek-ai/DeepSeek-R1," +
+      layout +
+      "c,image=nvcr.io#nvidia/tensorrt-llm/release:1.2.0rc6.post2,trtllm,"
+      "1.2.0rc6.post2,deepseek-ai/DeepSeek-R1," +
+      layout +
+      "d,image=nvcr.io/nvidia/tensorrt-llm/release:1.2.0rc6.post3,trtllm,"
+      "1.2.0rc6.post3,openai/gpt-oss-120b," +
+      layout + "e,,trtllm,1.2.0rc6.post3,deepseek-ai/DeepSeek-R1," + layout;
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->skipped_speculative, 2);
+  ASSERT_EQ(parsed->rows.size(), 3u);
+  EXPECT_EQ(parsed->rows[0].id, "c");
+  EXPECT_EQ(parsed->rows[1].id, "d");
+  EXPECT_EQ(parsed->rows[2].id, "e");
+}
+
 // Documented out-of-sample figures (percent): hardware, engine, model,
 // weights ("*" for a hardware total), rows, infeasible rows (layouts that do
 // not fit memory, e.g. DeepSeek-V3 FP8 on 4 B200s), TPOT MAPE, TTFT MAPE.
