@@ -118,6 +118,7 @@ bool LoadMore(const std::string& path, bool validation_only,
   data.rows.insert(data.rows.end(), more->rows.begin(), more->rows.end());
   data.skipped_disaggregated += more->skipped_disaggregated;
   data.skipped_other += more->skipped_other;
+  data.skipped_speculative += more->skipped_speculative;
   data.high_concurrency_rows.insert(data.high_concurrency_rows.end(),
                                     more->high_concurrency_rows.begin(),
                                     more->high_concurrency_rows.end());
@@ -386,6 +387,11 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
         path, parsed->rows.size(), parsed->skipped_held_out_hardware,
         parsed->skipped_disaggregated + parsed->skipped_other +
             parsed->high_concurrency_rows.size());
+    if (parsed->skipped_speculative > 0) {
+      std::cout << absl::StrFormat(
+          "  %d runs of speculative-decoding (MTP) configurations skipped\n",
+          parsed->skipped_speculative);
+    }
     if (parsed->exported_layouts_read_as_node > 0) {
       std::cout << absl::StrFormat(
           "  %d exported expert layouts read as the single-node run they "

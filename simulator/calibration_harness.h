@@ -66,6 +66,10 @@ struct ParsedMeasurements {
                           // or of hardware without a catalog entry
   // Rows of the held-out hardware (H200, B300, GB300): never read further.
   int skipped_held_out_hardware = 0;
+  // Rows of runs that decoded speculatively (MTP) although the row does not
+  // say so, known from the exported container image
+  // (calibration_harness_rows.cc, SpeculativeRunOfExport).
+  int skipped_speculative = 0;
   // Rows whose exported layout (tp or attention dp = moe_tp x moe_ep over
   // more GPUs than a node) is read back as the single-node run it measures
   // (ParseMeasurements, calibration_harness_rows.cc).
@@ -244,6 +248,11 @@ struct FitOptions {
   // 7.9% -> 42.5% held out). FitProfile sets it; the shipped fit does not
   // (its constants were produced without it).
   bool pareto_steps = false;
+  // Fit Calibration::gemm_efficiency. Off for the cross-hardware fit
+  // (FitOnHardware): one GPU's serving rows do not identify it (B200's push it
+  // to its bound, 0.95, where AIConfigurator's B200 GEMM tables measure
+  // 0.28-0.75 of peak), so that fit takes the reference GPU's value.
+  bool fit_gemm_efficiency = true;
 };
 
 // Fits the shared efficiency and TTFT parameters and, per engine,

@@ -246,6 +246,34 @@ absl::StatusOr<int> SiliconConcurrency(absl::string_view source, int line) {
                   "silicon_data_source");
 }
 
+// A run that decoded speculatively although its row does not say so.
+// AIConfigurator's InferenceMAX export names each run's container image in
+// silicon_data_source, and InferenceMAX gives its DeepSeek-R1 TensorRT-LLM
+// configurations on B200 two images: 1.2.0rc6.post2 for the standard
+// (one-token) ones and 1.2.0rc6.post3 for the MTP ones (dsr1-fp4-b200-trt
+// and dsr1-fp8-b200-trt against dsr1-fp4-b200-trt-mtp and
+// dsr1-fp8-b200-trt-mtp, .github/configs/nvidia-master.yaml of
+// https://github.com/SemiAnalysisAI/InferenceX at c3ed0f8; "Unified TRT LLM
+// image tag across STP and MTP configs (previously used different .postN
+// variants)", SemiAnalysisAI/InferenceX issue 135). The rows agree: on the
+// 23 FP4 and 16 FP8 layouts and loads measured with both images, .post2's
+// TPOT is 1.52x and 1.71x .post3's (median), where the image alone is
+// worth ~15%. The cost model has no speculative decoding, so these rows
+// measure something it does not predict; a user's own runs (no image in
+// the row) are never skipped by this rule.
+bool SpeculativeRunOfExport(absl::string_view source, const MeasuredRow& row) {
+  // The export spells the registry both ways (nvcr.io#nvidia/...,
+  // nvcr.io/nvidia/...).
+  constexpr absl::string_view kKey = "image=";
+  const size_t at = source.find(kKey);
+  if (at == absl::string_view::npos) return false;
+  const absl::string_view image =
+      source.substr(at + kKey.size())
+          .substr(0, source.find(';', at) - at - kKey.size());
+  return row.engine == "trtllm" && row.catalog_model == "deepseek-v3" &&
+         absl::EndsWith(image, "/tensorrt-llm/release:1.2.0rc6.post3");
+}
+
 bool DisaggregatedRunExportedAsAgg(const MeasuredRow& row, int node_gpus) {
   if (row.moe_ep > 1 || row.attention_dp > 1 || row.moe_tp != row.tp)
     return false;
@@ -309,6 +337,11 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     row.engine_version = get("backend_version");
     if (!ReadRowStart(line_no, get, row)) {
       ++out.skipped_other;
+      continue;
+    }
+    if (table.col.count("silicon_data_source") != 0 &&
+        SpeculativeRunOfExport(get("silicon_data_source"), row)) {
+      ++out.skipped_speculative;
       continue;
     }
     if (table.col.count("system") != 0) {

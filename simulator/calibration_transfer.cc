@@ -203,7 +203,11 @@ DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
   return out;
 }
 
-FitOptions TransferFitOptions() { return FitOptions(); }
+FitOptions TransferFitOptions() {
+  FitOptions options;
+  options.fit_gemm_efficiency = false;
+  return options;
+}
 
 std::vector<MeasuredRow> PredictableRows(
     const std::vector<MeasuredRow>& rows,
@@ -231,6 +235,15 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitOnHardware(
     // tokens" (https://github.com/IST-DASLab/marlin, README), i.e. a 4-bit
     // read with its MXFP4 scales (one E8M0 byte per 32 weights).
     p.calibration.fp4_dequant_bytes_per_weight = 0.5 + 1.0 / 32;
+    // The GEMM curve is not fitted here (FitCalibration,
+    // FitOptions::fit_gemm_efficiency): the profiles' own. AIConfigurator's
+    // GEMM tables measure B200's large-GEMM fraction of peak at 0.92x
+    // H100's in BF16 and 0.85x in FP8/FP4; that factor made TTFT worse in
+    // both directions and moved TPOT by 0.1 point
+    // (docs/cost-model-and-calibration.md), so both GPUs keep one fraction.
+    p.calibration.gemm_efficiency = DefaultCalibration().gemm_efficiency;
+    p.calibration.gemm_half_efficiency_tokens =
+        DefaultCalibration().gemm_half_efficiency_tokens;
   }
   ParsedMeasurements data;
   for (MeasuredRow r : PredictableRows(rows, start)) {

@@ -44,7 +44,10 @@ const std::vector<int>& ScanLoads();
 // 9: native FP4 routed experts stream at the engine's grouped-GEMM rate
 // (Calibration::fp4_grouped_gemm_bandwidth_ratio: SGLang's CUTLASS NVFP4
 // grouped GEMM 3.5/6 of FP8's); other engines and dtypes unchanged.
-inline constexpr int kCostModelVersion = 9;
+// 10: the cross-hardware error bands are computed without the Blackwell
+// rows of speculative-decoding (MTP) runs (calibration_harness_rows.cc,
+// SpeculativeRunOfExport); point predictions are unchanged.
+inline constexpr int kCostModelVersion = 10;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
