@@ -186,15 +186,9 @@ TEST_F(SearchMovesTest, RecordSamplesLineSearchesNewTupleBests) {
 // batches lead to the same swept plans, each with Megatron's dims at the cost
 // model's best decode batch, two evaluations per tuple (its own included).
 TEST(SearchMovesDisaggregatedTest, TupleSweepAtBestBatchesKeepsOnlyTheTuple) {
-  auto model =
-      testing::MakeCostModel("qwen3-235b-a22b", 16, 2048, 512, 0, 0, 0, "fp8");
+  auto model = testing::MakeSmallDisaggregatedMoeCostModel();
   ASSERT_TRUE(model.ok()) << model.status();
-  CancellationToken cancel;
-  SearchObserver observer;
-  SearchOptions options;
-  options.disaggregated = true;
-  options.max_evaluations = 100000;
-  options.elite_size = 64;
+  const SearchOptions options = testing::DisaggregatedSearchOptions(100000);
   const simulator::ShardDims megatron = simulator::MegatronShardDims();
   // A sample of the space with other dims than Megatron's on at least one
   // operator and the smallest decode batch, feasible.
@@ -212,6 +206,8 @@ TEST(SearchMovesDisaggregatedTest, TupleSweepAtBestBatchesKeepsOnlyTheTuple) {
   // The swept plans (sorted) from a run whose only plan is `start`, or
   // `start` with the batch one higher when `other_batch`.
   auto swept = [&](bool other_batch) {
+    CancellationToken cancel;
+    SearchObserver observer;
     internal::SearchRun run(**model, options, cancel, observer);
     EXPECT_TRUE(run.Start().ok());
     Decisions start = sample(run.space());

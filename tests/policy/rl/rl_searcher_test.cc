@@ -458,15 +458,11 @@ TEST(RlSearcherTest, WeightsTransferAcrossProblems) {
 // 0.3-1.4 lower from the cloned weights (median lead -0.50): the budget ran
 // out while the line search climbed from the sample's small batch.
 TEST(RlSearcherTest, WeightsClonedOnAPoorPlanDoNotTrapTheSearch) {
-  auto model =
-      testing::MakeCostModel("qwen3-235b-a22b", 16, 2048, 512, 0, 0, 0, "fp8");
+  auto model = testing::MakeSmallDisaggregatedMoeCostModel();
   ASSERT_TRUE(model.ok()) << model.status();
   CancellationToken cancel;
   SearchObserver observer;
-  SearchOptions options;
-  options.disaggregated = true;
-  options.max_evaluations = 300;
-  options.elite_size = 64;
+  const SearchOptions options = testing::DisaggregatedSearchOptions(300);
   RlSearcher full;
   auto found = full.Search(**model, options, cancel, observer);
   ASSERT_TRUE(found.ok()) << found.status();
