@@ -206,6 +206,10 @@ class PlanSpace {
   // resamples the rest.
   void Repair(Decisions& decisions, int from, std::mt19937_64& rng) const;
   Decisions SampleUniform(std::mt19937_64& rng) const;
+  // `decisions` (valid) with Megatron's operator dims in each pool. Valid:
+  // every layout's dims vary one at a time from Megatron's, which the layout
+  // passed with.
+  Decisions WithMegatronDims(const Decisions& decisions) const;
   // `decisions` (valid) moved to degree tuple `tuple`: the batch translated
   // (TranslateBatch), every other decision kept where it stays valid and
   // resampled uniformly where not.

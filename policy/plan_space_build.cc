@@ -539,13 +539,18 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
 simulator::PlanDims PlanSpace::TuplePlan(int tuple) const {
   Decisions d{};
   d[kDegreesDecision] = tuple;
+  return Decode(WithMegatronDims(d));
+}
+
+Decisions PlanSpace::WithMegatronDims(const Decisions& decisions) const {
+  Decisions d = decisions;
   const simulator::ShardDims megatron = simulator::MegatronShardDims();
   for (int o = 0; o < simulator::kNumOpKinds; ++o) {
     d[kFirstOpDecision + o] = static_cast<int>(megatron[o]);
     if (disaggregated_)
       d[kFirstPrefillOpDecision + o] = static_cast<int>(megatron[o]);
   }
-  return Decode(d);
+  return d;
 }
 
 absl::Status PlanSpace::KeepTuplesTheEngineRuns() {

@@ -1,6 +1,7 @@
 #include "policy/search_moves.h"
 
 #include <algorithm>
+#include <optional>
 #include <set>
 #include <utility>
 
@@ -60,12 +61,10 @@ void SearchMoves::SweepTo(const Decisions& from,
   }
 }
 
-void SearchMoves::TupleSweep() {
-  if (run_.elite().entries().empty() || options_.tuple_sweep <= 0) return;
+std::vector<int> SearchMoves::SweepTuples(int from) {
   // Nearest tuples first, the order the policy's own tuple moves favour
   // (RlPolicyOptions::tuple_locality); a uniform sample when there are too
-  // many. A copy: the sweep's evaluations change the elite `from` lives in.
-  const Decisions from = run_.elite().entries().front().decisions;
+  // many.
   const int tuples = run_.space().NumChoices(kDegreesDecision);
   std::vector<int> order;
   if (tuples > PlanSpace::kLargeJointSpace) {
@@ -74,17 +73,45 @@ void SearchMoves::TupleSweep() {
     while (static_cast<int>(sample.size()) <
            std::min(options_.tuple_sweep, tuples - 1)) {
       const int t = static_cast<int>(rng_() % tuples);
-      if (t != from[kDegreesDecision]) sample.insert(t);
+      if (t != from) sample.insert(t);
     }
     order.assign(sample.begin(), sample.end());
   } else {
-    order = run_.space().NearestTuples(from[kDegreesDecision]);
+    order = run_.space().NearestTuples(from);
     if (order.size() > static_cast<size_t>(options_.tuple_sweep)) {
       std::shuffle(order.begin(), order.end(), rng_);
       order.resize(options_.tuple_sweep);
     }
   }
-  SweepTo(from, order);
+  return order;
+}
+
+void SearchMoves::TupleSweep() {
+  if (run_.elite().entries().empty() || options_.tuple_sweep <= 0) return;
+  // A copy: the sweep's evaluations change the elite `from` lives in.
+  const Decisions from = run_.elite().entries().front().decisions;
+  SweepTo(from, SweepTuples(from[kDegreesDecision]));
+}
+
+void SearchMoves::TupleSweepAtBestBatches() {
+  if (run_.elite().entries().empty() || options_.tuple_sweep <= 0) return;
+  const PlanSpace& space = run_.space();
+  const Decisions from =
+      space.WithMegatronDims(run_.elite().entries().front().decisions);
+  std::vector<int> order = SweepTuples(from[kDegreesDecision]);
+  order.insert(order.begin(), from[kDegreesDecision]);
+  std::vector<simulator::PlanDims> plans;
+  plans.reserve(order.size());
+  for (int tuple : order) {
+    // Megatron's dims are valid in every tuple, so the move keeps them.
+    simulator::PlanDims plan =
+        space.Decode(space.MoveToTuple(from, tuple, rng_));
+    plan.batch_size = 0;
+    plans.push_back(std::move(plan));
+  }
+  for (const auto& scored : run_.EvaluatePlans(plans)) {
+    if (scored.has_value()) elite_.Insert(scored->first, scored->second);
+  }
 }
 
 bool SearchMoves::NeighbourSweep() {

@@ -90,6 +90,14 @@ class SearchMoves {
   // plan; a no-op when the run has no plan yet or the sweep is off. Call once,
   // before the first sample, and only for searches without warm-start plans.
   void TupleSweep();
+  // The tuple sweep where the space holds no Megatron plan to start from (a
+  // disaggregated space, whose run's best is the policy's first sample):
+  // from the run's best plan with Megatron's operator dims, its own tuple and
+  // the swept ones each at the cost model's best decode batch (two
+  // evaluations per tuple, no batch line search), so that what the sweep
+  // finds owes the policy's weights nothing but the first tuple and the
+  // prefill batch. A no-op when the run has no plan yet or the sweep is off.
+  void TupleSweepAtBestBatches();
   // The neighbour sweep (SearchMoveOptions::neighbour_sweep) around the run's
   // best plan, when that plan changed since the last call. Returns whether it
   // swept (and so spent evaluations).
@@ -102,6 +110,8 @@ class SearchMoves {
                      const std::vector<ScoredPlan>& scored);
 
  private:
+  // The tuples the tuple sweep moves a plan of tuple `from` to.
+  std::vector<int> SweepTuples(int from);
   // Evaluates `from` moved to each of `tuples` (batch line search on each).
   void SweepTo(const Decisions& from, const std::vector<int>& tuples);
 

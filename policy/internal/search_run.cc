@@ -177,25 +177,66 @@ std::vector<Decisions> SearchRun::EvaluateWarmStart() {
     if (remaining() <= 0) break;
     // Plans of the other kind belong to the other space's search.
     if (plan.disaggregated != space_->disaggregated()) continue;
-    if (!model_.ValidatePlan(plan).ok()) continue;
-    absl::StatusOr<Decisions> d = space_->Encode(plan);
-    if (!d.ok()) {
-      // A batch of 0 resolves to the cost model's choice: evaluate once to
-      // learn it.
-      const simulator::Evaluation e = model_.Evaluate(plan);
-      ++evaluations_;
-      frontier_.Offer(Score(plan, e));
-      d = space_->Encode(plan, e.batch_size);
-      if (!d.ok()) continue;
-    }
-    std::vector<ScoredPlan> s = Evaluate(absl::MakeConstSpan(&*d, 1));
-    if (s.empty()) break;
-    scored.emplace_back(s[0].reward, *d);
+    std::optional<std::pair<Decisions, ScoredPlan>> s = EvaluatePlan(plan);
+    if (s.has_value()) scored.emplace_back(s->second.reward, s->first);
   }
   std::stable_sort(
       scored.begin(), scored.end(),
       [](const auto& a, const auto& b) { return a.first > b.first; });
   for (const auto& [r, d] : scored) out.push_back(d);
+  return out;
+}
+
+std::optional<std::pair<Decisions, ScoredPlan>> SearchRun::EvaluatePlan(
+    const simulator::PlanDims& plan) {
+  return std::move(EvaluatePlans(absl::MakeConstSpan(&plan, 1))[0]);
+}
+
+std::vector<std::optional<std::pair<Decisions, ScoredPlan>>>
+SearchRun::EvaluatePlans(absl::Span<const simulator::PlanDims> plans) {
+  std::vector<std::optional<std::pair<Decisions, ScoredPlan>>> out(
+      plans.size());
+  // Each plan's decisions, once known; the plans whose batch is the cost
+  // model's choice, to evaluate once first (as many as the budget allows).
+  std::vector<std::optional<Decisions>> decisions(plans.size());
+  std::vector<size_t> unresolved;
+  std::vector<simulator::PlanDims> resolve;
+  int budget = remaining();
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!model_.ValidatePlan(plans[i]).ok()) continue;
+    absl::StatusOr<Decisions> d = space_->Encode(plans[i]);
+    if (d.ok()) {
+      decisions[i] = *std::move(d);
+    } else if (budget > 0) {
+      --budget;
+      unresolved.push_back(i);
+      resolve.push_back(plans[i]);
+    }
+  }
+  std::vector<simulator::Evaluation> resolved(resolve.size());
+  if (options_.pool != nullptr) {
+    options_.pool->Evaluate(model_, resolve, absl::MakeSpan(resolved));
+  } else {
+    for (size_t k = 0; k < resolve.size(); ++k)
+      resolved[k] = model_.Evaluate(resolve[k]);
+  }
+  for (size_t k = 0; k < resolve.size(); ++k) {
+    ++evaluations_;
+    frontier_.Offer(Score(resolve[k], resolved[k]));
+    absl::StatusOr<Decisions> d =
+        space_->Encode(resolve[k], resolved[k].batch_size);
+    if (d.ok()) decisions[unresolved[k]] = *std::move(d);
+  }
+  std::vector<Decisions> batch;
+  std::vector<size_t> owner;
+  for (size_t i = 0; i < plans.size(); ++i) {
+    if (!decisions[i].has_value()) continue;
+    batch.push_back(*decisions[i]);
+    owner.push_back(i);
+  }
+  std::vector<ScoredPlan> scored = Evaluate(batch);
+  for (size_t j = 0; j < scored.size(); ++j)
+    out[owner[j]] = std::make_pair(batch[j], std::move(scored[j]));
   return out;
 }
 

@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -57,6 +58,16 @@ class SearchRun {
   // Re-evaluates the warm-start plans (each counts against the budget) and
   // returns the decisions of those representable in the space, best first.
   std::vector<Decisions> EvaluateWarmStart();
+  // Scores `plan` (of the space's kind) as decisions of the space, like
+  // Evaluate. A batch of 0 is the cost model's choice: one evaluation learns
+  // it, a second scores the plan at it. nullopt when the plan fails
+  // ValidatePlan or is not in the space, or when the budget ran out.
+  std::optional<std::pair<Decisions, ScoredPlan>> EvaluatePlan(
+      const simulator::PlanDims& plan);
+  // EvaluatePlan of each plan, the evaluations of each step through the pool
+  // at once; entry i is plans[i]'s.
+  std::vector<std::optional<std::pair<Decisions, ScoredPlan>>> EvaluatePlans(
+      absl::Span<const simulator::PlanDims> plans);
 
   // Scores `batch` in order. Plans seen before in this search come from the
   // cache for free; new ones cost one evaluation each and run on the pool. When

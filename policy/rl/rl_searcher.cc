@@ -154,9 +154,15 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
     // A disaggregated search starts with an empty elite (the aggregated
     // baseline is only the reward reference), so the sweep above had no plan
     // to sweep from: it runs once the first batch found one, or the start
-    // would rest on the weights alone. Not in joint spaces too large to list
-    // the nearest tuples, where the sweep is a uniform sample and the
-    // evaluations go further to the policy and the neighbour sweep.
+    // would rest on the weights alone. That plan is the policy's, so the
+    // sweep takes only its tuple: Megatron's dims and each tuple's best
+    // decode batch, as the aggregated sweep starts from the Megatron plan.
+    // Swept with the sample's dims and batch instead, weights cloned on a
+    // poor plan handed the sweep a small batch the line search climbed one
+    // candidate per round, and the budget ran out at poor plans. Not in joint
+    // spaces too large to list the nearest tuples, where the sweep is a
+    // uniform sample and the evaluations go further to the policy and the
+    // neighbour sweep.
     bool swept =
         warm_elite || !run.space().disaggregated() ||
         run.space().NumChoices(kDegreesDecision) > PlanSpace::kLargeJointSpace;
@@ -164,7 +170,7 @@ absl::StatusOr<SearchResult> RlSearcher::Search(
       if (!swept && !run.elite().entries().empty()) {
         swept = true;
         ScopedSeconds timer(&stats_.cost_model_seconds);
-        moves.TupleSweep();
+        moves.TupleSweepAtBestBatches();
         if (run.Done()) break;
       }
       // Moves: fixed rules around the best plans; evaluations, counted as

@@ -4,6 +4,7 @@
 // it spends.
 #include "policy/search_moves.h"
 
+#include <algorithm>
 #include <memory>
 #include <random>
 #include <set>
@@ -13,6 +14,7 @@
 #include "gtest/gtest.h"
 #include "policy/internal/search_run.h"
 #include "policy/plan_space.h"
+#include "simulator/types.h"
 #include "tests/policy/test_util.h"
 
 namespace shardplan::policy {
@@ -177,6 +179,74 @@ TEST_F(SearchMovesTest, RecordSamplesLineSearchesNewTupleBests) {
     Moves(SearchMoveOptions()).RecordSamples({plan}, scored);
     EXPECT_EQ(run_->evaluations(), 2);
   }
+}
+
+// The disaggregated start-of-search sweep takes only the tuple of the run's
+// best plan: two samples of one tuple with different operator dims and decode
+// batches lead to the same swept plans, each with Megatron's dims at the cost
+// model's best decode batch, two evaluations per tuple (its own included).
+TEST(SearchMovesDisaggregatedTest, TupleSweepAtBestBatchesKeepsOnlyTheTuple) {
+  auto model = testing::MakeSmallDisaggregatedMoeCostModel();
+  ASSERT_TRUE(model.ok()) << model.status();
+  const SearchOptions options = testing::DisaggregatedSearchOptions(100000);
+  const simulator::ShardDims megatron = simulator::MegatronShardDims();
+  // A sample of the space with other dims than Megatron's on at least one
+  // operator and the smallest decode batch, feasible.
+  auto sample = [&](const PlanSpace& space) {
+    std::mt19937_64 rng(11);
+    for (int tries = 0; tries < 100000; ++tries) {
+      Decisions d = space.SampleUniform(rng);
+      d[kBatchDecision] = 0;
+      if (!space.IsValid(d) || d == space.WithMegatronDims(d)) continue;
+      if ((*model)->Evaluate(space.Decode(d)).feasible) return d;
+    }
+    ADD_FAILURE() << "no feasible sample";
+    return Decisions{};
+  };
+  // The swept plans (sorted) from a run whose only plan is `start`, or
+  // `start` with the batch one higher when `other_batch`.
+  auto swept = [&](bool other_batch) {
+    CancellationToken cancel;
+    SearchObserver observer;
+    internal::SearchRun run(**model, options, cancel, observer);
+    EXPECT_TRUE(run.Start().ok());
+    Decisions start = sample(run.space());
+    if (other_batch) {
+      start[kBatchDecision] = 1;
+      start = run.space().WithMegatronDims(start);
+    }
+    EXPECT_EQ(run.Evaluate({start}).size(), 1u);
+    TupleElite elite(run.space().NumChoices(kDegreesDecision), 4);
+    std::mt19937_64 rng(5);
+    SearchMoveOptions moves;
+    moves.tuple_sweep = 8;
+    SearchMoves(moves, run, elite, rng).TupleSweepAtBestBatches();
+    // The baseline and the start, then two per tuple.
+    EXPECT_EQ(run.evaluations(), 2 + 2 * (moves.tuple_sweep + 1));
+    std::vector<Decisions> plans;
+    for (const EliteEntry& e : run.elite().entries()) {
+      if (e.decisions == start) continue;
+      plans.push_back(e.decisions);
+      for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+        EXPECT_EQ(e.decisions[kFirstOpDecision + o],
+                  static_cast<int>(megatron[o]));
+        EXPECT_EQ(e.decisions[kFirstPrefillOpDecision + o],
+                  static_cast<int>(megatron[o]));
+      }
+      // The batch the cost model picks for the tuple.
+      simulator::PlanDims plan = run.space().Decode(e.decisions);
+      plan.batch_size = 0;
+      const simulator::Evaluation best = (*model)->Evaluate(plan);
+      EXPECT_EQ(e.scored.evaluation.batch_size, best.batch_size);
+      EXPECT_EQ(e.scored.evaluation.output_tokens_per_s,
+                best.output_tokens_per_s);
+    }
+    std::sort(plans.begin(), plans.end());
+    return plans;
+  };
+  const std::vector<Decisions> from_sample = swept(false);
+  EXPECT_EQ(from_sample.size(), 9u);
+  EXPECT_EQ(swept(true), from_sample);
 }
 
 TEST(TupleEliteTest, TopRanksAcrossTuplesWithAtMostPerTuplePlans) {

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "policy/plan_space.h"
+#include "policy/searcher.h"
 #include "proto/status_macros.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
@@ -68,6 +69,22 @@ inline absl::StatusOr<SmallAndDoubled> MakeSmallAndDoubled(
 inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
 MakePrefillBoundCostModel() {
   return MakeCostModel("llama-3.1-8b", 8, 8192, 256, 0, /*max_ttft_ms=*/500);
+}
+
+// qwen3-235b-a22b (FP8) on 16 H100s, ISL 2048 / OSL 512: a joint space of
+// about two thousand tuples, under PlanSpace::kLargeJointSpace, where rl's
+// start-of-search tuple sweep runs.
+inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
+MakeSmallDisaggregatedMoeCostModel() {
+  return MakeCostModel("qwen3-235b-a22b", 16, 2048, 512, 0, 0, 0, "fp8");
+}
+// A disaggregated search of `max_evaluations` keeping a top-64 elite.
+inline SearchOptions DisaggregatedSearchOptions(int max_evaluations) {
+  SearchOptions options;
+  options.disaggregated = true;
+  options.max_evaluations = max_evaluations;
+  options.elite_size = 64;
+  return options;
 }
 
 // moe-1.6t on 256 H100s, ISL 128 / OSL 256, TTFT <= 1 s: a joint space of
