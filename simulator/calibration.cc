@@ -105,9 +105,32 @@ constexpr double kTrtllmPipelineRequestOverheadSeconds = 6.5e-6;
 // SGLang's --mem-fraction-static are fractions of the whole memory.
 constexpr bool kTrtllmKvPoolFromFreeMemory = true;
 
+// vLLM's fitted per-request time before the first token
+// (Calibration::prefill_overhead_seconds of its profile, from the fit above).
+constexpr double kVllmPrefillOverheadSeconds = 0.009375;
+
+// TensorRT-LLM with num_postprocess_workers > 0
+// (Calibration::offloaded_detokenisation_request_overhead_seconds): the
+// workers detokenise and stream the responses in processes of their own
+// (`num_postprocess_workers`, "the number of processes used for
+// postprocessing the generated tokens, including detokenization",
+// tensorrt_llm/llmapi/llm_args.py), so the process that runs the executor
+// and the HTTP server no longer does it for every token of every request.
+// vLLM's server is built that way (its API server and detokeniser run in
+// processes apart from the engine core), so such a run gets vLLM's fitted
+// per-request time, not the 93 ms fitted on TensorRT-LLM rows served
+// without workers (AIConfigurator's H100 runs). Measured on B200 (InferenceMAX
+// runs; nothing fitted there): TTFT minus one prefill at 4-8 clients is
+// 23-64 ms on its Llama-3.1-70B and gpt-oss-120b runs with workers and
+// 117-348 ms on its DeepSeek-R1 runs without (dsr1_*_b200_trt.sh).
+constexpr double kTrtllmOffloadedDetokenisationRequestOverheadSeconds =
+    kVllmPrefillOverheadSeconds;
+
 Calibration WithTrtllmHostBehaviour(Calibration c, double seconds) {
   c.pipeline_request_overhead_seconds = seconds;
   c.kv_pool_from_free_memory = kTrtllmKvPoolFromFreeMemory;
+  c.offloaded_detokenisation_request_overhead_seconds =
+      kTrtllmOffloadedDetokenisationRequestOverheadSeconds;
   return c;
 }
 constexpr double kPagedKvReservedOutput = 0.5;
@@ -164,8 +187,8 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
                          kEngineAgnosticDisaggOverheadS, 0.16),
                kSglangFp4GroupedGemmBandwidthRatio)},
           {"h100-vllm", "vllm",
-           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput,
-                     kVllmPreempts, 0, 0)},
+           EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
+                     kPagedKvReservedOutput, kVllmPreempts, 0, 0)},
       };
   return *kProfiles;
 }
@@ -473,6 +496,8 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
   c.fp4_grouped_gemm_bandwidth_ratio = e.fp4_grouped_gemm_bandwidth_ratio;
+  c.offloaded_detokenisation_request_overhead_seconds =
+      e.offloaded_detokenisation_request_overhead_seconds;
   return c;
 }
 

@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <fstream>
 #include <iterator>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <tuple>
@@ -22,6 +23,8 @@
 #include "absl/strings/str_replace.h"
 #include "gtest/gtest.h"
 #include "simulator/calibration.h"
+#include "simulator/calibration_harness.h"
+#include "simulator/cost_model.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -113,6 +116,79 @@ TEST(CalibrationTransferTest, ExportedLayoutsAreReadAsTheRunTheyMeasure) {
   EXPECT_EQ(runs.rows.size(), 4u);
   EXPECT_EQ(runs.repeats, 1);
   EXPECT_EQ(runs.conflicting_layouts, 0);
+}
+
+TEST(CalibrationTransferTest, InferenceMaxRunsGetTheirServerSettings) {
+  const std::string header =
+      "id,silicon_data_source,backend,backend_version,model_path,system,"
+      "precision,mode,isl,osl,gemm_quant_mode,batch_size,tp_size,pp_size,"
+      "attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,"
+      "silicon_tpot_ms\n";
+  const std::string llama =
+      ",trtllm,,meta-llama/Llama-3.1-70B,b200_sxm,fp8,agg,1024,1024,fp8,4,2,"
+      "1,1,2,1,255.7,9.69\n";
+  const std::string csv =
+      header + "a,source_file=2026-04-06.csv; silicon_concurrency=4" + llama +
+      "b,db-dump/2026-04-27; silicon_concurrency=4" + llama +
+      // tp 8: the script leaves batch waiting off.
+      "c,source_file=2026-04-06.csv,trtllm,,meta-llama/Llama-3.1-70B,"
+      "b200_sxm,fp8,agg,1024,1024,fp8,4,8,1,1,8,1,61.7,5.45\n"
+      // DeepSeek-R1's TensorRT-LLM script runs no postprocess workers.
+      "d,source_file=2026-03-25.csv,trtllm,1,deepseek-ai/DeepSeek-R1,"
+      "b200_sxm,fp4,agg,1024,1024,nvfp4,4,8,1,1,1,8,208,8.0\n";
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->rows.size(), 4u);
+  EXPECT_TRUE(parsed->rows[0].inferencemax);
+  EXPECT_FALSE(parsed->rows[1].inferencemax);
+  absl::StatusOr<Problem> imx = RowProblem(parsed->rows[0]);
+  absl::StatusOr<Problem> own = RowProblem(parsed->rows[1]);
+  absl::StatusOr<Problem> tp8 = RowProblem(parsed->rows[2]);
+  absl::StatusOr<Problem> dsr1 = RowProblem(parsed->rows[3]);
+  ASSERT_TRUE(imx.ok() && own.ok() && tp8.ok() && dsr1.ok());
+  // Lengths uniform in [0.8 L, L]: mean 0.9 L.
+  EXPECT_EQ(imx->workload.input_tokens, 922);
+  EXPECT_EQ(own->workload.input_tokens, 1024);
+  EXPECT_EQ(imx->workload.batch_wait_timeout_iterations, 20);
+  EXPECT_EQ(own->workload.batch_wait_timeout_iterations, 0);
+  EXPECT_EQ(tp8->workload.batch_wait_timeout_iterations, 0);
+  EXPECT_TRUE(imx->workload.detokenises_off_executor);
+  EXPECT_FALSE(own->workload.detokenises_off_executor);
+  EXPECT_FALSE(dsr1->workload.detokenises_off_executor);
+  EXPECT_EQ(dsr1->workload.kv_cache_dtype, Dtype::kFp8);
+
+  // The batch wait holds a request's prefill for about W decode iterations
+  // when arrivals are rare (4 clients, 1,024-token outputs: lambda W = 0.08,
+  // 19.6 iterations), and the postprocess workers replace TensorRT-LLM's
+  // per-request time with vLLM's.
+  const CalibrationProfile& trtllm = CalibrationProfiles().front();
+  ASSERT_EQ(trtllm.engine, "trtllm");
+  Problem waiting = *imx;
+  waiting.workload.detokenises_off_executor = false;
+  Problem plain = waiting;
+  plain.workload.batch_wait_timeout_iterations = 0;
+  const PlanDims plan = RowPlan(parsed->rows[0]);
+  auto evaluate = [&](const Problem& p) {
+    absl::StatusOr<std::unique_ptr<const CostModel>> m =
+        CostModel::Create(p, trtllm.calibration);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return (*m)->Evaluate(plan);
+  };
+  const Evaluation base = evaluate(plain);
+  const Evaluation wait = evaluate(waiting);
+  const Evaluation workers = evaluate(*imx);
+  const double lambda_w = 4.0 / 922 * 20;
+  EXPECT_NEAR(
+      wait.ttft_seconds - base.ttft_seconds,
+      20 * (1 + lambda_w / 2) / (1 + lambda_w) * base.decode_iteration_seconds,
+      1e-9);
+  EXPECT_EQ(wait.tpot_seconds, base.tpot_seconds);
+  EXPECT_NEAR(
+      wait.ttft_seconds - workers.ttft_seconds,
+      (trtllm.calibration.prefill_overhead_seconds -
+       trtllm.calibration.offloaded_detokenisation_request_overhead_seconds),
+      1e-9);
+  EXPECT_LT(workers.ttft_seconds, wait.ttft_seconds);
 }
 
 // Documented out-of-sample figures (percent): hardware, engine, model,
