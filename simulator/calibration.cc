@@ -105,9 +105,32 @@ constexpr double kTrtllmPipelineRequestOverheadSeconds = 6.5e-6;
 // SGLang's --mem-fraction-static are fractions of the whole memory.
 constexpr bool kTrtllmKvPoolFromFreeMemory = true;
 
+// vLLM's fitted per-request time before the first token
+// (Calibration::prefill_overhead_seconds of its profile, from the fit above).
+constexpr double kVllmPrefillOverheadSeconds = 0.009375;
+
+// TensorRT-LLM with num_postprocess_workers > 0
+// (Calibration::offloaded_detokenisation_request_overhead_seconds): the
+// workers detokenise and stream the responses in processes of their own
+// (`num_postprocess_workers`, "the number of processes used for
+// postprocessing the generated tokens, including detokenization",
+// tensorrt_llm/llmapi/llm_args.py), so the process that runs the executor
+// and the HTTP server no longer does it for every token of every request.
+// vLLM's server is built that way (its API server and detokeniser run in
+// processes apart from the engine core), so such a run gets vLLM's fitted
+// per-request time, not the 93 ms fitted on TensorRT-LLM rows served
+// without workers (AIConfigurator's H100 runs). Measured on B200 (InferenceMAX
+// runs; nothing fitted there): TTFT minus one prefill at 4-8 clients is
+// 23-64 ms on its Llama-3.1-70B and gpt-oss-120b runs with workers and
+// 117-348 ms on its DeepSeek-R1 runs without (dsr1_*_b200_trt.sh).
+constexpr double kTrtllmOffloadedDetokenisationRequestOverheadSeconds =
+    kVllmPrefillOverheadSeconds;
+
 Calibration WithTrtllmHostBehaviour(Calibration c, double seconds) {
   c.pipeline_request_overhead_seconds = seconds;
   c.kv_pool_from_free_memory = kTrtllmKvPoolFromFreeMemory;
+  c.offloaded_detokenisation_request_overhead_seconds =
+      kTrtllmOffloadedDetokenisationRequestOverheadSeconds;
   return c;
 }
 constexpr double kPagedKvReservedOutput = 0.5;
@@ -164,8 +187,8 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
                          kEngineAgnosticDisaggOverheadS, 0.16),
                kSglangFp4GroupedGemmBandwidthRatio)},
           {"h100-vllm", "vllm",
-           EngineFit(0.009375, 0.056640625, kPagedKvReservedOutput,
-                     kVllmPreempts, 0, 0)},
+           EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
+                     kPagedKvReservedOutput, kVllmPreempts, 0, 0)},
       };
   return *kProfiles;
 }
@@ -282,13 +305,13 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
   // of measured / predicted ("any": engine-agnostic predictions).
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
-          {"*", false, "*", 311, 0.664763, 2.17341, 0.89026, 1.18165},
-          {"*", true, "*", 47, 0.840553, 1.40878, 0.793413, 1.17636},
-          {"any", false, "*", 311, 0.543168, 3.04398, 0.850997, 1.2037},
+          {"*", false, "*", 311, 0.685005, 2.3666, 0.888605, 1.21396},
+          {"*", true, "*", 47, 0.865596, 1.40878, 0.806735, 1.17652},
+          {"any", false, "*", 311, 0.582433, 3.18616, 0.850997, 1.21976},
           {"any", false, "bf16", 220, 0.671357, 4.13606, 0.824792, 1.10923},
-          {"any", false, "fp8", 91, 0.41341, 1.20313, 0.950783, 1.22381},
-          {"any", true, "*", 47, 0.406324, 1.33868, 0.793424, 1.17639},
-          {"any", true, "fp4", 15, 0.282921, 0.870046, 0.82925, 1.14434},
+          {"any", false, "fp8", 91, 0.447426, 1.21124, 0.956165, 1.27563},
+          {"any", true, "*", 47, 0.410893, 1.33868, 0.806747, 1.17655},
+          {"any", true, "fp4", 15, 0.285511, 0.958685, 0.840092, 1.14449},
           {"any", true, "fp8", 32, 0.832452, 1.44238, 0.785611, 1.17656},
           {"sglang", false, "*", 21, 0.847166, 1.31809, 0.897134, 1.09373},
           {"sglang", false, "bf16", 21, 0.847166, 1.31809, 0.897134, 1.09373},
@@ -297,11 +320,11 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
           {"trtllm", false, "fp8", 45, 0.843788, 1.26525, 0.952203, 1.25154},
           {"trtllm", true, "*", 32, 0.832452, 1.44238, 0.785611, 1.17656},
           {"trtllm", true, "fp8", 32, 0.832452, 1.44238, 0.785611, 1.17656},
-          {"vllm", false, "*", 68, 0.505898, 1.06811, 0.950411, 1.13765},
+          {"vllm", false, "*", 68, 0.591889, 1.12994, 0.966739, 1.24662},
           {"vllm", false, "bf16", 22, 0.908057, 1.18738, 0.987863, 1.16494},
-          {"vllm", false, "fp8", 46, 0.472175, 0.830643, 0.950166, 1.12217},
-          {"vllm", true, "*", 15, 0.84857, 1.12727, 0.829239, 1.1443},
-          {"vllm", true, "fp4", 15, 0.84857, 1.12727, 0.829239, 1.1443},
+          {"vllm", false, "fp8", 46, 0.552502, 0.952995, 0.966303, 1.29708},
+          {"vllm", true, "*", 15, 0.890545, 1.24652, 0.84008, 1.14445},
+          {"vllm", true, "fp4", 15, 0.890545, 1.24652, 0.84008, 1.14445},
       };
   return *kBands;
 }
@@ -314,28 +337,28 @@ const std::vector<ErrorBand>& CompiledTransferBands() {
   // Same columns as CompiledErrorBands.
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
-          {"*", false, "*", 264, 0.486502, 2.05549, 0.840168, 1.19024},
-          {"*", true, "*", 384, 0.351418, 2.84561, 0.663236, 1.50776},
-          {"any", false, "*", 264, 0.45733, 2.1866, 0.837868, 1.1935},
-          {"any", false, "fp4", 132, 0.468856, 2.13285, 0.828694, 1.20672},
-          {"any", false, "fp8", 132, 0.455736, 2.19425, 0.84181, 1.18792},
-          {"any", true, "*", 384, 0.271712, 3.68037, 0.6595, 1.5163},
-          {"any", true, "fp4", 287, 0.283252, 3.53042, 0.711256, 1.40596},
-          {"any", true, "fp8", 97, 0.266544, 3.75173, 0.575342, 1.7381},
-          {"sglang", true, "*", 117, 0.170296, 5.87214, 0.648478, 1.54207},
+          {"*", false, "*", 264, 0.620298, 1.61213, 0.799207, 1.25124},
+          {"*", true, "*", 384, 0.302599, 3.3047, 0.660717, 1.51351},
+          {"any", false, "*", 264, 0.618599, 1.61656, 0.799002, 1.25156},
+          {"any", false, "fp4", 132, 0.604585, 1.65403, 0.790107, 1.26565},
+          {"any", false, "fp8", 132, 0.633074, 1.57959, 0.845744, 1.18239},
+          {"any", true, "*", 384, 0.260233, 3.84271, 0.649876, 1.53876},
+          {"any", true, "fp4", 287, 0.262587, 3.80826, 0.711256, 1.40596},
+          {"any", true, "fp8", 97, 0.256909, 3.89242, 0.574136, 1.74175},
+          {"sglang", true, "*", 117, 0.170296, 5.87214, 0.631335, 1.58394},
           {"sglang", true, "fp4", 69, 0.113657, 8.79842, 0.739144, 1.35292},
-          {"sglang", true, "fp8", 48, 0.49218, 2.03178, 0.589555, 1.69619},
-          {"trtllm", false, "*", 144, 0.451397, 2.21535, 0.847293, 1.18023},
-          {"trtllm", false, "fp4", 72, 0.445827, 2.24302, 0.831018, 1.20334},
-          {"trtllm", false, "fp8", 72, 0.455736, 2.19425, 0.793605, 1.26007},
-          {"trtllm", true, "*", 201, 0.405288, 2.46738, 0.646352, 1.54715},
-          {"trtllm", true, "fp4", 152, 0.384883, 2.59819, 0.722734, 1.38364},
-          {"trtllm", true, "fp8", 49, 0.362967, 2.75507, 0.571121, 1.75094},
-          {"vllm", false, "*", 120, 0.5678, 1.76118, 0.832728, 1.20087},
-          {"vllm", false, "fp4", 60, 0.550713, 1.81583, 0.824724, 1.21253},
-          {"vllm", false, "fp8", 60, 0.578332, 1.72911, 0.851073, 1.17499},
-          {"vllm", true, "*", 66, 0.66094, 1.513, 0.823694, 1.21404},
-          {"vllm", true, "fp4", 66, 0.66094, 1.513, 0.823694, 1.21404},
+          {"sglang", true, "fp8", 48, 0.473888, 2.1102, 0.555496, 1.80019},
+          {"trtllm", false, "*", 144, 0.696094, 1.43659, 0.837537, 1.19398},
+          {"trtllm", false, "fp4", 72, 0.70449, 1.41947, 0.804399, 1.24316},
+          {"trtllm", false, "fp8", 72, 0.663984, 1.50606, 0.795917, 1.25641},
+          {"trtllm", true, "*", 201, 0.311102, 3.21438, 0.646352, 1.54715},
+          {"trtllm", true, "fp4", 152, 0.31119, 3.21347, 0.721699, 1.38562},
+          {"trtllm", true, "fp8", 49, 0.358629, 2.78839, 0.571121, 1.75094},
+          {"vllm", false, "*", 120, 0.534099, 1.87231, 0.79084, 1.26448},
+          {"vllm", false, "fp4", 60, 0.519283, 1.92573, 0.7821, 1.27861},
+          {"vllm", false, "fp8", 60, 0.537048, 1.86203, 0.804846, 1.24247},
+          {"vllm", true, "*", 66, 0.646879, 1.54588, 0.816551, 1.22466},
+          {"vllm", true, "fp4", 66, 0.646879, 1.54588, 0.816551, 1.22466},
       };
   return *kBands;
 }
@@ -473,6 +496,8 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
   c.fp4_grouped_gemm_bandwidth_ratio = e.fp4_grouped_gemm_bandwidth_ratio;
+  c.offloaded_detokenisation_request_overhead_seconds =
+      e.offloaded_detokenisation_request_overhead_seconds;
   return c;
 }
 

@@ -49,6 +49,11 @@ struct MeasuredRow {
   std::string hardware = "h100-sxm-80gb";
   double ttft_seconds = 0;
   double tpot_seconds = 0;
+  // The run comes from InferenceMAX's benchmark CI (exported by
+  // AIConfigurator with `silicon_data_source` "source_file=YYYY-MM-DD.csv";
+  // InferenceMaxExport in calibration_harness_rows.cc): its harness and
+  // server settings are known (RowProblem applies them).
+  bool inferencemax = false;
   // The fixed split: the held-out model (Llama-3.1-8B) entirely, and every 4th
   // row of the other models (by data-row index); every row of a
   // validation-only file (ParseMeasurements) is a held-out model's.

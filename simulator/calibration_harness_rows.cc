@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -312,6 +313,25 @@ bool NormaliseExportedExpertLayout(MeasuredRow* row, int node_gpus) {
   return true;
 }
 
+// AIConfigurator's export names the source of each run in
+// `silicon_data_source`: its own database dumps ("db-dump/..."), its gap
+// analyses ("source_file=/Users/.../aic-auto-gap-analysis/...") and the
+// InferenceMAX result tables it imported ("source_file=2026-04-06.csv": the
+// file of the day, whose GB200 rows are InferenceMAX's disaggregated
+// configurations, DisaggregatedRunExportedAsAgg above).
+bool InferenceMaxExport(absl::string_view source) {
+  absl::string_view file = source.substr(0, source.find(';'));
+  if (!absl::ConsumePrefix(&file, "source_file=") ||
+      !absl::ConsumeSuffix(&file, ".csv") || file.size() != 10) {
+    return false;
+  }
+  for (size_t i = 0; i < file.size(); ++i) {
+    const bool dash = i == 4 || i == 7;
+    if (dash ? file[i] != '-' : !absl::ascii_isdigit(file[i])) return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
@@ -356,6 +376,9 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
         continue;
       }
       row.hardware = *std::move(hardware);
+    }
+    if (table.col.count("silicon_data_source") != 0) {
+      row.inferencemax = InferenceMaxExport(get("silicon_data_source"));
     }
     row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     row.fp4 = get("precision") == "fp4" ||
@@ -440,6 +463,58 @@ int RowReplicaConcurrency(const MeasuredRow& row) {
   return std::max(1, (row.concurrency + copies - 1) / copies);
 }
 
+namespace {
+
+// What InferenceMAX's harness and server scripts set for a run
+// (MeasuredRow::inferencemax), from the scripts of its B200 and H100 runs in
+// https://github.com/SemiAnalysisAI/InferenceX (benchmarks/: vLLM
+// 70b_fp8_b200_docker.sh, 70b_fp4_b200_docker.sh, gptoss_fp4_b200.sh;
+// TensorRT-LLM 70b_fp8_b200_trt_slurm.sh, 70b_fp4_b200_trt_slurm.sh,
+// gptoss_fp4_b200_trt.sh; SGLang dsr1_fp8_b200.sh, dsr1_fp4_b200.sh).
+struct InferenceMaxSettings {
+  // benchmark_serving.py --dataset-name random --random-range-ratio 0.8:
+  // input and output lengths uniform in [0.8 L, L], mean 0.9 L (the same
+  // harness as ../shared/calibration/inferencemax_h100.csv, whose README
+  // quotes it; the recipes of the same CI give random_range_ratio 0.8).
+  double length_scale = 1;
+  // Every script above serves an FP8 KV cache: vLLM `kv-cache-dtype: fp8`,
+  // TensorRT-LLM `kv_cache_config: dtype: fp8`, SGLang `--kv-cache-dtype
+  // fp8_e4m3`, whatever the checkpoint's own default; so do its H100 runs
+  // of Llama-3.1-70B (70b_fp8_h100_slurm.sh), but not those of gpt-oss-120b
+  // (gptoss_fp4_h100.sh sets no KV dtype).
+  bool fp8_kv_cache = false;
+  // TensorRT-LLM Llama-3.x-70B at 1k/1k below tp 8 (both 70b_*_b200_trt
+  // scripts): `batch_wait_timeout_iters: 20`, `batch_wait_max_tokens_ratio:
+  // 0.9`; every other run keeps TensorRT-LLM's default 0.
+  int batch_wait_timeout_iterations = 0;
+  // TensorRT-LLM `num_postprocess_workers`: 2 in the Llama-70B scripts, 4 in
+  // gptoss_fp4_b200_trt.sh, unset (0) in the DeepSeek-R1 ones
+  // (dsr1_fp4_b200_trt.sh, dsr1_fp8_b200_trt.sh).
+  int trtllm_postprocess_workers = 0;
+};
+
+InferenceMaxSettings InferenceMaxSettingsOf(const MeasuredRow& row) {
+  InferenceMaxSettings s;
+  if (!row.inferencemax) return s;
+  s.length_scale = 0.9;
+  // gptoss_fp4_h100.sh alone leaves vLLM's default (the model dtype).
+  s.fp8_kv_cache =
+      !(row.hardware == "h100-sxm-80gb" && row.catalog_model == "gpt-oss-120b");
+  if (row.engine != "trtllm") return s;
+  if (row.catalog_model == "llama-3.1-70b") {
+    s.trtllm_postprocess_workers = 2;
+  } else if (row.catalog_model == "gpt-oss-120b") {
+    s.trtllm_postprocess_workers = 4;
+  }
+  if (row.catalog_model == "llama-3.1-70b" && row.isl == 1024 &&
+      row.osl == 1024 && row.tp < 8) {
+    s.batch_wait_timeout_iterations = 20;
+  }
+  return s;
+}
+
+}  // namespace
+
 absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   shardplan::v1::ModelSource model;
   model.set_catalog_name(row.catalog_model);
@@ -452,8 +527,11 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   cluster.set_gpus_per_node(
       std::min(std::max(1, hardware.default_gpus_per_node()), gpus));
   shardplan::v1::Workload workload;
-  workload.set_input_tokens(row.isl);
-  workload.set_output_tokens(row.osl);
+  const InferenceMaxSettings settings = InferenceMaxSettingsOf(row);
+  workload.set_input_tokens(
+      static_cast<int>(std::lround(row.isl * settings.length_scale)));
+  workload.set_output_tokens(
+      static_cast<int>(std::lround(row.osl * settings.length_scale)));
   workload.set_concurrency(RowReplicaConcurrency(row));
   workload.set_weight_dtype(row.fp4 ? "fp4" : row.fp8 ? "fp8" : "bf16");
   // TensorRT-LLM rows with FP8 GEMMs run an FP8 KV cache: AIConfigurator's
@@ -465,8 +543,15 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   // asked). Its NVFP4 checkpoints (NVIDIA ModelOpt) set kv_cache_quant_algo
   // FP8 in hf_quant_config.json, so FP4 rows get an FP8 cache too.
   workload.set_kv_cache_dtype(
-      row.engine == "trtllm" && (row.fp8 || row.fp4) ? "fp8" : "bf16");
-  return ProblemFromProto(model, cluster, workload);
+      settings.fp8_kv_cache || (row.engine == "trtllm" && (row.fp8 || row.fp4))
+          ? "fp8"
+          : "bf16");
+  ASSIGN_OR_RETURN(Problem problem, ProblemFromProto(model, cluster, workload));
+  problem.workload.batch_wait_timeout_iterations =
+      settings.batch_wait_timeout_iterations;
+  problem.workload.detokenises_off_executor =
+      settings.trtllm_postprocess_workers > 0;
+  return problem;
 }
 
 PlanDims RowPlan(const MeasuredRow& row) {

@@ -27,6 +27,11 @@ struct Calibration {
       0.0;  // launch/scheduling per decode iteration
   double layer_overhead_seconds = 0.0;    // kernel launches per layer per step
   double prefill_overhead_seconds = 0.0;  // per request, before its first token
+  // prefill_overhead_seconds of a run whose server detokenises and streams
+  // responses in separate worker processes
+  // (WorkloadDims::detokenises_off_executor); 0: the same. Engine behaviour,
+  // not fitted (simulator/calibration.cc gives the value's source).
+  double offloaded_detokenisation_request_overhead_seconds = 0.0;
   // TTFT queueing: a new request waits behind this fraction of the prefills of
   // the other (batch - 1) requests of its replica; the same fraction of the
   // prefill work leaves the decode iterations (TPOT). 0: staggered arrivals,

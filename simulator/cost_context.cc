@@ -278,8 +278,16 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       wd.input_tokens +
       std::clamp(cal.kv_reserved_output_fraction, 0.0, 1.0) * wd.output_tokens;
   k->max_ttft_seconds = wd.max_ttft_seconds;
+  k->batch_wait_timeout_iterations = wd.batch_wait_timeout_iterations;
   k->max_tpot_seconds = wd.max_tpot_seconds;
   k->cal = cal;
+  // A TensorRT-LLM server that detokenises in postprocess worker processes
+  // spends the per-request host time of an engine built that way.
+  if (wd.detokenises_off_executor &&
+      cal.offloaded_detokenisation_request_overhead_seconds > 0) {
+    k->cal.prefill_overhead_seconds =
+        cal.offloaded_detokenisation_request_overhead_seconds;
+  }
   model->constants_ = std::move(k);
   return std::unique_ptr<const CostModel>(std::move(model));
 }

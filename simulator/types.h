@@ -216,6 +216,16 @@ struct WorkloadDims {
   std::string engine;
   std::string engine_version;
   std::string calibration_profile;
+  // TensorRT-LLM's batch_wait_timeout_iters server setting (0, its default:
+  // off): a context request waits up to this many iterations for others to
+  // join its prefill while requests decode. Set by the calibration harness
+  // from the measured run's server configuration; not in the proto.
+  int batch_wait_timeout_iterations = 0;
+  // TensorRT-LLM's num_postprocess_workers > 0: responses are detokenised
+  // and streamed by worker processes instead of the process that runs the
+  // executor (Calibration::offloaded_detokenisation_request_overhead_seconds).
+  // Set by the calibration harness; not in the proto.
+  bool detokenises_off_executor = false;
   // Open-loop traffic (request_rate 0: the closed loop above). Not read by
   // Evaluate; the queueing model (simulator/traffic_costing.h) reads it.
   TrafficDims traffic;

@@ -88,6 +88,7 @@ struct CostConstants {
   double isl = 0, osl = 0, ctx_decode = 0;
   double ctx_max = 0;  // KV tokens a running request holds (memory)
   double max_ttft_seconds = 0, max_tpot_seconds = 0;
+  double batch_wait_timeout_iterations = 0;  // WorkloadDims'
   Calibration cal;
 };
 
