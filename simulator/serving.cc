@@ -181,28 +181,22 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
 }
 
 // One stage's operator breakdown: `times` x the costs of each `layers` entry
-// (null: none) added to `out`. Each sum takes the entries in order, as adding
-// them one after the other would; an entry repeated 0 times adds nothing (its
-// costs are finite).
+// (null: none) added to `out`. Each operator's sums take the entries in order,
+// as adding them one after the other would; an entry repeated 0 times adds
+// nothing (its costs are finite), nor do the operators an entry does not
+// charge (their costs are +0).
 void AddOps(const std::array<const LayerResult*, 4>& layers,
             const std::array<double, 4>& times,
             std::array<OpCost, kNumOpKinds>* out) {
-  std::array<const LayerResult*, 4> used{};
-  std::array<double, 4> used_times{};
-  int n = 0;
   for (int j = 0; j < 4; ++j) {
-    if (layers[j] == nullptr || times[j] == 0) continue;
-    used[n] = layers[j];
-    used_times[n++] = times[j];
-  }
-  for (int i = 0; i < kNumOpKinds; ++i) {
-    OpCost& c = (*out)[i];
-    for (int j = 0; j < n; ++j) {
-      c.compute_seconds +=
-          static_cast<float>(used[j]->compute[i] * used_times[j]);
-      c.memory_seconds +=
-          static_cast<float>(used[j]->memory[i] * used_times[j]);
-      c.comm_seconds += static_cast<float>(used[j]->comm[i] * used_times[j]);
+    const LayerResult* layer = layers[j];
+    if (layer == nullptr || times[j] == 0) continue;
+    const double t = times[j];
+    for (int i = layer->first_op; i <= layer->last_op; ++i) {
+      OpCost& c = (*out)[i];
+      c.compute_seconds += static_cast<float>(layer->compute[i] * t);
+      c.memory_seconds += static_cast<float>(layer->memory[i] * t);
+      c.comm_seconds += static_cast<float>(layer->comm[i] * t);
     }
   }
 }

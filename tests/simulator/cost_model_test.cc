@@ -804,6 +804,38 @@ TEST(CostModelTest, FuzzEveryCatalogModel) {
   }
 }
 
+// The breakdown and the per-pass seconds sum only the operators a pass
+// declares it charges; a cost put on any other operator would be lost. Every
+// catalog model, random valid plans (every dim, MoE layers priced for dense
+// models too), decode and prefill.
+TEST(CostModelTest, PassesChargeOnlyTheirDeclaredOperators) {
+  std::mt19937 rng(99);
+  for (const shardplan::v1::ModelSpec& spec : CatalogModels()) {
+    auto model = Make({.model = spec.name(), .gpus = 32, .concurrency = 0});
+    ASSERT_NE(model, nullptr) << spec.name();
+    int valid = 0;
+    for (int i = 0; i < 100; ++i) {
+      PlanDims p;
+      p.tp = 1 << (rng() % 4);
+      p.pp = 1 << (rng() % 3);
+      p.dp = 32 / (p.tp * p.pp);
+      p.ep = 1 << (rng() % 6);
+      for (int d = 0; d < kNumOpKinds; ++d)
+        p.dims[d] = static_cast<ShardDim>(rng() % 5);
+      if (!model->ValidatePlan(p).ok()) continue;
+      ++valid;
+      for (int tokens : {1, 37, 4096}) {
+        EXPECT_THAT(
+            CostModelInspector::ChargedOutsideDeclaredRange(*model, p, tokens),
+            ::testing::IsEmpty())
+            << spec.name() << " tp " << p.tp << " pp " << p.pp << " ep " << p.ep
+            << " tokens " << tokens;
+      }
+    }
+    EXPECT_GT(valid, 0) << spec.name();
+  }
+}
+
 TEST(CostModelTest, BatchSizeCandidatesAscendToMax) {
   const std::vector<int>& c = BatchSizeCandidates();
   ASSERT_FALSE(c.empty());
