@@ -555,20 +555,21 @@ Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p) {
 PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
                     const PlanPlacement* replica_class) {
   PlanCtx p;
-  // The whole cluster as it is (node sizes included), or a pool of a
-  // disaggregated plan on uniform nodes (no heap: names and node groups stay
-  // empty).
-  ClusterDims pool;
-  const ClusterDims* placed = &k.cluster;
-  if (num_gpus != k.cluster.num_gpus) {
+  // The whole cluster as it is (node sizes included; its block shapes are
+  // in the table), or a pool of a disaggregated plan on uniform nodes (no
+  // heap: names and node groups stay empty).
+  auto place_on_pool = [&] {
+    ClusterDims pool;
     pool.num_gpus = num_gpus;
     pool.gpus_per_node = k.cluster.gpus_per_node;
     pool.nvlink_domain_gpus = k.cluster.nvlink_domain_gpus;
-    placed = &pool;
-  }
-  const PlanPlacement place = replica_class != nullptr
-                                  ? *replica_class
-                                  : PlacePlan(plan, *placed, k.moe);
+    return PlacePlan(plan, pool, k.moe);
+  };
+  const PlanPlacement place =
+      replica_class != nullptr ? *replica_class
+      : num_gpus != k.cluster.num_gpus
+          ? place_on_pool()
+          : PlacePlan(plan, k.cluster, k.moe, &k.block_shapes);
   p.replicas = place.replicas;
   p.dp = place.dp;
   p.tp = plan.tp;
@@ -605,28 +606,6 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
     p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);
   }
   return p;
-}
-
-Collective TransitionCollective(Layout from, Layout to, bool matching_split) {
-  constexpr Collective kNone = Collective::kNone,
-                       kGather = Collective::kAllGather,
-                       kReduce = Collective::kAllReduce,
-                       kScatter = Collective::kReduceScatter,
-                       kToAll = Collective::kAllToAll;
-  // [from][to], in Layout's order: Full, FeatureSplit, PartialSum, TokenSplit.
-  // From Full every target is a local slice (or the tensor itself); a feature
-  // slice is a valid partial sum (zero elsewhere).
-  static constexpr Collective kRules[4][4] = {
-      {kNone, kNone, kNone, kNone},
-      {kGather, kGather, kNone, kToAll},
-      {kReduce, kScatter, kNone, kScatter},
-      {kGather, kToAll, kGather, kNone},
-  };
-  if (from == Layout::kFeatureSplit && to == Layout::kFeatureSplit &&
-      matching_split) {
-    return kNone;
-  }
-  return kRules[static_cast<int>(from)][static_cast<int>(to)];
 }
 
 std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(

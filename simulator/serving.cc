@@ -82,12 +82,15 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
   // Prefill costs.
   const double R = std::max(1, prefill_requests);
   const double T = k.isl * R;
-  s->pre_dense = k.dense_layers > 0 ? CostLayer(k, p, false, false, T, R, k.isl,
-                                                s->residuals.dense, nullptr)
-                                    : LayerResult{};
-  s->pre_moe = k.moe_layers > 0 ? CostLayer(k, p, true, false, T, R, k.isl,
-                                            s->residuals.moe, nullptr)
-                                : LayerResult{};
+  // A layer kind the model lacks keeps the fresh state's zero result.
+  if (k.dense_layers > 0) {
+    s->pre_dense =
+        CostLayer(k, p, false, false, T, R, k.isl, s->residuals.dense, nullptr);
+  }
+  if (k.moe_layers > 0) {
+    s->pre_moe =
+        CostLayer(k, p, true, false, T, R, k.isl, s->residuals.moe, nullptr);
+  }
   s->pre_embed = CostEmbedding(k, p, false, T, R, k.isl, s->residuals.first);
   s->pre_head = CostLmHead(k, p, false, T, R, k.isl, s->residuals.last);
   Group p2p_group;

@@ -5,6 +5,7 @@
 #define SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_
 
 #include "simulator/calibration_parameters.h"
+#include "simulator/placement.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator::internal {
@@ -77,6 +78,10 @@ struct CostConstants {
   double expert_weight_stream_bytes = 2;
   int gpus_per_node = 8, num_gpus = 1;
   ClusterDims cluster;
+  // The cluster's block shapes (the placement of every plan), blocks of up
+  // to kBlockShapeTableGpus GPUs (larger ones are computed per plan).
+  BlockShapeTable block_shapes;
+  static constexpr int kBlockShapeTableGpus = 1024;
   double capacity_bytes = 0;
   // Share of the weights and activations that counts against capacity_bytes
   // when the KV cache pool is sized (Calibration::kv_pool_from_free_memory):

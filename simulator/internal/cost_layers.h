@@ -36,7 +36,29 @@ enum class Collective : uint8_t {
 // FeatureSplit producer's split is the one the FeatureSplit consumer expects
 // (column feeding row, qkv heads feeding attention heads); then no
 // communication is needed.
-Collective TransitionCollective(Layout from, Layout to, bool matching_split);
+// Inline: the operator pass asks for every operator of every evaluation.
+inline Collective TransitionCollective(Layout from, Layout to,
+                                       bool matching_split) {
+  constexpr Collective kNone = Collective::kNone,
+                       kGather = Collective::kAllGather,
+                       kReduce = Collective::kAllReduce,
+                       kScatter = Collective::kReduceScatter,
+                       kToAll = Collective::kAllToAll;
+  // [from][to], in Layout's order: Full, FeatureSplit, PartialSum, TokenSplit.
+  // From Full every target is a local slice (or the tensor itself); a feature
+  // slice is a valid partial sum (zero elsewhere).
+  static constexpr Collective kRules[4][4] = {
+      {kNone, kNone, kNone, kNone},
+      {kGather, kGather, kNone, kToAll},
+      {kReduce, kScatter, kNone, kScatter},
+      {kGather, kToAll, kGather, kNone},
+  };
+  if (from == Layout::kFeatureSplit && to == Layout::kFeatureSplit &&
+      matching_split) {
+    return kNone;
+  }
+  return kRules[static_cast<int>(from)][static_cast<int>(to)];
+}
 
 // Input and output layout of operator `op` sharded along `dim`, in `decode` or
 // prefill.
