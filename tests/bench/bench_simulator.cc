@@ -7,7 +7,8 @@
 // batch scan). BM_SearchRun/* measure the search's hot path: decoding a batch
 // of sampled decisions, evaluating it and the bookkeeping of every evaluation
 // (best, elite history, frontier archive), cache off as exhaustive runs it;
-// BM_FrontierOffer/* the frontier archive's part alone.
+// BM_FrontierOffer/* the frontier archive's part alone. BM_TransitionDiffHuge:
+// one re-planning diff of a 16,384-GPU cluster of one-GPU nodes.
 //
 //   build/bin/shardplan-bench-simulator [--benchmark_filter=...]
 //
