@@ -599,8 +599,9 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   p.replica_nodes = place.replica.nodes;
   p.experts_rank = std::ceil(k.experts / std::max(1, p.ep));
   if (k.moe && k.experts > 0 && p.ep > 1) {
-    p.dispatch_fanout =
-        p.ep * (1.0 - std::pow(1.0 - 1.0 / p.ep, k.top_k)) / k.top_k;
+    p.dispatch_fanout = p.ep < static_cast<int>(k.dispatch_fanout.size())
+                            ? k.dispatch_fanout[p.ep]
+                            : DispatchFanout(k, p.ep);
   } else {
     // ep == 1: every token goes to one group
     p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);

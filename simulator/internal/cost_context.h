@@ -4,6 +4,9 @@
 #ifndef SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_
 #define SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_
 
+#include <cmath>
+#include <vector>
+
 #include "simulator/calibration_parameters.h"
 #include "simulator/placement.h"
 #include "simulator/types.h"
@@ -78,6 +81,9 @@ struct CostConstants {
   double expert_weight_stream_bytes = 2;
   int gpus_per_node = 8, num_gpus = 1;
   ClusterDims cluster;
+  // DispatchFanout(*this, ep) of every ep up to the GPUs (at most
+  // kBlockShapeTableGpus); MoE models only.
+  std::vector<double> dispatch_fanout;
   // The cluster's block shapes (the placement of every plan), blocks of up
   // to kBlockShapeTableGpus GPUs (larger ones are computed per plan).
   BlockShapeTable block_shapes;
@@ -95,6 +101,12 @@ struct CostConstants {
   double max_ttft_seconds = 0, max_tpot_seconds = 0;
   Calibration cal;
 };
+
+// Expected distinct expert groups (of `ep`) a token routed to top_k experts
+// is sent to, divided by top_k (PlanCtx::dispatch_fanout).
+inline double DispatchFanout(const CostConstants& k, int ep) {
+  return ep * (1.0 - std::pow(1.0 - 1.0 / ep, k.top_k)) / k.top_k;
+}
 
 }  // namespace shardplan::simulator::internal
 
