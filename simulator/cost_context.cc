@@ -267,6 +267,17 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->ib_raw_bytes_per_s = hd.inter_node_bytes_per_s;
   k->gpus_per_node = model->problem_.cluster.gpus_per_node;
   k->cluster = model->problem_.cluster;
+  if (k->moe && k->experts > 0) {
+    const int eps = std::min(model->problem_.cluster.num_gpus,
+                             internal::CostConstants::kBlockShapeTableGpus);
+    k->dispatch_fanout.assign(static_cast<size_t>(std::max(0, eps)) + 1, 0.0);
+    for (int ep = 2; ep <= eps; ++ep) {
+      k->dispatch_fanout[ep] = internal::DispatchFanout(*k, ep);
+    }
+  }
+  k->block_shapes = BlockShapeTable(
+      k->cluster, std::min(k->cluster.num_gpus,
+                           internal::CostConstants::kBlockShapeTableGpus));
   k->num_gpus = model->problem_.cluster.num_gpus;
   k->capacity_bytes = hd.hbm_bytes * (1 - internal::kMemoryReserveFraction);
   k->kv_room_fixed_share =

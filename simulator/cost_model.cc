@@ -90,10 +90,12 @@ Evaluation CostModel::Evaluate(const PlanDims& plan) const {
       plan.ep >= 1 && plan.pp <= kMaxPipelineStages && plan.pp <= k.layers &&
       plan.batch_size >= 0 && plan.batch_size <= kMaxRequestsInFlight &&
       plan.micro_batches >= 0;
-  for (int i = 0; evaluable && i < kNumOpKinds; ++i) {
+  int bad_dims = 0;  // counted without a branch per operator
+  for (int i = 0; i < kNumOpKinds; ++i) {
     const int d = static_cast<int>(plan.dims[i]);
-    evaluable = d >= 0 && d < kNumShardDims;
+    bad_dims += d < 0 || d >= kNumShardDims ? 1 : 0;
   }
+  evaluable = evaluable && bad_dims == 0;
   if (evaluable && plan.num_stage_layers != 0) {
     int sum = 0;
     evaluable = plan.num_stage_layers == plan.pp;

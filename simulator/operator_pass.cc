@@ -5,6 +5,7 @@
 #include "simulator/internal/operator_pass.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <vector>
 
@@ -26,17 +27,18 @@ double ShareCeil(double tokens, int n) {
 // tokens each) through operators of a layer for one replica micro-batch.
 class Pass {
  public:
+  // Costs go to `*result` (the caller's return value: no copy).
   Pass(const CostConstants& k, const PlanCtx& p, bool decode, double tokens,
-       double requests, double ctx, std::vector<CollectiveRecord>* records)
+       double requests, double ctx, std::vector<CollectiveRecord>* records,
+       LayerResult* result)
       : k_(k),
         p_(p),
         decode_(decode),
         tokens_(tokens),
         requests_(requests),
         ctx_(ctx),
-        records_(records) {}
-
-  LayerResult& result() { return r_; }
+        records_(records),
+        r_(*result) {}
 
   // Reshards an activation of `elems` per token over `tokens` tokens for `op`'s
   // input.
@@ -441,9 +443,13 @@ class Pass {
     }
   }
 
-  void Finish() {
+  // Sums the operators first..last (the ones this pass charges; the others
+  // are zero) into the result's seconds.
+  void Finish(OpKind first, OpKind last) {
+    r_.first_op = static_cast<int>(first);
+    r_.last_op = static_cast<int>(last);
     double s = 0;
-    for (int i = 0; i < kNumOpKinds; ++i) {
+    for (int i = r_.first_op; i <= r_.last_op; ++i) {
       s += std::max(r_.compute[i], r_.memory[i]) + r_.comm[i];
     }
     r_.seconds = s;
@@ -455,7 +461,7 @@ class Pass {
   bool decode_;
   double tokens_, requests_, ctx_;
   std::vector<CollectiveRecord>* records_;
-  LayerResult r_;
+  LayerResult& r_;
 };
 
 // Residual-stream merge rule (see Pass::Merge), on layouts only.
@@ -478,24 +484,28 @@ Group ToGroup(const GroupShape& shape) {
 LayerResult CostLayer(const CostConstants& k, const PlanCtx& p, bool moe_layer,
                       bool decode, double tokens, double requests, double ctx,
                       Layout residual, std::vector<CollectiveRecord>* records) {
-  Pass pass(k, p, decode, tokens, requests, ctx, records);
+  LayerResult result;
+  Pass pass(k, p, decode, tokens, requests, ctx, records, &result);
   Layout r = pass.Attention(residual);
   r = moe_layer ? pass.Moe(r) : pass.DenseMlp(r);
-  pass.result().residual = r;
-  pass.Finish();
-  return pass.result();
+  result.residual = r;
+  pass.Finish(OpKind::kQkv, moe_layer ? OpKind::kExpertDown : OpKind::kMlpDown);
+  return result;
 }
 
 namespace {
 
-// The embedding or the LM head (`step`) alone, as one pass.
-LayerResult CostStep(void (Pass::*step)(Layout), const CostConstants& k,
-                     const PlanCtx& p, bool decode, double tokens,
-                     double requests, double ctx, Layout residual) {
-  Pass pass(k, p, decode, tokens, requests, ctx, nullptr);
+// The embedding or the LM head (`step`, charging operator `op` alone), as
+// one pass.
+LayerResult CostStep(void (Pass::*step)(Layout), OpKind op,
+                     const CostConstants& k, const PlanCtx& p, bool decode,
+                     double tokens, double requests, double ctx,
+                     Layout residual) {
+  LayerResult result;
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr, &result);
   (pass.*step)(residual);
-  pass.Finish();
-  return pass.result();
+  pass.Finish(op, op);
+  return result;
 }
 
 }  // namespace
@@ -503,14 +513,15 @@ LayerResult CostStep(void (Pass::*step)(Layout), const CostConstants& k,
 LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
                           double tokens, double requests, double ctx,
                           Layout residual) {
-  return CostStep(&Pass::Embedding, k, p, decode, tokens, requests, ctx,
-                  residual);
+  return CostStep(&Pass::Embedding, OpKind::kEmbedding, k, p, decode, tokens,
+                  requests, ctx, residual);
 }
 
 LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
                        double tokens, double requests, double ctx,
                        Layout residual) {
-  return CostStep(&Pass::LmHead, k, p, decode, tokens, requests, ctx, residual);
+  return CostStep(&Pass::LmHead, OpKind::kLmHead, k, p, decode, tokens,
+                  requests, ctx, residual);
 }
 
 // The residual layout each layer kind settles into, derived from the dims alone
@@ -544,20 +555,21 @@ Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p) {
 PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
                     const PlanPlacement* replica_class) {
   PlanCtx p;
-  // The whole cluster as it is (node sizes included), or a pool of a
-  // disaggregated plan on uniform nodes (no heap: names and node groups stay
-  // empty).
-  ClusterDims pool;
-  const ClusterDims* placed = &k.cluster;
-  if (num_gpus != k.cluster.num_gpus) {
+  // The whole cluster as it is (node sizes included; its block shapes are
+  // in the table), or a pool of a disaggregated plan on uniform nodes (no
+  // heap: names and node groups stay empty).
+  auto place_on_pool = [&] {
+    ClusterDims pool;
     pool.num_gpus = num_gpus;
     pool.gpus_per_node = k.cluster.gpus_per_node;
     pool.nvlink_domain_gpus = k.cluster.nvlink_domain_gpus;
-    placed = &pool;
-  }
-  const PlanPlacement place = replica_class != nullptr
-                                  ? *replica_class
-                                  : PlacePlan(plan, *placed, k.moe);
+    return PlacePlan(plan, pool, k.moe);
+  };
+  const PlanPlacement place =
+      replica_class != nullptr ? *replica_class
+      : num_gpus != k.cluster.num_gpus
+          ? place_on_pool()
+          : PlacePlan(plan, k.cluster, k.moe, &k.block_shapes);
   p.replicas = place.replicas;
   p.dp = place.dp;
   p.tp = plan.tp;
@@ -587,55 +599,14 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   p.replica_nodes = place.replica.nodes;
   p.experts_rank = std::ceil(k.experts / std::max(1, p.ep));
   if (k.moe && k.experts > 0 && p.ep > 1) {
-    p.dispatch_fanout =
-        p.ep * (1.0 - std::pow(1.0 - 1.0 / p.ep, k.top_k)) / k.top_k;
+    p.dispatch_fanout = p.ep < static_cast<int>(k.dispatch_fanout.size())
+                            ? k.dispatch_fanout[p.ep]
+                            : DispatchFanout(k, p.ep);
   } else {
     // ep == 1: every token goes to one group
     p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);
   }
   return p;
-}
-
-Collective TransitionCollective(Layout from, Layout to, bool matching_split) {
-  constexpr Collective kNone = Collective::kNone,
-                       kGather = Collective::kAllGather,
-                       kReduce = Collective::kAllReduce,
-                       kScatter = Collective::kReduceScatter,
-                       kToAll = Collective::kAllToAll;
-  // [from][to], in Layout's order: Full, FeatureSplit, PartialSum, TokenSplit.
-  // From Full every target is a local slice (or the tensor itself); a feature
-  // slice is a valid partial sum (zero elsewhere).
-  static constexpr Collective kRules[4][4] = {
-      {kNone, kNone, kNone, kNone},
-      {kGather, kGather, kNone, kToAll},
-      {kReduce, kScatter, kNone, kScatter},
-      {kGather, kToAll, kGather, kNone},
-  };
-  if (from == Layout::kFeatureSplit && to == Layout::kFeatureSplit &&
-      matching_split) {
-    return kNone;
-  }
-  return kRules[static_cast<int>(from)][static_cast<int>(to)];
-}
-
-OpLayouts OperatorLayouts(OpKind op, ShardDim dim, bool decode) {
-  switch (dim) {
-    case ShardDim::kColumn:
-      if (op == OpKind::kAttention)
-        return {Layout::kFeatureSplit, Layout::kFeatureSplit};
-      return {Layout::kFull, Layout::kFeatureSplit};
-    case ShardDim::kRow:
-      return {Layout::kFeatureSplit, Layout::kPartialSum};
-    case ShardDim::kReplicate:
-      return {Layout::kFull, Layout::kFull};
-    case ShardDim::kBatch:
-      return {Layout::kTokenSplit, Layout::kTokenSplit};
-    case ShardDim::kSequence:
-      if (op == OpKind::kAttention && decode)
-        return {Layout::kFull, Layout::kPartialSum};
-      return {Layout::kTokenSplit, Layout::kTokenSplit};
-  }
-  return {Layout::kFull, Layout::kFull};
 }
 
 std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(
@@ -649,6 +620,36 @@ std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(
   CostLayer(k, p, moe_layer, decode, t, decode ? t : 1,
             decode ? k.ctx_decode : t, moe_layer ? r.moe : r.dense, &records);
   return records;
+}
+
+std::vector<OpKind> CostModelInspector::ChargedOutsideDeclaredRange(
+    const CostModel& model, const PlanDims& plan, int tokens) {
+  const CostConstants& k = *model.constants_;
+  const PlanCtx p = MakePlanCtx(k, plan, k.num_gpus);
+  const Residuals r = SteadyResiduals(k, p);
+  std::array<bool, kNumOpKinds> outside{};
+  for (bool decode : {false, true}) {
+    const double t = tokens;
+    const double requests = decode ? t : 1;
+    const double ctx = decode ? k.ctx_decode : t;
+    for (const LayerResult& l :
+         {CostLayer(k, p, false, decode, t, requests, ctx, r.dense, nullptr),
+          CostLayer(k, p, true, decode, t, requests, ctx, r.moe, nullptr),
+          CostEmbedding(k, p, decode, t, requests, ctx, r.first),
+          CostLmHead(k, p, decode, t, requests, ctx, r.last)}) {
+      for (int i = 0; i < kNumOpKinds; ++i) {
+        if ((i < l.first_op || i > l.last_op) &&
+            (l.compute[i] != 0 || l.memory[i] != 0 || l.comm[i] != 0)) {
+          outside[i] = true;
+        }
+      }
+    }
+  }
+  std::vector<OpKind> ops;
+  for (int i = 0; i < kNumOpKinds; ++i) {
+    if (outside[i]) ops.push_back(static_cast<OpKind>(i));
+  }
+  return ops;
 }
 
 }  // namespace shardplan::simulator::internal

@@ -219,8 +219,16 @@ BlockSpan BlocksNodeSpan(const ClusterDims& cluster, int64_t first_rank,
   return span;
 }
 
+BlockShapeTable::BlockShapeTable(const ClusterDims& cluster, int max_size) {
+  if (!cluster.node_gpus.empty() || max_size < 1) return;
+  shapes_.resize(static_cast<size_t>(max_size) + 1);
+  for (int size = 1; size <= max_size; ++size) {
+    shapes_[size] = ContiguousBlockShape(size, cluster);
+  }
+}
+
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
-                        bool moe) {
+                        bool moe, const BlockShapeTable* shapes) {
   PlanPlacement p;
   const int replicas = std::max(1, plan.replicas);
   const int dp = std::max(1, plan.dp);
@@ -229,11 +237,14 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
   p.replicas = moe ? replicas : replicas * dp;
   p.dp = moe ? dp : 1;
   p.stage_size = p.dp * tp;
-  p.tp = ContiguousBlockShape(tp, cluster);
-  p.domain = ContiguousBlockShape(p.stage_size, cluster);
-  p.expert_tp =
-      ContiguousBlockShape(ExpertTp(p.stage_size, plan, moe), cluster);
-  p.replica = ContiguousBlockShape(p.stage_size * pp, cluster);
+  auto shape = [&](int size) {
+    return shapes != nullptr ? shapes->Shape(size, cluster)
+                             : ContiguousBlockShape(size, cluster);
+  };
+  p.tp = shape(tp);
+  p.domain = shape(p.stage_size);
+  p.expert_tp = shape(ExpertTp(p.stage_size, plan, moe));
+  p.replica = shape(p.stage_size * pp);
   // Stage s sends to stage s + 1, rank i to rank i + stage_size. Some
   // boundary crosses nodes exactly when the replica spans nodes (a node edge
   // inside it falls on or inside a stage pair).

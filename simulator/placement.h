@@ -92,9 +92,30 @@ struct BlockSpan {
 BlockSpan BlocksNodeSpan(const ClusterDims& cluster, int64_t first_rank,
                          int size, int count);
 
-// Placement of `plan` (degrees already validated) on `cluster`.
+// ContiguousBlockShape(size, cluster) of every size 1..max_size, computed
+// once per cluster (the cost model keeps one per problem, so its evaluations
+// look shapes up instead of recomputing them). Uniform nodes only: a
+// cluster of listed node sizes gets an empty table, which computes every
+// shape. Sizes beyond the table are computed too.
+class BlockShapeTable {
+ public:
+  BlockShapeTable() = default;
+  BlockShapeTable(const ClusterDims& cluster, int max_size);
+  GroupShape Shape(int size, const ClusterDims& cluster) const {
+    if (size >= 1 && size < static_cast<int>(shapes_.size())) {
+      return shapes_[size];
+    }
+    return ContiguousBlockShape(size, cluster);
+  }
+
+ private:
+  std::vector<GroupShape> shapes_;  // [size]; [0] unused
+};
+
+// Placement of `plan` (degrees already validated) on `cluster`. `shapes`:
+// a table built for this `cluster`, or null.
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
-                        bool moe);
+                        bool moe, const BlockShapeTable* shapes = nullptr);
 
 // True when replicas of one plan can be placed differently on `cluster`: node
 // groups of different sizes or a partial last node. Cheap; lets callers skip

@@ -102,12 +102,15 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
   // Prefill costs.
   const double R = std::max(1, prefill_requests);
   const double T = k.isl * R;
-  s->pre_dense = k.dense_layers > 0 ? CostLayer(k, p, false, false, T, R, k.isl,
-                                                s->residuals.dense, nullptr)
-                                    : LayerResult{};
-  s->pre_moe = k.moe_layers > 0 ? CostLayer(k, p, true, false, T, R, k.isl,
-                                            s->residuals.moe, nullptr)
-                                : LayerResult{};
+  // A layer kind the model lacks keeps the fresh state's zero result.
+  if (k.dense_layers > 0) {
+    s->pre_dense =
+        CostLayer(k, p, false, false, T, R, k.isl, s->residuals.dense, nullptr);
+  }
+  if (k.moe_layers > 0) {
+    s->pre_moe =
+        CostLayer(k, p, true, false, T, R, k.isl, s->residuals.moe, nullptr);
+  }
   s->pre_embed = CostEmbedding(k, p, false, T, R, k.isl, s->residuals.first);
   s->pre_head = CostLmHead(k, p, false, T, R, k.isl, s->residuals.last);
   Group p2p_group;
@@ -201,28 +204,22 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
 }
 
 // One stage's operator breakdown: `times` x the costs of each `layers` entry
-// (null: none) added to `out`. Each sum takes the entries in order, as adding
-// them one after the other would; an entry repeated 0 times adds nothing (its
-// costs are finite).
+// (null: none) added to `out`. Each operator's sums take the entries in order,
+// as adding them one after the other would; an entry repeated 0 times adds
+// nothing (its costs are finite), nor do the operators an entry does not
+// charge (their costs are +0).
 void AddOps(const std::array<const LayerResult*, 4>& layers,
             const std::array<double, 4>& times,
             std::array<OpCost, kNumOpKinds>* out) {
-  std::array<const LayerResult*, 4> used{};
-  std::array<double, 4> used_times{};
-  int n = 0;
   for (int j = 0; j < 4; ++j) {
-    if (layers[j] == nullptr || times[j] == 0) continue;
-    used[n] = layers[j];
-    used_times[n++] = times[j];
-  }
-  for (int i = 0; i < kNumOpKinds; ++i) {
-    OpCost& c = (*out)[i];
-    for (int j = 0; j < n; ++j) {
-      c.compute_seconds +=
-          static_cast<float>(used[j]->compute[i] * used_times[j]);
-      c.memory_seconds +=
-          static_cast<float>(used[j]->memory[i] * used_times[j]);
-      c.comm_seconds += static_cast<float>(used[j]->comm[i] * used_times[j]);
+    const LayerResult* layer = layers[j];
+    if (layer == nullptr || times[j] == 0) continue;
+    const double t = times[j];
+    for (int i = layer->first_op; i <= layer->last_op; ++i) {
+      OpCost& c = (*out)[i];
+      c.compute_seconds += static_cast<float>(layer->compute[i] * t);
+      c.memory_seconds += static_cast<float>(layer->memory[i] * t);
+      c.comm_seconds += static_cast<float>(layer->comm[i] * t);
     }
   }
 }

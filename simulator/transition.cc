@@ -281,63 +281,69 @@ std::string PieceText(const Piece& p) {
 }
 
 // Which surviving GPU of a node takes each local rank of the new plan:
-// gpu_of[k] indexes `olds`, -1 for a GPU the node did not have. In order (rank
-// k on GPU k) unless `match`; then greedily the pairs that keep the most
-// weights, ties to the GPU in order, so an unchanged plan stays in order.
-// Engines map local ranks to GPUs through CUDA_VISIBLE_DEVICES, so the order
-// is free to choose. O(GPUs^2) per node.
-std::vector<int> MatchGpus(const ModelDims& m, const LayerParams& p,
-                           const std::vector<Shard>& news,
-                           const std::vector<Shard>& olds, bool match) {
+// (*gpu_of)[k] indexes `olds`, -1 for a GPU the node did not have. In order
+// (rank k on GPU k) unless `match`; then greedily the pairs that keep the most
+// weights, ties to the GPU in order, then to the earlier pair, so an unchanged
+// plan stays in order. Engines map local ranks to GPUs through
+// CUDA_VISIBLE_DEVICES, so the order is free to choose. O(GPUs^2) per node;
+// `pairs` is scratch reused across nodes (a cluster of one-GPU nodes has tens
+// of thousands, and a node of one GPU needs no comparison: its GPU takes its
+// one rank whatever it keeps).
+struct GpuPair {
+  double kept;
+  bool in_order;
+  int k, j;
+};
+
+void MatchGpus(const ModelDims& m, const LayerParams& p,
+               const std::vector<Shard>& news, const std::vector<Shard>& olds,
+               bool match, std::vector<GpuPair>* pairs,
+               std::vector<int>* gpu_of) {
   const int gpus = static_cast<int>(news.size());
   const int old_gpus = static_cast<int>(olds.size());
-  std::vector<int> gpu_of(gpus, -1);
-  if (!match) {
-    for (int k = 0; k < std::min(gpus, old_gpus); ++k) gpu_of[k] = k;
-    return gpu_of;
+  gpu_of->assign(gpus, -1);
+  if (!match || (gpus == 1 && old_gpus == 1)) {
+    for (int k = 0; k < std::min(gpus, old_gpus); ++k) (*gpu_of)[k] = k;
+    return;
   }
-  struct Pair {
-    double kept;
-    bool in_order;
-    int k, j;
-  };
-  std::vector<Pair> pairs;
-  pairs.reserve(static_cast<size_t>(gpus) * old_gpus);
+  pairs->clear();
   for (int k = 0; k < gpus; ++k) {
     for (int j = 0; j < old_gpus; ++j) {
       const Elements e = Compare(m, p, news[k], &olds[j]);
-      pairs.push_back({e.needed - e.missing, k == j, k, j});
+      pairs->push_back({e.needed - e.missing, k == j, k, j});
     }
   }
-  std::stable_sort(pairs.begin(), pairs.end(),
-                   [](const Pair& a, const Pair& b) {
-                     if (a.kept != b.kept) return a.kept > b.kept;
-                     return a.in_order && !b.in_order;
-                   });
+  // The pairs were listed by (k, j): that order breaks the remaining ties, as
+  // a stable sort would.
+  std::sort(pairs->begin(), pairs->end(),
+            [](const GpuPair& a, const GpuPair& b) {
+              if (a.kept != b.kept) return a.kept > b.kept;
+              if (a.in_order != b.in_order) return a.in_order;
+              return std::tie(a.k, a.j) < std::tie(b.k, b.j);
+            });
   std::vector<bool> taken(old_gpus, false);
-  for (const Pair& x : pairs) {
+  for (const GpuPair& x : *pairs) {
     if (x.kept <= 0) break;
-    if (gpu_of[x.k] >= 0 || taken[x.j]) continue;
-    gpu_of[x.k] = x.j;
+    if ((*gpu_of)[x.k] >= 0 || taken[x.j]) continue;
+    (*gpu_of)[x.k] = x.j;
     taken[x.j] = true;
   }
   // The rest keep nothing either way: in order where free, then what is left.
   for (int k = 0; k < gpus; ++k) {
-    if (gpu_of[k] < 0 && k < old_gpus && !taken[k]) {
-      gpu_of[k] = k;
+    if ((*gpu_of)[k] < 0 && k < old_gpus && !taken[k]) {
+      (*gpu_of)[k] = k;
       taken[k] = true;
     }
   }
   int j = 0;
   for (int k = 0; k < gpus; ++k) {
-    if (gpu_of[k] >= 0) continue;
+    if ((*gpu_of)[k] >= 0) continue;
     while (j < old_gpus && taken[j]) ++j;
     if (j < old_gpus) {
-      gpu_of[k] = j;
+      (*gpu_of)[k] = j;
       taken[j] = true;
     }
   }
-  return gpu_of;
 }
 
 std::string NodeGroupName(const ClusterDims& cluster, int node) {
@@ -361,15 +367,11 @@ int GpusOnNode(const ClusterDims& cluster, int node) {
   return std::clamp(cluster.num_gpus - node * g, 0, g);
 }
 
-// Global rank of the first GPU of node `node` of `cluster`.
-int64_t NodeFirstRank(const ClusterDims& cluster, int node) {
-  if (cluster.node_gpus.empty()) {
-    return static_cast<int64_t>(node) * std::max(1, cluster.gpus_per_node);
-  }
-  int64_t first = 0;
-  for (int j = 0; j < node && j < static_cast<int>(cluster.node_gpus.size());
-       ++j) {
-    first += cluster.node_gpus[j];
+// First global rank of every node of `cluster`.
+std::vector<int64_t> NodeFirstRanks(const ClusterDims& cluster) {
+  std::vector<int64_t> first(std::max(0, cluster.num_nodes()), 0);
+  for (size_t n = 1; n < first.size(); ++n) {
+    first[n] = first[n - 1] + GpusOnNode(cluster, static_cast<int>(n - 1));
   }
   return first;
 }
@@ -388,9 +390,10 @@ FreshDeploy FreshDeployOf(const PlanDims& plan, const Problem& problem,
   const LayerParams params = LayerParamsOf(problem.model);
   const double bytes_per_element =
       BytesPerElement(problem.workload.weight_dtype);
+  const std::vector<int64_t> first_ranks = NodeFirstRanks(problem.cluster);
   for (int node = 0; node < problem.cluster.num_nodes(); ++node) {
     double node_bytes = 0;
-    const int64_t first = NodeFirstRank(problem.cluster, node);
+    const int64_t first = first_ranks[node];
     for (int k = 0; k < GpusOnNode(problem.cluster, node); ++k) {
       const Shard s = ShardOf(plan, problem, layout, first + k);
       node_bytes +=
@@ -405,11 +408,23 @@ FreshDeploy FreshDeployOf(const PlanDims& plan, const Problem& problem,
 
 }  // namespace
 
+// The running deployment's side of every Diff, the same for every candidate
+// plan: its layout, each GPU's shard and that shard's bytes, and the replicas
+// that lose a GPU on a removed node.
+struct TransitionModel::RunningGpus {
+  Layout layout;
+  std::vector<Shard> shards;          // by global rank of the running cluster
+  std::vector<double> shard_bytes;    // each shard's weight bytes
+  std::vector<uint8_t> replica_lost;  // by placement replica
+};
+
 TransitionModel::TransitionModel(RunningDeployment running, const Problem& next,
                                  double storage_bytes_per_s_per_node)
     : running_(std::move(running)),
       next_(next),
       storage_bytes_per_s_per_node_(storage_bytes_per_s_per_node) {}
+
+TransitionModel::~TransitionModel() = default;
 
 absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
     RunningDeployment running, const Problem& next,
@@ -504,6 +519,34 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
     model->peer_layers_prefix_[i + 1] =
         model->peer_layers_prefix_[i] + covered[i];
   }
+
+  // (The model's own copy: `running` was moved into it.)
+  const ClusterDims& running_cluster = r.problem.cluster;
+  model->old_first_rank_ = NodeFirstRanks(running_cluster);
+  model->new_first_rank_ = NodeFirstRanks(model->next_.cluster);
+  auto gpus = std::make_unique<RunningGpus>();
+  gpus->layout = l;
+  const LayerParams params = LayerParamsOf(model->next_.model);
+  const double bytes_per_element =
+      BytesPerElement(r.problem.workload.weight_dtype);
+  gpus->shards.resize(std::max(0, running_cluster.num_gpus));
+  gpus->shard_bytes.resize(gpus->shards.size());
+  for (size_t rank = 0; rank < gpus->shards.size(); ++rank) {
+    gpus->shards[rank] =
+        ShardOf(r.plan, r.problem, l, static_cast<int64_t>(rank));
+    gpus->shard_bytes[rank] =
+        Compare(r.problem.model, params, gpus->shards[rank], nullptr).needed *
+        bytes_per_element;
+  }
+  gpus->replica_lost.assign(l.placement.replicas, 0);
+  for (int n = 0; n < old_nodes; ++n) {
+    if (model->old_node_survives_[n]) continue;
+    for (int k = 0; k < GpusOnNode(running_cluster, n); ++k) {
+      gpus->replica_lost[gpus->shards[model->old_first_rank_[n] + k].replica] =
+          1;
+    }
+  }
+  model->running_gpus_ = std::move(gpus);
   return std::unique_ptr<const TransitionModel>(std::move(model));
 }
 
@@ -514,29 +557,18 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
   const LayerParams params = LayerParamsOf(m);
   const ClusterDims& old_cluster = running_.problem.cluster;
   const ClusterDims& new_cluster = next_.cluster;
-  const Layout old_layout = LayoutOf(running_.plan, running_.problem);
+  const RunningGpus& running_gpus = *running_gpus_;
+  const Layout& old_layout = running_gpus.layout;
   const Layout new_layout = LayoutOf(plan, next_);
   // Weights kept only when their dtype is the same.
   const bool same_dtype =
       running_.problem.workload.weight_dtype == next_.workload.weight_dtype;
-  const double old_bytes_per_element =
-      BytesPerElement(running_.problem.workload.weight_dtype);
   const double bytes_per_element = BytesPerElement(next_.workload.weight_dtype);
   const int new_nodes = new_cluster.num_nodes();
   const double ib = std::max(1.0, new_cluster.hardware.inter_node_bytes_per_s);
   const double storage = std::max(1.0, storage_bytes_per_s_per_node_);
 
-  std::vector<uint8_t> old_replica_changed(old_layout.placement.replicas, 0);
-  for (int n = 0; n < old_cluster.num_nodes(); ++n) {
-    if (old_node_survives_[n]) continue;
-    const int gpus = GpusOnNode(old_cluster, n);
-    for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = NodeFirstRank(old_cluster, n) + k;
-      old_replica_changed
-          [ShardOf(running_.plan, running_.problem, old_layout, rank).replica] =
-              1;
-    }
-  }
+  std::vector<uint8_t> old_replica_changed = running_gpus.replica_lost;
   std::vector<double> peer_bytes(new_cluster.num_gpus, 0);
   std::vector<double> node_storage_bytes(new_nodes, 0);
   std::vector<double> node_fresh_bytes(new_nodes, 0);
@@ -546,22 +578,24 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
   // Reused across nodes: a cluster of one-GPU nodes has tens of thousands.
   std::vector<Shard> news, olds;
   std::vector<bool> taken;
+  std::vector<GpuPair> pairs;
+  std::vector<int> gpu_of;
   for (int node = 0; node < new_nodes; ++node) {
     const int old_node = old_node_of_[node];
     const int gpus = GpusOnNode(new_cluster, node);
     const int old_gpus = old_node >= 0 ? GpusOnNode(old_cluster, old_node) : 0;
     news.resize(gpus);
     olds.resize(old_gpus);
+    const int64_t first = new_first_rank_[node];
+    const int64_t old_first = old_node >= 0 ? old_first_rank_[old_node] : 0;
     for (int k = 0; k < gpus; ++k) {
-      news[k] = ShardOf(plan, next_, new_layout,
-                        NodeFirstRank(new_cluster, node) + k);
+      news[k] = ShardOf(plan, next_, new_layout, first + k);
     }
     for (int j = 0; j < old_gpus; ++j) {
-      olds[j] = ShardOf(running_.plan, running_.problem, old_layout,
-                        NodeFirstRank(old_cluster, old_node) + j);
+      olds[j] = running_gpus.shards[old_first + j];
     }
-    const std::vector<int> gpu_of =
-        MatchGpus(m, params, news, olds, match_gpu_order && same_dtype);
+    MatchGpus(m, params, news, olds, match_gpu_order && same_dtype, &pairs,
+              &gpu_of);
     taken.assign(old_gpus, false);
     bool identity = true;
     for (int k = 0; k < gpus; ++k) {
@@ -581,7 +615,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
                        " (CUDA_VISIBLE_DEVICES: local rank k on the k-th); ");
     }
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = NodeFirstRank(new_cluster, node) + k;
+      const int64_t rank = first + k;
       const Shard& n = news[k];
       const bool held = gpu_of[k] >= 0;
       const Shard o = held ? olds[gpu_of[k]] : Shard{};
@@ -590,9 +624,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
       const double load = e.missing * bytes_per_element;
       node_fresh_bytes[node] += e.needed * bytes_per_element;
       if (held) {
-        const double old_size =
-            Compare(running_.problem.model, params, o, nullptr).needed *
-            old_bytes_per_element;
+        const double old_size = running_gpus.shard_bytes[old_first + gpu_of[k]];
         const bool unchanged =
             same_dtype && load <= 1.0 &&
             std::abs(old_size - e.needed * bytes_per_element) <= 1.0;
@@ -652,7 +684,7 @@ TransitionCost TransitionModel::Diff(const PlanDims& plan, bool with_node_loads,
     const int gpus = GpusOnNode(new_cluster, node);
     double node_seconds = 0, node_bytes = 0;
     for (int k = 0; k < gpus; ++k) {
-      const int64_t rank = NodeFirstRank(new_cluster, node) + k;
+      const int64_t rank = new_first_rank_[node] + k;
       node_seconds =
           std::max(node_seconds, peer_bytes[rank] / ib + storage_seconds);
     }

@@ -8,6 +8,7 @@
 #ifndef SHARDPLAN_SIMULATOR_TRANSITION_H_
 #define SHARDPLAN_SIMULATOR_TRANSITION_H_
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
@@ -76,7 +77,8 @@ struct TransitionCost {
   std::vector<NodeLoad> node_loads;  // Diff(..., true) only; loading nodes
 };
 
-// Immutable after Create; Diff is thread-safe and costs O(GPUs).
+// Immutable after Create; Diff is thread-safe and costs O(GPUs) (the running
+// deployment's shards are computed once, in Create).
 class TransitionModel {
  public:
   // INVALID_ARGUMENT naming `current.removed_nodes` when a removed node is out
@@ -109,7 +111,13 @@ class TransitionModel {
   // their groups.
   const std::vector<int>& old_node_of() const { return old_node_of_; }
 
+  ~TransitionModel();
+
  private:
+  // What every GPU of the running deployment holds, computed once
+  // (transition.cc).
+  struct RunningGpus;
+
   TransitionModel(RunningDeployment running, const Problem& next,
                   double storage_bytes_per_s_per_node);
   RunningDeployment running_;
@@ -117,6 +125,9 @@ class TransitionModel {
   double storage_bytes_per_s_per_node_;
   std::vector<int> old_node_of_;
   std::vector<bool> old_node_survives_;
+  // First global rank of each node of the running cluster and of the new one.
+  std::vector<int64_t> old_first_rank_, new_first_rank_;
+  std::unique_ptr<const RunningGpus> running_gpus_;
   // Layer l (embedding 0, layers 1..L, LM head L+1) is held by a surviving,
   // complete stage of a running replica: prefix sums of that indicator.
   std::vector<int> peer_layers_prefix_;

@@ -4,7 +4,11 @@
 #ifndef SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_
 #define SHARDPLAN_SIMULATOR_INTERNAL_COST_CONTEXT_H_
 
+#include <cmath>
+#include <vector>
+
 #include "simulator/calibration_parameters.h"
+#include "simulator/placement.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator::internal {
@@ -77,6 +81,13 @@ struct CostConstants {
   double expert_weight_stream_bytes = 2;
   int gpus_per_node = 8, num_gpus = 1;
   ClusterDims cluster;
+  // DispatchFanout(*this, ep) of every ep up to the GPUs (at most
+  // kBlockShapeTableGpus); MoE models only.
+  std::vector<double> dispatch_fanout;
+  // The cluster's block shapes (the placement of every plan), blocks of up
+  // to kBlockShapeTableGpus GPUs (larger ones are computed per plan).
+  BlockShapeTable block_shapes;
+  static constexpr int kBlockShapeTableGpus = 1024;
   double capacity_bytes = 0;
   // Share of the weights and activations that counts against capacity_bytes
   // when the KV cache pool is sized (Calibration::kv_pool_from_free_memory):
@@ -91,6 +102,12 @@ struct CostConstants {
   double batch_wait_timeout_iterations = 0;  // WorkloadDims'
   Calibration cal;
 };
+
+// Expected distinct expert groups (of `ep`) a token routed to top_k experts
+// is sent to, divided by top_k (PlanCtx::dispatch_fanout).
+inline double DispatchFanout(const CostConstants& k, int ep) {
+  return ep * (1.0 - std::pow(1.0 - 1.0 / ep, k.top_k)) / k.top_k;
+}
 
 }  // namespace shardplan::simulator::internal
 

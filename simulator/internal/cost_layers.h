@@ -36,7 +36,29 @@ enum class Collective : uint8_t {
 // FeatureSplit producer's split is the one the FeatureSplit consumer expects
 // (column feeding row, qkv heads feeding attention heads); then no
 // communication is needed.
-Collective TransitionCollective(Layout from, Layout to, bool matching_split);
+// Inline: the operator pass asks for every operator of every evaluation.
+inline Collective TransitionCollective(Layout from, Layout to,
+                                       bool matching_split) {
+  constexpr Collective kNone = Collective::kNone,
+                       kGather = Collective::kAllGather,
+                       kReduce = Collective::kAllReduce,
+                       kScatter = Collective::kReduceScatter,
+                       kToAll = Collective::kAllToAll;
+  // [from][to], in Layout's order: Full, FeatureSplit, PartialSum, TokenSplit.
+  // From Full every target is a local slice (or the tensor itself); a feature
+  // slice is a valid partial sum (zero elsewhere).
+  static constexpr Collective kRules[4][4] = {
+      {kNone, kNone, kNone, kNone},
+      {kGather, kGather, kNone, kToAll},
+      {kReduce, kScatter, kNone, kScatter},
+      {kGather, kToAll, kGather, kNone},
+  };
+  if (from == Layout::kFeatureSplit && to == Layout::kFeatureSplit &&
+      matching_split) {
+    return kNone;
+  }
+  return kRules[static_cast<int>(from)][static_cast<int>(to)];
+}
 
 // Input and output layout of operator `op` sharded along `dim`, in `decode` or
 // prefill.
@@ -44,7 +66,26 @@ struct OpLayouts {
   Layout in;
   Layout out;
 };
-OpLayouts OperatorLayouts(OpKind op, ShardDim dim, bool decode);
+// Inline: the operator pass asks for every operator of every evaluation.
+inline OpLayouts OperatorLayouts(OpKind op, ShardDim dim, bool decode) {
+  switch (dim) {
+    case ShardDim::kColumn:
+      if (op == OpKind::kAttention)
+        return {Layout::kFeatureSplit, Layout::kFeatureSplit};
+      return {Layout::kFull, Layout::kFeatureSplit};
+    case ShardDim::kRow:
+      return {Layout::kFeatureSplit, Layout::kPartialSum};
+    case ShardDim::kReplicate:
+      return {Layout::kFull, Layout::kFull};
+    case ShardDim::kBatch:
+      return {Layout::kTokenSplit, Layout::kTokenSplit};
+    case ShardDim::kSequence:
+      if (op == OpKind::kAttention && decode)
+        return {Layout::kFull, Layout::kPartialSum};
+      return {Layout::kTokenSplit, Layout::kTokenSplit};
+  }
+  return {Layout::kFull, Layout::kFull};
+}
 
 // One collective a layer issues: which operator's input/output it serves, its
 // kind, the logical tensor size in bytes (the whole tensor for
@@ -68,6 +109,13 @@ class CostModelInspector {
                                                         bool moe_layer,
                                                         bool decode,
                                                         int tokens);
+  // The operators a pass of `plan` (the dense layer, the MoE layer, the
+  // embedding and the LM head, each in decode and prefill, `tokens` tokens)
+  // charges outside the range its result declares (LayerResult::first_op,
+  // last_op), each once: the breakdown sums skip those, so this is empty.
+  static std::vector<OpKind> ChargedOutsideDeclaredRange(const CostModel& model,
+                                                         const PlanDims& plan,
+                                                         int tokens);
 };
 
 }  // namespace shardplan::simulator::internal

@@ -46,6 +46,12 @@ struct LayerResult {
   Traffic traffic;
   double seconds = 0;  // sum over operators of max(compute, memory) + comm
   Layout residual = Layout::kFull;
+  // The operators a pass of this kind can charge, first_op..last_op (a layer:
+  // its attention and MLP or MoE operators; the embedding or the LM head
+  // alone); the entries outside stay zero, so sums over the operators skip
+  // them (adding +0 changes no sum).
+  int first_op = 0;
+  int last_op = kNumOpKinds - 1;
 };
 
 // Steady-state residual layouts for the dense and the MoE layers.

@@ -48,7 +48,8 @@ struct PlanState {
 
 // `prefill_requests` requests of ISL tokens are prefilled together (1 in
 // aggregated serving, the prefill batch of a disaggregated prefill instance).
-// `replica_class`: as for MakePlanCtx.
+// `replica_class`: as for MakePlanCtx. `s`: a freshly constructed state (the
+// results of layer kinds the model lacks stay as constructed, zero).
 void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                  int prefill_requests, PlanState* s,
                  const PlanPlacement* replica_class = nullptr);

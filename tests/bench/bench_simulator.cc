@@ -7,7 +7,8 @@
 // batch scan). BM_SearchRun/* measure the search's hot path: decoding a batch
 // of sampled decisions, evaluating it and the bookkeeping of every evaluation
 // (best, elite history, frontier archive), cache off as exhaustive runs it;
-// BM_FrontierOffer/* the frontier archive's part alone.
+// BM_FrontierOffer/* the frontier archive's part alone. BM_TransitionDiffHuge:
+// one re-planning diff of a 16,384-GPU cluster of one-GPU nodes.
 //
 //   build/bin/shardplan-bench-simulator [--benchmark_filter=...]
 //
@@ -38,6 +39,7 @@
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
+#include "simulator/transition.h"
 #include "simulator/types.h"
 
 namespace shardplan::simulator {
@@ -246,6 +248,61 @@ void BM_FrontierOffer(benchmark::State& state, const std::string& name) {
   state.counters["frontier"] = archive.size();
 }
 
+// Re-planning a cluster of 16,384 one-GPU nodes (llama-3.1-8b, 16,384
+// replicas of one GPU) after 8 nodes are gone: TransitionModel::Diff of
+// plans on the 16,376 left, as the search prices each candidate (no node
+// loads). One iteration = one Diff, the plans in turn.
+void BM_TransitionDiffHuge(benchmark::State& state) {
+  auto problem_on = [](int gpus) -> absl::StatusOr<Problem> {
+    shardplan::v1::ModelSource source;
+    source.set_catalog_name("llama-3.1-8b");
+    shardplan::v1::ClusterSpec cluster;
+    cluster.set_hardware("h100-sxm-80gb");
+    cluster.set_num_gpus(gpus);
+    cluster.set_gpus_per_node(1);
+    shardplan::v1::Workload workload;
+    workload.set_input_tokens(1024);
+    workload.set_output_tokens(128);
+    return ProblemFromProto(source, cluster, workload);
+  };
+  absl::StatusOr<Problem> old_problem = problem_on(16384);
+  absl::StatusOr<Problem> new_problem = problem_on(16376);
+  if (!old_problem.ok() || !new_problem.ok()) {
+    state.SkipWithError("cannot build the problems");
+    return;
+  }
+  RunningDeployment running;
+  running.problem = *old_problem;
+  running.plan.replicas = 16384;
+  for (int node = 16376; node < 16384; ++node) {
+    running.removed_nodes.push_back(node);
+  }
+  absl::StatusOr<std::unique_ptr<const TransitionModel>> model =
+      TransitionModel::Create(running, *new_problem);
+  if (!model.ok()) {
+    state.SkipWithError("cannot build the transition model");
+    return;
+  }
+  // 16,376 = 8 x 2,047: every tp and pp of up to 8 GPUs per replica.
+  std::vector<PlanDims> plans;
+  for (int tp : {1, 2, 4, 8}) {
+    for (int pp = 1; tp * pp <= 8; pp *= 2) {
+      PlanDims p;
+      p.tp = tp;
+      p.pp = pp;
+      p.replicas = 16376 / (tp * pp);
+      plans.push_back(p);
+    }
+  }
+  size_t i = 0;
+  for (auto _ : state) {
+    const TransitionCost cost = (*model)->Diff(plans[i]);
+    benchmark::DoNotOptimize(cost);
+    if (++i == plans.size()) i = 0;
+  }
+  state.SetItemsProcessed(state.iterations());
+}
+
 void RegisterAll() {
   for (const shardplan::v1::ModelSpec& spec : CatalogModels()) {
     const std::string name = spec.name();
@@ -271,6 +328,7 @@ void RegisterAll() {
   benchmark::RegisterBenchmark(
       "BM_FixedConcurrency512/llama-3.1-70b",
       [](benchmark::State& s) { BM_Evaluate(s, "llama-3.1-70b", false, 512); });
+  benchmark::RegisterBenchmark("BM_TransitionDiffHuge", BM_TransitionDiffHuge);
 }
 
 }  // namespace

@@ -761,6 +761,21 @@ TEST(CostModelTest, MegatronPlanRules) {
   }
 }
 
+// Random degrees on `gpus` GPUs (tp up to 8, pp up to 4, dp filling the
+// rest, ep up to 32) and random operator dims; false (nothing more drawn)
+// when tp x pp does not divide the GPUs.
+bool RandomDegreesAndDims(int gpus, std::mt19937* rng, PlanDims* p) {
+  p->tp = 1 << ((*rng)() % 4);
+  p->pp = 1 << ((*rng)() % 3);
+  if (gpus % (p->tp * p->pp) != 0) return false;
+  p->dp = gpus / (p->tp * p->pp);
+  p->ep = 1 << ((*rng)() % 6);
+  for (int d = 0; d < kNumOpKinds; ++d) {
+    p->dims[d] = static_cast<ShardDim>((*rng)() % 5);
+  }
+  return true;
+}
+
 // Every catalog model, a stream of random valid plans: finite, non-negative
 // predictions.
 TEST(CostModelTest, FuzzEveryCatalogModel) {
@@ -772,13 +787,7 @@ TEST(CostModelTest, FuzzEveryCatalogModel) {
       int valid = 0;
       for (int i = 0; i < 200; ++i) {
         PlanDims p;
-        p.tp = 1 << (rng() % 4);
-        p.pp = 1 << (rng() % 3);
-        if (gpus % (p.tp * p.pp) != 0) continue;
-        p.dp = gpus / (p.tp * p.pp);
-        p.ep = 1 << (rng() % 6);
-        for (int d = 0; d < kNumOpKinds; ++d)
-          p.dims[d] = static_cast<ShardDim>(rng() % 5);
+        if (!RandomDegreesAndDims(gpus, &rng, &p)) continue;
         p.micro_batches = static_cast<int>(rng() % 5);
         p.batch_size = (rng() % 4 == 0) ? 0 : static_cast<int>(rng() % 600);
         if (!model->ValidatePlan(p).ok()) continue;
@@ -801,6 +810,34 @@ TEST(CostModelTest, FuzzEveryCatalogModel) {
       }
       EXPECT_GT(valid, 0) << spec.name();
     }
+  }
+}
+
+// The breakdown and the per-pass seconds sum only the operators a pass
+// declares it charges; a cost put on any other operator would be lost. Every
+// catalog model, random valid plans (every dim, MoE layers priced for dense
+// models too), decode and prefill.
+TEST(CostModelTest, PassesChargeOnlyTheirDeclaredOperators) {
+  std::mt19937 rng(99);
+  for (const shardplan::v1::ModelSpec& spec : CatalogModels()) {
+    auto model = Make({.model = spec.name(), .gpus = 32, .concurrency = 0});
+    ASSERT_NE(model, nullptr) << spec.name();
+    int valid = 0;
+    for (int i = 0; i < 100; ++i) {
+      PlanDims p;
+      if (!RandomDegreesAndDims(32, &rng, &p) || !model->ValidatePlan(p).ok()) {
+        continue;
+      }
+      ++valid;
+      for (int tokens : {1, 37, 4096}) {
+        EXPECT_THAT(
+            CostModelInspector::ChargedOutsideDeclaredRange(*model, p, tokens),
+            ::testing::IsEmpty())
+            << spec.name() << " tp " << p.tp << " pp " << p.pp << " ep " << p.ep
+            << " tokens " << tokens;
+      }
+    }
+    EXPECT_GT(valid, 0) << spec.name();
   }
 }
 

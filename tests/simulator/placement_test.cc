@@ -85,6 +85,42 @@ TEST(PlacementTest, UniformNodeShapesMatchTheScanOverListedNodes) {
   }
 }
 
+// The cost model's table of block shapes gives the computed shape of every
+// size, inside the table and beyond it, on whole, partial and NVL72 domains;
+// a cluster of listed node sizes gets no table (every shape computed).
+TEST(PlacementTest, BlockShapeTableMatchesTheComputedShapes) {
+  for (int g : {1, 4, 8}) {
+    for (int gpus : {8, 12, 64, 72, 100}) {
+      for (int domain : {0, 72}) {
+        if (domain != 0 && g != 4) continue;
+        ClusterDims c;
+        c.num_gpus = gpus;
+        c.gpus_per_node = g;
+        c.nvlink_domain_gpus = domain;
+        const BlockShapeTable table(c, gpus / 2);
+        for (int size = 1; size <= gpus; ++size) {
+          const GroupShape want = ContiguousBlockShape(size, c);
+          const GroupShape got = table.Shape(size, c);
+          EXPECT_TRUE(got.n == want.n && got.per_node == want.per_node &&
+                      got.nodes == want.nodes)
+              << "g " << g << " gpus " << gpus << " domain " << domain
+              << " size " << size;
+        }
+      }
+    }
+  }
+  ClusterDims listed;
+  listed.num_gpus = 12;
+  listed.gpus_per_node = 4;
+  listed.node_gpus = {8, 4};
+  const BlockShapeTable none(listed, 12);
+  for (int size = 1; size <= 12; ++size) {
+    EXPECT_EQ(none.Shape(size, listed).per_node,
+              ContiguousBlockShape(size, listed).per_node)
+        << size;
+  }
+}
+
 TEST(PlacementTest, PartialLastNodeAndStraddlingBlocks) {
   // 12 GPUs on 8-GPU nodes: node 0 has 8, node 1 has 4.
   EXPECT_EQ(ContiguousBlockShape(4, 12, 8).nodes, 1);
