@@ -429,6 +429,8 @@ TransitionModel::~TransitionModel() = default;
 absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
     RunningDeployment running, const Problem& next,
     double storage_bytes_per_s_per_node) {
+  // `running` is moved into the model below: after that, read its cluster
+  // through the model (`r`), never through this reference.
   const ClusterDims& old_cluster = running.problem.cluster;
   const int old_nodes = old_cluster.num_nodes();
   const int new_nodes = next.cluster.num_nodes();
@@ -499,7 +501,7 @@ absl::StatusOr<std::unique_ptr<const TransitionModel>> TransitionModel::Create(
       const int64_t first = StageFirstRank(l.placement, l.pp, rep, s);
       bool alive = true;
       for (int64_t k = first; k < first + stage_size && alive; ++k) {
-        alive = model->old_node_survives_[NodeOfRank(old_cluster, k)];
+        alive = model->old_node_survives_[NodeOfRank(r.problem.cluster, k)];
       }
       if (!alive) continue;
       for (int layer = l.stage_first[s]; layer < l.stage_first[s + 1];

@@ -137,6 +137,67 @@ TEST(TransitionTest, RemovedNodeLosesItsShardsAndReplicaKeepsServing) {
   EXPECT_THAT((*last)->old_node_of(), ::testing::ElementsAre(0, 1));
 }
 
+// Which old stages survive is read on the running cluster's own nodes, also
+// when they differ in size: an 8-GPU node (placed first) and a 4-GPU node,
+// tp 4 x pp 3, the 4-GPU node removed. Stages 0 and 1 (both on the 8-GPU
+// node) survive and serve their layers to peers, stage 2's come from
+// storage, as on three 4-GPU nodes that lose the last. Read as uniform
+// 4-GPU nodes, stage 1 would sit on the removed node.
+TEST(TransitionTest, SurvivingStagesAreFoundOnNodesOfDifferentSizes) {
+  auto problem = [](int gpus, int gpus_per_node, bool mixed) {
+    shardplan::v1::ModelSource source;
+    source.set_catalog_name("llama-3.1-8b");
+    shardplan::v1::ClusterSpec cluster;
+    cluster.set_hardware("h100-sxm-80gb");
+    cluster.set_num_gpus(gpus);
+    cluster.set_gpus_per_node(gpus_per_node);
+    if (mixed) {
+      if (gpus == 12) {
+        auto* half = cluster.add_node_groups();
+        half->set_name("half");
+        half->set_num_nodes(1);
+        half->set_gpus_per_node(4);
+      }
+      auto* dgx = cluster.add_node_groups();
+      dgx->set_name("dgx");
+      dgx->set_num_nodes(1);
+      dgx->set_gpus_per_node(8);
+    }
+    shardplan::v1::Workload workload;
+    workload.set_input_tokens(2048);
+    workload.set_output_tokens(512);
+    workload.set_concurrency(16);
+    absl::StatusOr<Problem> p = ProblemFromProto(source, cluster, workload);
+    EXPECT_TRUE(p.ok()) << p.status();
+    return p.ok() ? *p : Problem{};
+  };
+  auto storage_bytes = [](const Problem& running, const Problem& next,
+                          int removed_node) {
+    const PlanDims plan = Degrees(1, 1, 4, 3);
+    absl::StatusOr<std::unique_ptr<const CostModel>> cost =
+        CostModel::Create(running);
+    EXPECT_TRUE(cost.ok()) << cost.status();
+    if (!cost.ok()) return -1.0;
+    EXPECT_TRUE((*cost)->ValidatePlan(plan).ok());
+    RunningDeployment d;
+    d.problem = running;
+    d.plan = plan;
+    d.kv_cache_bytes_per_gpu = (*cost)->Evaluate(plan).kv_cache_bytes;
+    d.removed_nodes = {removed_node};
+    auto model = TransitionModel::Create(d, next);
+    EXPECT_TRUE(model.ok()) << model.status();
+    if (!model.ok()) return -1.0;
+    return static_cast<double>(
+        (*model)->Diff(Degrees(1, 1, 8, 1), true).storage_bytes);
+  };
+  const double mixed =
+      storage_bytes(problem(12, 8, true), problem(8, 8, true), 1);
+  const double uniform =
+      storage_bytes(problem(12, 4, false), problem(8, 4, false), 2);
+  EXPECT_GT(uniform, 0);
+  EXPECT_NEAR(mixed, uniform, 1);
+}
+
 TEST(TransitionTest, BadRemovedNodesNameTheField) {
   const Problem p = MakeProblem("llama-3.1-8b", 16);
   RunningDeployment d;
