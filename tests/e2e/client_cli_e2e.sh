@@ -257,4 +257,42 @@ PYEOF
 expect_rc 0 "${CLI}" plan "${SLO_ARGS[@]}" --request-rate 100000 --gpus 16 --goal min-gpus --deadline-seconds 120
 grep -q "no cluster carries workload.request_rate" "${WORK}/out" || fail "unreachable rate: $(cat "${WORK}/out")"
 
+# The 2026 models on every Blackwell GPU: a feasible plan with p10-p90 ranges, the engines
+# that run it, and launch output for each of them naming the checkpoint.
+expect_rc 0 "${CLI}" catalog --server "${SERVER}" --output json
+declare -A HF_ID
+while read -r name id; do HF_ID[${name}]=${id}; done < <("${PY}" -c "
+import json, sys
+for m in json.load(open(sys.argv[1]))['modelInfo']: print(m['name'], m.get('huggingFaceId', '-'))
+" "${WORK}/out")
+for hw in b200-sxm-180gb b300-sxm-288gb gb200-nvl72 gb300-nvl72; do
+  for model in kimi-k2.5 glm-5 qwen3.5-397b-a17b minimax-m2.5 deepseek-v3.2; do
+    [[ ${HF_ID[${model}]:--} != - ]] || fail "the catalog gives ${model} no Hugging Face id"
+    gpus=8
+    [[ ${model} == glm-5 ]] && gpus=16  # 1.5 TB of BF16 weights
+    NEW_ARGS=(--server "${SERVER}" --model "${model}" --hardware "${hw}" --gpus "${gpus}" --isl 1024
+              --osl 256 --method grid --max-evaluations 300 --seed 1 --no-warm-start
+              --deadline-seconds 120)
+    expect_rc 0 "${CLI}" plan "${NEW_ARGS[@]}" --output json
+    "${PY}" - "${WORK}/out" >"${WORK}/engines" <<'PYEOF' \
+      || fail "${model} on ${hw}: $(tail -c 2000 "${WORK}/out")"
+import json, sys
+u = json.loads(open(sys.argv[1]).read().splitlines()[-1])
+p = u["prediction"]
+assert u.get("final") is True and p.get("feasible") is True, "no feasible final plan"
+for k in ("outputTokensPerSRange", "ttftMsRange", "tpotMsRange"):
+    r = p[k]
+    assert 0 < r["low"] < r["high"], f"{k} {r}"
+assert p.get("runnableEngines"), "no engine runs the plan"
+print(" ".join(p["runnableEngines"]))
+PYEOF
+    read -r -a engines <"${WORK}/engines"
+    for engine in "${engines[@]}"; do
+      expect_rc 0 "${CLI}" plan "${NEW_ARGS[@]}" --engine "${engine}" --emit "${engine}"
+      grep -q "${HF_ID[${model}]}" "${WORK}/out" \
+        || fail "--emit ${engine} of ${model} on ${hw} lacks ${HF_ID[${model}]}"
+    done
+  done
+done
+
 echo "client CLI e2e: OK"

@@ -126,11 +126,7 @@ TEST(CalibrationTransferTest, ExportedLayoutsAreReadAsTheRunTheyMeasure) {
 // standard ones (.post2), other models on that image and a user's row that
 // names no image are kept.
 TEST(CalibrationTransferTest, SpeculativeDecodingRunsOfTheExportAreSkipped) {
-  const std::string header =
-      "id,silicon_data_source,backend,backend_version,model_path,system,"
-      "precision,mode,isl,osl,gemm_quant_mode,batch_size,tp_size,pp_size,"
-      "attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,"
-      "silicon_tpot_ms\n";
+  const std::string header = kExportHeader;
   const std::string layout =
       "b200_sxm,fp4,agg,1024,1024,nvfp4,32,8,1,1,1,8,300,9.0\n";
   const std::string csv =
