@@ -107,6 +107,18 @@ const char* CatalogNameFor(absl::string_view model_path) {
       {"deepseek-ai/DeepSeek-V3", "deepseek-v3"},
       {"meta-llama/Llama-3.1-70B", "llama-3.1-70b"},
       {"meta-llama/Llama-3.1-70B-Instruct", "llama-3.1-70b"},
+      // The 2026 models, under the paths the Blackwell export gives them
+      // (GLM-5 under its former organisation's name) and their own.
+      {"moonshotai/Kimi-K2.5", "kimi-k2.5"},
+      {"zhipuai/GLM-5", "glm-5"},
+      {"zai-org/GLM-5", "glm-5"},
+      {"Qwen/Qwen3.5-397B-A17B", "qwen3.5-397b-a17b"},
+      {"MiniMaxAI/MiniMax-M2.5", "minimax-m2.5"},
+      // NVIDIA's NVFP4 checkpoints: the same architectures (the row's
+      // precision column gives the weights' dtype).
+      {"nvidia/DeepSeek-R1-NVFP4", "deepseek-v3"},
+      {"nvidia/DeepSeek-V3.1-NVFP4", "deepseek-v3"},
+      {"nvidia/Qwen3-32B-NVFP4", "qwen3-32b"},
   };
   for (const auto& [path, name] : kCatalogNames) {
     if (path == model_path) return name;
@@ -381,8 +393,11 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
       row.inferencemax = InferenceMaxExport(get("silicon_data_source"));
     }
     row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
-    row.fp4 = get("precision") == "fp4" ||
-              absl::StrContains(get("gemm_quant_mode"), "fp4");
+    // 4-bit weights: FP4, or INT4 weight-only (Kimi-K2.5's release), which
+    // streams the same bytes and is planned as fp4 like the catalog's entry.
+    row.fp4 = get("precision") == "fp4" || get("precision") == "int4" ||
+              absl::StrContains(get("gemm_quant_mode"), "fp4") ||
+              absl::StrContains(get("gemm_quant_mode"), "int4");
     ASSIGN_OR_RETURN(row.isl, IntField(get("isl"), 0, line_no, "isl"));
     ASSIGN_OR_RETURN(row.osl, IntField(get("osl"), 0, line_no, "osl"));
     int rank_batch = 0;
