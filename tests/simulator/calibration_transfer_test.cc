@@ -125,6 +125,34 @@ TEST(CalibrationTransferTest, ExportedLayoutsAreReadAsTheRunTheyMeasure) {
 // 1.2.0rc6.post3 image (either spelling of the registry): skipped; the
 // standard ones (.post2), other models on that image and a user's row that
 // names no image are kept.
+// The 2026 models under the export's paths, NVIDIA's NVFP4 checkpoints as
+// their architectures, and INT4 weight-only rows as 4-bit weights.
+TEST(CalibrationTransferTest, TheExportsNewModelsAndCheckpointsAreRead) {
+  std::string csv = kExportHeader;
+  for (const auto& [path, precision, quant] :
+       std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"moonshotai/Kimi-K2.5", "int4", "int4_wo"},
+           {"zhipuai/GLM-5", "fp8", "fp8"},
+           {"Qwen/Qwen3.5-397B-A17B", "", ""},
+           {"MiniMaxAI/MiniMax-M2.5", "fp4", "nvfp4"},
+           {"nvidia/DeepSeek-R1-NVFP4", "fp4", "nvfp4"}}) {
+    csv += absl::StrCat("r,,vllm,1,", path, ",b200_sxm,", precision,
+                        ",agg,1024,1024,", quant, ",8,8,1,1,8,1,300,9.0\n");
+  }
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->rows.size(), 5u);
+  const std::vector<std::string> want = {
+      "kimi-k2.5", "glm-5", "qwen3.5-397b-a17b", "minimax-m2.5", "deepseek-v3"};
+  for (size_t i = 0; i < want.size(); ++i) {
+    EXPECT_EQ(parsed->rows[i].catalog_model, want[i]);
+  }
+  EXPECT_TRUE(parsed->rows[0].fp4);  // INT4 weight-only
+  EXPECT_TRUE(parsed->rows[1].fp8 && !parsed->rows[1].fp4);
+  EXPECT_FALSE(parsed->rows[2].fp8 || parsed->rows[2].fp4);
+  EXPECT_TRUE(parsed->rows[3].fp4 && parsed->rows[4].fp4);
+}
+
 TEST(CalibrationTransferTest, SpeculativeDecodingRunsOfTheExportAreSkipped) {
   const std::string header = kExportHeader;
   const std::string layout =
