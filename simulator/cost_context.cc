@@ -22,6 +22,24 @@ namespace {
 // which one a checkpoint uses.
 constexpr double kNativeFp4StreamBytes = 0.5 + 1.0 / 16;
 
+// Kernels a decode layer runs one after another (kernels the engine puts on
+// its auxiliary stream overlap and are not counted), read in TensorRT-LLM's
+// PyTorch backend, tensorrt_llm/_torch/modules/attention.py at
+// https://github.com/NVIDIA/TensorRT-LLM/blob/00547a25ac61d28d1dabb2e47383a1af605ebb59/tensorrt_llm/_torch/modules/attention.py
+// Both layers share input RMSNorm, output projection, post-attention RMSNorm
+// and the MLP's up GEMM, activation and down GEMM (6).
+// Grouped-query attention (Attention.forward, RoPE fused into the attention
+// op): the fused QKV GEMM, the attention op's QKV preprocessing kernel (RoPE
+// and KV-cache append) and its XQA/MMHA kernel: 3, 9 in all.
+// MLA (MLA.forward_impl then forward_absorption_generation): the
+// kv_a_proj_with_mqa GEMM, the q_a/kv_a RMSNorms (two streams, one step), the
+// q_b_proj GEMM (the latent concat on the other stream), the absorbed k_b
+// BMM, mla_rope_generation (RoPE and latent-cache append; on the main stream
+// after the BMM when the KV cache is FP8, rope_stream = None), the MLA
+// generation attention kernel and the v_b BMM: 7, 13 in all.
+constexpr double kGqaDecodeLayerKernelSteps = 9;
+constexpr double kMlaDecodeLayerKernelSteps = 13;
+
 // The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
 // (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
 // registers, bf16 tensor-core math (vLLM's Marlin MXFP4/NVFP4 path).
@@ -210,6 +228,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
     k->qkv_out = nh * (2 * qk + v);
     k->attn_out = nh * v;
     k->kv_per_token_layer = latent;
+    k->decode_layer_overhead_scale =
+        kMlaDecodeLayerKernelSteps / kGqaDecodeLayerKernelSteps;
     // Decode with absorbed projections: scores over the latent + rope, values
     // in the latent.
     k->attn_decode_flops = 2 * nh * (latent + md.kv_lora_rank);

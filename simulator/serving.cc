@@ -312,7 +312,8 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   for (int st = 0; st < pp; ++st) {
     const StageLayers& sl = s.stages[st];
     double t = sl.dense * dense.seconds + sl.moe * moe.seconds +
-               (sl.dense + sl.moe) * k.cal.layer_overhead_seconds +
+               (sl.dense + sl.moe) * k.cal.layer_overhead_seconds *
+                   k.decode_layer_overhead_scale +
                host_seconds;
     if (st == 0) t += embed.seconds;
     if (st == pp - 1) t += head.seconds;

@@ -52,6 +52,9 @@ struct CostConstants {
   double linear_decode_flops = 0;
   double linear_prefill_flops = 0;
   double attn_decode_flops = 0;  // per query token per context token per layer
+  // A decode layer's share of Calibration::layer_overhead_seconds, in units of
+  // a grouped-query attention layer's (kMlaDecodeLayerKernelSteps).
+  double decode_layer_overhead_scale = 1;
   // per request per (sequence length)^2 per layer
   double attn_prefill_flops = 0;
   // Dtypes.

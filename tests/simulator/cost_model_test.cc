@@ -371,6 +371,65 @@ TEST(CostModelTest, GoldenMlaLatentKvCache) {
   EXPECT_DOUBLE_EQ(model->Evaluate(plan).kv_cache_bytes, 323813376.0);
 }
 
+// An MLA decode layer runs 13 kernels one after another where a grouped-query
+// attention layer runs 9 (TensorRT-LLM's MLA.forward_absorption_generation
+// adds the split projections, their RMSNorms and the absorbed k_b/v_b BMMs),
+// so it is charged 13/9 of the per-layer overhead in decode, and prefill
+// keeps the plain per-layer charge. With no prefill interleaved into decode
+// (prefill_queue_fraction = 1) and one stage, raising layer_overhead_seconds
+// by d adds layers x d x scale to the decode iteration.
+TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
+  struct Case {
+    std::string model;
+    int gpus;
+    PlanDims plan;
+    double layers;
+    double scale;
+  };
+  const std::vector<Case> cases = {
+      {"deepseek-v3", 32, Plan(4, 8, 1, 32, 64), 61, 13.0 / 9.0},
+      {"llama-3.1-70b", 8, Plan(1, 8, 1, 1, 16), 80, 1.0},
+  };
+  constexpr double kDelta = 1e-4;
+  for (const Case& c : cases) {
+    shardplan::v1::ModelSource source;
+    source.set_catalog_name(c.model);
+    shardplan::v1::ClusterSpec cluster;
+    cluster.set_hardware("h100-sxm-80gb");
+    cluster.set_num_gpus(c.gpus);
+    cluster.set_gpus_per_node(8);
+    shardplan::v1::Workload workload;
+    workload.set_input_tokens(2048);
+    workload.set_output_tokens(256);
+    workload.set_concurrency(16);
+    workload.set_weight_dtype("bf16");
+    workload.set_kv_cache_dtype("bf16");
+    absl::StatusOr<Problem> problem =
+        ProblemFromProto(source, cluster, workload);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    Calibration base = DefaultCalibration();
+    base.prefill_queue_fraction = 1.0;
+    base.layer_overhead_seconds = 0;
+    Calibration more = base;
+    more.layer_overhead_seconds = kDelta;
+    absl::StatusOr<std::unique_ptr<const CostModel>> m0 =
+        CostModel::Create(*problem, base);
+    absl::StatusOr<std::unique_ptr<const CostModel>> m1 =
+        CostModel::Create(*problem, more);
+    ASSERT_TRUE(m0.ok() && m1.ok()) << c.model;
+    ASSERT_TRUE((*m0)->ValidatePlan(c.plan).ok()) << c.model;
+    const Evaluation e0 = (*m0)->Evaluate(c.plan);
+    const Evaluation e1 = (*m1)->Evaluate(c.plan);
+    EXPECT_NEAR(e1.decode_iteration_seconds - e0.decode_iteration_seconds,
+                c.layers * kDelta * c.scale, 1e-9)
+        << c.model;
+    // Prefill pays the plain per-layer charge.
+    EXPECT_NEAR(e1.prefill_seconds - e0.prefill_seconds, c.layers * kDelta,
+                1e-9)
+        << c.model;
+  }
+}
+
 TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
   auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
   ASSERT_NE(model, nullptr);
