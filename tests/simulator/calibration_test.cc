@@ -621,13 +621,16 @@ TEST(CalibrationDisaggTest, HeldOutRowsStayUnderDocumentedErrors) {
   EXPECT_EQ(data->skipped_conflicting_layouts, 21);
   EXPECT_EQ(report->rows, 48);
   EXPECT_EQ(report->held_out_rows, 12);
-  // Measured (docs/cost-model-and-calibration.md): held-out TPOT 35.2%, TTFT
-  // 38.0%; fit rows TPOT 41.8%, TTFT 33.5%; all rows TPOT 40.1% (the issue's
-  // 20% / 30% missed).
-  EXPECT_LE(report->held_out_tpot_mape, 36.0);
+  // Measured (docs/cost-model-and-calibration.md): held-out TPOT 41.8%, TTFT
+  // 38.0%; fit rows TPOT 44.5%, TTFT 33.5%; all rows TPOT 43.8% (the issue's
+  // 20% / 30% missed). Before MLA decode layers paid their kernel count
+  // (13/9 of a layer's launch overhead) held-out TPOT was 35.2% and all rows
+  // 40.1%: the TensorRT-LLM two-node tp 16 DeepSeek rows, already too slow,
+  // grow slower; the trade is in the docs.
+  EXPECT_LE(report->held_out_tpot_mape, 42.5);
   EXPECT_LE(report->held_out_ttft_mape, 39.0);
   EXPECT_LE(report->fit_ttft_mape, 34.0);
-  EXPECT_LE(report->tpot_mape, 41.0);
+  EXPECT_LE(report->tpot_mape, 44.5);
 }
 
 // One measurement in several rows: kept once under one layout, dropped under
