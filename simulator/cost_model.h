@@ -47,7 +47,10 @@ const std::vector<int>& ScanLoads();
 // 10: the cross-hardware error bands are computed without the Blackwell
 // rows of speculative-decoding (MTP) runs (calibration_harness_rows.cc,
 // SpeculativeRunOfExport); point predictions are unchanged.
-inline constexpr int kCostModelVersion = 10;
+// 11: MLA decode layers pay 13/9 of the per-layer launch overhead (their
+// serial kernel count against a grouped-query attention layer's), and the
+// cross-hardware bands include the 2026 models' Blackwell rows.
+inline constexpr int kCostModelVersion = 11;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
