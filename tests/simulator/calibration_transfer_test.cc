@@ -225,7 +225,8 @@ TEST(CalibrationTransferTest, InferenceMaxRunsGetTheirServerSettings) {
 // batch (dsr1_fp8_b200_trt.sh) unless it runs attention dp, which TensorRT-
 // LLM's batch waiting skips; the attention-dp runs hold a request until every
 // rank has one or the balance timeout passes (60 iterations for DeepSeek-R1,
-// the defaults 50 and 10 for gpt-oss).
+// the defaults 50 and 10 for gpt-oss). A database copy of an InferenceMAX
+// run is read as that run.
 TEST(CalibrationTransferTest, InferenceMaxAttentionDpRunsWaitForEveryRank) {
   const std::string header = kExportHeader;
   const std::string dsr1 =
@@ -270,6 +271,10 @@ TEST(CalibrationTransferTest, InferenceMaxAttentionDpRunsWaitForEveryRank) {
   EXPECT_EQ(c.attention_dp_balance_batching_wait_iterations, 0);
   EXPECT_EQ(d.attention_dp_balance_timeout_iterations, 50);
   EXPECT_EQ(d.attention_dp_balance_batching_wait_iterations, 10);
+  EXPECT_FALSE(parsed->rows[4].inferencemax);
+  const DedupedRows runs = DropRepeatedRuns(parsed->rows);
+  ASSERT_EQ(runs.rows.size(), 5u);
+  EXPECT_TRUE(runs.rows[0].inferencemax);
 
   const CalibrationProfile& trtllm = CalibrationProfiles().front();
   ASSERT_EQ(trtllm.engine, "trtllm");
