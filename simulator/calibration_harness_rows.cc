@@ -500,8 +500,23 @@ struct InferenceMaxSettings {
   bool fp8_kv_cache = false;
   // TensorRT-LLM Llama-3.x-70B at 1k/1k below tp 8 (both 70b_*_b200_trt
   // scripts): `batch_wait_timeout_iters: 20`, `batch_wait_max_tokens_ratio:
-  // 0.9`; every other run keeps TensorRT-LLM's default 0.
+  // 0.9`; DeepSeek-R1 FP8 at 1k/1k with 64-255 clients (dsr1_fp8_b200_trt.sh,
+  // DELAY_BATCHING): `batch_wait_timeout_iters: 40`,
+  // `batch_wait_max_tokens_ratio: 0.8` of max_num_tokens 8,192, which the
+  // ~lambda W = 3-6 held 1k prompts do not reach. TensorRT-LLM skips batch
+  // waiting under attention dp (PyExecutor._schedule: `not
+  // self.enable_attention_dp and self.enable_batch_waiting`), so the
+  // attention-dp runs of that script do not wait. Every other run keeps
+  // TensorRT-LLM's default 0.
   int batch_wait_timeout_iterations = 0;
+  // TensorRT-LLM attention_dp_config on the attention-dp runs: the DeepSeek-R1
+  // scripts (dsr1_fp8_b200_trt.sh, dsr1_fp4_b200_trt.sh) set
+  // `enable_balance: true, timeout_iters: 60, batching_wait_iters: 0`;
+  // gptoss_fp4_b200_trt.sh sets `enable_balance: true` alone, keeping the
+  // AttentionDpConfig defaults timeout_iters 50, batching_wait_iters 10
+  // (tensorrt_llm/llmapi/llm_args.py, NVIDIA/TensorRT-LLM). 0: balance off.
+  int attention_dp_balance_timeout_iterations = 0;
+  int attention_dp_balance_batching_wait_iterations = 0;
   // TensorRT-LLM `num_postprocess_workers`: 2 in the Llama-70B scripts, 4 in
   // gptoss_fp4_b200_trt.sh, unset (0) in the DeepSeek-R1 ones
   // (dsr1_fp4_b200_trt.sh, dsr1_fp8_b200_trt.sh).
@@ -524,6 +539,23 @@ InferenceMaxSettings InferenceMaxSettingsOf(const MeasuredRow& row) {
   if (row.catalog_model == "llama-3.1-70b" && row.isl == 1024 &&
       row.osl == 1024 && row.tp < 8) {
     s.batch_wait_timeout_iterations = 20;
+  }
+  // The DeepSeek and gpt-oss TensorRT-LLM scripts above are B200 ones; the
+  // GB200 rows of the export are disaggregated configurations.
+  if (row.hardware != "b200-sxm-180gb") return s;
+  const bool deepseek = row.catalog_model == "deepseek-v3";
+  if (deepseek && row.fp8 && !row.fp4 && row.attention_dp <= 1 &&
+      row.isl == 1024 && row.osl == 1024 && row.concurrency >= 64 &&
+      row.concurrency < 256) {
+    s.batch_wait_timeout_iterations = 40;
+  }
+  if (row.attention_dp > 1) {
+    if (deepseek) {
+      s.attention_dp_balance_timeout_iterations = 60;
+    } else if (row.catalog_model == "gpt-oss-120b") {
+      s.attention_dp_balance_timeout_iterations = 50;
+      s.attention_dp_balance_batching_wait_iterations = 10;
+    }
   }
   return s;
 }
@@ -564,6 +596,10 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   ASSIGN_OR_RETURN(Problem problem, ProblemFromProto(model, cluster, workload));
   problem.workload.batch_wait_timeout_iterations =
       settings.batch_wait_timeout_iterations;
+  problem.workload.attention_dp_balance_timeout_iterations =
+      settings.attention_dp_balance_timeout_iterations;
+  problem.workload.attention_dp_balance_batching_wait_iterations =
+      settings.attention_dp_balance_batching_wait_iterations;
   problem.workload.detokenises_off_executor =
       settings.trtllm_postprocess_workers > 0;
   return problem;

@@ -310,6 +310,10 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       std::clamp(cal.kv_reserved_output_fraction, 0.0, 1.0) * wd.output_tokens;
   k->max_ttft_seconds = wd.max_ttft_seconds;
   k->batch_wait_timeout_iterations = wd.batch_wait_timeout_iterations;
+  k->attention_dp_balance_timeout_iterations =
+      wd.attention_dp_balance_timeout_iterations;
+  k->attention_dp_balance_batching_wait_iterations =
+      wd.attention_dp_balance_batching_wait_iterations;
   k->max_tpot_seconds = wd.max_tpot_seconds;
   k->cal = cal;
   // A TensorRT-LLM server that detokenises in postprocess worker processes

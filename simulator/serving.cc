@@ -77,6 +77,46 @@ double BatchWaitIterations(const CostConstants& k, double batch) {
   return w * (1 + lambda_w / 2) / (1 + lambda_w);
 }
 
+// Decode iterations a new request's prefill is held back by TensorRT-LLM's
+// attention dp balance (attention_dp_config.enable_balance, timeout T,
+// batching_wait_iters Wb; PyExecutor._balance_adp_requests in
+// tensorrt_llm/_torch/pyexecutor/py_executor.py, NVIDIA/TensorRT-LLM).
+// Every iteration in which some rank holds no context request advances a
+// counter; context requests are released when every rank holds one (after
+// Wb more iterations while every rank decodes) or when the counter reaches
+// T, and either resets it; no wait while some rank decodes nothing. The
+// counter runs whether or not requests wait, so it is a clock of period at
+// most T. New requests go to the rank that has room (executor_request_queue
+// .py, _balance_requests_across_ranks: ranks at the expected count are
+// excluded); in a closed loop that is the rank where a request just ended,
+// so each of the D ranks receives arrivals at mu = B / (OSL D) per
+// iteration, independently. A cycle ends at L = min(T, F), F the time for
+// all D ranks to receive one: P(F > t) = 1 - (1 - e^{-mu t})^D. Arrivals
+// fall uniformly in a cycle and wait for its end, E[L^2] / (2 E[L]) on
+// average (renewal reward), plus Wb when the cycle ended on F < T.
+double AttentionDpBalanceWaitIterations(const CostConstants& k, int requests,
+                                        int dp) {
+  const double t_max = k.attention_dp_balance_timeout_iterations;
+  if (!(t_max > 0) || dp <= 1 || RankBatch(requests, dp) <= 1) return 0;
+  const double mu = requests / (std::max(1.0, k.osl) * dp);
+  // Midpoint rule over [0, min(T, t_fill)], t_fill the time by which every
+  // rank has received one with probability 1 - 1e-9 (D e^{-mu t} = 1e-9):
+  // past it the survival is nil, and the step stays a small part of 1 / mu.
+  constexpr int kSteps = 256;
+  const double span = std::min(t_max, std::log(dp * 1e9) / mu);
+  const double dt = span / kSteps;
+  double mean_l = 0, mean_l2 = 0;
+  for (int i = 0; i < kSteps; ++i) {
+    const double t = (i + 0.5) * dt;
+    const double survive = 1 - std::pow(1 - std::exp(-mu * t), dp);
+    mean_l += survive * dt;
+    mean_l2 += 2 * t * survive * dt;
+  }
+  const double filled = std::pow(1 - std::exp(-mu * t_max), dp);
+  return mean_l2 / (2 * mean_l) +
+         filled * k.attention_dp_balance_batching_wait_iterations;
+}
+
 }  // namespace
 
 // `prefill_requests` requests of ISL tokens are prefilled together (1 in
@@ -346,7 +386,9 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
                     k.cal.prefill_queue_fraction * (B - 1)) *
                        s.prefill_max_stage_seconds +
                    k.cal.ttft_wait_iterations * iteration * others +
-                   BatchWaitIterations(k, B) * iteration;
+                   (BatchWaitIterations(k, B) +
+                    AttentionDpBalanceWaitIterations(k, requests, p.dp)) *
+                       iteration;
   // Little's law: the replica's requests, not dp full ranks' worth.
   e.output_tokens_per_s =
       static_cast<double>(p.replicas) * requests / iteration;

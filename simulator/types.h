@@ -221,6 +221,12 @@ struct WorkloadDims {
   // join its prefill while requests decode. Set by the calibration harness
   // from the measured run's server configuration; not in the proto.
   int batch_wait_timeout_iterations = 0;
+  // TensorRT-LLM's attention_dp_config with enable_balance (timeout_iters;
+  // 0: balance off, its default) and batching_wait_iters: with attention dp
+  // a context request is held until every rank has one or the timeout
+  // passes. Set by the calibration harness; not in the proto.
+  int attention_dp_balance_timeout_iterations = 0;
+  int attention_dp_balance_batching_wait_iterations = 0;
   // TensorRT-LLM's num_postprocess_workers > 0: responses are detokenised
   // and streamed by worker processes instead of the process that runs the
   // executor (Calibration::offloaded_detokenisation_request_overhead_seconds).

@@ -102,7 +102,9 @@ struct CostConstants {
   double isl = 0, osl = 0, ctx_decode = 0;
   double ctx_max = 0;  // KV tokens a running request holds (memory)
   double max_ttft_seconds = 0, max_tpot_seconds = 0;
-  double batch_wait_timeout_iterations = 0;  // WorkloadDims'
+  double batch_wait_timeout_iterations = 0;                  // WorkloadDims'
+  double attention_dp_balance_timeout_iterations = 0;        // WorkloadDims'
+  double attention_dp_balance_batching_wait_iterations = 0;  // WorkloadDims'
   Calibration cal;
 };
 

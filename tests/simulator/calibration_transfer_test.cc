@@ -180,6 +180,16 @@ TEST(CalibrationTransferTest, SpeculativeDecodingRunsOfTheExportAreSkipped) {
   EXPECT_EQ(parsed->rows[2].id, "e");
 }
 
+// Evaluates `plan` of `problem` with TensorRT-LLM's shipped profile.
+Evaluation EvaluateTrtllm(const Problem& problem, const PlanDims& plan) {
+  const CalibrationProfile& trtllm = CalibrationProfiles().front();
+  EXPECT_EQ(trtllm.engine, "trtllm");
+  absl::StatusOr<std::unique_ptr<const CostModel>> m =
+      CostModel::Create(problem, trtllm.calibration);
+  EXPECT_TRUE(m.ok()) << m.status();
+  return (*m)->Evaluate(plan);
+}
+
 TEST(CalibrationTransferTest, InferenceMaxRunsGetTheirServerSettings) {
   const std::string header = kExportHeader;
   const std::string llama =
@@ -226,12 +236,7 @@ TEST(CalibrationTransferTest, InferenceMaxRunsGetTheirServerSettings) {
   Problem plain = waiting;
   plain.workload.batch_wait_timeout_iterations = 0;
   const PlanDims plan = RowPlan(parsed->rows[0]);
-  auto evaluate = [&](const Problem& p) {
-    absl::StatusOr<std::unique_ptr<const CostModel>> m =
-        CostModel::Create(p, trtllm.calibration);
-    EXPECT_TRUE(m.ok()) << m.status();
-    return (*m)->Evaluate(plan);
-  };
+  auto evaluate = [&](const Problem& p) { return EvaluateTrtllm(p, plan); };
   const Evaluation base = evaluate(plain);
   const Evaluation wait = evaluate(waiting);
   const Evaluation workers = evaluate(*imx);
@@ -247,6 +252,93 @@ TEST(CalibrationTransferTest, InferenceMaxRunsGetTheirServerSettings) {
        trtllm.calibration.offloaded_detokenisation_request_overhead_seconds),
       1e-9);
   EXPECT_LT(workers.ttft_seconds, wait.ttft_seconds);
+}
+
+// The rows of an export with kExportHeader's columns.
+std::vector<MeasuredRow> ExportRows(const std::string& rows) {
+  absl::StatusOr<ParsedMeasurements> parsed =
+      ParseMeasurements(kExportHeader + rows, true);
+  EXPECT_TRUE(parsed.ok()) << parsed.status();
+  return parsed.ok() ? parsed->rows : std::vector<MeasuredRow>{};
+}
+
+// DeepSeek-R1 FP8 at 1k/1k with 64-255 clients waits 40 iterations for a
+// batch (dsr1_fp8_b200_trt.sh) unless it runs attention dp, which TensorRT-
+// LLM's batch waiting skips; the attention-dp runs hold a request until every
+// rank has one or the balance timeout passes (60 iterations for DeepSeek-R1,
+// the defaults 50 and 10 for gpt-oss). A database copy of an InferenceMAX
+// run is read as that run.
+TEST(CalibrationTransferTest, InferenceMaxAttentionDpRunsWaitForEveryRank) {
+  const std::string dsr1 =
+      ",trtllm,1,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,1024,1024,fp8,";
+  const std::vector<MeasuredRow> rows = ExportRows(
+      "a,source_file=2026-03-25.csv; silicon_concurrency=64" + dsr1 +
+      "64,8,1,1,8,1,642.5,21.5\n"
+      "b,source_file=2026-03-25.csv; silicon_concurrency=256" +
+      dsr1 +
+      "256,8,1,1,8,1,1403,21.0\n"
+      "c,source_file=2026-04-06.csv; silicon_concurrency=64" +
+      dsr1 +
+      "1,1,1,64,8,8,1809,18.9\n"
+      "d,source_file=2026-04-06.csv; silicon_concurrency=64,trtllm,1,"
+      "openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,16,1,1,4,1,4,"
+      "194,6.4\n"
+      // A's run as AIConfigurator's database exports it.
+      "e,db-dump/2026-04-27; silicon_concurrency=64" +
+      dsr1 +
+      "64,8,1,1,8,1,642.5,21.5\n"
+      "f,source_file=2026-04-06.csv; silicon_concurrency=256,trtllm,1,"
+      "openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,128,1,1,2,1,2,"
+      "171,6.8\n");
+  ASSERT_EQ(rows.size(), 6u);
+  std::vector<Problem> problems;
+  for (const MeasuredRow& row : rows) {
+    absl::StatusOr<Problem> p = RowProblem(row);
+    ASSERT_TRUE(p.ok()) << p.status();
+    problems.push_back(*p);
+  }
+  const WorkloadDims& a = problems[0].workload;
+  const WorkloadDims& b = problems[1].workload;
+  const WorkloadDims& c = problems[2].workload;
+  const WorkloadDims& d = problems[3].workload;
+  EXPECT_EQ(a.batch_wait_timeout_iterations, 40);
+  EXPECT_EQ(a.attention_dp_balance_timeout_iterations, 0);
+  EXPECT_EQ(b.batch_wait_timeout_iterations, 0);  // 256 clients
+  EXPECT_EQ(c.batch_wait_timeout_iterations, 0);
+  EXPECT_EQ(c.attention_dp_balance_timeout_iterations, 60);
+  EXPECT_EQ(c.attention_dp_balance_batching_wait_iterations, 0);
+  EXPECT_EQ(d.attention_dp_balance_timeout_iterations, 50);
+  EXPECT_EQ(d.attention_dp_balance_batching_wait_iterations, 10);
+  EXPECT_FALSE(rows[4].inferencemax);
+  const DedupedRows runs = DropRepeatedRuns(rows);
+  ASSERT_EQ(runs.rows.size(), 5u);
+  EXPECT_TRUE(runs.rows[0].inferencemax);
+
+  auto wait_iterations = [&](Problem p, const PlanDims& plan) {
+    const Evaluation on = EvaluateTrtllm(p, plan);
+    p.workload.attention_dp_balance_timeout_iterations = 0;
+    const Evaluation off = EvaluateTrtllm(p, plan);
+    EXPECT_EQ(on.tpot_seconds, off.tpot_seconds);
+    return (on.ttft_seconds - off.ttft_seconds) / off.decode_iteration_seconds;
+  };
+  // 64 clients on 8 ranks of 922-token outputs: a rank receives a request
+  // every 115 iterations, so the 60-iteration clock nearly always ends the
+  // wait first: T / 2 on average, the chance that all 8 ranks fill first
+  // being (1 - e^{-60 / 115})^8 < 0.001.
+  const double timeout_wait = wait_iterations(problems[2], RowPlan(rows[2]));
+  EXPECT_GT(timeout_wait, 29.5);
+  EXPECT_LE(timeout_wait, 30.0);
+  // Two ranks, 256 clients, the timeout out of reach and no batching wait:
+  // mu = 256 / (922 x 2) per rank and iteration, and a cycle ends at the fill
+  // time F (both ranks receive one), P(F > t) = 2 e^{-mu t} - e^{-2 mu t}:
+  // E[F^2] / (2 E[F]) = (3.5 / mu^2) / (2 x 1.5 / mu) = 7 / (6 mu).
+  Problem two = problems[5];
+  two.workload.attention_dp_balance_timeout_iterations = 1000;
+  two.workload.attention_dp_balance_batching_wait_iterations = 0;
+  const PlanDims two_ranks = RowPlan(rows[5]);
+  ASSERT_EQ(two_ranks.dp, 2);
+  const double mu = 256.0 / (922 * 2);
+  EXPECT_NEAR(wait_iterations(two, two_ranks), 7 / (6 * mu), 0.05);
 }
 
 // Documented out-of-sample figures (percent): hardware, engine, model,
