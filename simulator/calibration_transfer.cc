@@ -182,15 +182,7 @@ DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
     return Layout{r.tp, r.pp, r.attention_dp, r.moe_tp, r.moe_ep};
   };
   std::map<std::string, std::vector<Layout>> layouts;
-  // The same run exported twice, once from AIConfigurator's database and
-  // once from InferenceMAX's result table (equal lengths, layout and both
-  // latencies to the last digit), ran under InferenceMAX's harness and
-  // server scripts: the kept copy reads it so.
-  std::map<std::string, bool> inferencemax;
-  for (const MeasuredRow& r : rows) {
-    layouts[key(r)].push_back(layout(r));
-    inferencemax[key(r)] = inferencemax[key(r)] || r.inferencemax;
-  }
+  for (const MeasuredRow& r : rows) layouts[key(r)].push_back(layout(r));
   DedupedRows out;
   std::map<std::string, bool> kept;
   for (const MeasuredRow& r : rows) {
@@ -207,7 +199,6 @@ DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
     }
     kept[k] = true;
     out.rows.push_back(r);
-    out.rows.back().inferencemax = inferencemax[k];
   }
   return out;
 }
