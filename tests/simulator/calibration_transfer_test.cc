@@ -64,11 +64,6 @@ TEST(CalibrationTransferTest, HeldOutHardwareIsRefused) {
   EXPECT_EQ(h200->skipped_held_out_hardware, 45);
 }
 
-// AIConfigurator's InferenceMAX export writes a single-node run of g GPUs
-// with expert parallelism e as moe_tp g x moe_ep e = tp (or attention dp)
-// g x e; the harness reads it back as the g GPUs it measures. GB200 "agg"
-// rows whose tp = moe_tp is a disaggregated deployment's GPU count are
-// skipped as disaggregated.
 // The columns of AIConfigurator's export the aggregated rows need.
 constexpr char kExportHeader[] =
     "id,silicon_data_source,backend,backend_version,model_path,system,"
@@ -76,6 +71,11 @@ constexpr char kExportHeader[] =
     "attention_dp_size,moe_tp_size,moe_ep_size,silicon_ttft_ms,"
     "silicon_tpot_ms\n";
 
+// AIConfigurator's InferenceMAX export writes a single-node run of g GPUs
+// with expert parallelism e as moe_tp g x moe_ep e = tp (or attention dp)
+// g x e; the harness reads it back as the g GPUs it measures. GB200 "agg"
+// rows whose tp = moe_tp is a disaggregated deployment's GPU count are
+// skipped as disaggregated.
 TEST(CalibrationTransferTest, ExportedLayoutsAreReadAsTheRunTheyMeasure) {
   const std::string header = kExportHeader;
   const std::string csv =
