@@ -22,8 +22,7 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
-#include <memory>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -34,27 +33,16 @@
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/queueing.h"
 #include "simulator/spec.h"
 #include "simulator/traffic_costing.h"
+#include "tests/simulator/published_request.h"
 
 namespace shardplan::simulator {
 namespace {
-
-std::string PublishedDir() {
-  return std::string(SHARDPLAN_TEST_DATA_DIR) + "/published/";
-}
-
-std::string ReadText(const std::string& path) {
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 // One published run: fixed_rate_h100.csv's columns.
 struct PublishedRun {
@@ -87,7 +75,7 @@ struct PublishedRun {
 
 std::vector<PublishedRun> ReadRuns() {
   std::vector<PublishedRun> runs;
-  std::istringstream csv(ReadText(PublishedDir() + "fixed_rate_h100.csv"));
+  std::istringstream csv(ReadPublishedText("fixed_rate_h100.csv"));
   std::string line;
   std::vector<std::string> header;
   while (std::getline(csv, line)) {
@@ -217,11 +205,7 @@ Predicted Predict(const PublishedRun& run, Variant variant) {
   const bool detokenises_off_executor =
       run.detokenises_off_executor && variant != Variant::kApiDefault;
   Predicted out;
-  shardplan::v1::EvaluateRequest request;
-  const absl::Status parsed =
-      spec_text::Parse(ReadText(PublishedDir() + run.request), &request);
-  EXPECT_TRUE(parsed.ok()) << run.request << ": " << parsed;
-  if (!parsed.ok()) return out;
+  shardplan::v1::EvaluateRequest request = ReadPublishedRequest(run.request);
   request.mutable_cluster()->set_num_gpus(run.gpus);
   request.mutable_plan()->set_tp(run.tp);
   request.mutable_plan()->set_replicas(run.replicas);
@@ -258,20 +242,15 @@ Predicted Predict(const PublishedRun& run, Variant variant) {
   out.model = problem->model.name;
   out.weight_dtype = request.workload().weight_dtype();
   out.engine = request.workload().engine();
-  absl::StatusOr<std::unique_ptr<const CostModel>> model =
-      CostModel::Create(*problem, cal);
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return out;
-  absl::StatusOr<PlanDims> plan = PlanDimsFromProto(request.plan());
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return out;
-  const absl::Status valid = (*model)->ValidatePlan(*plan);
-  EXPECT_TRUE(valid.ok()) << run.id << ": " << valid;
-  if (!valid.ok()) return out;
-  TrafficPrediction t = PredictTraffic(**model, *plan);
+  std::optional<ModelAndPlan> built =
+      ModelAndPlanOf(*problem, cal, request.plan(), run.id);
+  if (!built) return out;
+  const CostModel& model = *built->model;
+  const PlanDims& plan = built->plan;
+  TrafficPrediction t = PredictTraffic(model, plan);
   EXPECT_TRUE(t.computed) << run.id;
   if (!t.computed) return out;
-  if (variant == Variant::kSecantAtLoad) SecantAtLoad(**model, *plan, &t);
+  if (variant == Variant::kSecantAtLoad) SecantAtLoad(model, plan, &t);
   out.ok = true;
   out.max_running = t.steps.max_running;
   const QueueingPrediction& q = t.queueing;
@@ -282,7 +261,7 @@ Predicted Predict(const PublishedRun& run, Variant variant) {
   const double added = overhead_off_gpu ? overhead_seconds : 0;
   out.overhead_ms = overhead_seconds * 1e3;
   if (overhead_off_gpu) {
-    const TrafficDims& traffic = (*model)->problem().workload.traffic;
+    const TrafficDims& traffic = model.problem().workload.traffic;
     out.max_rate = MaxRequestRate(t.steps, Discretize(traffic.input),
                                   Discretize(traffic.output),
                                   run.ttft_limit_ms / 1e3 - overhead_seconds,
@@ -299,7 +278,7 @@ Predicted Predict(const PublishedRun& run, Variant variant) {
       (t.steps.iteration_seconds + t.steps.decode_request_seconds * batch) *
       1e3;
   out.closed_loop_at_measured_batch_ms =
-      DecodeIteration(**model, *plan, batch) * 1e3;
+      DecodeIteration(model, plan, batch) * 1e3;
   return out;
 }
 
@@ -365,10 +344,8 @@ TEST(FixedRatePublishedTest, RowsAreH100RunsWithSources) {
       for (const char* held_out : {"h200", "b300", "gb300"})
         EXPECT_FALSE(absl::StrContains(lower, held_out)) << text;
     }
-    shardplan::v1::EvaluateRequest request;
-    ASSERT_TRUE(
-        spec_text::Parse(ReadText(PublishedDir() + r.request), &request).ok())
-        << r.request;
+    const shardplan::v1::EvaluateRequest request =
+        ReadPublishedRequest(r.request);
     EXPECT_EQ(request.cluster().hardware(), "h100-sxm-80gb");
     EXPECT_EQ(r.gpus, r.tp * r.replicas);
     // The published rate is what LoadGen scheduled; it completes about as
@@ -457,33 +434,51 @@ void PrintSummary(const char* name, const Accuracy& a) {
       100 * a.tpot_mape[0], 100 * a.tpot_mape[1], 100 * a.tpot_mape[2]);
 }
 
+// The six percentile cells of a row, predicted / measured.
+std::string Percentiles(const Predicted& p, const PublishedRun& r) {
+  std::string cells;
+  for (int i = 0; i < 3; ++i)
+    cells += Cell(p.ttft_ms[i], r.ttft_ms[i]) + (i < 2 ? " | " : "");
+  for (int i = 0; i < 3; ++i) cells += " | " + Cell(p.tpot_ms[i], r.tpot_ms[i]);
+  return cells;
+}
+
 std::string Batch(const Predicted& p) {
   return p.stable ? absl::StrFormat("%.0f", p.running_batch) : "unstable";
 }
 
+// A markdown table's header row and rule.
+void PrintHeader(const std::vector<std::string>& columns) {
+  std::string rule = "|";
+  std::printf("\n|");
+  for (const std::string& c : columns) {
+    std::printf(" %s |", c.c_str());
+    rule += "---|";
+  }
+  std::printf("\n%s\n", rule.c_str());
+}
+
 TEST(FixedRatePublishedTest, DISABLED_PrintsTheDocsTable) {
   const std::vector<PublishedRun> runs = ReadRuns();
-  std::printf(
-      "\n| run | model, precision | engine | layout | rate (req/s) | max "
-      "rate: as run | API default | overhead off the GPU | TTFT p50 | TTFT "
-      "p90 | TTFT p99 | TPOT p50 | TPOT p90 | TPOT p99 |\n"
-      "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  const std::vector<std::string> percentiles = {
+      "TTFT p50", "TTFT p90", "TTFT p99", "TPOT p50", "TPOT p90", "TPOT p99"};
+  std::vector<std::string> columns = {"run",          "model, precision",
+                                      "engine",       "layout",
+                                      "rate (req/s)", "max rate: as run",
+                                      "API default",  "overhead off the GPU"};
+  columns.insert(columns.end(), percentiles.begin(), percentiles.end());
+  PrintHeader(columns);
   for (const PublishedRun& r : runs) {
     const Predicted p = Predict(r, Variant::kAsRun);
     const Predicted api = Predict(r, Variant::kApiDefault);
     const Predicted off = Predict(r, Variant::kOverheadOffGpu);
     std::printf(
         "| [%s](%s) | %s, %s | %s | TP%d x %d ([config](%s)) | %.2f | %s | "
-        "%s | %s | %s | %s | %s | %s | %s | %s |\n",
+        "%s | %s | %s |\n",
         r.id.c_str(), r.url.c_str(), p.model.c_str(), p.weight_dtype.c_str(),
         r.engine_version.c_str(), r.tp, r.replicas, r.config_url.c_str(),
         r.rate, Rate(p, r.rate).c_str(), Rate(api, r.rate).c_str(),
-        Rate(off, r.rate).c_str(), Cell(p.ttft_ms[0], r.ttft_ms[0]).c_str(),
-        Cell(p.ttft_ms[1], r.ttft_ms[1]).c_str(),
-        Cell(p.ttft_ms[2], r.ttft_ms[2]).c_str(),
-        Cell(p.tpot_ms[0], r.tpot_ms[0]).c_str(),
-        Cell(p.tpot_ms[1], r.tpot_ms[1]).c_str(),
-        Cell(p.tpot_ms[2], r.tpot_ms[2]).c_str());
+        Rate(off, r.rate).c_str(), Percentiles(p, r).c_str());
   }
   std::printf("\n");
   PrintSummary("as run", AccuracyOf(runs, Variant::kAsRun));
@@ -492,28 +487,20 @@ TEST(FixedRatePublishedTest, DISABLED_PrintsTheDocsTable) {
                AccuracyOf(runs, Variant::kOverheadOffGpu));
   PrintSummary("secant at the load's batch",
                AccuracyOf(runs, Variant::kSecantAtLoad));
-  std::printf(
-      "\n| run | rate | max rate, secant at the load's batch | TTFT p50 | TTFT "
-      "p90 | TTFT p99 | TPOT p50 | TPOT p90 | TPOT p99 | in flight: "
-      "measured / predicted |\n|---|---|---|---|---|---|---|---|---|---|\n");
+  columns = {"run", "rate", "max rate, secant at the load's batch"};
+  columns.insert(columns.end(), percentiles.begin(), percentiles.end());
+  columns.push_back("in flight: measured / predicted");
+  PrintHeader(columns);
   for (const PublishedRun& r : runs) {
     const Predicted p = Predict(r, Variant::kSecantAtLoad);
-    std::printf(
-        "| %s | %.2f | %s | %s | %s | %s | %s | %s | %s | %.0f / %.0f |\n",
-        r.id.c_str(), r.rate, Rate(p, r.rate).c_str(),
-        Cell(p.ttft_ms[0], r.ttft_ms[0]).c_str(),
-        Cell(p.ttft_ms[1], r.ttft_ms[1]).c_str(),
-        Cell(p.ttft_ms[2], r.ttft_ms[2]).c_str(),
-        Cell(p.tpot_ms[0], r.tpot_ms[0]).c_str(),
-        Cell(p.tpot_ms[1], r.tpot_ms[1]).c_str(),
-        Cell(p.tpot_ms[2], r.tpot_ms[2]).c_str(), r.InFlightPerInstance(),
-        p.running_batch);
+    std::printf("| %s | %.2f | %s | %s | %.0f / %s |\n", r.id.c_str(), r.rate,
+                Rate(p, r.rate).c_str(), Percentiles(p, r).c_str(),
+                r.InFlightPerInstance(), Batch(p).c_str());
   }
-  std::printf(
-      "\n| run | in flight per instance: measured / predicted | TPOT mean "
-      "(ms) | queue's line a + c_d B at the measured B | cost model's decode "
-      "iteration at B | a (ms) | c_d (us) | c_p (us/token) | load |\n"
-      "|---|---|---|---|---|---|---|---|---|\n");
+  PrintHeader({"run", "in flight per instance: measured / predicted",
+               "TPOT mean (ms)", "queue's line a + c_d B at the measured B",
+               "cost model's decode iteration at B", "a (ms)", "c_d (us)",
+               "c_p (us/token)", "load"});
   for (const PublishedRun& r : runs) {
     const Predicted p = Predict(r, Variant::kAsRun);
     std::printf(
