@@ -27,6 +27,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
+#include "simulator/traffic_spec.h"
 
 #ifndef SHARDPLAN_VERSION
 #define SHARDPLAN_VERSION "0.0.0"
@@ -114,6 +115,17 @@ absl::StatusOr<shardplan::v1::EvaluateResponse> Run(Mode mode,
   *response.mutable_plan() = PlanToProto(plan, cost_model->problem());
   *response.mutable_prediction() =
       PredictionToProto(evaluation, cost_model->problem());
+  // As EvaluatePlan: a workload with a request rate gets its percentiles,
+  // maxRequestRate and goodput (the price of cluster.hardware among
+  // cluster.hardwareOptions, when given, fills the cost fields).
+  double price_per_gpu_hour = 0;
+  for (const shardplan::v1::HardwareOption& o :
+       request.cluster().hardware_options()) {
+    if (o.hardware() == request.cluster().hardware())
+      price_per_gpu_hour = o.price_per_gpu_hour();
+  }
+  AddTrafficPrediction(*cost_model, plan, price_per_gpu_hour,
+                       response.mutable_prediction());
   *response.mutable_model() = model_spec;
   return response;
 }

@@ -11,17 +11,15 @@
 // tokens/s per decode node. The table and the reasons for each bound are in
 // docs/cost-model-and-calibration.md ("Published multi-node figures").
 #include <cmath>
-#include <fstream>
-#include <memory>
-#include <sstream>
+#include <optional>
 #include <string>
 
 #include "gtest/gtest.h"
-#include "proto/spec_text.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
+#include "tests/simulator/published_request.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -42,22 +40,10 @@ struct Overrides {
   int decode_batch = 0;
 };
 
-shardplan::v1::EvaluateRequest ReadRequest(const std::string& name) {
-  const std::string path =
-      std::string(SHARDPLAN_TEST_DATA_DIR) + "/published/" + name;
-  std::ifstream in(path);
-  std::ostringstream text;
-  text << in.rdbuf();
-  shardplan::v1::EvaluateRequest request;
-  const absl::Status parsed = spec_text::Parse(text.str(), &request);
-  EXPECT_TRUE(parsed.ok()) << path << ": " << parsed;
-  return request;
-}
-
 // Evaluates the file's plan as shardplan-sim does (the workload's engine
 // profile) and returns each pool's rate per node of that pool.
 PoolRates Evaluate(const std::string& name, const Overrides& o = {}) {
-  shardplan::v1::EvaluateRequest request = ReadRequest(name);
+  shardplan::v1::EvaluateRequest request = ReadPublishedRequest(name);
   if (o.input_tokens > 0) {
     request.mutable_workload()->set_input_tokens(o.input_tokens);
   }
@@ -78,18 +64,13 @@ PoolRates Evaluate(const std::string& name, const Overrides& o = {}) {
           : FindCalibrationProfile(problem->workload.calibration_profile);
   EXPECT_TRUE(profile.ok()) << profile.status();
   if (!profile.ok()) return rates;
-  absl::StatusOr<std::unique_ptr<const CostModel>> model =
-      CostModel::Create(*problem, profile->calibration);
-  EXPECT_TRUE(model.ok()) << model.status();
-  if (!model.ok()) return rates;
-  absl::StatusOr<PlanDims> plan = PlanDimsFromProto(request.plan());
-  EXPECT_TRUE(plan.ok()) << plan.status();
-  if (!plan.ok()) return rates;
-  const absl::Status valid = (*model)->ValidatePlan(*plan);
-  EXPECT_TRUE(valid.ok()) << name << ": " << valid;
-  if (!valid.ok()) return rates;
-  const Evaluation e = (*model)->Evaluate(*plan);
-  const Problem& p = (*model)->problem();
+  std::optional<ModelAndPlan> built =
+      ModelAndPlanOf(*problem, profile->calibration, request.plan(), name);
+  if (!built) return rates;
+  const CostModel* model = built->model.get();
+  const PlanDims* plan = &built->plan;
+  const Evaluation e = model->Evaluate(*plan);
+  const Problem& p = model->problem();
   const double node = p.cluster.gpus_per_node;
   const double prefill_nodes =
       plan->prefill_instances * plan->prefill.gpus() / node;

@@ -35,6 +35,19 @@ if(NOT rc EQUAL 0)
 endif()
 expect_contains("${out}" "\"outputTokensPerS\"" "evaluate from stdin")
 
+# 3b. a workload with a request rate gets the open-loop prediction, as from
+# EvaluatePlan: the published MLPerf Llama-3.1-8B run on one H100 at 39.64
+# requests/s, which the model says this plan does not carry within the SLOs.
+execute_process(COMMAND ${SIM} evaluate
+                        --request ${DATA}/published/mlperf_llama3_1_8b_vllm.yaml
+                RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "evaluate at a request rate exited ${rc}: ${err}")
+endif()
+expect_contains("${out}" "\"maxRequestRate\"" "evaluate at a request rate")
+expect_contains("${out}" "workload.request_rate 39.64 requests/s exceeds"
+                "evaluate at a request rate")
+
 # 4. a bad file exits 2 and names the field and the value.
 execute_process(COMMAND ${SIM} evaluate --request ${DATA}/bad_tp.yaml
                 RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err)
