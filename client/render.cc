@@ -91,10 +91,33 @@ std::string ClusterLabel(const RenderContext& c, const Plan& plan) {
   const int nodes = c.gpus_per_node > 0
                         ? (c.gpus + c.gpus_per_node - 1) / c.gpus_per_node
                         : PlacementNodes(plan);
-  if (nodes > 0 && c.gpus > 0) {
+  if (nodes <= 0 || c.gpus <= 0) return out;
+  if (c.gpus_per_node > 0 || nodes == 1) {
     absl::StrAppend(&out, " (", nodes, nodes == 1 ? " node" : " nodes", " of ",
-                    c.gpus_per_node > 0 ? c.gpus_per_node : c.gpus / nodes,
-                    ")");
+                    c.gpus_per_node > 0 ? c.gpus_per_node : c.gpus, ")");
+    return out;
+  }
+  // The server took the hardware's node size, which the request does not
+  // carry: the placement's GPUs per node say it (12 GPUs on nodes of 8 are
+  // 8 + 4, not 2 x 6); a placement without them claims no size.
+  std::vector<int> per_node(static_cast<size_t>(nodes), 0);
+  bool complete = true;
+  for (const auto& s : plan.placement()) {
+    if (s.node_gpus_size() != s.nodes_size()) complete = false;
+    for (int i = 0; complete && i < s.nodes_size(); ++i) {
+      per_node[static_cast<size_t>(s.nodes(i))] += s.node_gpus(i);
+    }
+  }
+  int total = 0;
+  for (int g : per_node) total += g;
+  if (!complete || total != c.gpus) {
+    absl::StrAppend(&out, " (", nodes, " nodes)");
+  } else if (std::all_of(per_node.begin(), per_node.end(),
+                         [&](int g) { return g == per_node[0]; })) {
+    absl::StrAppend(&out, " (", nodes, " nodes of ", per_node[0], ")");
+  } else {
+    absl::StrAppend(&out, " (", nodes,
+                    " nodes: ", absl::StrJoin(per_node, " + "), ")");
   }
   return out;
 }
@@ -608,19 +631,31 @@ std::string RenderCatalog(const ListCatalogResponse& catalog) {
                     m.hidden_size(), experts, attention, dtype, checkpoint));
   }
   absl::StrAppend(&out, "\nHardware\n");
+  // FP4 "-": no FP4 tensor cores (FP4 weights are dequantised). The NVLink
+  // domain is the GPUs one NVLink fabric joins: one node, or an NVL72 rack
+  // of many nodes.
   absl::StrAppend(
-      &out, fmt::format("  {:<18} {:>10} {:>10} {:>9} {:>12} {:>12} {:>6}\n",
-                        "name", "BF16 TF/s", "FP8 TF/s", "HBM", "HBM BW",
-                        "NVLink/GPU", "GPUs/node"));
+      &out,
+      fmt::format("  {:<18} {:>10} {:>10} {:>10} {:>9} {:>12} {:>12} {:>9} "
+                  "{:>10}\n",
+                  "name", "BF16 TF/s", "FP8 TF/s", "FP4 TF/s", "HBM", "HBM BW",
+                  "NVLink/GPU", "GPUs/node", "NVL domain"));
   for (const auto& h : catalog.hardware()) {
+    const std::string fp4 =
+        h.peak_fp4_flops_per_s() > 0
+            ? fmt::format("{:.0f}", h.peak_fp4_flops_per_s() / 1e12)
+            : "-";
+    const int domain = h.nvlink_domain_gpus() > 0 ? h.nvlink_domain_gpus()
+                                                  : h.default_gpus_per_node();
     absl::StrAppend(
-        &out, fmt::format(
-                  "  {:<18} {:>10.0f} {:>10.0f} {:>9} {:>10.2f}TB/s "
-                  "{:>8.0f}GB/s {:>6}\n",
-                  h.name(), h.peak_bf16_flops_per_s() / 1e12,
-                  h.peak_fp8_flops_per_s() / 1e12, FormatBytes(h.hbm_bytes()),
-                  h.hbm_bytes_per_s() / 1e12, h.intra_node_bytes_per_s() / 1e9,
-                  h.default_gpus_per_node()));
+        &out,
+        fmt::format("  {:<18} {:>10.0f} {:>10.0f} {:>10} {:>9} {:>10.2f}TB/s "
+                    "{:>8.0f}GB/s {:>9} {:>10}\n",
+                    h.name(), h.peak_bf16_flops_per_s() / 1e12,
+                    h.peak_fp8_flops_per_s() / 1e12, fp4,
+                    FormatBytes(h.hbm_bytes()), h.hbm_bytes_per_s() / 1e12,
+                    h.intra_node_bytes_per_s() / 1e9, h.default_gpus_per_node(),
+                    domain));
   }
   auto list = [&out](const char* title, const auto& values) {
     if (values.empty()) return;

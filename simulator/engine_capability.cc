@@ -34,6 +34,8 @@ const std::vector<std::string>& KnownVariables() {
                                    "moe",
                                    "family",
                                    "weight_dtype",
+                                   "kv_cache_dtype",
+                                   "sparse_attention",
                                    "dp",
                                    "tp",
                                    "pp",
@@ -81,7 +83,8 @@ RuleScope ConditionScope(const EngineCondition& c) {
   return scope;
 }
 
-// A variable's value: a number, or a word (role, family, weight_dtype).
+// A variable's value: a number, or a word (role, family, weight_dtype,
+// kv_cache_dtype).
 struct Value {
   bool is_number = true;
   double number = 0;
@@ -192,6 +195,9 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   v["family"] = Word(m.family);
   v["weight_dtype"] =
       Word(std::string(DtypeName(problem.workload.weight_dtype)));
+  v["kv_cache_dtype"] =
+      Word(std::string(DtypeName(problem.workload.kv_cache_dtype)));
+  v["sparse_attention"] = Number(m.is_sparse_attention() ? 1 : 0);
   v["dp"] = Number(dp);
   v["tp"] = Number(tp);
   v["pp"] = Number(pp);

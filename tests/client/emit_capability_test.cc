@@ -39,6 +39,8 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
     shardplan::v1::Workload workload;
     workload.set_input_tokens(d.context.input_tokens);
     workload.set_output_tokens(d.context.output_tokens);
+    // The KV-cache dtype the prediction sized is one the launch must keep.
+    workload.set_kv_cache_dtype(d.context.kv_cache_dtype);
     const absl::StatusOr<simulator::Problem> problem =
         simulator::ProblemFromProto(model, d.cluster, workload);
     ASSERT_TRUE(problem.ok())

@@ -88,6 +88,19 @@ EmitContext Model(const std::string& name, int num_gpus) {
     c.native_dtype = "fp8";
     c.is_moe = true;
     c.sparse_mla = true;
+  } else if (name == "glm-5") {
+    c.hugging_face_id = "zai-org/GLM-5";
+    c.native_dtype = "bf16";
+    c.is_moe = true;
+    c.sparse_mla = true;
+  } else if (name == "qwen3.5-397b-a17b") {
+    c.hugging_face_id = "Qwen/Qwen3.5-397B-A17B";
+    c.native_dtype = "bf16";
+    c.is_moe = true;
+  } else if (name == "minimax-m2.5") {
+    c.hugging_face_id = "MiniMaxAI/MiniMax-M2.5";
+    c.native_dtype = "fp8";
+    c.is_moe = true;
   } else if (name == "kimi-k2.5") {
     // NVIDIA's NVFP4 checkpoint of the model, as a --model-file spec names
     // it (simulator/catalog/models/kimi-k2.5.yaml cites it).
@@ -179,6 +192,27 @@ std::vector<Shape> Shapes() {
                       Disaggregated(MakePlan(1, 1, 8, 1, 8, 8, true), 2,
                                     MakePlan(1, 1, 16, 1, 16, 512, true), 1),
                       c});
+  }
+  // The other 2026 models: Qwen3.5 (hybrid linear attention) tp 8 x ep 8 on
+  // one B200 node; MiniMax-M2.5's FP8 checkpoint with DP attention; GLM-5
+  // (DeepSeek sparse attention, BF16) with its experts over 64 GPUs, 16 trays
+  // of one 72-GPU NVLink domain (256 experts: 72 does not divide them).
+  {
+    EmitContext c = Blackwell(Model("qwen3.5-397b-a17b", 8), false);
+    c.kv_cache_dtype = "fp8";
+    shapes.push_back({"b200_qwen35_tp8", MakePlan(1, 1, 8, 1, 8, 256), c});
+  }
+  {
+    EmitContext c = Blackwell(Model("minimax-m2.5", 8), false);
+    shapes.push_back(
+        {"b200_minimax_dpep", MakePlan(1, 1, 8, 1, 8, 512, true), c});
+  }
+  {
+    EmitContext c = Blackwell(Model("glm-5", 64), true);
+    c.weight_dtype = "fp8";
+    c.kv_cache_dtype = "fp8";
+    shapes.push_back(
+        {"gb200_glm5_wide_ep64", MakePlan(1, 1, 64, 1, 64, 2048, true), c});
   }
   return shapes;
 }

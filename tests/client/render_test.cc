@@ -69,6 +69,44 @@ RenderContext Context() {
   return RenderContext{"llama-3.1-70b", "h100-sxm-80gb", 16, 8};
 }
 
+TEST(RenderTest, ClusterLabelTakesNodeSizesFromThePlacement) {
+  // 12 GPUs without --gpus-per-node: the server places them on the
+  // hardware's nodes of 8, so three 4-GPU stages sit 8 + 4; the label must
+  // not say "2 nodes of 6".
+  PlanUpdate u = SampleUpdate();
+  u.mutable_plan()->clear_placement();
+  for (int node : {0, 0, 1}) {
+    auto* stage = u.mutable_plan()->add_placement();
+    stage->add_nodes(node);
+    stage->add_node_gpus(4);
+  }
+  const RenderContext twelve{"qwen3-235b-a22b", "h100-sxm-80gb", 12, 0};
+  EXPECT_THAT(RenderPlanUpdate(u, twelve),
+              HasSubstr("12 x h100-sxm-80gb (2 nodes: 8 + 4)\n"));
+  // Even nodes: their size; a stage over both nodes counts on each.
+  u.mutable_plan()->clear_placement();
+  auto* wide = u.mutable_plan()->add_placement();
+  wide->add_nodes(0);
+  wide->add_nodes(1);
+  wide->add_node_gpus(6);
+  wide->add_node_gpus(6);
+  EXPECT_THAT(RenderPlanUpdate(u, twelve),
+              HasSubstr("12 x h100-sxm-80gb (2 nodes of 6)\n"));
+  // GPUs per node that do not add up to the cluster: no size claimed.
+  wide->set_node_gpus(1, 2);
+  EXPECT_THAT(RenderPlanUpdate(u, twelve),
+              HasSubstr("12 x h100-sxm-80gb (2 nodes)\n"));
+  // One node, or a node size the request gave, is stated.
+  u.mutable_plan()->clear_placement();
+  u.mutable_plan()->add_placement()->add_nodes(0);
+  EXPECT_THAT(RenderPlanUpdate(
+                  u, RenderContext{"qwen3-235b-a22b", "h100-sxm-80gb", 6, 0}),
+              HasSubstr("6 x h100-sxm-80gb (1 node of 6)"));
+  EXPECT_THAT(RenderPlanUpdate(
+                  u, RenderContext{"qwen3-235b-a22b", "h100-sxm-80gb", 12, 8}),
+              HasSubstr("12 x h100-sxm-80gb (2 nodes of 8)"));
+}
+
 TEST(RenderTest, JsonLineIsOneLineWithCamelCaseNames) {
   const std::string line = ToJsonLine(SampleUpdate());
   EXPECT_EQ(line.find('\n'), std::string::npos);
@@ -190,7 +228,8 @@ TEST(RenderTest, DenseModelsHideExpertOperatorsAndLongTtftReadsInSeconds) {
   const std::string table = RenderPlanUpdate(u, c);
   EXPECT_THAT(table, Not(HasSubstr("router")));
   EXPECT_THAT(table, HasSubstr("TTFT 9.37 s"));
-  EXPECT_THAT(table, HasSubstr("16 x h100-sxm-80gb (2 nodes of 8)"));
+  // The sample's placement names nodes but not their GPUs: no size claimed.
+  EXPECT_THAT(table, HasSubstr("16 x h100-sxm-80gb (2 nodes)\n"));
   u.mutable_plan()->set_ep(4);
   EXPECT_THAT(RenderPlanUpdate(u, c), HasSubstr("router"));
 }
@@ -220,8 +259,28 @@ TEST(RenderTest, CatalogTableListsModelsAndHardware) {
   h->set_name("h100-sxm-80gb");
   h->set_peak_bf16_flops_per_s(989e12);
   h->set_hbm_bytes(80e9);
+  h->set_default_gpus_per_node(8);
+  // A rack whose NVLink domain spans 18 trays of 4, with FP4 tensor cores.
+  auto* rack = catalog.add_hardware();
+  rack->set_name("gb200-nvl72");
+  rack->set_peak_bf16_flops_per_s(2500e12);
+  rack->set_peak_fp4_flops_per_s(10000e12);
+  rack->set_default_gpus_per_node(4);
+  rack->set_nvlink_domain_gpus(72);
   catalog.add_methods("rl");
   const std::string table = RenderCatalog(catalog);
+  EXPECT_THAT(table, AllOf(HasSubstr("FP4 TF/s"), HasSubstr("NVL domain")));
+  const auto row = [&table](const std::string& name) {
+    const size_t at = table.find("  " + name + " ");
+    return at == std::string::npos
+               ? std::string()
+               : table.substr(at, table.find('\n', at) - at);
+  };
+  // Hopper: no FP4 tensor cores, a domain of one node.
+  EXPECT_THAT(row("h100-sxm-80gb"), testing::EndsWith(" 8          8"));
+  EXPECT_THAT(row("h100-sxm-80gb"), HasSubstr(" - "));
+  EXPECT_THAT(row("gb200-nvl72"),
+              AllOf(HasSubstr(" 10000 "), testing::EndsWith(" 4         72")));
   EXPECT_THAT(table, AllOf(HasSubstr("llama-3.1-8b"), HasSubstr("8.0B"),
                            HasSubstr("GQA 8/32"), HasSubstr("h100-sxm-80gb"),
                            HasSubstr("989"), HasSubstr("80.0 GB"),

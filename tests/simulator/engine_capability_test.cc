@@ -310,6 +310,38 @@ TEST(EngineCapabilityTest, TrtllmAttentionDpWithTensorParallel) {
   ExpectRuns("sglang", "", p, Agg(1, 2, 8, 1, 16));
 }
 
+TEST(EngineCapabilityTest, FourBitKvCacheOnlyWhereTheLaunchKeepsIt) {
+  // An FP4 KV cache the launch cannot set would leave the engine a cache two
+  // or four times the size the prediction fitted.
+  Problem dense = MakeProblem("llama-3.1-70b", 8, 8);
+  dense.workload.kv_cache_dtype = Dtype::kFp4;
+  const PlanDims tp8 = Agg(1, 1, 8, 1, 1);
+  ExpectRuns("sglang", "0.5.6", dense, tp8);
+  ExpectRuns("sglang", "", dense, tp8);
+  ExpectBlocked("sglang", "0.5.5", dense, tp8, "sglang-kv-fp4-before-0.5.6",
+                "sglang/pull/10078");
+  ExpectBlocked("vllm", "", dense, tp8, "vllm-kv-fp4", "config/cache.py");
+  ExpectBlocked("trtllm", "", dense, tp8, "trtllm-kv-fp4",
+                "TensorRT-LLM/pull/11487");
+  EXPECT_THAT(RunnableEngines(dense, tp8), ElementsAre("sglang"));
+  // DeepSeek sparse attention: SGLang's NSA backend has no FP4 cache.
+  Problem sparse = MakeProblem("deepseek-v3.2", 8, 8);
+  sparse.workload.kv_cache_dtype = Dtype::kFp4;
+  const PlanDims dpep = Agg(1, 8, 1, 1, 8);
+  ExpectBlocked("sglang", "", sparse, dpep, "sglang-kv-fp4-sparse-attention",
+                "deepseek_v32.md");
+  EXPECT_TRUE(RunnableEngines(sparse, dpep).empty());
+  EXPECT_FALSE(WorkloadEngineCanRun(sparse, dpep));
+  // FP8 caches run everywhere; so does an FP4 cache of a dense-MLA model
+  // on SGLang.
+  sparse.workload.kv_cache_dtype = Dtype::kFp8;
+  EXPECT_THAT(RunnableEngines(sparse, dpep),
+              ElementsAre("vllm", "sglang", "trtllm"));
+  Problem mla = MakeProblem("deepseek-v3", 8, 8);
+  mla.workload.kv_cache_dtype = Dtype::kFp4;
+  ExpectRuns("sglang", "", mla, dpep);
+}
+
 TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {
   const Problem p = MakeProblem("deepseek-v3", 16, 8);
   // DP attention with pp: SGLang crashes, vLLM has no DP x PP; TensorRT-LLM

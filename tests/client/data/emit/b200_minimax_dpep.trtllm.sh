@@ -1,0 +1,33 @@
+# TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 8 GPUs.
+cat > shardplan-trtllm.yaml <<'EOF'
+enable_attention_dp: true
+cuda_graph_config:
+  max_batch_size: 64
+  enable_padding: true
+EOF
+
+# node 0:
+trtllm-serve MiniMaxAI/MiniMax-M2.5 \
+  --backend pytorch \
+  --tp_size 8 \
+  --pp_size 1 \
+  --ep_size 8 \
+  --max_batch_size 64 \
+  --config shardplan-trtllm.yaml \
+  --host 0.0.0.0 \
+  --port 8000
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 512 requests in flight):
+aiperf profile \
+  --model MiniMaxAI/MiniMax-M2.5 \
+  --url localhost:8000 \
+  --endpoint-type chat \
+  --streaming \
+  --synthetic-input-tokens-mean 1024 \
+  --synthetic-input-tokens-stddev 0 \
+  --output-tokens-mean 1024 \
+  --output-tokens-stddev 0 \
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
+  --concurrency 512 \
+  --request-count 2560

@@ -1,0 +1,38 @@
+# stderr: warning: TensorRT-LLM takes the weight dtype from the checkpoint: serve an FP8-quantized checkpoint (e.g. one made with NVIDIA ModelOpt) instead of zai-org/GLM-5.
+# TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 64 GPUs.
+# Set NODE0_ADDR..NODE15_ADDR to the nodes' addresses and run each command on the node it names.
+# shardplan-trtllm.yaml must exist at the same path on every node.
+cat > shardplan-trtllm.yaml <<'EOF'
+enable_attention_dp: true
+kv_cache_config:
+  dtype: fp8
+cuda_graph_config:
+  max_batch_size: 32
+  enable_padding: true
+EOF
+
+# one MPI world over nodes 0-15, started from node 0:
+mpirun --allow-run-as-root -np 64 -H $NODE0_ADDR:4,$NODE1_ADDR:4,$NODE2_ADDR:4,$NODE3_ADDR:4,$NODE4_ADDR:4,$NODE5_ADDR:4,$NODE6_ADDR:4,$NODE7_ADDR:4,$NODE8_ADDR:4,$NODE9_ADDR:4,$NODE10_ADDR:4,$NODE11_ADDR:4,$NODE12_ADDR:4,$NODE13_ADDR:4,$NODE14_ADDR:4,$NODE15_ADDR:4 -x PATH -x LD_LIBRARY_PATH trtllm-llmapi-launch trtllm-serve zai-org/GLM-5 \
+  --backend pytorch \
+  --tp_size 64 \
+  --pp_size 1 \
+  --ep_size 64 \
+  --max_batch_size 32 \
+  --config shardplan-trtllm.yaml \
+  --host 0.0.0.0 \
+  --port 8000
+
+# Benchmark that checks the prediction (ISL 1024, OSL 1024, 2048 requests in flight):
+aiperf profile \
+  --model zai-org/GLM-5 \
+  --url $NODE0_ADDR:8000 \
+  --endpoint-type chat \
+  --streaming \
+  --synthetic-input-tokens-mean 1024 \
+  --synthetic-input-tokens-stddev 0 \
+  --output-tokens-mean 1024 \
+  --output-tokens-stddev 0 \
+  --extra-inputs ignore_eos:true \
+  --extra-inputs min_tokens:1024 \
+  --concurrency 2048 \
+  --request-count 10240
