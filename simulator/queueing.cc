@@ -9,8 +9,9 @@ namespace {
 constexpr std::array<double, 3> kQuantiles = {0.50, 0.90, 0.99};
 
 // Regularized lower incomplete gamma P(a, x) (series below a + 1, Lentz's
-// continued fraction above).
-double GammaP(double a, double x) {
+// continued fraction above), given log_gamma_a = lgamma(a): the CDFs call it
+// with a few shapes many times, so the shapes' lgamma is computed once.
+double GammaP(double a, double x, double log_gamma_a) {
   if (x <= 0) return 0;
   if (a > 50) {
     // Wilson-Hilferty: (x / a)^(1/3) is close to normal for large shapes
@@ -19,7 +20,7 @@ double GammaP(double a, double x) {
     const double z = (std::cbrt(x / a) - (1 - v)) / std::sqrt(v);
     return 0.5 * std::erfc(-z / std::sqrt(2.0));
   }
-  const double log_prefix = a * std::log(x) - x - std::lgamma(a);
+  const double log_prefix = a * std::log(x) - x - log_gamma_a;
   if (x < a + 1) {
     double term = 1 / a, sum = term;
     for (int n = 1; n < 500 && term > sum * 1e-12; ++n) {
@@ -61,6 +62,7 @@ struct Load {
   // Its gamma shape and scale (0: a point at wait_mean).
   double wait_shape = 0;
   double wait_scale = 0;
+  double wait_log_gamma = 0;  // lgamma(wait_shape)
   // P(an arrival finds an iteration running).
   double busy_probability = 0;
   // Decode load: work per second that is not the per-iteration overhead.
@@ -72,6 +74,7 @@ struct Load {
   // split below); and the prompt tokens that join.
   double gated_shape = 0;
   double gated_scale = 0;
+  double gated_log_gamma = 0;  // lgamma(gated_shape)
   double gated_mean = 0;
   // The running iteration holds no prompt or exactly one (point j of
   // `join`): its length tau_j and the share of arrivals that land in it
@@ -99,6 +102,10 @@ struct Load {
   double tpot_cap = 0;
   // TPOT standard deviation per output-length point (0: no decode).
   std::array<double, LengthPoints::kMaxPoints> tpot_sigma{};
+  // The gamma shape of the TPOT shot noise per output-length point (0:
+  // none) and its lgamma.
+  std::array<double, LengthPoints::kMaxPoints> tpot_shape{};
+  std::array<double, LengthPoints::kMaxPoints> tpot_log_gamma{};
 };
 
 double TpotSigma(const StepTimes& s, const LengthPoints& in,
@@ -244,6 +251,7 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
     if (var > 0) {
       l.wait_shape = l.wait_mean * l.wait_mean / var;
       l.wait_scale = var / l.wait_mean;
+      l.wait_log_gamma = std::lgamma(l.wait_shape);
     }
     // The queue drains mu = 1 / per_token tokens/s, and mu falls as the
     // decode batch rises (d mu / dB = -(c_d / chunk) mu^2). The batch
@@ -376,12 +384,20 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
     if (mean > 0 && var > 0) {
       l.gated_shape = mean * mean / var;
       l.gated_scale = var / mean;
+      l.gated_log_gamma = std::lgamma(l.gated_shape);
     }
     l.batchmate_tokens = rate * in.mean * (tau + var_tau / tau);
   }
   for (int i = 0; i < out.size; ++i) {
     const double n = DecodeIterations(out.tokens[i]);
     l.tpot_sigma[i] = n > 0 ? TpotSigma(s, in, out, l, rate, n) : 0;
+    const double shot_mean =
+        l.decode_iteration - s.iteration_seconds - s.decode_request_seconds;
+    if (l.tpot_sigma[i] > 0 && shot_mean > 0) {
+      l.tpot_shape[i] =
+          shot_mean * shot_mean / (l.tpot_sigma[i] * l.tpot_sigma[i]);
+      l.tpot_log_gamma[i] = std::lgamma(l.tpot_shape[i]);
+    }
   }
   l.stable = true;
   return l;
@@ -423,9 +439,10 @@ double JoinedCdf(const StepTimes& s, const Load& l, double x, double t,
 // P(wait <= x) for a gated prompt with `room` tokens left in its chunk.
 double GatedCdf(const StepTimes& s, const Load& l, double x, double room) {
   if (x < 0) return 0;
-  double busy =
-      l.gated_rest_share *
-      (l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0);
+  double busy = l.gated_rest_share *
+                (l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale,
+                                            l.gated_log_gamma)
+                                   : 1.0);
   for (int j = 0; j < l.gated_points; ++j)
     busy +=
         l.gated_share[j] * JoinedCdf(s, l, x, l.gated_tau[j], l.gated_alone[j],
@@ -477,6 +494,30 @@ Chunked ChunkedOf(const StepTimes& s, const Load& l, double rate,
   return c;
 }
 
+// P(TTFT <= x) of a prompt that finds prompt tokens queued: the M/G/1 wait
+// (gamma G) + its own tokens at their share of the iterations + U
+// backlog_fill, U uniform: (1/t) integral of F_G over (z - t, z), with
+// integral_0^y F_G = y P(k, y / theta) - k theta P(k + 1, y / theta).
+double BackloggedCdf(const Load& l, const Chunked& c, double x) {
+  const double z = x - c.backlogged;
+  const double t = c.backlog_fill;
+  const double k = l.wait_shape, theta = l.wait_scale;
+  const auto cdf = [&](double y) {
+    if (y <= 0) return 0.0;
+    return k > 0 ? GammaP(k, y / theta, l.wait_log_gamma)
+                 : (y >= l.wait_mean ? 1.0 : 0.0);
+  };
+  const auto integral = [&](double y) {
+    if (y <= 0) return 0.0;
+    if (k <= 0) return std::max(0.0, y - l.wait_mean);
+    // lgamma(k + 1) = lgamma(k) + log(k).
+    return y * GammaP(k, y / theta, l.wait_log_gamma) -
+           k * theta * GammaP(k + 1, y / theta, l.wait_log_gamma + std::log(k));
+  };
+  if (z <= 0) return 0;
+  return t > 0 ? (integral(z) - integral(z - t)) / t : cdf(z);
+}
+
 double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
                   double x) {
   // Aligned: the residual of the running iteration (busy), then the own
@@ -492,27 +533,8 @@ double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
     aligned =
         l.busy_probability * with_residual + (1 - l.busy_probability) * joined;
   }
-  // Backlogged: the M/G/1 wait (gamma G) + U backlog_fill, U uniform:
-  // (1/t) integral of F_G over (z - t, z), with integral_0^y F_G =
-  // y P(k, y / theta) - k theta P(k + 1, y / theta).
-  const double z = x - c.backlogged;
-  const double t = c.backlog_fill;
-  const double k = l.wait_shape, theta = l.wait_scale;
-  const auto cdf = [&](double y) {
-    if (y <= 0) return 0.0;
-    return k > 0 ? GammaP(k, y / theta) : (y >= l.wait_mean ? 1.0 : 0.0);
-  };
-  const auto integral = [&](double y) {
-    if (y <= 0) return 0.0;
-    if (k <= 0) return std::max(0.0, y - l.wait_mean);
-    return y * GammaP(k, y / theta) - k * theta * GammaP(k + 1, y / theta);
-  };
-  double backlogged = 0;
-  if (z > 0) {
-    backlogged = t > 0 ? (integral(z) - integral(z - t)) / t : cdf(z);
-  }
   const double p = l.wait_probability;
-  return (1 - p) * aligned + p * backlogged;
+  return (1 - p) * aligned + p * BackloggedCdf(l, c, x);
 }
 
 double TtftCdf(const StepTimes& s, const LengthPoints& in, const Load& l,
@@ -521,9 +543,31 @@ double TtftCdf(const StepTimes& s, const LengthPoints& in, const Load& l,
   for (int i = 0; i < in.size; ++i) {
     const double tokens = in.tokens[i];
     if (Gated(s, l, tokens)) {
-      f += in.weight[i] *
-           GatedCdf(s, l, t - OwnPrefillSeconds(s, l, tokens),
-                    std::max(0.0, std::max(1, s.chunk_tokens) - tokens));
+      double gated =
+          GatedCdf(s, l, t - OwnPrefillSeconds(s, l, tokens),
+                   std::max(0.0, std::max(1, s.chunk_tokens) - tokens));
+      // A short prompt also waits behind the FCFS backlog of prompt tokens
+      // (a long prompt being chunked): at least the M/G/1 wait of the
+      // chunked regime and its own tokens at their share of the iterations
+      // (the backlogged TTFT, its last iteration's fill at its mean), less
+      // the one iteration in which a backlog smaller than the chunk's room
+      // is served beside it. Both waits grow with the same backlog
+      // (comonotone), so P(TTFT <= t) is the smaller of the two CDFs. A
+      // prompts-only loop (no decode batch) is left to the gated chain,
+      // which holds every queued prompt there.
+      const double p = l.wait_probability;
+      if (l.batch > 0 && gated > 1 - p) {  // the bound is at least 1 - p
+        const Chunked c = ChunkedOf(s, l, rate, tokens);
+        const double y =
+            t + l.prefill_iteration - c.backlogged - c.backlog_fill / 2;
+        const double wait =
+            y <= 0 ? 0
+            : l.wait_shape > 0
+                ? GammaP(l.wait_shape, y / l.wait_scale, l.wait_log_gamma)
+                : (y >= l.wait_mean ? 1.0 : 0.0);
+        gated = std::min(gated, (1 - p) + p * wait);
+      }
+      f += in.weight[i] * gated;
     } else {
       f += in.weight[i] * ChunkedCdf(s, l, ChunkedOf(s, l, rate, tokens), t);
     }
@@ -592,7 +636,8 @@ double TpotCdf(const StepTimes& s, const LengthPoints& out, const Load& l,
     } else if (sigma <= 0 || mean <= 0) {
       p = x >= mean ? 1 : 0;
     } else {
-      p = GammaP(mean * mean / (sigma * sigma), x * mean / (sigma * sigma));
+      p = GammaP(l.tpot_shape[i], x * mean / (sigma * sigma),
+                 l.tpot_log_gamma[i]);
     }
     f += out.weight[i] * p;
     total += out.weight[i];
