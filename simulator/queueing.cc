@@ -9,8 +9,9 @@ namespace {
 constexpr std::array<double, 3> kQuantiles = {0.50, 0.90, 0.99};
 
 // Regularized lower incomplete gamma P(a, x) (series below a + 1, Lentz's
-// continued fraction above).
-double GammaP(double a, double x) {
+// continued fraction above), given log_gamma_a = lgamma(a): the CDFs call it
+// with a few shapes many times, so the shapes' lgamma is computed once.
+double GammaP(double a, double x, double log_gamma_a) {
   if (x <= 0) return 0;
   if (a > 50) {
     // Wilson-Hilferty: (x / a)^(1/3) is close to normal for large shapes
@@ -19,7 +20,7 @@ double GammaP(double a, double x) {
     const double z = (std::cbrt(x / a) - (1 - v)) / std::sqrt(v);
     return 0.5 * std::erfc(-z / std::sqrt(2.0));
   }
-  const double log_prefix = a * std::log(x) - x - std::lgamma(a);
+  const double log_prefix = a * std::log(x) - x - log_gamma_a;
   if (x < a + 1) {
     double term = 1 / a, sum = term;
     for (int n = 1; n < 500 && term > sum * 1e-12; ++n) {
@@ -58,9 +59,20 @@ struct Load {
   // The prefill queue (M/G/1): P(wait > 0) and the mean of a positive wait.
   double wait_probability = 0;
   double wait_mean = 0;
-  // Its gamma shape and scale (0: a point at wait_mean).
-  double wait_shape = 0;
-  double wait_scale = 0;
+  // The wait as a mixture over the slow part of the decode batch's
+  // fluctuation (one node when the queue does not follow it): per node its
+  // weight, P(wait > 0), and the gamma of a positive wait (shape 0: a point
+  // at its mean).
+  struct WaitNode {
+    double weight = 0;
+    double probability = 0;
+    double mean = 0;
+    double shape = 0;
+    double scale = 0;
+    double log_gamma = 0;  // lgamma(shape)
+  };
+  std::array<WaitNode, 3> wait_nodes{};
+  int wait_node_count = 0;
   // P(an arrival finds an iteration running).
   double busy_probability = 0;
   // Decode load: work per second that is not the per-iteration overhead.
@@ -72,6 +84,7 @@ struct Load {
   // split below); and the prompt tokens that join.
   double gated_shape = 0;
   double gated_scale = 0;
+  double gated_log_gamma = 0;  // lgamma(gated_shape)
   double gated_mean = 0;
   // The running iteration holds no prompt or exactly one (point j of
   // `join`): its length tau_j and the share of arrivals that land in it
@@ -99,6 +112,10 @@ struct Load {
   double tpot_cap = 0;
   // TPOT standard deviation per output-length point (0: no decode).
   std::array<double, LengthPoints::kMaxPoints> tpot_sigma{};
+  // The gamma shape of the TPOT shot noise per output-length point (0:
+  // none) and its lgamma.
+  std::array<double, LengthPoints::kMaxPoints> tpot_shape{};
+  std::array<double, LengthPoints::kMaxPoints> tpot_log_gamma{};
 };
 
 double TpotSigma(const StepTimes& s, const LengthPoints& in,
@@ -219,68 +236,113 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
   const double per_token = s.prefill_token_seconds +
                            l.prefill_iteration / std::max(1, s.chunk_tokens);
   const double mean_service = per_token * in.mean;
-  const double second_service = per_token * per_token * in.second_moment;
   const double rho_prefill = rate * mean_service;
   const double kv_load = s.max_running > 0 ? l.batch / s.max_running : 0.0;
   l.utilization = std::max({l.rho, rho_prefill, kv_load});
   if (!(rho_prefill < 1) || !(kv_load < 1)) return l;
-  l.wait_probability = rho_prefill;
   // Pollaczek-Khinchine mean wait over P(wait > 0); its distribution a
   // gamma with the first two moments of the M/G/1 wait (Takacs: E[W^2] =
   // 2 E[W]^2 + rate E[S^3] / (3 (1 - rho))): the residual service's light
   // tail at low load, the exponential of heavy traffic near saturation.
-  l.wait_mean = mean_service > 0
-                    ? second_service / (2 * mean_service * (1 - rho_prefill))
-                    : 0;
-  if (l.wait_mean > 0 && rho_prefill > 0) {
-    double third_tokens = 0;
-    for (int i = 0; i < in.size; ++i)
-      third_tokens += in.weight[i] * in.tokens[i] * in.tokens[i] * in.tokens[i];
-    const double wait = rho_prefill * l.wait_mean;
-    const double wait_second = 2 * wait * wait + rate * per_token * per_token *
-                                                     per_token * third_tokens /
-                                                     (3 * (1 - rho_prefill));
-    const double var = wait_second / rho_prefill - l.wait_mean * l.wait_mean;
+  double third_tokens = 0;
+  for (int i = 0; i < in.size; ++i)
+    third_tokens += in.weight[i] * in.tokens[i] * in.tokens[i] * in.tokens[i];
+  const auto mg1 = [&](double token_seconds, double rho, double scale) {
+    Load::WaitNode n;
+    n.probability = rho;
+    if (!(rho > 0) || !(in.mean > 0)) return n;
+    const double mean =
+        token_seconds * in.second_moment / (2 * in.mean * (1 - rho));
+    const double wait = rho * mean;
+    const double wait_second =
+        2 * wait * wait + rate * token_seconds * token_seconds * token_seconds *
+                              third_tokens / (3 * (1 - rho));
+    const double var = wait_second / rho - mean * mean;
+    n.mean = scale * mean;
     if (var > 0) {
-      l.wait_shape = l.wait_mean * l.wait_mean / var;
-      l.wait_scale = var / l.wait_mean;
+      n.shape = mean * mean / var;
+      n.scale = scale * var / mean;
+      n.log_gamma = std::lgamma(n.shape);
     }
-    // The queue drains mu = 1 / per_token tokens/s, and mu falls as the
-    // decode batch rises (d mu / dB = -(c_d / chunk) mu^2). The batch
-    // wanders slowly (Var B = dispersion x B, correlation time E[D^2] /
-    // (2 E[D]) for decode durations D, as the occupancy of an M/G/inf
-    // queue), so the capacity the queue sees carries variance at the rate
-    // 2 Var(mu) tau_c beside the arrivals' rate E[s^2] (tokens^2/s). In
-    // heavy traffic the wait is that total variance rate over twice the
-    // spare capacity (Kingman), so the wait scales by one plus their ratio.
-    double mean_d = 0, second_d = 0;
-    for (int i = 0; i < out.size; ++i) {
-      const double d = DecodeIterations(out.tokens[i]) * l.decode_iteration;
-      mean_d += out.weight[i] * d;
-      second_d += out.weight[i] * d * d;
-    }
-    const double mu = 1 / per_token;
-    const double slope =
-        s.decode_request_seconds / std::max(1, s.chunk_tokens) * mu * mu;
-    const double capacity_variance_rate =
-        mean_d > 0 ? slope * slope * dispersion * l.batch * second_d / mean_d
-                   : 0;
-    const double arrival_variance_rate = rate * in.second_moment;
-    // The queue follows the capacity's noise only over its own relaxation
-    // time (a reflected Brownian motion's: variance rate / (2 spare^2)):
-    // noise slower than that is low-pass filtered away.
-    const double spare = mu - rate * in.mean;
-    const double relax =
-        spare > 0 ? arrival_variance_rate / (2 * spare * spare) : 0;
-    const double tau_c = mean_d > 0 ? second_d / (2 * mean_d) : 0;
-    const double filtered = tau_c > 0 ? relax / (relax + tau_c) : 0;
-    if (arrival_variance_rate > 0) {
-      const double scale =
-          1 + filtered * capacity_variance_rate / arrival_variance_rate;
-      l.wait_mean *= scale;
-      l.wait_scale *= scale;
-    }
+    return n;
+  };
+  // The queue drains mu = 1 / per_token tokens/s, and mu falls as the
+  // decode batch rises (d mu / dB = -(c_d / chunk) mu^2). The batch
+  // wanders slowly (Var B = dispersion x B, correlation time tau_c = E[D^2]
+  // / (2 E[D]) for decode durations D, as the occupancy of an M/G/inf
+  // queue), so the capacity the queue sees carries variance at the rate
+  // 2 Var(mu) tau_c beside the arrivals' rate E[s^2] (tokens^2/s).
+  double mean_d = 0, second_d = 0;
+  for (int i = 0; i < out.size; ++i) {
+    const double d = DecodeIterations(out.tokens[i]) * l.decode_iteration;
+    mean_d += out.weight[i] * d;
+    second_d += out.weight[i] * d * d;
   }
+  const double mu = 1 / per_token;
+  const double slope =
+      s.decode_request_seconds / std::max(1, s.chunk_tokens) * mu * mu;
+  const double batch_variance = dispersion * l.batch;
+  const double capacity_variance_rate =
+      mean_d > 0 ? slope * slope * batch_variance * second_d / mean_d : 0;
+  const double arrival_variance_rate = rate * in.second_moment;
+  // The queue relaxes in T_q = variance rate / (2 spare^2) (a reflected
+  // Brownian motion's). Capacity noise faster than that (the share T_q /
+  // (T_q + tau_c) of its spectrum, a Lorentzian of width 1 / tau_c) adds
+  // to the arrivals' variance rate: in heavy traffic the wait is the total
+  // over twice the spare capacity (Kingman), so the wait scales by one
+  // plus their ratio.
+  const double spare = mu - rate * in.mean;
+  const double relax =
+      spare > 0 ? arrival_variance_rate / (2 * spare * spare) : 0;
+  const double tau_c = mean_d > 0 ? second_d / (2 * mean_d) : 0;
+  const double fast = tau_c > 0 ? relax / (relax + tau_c) : 0;
+  const double scale =
+      arrival_variance_rate > 0
+          ? 1 + fast * capacity_variance_rate / arrival_variance_rate
+          : 1;
+  // The slow rest (variance Var B tau_c / (T_q + tau_c)) the queue follows
+  // when it relaxes faster than the batch changes (T_q < tau_c): the wait
+  // is then the mixture of the M/G/1 waits at the batch's levels (the
+  // pointwise-stationary approximation of a queue in a slowly changing
+  // environment: Choudhury, Mandelbaum, Reiman and Whitt, Stochastic Models
+  // 13 (1997) 121-146), at three Gauss-Hermite nodes of a gamma with that
+  // variance (Wilson-Hilferty). A level cannot load the queue beyond what
+  // it fills within tau_c (that paper's point: in an overloaded level the
+  // queue grows only for the level's sojourn), so its spare capacity is at
+  // least the one whose relaxation time is tau_c.
+  const double slow_variance =
+      tau_c > 0 ? batch_variance * tau_c / (relax + tau_c) : 0;
+  if (relax < tau_c && slow_variance > 0 && l.batch > 0) {
+    static constexpr double kNode[] = {-1.7320508075688772, 0,
+                                       1.7320508075688772};
+    static constexpr double kWeight[] = {1 / 6.0, 2 / 3.0, 1 / 6.0};
+    const double v = slow_variance / (9 * l.batch * l.batch);
+    const double spare_min = std::sqrt(arrival_variance_rate / (2 * tau_c));
+    for (int k = 0; k < 3; ++k) {
+      const double c = std::max(0.0, 1 - v + kNode[k] * std::sqrt(v));
+      const double token_seconds =
+          s.prefill_token_seconds +
+          (s.iteration_seconds +
+           s.decode_request_seconds * l.batch * c * c * c) /
+              std::max(1, s.chunk_tokens);
+      const double rho =
+          std::min(rate * token_seconds * in.mean,
+                   std::max(rho_prefill, 1 - spare_min * token_seconds));
+      l.wait_nodes[k] = mg1(token_seconds, rho, scale);
+      l.wait_nodes[k].weight = kWeight[k];
+    }
+    l.wait_node_count = 3;
+  } else {
+    l.wait_nodes[0] = mg1(per_token, rho_prefill, scale);
+    l.wait_nodes[0].weight = 1;
+    l.wait_node_count = 1;
+  }
+  for (int k = 0; k < l.wait_node_count; ++k) {
+    const Load::WaitNode& n = l.wait_nodes[k];
+    l.wait_probability += n.weight * n.probability;
+    l.wait_mean += n.weight * n.probability * n.mean;
+  }
+  if (l.wait_probability > 0) l.wait_mean /= l.wait_probability;
   l.join = JoinPoints(in);
   l.full_iteration = l.prefill_iteration +
                      s.prefill_token_seconds * std::max(1, s.chunk_tokens);
@@ -376,12 +438,20 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
     if (mean > 0 && var > 0) {
       l.gated_shape = mean * mean / var;
       l.gated_scale = var / mean;
+      l.gated_log_gamma = std::lgamma(l.gated_shape);
     }
     l.batchmate_tokens = rate * in.mean * (tau + var_tau / tau);
   }
   for (int i = 0; i < out.size; ++i) {
     const double n = DecodeIterations(out.tokens[i]);
     l.tpot_sigma[i] = n > 0 ? TpotSigma(s, in, out, l, rate, n) : 0;
+    const double shot_mean =
+        l.decode_iteration - s.iteration_seconds - s.decode_request_seconds;
+    if (l.tpot_sigma[i] > 0 && shot_mean > 0) {
+      l.tpot_shape[i] =
+          shot_mean * shot_mean / (l.tpot_sigma[i] * l.tpot_sigma[i]);
+      l.tpot_log_gamma[i] = std::lgamma(l.tpot_shape[i]);
+    }
   }
   l.stable = true;
   return l;
@@ -423,9 +493,10 @@ double JoinedCdf(const StepTimes& s, const Load& l, double x, double t,
 // P(wait <= x) for a gated prompt with `room` tokens left in its chunk.
 double GatedCdf(const StepTimes& s, const Load& l, double x, double room) {
   if (x < 0) return 0;
-  double busy =
-      l.gated_rest_share *
-      (l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale) : 1.0);
+  double busy = l.gated_rest_share *
+                (l.gated_shape > 0 ? GammaP(l.gated_shape, x / l.gated_scale,
+                                            l.gated_log_gamma)
+                                   : 1.0);
   for (int j = 0; j < l.gated_points; ++j)
     busy +=
         l.gated_share[j] * JoinedCdf(s, l, x, l.gated_tau[j], l.gated_alone[j],
@@ -477,6 +548,26 @@ Chunked ChunkedOf(const StepTimes& s, const Load& l, double rate,
   return c;
 }
 
+// P(wait <= y | wait > 0) in the prefill queue: the nodes' gammas.
+double WaitCdf(const Load& l, double y) {
+  if (y <= 0 || !(l.wait_probability > 0)) return 0;
+  double f = 0;
+  for (int k = 0; k < l.wait_node_count; ++k) {
+    const Load::WaitNode& n = l.wait_nodes[k];
+    f += n.weight * n.probability *
+         (n.shape > 0 ? GammaP(n.shape, y / n.scale, n.log_gamma)
+                      : (y >= n.mean ? 1.0 : 0.0));
+  }
+  return f / l.wait_probability;
+}
+
+// P(TTFT <= x) of a prompt that finds prompt tokens queued: the wait, its
+// own tokens at their share of the iterations, and its last iteration's
+// fill at its mean (U backlog_fill, U uniform: a shift by half of it).
+double BackloggedCdf(const Load& l, const Chunked& c, double x) {
+  return WaitCdf(l, x - c.backlogged - c.backlog_fill / 2);
+}
+
 double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
                   double x) {
   // Aligned: the residual of the running iteration (busy), then the own
@@ -492,27 +583,8 @@ double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
     aligned =
         l.busy_probability * with_residual + (1 - l.busy_probability) * joined;
   }
-  // Backlogged: the M/G/1 wait (gamma G) + U backlog_fill, U uniform:
-  // (1/t) integral of F_G over (z - t, z), with integral_0^y F_G =
-  // y P(k, y / theta) - k theta P(k + 1, y / theta).
-  const double z = x - c.backlogged;
-  const double t = c.backlog_fill;
-  const double k = l.wait_shape, theta = l.wait_scale;
-  const auto cdf = [&](double y) {
-    if (y <= 0) return 0.0;
-    return k > 0 ? GammaP(k, y / theta) : (y >= l.wait_mean ? 1.0 : 0.0);
-  };
-  const auto integral = [&](double y) {
-    if (y <= 0) return 0.0;
-    if (k <= 0) return std::max(0.0, y - l.wait_mean);
-    return y * GammaP(k, y / theta) - k * theta * GammaP(k + 1, y / theta);
-  };
-  double backlogged = 0;
-  if (z > 0) {
-    backlogged = t > 0 ? (integral(z) - integral(z - t)) / t : cdf(z);
-  }
   const double p = l.wait_probability;
-  return (1 - p) * aligned + p * backlogged;
+  return (1 - p) * aligned + p * BackloggedCdf(l, c, x);
 }
 
 double TtftCdf(const StepTimes& s, const LengthPoints& in, const Load& l,
@@ -521,9 +593,25 @@ double TtftCdf(const StepTimes& s, const LengthPoints& in, const Load& l,
   for (int i = 0; i < in.size; ++i) {
     const double tokens = in.tokens[i];
     if (Gated(s, l, tokens)) {
-      f += in.weight[i] *
-           GatedCdf(s, l, t - OwnPrefillSeconds(s, l, tokens),
-                    std::max(0.0, std::max(1, s.chunk_tokens) - tokens));
+      double gated =
+          GatedCdf(s, l, t - OwnPrefillSeconds(s, l, tokens),
+                   std::max(0.0, std::max(1, s.chunk_tokens) - tokens));
+      // A short prompt also waits behind the FCFS backlog of prompt tokens
+      // (a long prompt being chunked): at least the M/G/1 wait of the
+      // chunked regime and its own tokens at their share of the iterations
+      // (the backlogged TTFT, its last iteration's fill at its mean), less
+      // the one iteration in which a backlog smaller than the chunk's room
+      // is served beside it. Both waits grow with the same backlog
+      // (comonotone), so P(TTFT <= t) is the smaller of the two CDFs. A
+      // prompts-only loop (no decode batch) is left to the gated chain,
+      // which holds every queued prompt there.
+      const double p = l.wait_probability;
+      if (l.batch > 0 && gated > 1 - p) {  // the bound is at least 1 - p
+        const double wait = BackloggedCdf(l, ChunkedOf(s, l, rate, tokens),
+                                          t + l.prefill_iteration);
+        gated = std::min(gated, (1 - p) + p * wait);
+      }
+      f += in.weight[i] * gated;
     } else {
       f += in.weight[i] * ChunkedCdf(s, l, ChunkedOf(s, l, rate, tokens), t);
     }
@@ -592,7 +680,8 @@ double TpotCdf(const StepTimes& s, const LengthPoints& out, const Load& l,
     } else if (sigma <= 0 || mean <= 0) {
       p = x >= mean ? 1 : 0;
     } else {
-      p = GammaP(mean * mean / (sigma * sigma), x * mean / (sigma * sigma));
+      p = GammaP(l.tpot_shape[i], x * mean / (sigma * sigma),
+                 l.tpot_log_gamma[i]);
     }
     f += out.weight[i] * p;
     total += out.weight[i];
@@ -600,10 +689,10 @@ double TpotCdf(const StepTimes& s, const LengthPoints& out, const Load& l,
   return total > 0 ? f / total : 1.0;
 }
 
-// The t in [lo, hi] where the increasing `cdf` reaches q.
+// The t in [lo, hi] where the increasing `cdf` reaches q, to 1e-4 of t.
 template <typename Cdf>
 double Quantile(const Cdf& cdf, double q, double lo, double hi) {
-  for (int i = 0; i < 60 && hi - lo > 1e-5 * hi; ++i) {
+  for (int i = 0; i < 60 && hi - lo > 1e-4 * hi; ++i) {
     const double mid = 0.5 * (lo + hi);
     (cdf(mid) < q ? lo : hi) = mid;
   }
@@ -690,14 +779,16 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
   for (int i = 0; i < output.size; ++i)
     sigma_max = std::max(sigma_max, l.tpot_sigma[i]);
   q.tpot_mean_seconds = l.decode_iteration;
+  // Each quantile's search starts at the one below it.
   for (int k = 0; k < 3; ++k) {
     q.ttft_seconds[k] =
         Quantile([&](double t) { return TtftCdf(steps, input, l, rate, t); },
-                 kQuantiles[k], 0, ttft_hi);
+                 kQuantiles[k], k > 0 ? q.ttft_seconds[k - 1] : 0, ttft_hi);
     q.tpot_seconds[k] =
         sigma_max > 0
             ? Quantile([&](double t) { return TpotCdf(steps, output, l, t); },
-                       kQuantiles[k], 0, l.decode_iteration + 20 * sigma_max)
+                       kQuantiles[k], k > 0 ? q.tpot_seconds[k - 1] : 0,
+                       l.decode_iteration + 20 * sigma_max)
             : l.decode_iteration;
   }
   return q;
