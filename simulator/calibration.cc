@@ -169,6 +169,39 @@ Calibration WithFp4GroupedGemmRatio(Calibration c, double ratio) {
   return c;
 }
 
+// BF16 and FP8 routed experts on Blackwell
+// (Calibration::bf16_grouped_gemm_bandwidth_ratio and fp8_...): the
+// fraction of the datasheet HBM bandwidth each engine's grouped MoE kernel
+// streams expert weights at on B200, over the fraction on H100, from
+// AIConfigurator's measured MoE tables (moe_perf.parquet of
+// https://github.com/ai-dynamo/aiconfigurator/tree/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/aiconfigurator_core/systems/data,
+// {h100_sxm,b200_sxm}/moe/{vllm/0.19.0,sglang/0.5.9,trtllm/1.2.0rc5}; the
+// collector runs the engine's own FusedMoE module with the serving backend
+// selection, collector/vllm/collect_moe.py). Fitted per kernel and GPU as
+// latency = floor + touched expert bytes / (fraction x HBM), balanced
+// routing, 1-256 tokens, moe_tp x moe_ep <= 8, every shape of the table
+// (the per-shape fractions of DeepSeek's, MiniMax-M2.5's, GLM-5's and
+// Qwen3.5's experts agree within 0.05): on H100 every engine's kernel
+// streams at 0.78-0.81, on B200 vLLM's fused MoE at 0.74 (BF16) and 0.48
+// (block FP8), SGLang's Triton fused MoE at 0.70 and 0.68, TensorRT-LLM's
+// CUTLASS MoE at 0.80 (BF16) and its block-FP8 experts, which run DeepGEMM
+// on B200 (the table's kernel there; CUTLASS on H100, 0.81), at 0.58. The
+// floors (40-110 us per MoE call, launches and routing) are host-side and
+// already in layer_overhead_s. A property of the engine's kernels, not
+// fitted on any serving row.
+constexpr double kVllmBf16GroupedGemmBandwidthRatio = 0.74 / 0.81;
+constexpr double kVllmFp8GroupedGemmBandwidthRatio = 0.48 / 0.79;
+constexpr double kSglangBf16GroupedGemmBandwidthRatio = 0.70 / 0.80;
+constexpr double kSglangFp8GroupedGemmBandwidthRatio = 0.68 / 0.80;
+constexpr double kTrtllmFp8GroupedGemmBandwidthRatio = 0.58 / 0.81;
+
+Calibration WithBlackwellGroupedGemmRatios(Calibration c, double bf16,
+                                           double fp8) {
+  c.bf16_grouped_gemm_bandwidth_ratio = bf16;
+  c.fp8_grouped_gemm_bandwidth_ratio = fp8;
+  return c;
+}
+
 }  // namespace
 
 // --- Profiles ---
@@ -177,18 +210,26 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           WithTrtllmHostBehaviour(
-               EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, false,
-                         6.77, 0.02),
-               kTrtllmPipelineRequestOverheadSeconds)},
+           WithBlackwellGroupedGemmRatios(
+               WithTrtllmHostBehaviour(
+                   EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput,
+                             false, 6.77, 0.02),
+                   kTrtllmPipelineRequestOverheadSeconds),
+               1.0, kTrtllmFp8GroupedGemmBandwidthRatio)},
           {"h100-sglang", "sglang",
-           WithFp4GroupedGemmRatio(
-               EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput, false,
-                         kEngineAgnosticDisaggOverheadS, 0.16),
-               kSglangFp4GroupedGemmBandwidthRatio)},
+           WithBlackwellGroupedGemmRatios(
+               WithFp4GroupedGemmRatio(
+                   EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput,
+                             false, kEngineAgnosticDisaggOverheadS, 0.16),
+                   kSglangFp4GroupedGemmBandwidthRatio),
+               kSglangBf16GroupedGemmBandwidthRatio,
+               kSglangFp8GroupedGemmBandwidthRatio)},
           {"h100-vllm", "vllm",
-           EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
-                     kPagedKvReservedOutput, kVllmPreempts, 0, 0)},
+           WithBlackwellGroupedGemmRatios(
+               EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
+                         kPagedKvReservedOutput, kVllmPreempts, 0, 0),
+               kVllmBf16GroupedGemmBandwidthRatio,
+               kVllmFp8GroupedGemmBandwidthRatio)},
       };
   return *kProfiles;
 }
@@ -233,6 +274,10 @@ absl::Status CheckCalibrationRanges(const Calibration& c) {
       {"ttft_inflight_prefills", c.ttft_inflight_prefills, 0, 1000},
       {"fp4_dequant_bytes_per_weight", c.fp4_dequant_bytes_per_weight, 0, 64},
       {"fp4_grouped_gemm_bandwidth_ratio", c.fp4_grouped_gemm_bandwidth_ratio,
+       0.01, 1},
+      {"bf16_grouped_gemm_bandwidth_ratio", c.bf16_grouped_gemm_bandwidth_ratio,
+       0.01, 1},
+      {"fp8_grouped_gemm_bandwidth_ratio", c.fp8_grouped_gemm_bandwidth_ratio,
        0.01, 1},
       {"kv_reserved_output_fraction", c.kv_reserved_output_fraction, 0, 1},
       {"pipeline_request_overhead_s", c.pipeline_request_overhead_seconds, 0,
@@ -499,6 +544,8 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
   c.fp4_grouped_gemm_bandwidth_ratio = e.fp4_grouped_gemm_bandwidth_ratio;
+  c.bf16_grouped_gemm_bandwidth_ratio = e.bf16_grouped_gemm_bandwidth_ratio;
+  c.fp8_grouped_gemm_bandwidth_ratio = e.fp8_grouped_gemm_bandwidth_ratio;
   c.offloaded_detokenisation_request_overhead_seconds =
       e.offloaded_detokenisation_request_overhead_seconds;
   return c;

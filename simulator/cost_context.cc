@@ -51,6 +51,27 @@ double GemmPeak(const HardwareDims& hw, Dtype dtype) {
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
 
+// Bytes per weight element the routed experts' grouped GEMMs are charged for
+// (CostConstants::expert_weight_stream_bytes): the dense GEMMs' figure,
+// divided on hardware with FP4 tensor cores (Blackwell) by the engine's
+// grouped-GEMM bandwidth ratio for the weight dtype (Calibration).
+double ExpertWeightStreamBytes(const HardwareDims& hw, Dtype dtype,
+                               const Calibration& cal,
+                               double weight_stream_bytes) {
+  if (!(hw.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0)) {
+    return weight_stream_bytes;
+  }
+  switch (dtype) {
+    case Dtype::kFp4:
+      return kNativeFp4StreamBytes / cal.fp4_grouped_gemm_bandwidth_ratio;
+    case Dtype::kFp8:
+      return weight_stream_bytes / cal.fp8_grouped_gemm_bandwidth_ratio;
+    case Dtype::kBf16:
+      return weight_stream_bytes / cal.bf16_grouped_gemm_bandwidth_ratio;
+  }
+  return weight_stream_bytes;
+}
+
 // Constants of the attention kinds beyond MHA/GQA/MLA (ModelDims):
 // DeepSeek sparse attention and hybrid linear attention.
 void AttentionKindConstants(const ModelDims& md, internal::CostConstants* k) {
@@ -183,7 +204,9 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.disagg_request_overhead_seconds >= 0) ||
       !(cal.pipeline_request_overhead_seconds >= 0) ||
       !(cal.disagg_prefill_queue_fraction >= 0) ||
-      !Positive(cal.fp4_grouped_gemm_bandwidth_ratio)) {
+      !Positive(cal.fp4_grouped_gemm_bandwidth_ratio) ||
+      !Positive(cal.bf16_grouped_gemm_bandwidth_ratio) ||
+      !Positive(cal.fp8_grouped_gemm_bandwidth_ratio)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }
@@ -265,9 +288,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
                      : (wd.weight_dtype == Dtype::kFp4 ? kNativeFp4StreamBytes
                                                        : k->weight_bytes);
   k->expert_weight_stream_bytes =
-      wd.weight_dtype == Dtype::kFp4 && !k->fp4_dequant
-          ? kNativeFp4StreamBytes / cal.fp4_grouped_gemm_bandwidth_ratio
-          : k->weight_stream_bytes;
+      ExpertWeightStreamBytes(hd, wd.weight_dtype, cal, k->weight_stream_bytes);
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
   k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;

@@ -50,7 +50,11 @@ const std::vector<int>& ScanLoads();
 // 11: MLA decode layers pay 13/9 of the per-layer launch overhead (their
 // serial kernel count against a grouped-query attention layer's), and the
 // cross-hardware bands include the 2026 models' Blackwell rows.
-inline constexpr int kCostModelVersion = 11;
+// 12: BF16 and FP8 routed experts on Blackwell stream at the engine's
+// grouped-GEMM bandwidth ratio (Calibration::bf16_/fp8_grouped_gemm_
+// bandwidth_ratio: each engine's MoE kernel's fraction of HBM on B200 over
+// its fraction on H100, from AIConfigurator's kernel tables).
+inline constexpr int kCostModelVersion = 12;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
