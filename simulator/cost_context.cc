@@ -39,6 +39,20 @@ constexpr double kNativeFp4StreamBytes = 0.5 + 1.0 / 16;
 // generation attention kernel and the v_b BMM: 7, 13 in all.
 constexpr double kGqaDecodeLayerKernelSteps = 9;
 constexpr double kMlaDecodeLayerKernelSteps = 13;
+// DeepSeek sparse attention's indexer adds its own serial kernels to every
+// decode layer, read in SGLang's Indexer.forward_cuda (decode under CUDA
+// graphs, the dual-stream branch), python/sglang/srt/layers/attention/nsa/
+// nsa_indexer.py at
+// https://github.com/sgl-project/sglang/blob/005e8bf8abf447d93cd14427efbf0b10bf42a326/python/sglang/srt/layers/attention/nsa/nsa_indexer.py
+// counted as the MLA layer's are (a GEMM is one kernel): on the auxiliary
+// stream, which is longer than the main stream's head-gate projection that
+// overlaps it, the wq_b and wk GEMMs, the key LayerNorm, RoPE, the two
+// copies of the rotated dims back into the query and key, the two Hadamard
+// rotations and the two FP8 activation quantisations (10); then, in series,
+// the head-gate weights scaled by the query scale and the softmax scale (2),
+// the indexer key-cache store (set_index_k_scale_buffer), DeepGEMM's
+// fp8_paged_mqa_logits and the top-k transform (3): 15 in all.
+constexpr double kSparseIndexerDecodeKernelSteps = 15;
 
 // The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
 // (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
@@ -77,6 +91,8 @@ double ExpertWeightStreamBytes(const HardwareDims& hw, Dtype dtype,
 void AttentionKindConstants(const ModelDims& md, internal::CostConstants* k) {
   if (md.is_sparse_attention()) {
     k->attn_topk = md.index_topk;
+    k->decode_layer_overhead_scale +=
+        kSparseIndexerDecodeKernelSteps / kGqaDecodeLayerKernelSteps;
     // The indexer caches one FP8 key per token with an FP32 scale per 128
     // elements, and scores in FP8 (twice the BF16 rate: index_n_heads x
     // index_head_dim multiply-adds per query and cached token, charged at

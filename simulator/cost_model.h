@@ -53,7 +53,9 @@ const std::vector<int>& ScanLoads();
 // 12: BF16 and FP8 routed experts on Blackwell stream at the engine's
 // grouped-GEMM bandwidth ratio (Calibration::bf16_/fp8_grouped_gemm_
 // bandwidth_ratio: each engine's MoE kernel's fraction of HBM on B200 over
-// its fraction on H100, from AIConfigurator's kernel tables).
+// its fraction on H100, from AIConfigurator's kernel tables), and decode
+// layers with DeepSeek sparse attention pay the indexer's 15 serial kernels
+// on top of the MLA layer's 13 (28/9 of the per-layer launch overhead).
 inline constexpr int kCostModelVersion = 12;
 
 namespace internal {

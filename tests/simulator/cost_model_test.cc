@@ -374,8 +374,9 @@ TEST(CostModelTest, GoldenMlaLatentKvCache) {
 // An MLA decode layer runs 13 kernels one after another where a grouped-query
 // attention layer runs 9 (TensorRT-LLM's MLA.forward_absorption_generation
 // adds the split projections, their RMSNorms and the absorbed k_b/v_b BMMs),
-// so it is charged 13/9 of the per-layer overhead in decode, and prefill
-// keeps the plain per-layer charge. With no prefill interleaved into decode
+// so it is charged 13/9 of the per-layer overhead in decode (28/9 with
+// DeepSeek sparse attention's indexer), and prefill keeps the plain
+// per-layer charge. With no prefill interleaved into decode
 // (prefill_queue_fraction = 1) and one stage, raising layer_overhead_seconds
 // by d adds layers x d x scale to the decode iteration.
 TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
@@ -388,6 +389,9 @@ TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
   };
   const std::vector<Case> cases = {
       {"deepseek-v3", 32, Plan(4, 8, 1, 32, 64), 61, 13.0 / 9.0},
+      // DeepSeek sparse attention's indexer: 15 more kernels in series
+      // (SGLang's Indexer.forward_cuda).
+      {"deepseek-v3.2", 32, Plan(4, 8, 1, 32, 64), 61, 28.0 / 9.0},
       {"llama-3.1-70b", 8, Plan(1, 8, 1, 1, 16), 80, 1.0},
   };
   constexpr double kDelta = 1e-4;
