@@ -53,6 +53,23 @@ constexpr double kMlaDecodeLayerKernelSteps = 13;
 // the indexer key-cache store (set_index_k_scale_buffer), DeepGEMM's
 // fp8_paged_mqa_logits and the top-k transform (3): 15 in all.
 constexpr double kSparseIndexerDecodeKernelSteps = 15;
+// Hybrid models (Qwen3-Next, Qwen3.5) in SGLang under CUDA graphs, counted
+// against SGLang's grouped-query attention block (QKV GEMM, RoPE, attention,
+// output GEMM: 4). A Gated DeltaNet layer (Qwen3GatedDeltaNet.forward in
+// python/sglang/srt/models/qwen3_next.py at
+// https://github.com/sgl-project/sglang/blob/0201bc8059b1b7496d0ba03d5950285a854e4d0f/python/sglang/srt/models/qwen3_next.py,
+// and GDNAttnBackend.forward_decode in
+// python/sglang/srt/layers/attention/hybrid_linear_attn_backend.py) runs the
+// in_proj_qkvz GEMM (in_proj_ba overlaps on the other stream),
+// fused_qkvzba_split_reshape_cat, causal_conv1d_update,
+// fused_sigmoid_gating_delta_rule_update, the gated RMSNorm and out_proj: 6,
+// 2 more. A full-attention layer
+// (Qwen3HybridAttentionDecoderLayer.self_attention, same file) adds to the
+// GQA block the copies of the query and output-gate halves out of the fused
+// projection (2), the per-head q/k RMSNorms (two streams, one step), the
+// gate's sigmoid and its product with the attention output (2): 5 more.
+constexpr double kLinearAttentionDecodeExtraKernelSteps = 2;
+constexpr double kGatedFullAttentionDecodeExtraKernelSteps = 5;
 
 // The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
 // (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
@@ -135,6 +152,10 @@ void AttentionKindConstants(const ModelDims& md, internal::CostConstants* k) {
     // (chunks of 64 tokens: the same per-token state work plus the
     // intra-chunk products, 2 x 64 x (dk + dv)).
     k->linear_decode_flops = linear * 6.0 * nv * dk * dv;
+    k->decode_layer_overhead_scale +=
+        (linear * kLinearAttentionDecodeExtraKernelSteps +
+         full * kGatedFullAttentionDecodeExtraKernelSteps) /
+        kGqaDecodeLayerKernelSteps;
     k->linear_prefill_flops =
         linear * nv * (6.0 * dk * dv + 2.0 * 64 * (dk + dv));
   }

@@ -55,7 +55,9 @@ const std::vector<int>& ScanLoads();
 // bandwidth_ratio: each engine's MoE kernel's fraction of HBM on B200 over
 // its fraction on H100, from AIConfigurator's kernel tables), and decode
 // layers with DeepSeek sparse attention pay the indexer's 15 serial kernels
-// on top of the MLA layer's 13 (28/9 of the per-layer launch overhead).
+// on top of the MLA layer's 13 (28/9 of the per-layer launch overhead);
+// hybrid models' Gated DeltaNet layers 2 more than a grouped-query attention
+// layer and their gated full-attention layers 5 more.
 inline constexpr int kCostModelVersion = 12;
 
 namespace internal {

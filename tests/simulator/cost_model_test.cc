@@ -375,8 +375,9 @@ TEST(CostModelTest, GoldenMlaLatentKvCache) {
 // attention layer runs 9 (TensorRT-LLM's MLA.forward_absorption_generation
 // adds the split projections, their RMSNorms and the absorbed k_b/v_b BMMs),
 // so it is charged 13/9 of the per-layer overhead in decode (28/9 with
-// DeepSeek sparse attention's indexer), and prefill keeps the plain
-// per-layer charge. With no prefill interleaved into decode
+// DeepSeek sparse attention's indexer; hybrid linear-attention models pay
+// their Gated DeltaNet and gated full-attention kernels), and prefill keeps
+// the plain per-layer charge. With no prefill interleaved into decode
 // (prefill_queue_fraction = 1) and one stage, raising layer_overhead_seconds
 // by d adds layers x d x scale to the decode iteration.
 TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
@@ -392,6 +393,10 @@ TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
       // DeepSeek sparse attention's indexer: 15 more kernels in series
       // (SGLang's Indexer.forward_cuda).
       {"deepseek-v3.2", 32, Plan(4, 8, 1, 32, 64), 61, 28.0 / 9.0},
+      // Hybrid: 45 Gated DeltaNet layers at 2 more kernels and 15 gated
+      // full-attention layers at 5 more (SGLang's Qwen3-Next layers).
+      {"qwen3.5-397b-a17b", 16, Plan(2, 8, 1, 16, 32), 60,
+       (9.0 + 0.75 * 2 + 0.25 * 5) / 9.0},
       {"llama-3.1-70b", 8, Plan(1, 8, 1, 1, 16), 80, 1.0},
   };
   constexpr double kDelta = 1e-4;
