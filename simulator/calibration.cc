@@ -169,6 +169,39 @@ Calibration WithFp4GroupedGemmRatio(Calibration c, double ratio) {
   return c;
 }
 
+// BF16 and FP8 routed experts on Blackwell
+// (Calibration::bf16_grouped_gemm_bandwidth_ratio and fp8_...): the
+// fraction of the datasheet HBM bandwidth each engine's grouped MoE kernel
+// streams expert weights at on B200, over the fraction on H100, from
+// AIConfigurator's measured MoE tables (moe_perf.parquet of
+// https://github.com/ai-dynamo/aiconfigurator/tree/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/aiconfigurator_core/systems/data,
+// {h100_sxm,b200_sxm}/moe/{vllm/0.19.0,sglang/0.5.9,trtllm/1.2.0rc5}; the
+// collector runs the engine's own FusedMoE module with the serving backend
+// selection, collector/vllm/collect_moe.py). Fitted per kernel and GPU as
+// latency = floor + touched expert bytes / (fraction x HBM), balanced
+// routing, 1-256 tokens, moe_tp x moe_ep <= 8, every shape of the table
+// (the per-shape fractions of DeepSeek's, MiniMax-M2.5's, GLM-5's and
+// Qwen3.5's experts agree within 0.05): on H100 every engine's kernel
+// streams at 0.78-0.81, on B200 vLLM's fused MoE at 0.74 (BF16) and 0.48
+// (block FP8), SGLang's Triton fused MoE at 0.70 and 0.68, TensorRT-LLM's
+// CUTLASS MoE at 0.80 (BF16) and its block-FP8 experts, which run DeepGEMM
+// on B200 (the table's kernel there; CUTLASS on H100, 0.81), at 0.58. The
+// floors (40-110 us per MoE call, launches and routing) are host-side and
+// already in layer_overhead_s. A property of the engine's kernels, not
+// fitted on any serving row.
+constexpr double kVllmBf16GroupedGemmBandwidthRatio = 0.74 / 0.81;
+constexpr double kVllmFp8GroupedGemmBandwidthRatio = 0.48 / 0.79;
+constexpr double kSglangBf16GroupedGemmBandwidthRatio = 0.70 / 0.80;
+constexpr double kSglangFp8GroupedGemmBandwidthRatio = 0.68 / 0.80;
+constexpr double kTrtllmFp8GroupedGemmBandwidthRatio = 0.58 / 0.81;
+
+Calibration WithBlackwellGroupedGemmRatios(Calibration c, double bf16,
+                                           double fp8) {
+  c.bf16_grouped_gemm_bandwidth_ratio = bf16;
+  c.fp8_grouped_gemm_bandwidth_ratio = fp8;
+  return c;
+}
+
 }  // namespace
 
 // --- Profiles ---
@@ -177,18 +210,26 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           WithTrtllmHostBehaviour(
-               EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput, false,
-                         6.77, 0.02),
-               kTrtllmPipelineRequestOverheadSeconds)},
+           WithBlackwellGroupedGemmRatios(
+               WithTrtllmHostBehaviour(
+                   EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput,
+                             false, 6.77, 0.02),
+                   kTrtllmPipelineRequestOverheadSeconds),
+               1.0, kTrtllmFp8GroupedGemmBandwidthRatio)},
           {"h100-sglang", "sglang",
-           WithFp4GroupedGemmRatio(
-               EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput, false,
-                         kEngineAgnosticDisaggOverheadS, 0.16),
-               kSglangFp4GroupedGemmBandwidthRatio)},
+           WithBlackwellGroupedGemmRatios(
+               WithFp4GroupedGemmRatio(
+                   EngineFit(0.021875, 0.48046875, kPagedKvReservedOutput,
+                             false, kEngineAgnosticDisaggOverheadS, 0.16),
+                   kSglangFp4GroupedGemmBandwidthRatio),
+               kSglangBf16GroupedGemmBandwidthRatio,
+               kSglangFp8GroupedGemmBandwidthRatio)},
           {"h100-vllm", "vllm",
-           EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
-                     kPagedKvReservedOutput, kVllmPreempts, 0, 0)},
+           WithBlackwellGroupedGemmRatios(
+               EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
+                         kPagedKvReservedOutput, kVllmPreempts, 0, 0),
+               kVllmBf16GroupedGemmBandwidthRatio,
+               kVllmFp8GroupedGemmBandwidthRatio)},
       };
   return *kProfiles;
 }
@@ -233,6 +274,10 @@ absl::Status CheckCalibrationRanges(const Calibration& c) {
       {"ttft_inflight_prefills", c.ttft_inflight_prefills, 0, 1000},
       {"fp4_dequant_bytes_per_weight", c.fp4_dequant_bytes_per_weight, 0, 64},
       {"fp4_grouped_gemm_bandwidth_ratio", c.fp4_grouped_gemm_bandwidth_ratio,
+       0.01, 1},
+      {"bf16_grouped_gemm_bandwidth_ratio", c.bf16_grouped_gemm_bandwidth_ratio,
+       0.01, 1},
+      {"fp8_grouped_gemm_bandwidth_ratio", c.fp8_grouped_gemm_bandwidth_ratio,
        0.01, 1},
       {"kv_reserved_output_fraction", c.kv_reserved_output_fraction, 0, 1},
       {"pipeline_request_overhead_s", c.pipeline_request_overhead_seconds, 0,
@@ -338,30 +383,30 @@ const std::vector<ErrorBand>& CompiledTransferBands() {
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
           {"*", false, "*", 265, 0.620434, 1.61178, 0.799325, 1.25106},
-          {"*", true, "*", 848, 0.429556, 2.32798, 0.621794, 1.60825},
+          {"*", true, "*", 848, 0.457736, 2.18466, 0.695973, 1.43684},
           {"any", false, "*", 265, 0.618572, 1.61663, 0.799147, 1.25133},
           {"any", false, "fp4", 133, 0.605514, 1.65149, 0.790319, 1.26531},
           {"any", false, "fp8", 132, 0.633074, 1.57959, 0.845744, 1.18239},
-          {"any", true, "*", 848, 0.29614, 3.37678, 0.626776, 1.59547},
-          {"any", true, "bf16", 31, 0.40629, 2.46129, 0.775562, 1.28939},
-          {"any", true, "fp4", 480, 0.398533, 2.5092, 0.671751, 1.48865},
-          {"any", true, "fp8", 337, 0.260253, 3.84241, 0.599143, 1.66905},
-          {"sglang", true, "*", 280, 0.329646, 3.03356, 0.580676, 1.72213},
-          {"sglang", true, "bf16", 31, 0.546699, 1.82916, 0.717556, 1.39362},
-          {"sglang", true, "fp4", 91, 0.154939, 6.45416, 0.734315, 1.36181},
-          {"sglang", true, "fp8", 158, 0.420147, 2.38012, 0.550656, 1.81602},
+          {"any", true, "*", 848, 0.31706, 3.15398, 0.69488, 1.4391},
+          {"any", true, "bf16", 31, 0.407944, 2.45132, 0.834133, 1.19885},
+          {"any", true, "fp4", 480, 0.399004, 2.50624, 0.688211, 1.45304},
+          {"any", true, "fp8", 337, 0.287345, 3.48014, 0.694173, 1.44056},
+          {"sglang", true, "*", 280, 0.352178, 2.83947, 0.703049, 1.42238},
+          {"sglang", true, "bf16", 31, 0.573223, 1.74452, 0.8261, 1.21051},
+          {"sglang", true, "fp4", 91, 0.154939, 6.45416, 0.820271, 1.21911},
+          {"sglang", true, "fp8", 158, 0.454897, 2.1983, 0.634807, 1.57528},
           {"trtllm", false, "*", 145, 0.67578, 1.47977, 0.837924, 1.19343},
           {"trtllm", false, "fp4", 73, 0.695177, 1.43848, 0.80451, 1.24299},
           {"trtllm", false, "fp8", 72, 0.663984, 1.50606, 0.795917, 1.25641},
-          {"trtllm", true, "*", 208, 0.461385, 2.16739, 0.670139, 1.49223},
+          {"trtllm", true, "*", 208, 0.475629, 2.10248, 0.74762, 1.33758},
           {"trtllm", true, "fp4", 159, 0.475733, 2.10202, 0.759577, 1.31652},
-          {"trtllm", true, "fp8", 49, 0.420457, 2.37836, 0.652192, 1.53329},
+          {"trtllm", true, "fp8", 49, 0.471282, 2.12187, 0.732873, 1.36449},
           {"vllm", false, "*", 120, 0.534099, 1.87231, 0.79084, 1.26448},
           {"vllm", false, "fp4", 60, 0.519283, 1.92573, 0.7821, 1.27861},
           {"vllm", false, "fp8", 60, 0.537048, 1.86203, 0.804846, 1.24247},
-          {"vllm", true, "*", 360, 0.502351, 1.99064, 0.621891, 1.608},
+          {"vllm", true, "*", 360, 0.51283, 1.94996, 0.662282, 1.50993},
           {"vllm", true, "fp4", 230, 0.500611, 1.99756, 0.651974, 1.5338},
-          {"vllm", true, "fp8", 130, 0.536548, 1.86377, 0.592302, 1.68833},
+          {"vllm", true, "fp8", 130, 0.610422, 1.63821, 0.713485, 1.40157},
       };
   return *kBands;
 }
@@ -499,6 +544,8 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.disagg_request_overhead_seconds = e.disagg_request_overhead_seconds;
   c.disagg_prefill_queue_fraction = e.disagg_prefill_queue_fraction;
   c.fp4_grouped_gemm_bandwidth_ratio = e.fp4_grouped_gemm_bandwidth_ratio;
+  c.bf16_grouped_gemm_bandwidth_ratio = e.bf16_grouped_gemm_bandwidth_ratio;
+  c.fp8_grouped_gemm_bandwidth_ratio = e.fp8_grouped_gemm_bandwidth_ratio;
   c.offloaded_detokenisation_request_overhead_seconds =
       e.offloaded_detokenisation_request_overhead_seconds;
   return c;

@@ -63,6 +63,15 @@ struct Calibration {
   // kernel library; engine behaviour, not fitted (simulator/calibration.cc
   // cites the kernels and their measurements).
   double fp4_grouped_gemm_bandwidth_ratio = 1.0;
+  // BF16 and FP8 routed experts on Blackwell (hardware with FP4 tensor
+  // cores): the fraction of its HBM bandwidth the engine's grouped expert
+  // GEMM streams weights at there, divided by the fraction its kernel reaches
+  // on the profiles' fit hardware (H100), whose rows fix hbm_efficiency (1:
+  // the same fraction on both). Set by the engine's MoE kernel library from
+  // measured kernel tables; engine behaviour, not fitted
+  // (simulator/calibration.cc cites the tables).
+  double bf16_grouped_gemm_bandwidth_ratio = 1.0;
+  double fp8_grouped_gemm_bandwidth_ratio = 1.0;
   // KV cache a running request holds, as the fraction of its output tokens
   // reserved on top of its prompt: 1 = the whole output up front
   // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =

@@ -39,6 +39,37 @@ constexpr double kNativeFp4StreamBytes = 0.5 + 1.0 / 16;
 // generation attention kernel and the v_b BMM: 7, 13 in all.
 constexpr double kGqaDecodeLayerKernelSteps = 9;
 constexpr double kMlaDecodeLayerKernelSteps = 13;
+// DeepSeek sparse attention's indexer adds its own serial kernels to every
+// decode layer, read in SGLang's Indexer.forward_cuda (decode under CUDA
+// graphs, the dual-stream branch), python/sglang/srt/layers/attention/nsa/
+// nsa_indexer.py at
+// https://github.com/sgl-project/sglang/blob/005e8bf8abf447d93cd14427efbf0b10bf42a326/python/sglang/srt/layers/attention/nsa/nsa_indexer.py
+// counted as the MLA layer's are (a GEMM is one kernel): on the auxiliary
+// stream, which is longer than the main stream's head-gate projection that
+// overlaps it, the wq_b and wk GEMMs, the key LayerNorm, RoPE, the two
+// copies of the rotated dims back into the query and key, the two Hadamard
+// rotations and the two FP8 activation quantisations (10); then, in series,
+// the head-gate weights scaled by the query scale and the softmax scale (2),
+// the indexer key-cache store (set_index_k_scale_buffer), DeepGEMM's
+// fp8_paged_mqa_logits and the top-k transform (3): 15 in all.
+constexpr double kSparseIndexerDecodeKernelSteps = 15;
+// Hybrid models (Qwen3-Next, Qwen3.5) in SGLang under CUDA graphs, counted
+// against SGLang's grouped-query attention block (QKV GEMM, RoPE, attention,
+// output GEMM: 4). A Gated DeltaNet layer (Qwen3GatedDeltaNet.forward in
+// python/sglang/srt/models/qwen3_next.py at
+// https://github.com/sgl-project/sglang/blob/0201bc8059b1b7496d0ba03d5950285a854e4d0f/python/sglang/srt/models/qwen3_next.py,
+// and GDNAttnBackend.forward_decode in
+// python/sglang/srt/layers/attention/hybrid_linear_attn_backend.py) runs the
+// in_proj_qkvz GEMM (in_proj_ba overlaps on the other stream),
+// fused_qkvzba_split_reshape_cat, causal_conv1d_update,
+// fused_sigmoid_gating_delta_rule_update, the gated RMSNorm and out_proj: 6,
+// 2 more. A full-attention layer
+// (Qwen3HybridAttentionDecoderLayer.self_attention, same file) adds to the
+// GQA block the copies of the query and output-gate halves out of the fused
+// projection (2), the per-head q/k RMSNorms (two streams, one step), the
+// gate's sigmoid and its product with the attention output (2): 5 more.
+constexpr double kLinearAttentionDecodeExtraKernelSteps = 2;
+constexpr double kGatedFullAttentionDecodeExtraKernelSteps = 5;
 
 // The GEMM peak to use for a weight dtype. FP4 without FP4 tensor cores
 // (Hopper) runs weight-only dequantising kernels: weights expanded to bf16 in
@@ -51,11 +82,34 @@ double GemmPeak(const HardwareDims& hw, Dtype dtype) {
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
 
+// Bytes per weight element the routed experts' grouped GEMMs are charged for
+// (CostConstants::expert_weight_stream_bytes): the dense GEMMs' figure,
+// divided on hardware with FP4 tensor cores (Blackwell) by the engine's
+// grouped-GEMM bandwidth ratio for the weight dtype (Calibration).
+double ExpertWeightStreamBytes(const HardwareDims& hw, Dtype dtype,
+                               const Calibration& cal,
+                               double weight_stream_bytes) {
+  if (!(hw.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0)) {
+    return weight_stream_bytes;
+  }
+  switch (dtype) {
+    case Dtype::kFp4:
+      return kNativeFp4StreamBytes / cal.fp4_grouped_gemm_bandwidth_ratio;
+    case Dtype::kFp8:
+      return weight_stream_bytes / cal.fp8_grouped_gemm_bandwidth_ratio;
+    case Dtype::kBf16:
+      return weight_stream_bytes / cal.bf16_grouped_gemm_bandwidth_ratio;
+  }
+  return weight_stream_bytes;
+}
+
 // Constants of the attention kinds beyond MHA/GQA/MLA (ModelDims):
 // DeepSeek sparse attention and hybrid linear attention.
 void AttentionKindConstants(const ModelDims& md, internal::CostConstants* k) {
   if (md.is_sparse_attention()) {
     k->attn_topk = md.index_topk;
+    k->decode_layer_overhead_scale +=
+        kSparseIndexerDecodeKernelSteps / kGqaDecodeLayerKernelSteps;
     // The indexer caches one FP8 key per token with an FP32 scale per 128
     // elements, and scores in FP8 (twice the BF16 rate: index_n_heads x
     // index_head_dim multiply-adds per query and cached token, charged at
@@ -98,6 +152,10 @@ void AttentionKindConstants(const ModelDims& md, internal::CostConstants* k) {
     // (chunks of 64 tokens: the same per-token state work plus the
     // intra-chunk products, 2 x 64 x (dk + dv)).
     k->linear_decode_flops = linear * 6.0 * nv * dk * dv;
+    k->decode_layer_overhead_scale +=
+        (linear * kLinearAttentionDecodeExtraKernelSteps +
+         full * kGatedFullAttentionDecodeExtraKernelSteps) /
+        kGqaDecodeLayerKernelSteps;
     k->linear_prefill_flops =
         linear * nv * (6.0 * dk * dv + 2.0 * 64 * (dk + dv));
   }
@@ -183,7 +241,9 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.disagg_request_overhead_seconds >= 0) ||
       !(cal.pipeline_request_overhead_seconds >= 0) ||
       !(cal.disagg_prefill_queue_fraction >= 0) ||
-      !Positive(cal.fp4_grouped_gemm_bandwidth_ratio)) {
+      !Positive(cal.fp4_grouped_gemm_bandwidth_ratio) ||
+      !Positive(cal.bf16_grouped_gemm_bandwidth_ratio) ||
+      !Positive(cal.fp8_grouped_gemm_bandwidth_ratio)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }
@@ -265,9 +325,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
                      : (wd.weight_dtype == Dtype::kFp4 ? kNativeFp4StreamBytes
                                                        : k->weight_bytes);
   k->expert_weight_stream_bytes =
-      wd.weight_dtype == Dtype::kFp4 && !k->fp4_dequant
-          ? kNativeFp4StreamBytes / cal.fp4_grouped_gemm_bandwidth_ratio
-          : k->weight_stream_bytes;
+      ExpertWeightStreamBytes(hd, wd.weight_dtype, cal, k->weight_stream_bytes);
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
   k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;

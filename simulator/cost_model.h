@@ -50,7 +50,15 @@ const std::vector<int>& ScanLoads();
 // 11: MLA decode layers pay 13/9 of the per-layer launch overhead (their
 // serial kernel count against a grouped-query attention layer's), and the
 // cross-hardware bands include the 2026 models' Blackwell rows.
-inline constexpr int kCostModelVersion = 11;
+// 12: BF16 and FP8 routed experts on Blackwell stream at the engine's
+// grouped-GEMM bandwidth ratio (Calibration::bf16_/fp8_grouped_gemm_
+// bandwidth_ratio: each engine's MoE kernel's fraction of HBM on B200 over
+// its fraction on H100, from AIConfigurator's kernel tables), and decode
+// layers with DeepSeek sparse attention pay the indexer's 15 serial kernels
+// on top of the MLA layer's 13 (28/9 of the per-layer launch overhead);
+// hybrid models' Gated DeltaNet layers 2 more than a grouped-query attention
+// layer and their gated full-attention layers 5 more.
+inline constexpr int kCostModelVersion = 12;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

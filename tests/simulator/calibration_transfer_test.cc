@@ -354,15 +354,14 @@ constexpr double kRegressionPoints = 2.0;
 // Fit H100 -> test B200/GB200 (the compiled-in profiles).
 constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "sglang", "deepseek-v3", "fp4", 69, 0, 13.1, 75.1},
-    {"b200-sxm-180gb", "sglang", "deepseek-v3", "fp8", 52, 4, 19.6, 33.3},
-    {"b200-sxm-180gb", "sglang", "glm-5", "fp4", 10, 0, 35.4, 33.6},
-    {"b200-sxm-180gb", "sglang", "glm-5", "fp8", 18, 0, 37.4, 84.1},
-    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "bf16", 31, 0, 18.6,
-     37.7},
-    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp4", 12, 0, 12.8, 59.6},
-    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp8", 92, 0, 28.6, 37.2},
+    {"b200-sxm-180gb", "sglang", "deepseek-v3", "fp8", 52, 4, 18.1, 32.4},
+    {"b200-sxm-180gb", "sglang", "glm-5", "fp4", 10, 0, 19.4, 33.6},
+    {"b200-sxm-180gb", "sglang", "glm-5", "fp8", 18, 0, 12.7, 91.5},
+    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "bf16", 31, 0, 7.6, 38.2},
+    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp4", 12, 0, 4.1, 59.6},
+    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp8", 92, 0, 21.4, 36.3},
     {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp4", 76, 0, 22.1, 38.1},
-    {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp8", 54, 5, 21.7, 34.5},
+    {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp8", 54, 5, 19.9, 31.6},
     {"b200-sxm-180gb", "trtllm", "gpt-oss-120b", "fp4", 83, 0, 13.6, 17.3},
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp4", 72, 0, 11.6, 18.1},
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp8", 72, 0, 11.2, 19.3},
@@ -372,30 +371,30 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 0, 15.5, 25.8},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 0, 10.8, 23.5},
     {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 74, 0, 18.3, 73.3},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 130, 0, 27.0, 46.0},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 130, 0, 16.0, 44.0},
     {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.1, 55.6},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "bf16", 15, 0, 67.3, 48.7},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.1, 62.6},
-    {"b200-sxm-180gb", "*", "*", "*", 1122, 9, 18.3, 37.6},
+    {"b200-sxm-180gb", "*", "*", "*", 1122, 9, 15.3, 37.3},
     {"gb200-nvl72", "*", "*", "*", 21, 0, 57.5, 52.0},
-    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 64, 0, 29.5, 43.4},
+    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 64, 0, 27.5, 41.4},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
 constexpr Documented kB200ToOthers[] = {
-    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 34.4, 50.6},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "bf16", 15, 0, 67.1, 50.5},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 31.2, 55.5},
-    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 29.7, 41.7},
-    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 11.6, 41.8},
-    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 14.2, 24.0},
-    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 11.8, 19.9},
-    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 11.0, 15.1},
-    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 9.6, 41.6},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.0, 18.5},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 72.1, 214.7},
-    {"gb200-nvl72", "*", "*", "*", 21, 0, 57.1, 51.5},
-    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 13.6, 29.8},
+    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.6, 51.2},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "bf16", 15, 0, 67.3, 50.4},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 32.2, 57.2},
+    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 24.4, 41.0},
+    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 9.2, 41.7},
+    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 11.2, 18.4},
+    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 12.3, 19.6},
+    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 13.4, 12.3},
+    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 11.5, 37.6},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.4, 15.8},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 66.1, 214.2},
+    {"gb200-nvl72", "*", "*", "*", 21, 0, 57.9, 51.8},
+    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 12.4, 28.0},
 };
 
 void ExpectWithinDocumented(const TransferReport& report,
@@ -527,8 +526,8 @@ TEST(CalibrationTransferTest, TwentyBlackwellRunsOfOneGroup) {
     double tpot_before, tpot_after, ttft_before, ttft_after;
   };
   for (const Group& g :
-       {Group{"sglang", "deepseek-v3", 15.3, 15.4, 55.2, 46.4},
-        Group{"trtllm", "deepseek-v3", 22.0, 21.0, 37.3, 31.0},
+       {Group{"sglang", "deepseek-v3", 14.5, 14.2, 55.0, 46.1},
+        Group{"trtllm", "deepseek-v3", 21.4, 22.7, 36.1, 34.0},
         Group{"trtllm", "gpt-oss-120b", 13.8, 14.1, 16.9, 18.1},
         Group{"vllm", "llama-3.1-70b", 12.8, 9.4, 23.9, 17.6}}) {
     SCOPED_TRACE(std::string(g.engine) + ":" + g.model);

@@ -374,8 +374,10 @@ TEST(CostModelTest, GoldenMlaLatentKvCache) {
 // An MLA decode layer runs 13 kernels one after another where a grouped-query
 // attention layer runs 9 (TensorRT-LLM's MLA.forward_absorption_generation
 // adds the split projections, their RMSNorms and the absorbed k_b/v_b BMMs),
-// so it is charged 13/9 of the per-layer overhead in decode, and prefill
-// keeps the plain per-layer charge. With no prefill interleaved into decode
+// so it is charged 13/9 of the per-layer overhead in decode (28/9 with
+// DeepSeek sparse attention's indexer; hybrid linear-attention models pay
+// their Gated DeltaNet and gated full-attention kernels), and prefill keeps
+// the plain per-layer charge. With no prefill interleaved into decode
 // (prefill_queue_fraction = 1) and one stage, raising layer_overhead_seconds
 // by d adds layers x d x scale to the decode iteration.
 TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
@@ -388,6 +390,13 @@ TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
   };
   const std::vector<Case> cases = {
       {"deepseek-v3", 32, Plan(4, 8, 1, 32, 64), 61, 13.0 / 9.0},
+      // DeepSeek sparse attention's indexer: 15 more kernels in series
+      // (SGLang's Indexer.forward_cuda).
+      {"deepseek-v3.2", 32, Plan(4, 8, 1, 32, 64), 61, 28.0 / 9.0},
+      // Hybrid: 45 Gated DeltaNet layers at 2 more kernels and 15 gated
+      // full-attention layers at 5 more (SGLang's Qwen3-Next layers).
+      {"qwen3.5-397b-a17b", 16, Plan(2, 8, 1, 16, 32), 60,
+       (9.0 + 0.75 * 2 + 0.25 * 5) / 9.0},
       {"llama-3.1-70b", 8, Plan(1, 8, 1, 1, 16), 80, 1.0},
   };
   constexpr double kDelta = 1e-4;
@@ -427,6 +436,59 @@ TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
     EXPECT_NEAR(e1.prefill_seconds - e0.prefill_seconds, c.layers * kDelta,
                 1e-9)
         << c.model;
+  }
+}
+
+// Routed BF16/FP8 experts on Blackwell stream their weights at the engine's
+// grouped-GEMM bandwidth ratio (the fraction of HBM its MoE kernel reaches on
+// B200 over the fraction on H100, from AIConfigurator's kernel tables): the
+// shipped vLLM profile's block-FP8 fused MoE reaches 0.48 of B200's HBM
+// where H100's reaches 0.79, so a memory-bound decode step's expert memory
+// time is 0.79/0.48 of what a ratio of 1 gives; on H100 (the profiles' fit
+// hardware) the ratio does not apply, and the dense GEMMs never see it.
+TEST(CostModelTest, BlackwellGroupedExpertGemmsStreamAtTheEnginesRatio) {
+  absl::StatusOr<CalibrationProfile> vllm = FindCalibrationProfile("vllm");
+  ASSERT_TRUE(vllm.ok()) << vllm.status();
+  const PlanDims plan = Plan(1, 4, 1, 1, 4);
+  for (const std::string hardware : {"b200-sxm-180gb", "h100-sxm-80gb"}) {
+    shardplan::v1::ModelSource source;
+    source.set_catalog_name("minimax-m2.5");
+    shardplan::v1::ClusterSpec cluster;
+    cluster.set_hardware(hardware);
+    cluster.set_num_gpus(4);
+    cluster.set_gpus_per_node(8);
+    shardplan::v1::Workload workload;
+    workload.set_input_tokens(1024);
+    workload.set_output_tokens(1024);
+    workload.set_concurrency(4);
+    workload.set_weight_dtype("fp8");
+    workload.set_kv_cache_dtype("fp8");
+    absl::StatusOr<Problem> problem =
+        ProblemFromProto(source, cluster, workload);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    Calibration same = vllm->calibration;
+    same.fp8_grouped_gemm_bandwidth_ratio = 1;
+    absl::StatusOr<std::unique_ptr<const CostModel>> shipped =
+        CostModel::Create(*problem, vllm->calibration);
+    absl::StatusOr<std::unique_ptr<const CostModel>> at_one =
+        CostModel::Create(*problem, same);
+    ASSERT_TRUE(shipped.ok() && at_one.ok()) << hardware;
+    ASSERT_TRUE((*shipped)->ValidatePlan(plan).ok()) << hardware;
+    const Evaluation e = (*shipped)->Evaluate(plan);
+    const Evaluation e1 = (*at_one)->Evaluate(plan);
+    const double factor = hardware == "b200-sxm-180gb" ? 0.79 / 0.48 : 1.0;
+    for (OpKind op : {OpKind::kExpertUp, OpKind::kExpertDown}) {
+      const OpCost& c = e.decode[static_cast<int>(op)];
+      const OpCost& c1 = e1.decode[static_cast<int>(op)];
+      ASSERT_GT(c1.memory_seconds, c1.compute_seconds) << hardware;
+      // Activations are a few kB against ~100 MB of expert weights a layer.
+      EXPECT_NEAR(c.memory_seconds / c1.memory_seconds, factor, 0.01)
+          << hardware;
+    }
+    const OpCost& qkv = e.decode[static_cast<int>(OpKind::kQkv)];
+    EXPECT_EQ(qkv.memory_seconds,
+              e1.decode[static_cast<int>(OpKind::kQkv)].memory_seconds)
+        << hardware;
   }
 }
 
