@@ -262,6 +262,54 @@ std::vector<MeasuredRow> ExportRows(const std::string& rows) {
   return parsed.ok() ? parsed->rows : std::vector<MeasuredRow>{};
 }
 
+// AIConfigurator's own runs (not InferenceMAX's) deploy its generator's
+// KV-cache dtype: FP8 under its "fp8" and "nvfp4" precision profiles on every
+// engine, the model dtype under "bfloat16" and MXFP4 (gpt-oss-120b). With an
+// FP8 cache the measured vLLM MiniMax-M2.5 FP8 run on 2 B200s holds its 64
+// clients of 8k + 1k tokens (TTFT 831 ms, TPOT 31.5 ms, no queue), which a
+// bf16 cache cannot (it would queue for seconds).
+TEST(CalibrationTransferTest,
+     AiConfiguratorRunsGetTheirGeneratorsKvCacheDtype) {
+  const std::vector<MeasuredRow> rows = ExportRows(
+      "a,db-dump/2026-04-27; silicon_concurrency=64,vllm,0.19.0,"
+      "MiniMaxAI/MiniMax-M2.5,b200_sxm,fp8,agg,8192,1024,fp8,64,2,1,1,2,1,"
+      "831.2,31.54\n"
+      "b,db-dump/2026-04-27; silicon_concurrency=4,sglang,0.5.9,"
+      "Qwen/Qwen3.5-397B-A17B,b200_sxm,bf16,agg,1024,1024,,4,8,1,1,8,1,"
+      "231.8,8.07\n"
+      "c,db-dump/2026-04-27; silicon_concurrency=4,vllm,0.19.0,"
+      "openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,4,1,1,1,1,1,"
+      "50,5\n"
+      "d,db-dump/2026-04-27; silicon_concurrency=4,sglang,0.5.9,"
+      "deepseek-ai/DeepSeek-V3,b200_sxm,fp4,agg,1024,1024,nvfp4,4,8,1,1,1,8,"
+      "365,8.3\n");
+  ASSERT_EQ(rows.size(), 4u);
+  std::vector<Problem> problems;
+  for (const MeasuredRow& row : rows) {
+    EXPECT_FALSE(row.inferencemax);
+    absl::StatusOr<Problem> p = RowProblem(row);
+    ASSERT_TRUE(p.ok()) << p.status();
+    problems.push_back(*p);
+  }
+  EXPECT_EQ(problems[0].workload.kv_cache_dtype, Dtype::kFp8);
+  EXPECT_EQ(problems[1].workload.kv_cache_dtype, Dtype::kBf16);
+  EXPECT_EQ(problems[2].workload.kv_cache_dtype, Dtype::kBf16);
+  EXPECT_EQ(problems[3].workload.kv_cache_dtype, Dtype::kFp8);
+
+  const CalibrationProfile* vllm = nullptr;
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    if (p.engine == "vllm") vllm = &p;
+  }
+  ASSERT_NE(vllm, nullptr);
+  absl::StatusOr<std::unique_ptr<const CostModel>> m =
+      CostModel::Create(problems[0], vllm->calibration);
+  ASSERT_TRUE(m.ok()) << m.status();
+  const Evaluation e = (*m)->Evaluate(RowPlan(rows[0]));
+  ASSERT_TRUE(e.feasible);
+  EXPECT_EQ(e.queued_requests, 0);
+  EXPECT_LT(e.ttft_seconds, 2 * 0.8312);
+}
+
 // DeepSeek-R1 FP8 at 1k/1k with 64-255 clients waits 40 iterations for a
 // batch (dsr1_fp8_b200_trt.sh) unless it runs attention dp, which TensorRT-
 // LLM's batch waiting skips; the attention-dp runs hold a request until every
