@@ -262,6 +262,17 @@ std::vector<MeasuredRow> ExportRows(const std::string& rows) {
   return parsed.ok() ? parsed->rows : std::vector<MeasuredRow>{};
 }
 
+// Each row's problem (RowProblem); a row that fails fails the test.
+std::vector<Problem> RowProblems(const std::vector<MeasuredRow>& rows) {
+  std::vector<Problem> problems;
+  for (const MeasuredRow& row : rows) {
+    absl::StatusOr<Problem> p = RowProblem(row);
+    EXPECT_TRUE(p.ok()) << p.status();
+    if (p.ok()) problems.push_back(*p);
+  }
+  return problems;
+}
+
 // AIConfigurator's own runs (not InferenceMAX's) deploy its generator's
 // KV-cache dtype: FP8 under its "fp8" and "nvfp4" precision profiles on every
 // engine, the model dtype under "bfloat16" and MXFP4 (gpt-oss-120b). With an
@@ -284,13 +295,9 @@ TEST(CalibrationTransferTest,
       "deepseek-ai/DeepSeek-V3,b200_sxm,fp4,agg,1024,1024,nvfp4,4,8,1,1,1,8,"
       "365,8.3\n");
   ASSERT_EQ(rows.size(), 4u);
-  std::vector<Problem> problems;
-  for (const MeasuredRow& row : rows) {
-    EXPECT_FALSE(row.inferencemax);
-    absl::StatusOr<Problem> p = RowProblem(row);
-    ASSERT_TRUE(p.ok()) << p.status();
-    problems.push_back(*p);
-  }
+  for (const MeasuredRow& row : rows) EXPECT_FALSE(row.inferencemax);
+  const std::vector<Problem> problems = RowProblems(rows);
+  ASSERT_EQ(problems.size(), rows.size());
   EXPECT_EQ(problems[0].workload.kv_cache_dtype, Dtype::kFp8);
   EXPECT_EQ(problems[1].workload.kv_cache_dtype, Dtype::kBf16);
   EXPECT_EQ(problems[2].workload.kv_cache_dtype, Dtype::kBf16);
@@ -338,12 +345,8 @@ TEST(CalibrationTransferTest, InferenceMaxAttentionDpRunsWaitForEveryRank) {
       "openai/gpt-oss-120b,b200_sxm,fp4,agg,1024,1024,nvfp4,128,1,1,2,1,2,"
       "171,6.8\n");
   ASSERT_EQ(rows.size(), 6u);
-  std::vector<Problem> problems;
-  for (const MeasuredRow& row : rows) {
-    absl::StatusOr<Problem> p = RowProblem(row);
-    ASSERT_TRUE(p.ok()) << p.status();
-    problems.push_back(*p);
-  }
+  const std::vector<Problem> problems = RowProblems(rows);
+  ASSERT_EQ(problems.size(), rows.size());
   const WorkloadDims& a = problems[0].workload;
   const WorkloadDims& b = problems[1].workload;
   const WorkloadDims& c = problems[2].workload;
