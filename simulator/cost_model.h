@@ -50,7 +50,10 @@ const std::vector<int>& ScanLoads();
 // 11: MLA decode layers pay 13/9 of the per-layer launch overhead (their
 // serial kernel count against a grouped-query attention layer's), and the
 // cross-hardware bands include the 2026 models' Blackwell rows.
-inline constexpr int kCostModelVersion = 11;
+// 12: the cross-hardware bands read AIConfigurator's own FP8/NVFP4 runs with
+// the FP8 KV cache its generator deploys on every engine; point predictions
+// are unchanged.
+inline constexpr int kCostModelVersion = 12;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -404,14 +404,14 @@ constexpr double kRegressionPoints = 2.0;
 
 // Fit H100 -> test B200/GB200 (the compiled-in profiles).
 constexpr Documented kH100ToBlackwell[] = {
-    {"b200-sxm-180gb", "sglang", "deepseek-v3", "fp4", 69, 0, 13.1, 75.1},
-    {"b200-sxm-180gb", "sglang", "deepseek-v3", "fp8", 52, 4, 19.6, 33.3},
+    {"b200-sxm-180gb", "sglang", "deepseek-v3", "fp4", 69, 0, 12.1, 74.3},
+    {"b200-sxm-180gb", "sglang", "deepseek-v3", "fp8", 52, 4, 20.8, 33.3},
     {"b200-sxm-180gb", "sglang", "glm-5", "fp4", 10, 0, 35.4, 33.6},
     {"b200-sxm-180gb", "sglang", "glm-5", "fp8", 18, 0, 37.4, 84.1},
     {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "bf16", 31, 0, 18.6,
      37.7},
-    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp4", 12, 0, 12.8, 59.6},
-    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp8", 92, 0, 28.6, 37.2},
+    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp4", 12, 0, 13.9, 59.6},
+    {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp8", 92, 0, 29.2, 37.2},
     {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp4", 76, 0, 22.1, 38.1},
     {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp8", 54, 5, 21.7, 34.5},
     {"b200-sxm-180gb", "trtllm", "gpt-oss-120b", "fp4", 83, 0, 13.6, 17.3},
@@ -419,34 +419,34 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp8", 72, 0, 11.2, 19.3},
     {"b200-sxm-180gb", "trtllm", "qwen3-32b", "fp4", 1, 0, 12.6, 61.6},
     {"b200-sxm-180gb", "vllm", "gpt-oss-120b", "fp4", 66, 0, 8.0, 14.9},
-    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 18.0, 42.1},
+    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 18.6, 37.0},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 0, 15.5, 25.8},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 0, 10.8, 23.5},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 74, 0, 18.3, 73.3},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 130, 0, 27.0, 46.0},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 74, 0, 21.1, 26.8},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 130, 0, 28.0, 27.8},
     {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.1, 55.6},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "bf16", 15, 0, 67.3, 48.7},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.1, 62.6},
-    {"b200-sxm-180gb", "*", "*", "*", 1122, 9, 18.3, 37.6},
+    {"b200-sxm-180gb", "*", "*", "*", 1122, 9, 18.7, 31.9},
     {"gb200-nvl72", "*", "*", "*", 21, 0, 57.5, 52.0},
-    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 64, 0, 29.5, 43.4},
+    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 64, 0, 30.7, 44.6},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
 constexpr Documented kB200ToOthers[] = {
-    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 34.4, 50.6},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "bf16", 15, 0, 67.1, 50.5},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 31.2, 55.5},
-    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 29.7, 41.7},
-    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 11.6, 41.8},
-    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 14.2, 24.0},
-    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 11.8, 19.9},
-    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 11.0, 15.1},
-    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 9.6, 41.6},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.0, 18.5},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 72.1, 214.7},
-    {"gb200-nvl72", "*", "*", "*", 21, 0, 57.1, 51.5},
-    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 13.6, 29.8},
+    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 32.4, 50.2},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "bf16", 15, 0, 66.9, 50.9},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 31.8, 55.7},
+    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 34.0, 42.5},
+    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 14.3, 41.3},
+    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 18.2, 25.6},
+    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 11.5, 19.6},
+    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 10.5, 14.3},
+    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 9.2, 38.6},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 8.1, 17.3},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 57.4, 209.2},
+    {"gb200-nvl72", "*", "*", "*", 21, 0, 56.9, 51.7},
+    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 15.4, 29.6},
 };
 
 void ExpectWithinDocumented(const TransferReport& report,
@@ -578,7 +578,7 @@ TEST(CalibrationTransferTest, TwentyBlackwellRunsOfOneGroup) {
     double tpot_before, tpot_after, ttft_before, ttft_after;
   };
   for (const Group& g :
-       {Group{"sglang", "deepseek-v3", 15.3, 15.4, 55.2, 46.4},
+       {Group{"sglang", "deepseek-v3", 15.1, 15.0, 54.6, 46.2},
         Group{"trtllm", "deepseek-v3", 22.0, 21.0, 37.3, 31.0},
         Group{"trtllm", "gpt-oss-120b", 13.8, 14.1, 16.9, 18.1},
         Group{"vllm", "llama-3.1-70b", 12.8, 9.4, 23.9, 17.6}}) {
