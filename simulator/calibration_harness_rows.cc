@@ -523,6 +523,20 @@ struct InferenceMaxSettings {
   int trtllm_postprocess_workers = 0;
 };
 
+// AIConfigurator's own runs deploy what its generator writes: the precision
+// profile's kvcache_quant_mode (fp8 for its "fp8" and "nvfp4" profiles,
+// bfloat16 for "bfloat16" and "mxfp4"; `_quants` in
+// src/aiconfigurator/sdk/task.py) becomes every engine's KV-cache dtype
+// (vLLM and SGLang --kv-cache-dtype, TensorRT-LLM kv_cache_config.dtype;
+// `kv_cache_dtype` in generator/module_bridge.py and
+// generator/config/backend_config_mapping.yaml, ai-dynamo/aiconfigurator).
+// gpt-oss-120b is an MXFP4 checkpoint (bfloat16 KV cache). InferenceMAX's
+// runs follow their own scripts (InferenceMaxSettingsOf).
+bool AicFp8KvCache(const MeasuredRow& row) {
+  if (row.inferencemax || !(row.fp8 || row.fp4)) return false;
+  return row.engine == "trtllm" || row.catalog_model != "gpt-oss-120b";
+}
+
 InferenceMaxSettings InferenceMaxSettingsOf(const MeasuredRow& row) {
   InferenceMaxSettings s;
   if (!row.inferencemax) return s;
@@ -581,18 +595,14 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
       static_cast<int>(std::lround(row.osl * settings.length_scale)));
   workload.set_concurrency(RowReplicaConcurrency(row));
   workload.set_weight_dtype(row.fp4 ? "fp4" : row.fp8 ? "fp8" : "bf16");
-  // TensorRT-LLM rows with FP8 GEMMs run an FP8 KV cache: AIConfigurator's
-  // per-tensor FP8 recipe for trtllm quantises every component, the KV cache
-  // included (kvcache_quant_mode fp8, e.g. its Qwen3-32B-FP8 trtllm example);
-  // the measured rows agree (Qwen3-32B tp 1 runs 64 requests of 4.2k tokens
-  // without queueing, which a bf16 cache cannot hold). Other engines keep
-  // bf16 (their FP8 checkpoints leave the KV cache in the model dtype unless
-  // asked). Its NVFP4 checkpoints (NVIDIA ModelOpt) set kv_cache_quant_algo
-  // FP8 in hf_quant_config.json, so FP4 rows get an FP8 cache too.
+  // The KV-cache dtype the run deployed (AicFp8KvCache, InferenceMAX's
+  // scripts). The measured rows agree: TensorRT-LLM Qwen3-32B FP8 on one H100
+  // runs 64 requests of 4.2k tokens without queueing, vLLM MiniMax-M2.5 FP8 on
+  // two B200s 64 of 9.2k, which a bf16 cache cannot hold. NVIDIA's ModelOpt
+  // NVFP4 checkpoints also set kv_cache_quant_algo FP8 in
+  // hf_quant_config.json.
   workload.set_kv_cache_dtype(
-      settings.fp8_kv_cache || (row.engine == "trtllm" && (row.fp8 || row.fp4))
-          ? "fp8"
-          : "bf16");
+      settings.fp8_kv_cache || AicFp8KvCache(row) ? "fp8" : "bf16");
   ASSIGN_OR_RETURN(Problem problem, ProblemFromProto(model, cluster, workload));
   problem.workload.batch_wait_timeout_iterations =
       settings.batch_wait_timeout_iterations;

@@ -58,7 +58,10 @@ const std::vector<int>& ScanLoads();
 // on top of the MLA layer's 13 (28/9 of the per-layer launch overhead);
 // hybrid models' Gated DeltaNet layers 2 more than a grouped-query attention
 // layer and their gated full-attention layers 5 more.
-inline constexpr int kCostModelVersion = 12;
+// 13: the cross-hardware bands read AIConfigurator's own FP8/NVFP4 runs with
+// the FP8 KV cache its generator deploys on every engine; point predictions
+// are unchanged.
+inline constexpr int kCostModelVersion = 13;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
