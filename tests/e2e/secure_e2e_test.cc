@@ -562,6 +562,7 @@ TEST_F(SecureE2eTest, SlowReaderGetsALatestBestAndBoundedMemory) {
   // ASan's redzones and shadow memory add to every live allocation, and the
   // 16 MB quarantine to the freed ones.
   const long bound_kb = asan ? 128 * 1024 : 64 * 1024;
+  RecordProperty("rss_growth_kb", std::to_string(rss_after - rss_before));
   EXPECT_LT(rss_after - rss_before, bound_kb)
       << "server RSS grew from " << rss_before << " kB to " << rss_after;
 }
