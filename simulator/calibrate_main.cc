@@ -439,21 +439,30 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
     absl::StatusOr<std::vector<sim::RowPrediction>> pred =
         sim::PredictRows(predictable, profiles);
     if (Failed(pred)) return 1;
-    std::cout << "line,hardware,model,engine,version,weights,isl,osl,c,tp,dp,"
-                 "ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,pred_tpot_ms,"
-                 "pred_prefill_ms\n";
+    // source: "inferencemax" for InferenceMAX's runs (their harness and
+    // server settings, RowProblem), "aic" for the rest. pred_iteration_ms is
+    // the decode iteration the TTFT waits are counted in, pred_kv_wait_ms the
+    // KV-cache overflow wait inside pred_ttft_ms: with pred_prefill_ms they
+    // split a row's TTFT error into prefill, waits and queueing.
+    std::cout << "line,hardware,model,engine,version,weights,source,isl,osl,"
+                 "c,tp,dp,ep,feasible,ttft_ms,pred_ttft_ms,tpot_ms,"
+                 "pred_tpot_ms,pred_prefill_ms,pred_iteration_ms,"
+                 "pred_kv_wait_ms\n";
     for (size_t i = 0; i < predictable.size(); ++i) {
       const sim::MeasuredRow& r = predictable[i];
       std::cout << absl::StrFormat(
-          "%d,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f,%.1f\n",
+          "%d,%s,%s,%s,%s,%s,%s,%d,%d,%d,%d,%d,%d,%d,%.1f,%.1f,%.2f,%.2f,%.1f,"
+          "%.2f,%.1f\n",
           r.line, r.hardware, r.catalog_model, r.engine, r.engine_version,
           r.fp4   ? "fp4"
           : r.fp8 ? "fp8"
                   : "bf16",
-          r.isl, r.osl, r.concurrency, r.tp, r.attention_dp, r.moe_ep,
-          (*pred)[i].feasible ? 1 : 0, r.ttft_seconds * 1e3,
-          (*pred)[i].ttft_seconds * 1e3, r.tpot_seconds * 1e3,
-          (*pred)[i].tpot_seconds * 1e3, (*pred)[i].prefill_seconds * 1e3);
+          r.inferencemax ? "inferencemax" : "aic", r.isl, r.osl, r.concurrency,
+          r.tp, r.attention_dp, r.moe_ep, (*pred)[i].feasible ? 1 : 0,
+          r.ttft_seconds * 1e3, (*pred)[i].ttft_seconds * 1e3,
+          r.tpot_seconds * 1e3, (*pred)[i].tpot_seconds * 1e3,
+          (*pred)[i].prefill_seconds * 1e3, (*pred)[i].iteration_seconds * 1e3,
+          (*pred)[i].queue_wait_seconds * 1e3);
     }
     std::cout << "\n";
   }

@@ -106,7 +106,9 @@ struct RowPrediction {
   double ttft_seconds = 0;
   double tpot_seconds = 0;
   bool feasible = false;
-  double prefill_seconds = 0;  // one request's prefill through all stages
+  double prefill_seconds = 0;     // one request's prefill through all stages
+  double iteration_seconds = 0;   // the decode iteration TTFT's waits count
+  double queue_wait_seconds = 0;  // KV-cache overflow wait, in ttft_seconds
   // Filled by PredictRowsForBands only: the same row as an engine-agnostic
   // request would be predicted (the profiles' TensorRT-LLM constants with the
   // engine-agnostic disaggregated overhead), for the error bars of requests

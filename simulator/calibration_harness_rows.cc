@@ -652,8 +652,12 @@ absl::StatusOr<std::vector<RowPrediction>> PredictEachRow(
     RETURN_IF_ERROR(Annotate(model->ValidatePlan(plan),
                              absl::StrCat("csv line ", row.line)));
     const Evaluation e = model->Evaluate(plan);
-    RowPrediction p{e.ttft_seconds, e.tpot_seconds, e.feasible,
-                    e.prefill_seconds};
+    RowPrediction p{e.ttft_seconds,
+                    e.tpot_seconds,
+                    e.feasible,
+                    e.prefill_seconds,
+                    e.decode_iteration_seconds,
+                    e.queue_wait_seconds};
     if (engine_agnostic_too) {
       ASSIGN_OR_RETURN(std::unique_ptr<const CostModel> agnostic_model,
                        CostModel::Create(std::move(problem), agnostic));
