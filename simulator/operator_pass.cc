@@ -481,47 +481,58 @@ Group ToGroup(const GroupShape& shape) {
 
 }  // namespace
 
+const LayerResult& CostLayerInto(const CostConstants& k, const PlanCtx& p,
+                                 bool moe_layer, bool decode, double tokens,
+                                 double requests, double ctx, Layout residual,
+                                 std::vector<CollectiveRecord>* records,
+                                 LayerResult* result) {
+  Pass pass(k, p, decode, tokens, requests, ctx, records, result);
+  Layout r = pass.Attention(residual);
+  r = moe_layer ? pass.Moe(r) : pass.DenseMlp(r);
+  result->residual = r;
+  pass.Finish(OpKind::kQkv, moe_layer ? OpKind::kExpertDown : OpKind::kMlpDown);
+  return *result;
+}
+
 LayerResult CostLayer(const CostConstants& k, const PlanCtx& p, bool moe_layer,
                       bool decode, double tokens, double requests, double ctx,
                       Layout residual, std::vector<CollectiveRecord>* records) {
   LayerResult result;
-  Pass pass(k, p, decode, tokens, requests, ctx, records, &result);
-  Layout r = pass.Attention(residual);
-  r = moe_layer ? pass.Moe(r) : pass.DenseMlp(r);
-  result.residual = r;
-  pass.Finish(OpKind::kQkv, moe_layer ? OpKind::kExpertDown : OpKind::kMlpDown);
+  CostLayerInto(k, p, moe_layer, decode, tokens, requests, ctx, residual,
+                records, &result);
   return result;
 }
 
-namespace {
-
-// The embedding or the LM head (`step`, charging operator `op` alone), as
-// one pass.
-LayerResult CostStep(void (Pass::*step)(Layout), OpKind op,
-                     const CostConstants& k, const PlanCtx& p, bool decode,
-                     double tokens, double requests, double ctx,
-                     Layout residual) {
-  LayerResult result;
-  Pass pass(k, p, decode, tokens, requests, ctx, nullptr, &result);
-  (pass.*step)(residual);
-  pass.Finish(op, op);
-  return result;
+void CostEmbeddingInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                       double tokens, double requests, double ctx,
+                       Layout residual, LayerResult* result) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr, result);
+  pass.Embedding(residual);
+  pass.Finish(OpKind::kEmbedding, OpKind::kEmbedding);
 }
 
-}  // namespace
+void CostLmHeadInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                    double tokens, double requests, double ctx, Layout residual,
+                    LayerResult* result) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr, result);
+  pass.LmHead(residual);
+  pass.Finish(OpKind::kLmHead, OpKind::kLmHead);
+}
 
 LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
                           double tokens, double requests, double ctx,
                           Layout residual) {
-  return CostStep(&Pass::Embedding, OpKind::kEmbedding, k, p, decode, tokens,
-                  requests, ctx, residual);
+  LayerResult result;
+  CostEmbeddingInto(k, p, decode, tokens, requests, ctx, residual, &result);
+  return result;
 }
 
 LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
                        double tokens, double requests, double ctx,
                        Layout residual) {
-  return CostStep(&Pass::LmHead, OpKind::kLmHead, k, p, decode, tokens,
-                  requests, ctx, residual);
+  LayerResult result;
+  CostLmHeadInto(k, p, decode, tokens, requests, ctx, residual, &result);
+  return result;
 }
 
 // The residual layout each layer kind settles into, derived from the dims alone

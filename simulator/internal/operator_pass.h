@@ -76,6 +76,20 @@ LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
 LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
                        double tokens, double requests, double ctx,
                        Layout residual);
+// The same, written into `*result`, which must be as a fresh LayerResult
+// (zero): no copy of the result on the hot path. CostLayerInto returns
+// `*result`.
+const LayerResult& CostLayerInto(const CostConstants& k, const PlanCtx& p,
+                                 bool moe_layer, bool decode, double tokens,
+                                 double requests, double ctx, Layout residual,
+                                 std::vector<CollectiveRecord>* records,
+                                 LayerResult* result);
+void CostEmbeddingInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                       double tokens, double requests, double ctx,
+                       Layout residual, LayerResult* result);
+void CostLmHeadInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                    double tokens, double requests, double ctx, Layout residual,
+                    LayerResult* result);
 
 // The residual layout each layer kind settles into, from the dims alone.
 Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p);
