@@ -262,10 +262,10 @@ class Pass {
     // without a balancer (real routers are more skewed; EPLB-style replication
     // of hot experts brings it back towards this).
     const double mean_pairs = domain_tokens * k_.top_k / p_.ep;
-    const double imbalance =
-        p_.ep > 1 ? 1.0 + std::sqrt(2.0 * std::log(static_cast<double>(p_.ep)) /
-                                    std::max(1.0, mean_pairs))
-                  : 1.0;
+    const double imbalance = p_.ep > 1
+                                 ? 1.0 + std::sqrt(2.0 * p_.ep_rates.log_ep /
+                                                   std::max(1.0, mean_pairs))
+                                 : 1.0;
     const double pairs =
         std::min(mean_pairs * imbalance,
                  domain_tokens * std::min(k_.top_k, p_.experts_rank));
@@ -318,14 +318,12 @@ class Pass {
     }
     const double n = g.n;
     const double gi = std::max(1, std::min(g.per_node, g.n));
-    const double nic_scale = k_.ib_raw_bytes_per_s / kDeepEpNicBytesPerS;
+    // DeepEP's bandwidths at this ep, scaled to the NIC (p_.ep_rates).
     double seconds = 0;
     if (decode_) {
       const double bytes = tokens_rank * k_.top_k * k_.hidden * elem;
-      const double bw = DeepEpBytesPerS(combine ? kLowLatencyCombineBytesPerS
-                                                : kLowLatencyDispatchBytesPerS,
-                                        g.n) *
-                        nic_scale;
+      const double bw = combine ? p_.ep_rates.low_latency_combine_bytes_per_s
+                                : p_.ep_rates.low_latency_dispatch_bytes_per_s;
       seconds = k_.ib_latency_seconds + bytes / bw;
       r_.traffic.nv += bytes * (gi - 1) / n;
       r_.traffic.ib += bytes * (n - gi) / n;
@@ -333,8 +331,7 @@ class Pass {
       const double rdma = deduped * (n - gi) / n;
       const double nvl = deduped * (gi - 1) / n;
       seconds = k_.ib_latency_seconds +
-                std::max(rdma / (DeepEpBytesPerS(kNormalRdmaBytesPerS, g.n) *
-                                 nic_scale),
+                std::max(rdma / p_.ep_rates.normal_rdma_bytes_per_s,
                          nvl / k_.nv_bytes_per_s);
       r_.traffic.nv += nvl;
       r_.traffic.ib += rdma;
@@ -610,9 +607,10 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   p.replica_nodes = place.replica.nodes;
   p.experts_rank = std::ceil(k.experts / std::max(1, p.ep));
   if (k.moe && k.experts > 0 && p.ep > 1) {
-    p.dispatch_fanout = p.ep < static_cast<int>(k.dispatch_fanout.size())
-                            ? k.dispatch_fanout[p.ep]
-                            : DispatchFanout(k, p.ep);
+    const bool tabled = p.ep < static_cast<int>(k.dispatch_fanout.size());
+    p.dispatch_fanout =
+        tabled ? k.dispatch_fanout[p.ep] : DispatchFanout(k, p.ep);
+    p.ep_rates = tabled ? k.ep_rates[p.ep] : ExpertParallelRatesOf(k, p.ep);
   } else {
     // ep == 1: every token goes to one group
     p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);

@@ -31,6 +31,8 @@ struct PlanCtx {
   // Expected distinct expert groups a token is sent to, divided by top_k (a
   // token routed to several experts of one group is sent there once).
   double dispatch_fanout = 1;
+  // The expert all-to-all's rates at this ep (ep > 1 only).
+  ExpertParallelRates ep_rates;
   // Routed-expert slots per expert-parallel rank: ceil(experts / ep). When ep
   // does not divide the experts, engines fill the spare slots with copies of
   // hot experts (EPLB's redundant experts: SGLang
