@@ -366,6 +366,13 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->isl = wd.input_tokens;
   k->osl = wd.output_tokens;
   k->ctx_decode = wd.input_tokens + wd.output_tokens / 2.0;
+  if (k->moe && k->experts > 0) {
+    k->untouched_at_isl.assign(k->dispatch_fanout.size(), 0.0);
+    for (size_t dp = 1; dp < k->untouched_at_isl.size(); ++dp) {
+      k->untouched_at_isl[dp] =
+          internal::UntouchedExpertShare(*k, static_cast<int>(dp) * k->isl);
+    }
+  }
   k->ctx_max =
       wd.input_tokens +
       std::clamp(cal.kv_reserved_output_fraction, 0.0, 1.0) * wd.output_tokens;

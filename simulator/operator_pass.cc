@@ -275,9 +275,13 @@ class Pass {
     const double experts_rank = p_.experts_rank;
     // Fraction of this group's routed experts that receive at least one token
     // this step.
+    // (A prefill of one request per dp rank reads it from the table.)
+    const bool at_isl = !decode_ && T == k_.isl &&
+                        p_.dp < static_cast<int>(k_.untouched_at_isl.size());
     const double touched =
         k_.experts > 0
-            ? 1.0 - std::pow(1.0 - k_.top_k / k_.experts, domain_tokens)
+            ? 1.0 - (at_isl ? k_.untouched_at_isl[p_.dp]
+                            : UntouchedExpertShare(k_, domain_tokens))
             : 0;
     const double tokens_per_expert =
         domain_tokens * k_.top_k / std::max(1.0, k_.experts);

@@ -101,6 +101,10 @@ struct CostConstants {
   // ExpertParallelRatesOf(*this, ep) of the same eps (entries 0 and 1
   // unused); MoE models only.
   std::vector<ExpertParallelRates> ep_rates;
+  // UntouchedExpertShare(*this, dp * isl) of every dp up to the GPUs (at most
+  // kBlockShapeTableGpus): a prefill of one request per attention dp rank;
+  // MoE models only.
+  std::vector<double> untouched_at_isl;
   // The cluster's block shapes (the placement of every plan), blocks of up
   // to kBlockShapeTableGpus GPUs (larger ones are computed per plan).
   BlockShapeTable block_shapes;
@@ -126,6 +130,13 @@ struct CostConstants {
 // is sent to, divided by top_k (PlanCtx::dispatch_fanout).
 inline double DispatchFanout(const CostConstants& k, int ep) {
   return ep * (1.0 - std::pow(1.0 - 1.0 / ep, k.top_k)) / k.top_k;
+}
+
+// Share of one expert group's routed experts that none of `domain_tokens`
+// tokens, each routed to top_k of the experts, lands on.
+inline double UntouchedExpertShare(const CostConstants& k,
+                                   double domain_tokens) {
+  return std::pow(1.0 - k.top_k / k.experts, domain_tokens);
 }
 
 }  // namespace shardplan::simulator::internal
