@@ -445,7 +445,13 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   }
   double compute_seconds = 0, memory_seconds = 0, comm_seconds = 0,
          best_op_seconds = -1;
+  // A model without MoE layers charges no router or expert operator: their
+  // entries are +0, which changes no sum, and once an operator has been
+  // looked at (the embedding) neither the bottleneck, so they are skipped.
+  const int uncharged =
+      k.moe_layers > 0 ? kNumOpKinds : static_cast<int>(OpKind::kRouter);
   for (int i = 0; i < kNumOpKinds; ++i) {
+    if (i == uncharged) i = static_cast<int>(OpKind::kLmHead);
     const OpCost& c = e.decode[i];
     if (c.compute_seconds > c.memory_seconds) {
       compute_seconds += c.compute_seconds;
