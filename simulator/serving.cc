@@ -445,13 +445,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   }
   double compute_seconds = 0, memory_seconds = 0, comm_seconds = 0,
          best_op_seconds = -1;
-  // A model without MoE layers charges no router or expert operator: their
-  // entries are +0, which changes no sum, and once an operator has been
-  // looked at (the embedding) neither the bottleneck, so they are skipped.
-  const int uncharged =
-      k.moe_layers > 0 ? kNumOpKinds : static_cast<int>(OpKind::kRouter);
-  for (int i = 0; i < kNumOpKinds; ++i) {
-    if (i == uncharged) i = static_cast<int>(OpKind::kLmHead);
+  auto visit = [&](int i) {
     const OpCost& c = e.decode[i];
     if (c.compute_seconds > c.memory_seconds) {
       compute_seconds += c.compute_seconds;
@@ -465,7 +459,17 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
       best_op_seconds = op_seconds;
       e.bottleneck_op = static_cast<OpKind>(i);
     }
-  }
+  };
+  // In operator order. A model without MoE layers charges no router or
+  // expert operator: their entries are +0, which changes no sum, and once an
+  // operator has been looked at (the embedding) neither the bottleneck, so
+  // they are skipped.
+  const int layer_ops_end =
+      static_cast<int>(k.moe_layers > 0 ? OpKind::kLmHead : OpKind::kRouter);
+  static_assert(static_cast<int>(OpKind::kLmHead) == kNumOpKinds - 1,
+                "the LM head is the last operator");
+  for (int i = 0; i < layer_ops_end; ++i) visit(i);
+  visit(static_cast<int>(OpKind::kLmHead));
   if (chain > max_work * 1.000001 && pp > 1) {
     e.bottleneck = Bottleneck::kPipeline;
   } else if (comm_seconds >= compute_seconds &&
