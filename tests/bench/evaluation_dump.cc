@@ -30,6 +30,7 @@
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
 #include "simulator/types.h"
+#include "tests/bench/catalog_models.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -66,25 +67,14 @@ constexpr Config kConfigs[] = {
      false, true, 256},
 };
 
-int GpusFor(const ModelDims& m) {
-  const double params = m.TotalParams();
-  if (params > 1e12) return 64;
-  if (params > 3e11) return 32;
-  if (params > 1e11) return 16;
-  return 8;
-}
-
 std::unique_ptr<const CostModel> MakeModel(const std::string& name,
                                            const Config& c) {
-  shardplan::v1::ModelSource source;
-  source.set_catalog_name(name);
-  absl::StatusOr<shardplan::v1::ModelSpec> spec = ResolveModel(source);
-  if (!spec.ok()) return nullptr;
-  absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(*spec, "model");
-  if (!dims.ok()) return nullptr;
+  absl::StatusOr<CatalogModel> catalog = ResolveCatalogModel(name);
+  if (!catalog.ok()) return nullptr;
+  const shardplan::v1::ModelSource& source = catalog->source;
   shardplan::v1::ClusterSpec cluster;
   cluster.set_hardware(c.hardware);
-  int gpus = GpusFor(*dims);
+  int gpus = BenchGpusFor(catalog->dims);
   if (c.gpus_per_node == 4 && gpus < 72) gpus *= 2;  // the same memory
   cluster.set_gpus_per_node(c.gpus_per_node);
   cluster.set_nvlink_domain_gpus(c.nvlink_domain_gpus);
@@ -170,12 +160,7 @@ std::vector<PlanDims> Plans(const CostModel& model, const Config& c,
        attempt < c.plans * 200 && static_cast<int>(plans.size()) < aggregated;
        ++attempt) {
     PlanDims p = degrees[rng() % degrees.size()];
-    for (int i = 0; i < kNumOpKinds; ++i) {
-      p.dims[i] = (rng() % 2 == 0)
-                      ? MegatronShardDims()[i]
-                      : static_cast<ShardDim>(rng() % kNumShardDims);
-    }
-    p.micro_batches = p.pp > 1 ? static_cast<int>(p.pp * (1 + rng() % 2)) : 0;
+    RandomDimsAndMicroBatches(rng, &p);
     p.batch_size = c.explicit_batch
                        ? batches[rng() % batches.size()] * (1 + rng() % 3)
                        : 0;
