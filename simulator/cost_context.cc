@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_format.h"
 #include "simulator/cost_model.h"
+#include "simulator/internal/collectives.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -349,8 +350,10 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
     const int eps = std::min(model->problem_.cluster.num_gpus,
                              internal::CostConstants::kBlockShapeTableGpus);
     k->dispatch_fanout.assign(static_cast<size_t>(std::max(0, eps)) + 1, 0.0);
+    k->ep_rates.assign(static_cast<size_t>(std::max(0, eps)) + 1, {});
     for (int ep = 2; ep <= eps; ++ep) {
       k->dispatch_fanout[ep] = internal::DispatchFanout(*k, ep);
+      k->ep_rates[ep] = internal::ExpertParallelRatesOf(*k, ep);
     }
   }
   k->block_shapes = BlockShapeTable(
@@ -363,6 +366,13 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->isl = wd.input_tokens;
   k->osl = wd.output_tokens;
   k->ctx_decode = wd.input_tokens + wd.output_tokens / 2.0;
+  if (k->moe && k->experts > 0) {
+    k->untouched_at_isl.assign(k->dispatch_fanout.size(), 0.0);
+    for (size_t dp = 1; dp < k->untouched_at_isl.size(); ++dp) {
+      k->untouched_at_isl[dp] =
+          internal::UntouchedExpertShare(*k, static_cast<int>(dp) * k->isl);
+    }
+  }
   k->ctx_max =
       wd.input_tokens +
       std::clamp(cal.kv_reserved_output_fraction, 0.0, 1.0) * wd.output_tokens;

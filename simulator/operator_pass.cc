@@ -262,10 +262,10 @@ class Pass {
     // without a balancer (real routers are more skewed; EPLB-style replication
     // of hot experts brings it back towards this).
     const double mean_pairs = domain_tokens * k_.top_k / p_.ep;
-    const double imbalance =
-        p_.ep > 1 ? 1.0 + std::sqrt(2.0 * std::log(static_cast<double>(p_.ep)) /
-                                    std::max(1.0, mean_pairs))
-                  : 1.0;
+    const double imbalance = p_.ep > 1
+                                 ? 1.0 + std::sqrt(2.0 * p_.ep_rates.log_ep /
+                                                   std::max(1.0, mean_pairs))
+                                 : 1.0;
     const double pairs =
         std::min(mean_pairs * imbalance,
                  domain_tokens * std::min(k_.top_k, p_.experts_rank));
@@ -275,9 +275,13 @@ class Pass {
     const double experts_rank = p_.experts_rank;
     // Fraction of this group's routed experts that receive at least one token
     // this step.
+    // (A prefill of one request per dp rank reads it from the table.)
+    const bool at_isl = !decode_ && T == k_.isl &&
+                        p_.dp < static_cast<int>(k_.untouched_at_isl.size());
     const double touched =
         k_.experts > 0
-            ? 1.0 - std::pow(1.0 - k_.top_k / k_.experts, domain_tokens)
+            ? 1.0 - (at_isl ? k_.untouched_at_isl[p_.dp]
+                            : UntouchedExpertShare(k_, domain_tokens))
             : 0;
     const double tokens_per_expert =
         domain_tokens * k_.top_k / std::max(1.0, k_.experts);
@@ -318,14 +322,12 @@ class Pass {
     }
     const double n = g.n;
     const double gi = std::max(1, std::min(g.per_node, g.n));
-    const double nic_scale = k_.ib_raw_bytes_per_s / kDeepEpNicBytesPerS;
+    // DeepEP's bandwidths at this ep, scaled to the NIC (p_.ep_rates).
     double seconds = 0;
     if (decode_) {
       const double bytes = tokens_rank * k_.top_k * k_.hidden * elem;
-      const double bw = DeepEpBytesPerS(combine ? kLowLatencyCombineBytesPerS
-                                                : kLowLatencyDispatchBytesPerS,
-                                        g.n) *
-                        nic_scale;
+      const double bw = combine ? p_.ep_rates.low_latency_combine_bytes_per_s
+                                : p_.ep_rates.low_latency_dispatch_bytes_per_s;
       seconds = k_.ib_latency_seconds + bytes / bw;
       r_.traffic.nv += bytes * (gi - 1) / n;
       r_.traffic.ib += bytes * (n - gi) / n;
@@ -333,8 +335,7 @@ class Pass {
       const double rdma = deduped * (n - gi) / n;
       const double nvl = deduped * (gi - 1) / n;
       seconds = k_.ib_latency_seconds +
-                std::max(rdma / (DeepEpBytesPerS(kNormalRdmaBytesPerS, g.n) *
-                                 nic_scale),
+                std::max(rdma / p_.ep_rates.normal_rdma_bytes_per_s,
                          nvl / k_.nv_bytes_per_s);
       r_.traffic.nv += nvl;
       r_.traffic.ib += rdma;
@@ -481,47 +482,58 @@ Group ToGroup(const GroupShape& shape) {
 
 }  // namespace
 
+const LayerResult& CostLayerInto(const CostConstants& k, const PlanCtx& p,
+                                 bool moe_layer, bool decode, double tokens,
+                                 double requests, double ctx, Layout residual,
+                                 std::vector<CollectiveRecord>* records,
+                                 LayerResult* result) {
+  Pass pass(k, p, decode, tokens, requests, ctx, records, result);
+  Layout r = pass.Attention(residual);
+  r = moe_layer ? pass.Moe(r) : pass.DenseMlp(r);
+  result->residual = r;
+  pass.Finish(OpKind::kQkv, moe_layer ? OpKind::kExpertDown : OpKind::kMlpDown);
+  return *result;
+}
+
 LayerResult CostLayer(const CostConstants& k, const PlanCtx& p, bool moe_layer,
                       bool decode, double tokens, double requests, double ctx,
                       Layout residual, std::vector<CollectiveRecord>* records) {
   LayerResult result;
-  Pass pass(k, p, decode, tokens, requests, ctx, records, &result);
-  Layout r = pass.Attention(residual);
-  r = moe_layer ? pass.Moe(r) : pass.DenseMlp(r);
-  result.residual = r;
-  pass.Finish(OpKind::kQkv, moe_layer ? OpKind::kExpertDown : OpKind::kMlpDown);
+  CostLayerInto(k, p, moe_layer, decode, tokens, requests, ctx, residual,
+                records, &result);
   return result;
 }
 
-namespace {
-
-// The embedding or the LM head (`step`, charging operator `op` alone), as
-// one pass.
-LayerResult CostStep(void (Pass::*step)(Layout), OpKind op,
-                     const CostConstants& k, const PlanCtx& p, bool decode,
-                     double tokens, double requests, double ctx,
-                     Layout residual) {
-  LayerResult result;
-  Pass pass(k, p, decode, tokens, requests, ctx, nullptr, &result);
-  (pass.*step)(residual);
-  pass.Finish(op, op);
-  return result;
+void CostEmbeddingInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                       double tokens, double requests, double ctx,
+                       Layout residual, LayerResult* result) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr, result);
+  pass.Embedding(residual);
+  pass.Finish(OpKind::kEmbedding, OpKind::kEmbedding);
 }
 
-}  // namespace
+void CostLmHeadInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                    double tokens, double requests, double ctx, Layout residual,
+                    LayerResult* result) {
+  Pass pass(k, p, decode, tokens, requests, ctx, nullptr, result);
+  pass.LmHead(residual);
+  pass.Finish(OpKind::kLmHead, OpKind::kLmHead);
+}
 
 LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
                           double tokens, double requests, double ctx,
                           Layout residual) {
-  return CostStep(&Pass::Embedding, OpKind::kEmbedding, k, p, decode, tokens,
-                  requests, ctx, residual);
+  LayerResult result;
+  CostEmbeddingInto(k, p, decode, tokens, requests, ctx, residual, &result);
+  return result;
 }
 
 LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
                        double tokens, double requests, double ctx,
                        Layout residual) {
-  return CostStep(&Pass::LmHead, OpKind::kLmHead, k, p, decode, tokens,
-                  requests, ctx, residual);
+  LayerResult result;
+  CostLmHeadInto(k, p, decode, tokens, requests, ctx, residual, &result);
+  return result;
 }
 
 // The residual layout each layer kind settles into, derived from the dims alone
@@ -599,9 +611,10 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   p.replica_nodes = place.replica.nodes;
   p.experts_rank = std::ceil(k.experts / std::max(1, p.ep));
   if (k.moe && k.experts > 0 && p.ep > 1) {
-    p.dispatch_fanout = p.ep < static_cast<int>(k.dispatch_fanout.size())
-                            ? k.dispatch_fanout[p.ep]
-                            : DispatchFanout(k, p.ep);
+    const bool tabled = p.ep < static_cast<int>(k.dispatch_fanout.size());
+    p.dispatch_fanout =
+        tabled ? k.dispatch_fanout[p.ep] : DispatchFanout(k, p.ep);
+    p.ep_rates = tabled ? k.ep_rates[p.ep] : ExpertParallelRatesOf(k, p.ep);
   } else {
     // ep == 1: every token goes to one group
     p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <new>
 #include <utility>
 #include <vector>
 
@@ -142,17 +143,19 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
   // Prefill costs.
   const double R = std::max(1, prefill_requests);
   const double T = k.isl * R;
-  // A layer kind the model lacks keeps the fresh state's zero result.
+  // Written into the fresh state's zero results (no copies); a layer kind
+  // the model lacks keeps its zero result.
   if (k.dense_layers > 0) {
-    s->pre_dense =
-        CostLayer(k, p, false, false, T, R, k.isl, s->residuals.dense, nullptr);
+    CostLayerInto(k, p, false, false, T, R, k.isl, s->residuals.dense, nullptr,
+                  &s->pre_dense);
   }
   if (k.moe_layers > 0) {
-    s->pre_moe =
-        CostLayer(k, p, true, false, T, R, k.isl, s->residuals.moe, nullptr);
+    CostLayerInto(k, p, true, false, T, R, k.isl, s->residuals.moe, nullptr,
+                  &s->pre_moe);
   }
-  s->pre_embed = CostEmbedding(k, p, false, T, R, k.isl, s->residuals.first);
-  s->pre_head = CostLmHead(k, p, false, T, R, k.isl, s->residuals.last);
+  CostEmbeddingInto(k, p, false, T, R, k.isl, s->residuals.first,
+                    &s->pre_embed);
+  CostLmHeadInto(k, p, false, T, R, k.isl, s->residuals.last, &s->pre_head);
   Group p2p_group;
   p2p_group.n = 2;
   p2p_group.per_node = p.p2p_inter_node ? 1 : 2;
@@ -243,24 +246,33 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
   return requests * stage_layers * s.kv_bytes_per_request_layer;
 }
 
-// One stage's operator breakdown: `times` x the costs of each `layers` entry
-// (null: none) added to `out`. Each operator's sums take the entries in order,
-// as adding them one after the other would; an entry repeated 0 times adds
-// nothing (its costs are finite), nor do the operators an entry does not
-// charge (their costs are +0).
-void AddOps(const std::array<const LayerResult*, 4>& layers,
-            const std::array<double, 4>& times,
-            std::array<OpCost, kNumOpKinds>* out) {
-  for (int j = 0; j < 4; ++j) {
-    const LayerResult* layer = layers[j];
-    if (layer == nullptr || times[j] == 0) continue;
-    const double t = times[j];
-    for (int i = layer->first_op; i <= layer->last_op; ++i) {
-      OpCost& c = (*out)[i];
-      c.compute_seconds += static_cast<float>(layer->compute[i] * t);
-      c.memory_seconds += static_cast<float>(layer->memory[i] * t);
-      c.comm_seconds += static_cast<float>(layer->comm[i] * t);
-    }
+// Room for a LayerResult that is constructed (zeroed) only when a layer kind
+// is costed: std::optional zero-fills its storage up front (GCC 12), and the
+// zeroing of a kind the model lacks is a measurable share of an evaluation.
+class LayerSlot {
+ public:
+  LayerSlot() {}
+  LayerResult* Fresh() { return new (&result_) LayerResult(); }
+
+ private:
+  union {
+    LayerResult result_;
+  };
+};
+
+// One entry of a stage's operator breakdown: `times` x the costs of `layer`
+// added to `out`. A stage's entries are added in turn (dense layers, MoE
+// layers, embedding, LM head), so each operator's sum takes them in that
+// order; an entry repeated 0 times adds nothing (its costs are finite), nor
+// do the operators an entry does not charge (their costs are +0).
+inline void AddOps(const LayerResult& layer, double times,
+                   std::array<OpCost, kNumOpKinds>* out) {
+  if (times == 0) return;
+  for (int i = layer.first_op; i <= layer.last_op; ++i) {
+    OpCost& c = (*out)[i];
+    c.compute_seconds += static_cast<float>(layer.compute[i] * times);
+    c.memory_seconds += static_cast<float>(layer.memory[i] * times);
+    c.comm_seconds += static_cast<float>(layer.comm[i] * times);
   }
 }
 
@@ -312,14 +324,20 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   const double B = batch;
   const int m = std::max(1, std::min(p.micro_batches, batch));
   const double b = std::ceil(B / m);
-  const LayerResult dense =
-      k.dense_layers > 0 ? CostLayer(k, p, false, true, b, b, k.ctx_decode,
-                                     s.residuals.dense, nullptr)
-                         : LayerResult{};
-  const LayerResult moe = k.moe_layers > 0
-                              ? CostLayer(k, p, true, true, b, b, k.ctx_decode,
-                                          s.residuals.moe, nullptr)
-                              : LayerResult{};
+  // A layer kind the model lacks reads as the zero result, without zeroing
+  // one per evaluation.
+  static const LayerResult kNoLayer;
+  LayerSlot dense_slot, moe_slot;
+  const LayerResult& dense =
+      k.dense_layers > 0
+          ? CostLayerInto(k, p, false, true, b, b, k.ctx_decode,
+                          s.residuals.dense, nullptr, dense_slot.Fresh())
+          : kNoLayer;
+  const LayerResult& moe =
+      k.moe_layers > 0
+          ? CostLayerInto(k, p, true, true, b, b, k.ctx_decode, s.residuals.moe,
+                          nullptr, moe_slot.Fresh())
+          : kNoLayer;
   const LayerResult embed =
       CostEmbedding(k, p, true, b, b, k.ctx_decode, s.residuals.first);
   const LayerResult head =
@@ -398,11 +416,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   // prefill stage.
   {
     const StageLayers& sl = s.stages[slow];
-    AddOps({&dense, &moe, slow == 0 ? &embed : nullptr,
-            slow == pp - 1 ? &head : nullptr},
-           {static_cast<double>(m) * sl.dense, static_cast<double>(m) * sl.moe,
-            static_cast<double>(m), static_cast<double>(m)},
-           &e.decode);
+    AddOps(dense, static_cast<double>(m) * sl.dense, &e.decode);
+    AddOps(moe, static_cast<double>(m) * sl.moe, &e.decode);
+    if (slow == 0) AddOps(embed, m, &e.decode);
+    if (slow == pp - 1) AddOps(head, m, &e.decode);
     e.nvlink_decode_bytes =
         m * (sl.dense * dense.traffic.nv + sl.moe * moe.traffic.nv +
              (slow == 0 ? embed.traffic.nv : 0) +
@@ -413,11 +430,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
              (slow == pp - 1 ? head.traffic.ib : 0) + p2p_traffic.ib);
     const int ps = s.prefill_worst_stage;
     const StageLayers& pl = s.stages[ps];
-    AddOps(
-        {&s.pre_dense, &s.pre_moe, ps == 0 ? &s.pre_embed : nullptr,
-         ps == pp - 1 ? &s.pre_head : nullptr},
-        {static_cast<double>(pl.dense), static_cast<double>(pl.moe), 1.0, 1.0},
-        &e.prefill);
+    AddOps(s.pre_dense, pl.dense, &e.prefill);
+    AddOps(s.pre_moe, pl.moe, &e.prefill);
+    if (ps == 0) AddOps(s.pre_embed, 1.0, &e.prefill);
+    if (ps == pp - 1) AddOps(s.pre_head, 1.0, &e.prefill);
     e.nvlink_prefill_bytes =
         pl.dense * s.pre_dense.traffic.nv + pl.moe * s.pre_moe.traffic.nv +
         (ps == 0 ? s.pre_embed.traffic.nv : 0) +
@@ -429,7 +445,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   }
   double compute_seconds = 0, memory_seconds = 0, comm_seconds = 0,
          best_op_seconds = -1;
-  for (int i = 0; i < kNumOpKinds; ++i) {
+  auto visit = [&](int i) {
     const OpCost& c = e.decode[i];
     if (c.compute_seconds > c.memory_seconds) {
       compute_seconds += c.compute_seconds;
@@ -443,7 +459,17 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
       best_op_seconds = op_seconds;
       e.bottleneck_op = static_cast<OpKind>(i);
     }
-  }
+  };
+  // In operator order. A model without MoE layers charges no router or
+  // expert operator: their entries are +0, which changes no sum, and once an
+  // operator has been looked at (the embedding) neither the bottleneck, so
+  // they are skipped.
+  const int layer_ops_end =
+      static_cast<int>(k.moe_layers > 0 ? OpKind::kLmHead : OpKind::kRouter);
+  static_assert(static_cast<int>(OpKind::kLmHead) == kNumOpKinds - 1,
+                "the LM head is the last operator");
+  for (int i = 0; i < layer_ops_end; ++i) visit(i);
+  visit(static_cast<int>(OpKind::kLmHead));
   if (chain > max_work * 1.000001 && pp > 1) {
     e.bottleneck = Bottleneck::kPipeline;
   } else if (comm_seconds >= compute_seconds &&

@@ -97,6 +97,22 @@ inline double DeepEpBytesPerS(const std::array<double, 6>& table, int ep) {
   return table[i] * (1 - f) + table[i + 1] * f;
 }
 
+// CostConstants::ep_rates' entry for `ep` (> 1); `k`'s link figures must be
+// set.
+inline ExpertParallelRates ExpertParallelRatesOf(const CostConstants& k,
+                                                 int ep) {
+  const double nic_scale = k.ib_raw_bytes_per_s / kDeepEpNicBytesPerS;
+  ExpertParallelRates r;
+  r.log_ep = std::log(static_cast<double>(ep));
+  r.low_latency_dispatch_bytes_per_s =
+      DeepEpBytesPerS(kLowLatencyDispatchBytesPerS, ep) * nic_scale;
+  r.low_latency_combine_bytes_per_s =
+      DeepEpBytesPerS(kLowLatencyCombineBytesPerS, ep) * nic_scale;
+  r.normal_rdma_bytes_per_s =
+      DeepEpBytesPerS(kNormalRdmaBytesPerS, ep) * nic_scale;
+  return r;
+}
+
 }  // namespace shardplan::simulator::internal
 
 #endif  // SHARDPLAN_SIMULATOR_INTERNAL_COLLECTIVES_H_

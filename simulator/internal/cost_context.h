@@ -20,6 +20,17 @@ inline constexpr double kMemoryReserveFraction = 0.10;
 // Activations are exchanged in bf16 whatever the weight dtype.
 inline constexpr double kActivationBytes = 2.0;
 
+// What the expert all-to-all of one expert-parallel size `ep` reads, the same
+// for every plan of that size (CostConstants::ep_rates): ln(ep) for the
+// routing imbalance, and DeepEP's measured bandwidths at that size
+// (DeepEpBytesPerS) scaled to the hardware's NIC.
+struct ExpertParallelRates {
+  double log_ep = 0;
+  double low_latency_dispatch_bytes_per_s = 0;
+  double low_latency_combine_bytes_per_s = 0;
+  double normal_rdma_bytes_per_s = 0;
+};
+
 struct CostConstants {
   // Model.
   double hidden = 0, heads = 0, kv_heads = 0, vocab = 0, intermediate = 0;
@@ -87,6 +98,13 @@ struct CostConstants {
   // DispatchFanout(*this, ep) of every ep up to the GPUs (at most
   // kBlockShapeTableGpus); MoE models only.
   std::vector<double> dispatch_fanout;
+  // ExpertParallelRatesOf(*this, ep) of the same eps (entries 0 and 1
+  // unused); MoE models only.
+  std::vector<ExpertParallelRates> ep_rates;
+  // UntouchedExpertShare(*this, dp * isl) of every dp up to the GPUs (at most
+  // kBlockShapeTableGpus): a prefill of one request per attention dp rank;
+  // MoE models only.
+  std::vector<double> untouched_at_isl;
   // The cluster's block shapes (the placement of every plan), blocks of up
   // to kBlockShapeTableGpus GPUs (larger ones are computed per plan).
   BlockShapeTable block_shapes;
@@ -112,6 +130,13 @@ struct CostConstants {
 // is sent to, divided by top_k (PlanCtx::dispatch_fanout).
 inline double DispatchFanout(const CostConstants& k, int ep) {
   return ep * (1.0 - std::pow(1.0 - 1.0 / ep, k.top_k)) / k.top_k;
+}
+
+// Share of one expert group's routed experts that none of `domain_tokens`
+// tokens, each routed to top_k of the experts, lands on.
+inline double UntouchedExpertShare(const CostConstants& k,
+                                   double domain_tokens) {
+  return std::pow(1.0 - k.top_k / k.experts, domain_tokens);
 }
 
 }  // namespace shardplan::simulator::internal

@@ -31,6 +31,8 @@ struct PlanCtx {
   // Expected distinct expert groups a token is sent to, divided by top_k (a
   // token routed to several experts of one group is sent there once).
   double dispatch_fanout = 1;
+  // The expert all-to-all's rates at this ep (ep > 1 only).
+  ExpertParallelRates ep_rates;
   // Routed-expert slots per expert-parallel rank: ceil(experts / ep). When ep
   // does not divide the experts, engines fill the spare slots with copies of
   // hot experts (EPLB's redundant experts: SGLang
@@ -76,6 +78,20 @@ LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,
 LayerResult CostLmHead(const CostConstants& k, const PlanCtx& p, bool decode,
                        double tokens, double requests, double ctx,
                        Layout residual);
+// The same, written into `*result`, which must be as a fresh LayerResult
+// (zero): no copy of the result on the hot path. CostLayerInto returns
+// `*result`.
+const LayerResult& CostLayerInto(const CostConstants& k, const PlanCtx& p,
+                                 bool moe_layer, bool decode, double tokens,
+                                 double requests, double ctx, Layout residual,
+                                 std::vector<CollectiveRecord>* records,
+                                 LayerResult* result);
+void CostEmbeddingInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                       double tokens, double requests, double ctx,
+                       Layout residual, LayerResult* result);
+void CostLmHeadInto(const CostConstants& k, const PlanCtx& p, bool decode,
+                    double tokens, double requests, double ctx, Layout residual,
+                    LayerResult* result);
 
 // The residual layout each layer kind settles into, from the dims alone.
 Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p);

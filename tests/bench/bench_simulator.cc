@@ -41,29 +41,19 @@
 #include "simulator/spec.h"
 #include "simulator/transition.h"
 #include "simulator/types.h"
+#include "tests/bench/catalog_models.h"
 
 namespace shardplan::simulator {
 namespace {
 
-int GpusFor(const ModelDims& m) {
-  const double params = m.TotalParams();
-  if (params > 1e12) return 64;
-  if (params > 3e11) return 32;
-  if (params > 1e11) return 16;
-  return 8;
-}
-
 std::unique_ptr<const CostModel> MakeModel(const std::string& name,
                                            int concurrency) {
-  shardplan::v1::ModelSource source;
-  source.set_catalog_name(name);
-  absl::StatusOr<shardplan::v1::ModelSpec> spec = ResolveModel(source);
-  if (!spec.ok()) return nullptr;
-  absl::StatusOr<ModelDims> dims = ModelDimsFromSpec(*spec, "model");
-  if (!dims.ok()) return nullptr;
+  absl::StatusOr<CatalogModel> catalog = ResolveCatalogModel(name);
+  if (!catalog.ok()) return nullptr;
+  const shardplan::v1::ModelSource& source = catalog->source;
   shardplan::v1::ClusterSpec cluster;
   cluster.set_hardware("h100-sxm-80gb");
-  cluster.set_num_gpus(GpusFor(*dims));
+  cluster.set_num_gpus(BenchGpusFor(catalog->dims));
   cluster.set_gpus_per_node(8);
   shardplan::v1::Workload workload;
   workload.set_input_tokens(1024);
@@ -106,12 +96,7 @@ std::vector<PlanDims> PlanStream(const CostModel& model, bool explicit_batch,
        attempt < count * 50 && static_cast<int>(plans.size()) < count;
        ++attempt) {
     PlanDims p = degrees[rng() % degrees.size()];
-    for (int i = 0; i < kNumOpKinds; ++i) {
-      p.dims[i] = (rng() % 2 == 0)
-                      ? MegatronShardDims()[i]
-                      : static_cast<ShardDim>(rng() % kNumShardDims);
-    }
-    p.micro_batches = p.pp > 1 ? static_cast<int>(p.pp * (1 + rng() % 2)) : 0;
+    RandomDimsAndMicroBatches(rng, &p);
     p.batch_size = explicit_batch ? batches[rng() % 14] : 0;
     if (model.ValidatePlan(p).ok()) plans.push_back(p);
   }

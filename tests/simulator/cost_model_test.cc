@@ -846,6 +846,38 @@ TEST(CostModelTest, EvaluateIsDeterministic) {
   }
 }
 
+// Evaluate's guard refuses a dim code out of range at any operator (a
+// caller that skipped ValidatePlan) and lets every valid code through: the
+// codes are tested all at once, so the edges of the byte test are covered
+// (the first invalid code, 127/128, and codes whose test carries into the
+// next operator's byte).
+TEST(CostModelTest, EvaluateRefusesOutOfRangeDimCodes) {
+  auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
+  const PlanDims base = Plan(1, 8, 1, 1, 16);
+  ASSERT_TRUE(model->ValidatePlan(base).ok());
+  ASSERT_TRUE(model->Evaluate(base).feasible);
+  for (int op = 0; op < kNumOpKinds; ++op) {
+    for (int code :
+         {kNumShardDims, kNumShardDims + 1, 127, 128, 132, 133, 200, 255}) {
+      PlanDims plan = base;
+      plan.dims[op] = static_cast<ShardDim>(code);
+      const Evaluation e = model->Evaluate(plan);
+      EXPECT_FALSE(e.feasible) << "operator " << op << " code " << code;
+      EXPECT_EQ(e.reason, InfeasibleReason::kNone)
+          << "operator " << op << " code " << code;
+      EXPECT_EQ(e.output_tokens_per_s, 0);
+    }
+    for (int code = 0; code < kNumShardDims; ++code) {
+      // Every valid code passes the guard: the evaluation runs (a predicted
+      // TPOT), feasible or not.
+      PlanDims plan = base;
+      plan.dims[op] = static_cast<ShardDim>(code);
+      EXPECT_GT(model->Evaluate(plan).tpot_seconds, 0)
+          << "operator " << op << " code " << code;
+    }
+  }
+}
+
 TEST(CostModelTest, MegatronPlanRules) {
   {
     auto model = Make({.model = "llama-3.1-70b", .gpus = 16});
