@@ -195,10 +195,24 @@ constexpr double kSglangBf16GroupedGemmBandwidthRatio = 0.70 / 0.80;
 constexpr double kSglangFp8GroupedGemmBandwidthRatio = 0.68 / 0.80;
 constexpr double kTrtllmFp8GroupedGemmBandwidthRatio = 0.58 / 0.81;
 
-Calibration WithBlackwellGroupedGemmRatios(Calibration c, double bf16,
-                                           double fp8) {
+// Expert parallelism under attention dp
+// (Calibration::expert_dispatch_gathers_over_dp): vLLM's default all2all
+// backend is "allgather_reducescatter" (ParallelConfig.all2all_backend,
+// vllm/config/parallel.py), whose AgRsAll2AllManager dispatches by
+// all_gatherv of the hidden states, top-k weights and ids over the dp group
+// and combines by reduce_scatterv over it
+// (vllm/distributed/device_communicators/all2all.py at
+// https://github.com/vllm-project/vllm/blob/001430048e8175c8dff1bc57e1a81a1fa75460f9/vllm/distributed/device_communicators/all2all.py,
+// AgRsAll2AllManager.dispatch and .combine). SGLang and TensorRT-LLM
+// dispatch with all-to-all kernels (DeepEP, their own).
+constexpr bool kVllmExpertDispatchGathersOverDp = true;
+
+Calibration WithBlackwellGroupedGemmRatios(
+    Calibration c, double bf16, double fp8,
+    bool expert_dispatch_gathers_over_dp = false) {
   c.bf16_grouped_gemm_bandwidth_ratio = bf16;
   c.fp8_grouped_gemm_bandwidth_ratio = fp8;
+  c.expert_dispatch_gathers_over_dp = expert_dispatch_gathers_over_dp;
   return c;
 }
 
@@ -229,7 +243,8 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
                EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
                          kPagedKvReservedOutput, kVllmPreempts, 0, 0),
                kVllmBf16GroupedGemmBandwidthRatio,
-               kVllmFp8GroupedGemmBandwidthRatio)},
+               kVllmFp8GroupedGemmBandwidthRatio,
+               kVllmExpertDispatchGathersOverDp)},
       };
   return *kProfiles;
 }
@@ -546,6 +561,7 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.fp4_grouped_gemm_bandwidth_ratio = e.fp4_grouped_gemm_bandwidth_ratio;
   c.bf16_grouped_gemm_bandwidth_ratio = e.bf16_grouped_gemm_bandwidth_ratio;
   c.fp8_grouped_gemm_bandwidth_ratio = e.fp8_grouped_gemm_bandwidth_ratio;
+  c.expert_dispatch_gathers_over_dp = e.expert_dispatch_gathers_over_dp;
   c.offloaded_detokenisation_request_overhead_seconds =
       e.offloaded_detokenisation_request_overhead_seconds;
   return c;

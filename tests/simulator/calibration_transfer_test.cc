@@ -180,6 +180,36 @@ TEST(CalibrationTransferTest, SpeculativeDecodingRunsOfTheExportAreSkipped) {
   EXPECT_EQ(parsed->rows[2].id, "e");
 }
 
+// AIConfigurator's gap-analysis runs of TensorRT-LLM 1.3.0rc1 do not measure
+// steady decoding (calibration_harness_rows.cc, UnsteadyGapAnalysisRun):
+// skipped. The same files' later releases, other engines' runs and the
+// database dumps are kept.
+TEST(CalibrationTransferTest, UnsteadyGapAnalysisRunsAreSkipped) {
+  const std::string header = kExportHeader;
+  const std::string layout =
+      "b200_sxm,fp4,agg,4000,1000,nvfp4,8,8,1,1,1,8,300,9.0\n";
+  const std::string gap =
+      "source_file=/Users/x/projects/aic-auto-gap-analysis/data/b200_sxm/"
+      "trtllm/";
+  const std::string csv =
+      header + "a," + gap +
+      "1.3.0rc1/nvidia_DeepSeek-R1-NVFP4.csv; silicon_concurrency=8,trtllm,"
+      "1.3.0rc1,deepseek-ai/DeepSeek-R1," +
+      layout + "b," + gap +
+      "1.3.0rc5/nvidia_DeepSeek-V3.1-NVFP4.csv; silicon_concurrency=8,trtllm,"
+      "1.3.0rc5,deepseek-ai/DeepSeek-R1," +
+      layout +
+      "c,db-dump/2026-04-27; silicon_concurrency=8,trtllm,1.3.0rc1,"
+      "deepseek-ai/DeepSeek-R1," +
+      layout;
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->skipped_unsteady, 1);
+  ASSERT_EQ(parsed->rows.size(), 2u);
+  EXPECT_EQ(parsed->rows[0].id, "b");
+  EXPECT_EQ(parsed->rows[1].id, "c");
+}
+
 // Evaluates `plan` of `problem` with TensorRT-LLM's shipped profile.
 Evaluation EvaluateTrtllm(const Problem& problem, const PlanDims& plan) {
   const CalibrationProfile& trtllm = CalibrationProfiles().front();
