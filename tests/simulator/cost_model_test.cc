@@ -439,6 +439,26 @@ TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
   }
 }
 
+// MiniMax-M2.5 FP8 on 4 GPUs of an 8-GPU node, 1k/1k at `concurrency`, with
+// KV-cache dtype `kv_dtype` ("": the default).
+absl::StatusOr<Problem> MiniMaxOnFourGpus(const std::string& hardware,
+                                          int concurrency,
+                                          const std::string& kv_dtype) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("minimax-m2.5");
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware(hardware);
+  cluster.set_num_gpus(4);
+  cluster.set_gpus_per_node(8);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(1024);
+  workload.set_concurrency(concurrency);
+  workload.set_weight_dtype("fp8");
+  if (!kv_dtype.empty()) workload.set_kv_cache_dtype(kv_dtype);
+  return ProblemFromProto(source, cluster, workload);
+}
+
 // Routed BF16/FP8 experts on Blackwell stream their weights at the engine's
 // grouped-GEMM bandwidth ratio (the fraction of HBM its MoE kernel reaches on
 // B200 over the fraction on H100, from AIConfigurator's kernel tables): the
@@ -451,20 +471,7 @@ TEST(CostModelTest, BlackwellGroupedExpertGemmsStreamAtTheEnginesRatio) {
   ASSERT_TRUE(vllm.ok()) << vllm.status();
   const PlanDims plan = Plan(1, 4, 1, 1, 4);
   for (const std::string hardware : {"b200-sxm-180gb", "h100-sxm-80gb"}) {
-    shardplan::v1::ModelSource source;
-    source.set_catalog_name("minimax-m2.5");
-    shardplan::v1::ClusterSpec cluster;
-    cluster.set_hardware(hardware);
-    cluster.set_num_gpus(4);
-    cluster.set_gpus_per_node(8);
-    shardplan::v1::Workload workload;
-    workload.set_input_tokens(1024);
-    workload.set_output_tokens(1024);
-    workload.set_concurrency(4);
-    workload.set_weight_dtype("fp8");
-    workload.set_kv_cache_dtype("fp8");
-    absl::StatusOr<Problem> problem =
-        ProblemFromProto(source, cluster, workload);
+    absl::StatusOr<Problem> problem = MiniMaxOnFourGpus(hardware, 4, "fp8");
     ASSERT_TRUE(problem.ok()) << problem.status();
     Calibration same = vllm->calibration;
     same.fp8_grouped_gemm_bandwidth_ratio = 1;
@@ -503,18 +510,7 @@ TEST(CostModelTest, VllmExpertParallelGathersOverTheDpGroup) {
   absl::StatusOr<CalibrationProfile> vllm = FindCalibrationProfile("vllm");
   ASSERT_TRUE(vllm.ok()) << vllm.status();
   ASSERT_TRUE(vllm->calibration.expert_dispatch_gathers_over_dp);
-  shardplan::v1::ModelSource source;
-  source.set_catalog_name("minimax-m2.5");
-  shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("b200-sxm-180gb");
-  cluster.set_num_gpus(4);
-  cluster.set_gpus_per_node(8);
-  shardplan::v1::Workload workload;
-  workload.set_input_tokens(1024);
-  workload.set_output_tokens(1024);
-  workload.set_concurrency(16);
-  workload.set_weight_dtype("fp8");
-  absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
+  absl::StatusOr<Problem> problem = MiniMaxOnFourGpus("b200-sxm-180gb", 16, "");
   ASSERT_TRUE(problem.ok()) << problem.status();
   Calibration a2a = vllm->calibration;
   a2a.expert_dispatch_gathers_over_dp = false;
