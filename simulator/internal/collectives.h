@@ -73,30 +73,6 @@ inline double CollectiveSeconds(const CostConstants& k, Collective c,
   return std::max(hier, intra);
 }
 
-// Expert dispatch/combine across nodes, measured: DeepEP's kernels on H800
-// with one CX7 400 Gb/s NIC per GPU (the NIC of an H100 DGX/HGX node),
-// https://github.com/deepseek-ai/DeepEP (README, "Performance"). Bandwidth per
-// GPU in bytes/s by EP size (log2 8..256). Low-latency kernels (decode, 128
-// tokens per rank, top-8, hidden 7168): every routed copy counted, local ones
-// included. Normal kernels (prefill, 4096 tokens): RDMA bytes only.
-inline constexpr std::array<double, 6> kLowLatencyDispatchBytesPerS = {
-    98e9, 63e9, 48e9, 43e9, 39e9, 39e9};
-inline constexpr std::array<double, 6> kLowLatencyCombineBytesPerS = {
-    127e9, 74e9, 53e9, 46e9, 39e9, 40e9};
-inline constexpr std::array<double, 6> kNormalRdmaBytesPerS = {
-    43e9, 43e9, 58e9, 51e9, 51e9, 51e9};
-// The NIC those tables were measured with (CX7, 400 Gb/s = 50 GB/s); other
-// hardware scales them by its inter-node bandwidth.
-inline constexpr double kDeepEpNicBytesPerS = 50e9;
-
-// Table lookup, linear in log2(ep) between EP 8 and 256 (clamped).
-inline double DeepEpBytesPerS(const std::array<double, 6>& table, int ep) {
-  const double x = std::clamp(std::log2(std::max(ep, 1)) - 3.0, 0.0, 5.0);
-  const int i = std::min(4, static_cast<int>(x));
-  const double f = x - i;
-  return table[i] * (1 - f) + table[i + 1] * f;
-}
-
 // NCCL all-gather and reduce-scatter inside a node, measured: seconds by
 // hardware (Hopper, Blackwell), group size (2, 4, 8) and the whole tensor's
 // bytes (256 B x 4^i, i = 0..8, up to 16 MiB), the mean of the two
@@ -145,6 +121,30 @@ inline double NcclGatherScatterSeconds(const CostConstants& k, Collective c,
     measured = table[i] * (1 - f) + table[i + 1] * f;
   }
   return std::max(measured, formula);
+}
+
+// Expert dispatch/combine across nodes, measured: DeepEP's kernels on H800
+// with one CX7 400 Gb/s NIC per GPU (the NIC of an H100 DGX/HGX node),
+// https://github.com/deepseek-ai/DeepEP (README, "Performance"). Bandwidth per
+// GPU in bytes/s by EP size (log2 8..256). Low-latency kernels (decode, 128
+// tokens per rank, top-8, hidden 7168): every routed copy counted, local ones
+// included. Normal kernels (prefill, 4096 tokens): RDMA bytes only.
+inline constexpr std::array<double, 6> kLowLatencyDispatchBytesPerS = {
+    98e9, 63e9, 48e9, 43e9, 39e9, 39e9};
+inline constexpr std::array<double, 6> kLowLatencyCombineBytesPerS = {
+    127e9, 74e9, 53e9, 46e9, 39e9, 40e9};
+inline constexpr std::array<double, 6> kNormalRdmaBytesPerS = {
+    43e9, 43e9, 58e9, 51e9, 51e9, 51e9};
+// The NIC those tables were measured with (CX7, 400 Gb/s = 50 GB/s); other
+// hardware scales them by its inter-node bandwidth.
+inline constexpr double kDeepEpNicBytesPerS = 50e9;
+
+// Table lookup, linear in log2(ep) between EP 8 and 256 (clamped).
+inline double DeepEpBytesPerS(const std::array<double, 6>& table, int ep) {
+  const double x = std::clamp(std::log2(std::max(ep, 1)) - 3.0, 0.0, 5.0);
+  const int i = std::min(4, static_cast<int>(x));
+  const double f = x - i;
+  return table[i] * (1 - f) + table[i + 1] * f;
 }
 
 }  // namespace shardplan::simulator::internal
