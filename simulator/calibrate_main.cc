@@ -119,6 +119,7 @@ bool LoadMore(const std::string& path, bool validation_only,
   data.skipped_disaggregated += more->skipped_disaggregated;
   data.skipped_other += more->skipped_other;
   data.skipped_speculative += more->skipped_speculative;
+  data.skipped_unsteady += more->skipped_unsteady;
   data.high_concurrency_rows.insert(data.high_concurrency_rows.end(),
                                     more->high_concurrency_rows.begin(),
                                     more->high_concurrency_rows.end());
@@ -391,6 +392,12 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
       std::cout << absl::StrFormat(
           "  %d runs of speculative-decoding (MTP) configurations skipped\n",
           parsed->skipped_speculative);
+    }
+    if (parsed->skipped_unsteady > 0) {
+      std::cout << absl::StrFormat(
+          "  %d gap-analysis runs that do not measure steady decoding "
+          "skipped\n",
+          parsed->skipped_unsteady);
     }
     if (parsed->exported_layouts_read_as_node > 0) {
       std::cout << absl::StrFormat(

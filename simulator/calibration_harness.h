@@ -75,6 +75,9 @@ struct ParsedMeasurements {
   // say so, known from the exported container image
   // (calibration_harness_rows.cc, SpeculativeRunOfExport).
   int skipped_speculative = 0;
+  // Rows of AIConfigurator gap-analysis runs that do not measure steady
+  // decoding (calibration_harness_rows.cc, UnsteadyGapAnalysisRun).
+  int skipped_unsteady = 0;
   // Rows whose exported layout (tp or attention dp = moe_tp x moe_ep over
   // more GPUs than a node) is read back as the single-node run it measures
   // (ParseMeasurements, calibration_harness_rows.cc).

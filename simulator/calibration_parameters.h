@@ -72,6 +72,13 @@ struct Calibration {
   // (simulator/calibration.cc cites the tables).
   double bf16_grouped_gemm_bandwidth_ratio = 1.0;
   double fp8_grouped_gemm_bandwidth_ratio = 1.0;
+  // Expert parallelism with attention data parallelism (dp > 1): true = the
+  // engine moves tokens to the experts by an all-gather of every dp rank's
+  // tokens and brings the outputs back by a reduce-scatter, both NCCL
+  // collectives over the dp group (vLLM's default all2all backend); false =
+  // dispatch and combine all-to-alls (DeepEP-style kernels). Engine
+  // behaviour, not fitted (simulator/calibration.cc cites the source).
+  bool expert_dispatch_gathers_over_dp = false;
   // KV cache a running request holds, as the fraction of its output tokens
   // reserved on top of its prompt: 1 = the whole output up front
   // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =

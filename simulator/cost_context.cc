@@ -344,6 +344,10 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   // collectives keep the link's own latency.
   k->ib_latency_seconds = hd.inter_node_latency_seconds;
   k->ib_raw_bytes_per_s = hd.inter_node_bytes_per_s;
+  k->expert_dispatch_gathers = cal.expert_dispatch_gathers_over_dp;
+  // Blackwell (FP4 tensor cores) or Hopper NCCL measurements.
+  k->nccl_table =
+      hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0 ? 1 : 0;
   k->gpus_per_node = model->problem_.cluster.gpus_per_node;
   k->cluster = model->problem_.cluster;
   if (k->moe && k->experts > 0) {

@@ -253,7 +253,14 @@ class Pass {
     const double domain_tokens = p_.dp * T;
     // distinct destination groups per token
     const double dests = p_.dispatch_fanout * k_.top_k;
-    ExpertAllToAll(OpKind::kExpertUp, T / n, /*combine=*/false);
+    if (GathersOverDp()) {
+      // All-gather of every dp rank's hidden states, top-k ids and weights.
+      GatherScatter(OpKind::kExpertUp, Collective::kAllGather,
+                    domain_tokens * (k_.hidden * kActivationBytes +
+                                     k_.top_k * kTopkBytesPerExpert));
+    } else {
+      ExpertAllToAll(OpKind::kExpertUp, T / n, /*combine=*/false);
+    }
     // Tokens at one expert group: token-expert pairs, distinct tokens,
     // shared-expert tokens.
     // The busiest expert group sets the pace. With tokens routed
@@ -298,8 +305,35 @@ class Pass {
     // and combined back to the tokens' ranks by a second all-to-all.
     Transition(OpKind::kExpertDown, ld.out, Layout::kTokenSplit, false,
                k_.hidden, unique, p_.tp_expert_group);
-    ExpertAllToAll(OpKind::kExpertDown, T / n, /*combine=*/true);
+    if (GathersOverDp()) {
+      GatherScatter(OpKind::kExpertDown, Collective::kReduceScatter,
+                    domain_tokens * k_.hidden * kActivationBytes);
+    } else {
+      ExpertAllToAll(OpKind::kExpertDown, T / n, /*combine=*/true);
+    }
     return Merge(OpKind::kExpertDown, Layout::kTokenSplit, residual);
+  }
+
+  // vLLM's default expert-parallel path with attention dp
+  // (Calibration::expert_dispatch_gathers_over_dp): every rank gathers the
+  // tokens of all dp ranks and runs its own experts on them, then the
+  // outputs are reduce-scattered back. Inside one node only: across nodes
+  // vLLM's expert-parallel deployment guide runs DeepEP's kernels
+  // (--all2all-backend deepep_low_latency / deepep_high_throughput), and over
+  // the trays of an NVLink domain the launch command selects FlashInfer's
+  // all-to-all (client/emit/vllm.cc); both are the all-to-all below.
+  bool GathersOverDp() const {
+    return k_.expert_dispatch_gathers && p_.dp > 1 &&
+           p_.dp_group.per_node >= p_.dp_group.n && p_.ep_nodes <= 1;
+  }
+  // Top-k expert id (int32) and weight (fp32) per routed expert.
+  static constexpr double kTopkBytesPerExpert = 8;
+  void GatherScatter(OpKind op, Collective c, double bytes) {
+    const Group& g = p_.dp_group;
+    if (g.n <= 1 || bytes <= 0) return;
+    r_.comm[static_cast<int>(op)] +=
+        NcclGatherScatterSeconds(k_, c, bytes, g, &r_.traffic);
+    if (records_ != nullptr) records_->push_back({op, c, bytes, g.n});
   }
 
   // Dispatch (or combine) of `tokens_rank` tokens per rank to their experts
@@ -601,6 +635,11 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
       place.domain.spans_nodes()
           ? std::max(1, std::min(p.ep, place.domain.per_node / p.tp_expert))
           : p.ep;
+  p.dp_group.n = p.dp;
+  p.dp_group.per_node =
+      place.domain.spans_nodes()
+          ? std::max(1, std::min(p.dp, place.domain.per_node / p.tp))
+          : p.dp;
   p.p2p_inter_node = place.p2p_inter_node;
   p.p2p_ib_boundaries =
       p.p2p_inter_node

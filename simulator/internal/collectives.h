@@ -73,6 +73,56 @@ inline double CollectiveSeconds(const CostConstants& k, Collective c,
   return std::max(hier, intra);
 }
 
+// NCCL all-gather and reduce-scatter inside a node, measured: seconds by
+// hardware (Hopper, Blackwell), group size (2, 4, 8) and the whole tensor's
+// bytes (256 B x 4^i, i = 0..8, up to 16 MiB), the mean of the two
+// collectives (bf16; they agree within 10%). AIConfigurator's NCCL 2.29.2
+// tables, aic-core/src/aiconfigurator_core/systems/data/{h100_sxm,b200_sxm}/
+// comm/nccl/2.29.2/nccl_perf.parquet of
+// https://github.com/ai-dynamo/aiconfigurator at 095f58a5. Below 1 MiB a
+// call costs its launch and synchronisation (5-10 us on H100, 9-16 us on
+// B200), far above what the ring formulas' fitted per-hop latency gives.
+inline constexpr std::array<std::array<std::array<double, 9>, 3>, 2>
+    kNcclGatherScatterSeconds = {{
+        {{{5.7e-6, 5.2e-6, 5.8e-6, 6.3e-6, 6.5e-6, 8.3e-6, 16.0e-6, 34.3e-6,
+           94.3e-6},
+          {7.1e-6, 7.1e-6, 7.5e-6, 8.4e-6, 8.8e-6, 10.4e-6, 18.3e-6, 42.0e-6,
+           107.9e-6},
+          {10.2e-6, 10.5e-6, 10.6e-6, 12.3e-6, 12.8e-6, 13.9e-6, 20.0e-6,
+           44.3e-6, 118.4e-6}}},
+        {{{8.7e-6, 8.6e-6, 9.3e-6, 9.7e-6, 10.0e-6, 11.0e-6, 15.3e-6, 29.2e-6,
+           54.4e-6},
+          {11.1e-6, 12.2e-6, 11.4e-6, 12.5e-6, 16.2e-6, 13.0e-6, 18.8e-6,
+           49.5e-6, 70.5e-6},
+          {16.1e-6, 17.2e-6, 16.7e-6, 18.6e-6, 18.5e-6, 19.0e-6, 22.7e-6,
+           43.9e-6, 110.4e-6}}},
+    }};
+
+// Seconds of one NCCL all-gather or reduce-scatter of a `bytes` tensor over
+// `g` (kNcclGatherScatterSeconds; linear in log4(bytes) between the
+// measured sizes, in bytes above 16 MiB; group sizes between the measured
+// ones take the next larger). A group that spans nodes pays at least the
+// ring formula's inter-node time too.
+inline double NcclGatherScatterSeconds(const CostConstants& k, Collective c,
+                                       double bytes, const Group& g,
+                                       Traffic* t) {
+  if (g.n <= 1 || bytes <= 0) return 0;
+  const double formula = CollectiveSeconds(k, c, bytes, g, t);
+  const int row = g.n <= 2 ? 0 : g.n <= 4 ? 1 : 2;
+  const std::array<double, 9>& table =
+      kNcclGatherScatterSeconds[std::clamp(k.nccl_table, 0, 1)][row];
+  const double x = std::log2(std::max(bytes, 256.0) / 256.0) / 2.0;
+  double measured = 0;
+  if (x >= 8) {
+    measured = table[8] * bytes / (256.0 * 65536.0);
+  } else {
+    const int i = static_cast<int>(x);
+    const double f = x - i;
+    measured = table[i] * (1 - f) + table[i + 1] * f;
+  }
+  return std::max(measured, formula);
+}
+
 // Expert dispatch/combine across nodes, measured: DeepEP's kernels on H800
 // with one CX7 400 Gb/s NIC per GPU (the NIC of an H100 DGX/HGX node),
 // https://github.com/deepseek-ai/DeepEP (README, "Performance"). Bandwidth per

@@ -83,6 +83,11 @@ struct CostConstants {
   // Expert dispatch bytes per element (FP8 with FP8/FP4 weights, as DeepEP
   // and the engines dispatch; combine is always bf16).
   double dispatch_bytes = 2;
+  // Calibration::expert_dispatch_gathers_over_dp, and which measured NCCL
+  // all-gather/reduce-scatter table the hardware's collectives follow
+  // (collectives.h, kNcclGatherScatterSeconds: 0 Hopper, 1 Blackwell).
+  bool expert_dispatch_gathers = false;
+  int nccl_table = 0;
   // FP4 weights on hardware without FP4 tensor cores (Hopper): weight-only
   // dequantising kernels, costed as streaming this many bytes per weight
   // element instead of 0.5 (Calibration::fp4_dequant_bytes_per_weight).

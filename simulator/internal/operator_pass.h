@@ -22,6 +22,8 @@ struct PlanCtx {
   int replicas = 1, dp = 1, tp = 1, pp = 1, ep = 1, tp_expert = 1;
   ShardDims dims{};
   Group tp_group, tp_expert_group, ep_group;
+  // One rank of each attention dp rank of a stage (strided by tp).
+  Group dp_group;
   int micro_batches = 1;
   bool p2p_inter_node = false;
   // Stage boundaries whose sends cross nodes (the others ride NVLink).

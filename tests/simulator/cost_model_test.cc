@@ -439,6 +439,26 @@ TEST(CostModelTest, MlaDecodeLayersPayMoreKernelLaunchOverhead) {
   }
 }
 
+// MiniMax-M2.5 FP8 on 4 GPUs of an 8-GPU node, 1k/1k at `concurrency`, with
+// KV-cache dtype `kv_dtype` ("": the default).
+absl::StatusOr<Problem> MiniMaxOnFourGpus(const std::string& hardware,
+                                          int concurrency,
+                                          const std::string& kv_dtype) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("minimax-m2.5");
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware(hardware);
+  cluster.set_num_gpus(4);
+  cluster.set_gpus_per_node(8);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(1024);
+  workload.set_concurrency(concurrency);
+  workload.set_weight_dtype("fp8");
+  if (!kv_dtype.empty()) workload.set_kv_cache_dtype(kv_dtype);
+  return ProblemFromProto(source, cluster, workload);
+}
+
 // Routed BF16/FP8 experts on Blackwell stream their weights at the engine's
 // grouped-GEMM bandwidth ratio (the fraction of HBM its MoE kernel reaches on
 // B200 over the fraction on H100, from AIConfigurator's kernel tables): the
@@ -451,20 +471,7 @@ TEST(CostModelTest, BlackwellGroupedExpertGemmsStreamAtTheEnginesRatio) {
   ASSERT_TRUE(vllm.ok()) << vllm.status();
   const PlanDims plan = Plan(1, 4, 1, 1, 4);
   for (const std::string hardware : {"b200-sxm-180gb", "h100-sxm-80gb"}) {
-    shardplan::v1::ModelSource source;
-    source.set_catalog_name("minimax-m2.5");
-    shardplan::v1::ClusterSpec cluster;
-    cluster.set_hardware(hardware);
-    cluster.set_num_gpus(4);
-    cluster.set_gpus_per_node(8);
-    shardplan::v1::Workload workload;
-    workload.set_input_tokens(1024);
-    workload.set_output_tokens(1024);
-    workload.set_concurrency(4);
-    workload.set_weight_dtype("fp8");
-    workload.set_kv_cache_dtype("fp8");
-    absl::StatusOr<Problem> problem =
-        ProblemFromProto(source, cluster, workload);
+    absl::StatusOr<Problem> problem = MiniMaxOnFourGpus(hardware, 4, "fp8");
     ASSERT_TRUE(problem.ok()) << problem.status();
     Calibration same = vllm->calibration;
     same.fp8_grouped_gemm_bandwidth_ratio = 1;
@@ -489,6 +496,84 @@ TEST(CostModelTest, BlackwellGroupedExpertGemmsStreamAtTheEnginesRatio) {
     EXPECT_EQ(qkv.memory_seconds,
               e1.decode[static_cast<int>(OpKind::kQkv)].memory_seconds)
         << hardware;
+  }
+}
+
+// vLLM's default expert parallelism under attention dp (all2all backend
+// allgather_reducescatter): each MoE layer all-gathers every dp rank's
+// tokens (hidden states, top-k ids and weights) over the dp group and
+// reduce-scatters the outputs back, NCCL collectives whose measured floor
+// (AIConfigurator's B200 table: 8.6-8.7 us for two ranks) the per-hop ring
+// latency does not reach. Without attention dp, or with the engines that
+// dispatch by all-to-all, nothing changes.
+TEST(CostModelTest, VllmExpertParallelGathersOverTheDpGroup) {
+  absl::StatusOr<CalibrationProfile> vllm = FindCalibrationProfile("vllm");
+  ASSERT_TRUE(vllm.ok()) << vllm.status();
+  ASSERT_TRUE(vllm->calibration.expert_dispatch_gathers_over_dp);
+  absl::StatusOr<Problem> problem = MiniMaxOnFourGpus("b200-sxm-180gb", 16, "");
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  Calibration a2a = vllm->calibration;
+  a2a.expert_dispatch_gathers_over_dp = false;
+  absl::StatusOr<std::unique_ptr<const CostModel>> gathers =
+      CostModel::Create(*problem, vllm->calibration);
+  absl::StatusOr<std::unique_ptr<const CostModel>> all_to_all =
+      CostModel::Create(*problem, a2a);
+  ASSERT_TRUE(gathers.ok() && all_to_all.ok());
+  const double hidden = 3072, top_k = 8;
+  constexpr int kTokens = 8;  // per dp rank
+  {
+    const PlanDims plan = Plan(2, 2, 1, 4, 16);
+    ASSERT_TRUE((*gathers)->ValidatePlan(plan).ok());
+    const std::vector<CollectiveRecord> g =
+        CostModelInspector::LayerCollectives(
+            **gathers, plan, /*moe_layer=*/true, /*decode=*/true, kTokens);
+    bool gathered = false, scattered = false;
+    for (const CollectiveRecord& r : g) {
+      EXPECT_NE(r.kind, Collective::kAllToAll);
+      if (r.op == OpKind::kExpertUp && r.kind == Collective::kAllGather) {
+        gathered = true;
+        EXPECT_EQ(r.group_size, 2);
+        EXPECT_DOUBLE_EQ(r.bytes, 2 * kTokens * (hidden * 2 + top_k * 8));
+      }
+      if (r.op == OpKind::kExpertDown && r.kind == Collective::kReduceScatter) {
+        scattered = true;
+        EXPECT_EQ(r.group_size, 2);
+        EXPECT_DOUBLE_EQ(r.bytes, 2 * kTokens * hidden * 2);
+      }
+    }
+    EXPECT_TRUE(gathered && scattered);
+    bool dispatched = false;
+    for (const CollectiveRecord& r : CostModelInspector::LayerCollectives(
+             **all_to_all, plan, true, true, kTokens)) {
+      dispatched |= r.kind == Collective::kAllToAll;
+    }
+    EXPECT_TRUE(dispatched);
+    const Evaluation e = (*gathers)->Evaluate(plan);
+    const Evaluation e1 = (*all_to_all)->Evaluate(plan);
+    const double up =
+        e.decode[static_cast<int>(OpKind::kExpertUp)].comm_seconds;
+    const double up1 =
+        e1.decode[static_cast<int>(OpKind::kExpertUp)].comm_seconds;
+    // At least the measured two-rank floor per MoE layer where the ring
+    // formula's all-to-all gives a fraction of it.
+    EXPECT_GT(up, 2 * up1);
+  }
+  {
+    // No attention dp: the experts' path is the all-to-all model's.
+    const PlanDims plan = Plan(1, 4, 1, 4, 16);
+    const std::vector<CollectiveRecord> g =
+        CostModelInspector::LayerCollectives(**gathers, plan, true, true,
+                                             kTokens);
+    const std::vector<CollectiveRecord> g1 =
+        CostModelInspector::LayerCollectives(**all_to_all, plan, true, true,
+                                             kTokens);
+    ASSERT_EQ(g.size(), g1.size());
+    for (size_t i = 0; i < g.size(); ++i) {
+      EXPECT_EQ(g[i].kind, g1[i].kind);
+      EXPECT_EQ(g[i].bytes, g1[i].bytes);
+    }
+    EXPECT_EQ((*gathers)->Evaluate(plan).tpot_seconds,
+              (*all_to_all)->Evaluate(plan).tpot_seconds);
   }
 }
 
