@@ -61,7 +61,7 @@ const std::vector<int>& ScanLoads();
 // 13: the cross-hardware bands read AIConfigurator's own FP8/NVFP4 runs with
 // the FP8 KV cache its generator deploys on every engine; point predictions
 // are unchanged.
-// 16: vLLM's expert parallelism under attention dp inside a node moves the
+// 14: vLLM's expert parallelism under attention dp inside a node moves the
 // tokens by NCCL all-gather and reduce-scatter over the dp group at
 // AIConfigurator's measured NCCL latencies
 // (Calibration::expert_dispatch_gathers_over_dp, collectives.h
@@ -69,7 +69,7 @@ const std::vector<int>& ScanLoads();
 // Blackwell rows of AIConfigurator's TensorRT-LLM 1.3.0rc1 gap analyses,
 // which do not measure steady decoding (calibration_harness_rows.cc,
 // UnsteadyGapAnalysisRun).
-inline constexpr int kCostModelVersion = 16;
+inline constexpr int kCostModelVersion = 14;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
