@@ -41,6 +41,10 @@ struct EmitContext {
   // DeepSeek sparse attention over MLA (ModelSpec.index_topk > 0:
   // DeepSeek-V3.2, GLM-5): engines keep its KV cache in their own formats.
   bool sparse_mla = false;
+  // Multi-head latent attention (ModelSpec.kv_lora_rank > 0: DeepSeek-V3/V3.2,
+  // Kimi-K2.5, GLM-5), sparse or not: engines keep its latent cache apart
+  // from standard attention's, in fewer dtypes.
+  bool mla = false;
   // GPUs of each node in rank order when node groups differ in size
   // (NodeGpusOf); empty = nodes of gpus_per_node.
   std::vector<int> node_gpus;

@@ -286,6 +286,7 @@ EmitContext EmitContextFor(const GlobalFlags& g,
     e.native_dtype = spec->native_dtype();
     e.is_moe = spec->num_experts() > 0;
     e.sparse_mla = spec->index_topk() > 0 && spec->kv_lora_rank() > 0;
+    e.mla = spec->kv_lora_rank() > 0;
   }
   for (const auto& op : prediction.operators()) {
     if ((op.operator_() == "router" || op.operator_() == "expert_up") &&

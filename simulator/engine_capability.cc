@@ -36,6 +36,7 @@ const std::vector<std::string>& KnownVariables() {
                                    "weight_dtype",
                                    "kv_cache_dtype",
                                    "sparse_attention",
+                                   "mla",
                                    "dp",
                                    "tp",
                                    "pp",
@@ -198,6 +199,7 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   v["kv_cache_dtype"] =
       Word(std::string(DtypeName(problem.workload.kv_cache_dtype)));
   v["sparse_attention"] = Number(m.is_sparse_attention() ? 1 : 0);
+  v["mla"] = Number(m.is_mla() ? 1 : 0);
   v["dp"] = Number(dp);
   v["tp"] = Number(tp);
   v["pp"] = Number(pp);

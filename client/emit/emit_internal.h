@@ -220,6 +220,12 @@ std::string KvCacheValue(Engine engine, const EngineVersion& ev,
                          const EmitContext& context,
                          std::vector<std::string>* warnings);
 
+// The flag table's value role of an FP4 KV cache for the model's attention:
+// "kv_cache_fp4" (standard attention), "kv_cache_fp4_mla" or
+// "kv_cache_fp4_sparse_mla"; a role the table lacks is a cache the engine does
+// not keep.
+const char* KvCacheFp4Role(const EmitContext& context);
+
 // vLLM's and SGLang's flags for online weight quantization and an FP8 KV
 // cache, and the environment variable of an explicit stage split.
 void AddDtypeAndStageFlags(const PoolArgs& a, Command& common);

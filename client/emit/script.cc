@@ -74,6 +74,11 @@ std::string WeightQuantization(Engine engine, const EmitContext& context,
 
 }  // namespace
 
+const char* KvCacheFp4Role(const EmitContext& context) {
+  if (context.sparse_mla) return "kv_cache_fp4_sparse_mla";
+  return context.mla ? "kv_cache_fp4_mla" : "kv_cache_fp4";
+}
+
 std::string KvCacheValue(Engine engine, const EngineVersion& ev,
                          const EmitContext& context,
                          std::vector<std::string>* warnings) {
@@ -90,12 +95,13 @@ std::string KvCacheValue(Engine engine, const EngineVersion& ev,
   if (!context.fp4_tensor_cores) {
     why = "needs FP4 tensor cores (Blackwell)";
   } else {
-    value = f.Value(context.sparse_mla ? "kv_cache_fp4_sparse_mla"
-                                       : "kv_cache_fp4");
+    value = f.Value(KvCacheFp4Role(context));
     if (value.empty()) {
       why =
           absl::StrCat("is not available in ", EngineName(engine), " ", ev.name,
-                       context.sparse_mla ? " for sparse-MLA models" : "");
+                       context.sparse_mla ? " for sparse-MLA models"
+                       : context.mla      ? " for MLA models"
+                                          : "");
     }
   }
   if (value.empty() && warnings != nullptr) {
@@ -325,7 +331,21 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   built.model_id = model_id;
   const std::string quantization =
       WeightQuantization(engine, context, model_id, script.warnings);
-  (void)KvCacheValue(engine, *ev, context, &script.warnings);
+  const std::string kv_cache =
+      KvCacheValue(engine, *ev, context, &script.warnings);
+  if (context.kv_cache_dtype == "fp4" && !kv_cache.empty()) {
+    // The range's first release may predate the FP4 cache: the script says
+    // which release it needs.
+    const auto gate = ev->gates.find(KvCacheFp4Role(context));
+    if (gate != ev->gates.end() && !gate->second.since.empty()) {
+      script.header.push_back(fmt::format(
+          "The FP4 KV cache ({}) needs {} {} or later{}.", kv_cache,
+          EngineName(engine), gate->second.since,
+          gate->second.sources.empty()
+              ? ""
+              : absl::StrCat(" (", gate->second.sources.front(), ")")));
+    }
+  }
 
   built.expert_all_to_all =
       plan.ep() > 1 || plan.prefill().ep() > 1 || plan.decode().ep() > 1;

@@ -31,7 +31,7 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   std::mt19937 rng(20261128);
   constexpr int kPlans = 300;
   int checked = 0, launched = 0, refused = 0, unrunnable = 0, rack = 0,
-      wide_ep = 0, versioned_blocked = 0;
+      wide_ep = 0, versioned_blocked = 0, fp4_kv = 0;
   for (int i = 0; i < kPlans; ++i) {
     Drawn d = Draw(rng);
     shardplan::v1::ModelSource model;
@@ -77,6 +77,19 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
       ++launched;
       EXPECT_TRUE(can.ok()) << label << ": launched, but " << can.message();
       wide_ep += built.script.nvlink_a2a;
+      // An FP4 KV cache the rules let through is one the launch sets (on FP4
+      // tensor cores; elsewhere the emitter warns), and the other way round:
+      // a cache the table has no value for must have been refused above.
+      if (d.context.kv_cache_dtype == "fp4" && d.context.fp4_tensor_cores) {
+        const absl::StatusOr<EngineVersion> newest =
+            FindEngineVersion(engine, "");
+        ASSERT_TRUE(newest.ok());
+        EXPECT_NE(
+            emit_internal::KvCacheValue(engine, *newest, d.context, nullptr),
+            "")
+            << label << ": runs an FP4 KV cache the launch does not set";
+        ++fp4_kv;
+      }
       // Every target refuses what the engine cannot run.
       for (const EmittedCommand& e : {EmitCommand(engine, d.plan, d.context),
                                       EmitKubernetes(engine, d.plan, d.context),
@@ -106,12 +119,14 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   EXPECT_GT(rack, kPlans / 5);
   EXPECT_GT(wide_ep, 10);
   EXPECT_GT(versioned_blocked, 10);
+  EXPECT_GT(fp4_kv, 5);
   RecordProperty("checked", checked);
   RecordProperty("launched", launched);
   RecordProperty("refused", refused);
   RecordProperty("unrunnable", unrunnable);
   RecordProperty("wide_ep_over_nvlink", wide_ep);
   RecordProperty("blocked_at_an_older_release", versioned_blocked);
+  RecordProperty("fp4_kv_cache_launches", fp4_kv);
 }
 
 }  // namespace

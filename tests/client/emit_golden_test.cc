@@ -79,6 +79,7 @@ EmitContext Model(const std::string& name, int num_gpus) {
     c.hugging_face_id = "deepseek-ai/DeepSeek-V3";
     c.native_dtype = "fp8";
     c.is_moe = true;
+    c.mla = true;
   } else if (name == "gpt-oss-120b") {
     c.hugging_face_id = "openai/gpt-oss-120b";
     c.native_dtype = "fp4";
@@ -88,11 +89,13 @@ EmitContext Model(const std::string& name, int num_gpus) {
     c.native_dtype = "fp8";
     c.is_moe = true;
     c.sparse_mla = true;
+    c.mla = true;
   } else if (name == "glm-5") {
     c.hugging_face_id = "zai-org/GLM-5";
     c.native_dtype = "bf16";
     c.is_moe = true;
     c.sparse_mla = true;
+    c.mla = true;
   } else if (name == "qwen3.5-397b-a17b") {
     c.hugging_face_id = "Qwen/Qwen3.5-397B-A17B";
     c.native_dtype = "bf16";
@@ -107,6 +110,12 @@ EmitContext Model(const std::string& name, int num_gpus) {
     c.hugging_face_id = "nvidia/Kimi-K2.5-NVFP4";
     c.native_dtype = "fp4";
     c.is_moe = true;
+    c.mla = true;
+  } else if (name == "llama-3.3-70b") {
+    // NVIDIA's ModelOpt NVFP4 checkpoint of the model, as a --model-file spec
+    // names it (https://huggingface.co/nvidia/Llama-3.3-70B-Instruct-FP4).
+    c.hugging_face_id = "nvidia/Llama-3.3-70B-Instruct-FP4";
+    c.native_dtype = "fp4";
   }
   return c;
 }
@@ -182,6 +191,14 @@ std::vector<Shape> Shapes() {
     EmitContext c = Blackwell(Model("llama-3.1-70b", 8), false);
     c.kv_cache_dtype = "fp4";
     shapes.push_back({"b200_kv_fp4", MakePlan(1, 1, 8, 1, 1, 256), c});
+  }
+  // An NVFP4 checkpoint with an FP4 KV cache on one B200 node: each engine's
+  // newest release keeps it (vLLM nvfp4, SGLang fp4_e2m1, TensorRT-LLM
+  // kv_cache_config.dtype nvfp4), with the release it needs in the header.
+  {
+    EmitContext c = Blackwell(Model("llama-3.3-70b", 8), false);
+    c.kv_cache_dtype = "fp4";
+    shapes.push_back({"b200_nvfp4_kv_fp4", MakePlan(4, 1, 2, 1, 1, 128), c});
   }
   {
     EmitContext c = Blackwell(Model("deepseek-v3.2", 32), true);
@@ -634,6 +651,38 @@ TEST(EmitGoldenTest, GatedRolesFollowTheirReleaseBoundaries) {
   EXPECT_EQ(FindEngineVersion(Engine::kSglang, "0.5")
                 ->launch.values.count("kv_cache_fp4"),
             0u);
+  // vLLM's --kv-cache-dtype nvfp4: from 0.25.1 (PR 40177 in a release).
+  const EmittedCommand vllm_kv_below =
+      emit(Engine::kVllm, dense, fp4, "0.25.0");
+  EXPECT_THAT(vllm_kv_below.command, Not(HasSubstr("nvfp4")));
+  EXPECT_THAT(vllm_kv_below.warnings, Contains(HasSubstr("FP4 KV cache")));
+  const EmittedCommand vllm_kv = emit(Engine::kVllm, dense, fp4, "0.25.1");
+  EXPECT_THAT(vllm_kv.command, HasSubstr("--kv-cache-dtype nvfp4"));
+  EXPECT_THAT(vllm_kv.command,
+              HasSubstr("# The FP4 KV cache (nvfp4) needs vLLM 0.25.1 or "
+                        "later (https://github.com/vllm-project/vllm/pull/"
+                        "40177)."));
+  EXPECT_TRUE(vllm_kv.warnings.empty());
+  // TensorRT-LLM's kv_cache_config.dtype nvfp4: from 1.4 (PR 11487).
+  EXPECT_THAT(emit(Engine::kTrtllm, dense, fp4, "1.3.0").command,
+              Not(HasSubstr("nvfp4")));
+  EXPECT_THAT(emit(Engine::kTrtllm, dense, fp4, "1.4.0").command,
+              HasSubstr("kv_cache_config:\n  dtype: nvfp4"));
+  // MLA (Kimi-K2.5's NVFP4 checkpoint): only SGLang keeps an FP4 cache; vLLM
+  // and TensorRT-LLM warn and keep their default, whatever the release.
+  EmitContext mla = Blackwell(Model("kimi-k2.5", 8), false);
+  mla.kv_cache_dtype = "fp4";
+  const Plan dpep = MakePlan(1, 1, 8, 1, 8, 256, true);
+  for (Engine e : {Engine::kVllm, Engine::kTrtllm}) {
+    const EmittedCommand out = emit(e, dpep, mla, "");
+    EXPECT_THAT(out.command, Not(HasSubstr("nvfp4"))) << EngineKey(e);
+    EXPECT_THAT(out.warnings, Contains(HasSubstr("for MLA models")))
+        << EngineKey(e);
+  }
+  EXPECT_THAT(emit(Engine::kSglang, dpep, mla, "").command,
+              HasSubstr("--kv-cache-dtype fp4_e2m1"));
+  EXPECT_THAT(emit(Engine::kSglang, dpep, mla, "0.5.5").command,
+              Not(HasSubstr("fp4_e2m1")));
 }
 
 }  // namespace

@@ -18,25 +18,27 @@ struct Model {
   const char* dtype;
   bool moe;
   bool sparse_mla;
+  bool mla;  // multi-head latent attention (kv_lora_rank > 0)
 };
 // Catalog entries (ListCatalog's huggingFaceId and nativeDtype).
 constexpr Model kModels[] = {
-    {"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "bf16", false, false},
-    {"llama-3.1-70b", "meta-llama/Llama-3.1-70B-Instruct", "bf16", false,
+    {"llama-3.1-8b", "meta-llama/Llama-3.1-8B-Instruct", "bf16", false, false,
+     false},
+    {"llama-3.1-70b", "meta-llama/Llama-3.1-70B-Instruct", "bf16", false, false,
      false},
     {"llama-3.1-405b", "meta-llama/Llama-3.1-405B-Instruct", "bf16", false,
-     false},
-    {"qwen3-32b", "Qwen/Qwen3-32B", "bf16", false, false},
-    {"deepseek-v3", "deepseek-ai/DeepSeek-V3", "fp8", true, false},
-    {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", "bf16", true, false},
+     false, false},
+    {"qwen3-32b", "Qwen/Qwen3-32B", "bf16", false, false, false},
+    {"deepseek-v3", "deepseek-ai/DeepSeek-V3", "fp8", true, false, true},
+    {"qwen3-235b-a22b", "Qwen/Qwen3-235B-A22B", "bf16", true, false, false},
     {"mixtral-8x7b", "mistralai/Mixtral-8x7B-Instruct-v0.1", "bf16", true,
-     false},
-    {"gpt-oss-120b", "openai/gpt-oss-120b", "fp4", true, false},
-    {"kimi-k2.5", "moonshotai/Kimi-K2.5", "fp4", true, false},
-    {"glm-5", "zai-org/GLM-5", "bf16", true, true},
-    {"qwen3.5-397b-a17b", "Qwen/Qwen3.5-397B-A17B", "bf16", true, false},
-    {"minimax-m2.5", "MiniMaxAI/MiniMax-M2.5", "fp8", true, false},
-    {"deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2", "fp8", true, true},
+     false, false},
+    {"gpt-oss-120b", "openai/gpt-oss-120b", "fp4", true, false, false},
+    {"kimi-k2.5", "moonshotai/Kimi-K2.5", "fp4", true, false, true},
+    {"glm-5", "zai-org/GLM-5", "bf16", true, true, true},
+    {"qwen3.5-397b-a17b", "Qwen/Qwen3.5-397B-A17B", "bf16", true, false, false},
+    {"minimax-m2.5", "MiniMaxAI/MiniMax-M2.5", "fp8", true, false, false},
+    {"deepseek-v3.2", "deepseek-ai/DeepSeek-V3.2", "fp8", true, true, true},
 };
 
 // Catalog hardware: GPUs per node, NVLink domain (0 = a node), FP4 cores.
@@ -142,6 +144,7 @@ Drawn Draw(std::mt19937& rng) {
   c.native_dtype = m.dtype;
   c.is_moe = m.moe;
   c.sparse_mla = m.sparse_mla;
+  c.mla = m.mla;
   c.fp4_tensor_cores = hw.fp4;
   c.nvlink_domain_gpus = hw.nvlink_domain;
   c.gpus_per_node = rack ? hw.gpus_per_node : Pick(rng, {8, 8, 4});

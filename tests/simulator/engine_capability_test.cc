@@ -316,30 +316,53 @@ TEST(EngineCapabilityTest, FourBitKvCacheOnlyWhereTheLaunchKeepsIt) {
   Problem dense = MakeProblem("llama-3.1-70b", 8, 8);
   dense.workload.kv_cache_dtype = Dtype::kFp4;
   const PlanDims tp8 = Agg(1, 1, 8, 1, 1);
+  // Standard attention: SGLang from 0.5.6, vLLM from 0.25.1, TensorRT-LLM
+  // from 1.4; each engine's newest release keeps it.
   ExpectRuns("sglang", "0.5.6", dense, tp8);
   ExpectRuns("sglang", "", dense, tp8);
   ExpectBlocked("sglang", "0.5.5", dense, tp8, "sglang-kv-fp4-before-0.5.6",
                 "sglang/pull/10078");
-  ExpectBlocked("vllm", "", dense, tp8, "vllm-kv-fp4", "config/cache.py");
-  ExpectBlocked("trtllm", "", dense, tp8, "trtllm-kv-fp4",
+  ExpectRuns("vllm", "0.25.1", dense, tp8);
+  ExpectRuns("vllm", "", dense, tp8);
+  ExpectBlocked("vllm", "0.25.0", dense, tp8, "vllm-kv-fp4-before-0.25.1",
+                "vllm/pull/40177");
+  ExpectBlocked("vllm", "0.12.0", dense, tp8, "vllm-kv-fp4-before-0.25.1",
+                "config/cache.py");
+  ExpectRuns("trtllm", "1.4.0", dense, tp8);
+  ExpectRuns("trtllm", "", dense, tp8);
+  ExpectBlocked("trtllm", "1.3.0", dense, tp8, "trtllm-kv-fp4-before-1.4",
                 "TensorRT-LLM/pull/11487");
-  EXPECT_THAT(RunnableEngines(dense, tp8), ElementsAre("sglang"));
-  // DeepSeek sparse attention: SGLang's NSA backend has no FP4 cache.
+  EXPECT_THAT(RunnableEngines(dense, tp8),
+              ElementsAre("vllm", "sglang", "trtllm"));
+  // MLA: vLLM's MLA backends and TensorRT-LLM's MLA generation keep no FP4
+  // cache in the releases checked; SGLang does (MLA first, PR 10078).
+  Problem mla = MakeProblem("kimi-k2.5", 8, 8);
+  mla.workload.kv_cache_dtype = Dtype::kFp4;
+  const PlanDims dpep = Agg(1, 8, 1, 1, 8);
+  ExpectRuns("sglang", "", mla, dpep);
+  ExpectBlocked("vllm", "", mla, dpep, "vllm-kv-fp4-mla", "flashinfer_mla.py");
+  ExpectBlocked("trtllm", "", mla, dpep, "trtllm-kv-fp4-mla",
+                "TensorRT-LLM/pull/17681");
+  EXPECT_THAT(RunnableEngines(mla, dpep), ElementsAre("sglang"));
+  // The same MLA model with an FP8 cache runs on every engine: the rules read
+  // the KV dtype, not the attention alone.
+  mla.workload.kv_cache_dtype = Dtype::kFp8;
+  EXPECT_THAT(RunnableEngines(mla, dpep),
+              ElementsAre("vllm", "sglang", "trtllm"));
+  // DeepSeek sparse attention: no engine's checked release has an FP4 cache
+  // for it (SGLang's NSA backend takes bf16 or fp8_e4m3).
   Problem sparse = MakeProblem("deepseek-v3.2", 8, 8);
   sparse.workload.kv_cache_dtype = Dtype::kFp4;
-  const PlanDims dpep = Agg(1, 8, 1, 1, 8);
   ExpectBlocked("sglang", "", sparse, dpep, "sglang-kv-fp4-sparse-attention",
                 "deepseek_v32.md");
+  ExpectBlocked("vllm", "", sparse, dpep, "vllm-kv-fp4-mla", "cache.py");
+  ExpectBlocked("trtllm", "", sparse, dpep, "trtllm-kv-fp4-mla",
+                "blog15_Optimizing_DeepSeek_V32");
   EXPECT_TRUE(RunnableEngines(sparse, dpep).empty());
   EXPECT_FALSE(WorkloadEngineCanRun(sparse, dpep));
-  // FP8 caches run everywhere; so does an FP4 cache of a dense-MLA model
-  // on SGLang.
   sparse.workload.kv_cache_dtype = Dtype::kFp8;
   EXPECT_THAT(RunnableEngines(sparse, dpep),
               ElementsAre("vllm", "sglang", "trtllm"));
-  Problem mla = MakeProblem("deepseek-v3", 8, 8);
-  mla.workload.kv_cache_dtype = Dtype::kFp4;
-  ExpectRuns("sglang", "", mla, dpep);
 }
 
 TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {

@@ -1,4 +1,5 @@
 # SGLang 0.5 flags (releases 0.5.0 and later; client/engines/sglang.yaml): 1 instance on 8 GPUs.
+# The FP4 KV cache (fp4_e2m1) needs SGLang 0.5.6 or later (https://github.com/sgl-project/sglang/pull/10078).
 
 # node 0:
 python -m sglang.launch_server --model-path meta-llama/Llama-3.1-70B-Instruct \

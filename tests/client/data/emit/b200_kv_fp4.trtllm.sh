@@ -1,6 +1,8 @@
-# stderr: warning: an FP4 KV cache is not available in TensorRT-LLM 1.1; the command keeps TensorRT-LLM's default KV-cache dtype.
 # TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 8 GPUs.
+# The FP4 KV cache (nvfp4) needs TensorRT-LLM 1.4.0 or later (https://github.com/NVIDIA/TensorRT-LLM/pull/11487).
 cat > shardplan-trtllm.yaml <<'EOF'
+kv_cache_config:
+  dtype: nvfp4
 cuda_graph_config:
   max_batch_size: 256
   enable_padding: true
