@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -1140,6 +1141,59 @@ TEST(CostModelTest, TtftTermsAddUp) {
                 2 * others * bare.tpot_seconds, 1e-12)
         << batch;
   }
+}
+
+// The queue term under a prefill token budget (SGLang's packed prefill
+// batches): a prompt queued ahead costs its share of one step that packs
+// floor(budget / ISL) prompts, less than a prefill of its own when the step
+// shares the per-layer launches and an MoE layer's expert reads, and exactly
+// a prefill of its own when the budget holds one prompt. The budget doubles
+// on GPUs of 160 GB and more (SGLang's chunked_prefill_size default).
+TEST(CostModelTest, QueuedPromptsCostTheirShareOfAPackedPrefill) {
+  auto queue_growth = [](const std::string& hardware, int isl, double budget) {
+    shardplan::v1::ModelSource source;
+    source.set_catalog_name("qwen3-235b-a22b");
+    shardplan::v1::ClusterSpec cluster;
+    cluster.set_hardware(hardware);
+    cluster.set_num_gpus(8);
+    cluster.set_gpus_per_node(8);
+    shardplan::v1::Workload workload;
+    workload.set_input_tokens(isl);
+    workload.set_output_tokens(1024);
+    workload.set_weight_dtype("fp8");
+    workload.set_kv_cache_dtype("fp8");
+    absl::StatusOr<Problem> problem =
+        ProblemFromProto(source, cluster, workload);
+    EXPECT_TRUE(problem.ok()) << problem.status();
+    Calibration c;
+    c.prefill_overhead_seconds = 0;
+    c.ttft_wait_iterations = 0;
+    c.ttft_inflight_prefills = 0;
+    c.prefill_queue_fraction = 1;
+    c.prefill_batch_tokens = budget;
+    absl::StatusOr<std::unique_ptr<const CostModel>> m =
+        CostModel::Create(*problem, c);
+    EXPECT_TRUE(m.ok()) << m.status();
+    const Evaluation one = (*m)->Evaluate(Plan(1, 8, 1, 8, 1));
+    const Evaluation many = (*m)->Evaluate(Plan(1, 8, 1, 8, 9));
+    // Per prompt ahead, against one prompt's own prefill.
+    return std::make_pair((many.ttft_seconds - one.ttft_seconds) / 8,
+                          one.prefill_seconds);
+  };
+  const auto [unpacked, prefill] = queue_growth("h100-sxm-80gb", 1024, 0);
+  EXPECT_NEAR(unpacked, prefill, 1e-9 * prefill);
+  const auto [packed, prefill_again] =
+      queue_growth("h100-sxm-80gb", 1024, 8192);
+  EXPECT_EQ(prefill_again, prefill);  // the prompt's own prefill is unchanged
+  EXPECT_GT(packed, 0);
+  EXPECT_LT(packed, 0.8 * unpacked);
+  // ISL = budget: one prompt per step on H100, two on B200.
+  const auto [h100_full, h100_prefill] =
+      queue_growth("h100-sxm-80gb", 8192, 8192);
+  EXPECT_NEAR(h100_full, h100_prefill, 1e-9 * h100_prefill);
+  const auto [b200_full, b200_prefill] =
+      queue_growth("b200-sxm-180gb", 8192, 8192);
+  EXPECT_LT(b200_full, b200_prefill);
 }
 
 }  // namespace
