@@ -48,6 +48,32 @@ class LayerSlot {
   };
 };
 
+// One pass of every layer kind at `tokens` tokens of `requests` requests
+// (decode or prefill), the layer kinds the model lacks read as the zero
+// result without zeroing one per evaluation.
+struct LayerPass {
+  LayerSlot dense_slot, moe_slot;
+  const LayerResult* dense;
+  const LayerResult* moe;
+  LayerResult embed, head;
+};
+
+void CostLayerPass(const CostConstants& k, const PlanCtx& p, const Residuals& r,
+                   bool decode, double tokens, double requests, double ctx,
+                   LayerPass* out) {
+  static const LayerResult kNoLayer;
+  out->dense = k.dense_layers > 0
+                   ? &CostLayerInto(k, p, false, decode, tokens, requests, ctx,
+                                    r.dense, nullptr, out->dense_slot.Fresh())
+                   : &kNoLayer;
+  out->moe = k.moe_layers > 0
+                 ? &CostLayerInto(k, p, true, decode, tokens, requests, ctx,
+                                  r.moe, nullptr, out->moe_slot.Fresh())
+                 : &kNoLayer;
+  out->embed = CostEmbedding(k, p, decode, tokens, requests, ctx, r.first);
+  out->head = CostLmHead(k, p, decode, tokens, requests, ctx, r.last);
+}
+
 double DimShare(ShardDim d, int n) {
   return (d == ShardDim::kColumn || d == ShardDim::kRow) ? 1.0 / n : 1.0;
 }
@@ -159,31 +185,16 @@ double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
                         (hbm_bytes >= kLargeMemoryGpuBytes ? 2.0 : 1.0);
   const double n = std::floor(budget / k.isl);
   if (n < 2) return own;
-  const PlanCtx& p = s.ctx;
   const double T = k.isl * n;
-  LayerSlot dense_slot, moe_slot;
-  static const LayerResult kNoLayer;
-  const LayerResult& dense =
-      k.dense_layers > 0
-          ? CostLayerInto(k, p, false, false, T, n, k.isl, s.residuals.dense,
-                          nullptr, dense_slot.Fresh())
-          : kNoLayer;
-  const LayerResult& moe =
-      k.moe_layers > 0
-          ? CostLayerInto(k, p, true, false, T, n, k.isl, s.residuals.moe,
-                          nullptr, moe_slot.Fresh())
-          : kNoLayer;
-  const LayerResult embed =
-      CostEmbedding(k, p, false, T, n, k.isl, s.residuals.first);
-  const LayerResult head =
-      CostLmHead(k, p, false, T, n, k.isl, s.residuals.last);
+  LayerPass pass;
+  CostLayerPass(k, s.ctx, s.residuals, false, T, n, k.isl, &pass);
   double worst = 0;
   for (int st = 0; st < s.num_stages; ++st) {
     const StageLayers& sl = s.stages[st];
-    double t = sl.dense * dense.seconds + sl.moe * moe.seconds +
+    double t = sl.dense * pass.dense->seconds + sl.moe * pass.moe->seconds +
                (sl.dense + sl.moe) * k.cal.layer_overhead_seconds;
-    if (st == 0) t += embed.seconds;
-    if (st == s.num_stages - 1) t += head.seconds;
+    if (st == 0) t += pass.embed.seconds;
+    if (st == s.num_stages - 1) t += pass.head.seconds;
     worst = std::max(worst, t);
   }
   // The stage boundary's send grows with the tokens: n prompts' worth.
@@ -385,24 +396,12 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   const double B = batch;
   const int m = std::max(1, std::min(p.micro_batches, batch));
   const double b = std::ceil(B / m);
-  // A layer kind the model lacks reads as the zero result, without zeroing
-  // one per evaluation.
-  static const LayerResult kNoLayer;
-  LayerSlot dense_slot, moe_slot;
-  const LayerResult& dense =
-      k.dense_layers > 0
-          ? CostLayerInto(k, p, false, true, b, b, k.ctx_decode,
-                          s.residuals.dense, nullptr, dense_slot.Fresh())
-          : kNoLayer;
-  const LayerResult& moe =
-      k.moe_layers > 0
-          ? CostLayerInto(k, p, true, true, b, b, k.ctx_decode, s.residuals.moe,
-                          nullptr, moe_slot.Fresh())
-          : kNoLayer;
-  const LayerResult embed =
-      CostEmbedding(k, p, true, b, b, k.ctx_decode, s.residuals.first);
-  const LayerResult head =
-      CostLmHead(k, p, true, b, b, k.ctx_decode, s.residuals.last);
+  LayerPass pass;
+  CostLayerPass(k, p, s.residuals, true, b, b, k.ctx_decode, &pass);
+  const LayerResult& dense = *pass.dense;
+  const LayerResult& moe = *pass.moe;
+  const LayerResult& embed = pass.embed;
+  const LayerResult& head = pass.head;
   Traffic p2p_traffic;
   double p2p_seconds = 0;
   if (pp > 1) {

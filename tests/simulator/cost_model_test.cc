@@ -32,6 +32,7 @@ using ::testing::StartsWith;
 
 struct Setup {
   std::string model = "llama-3.1-70b";
+  std::string hardware = "h100-sxm-80gb";
   int gpus = 8;
   int gpus_per_node = 8;
   int isl = 2048;
@@ -48,7 +49,7 @@ std::unique_ptr<const CostModel> Make(const Setup& s) {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(s.model);
   shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_hardware(s.hardware);
   cluster.set_num_gpus(s.gpus);
   cluster.set_gpus_per_node(std::min(s.gpus, s.gpus_per_node));
   shardplan::v1::Workload workload;
@@ -1151,20 +1152,12 @@ TEST(CostModelTest, TtftTermsAddUp) {
 // on GPUs of 160 GB and more (SGLang's chunked_prefill_size default).
 TEST(CostModelTest, QueuedPromptsCostTheirShareOfAPackedPrefill) {
   auto queue_growth = [](const std::string& hardware, int isl, double budget) {
-    shardplan::v1::ModelSource source;
-    source.set_catalog_name("qwen3-235b-a22b");
-    shardplan::v1::ClusterSpec cluster;
-    cluster.set_hardware(hardware);
-    cluster.set_num_gpus(8);
-    cluster.set_gpus_per_node(8);
-    shardplan::v1::Workload workload;
-    workload.set_input_tokens(isl);
-    workload.set_output_tokens(1024);
-    workload.set_weight_dtype("fp8");
-    workload.set_kv_cache_dtype("fp8");
-    absl::StatusOr<Problem> problem =
-        ProblemFromProto(source, cluster, workload);
-    EXPECT_TRUE(problem.ok()) << problem.status();
+    auto base = Make({.model = "qwen3-235b-a22b",
+                      .hardware = hardware,
+                      .isl = isl,
+                      .osl = 1024,
+                      .weight_dtype = "fp8"});
+    EXPECT_NE(base, nullptr);
     Calibration c;
     c.prefill_overhead_seconds = 0;
     c.ttft_wait_iterations = 0;
@@ -1172,7 +1165,7 @@ TEST(CostModelTest, QueuedPromptsCostTheirShareOfAPackedPrefill) {
     c.prefill_queue_fraction = 1;
     c.prefill_batch_tokens = budget;
     absl::StatusOr<std::unique_ptr<const CostModel>> m =
-        CostModel::Create(*problem, c);
+        CostModel::Create(base->problem(), c);
     EXPECT_TRUE(m.ok()) << m.status();
     const Evaluation one = (*m)->Evaluate(Plan(1, 8, 1, 8, 1));
     const Evaluation many = (*m)->Evaluate(Plan(1, 8, 1, 8, 9));
