@@ -58,9 +58,9 @@ struct LayerPass {
   LayerResult embed, head;
 };
 
-void CostLayerPass(const CostConstants& k, const PlanCtx& p, const Residuals& r,
-                   bool decode, double tokens, double requests, double ctx,
-                   LayerPass* out) {
+inline void CostLayerPass(const CostConstants& k, const PlanCtx& p,
+                          const Residuals& r, bool decode, double tokens,
+                          double requests, double ctx, LayerPass* out) {
   static const LayerResult kNoLayer;
   out->dense = k.dense_layers > 0
                    ? &CostLayerInto(k, p, false, decode, tokens, requests, ctx,
@@ -70,8 +70,8 @@ void CostLayerPass(const CostConstants& k, const PlanCtx& p, const Residuals& r,
                  ? &CostLayerInto(k, p, true, decode, tokens, requests, ctx,
                                   r.moe, nullptr, out->moe_slot.Fresh())
                  : &kNoLayer;
-  out->embed = CostEmbedding(k, p, decode, tokens, requests, ctx, r.first);
-  out->head = CostLmHead(k, p, decode, tokens, requests, ctx, r.last);
+  CostEmbeddingInto(k, p, decode, tokens, requests, ctx, r.first, &out->embed);
+  CostLmHeadInto(k, p, decode, tokens, requests, ctx, r.last, &out->head);
 }
 
 double DimShare(ShardDim d, int n) {
