@@ -7,7 +7,10 @@
 //   shardplan-calibrate --csv
 //   simulator/calibration/data/h100_measured_latency.csv
 //                       [--csv simulator/calibration/data/h100_moe_latency.csv]
-//                       [--fit]
+//                       [--fit | --fit-engine-terms ENGINE]
+//                       (--fit-engine-terms: from the compiled-in profiles,
+//                       refit only ENGINE's prefill_overhead_s and
+//                       prefill_queue_fraction)
 //                       [--validation-csv FILE]...  (held-out models only)
 //                       [--rows]   (per-row predictions as CSV)
 //                       [--bands]  (error-bar table as C++ and markdown,
@@ -53,7 +56,8 @@ namespace {
 int Usage() {
   std::cerr
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
-         "[--fit] [--rows] [--bands] [--report-dir DIR] [--user-fit "
+         "[--fit | --fit-engine-terms ENGINE] [--rows] [--bands] "
+         "[--report-dir DIR] [--user-fit "
          "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
          "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n"
          "       shardplan-calibrate --transfer-csv FILE... [--rows] [--fit-on "
@@ -485,7 +489,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> validation_paths;
   std::string disagg_path;
   bool fit = false, rows = false, bands = false;
-  std::string report_dir, user_fit, base_profile, fit_on;
+  std::string report_dir, user_fit, base_profile, fit_on, fit_engine_terms;
   int fit_rows = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -501,6 +505,9 @@ int main(int argc, char** argv) {
       validation_paths.push_back(argv[++i]);
     } else if (a == "--fit") {
       fit = true;
+    } else if (a == "--fit-engine-terms" && i + 1 < argc) {
+      fit = true;
+      fit_engine_terms = argv[++i];
     } else if (a == "--rows") {
       rows = true;
     } else if (a == "--bands") {
@@ -538,16 +545,21 @@ int main(int argc, char** argv) {
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
   if (fit) {
     // The fit starts from the Calibration struct's defaults (not from the
-    // compiled-in constants), so re-running it reproduces them.
+    // compiled-in constants), so re-running it reproduces them. With
+    // --fit-engine-terms it starts from the compiled-in profiles and moves
+    // only that engine's own two constants.
     std::vector<sim::CalibrationProfile> start = profiles;
+    sim::FitOptions options;
+    options.only_engine_terms = fit_engine_terms;
     for (sim::CalibrationProfile& p : start) {
+      if (!fit_engine_terms.empty()) break;
       // Engine behaviour (KV admission) is not fitted: keep it.
       const double kv = p.calibration.kv_reserved_output_fraction;
       p.calibration = sim::Calibration();
       p.calibration.kv_reserved_output_fraction = kv;
     }
     absl::StatusOr<std::vector<sim::CalibrationProfile>> fitted =
-        sim::FitCalibration(*data, start);
+        sim::FitCalibration(*data, start, options);
     if (Failed(fitted)) return 1;
     profiles = *fitted;
     std::cout << "Fitted profiles:\n";

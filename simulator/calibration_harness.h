@@ -263,6 +263,11 @@ struct FitOptions {
   // to its bound, 0.95, where AIConfigurator's B200 GEMM tables measure
   // 0.28-0.75 of peak), so that fit takes the reference GPU's value.
   bool fit_gemm_efficiency = true;
+  // Non-empty: fit only this engine's own two constants
+  // (prefill_overhead_seconds, prefill_queue_fraction), every shared one and
+  // every other profile kept at its start. For a change to one engine's
+  // TTFT terms, so the other profiles and the shared fit stay as shipped.
+  std::string only_engine_terms;
 };
 
 // Fits the shared efficiency and TTFT parameters and, per engine,

@@ -160,7 +160,12 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
     params.insert(params.begin(),
                   {&FieldOf<&Calibration::gemm_efficiency>, 0.2, 0.95, -1});
   }
+  if (!options.only_engine_terms.empty()) params.clear();
   for (size_t e = 0; e < profiles.size(); ++e) {
+    if (!options.only_engine_terms.empty() &&
+        profiles[e].engine != options.only_engine_terms) {
+      continue;
+    }
     params.push_back({&FieldOf<&Calibration::prefill_overhead_seconds>, 0, 0.4,
                       static_cast<int>(e)});
     params.push_back({&FieldOf<&Calibration::prefill_queue_fraction>, 0, 1,

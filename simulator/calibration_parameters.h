@@ -38,6 +38,13 @@ struct Calibration {
   // prefills interleave with decode steps; 1: requests arrive together and are
   // prefilled before decoding (closed-loop waves).
   double prefill_queue_fraction = 0.5;
+  // Token budget of one prefill step on GPUs below 160 GB (twice this from
+  // 160 GB up, as SGLang's chunked_prefill_size default): the engine packs
+  // waiting prompts into one forward pass up to this many tokens, so a prompt
+  // queued ahead costs its share of a packed step, not a prefill of its own
+  // (the queue term above). 0: a prefill each. Engine behaviour, not fitted
+  // (simulator/calibration.cc cites the source).
+  double prefill_batch_tokens = 0;
   // TTFT: decode iterations a new request waits before and while its prefill is
   // scheduled (iteration-level scheduling, chunked prefill sharing the step's
   // token budget).
@@ -135,7 +142,8 @@ struct Calibration {
 };
 
 // Calibration::disagg_request_overhead_seconds of the engine-agnostic default
-// (the SGLang profile's fitted value).
+// (fitted on the SGLang rows with SGLang's per-request time before the first
+// token at 22 ms, as the fit of cost model v14 had it).
 inline constexpr double kEngineAgnosticDisaggOverheadS = 0.17;
 
 // The calibration shipped with this version (constants produced by the fit;

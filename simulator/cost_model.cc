@@ -53,8 +53,10 @@
 //   TPOT = iteration; throughput = replicas * C / iteration (Little's law:
 //   the ranks with one request fewer are not counted full);
 //   TTFT = prefill of one request through all stages + queueing behind
-//          ttft_inflight_prefills * (B - 1) / B + prefill_queue_fraction *
-//          (B - 1) other prefills + ttft_wait_iterations decode iterations.
+//          ttft_inflight_prefills * (B - 1) / B other prefills +
+//          prefill_queue_fraction * (B - 1) prompts' shares of a packed
+//          prefill step (prefill_batch_tokens; a prefill each when 0) +
+//          ttft_wait_iterations decode iterations.
 // Memory per GPU: weight shard of the worst stage + KV cache for B contexts of
 // ISL+OSL tokens
 // + activation workspace, against (1 - kMemoryReserveFraction) of HBM.

@@ -69,7 +69,12 @@ const std::vector<int>& ScanLoads();
 // Blackwell rows of AIConfigurator's TensorRT-LLM 1.3.0rc1 gap analyses,
 // which do not measure steady decoding (calibration_harness_rows.cc,
 // UnsteadyGapAnalysisRun).
-inline constexpr int kCostModelVersion = 14;
+// 16: SGLang's TTFT queue term prices each prompt queued ahead at its share of
+// one packed prefill step (chunked_prefill_size: 8,192 tokens below 160 GB,
+// 16,384 above; Calibration::prefill_batch_tokens), not at a prefill of its
+// own; SGLang's per-request time, queue fraction and disaggregated
+// per-request time refitted on the H100 rows under it.
+inline constexpr int kCostModelVersion = 16;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -34,6 +34,46 @@ double AttentionKvShare(const CostConstants& k, ShardDim da, int tp) {
   return 1.0;
 }
 
+// Room for a LayerResult that is constructed (zeroed) only when a layer kind
+// is costed: std::optional zero-fills its storage up front (GCC 12), and the
+// zeroing of a kind the model lacks is a measurable share of an evaluation.
+class LayerSlot {
+ public:
+  LayerSlot() {}
+  LayerResult* Fresh() { return new (&result_) LayerResult(); }
+
+ private:
+  union {
+    LayerResult result_;
+  };
+};
+
+// One pass of every layer kind at `tokens` tokens of `requests` requests
+// (decode or prefill), the layer kinds the model lacks read as the zero
+// result without zeroing one per evaluation.
+struct LayerPass {
+  LayerSlot dense_slot, moe_slot;
+  const LayerResult* dense;
+  const LayerResult* moe;
+  LayerResult embed, head;
+};
+
+inline void CostLayerPass(const CostConstants& k, const PlanCtx& p,
+                          const Residuals& r, bool decode, double tokens,
+                          double requests, double ctx, LayerPass* out) {
+  static const LayerResult kNoLayer;
+  out->dense = k.dense_layers > 0
+                   ? &CostLayerInto(k, p, false, decode, tokens, requests, ctx,
+                                    r.dense, nullptr, out->dense_slot.Fresh())
+                   : &kNoLayer;
+  out->moe = k.moe_layers > 0
+                 ? &CostLayerInto(k, p, true, decode, tokens, requests, ctx,
+                                  r.moe, nullptr, out->moe_slot.Fresh())
+                 : &kNoLayer;
+  CostEmbeddingInto(k, p, decode, tokens, requests, ctx, r.first, &out->embed);
+  CostLmHeadInto(k, p, decode, tokens, requests, ctx, r.last, &out->head);
+}
+
 double DimShare(ShardDim d, int n) {
   return (d == ShardDim::kColumn || d == ShardDim::kRow) ? 1.0 / n : 1.0;
 }
@@ -118,6 +158,50 @@ double AttentionDpBalanceWaitIterations(const CostConstants& k, int requests,
          filled * k.attention_dp_balance_batching_wait_iterations;
 }
 
+// Prompts that queue for their prefill do not run one after another: an
+// engine that runs prefill batches apart from decode (SGLang) packs the
+// waiting prompts into one forward pass up to its token budget
+// (Calibration::prefill_batch_tokens). The slowest stage of a step of
+// n = floor(budget / ISL) prompts, divided by n, is what one more prompt ahead
+// in the queue costs: the per-layer launches and the weight reads (an MoE
+// prompt of 1k tokens streams every expert for a few tokens each) are paid
+// once per step, the FLOPs per prompt at the packed batch's efficiency. One
+// prompt's own stage time when the budget holds one prompt (or none is set,
+// or the prompts are already a disaggregated prefill batch).
+constexpr double kLargeMemoryGpuBytes = 160.0 * 1024 * 1024 * 1024;
+
+double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
+                                 int prefill_requests) {
+  const double own = s.prefill_max_stage_seconds;
+  if (prefill_requests > 1 || !(k.cal.prefill_batch_tokens > 0) ||
+      !(k.isl > 0)) {
+    return own;
+  }
+  // SGLang sizes its chunked_prefill_size by the GPU's memory: 8,192 tokens
+  // below 160 GB (H100, H200), 16,384 above (B200)
+  // (ServerArgs._handle_gpu_memory_settings, python/sglang/srt/server_args.py).
+  const double hbm_bytes = k.capacity_bytes / (1 - kMemoryReserveFraction);
+  const double budget = k.cal.prefill_batch_tokens *
+                        (hbm_bytes >= kLargeMemoryGpuBytes ? 2.0 : 1.0);
+  const double n = std::floor(budget / k.isl);
+  if (n < 2) return own;
+  const double T = k.isl * n;
+  LayerPass pass;
+  CostLayerPass(k, s.ctx, s.residuals, false, T, n, k.isl, &pass);
+  double worst = 0;
+  for (int st = 0; st < s.num_stages; ++st) {
+    const StageLayers& sl = s.stages[st];
+    double t = sl.dense * pass.dense->seconds + sl.moe * pass.moe->seconds +
+               (sl.dense + sl.moe) * k.cal.layer_overhead_seconds;
+    if (st == 0) t += pass.embed.seconds;
+    if (st == s.num_stages - 1) t += pass.head.seconds;
+    worst = std::max(worst, t);
+  }
+  // The stage boundary's send grows with the tokens: n prompts' worth.
+  worst = std::max(worst, n * s.p2p_prefill_seconds);
+  return std::min(own, worst / n);
+}
+
 }  // namespace
 
 // `prefill_requests` requests of ISL tokens are prefilled together (1 in
@@ -185,6 +269,8 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
       chain + s->p2p_prefill_chain_seconds + k.cal.prefill_overhead_seconds;
   s->prefill_max_stage_seconds = std::max(worst, s->p2p_prefill_seconds);
   s->prefill_worst_stage = worst_stage;
+  s->prefill_batched_share_seconds =
+      PackedPrefillShareSeconds(k, *s, prefill_requests);
 
   // Weights per GPU per stage.
   const int n = plan.tp;
@@ -245,20 +331,6 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
   (void)k;
   return requests * stage_layers * s.kv_bytes_per_request_layer;
 }
-
-// Room for a LayerResult that is constructed (zeroed) only when a layer kind
-// is costed: std::optional zero-fills its storage up front (GCC 12), and the
-// zeroing of a kind the model lacks is a measurable share of an evaluation.
-class LayerSlot {
- public:
-  LayerSlot() {}
-  LayerResult* Fresh() { return new (&result_) LayerResult(); }
-
- private:
-  union {
-    LayerResult result_;
-  };
-};
 
 // One entry of a stage's operator breakdown: `times` x the costs of `layer`
 // added to `out`. A stage's entries are added in turn (dense layers, MoE
@@ -324,24 +396,12 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   const double B = batch;
   const int m = std::max(1, std::min(p.micro_batches, batch));
   const double b = std::ceil(B / m);
-  // A layer kind the model lacks reads as the zero result, without zeroing
-  // one per evaluation.
-  static const LayerResult kNoLayer;
-  LayerSlot dense_slot, moe_slot;
-  const LayerResult& dense =
-      k.dense_layers > 0
-          ? CostLayerInto(k, p, false, true, b, b, k.ctx_decode,
-                          s.residuals.dense, nullptr, dense_slot.Fresh())
-          : kNoLayer;
-  const LayerResult& moe =
-      k.moe_layers > 0
-          ? CostLayerInto(k, p, true, true, b, b, k.ctx_decode, s.residuals.moe,
-                          nullptr, moe_slot.Fresh())
-          : kNoLayer;
-  const LayerResult embed =
-      CostEmbedding(k, p, true, b, b, k.ctx_decode, s.residuals.first);
-  const LayerResult head =
-      CostLmHead(k, p, true, b, b, k.ctx_decode, s.residuals.last);
+  LayerPass pass;
+  CostLayerPass(k, p, s.residuals, true, b, b, k.ctx_decode, &pass);
+  const LayerResult& dense = *pass.dense;
+  const LayerResult& moe = *pass.moe;
+  const LayerResult& embed = pass.embed;
+  const LayerResult& head = pass.head;
   Traffic p2p_traffic;
   double p2p_seconds = 0;
   if (pp > 1) {
@@ -399,14 +459,14 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   e.tpot_seconds = iteration;
   e.prefill_seconds = s.prefill_chain_seconds;
   const double others = (B - 1) / B;  // 0 at batch 1: nobody to wait for
-  e.ttft_seconds = s.prefill_chain_seconds +
-                   (k.cal.ttft_inflight_prefills * others +
-                    k.cal.prefill_queue_fraction * (B - 1)) *
-                       s.prefill_max_stage_seconds +
-                   k.cal.ttft_wait_iterations * iteration * others +
-                   (BatchWaitIterations(k, B) +
-                    AttentionDpBalanceWaitIterations(k, requests, p.dp)) *
-                       iteration;
+  e.ttft_seconds =
+      s.prefill_chain_seconds +
+      k.cal.ttft_inflight_prefills * others * s.prefill_max_stage_seconds +
+      k.cal.prefill_queue_fraction * (B - 1) * s.prefill_batched_share_seconds +
+      k.cal.ttft_wait_iterations * iteration * others +
+      (BatchWaitIterations(k, B) +
+       AttentionDpBalanceWaitIterations(k, requests, p.dp)) *
+          iteration;
   // Little's law: the replica's requests, not dp full ranks' worth.
   e.output_tokens_per_s =
       static_cast<double>(p.replicas) * requests / iteration;

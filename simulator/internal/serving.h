@@ -40,6 +40,11 @@ struct PlanState {
   double p2p_prefill_seconds = 0;        // the slowest stage boundary
   double p2p_prefill_chain_seconds = 0;  // all boundaries, each over its link
   Traffic p2p_prefill_traffic;
+  // One prompt's share of the slowest stage of a prefill step that packs as
+  // many waiting prompts as the engine's token budget holds
+  // (Calibration::prefill_batch_tokens): what a prompt queued behind it adds
+  // to the wait. prefill_max_stage_seconds when the budget holds one prompt.
+  double prefill_batched_share_seconds = 0;
   // Memory per GPU per stage (weights) and per layer (KV for one request).
   std::array<double, kMaxPipelineStages> weights_bytes;
   double kv_bytes_per_request_layer = 0;  // per rank, excluding the batch split

@@ -7,6 +7,7 @@
 #include <memory>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "gmock/gmock.h"
@@ -31,6 +32,7 @@ using ::testing::StartsWith;
 
 struct Setup {
   std::string model = "llama-3.1-70b";
+  std::string hardware = "h100-sxm-80gb";
   int gpus = 8;
   int gpus_per_node = 8;
   int isl = 2048;
@@ -47,7 +49,7 @@ std::unique_ptr<const CostModel> Make(const Setup& s) {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(s.model);
   shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_hardware(s.hardware);
   cluster.set_num_gpus(s.gpus);
   cluster.set_gpus_per_node(std::min(s.gpus, s.gpus_per_node));
   shardplan::v1::Workload workload;
@@ -1140,6 +1142,51 @@ TEST(CostModelTest, TtftTermsAddUp) {
                 2 * others * bare.tpot_seconds, 1e-12)
         << batch;
   }
+}
+
+// The queue term under a prefill token budget (SGLang's packed prefill
+// batches): a prompt queued ahead costs its share of one step that packs
+// floor(budget / ISL) prompts, less than a prefill of its own when the step
+// shares the per-layer launches and an MoE layer's expert reads, and exactly
+// a prefill of its own when the budget holds one prompt. The budget doubles
+// on GPUs of 160 GB and more (SGLang's chunked_prefill_size default).
+TEST(CostModelTest, QueuedPromptsCostTheirShareOfAPackedPrefill) {
+  auto queue_growth = [](const std::string& hardware, int isl, double budget) {
+    auto base = Make({.model = "qwen3-235b-a22b",
+                      .hardware = hardware,
+                      .isl = isl,
+                      .osl = 1024,
+                      .weight_dtype = "fp8"});
+    EXPECT_NE(base, nullptr);
+    Calibration c;
+    c.prefill_overhead_seconds = 0;
+    c.ttft_wait_iterations = 0;
+    c.ttft_inflight_prefills = 0;
+    c.prefill_queue_fraction = 1;
+    c.prefill_batch_tokens = budget;
+    absl::StatusOr<std::unique_ptr<const CostModel>> m =
+        CostModel::Create(base->problem(), c);
+    EXPECT_TRUE(m.ok()) << m.status();
+    const Evaluation one = (*m)->Evaluate(Plan(1, 8, 1, 8, 1));
+    const Evaluation many = (*m)->Evaluate(Plan(1, 8, 1, 8, 9));
+    // Per prompt ahead, against one prompt's own prefill.
+    return std::make_pair((many.ttft_seconds - one.ttft_seconds) / 8,
+                          one.prefill_seconds);
+  };
+  const auto [unpacked, prefill] = queue_growth("h100-sxm-80gb", 1024, 0);
+  EXPECT_NEAR(unpacked, prefill, 1e-9 * prefill);
+  const auto [packed, prefill_again] =
+      queue_growth("h100-sxm-80gb", 1024, 8192);
+  EXPECT_EQ(prefill_again, prefill);  // the prompt's own prefill is unchanged
+  EXPECT_GT(packed, 0);
+  EXPECT_LT(packed, 0.8 * unpacked);
+  // ISL = budget: one prompt per step on H100, two on B200.
+  const auto [h100_full, h100_prefill] =
+      queue_growth("h100-sxm-80gb", 8192, 8192);
+  EXPECT_NEAR(h100_full, h100_prefill, 1e-9 * h100_prefill);
+  const auto [b200_full, b200_prefill] =
+      queue_growth("b200-sxm-180gb", 8192, 8192);
+  EXPECT_LT(b200_full, b200_prefill);
 }
 
 }  // namespace
