@@ -74,7 +74,10 @@ const std::vector<int>& ScanLoads();
 // 16,384 above; Calibration::prefill_batch_tokens), not at a prefill of its
 // own; SGLang's per-request time, queue fraction and disaggregated
 // per-request time refitted on the H100 rows under it.
-inline constexpr int kCostModelVersion = 16;
+// 17: a request naming TensorRT-LLM is priced with the per-request time of a
+// server that detokenises in postprocess workers, which its launches now
+// start (WorkloadDims::detokenises_off_executor).
+inline constexpr int kCostModelVersion = 17;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

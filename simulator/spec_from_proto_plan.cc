@@ -139,6 +139,10 @@ absl::StatusOr<WorkloadDims> WorkloadDimsFromProto(const Workload& workload) {
   ASSIGN_OR_RETURN(w.calibration_profile, ResolveCalibrationProfile(workload));
   w.engine = workload.engine();
   w.engine_version = workload.engine_version();
+  // shardplan's TensorRT-LLM launches run postprocess workers
+  // (client/engines/trtllm.yaml), so the prediction spends the per-request
+  // time of a server built that way.
+  w.detokenises_off_executor = w.engine == "trtllm";
   return w;
 }
 

@@ -230,7 +230,9 @@ struct WorkloadDims {
   // TensorRT-LLM's num_postprocess_workers > 0: responses are detokenised
   // and streamed by worker processes instead of the process that runs the
   // executor (Calibration::offloaded_detokenisation_request_overhead_seconds).
-  // Set by the calibration harness; not in the proto.
+  // Not in the proto: WorkloadDimsFromProto sets it for engine "trtllm",
+  // whose emitted launches run the workers; the calibration harness sets it
+  // from the measured run's server configuration.
   bool detokenises_off_executor = false;
   // Open-loop traffic (request_rate 0: the closed loop above). Not read by
   // Evaluate; the queueing model (simulator/traffic_costing.h) reads it.

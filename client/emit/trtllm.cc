@@ -171,6 +171,9 @@ void EmitTrtllm(const PoolArgs& a, Layout& layout, Script& out) {
   common.Flag(f.Flag("pipeline_parallel"), d.pp);
   if (moe && d.ep > 1) common.Flag(f.Flag("expert_parallel"), d.ep);
   if (batch > 0) common.Flag(f.Flag("max_batch"), per_rank_batch);
+  // Detokenisation off the executor's process, as the cost model prices
+  // every TensorRT-LLM server (client/engines/trtllm.yaml says why).
+  common.Flag(f.Flag("postprocess_workers"), f.Value("postprocess_workers"));
   // Without chunked prefill a prompt longer than max_num_tokens (8192 by
   // default) is rejected; generation servers take no prompts.
   const int prompt_tokens = Positive(input_tokens) + kChatTemplateMarginTokens;

@@ -129,5 +129,53 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   RecordProperty("fp4_kv_cache_launches", fp4_kv);
 }
 
+// The per-request host time the prediction spends is the one of the server
+// the launch starts: a TensorRT-LLM server with postprocess workers
+// detokenises off the executor's process, and the prediction of a request
+// naming the engine assumes it; no vLLM or SGLang launch sets the workers.
+TEST(EmitCapabilityTest, LaunchesDetokeniseWhereThePredictionAssumes) {
+  std::mt19937 rng(20261129);
+  int servers = 0, with_workers = 0;
+  for (int i = 0; i < 80; ++i) {
+    Drawn d = Draw(rng);
+    for (Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+      shardplan::v1::ModelSource model;
+      model.set_catalog_name(d.context.model_name);
+      shardplan::v1::Workload workload;
+      workload.set_input_tokens(d.context.input_tokens);
+      workload.set_output_tokens(d.context.output_tokens);
+      workload.set_engine(EngineKey(engine));
+      const absl::StatusOr<simulator::Problem> problem =
+          simulator::ProblemFromProto(model, d.cluster, workload);
+      ASSERT_TRUE(problem.ok()) << problem.status();
+      for (const EngineVersion& ev : EngineVersions(engine)) {
+        EmitContext versioned = d.context;
+        versioned.engine_version = ev.min;
+        const emit_internal::Built built =
+            emit_internal::Build(engine, d.plan, versioned, false);
+        if (built.refused || !built.ok) continue;
+        for (const emit_internal::Command& c : built.script.commands) {
+          // The disaggregated router serves no tokens.
+          if (c.args.empty() ||
+              c.args[0].find("disaggregated") != std::string::npos) {
+            continue;
+          }
+          bool workers = false;
+          for (const std::string& arg : c.args) {
+            workers |= arg.rfind("--num_postprocess_workers ", 0) == 0 &&
+                       arg != "--num_postprocess_workers 0";
+          }
+          EXPECT_EQ(workers, problem->workload.detokenises_off_executor)
+              << EngineKey(engine) << " " << ev.min << ": " << c.args[0];
+          ++servers;
+          with_workers += workers;
+        }
+      }
+    }
+  }
+  EXPECT_GT(servers, 100);
+  EXPECT_GT(with_workers, 20);
+}
+
 }  // namespace
 }  // namespace shardplan::client

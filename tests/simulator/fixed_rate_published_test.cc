@@ -128,12 +128,12 @@ std::vector<PublishedRun> ReadRuns() {
 
 // kAsRun: the model with the run's settings (its engine's profile; its
 // server's detokenisation as the row says). kApiDefault: what a request
-// naming only the engine gets (EvaluatePlan cannot say where the server
-// detokenises). Two diagnostics of kAsRun: kOverheadOffGpu, the per-request
-// prefill overhead as latency outside the engine loop; kSecantAtLoad, the
-// queue's decode line through the cost model's closed-loop decode iteration
-// at one request and at the running batch the load makes (a fixed point),
-// instead of the secant up to 64 requests.
+// naming only the engine gets (a TensorRT-LLM server detokenises in
+// postprocess workers, as shardplan's launches start it). Two diagnostics of
+// kAsRun: kOverheadOffGpu, the per-request prefill overhead as latency outside
+// the engine loop; kSecantAtLoad, the queue's decode line through the cost
+// model's closed-loop decode iteration at one request and at the running batch
+// the load makes (a fixed point), instead of the secant up to 64 requests.
 enum class Variant { kAsRun, kApiDefault, kOverheadOffGpu, kSecantAtLoad };
 
 struct Predicted {
@@ -204,8 +204,6 @@ void SecantAtLoad(const CostModel& model, const PlanDims& plan,
 // GPUs, layout and rate, predicted as `variant` says.
 Predicted Predict(const PublishedRun& run, Variant variant) {
   const bool overhead_off_gpu = variant == Variant::kOverheadOffGpu;
-  const bool detokenises_off_executor =
-      run.detokenises_off_executor && variant != Variant::kApiDefault;
   Predicted out;
   shardplan::v1::EvaluateRequest request = ReadPublishedRequest(run.request);
   request.mutable_cluster()->set_num_gpus(run.gpus);
@@ -221,7 +219,14 @@ Predicted Predict(const PublishedRun& run, Variant variant) {
       ProblemFromProto(request.model(), request.cluster(), request.workload());
   EXPECT_TRUE(problem.ok()) << run.id << ": " << problem.status();
   if (!problem.ok()) return out;
-  problem->workload.detokenises_off_executor = detokenises_off_executor;
+  // The API default keeps what the request implies (a TensorRT-LLM server
+  // with postprocess workers, as shardplan launches it); the other variants
+  // the run's own server.
+  if (variant != Variant::kApiDefault) {
+    problem->workload.detokenises_off_executor = run.detokenises_off_executor;
+  }
+  const bool detokenises_off_executor =
+      problem->workload.detokenises_off_executor;
   absl::StatusOr<CalibrationProfile> profile =
       problem->workload.calibration_profile.empty()
           ? absl::StatusOr<CalibrationProfile>(
@@ -382,13 +387,18 @@ TEST(FixedRatePublishedTest, AsRunNoWorseThanTheDocs) {
   }
 }
 
-// What a request naming only the engine gets for these runs: TensorRT-LLM's
-// profile prices the 93 ms per request of a server that detokenises in the
-// executor's process, which the MLPerf harness never does.
-TEST(FixedRatePublishedTest, ApiDefaultNoWorseThanTheDocs) {
-  const Accuracy a = AccuracyOf(ReadRuns(), Variant::kApiDefault);
-  ASSERT_GE(a.rows, 9);
-  EXPECT_LE(a.capacity_log_error, 1.08 + 0.03) << a.capacity_log_error;
+// What a request naming only the engine gets for these runs is the server
+// they ran: every one detokenises off the executor (MLPerf's harnesses hand
+// token ids to LoadGen), as a TensorRT-LLM server that shardplan launches
+// does, so the API default predicts each run as run.
+TEST(FixedRatePublishedTest, ApiDefaultIsTheRunsOwnServer) {
+  const std::vector<PublishedRun> runs = ReadRuns();
+  for (const PublishedRun& r : runs) ASSERT_TRUE(r.detokenises_off_executor);
+  const Accuracy api = AccuracyOf(runs, Variant::kApiDefault);
+  const Accuracy as_run = AccuracyOf(runs, Variant::kAsRun);
+  ASSERT_GE(api.rows, 9);
+  EXPECT_EQ(api.stable_rows, as_run.stable_rows);
+  EXPECT_DOUBLE_EQ(api.capacity_log_error, as_run.capacity_log_error);
 }
 
 TEST(FixedRatePublishedTest, SecantAtLoadNoWorseThanTheDocs) {

@@ -16,6 +16,7 @@ CUDA_VISIBLE_DEVICES=0,1 trtllm-serve nvidia/Llama-3.3-70B-Instruct-FP4 \
   --tp_size 2 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
@@ -26,6 +27,7 @@ CUDA_VISIBLE_DEVICES=2,3 trtllm-serve nvidia/Llama-3.3-70B-Instruct-FP4 \
   --tp_size 2 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -36,6 +38,7 @@ CUDA_VISIBLE_DEVICES=4,5 trtllm-serve nvidia/Llama-3.3-70B-Instruct-FP4 \
   --tp_size 2 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8002
@@ -46,6 +49,7 @@ CUDA_VISIBLE_DEVICES=6,7 trtllm-serve nvidia/Llama-3.3-70B-Instruct-FP4 \
   --tp_size 2 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8003

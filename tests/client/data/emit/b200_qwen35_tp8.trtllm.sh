@@ -14,6 +14,7 @@ trtllm-serve Qwen/Qwen3.5-397B-A17B \
   --pp_size 1 \
   --ep_size 8 \
   --max_batch_size 256 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

@@ -11,6 +11,7 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 8 \
   --pp_size 1 \
   --max_batch_size 256 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

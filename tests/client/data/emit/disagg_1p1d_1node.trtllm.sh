@@ -33,6 +33,7 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 16 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-ctx.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -43,6 +44,7 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-gen.yaml \
   --host 0.0.0.0 \
   --port 8002

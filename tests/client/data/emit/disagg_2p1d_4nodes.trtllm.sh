@@ -39,6 +39,7 @@ trtllm-serve deepseek-ai/DeepSeek-V3 \
   --pp_size 1 \
   --ep_size 8 \
   --max_batch_size 4 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-ctx.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -50,6 +51,7 @@ trtllm-serve deepseek-ai/DeepSeek-V3 \
   --pp_size 1 \
   --ep_size 8 \
   --max_batch_size 4 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-ctx.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -61,6 +63,7 @@ mpirun --allow-run-as-root -np 16 -H $NODE2_ADDR:8,$NODE3_ADDR:8 -x PATH -x LD_L
   --pp_size 1 \
   --ep_size 16 \
   --max_batch_size 16 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-gen.yaml \
   --host 0.0.0.0 \
   --port 8001

@@ -43,6 +43,7 @@ mpirun --allow-run-as-root -np 8 -H $NODE0_ADDR:4,$NODE1_ADDR:4 -x PATH -x LD_LI
   --pp_size 1 \
   --ep_size 8 \
   --max_batch_size 1 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-ctx.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -54,6 +55,7 @@ mpirun --allow-run-as-root -np 8 -H $NODE2_ADDR:4,$NODE3_ADDR:4 -x PATH -x LD_LI
   --pp_size 1 \
   --ep_size 8 \
   --max_batch_size 1 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-ctx.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -65,6 +67,7 @@ mpirun --allow-run-as-root -np 16 -H $NODE4_ADDR:4,$NODE5_ADDR:4,$NODE6_ADDR:4,$
   --pp_size 1 \
   --ep_size 16 \
   --max_batch_size 32 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm-gen.yaml \
   --host 0.0.0.0 \
   --port 8001

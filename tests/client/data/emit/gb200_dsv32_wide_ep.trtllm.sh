@@ -17,6 +17,7 @@ mpirun --allow-run-as-root -np 32 -H $NODE0_ADDR:4,$NODE1_ADDR:4,$NODE2_ADDR:4,$
   --pp_size 1 \
   --ep_size 32 \
   --max_batch_size 32 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

@@ -15,6 +15,7 @@ trtllm-serve deepseek-ai/DeepSeek-V3 \
   --pp_size 1 \
   --ep_size 8 \
   --max_batch_size 64 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

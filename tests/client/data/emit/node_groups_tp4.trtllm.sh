@@ -14,6 +14,7 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
@@ -24,6 +25,7 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -34,6 +36,7 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
@@ -44,6 +47,7 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 1 \
   --max_batch_size 64 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

@@ -15,6 +15,7 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 8 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
@@ -25,6 +26,7 @@ mpirun --allow-run-as-root -np 8 -H $NODE1_ADDR:4,$NODE2_ADDR:4 -x PATH -x LD_LI
   --tp_size 8 \
   --pp_size 1 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

@@ -15,6 +15,7 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 trtllm-serve openai/gpt-oss-120b \
   --pp_size 1 \
   --ep_size 4 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
@@ -26,6 +27,7 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 trtllm-serve openai/gpt-oss-120b \
   --pp_size 1 \
   --ep_size 4 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8001
@@ -37,6 +39,7 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 trtllm-serve openai/gpt-oss-120b \
   --pp_size 1 \
   --ep_size 4 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

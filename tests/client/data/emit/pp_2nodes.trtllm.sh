@@ -16,6 +16,7 @@ mpirun --allow-run-as-root -np 16 -H $NODE0_ADDR:8,$NODE1_ADDR:8 -x PATH -x LD_L
   --tp_size 8 \
   --pp_size 2 \
   --max_batch_size 128 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000

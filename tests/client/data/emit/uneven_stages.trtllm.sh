@@ -12,6 +12,7 @@ trtllm-serve meta-llama/Llama-3.1-70B-Instruct \
   --tp_size 4 \
   --pp_size 2 \
   --max_batch_size 64 \
+  --num_postprocess_workers 4 \
   --config shardplan-trtllm.yaml \
   --host 0.0.0.0 \
   --port 8000
