@@ -69,7 +69,11 @@ const std::vector<int>& ScanLoads();
 // Blackwell rows of AIConfigurator's TensorRT-LLM 1.3.0rc1 gap analyses,
 // which do not measure steady decoding (calibration_harness_rows.cc,
 // UnsteadyGapAnalysisRun).
-inline constexpr int kCostModelVersion = 14;
+// 18: the cross-hardware bands read the export's vLLM "tp g, attention dp
+// g, moe_ep g x g" rows as the tp g, ep g runs they measure
+// (calibration_harness_rows.cc, NormaliseExportedVllmExpertLayout); point
+// predictions are unchanged.
+inline constexpr int kCostModelVersion = 18;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
