@@ -346,6 +346,32 @@ bool NormaliseExportedExpertLayout(MeasuredRow* row, int node_gpus) {
   return true;
 }
 
+// The export writes a vLLM run of tensor parallelism g with expert
+// parallelism (vLLM's --enable-expert-parallel: experts over the g tp ranks,
+// no attention dp) as tp_size g, attention_dp_size g, moe_ep_size g x g and
+// batch_size concurrency / g. The file proves it: its 15 Kimi-K2.5 NVFP4
+// rows "tp 4, dp 4, moe_ep 16" (vLLM 0.17.0, db-dump config 635) carry the
+// TTFT and TPOT, to the digits AIConfigurator's own gap analysis prints, of
+// that analysis's "tp4_ep4" runs ("tp 4, dp 1, moe_ep 4", 1024/1024 at 64
+// requests: 332.54 ms and 27.87 ms both), and its MiniMax-M2.5 FP8 "tp 2,
+// dp 2, moe_ep 4" rows (vLLM 0.19.0, config 690) repeat the "tp2_ep2" runs
+// of the same workflow within 1.2% at every load from 4 to 256 requests.
+// InferenceX's scripts for both launch `vllm serve --tensor-parallel-size
+// $TP --enable-expert-parallel` without --data-parallel-size
+// (benchmarks/single_node/kimik2.5_fp4_b200.sh and minimaxm2.5_fp8_b200.sh
+// of SemiAnalysisAI/InferenceX). Read back as tp g, ep g on g GPUs holding
+// the exported concurrency. False when the row is not such an export.
+bool NormaliseExportedVllmExpertLayout(MeasuredRow* row) {
+  const int g = row->tp;
+  if (row->engine != "vllm" || g <= 1 || row->attention_dp != g ||
+      row->moe_tp != 1 || row->moe_ep != g * g) {
+    return false;
+  }
+  row->attention_dp = 1;
+  row->moe_ep = g;
+  return true;
+}
+
 // AIConfigurator's export names the source of each run in
 // `silicon_data_source`: its own database dumps ("db-dump/..."), its gap
 // analyses ("source_file=/Users/.../aic-auto-gap-analysis/...") and the
@@ -465,7 +491,8 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
         ++out.skipped_disaggregated;
         continue;
       }
-      if (NormaliseExportedExpertLayout(&row, node_gpus)) {
+      if (NormaliseExportedExpertLayout(&row, node_gpus) ||
+          NormaliseExportedVllmExpertLayout(&row)) {
         ++out.exported_layouts_read_as_node;
         // The export's own request count where it gives one: most of its
         // rows have batch_size x attention_dp_size = silicon_concurrency,

@@ -77,7 +77,11 @@ const std::vector<int>& ScanLoads();
 // 17: a request naming TensorRT-LLM is priced with the per-request time of a
 // server that detokenises in postprocess workers, which its launches now
 // start (WorkloadDims::detokenises_off_executor).
-inline constexpr int kCostModelVersion = 17;
+// 18: the cross-hardware bands read the export's vLLM "tp g, attention dp
+// g, moe_ep g x g" rows as the tp g, ep g runs they measure
+// (calibration_harness_rows.cc, NormaliseExportedVllmExpertLayout); point
+// predictions are unchanged.
+inline constexpr int kCostModelVersion = 18;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -121,6 +121,48 @@ TEST(CalibrationTransferTest, ExportedLayoutsAreReadAsTheRunTheyMeasure) {
   EXPECT_EQ(runs.conflicting_layouts, 0);
 }
 
+// The export writes a vLLM run of tp g with expert parallelism (experts over
+// the tp ranks, no attention dp) as tp g, attention dp g, moe_ep g x g; the
+// harness reads it back as tp g, ep g holding the exported requests. A real
+// attention-dp layout (tp 1, dp 4, ep 4), other engines and other products
+// are kept as written.
+TEST(CalibrationTransferTest, VllmExpertParallelExportIsReadAsTheTpRun) {
+  const std::string csv =
+      std::string(kExportHeader) +
+      // Kimi-K2.5 "tp 4, dp 4, moe_ep 16", batch 16 of 64: tp 4, ep 4.
+      "a,silicon_concurrency=64,vllm,0.17.0,moonshotai/Kimi-K2.5,b200_sxm,"
+      "fp4,agg,1024,1024,nvfp4,16,4,1,4,1,16,332.54,27.87\n"
+      // The same measurement as the gap analysis writes it: one run kept.
+      "b,silicon_concurrency=64,vllm,0.17.0,moonshotai/Kimi-K2.5,b200_sxm,"
+      "fp4,agg,1024,1024,nvfp4,64,4,1,1,1,4,332.54,27.87\n"
+      // MiniMax-M2.5 "tp 2, dp 2, moe_ep 4", batch 128 of 256: tp 2, ep 2.
+      "c,silicon_concurrency=256,vllm,0.19.0,MiniMaxAI/MiniMax-M2.5,"
+      "b200_sxm,fp8,agg,1024,1024,fp8,128,2,1,2,1,4,528.5,38.04\n"
+      // Attention dp 4 over 4 GPUs with expert parallelism 4: kept.
+      "d,silicon_concurrency=64,vllm,0.19.0,MiniMaxAI/MiniMax-M2.5,"
+      "b200_sxm,fp8,agg,1024,1024,fp8,16,1,1,4,1,4,150,15.0\n"
+      // The same numbers on TensorRT-LLM: not this export, kept.
+      "e,silicon_concurrency=64,trtllm,1.2.0,deepseek-ai/DeepSeek-R1,"
+      "b200_sxm,fp4,agg,1024,1024,nvfp4,16,2,1,2,1,4,300,20.0\n";
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->exported_layouts_read_as_node, 2);
+  ASSERT_EQ(parsed->rows.size(), 5u);
+  auto layout = [](const MeasuredRow& r) {
+    return std::make_tuple(r.tp, r.attention_dp, r.moe_tp, r.moe_ep,
+                           r.concurrency);
+  };
+  EXPECT_EQ(layout(parsed->rows[0]), std::make_tuple(4, 1, 1, 4, 64));
+  EXPECT_EQ(layout(parsed->rows[1]), std::make_tuple(4, 1, 1, 4, 64));
+  EXPECT_EQ(layout(parsed->rows[2]), std::make_tuple(2, 1, 1, 2, 256));
+  EXPECT_EQ(layout(parsed->rows[3]), std::make_tuple(1, 4, 1, 4, 64));
+  EXPECT_EQ(layout(parsed->rows[4]), std::make_tuple(2, 2, 1, 4, 32));
+  const DedupedRows runs = DropRepeatedRuns(parsed->rows);
+  EXPECT_EQ(runs.rows.size(), 4u);
+  EXPECT_EQ(runs.repeats, 1);
+  EXPECT_EQ(runs.conflicting_layouts, 0);
+}
+
 // InferenceMAX's MTP configurations of DeepSeek-R1 on TensorRT-LLM ran the
 // 1.2.0rc6.post3 image (either spelling of the registry): skipped; the
 // standard ones (.post2), other models on that image and a user's row that
@@ -448,16 +490,16 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp8", 72, 0, 11.2, 19.3},
     {"b200-sxm-180gb", "trtllm", "qwen3-32b", "fp4", 1, 0, 12.6, 61.6},
     {"b200-sxm-180gb", "vllm", "gpt-oss-120b", "fp4", 66, 0, 8.0, 14.9},
-    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 18.6, 37.0},
+    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 14.6, 34.0},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 0, 15.5, 25.8},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 0, 10.8, 23.5},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 74, 0, 20.3, 25.6},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 130, 0, 15.4, 19.5},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 72, 0, 17.7, 22.0},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 128, 0, 13.1, 17.8},
     {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.1, 55.6},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.1, 62.6},
     {"b200-sxm-180gb", "*", "*", "*", 1116, 9, 15.1, 28.9},
     {"gb200-nvl72", "*", "*", "*", 6, 0, 32.8, 60.3},
-    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 64, 0, 26.8, 39.7},
+    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 26, 0, 19.1, 37.3},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
