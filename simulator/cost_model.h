@@ -69,7 +69,15 @@ const std::vector<int>& ScanLoads();
 // Blackwell rows of AIConfigurator's TensorRT-LLM 1.3.0rc1 gap analyses,
 // which do not measure steady decoding (calibration_harness_rows.cc,
 // UnsteadyGapAnalysisRun).
-inline constexpr int kCostModelVersion = 14;
+// 17: the experts' dispatch is priced as the launch runs it: vLLM gathers
+// over the ranks attention runs data-parallel over (the whole stage under
+// batch-split attention) and uses all-to-all kernels only across nodes or
+// NVLink trays, its aggregated servers' prefill through DeepEP's low-latency
+// kernels in 256-token chunks; SGLang gathers under DP attention unless its
+// experts take the whole group (DeepEP)
+// (Calibration::expert_a2a_needs_whole_group_ep,
+// expert_a2a_low_latency_chunk_tokens).
+inline constexpr int kCostModelVersion = 17;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
