@@ -328,7 +328,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->expert_weight_stream_bytes =
       ExpertWeightStreamBytes(hd, wd.weight_dtype, cal, k->weight_stream_bytes);
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
-  k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
+  k->kv_bytes = KvCacheBytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;
   k->attention_prefill_flops_per_s =
       hd.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] *
