@@ -31,6 +31,19 @@
 namespace shardplan::client {
 namespace {
 
+// The problem the server would plan `d` on: its catalog model, cluster and
+// lengths, and the KV-cache dtype the prediction sized (one the launch must
+// keep).
+absl::StatusOr<simulator::Problem> ProblemOf(const Drawn& d) {
+  shardplan::v1::ModelSource model;
+  model.set_catalog_name(d.context.model_name);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(d.context.input_tokens);
+  workload.set_output_tokens(d.context.output_tokens);
+  workload.set_kv_cache_dtype(d.context.kv_cache_dtype);
+  return simulator::ProblemFromProto(model, d.cluster, workload);
+}
+
 TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   std::mt19937 rng(20261128);
   constexpr int kPlans = 300;
@@ -38,15 +51,7 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
       wide_ep = 0, versioned_blocked = 0, fp4_kv = 0;
   for (int i = 0; i < kPlans; ++i) {
     Drawn d = Draw(rng);
-    shardplan::v1::ModelSource model;
-    model.set_catalog_name(d.context.model_name);
-    shardplan::v1::Workload workload;
-    workload.set_input_tokens(d.context.input_tokens);
-    workload.set_output_tokens(d.context.output_tokens);
-    // The KV-cache dtype the prediction sized is one the launch must keep.
-    workload.set_kv_cache_dtype(d.context.kv_cache_dtype);
-    const absl::StatusOr<simulator::Problem> problem =
-        simulator::ProblemFromProto(model, d.cluster, workload);
+    const absl::StatusOr<simulator::Problem> problem = ProblemOf(d);
     ASSERT_TRUE(problem.ok())
         << i << ": " << problem.status() << " " << d.cluster.ShortDebugString();
     const absl::StatusOr<simulator::PlanDims> dims =
@@ -148,14 +153,7 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
   for (int i = 0; i < kPlans; ++i) {
     Drawn d = Draw(rng);
     if (d.plan.has_prefill() || d.plan.ep() <= 1) continue;
-    shardplan::v1::ModelSource model;
-    model.set_catalog_name(d.context.model_name);
-    shardplan::v1::Workload workload;
-    workload.set_input_tokens(d.context.input_tokens);
-    workload.set_output_tokens(d.context.output_tokens);
-    workload.set_kv_cache_dtype(d.context.kv_cache_dtype);
-    const absl::StatusOr<simulator::Problem> problem =
-        simulator::ProblemFromProto(model, d.cluster, workload);
+    const absl::StatusOr<simulator::Problem> problem = ProblemOf(d);
     ASSERT_TRUE(problem.ok()) << problem.status();
     if (!problem->model.is_moe()) continue;
     const absl::StatusOr<simulator::PlanDims> dims =
