@@ -448,16 +448,16 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp8", 72, 0, 11.2, 19.3},
     {"b200-sxm-180gb", "trtllm", "qwen3-32b", "fp4", 1, 0, 12.6, 61.6},
     {"b200-sxm-180gb", "vllm", "gpt-oss-120b", "fp4", 66, 0, 8.0, 14.9},
-    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 18.6, 37.0},
+    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 18.4, 37.7},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 0, 15.5, 25.8},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 0, 10.8, 23.5},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 74, 0, 20.3, 25.6},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 130, 0, 15.4, 19.5},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 74, 0, 20.2, 24.9},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 130, 0, 15.4, 19.1},
     {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.1, 55.6},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.1, 62.6},
-    {"b200-sxm-180gb", "*", "*", "*", 1116, 9, 15.1, 30.6},
+    {"b200-sxm-180gb", "*", "*", "*", 1116, 9, 15.0, 30.6},
     {"gb200-nvl72", "*", "*", "*", 6, 0, 32.8, 60.3},
-    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 64, 0, 26.8, 39.7},
+    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 64, 0, 26.5, 39.2},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
@@ -611,8 +611,8 @@ TEST(CalibrationTransferTest, TwentyBlackwellRunsOfOneGroup) {
         Group{"vllm", "llama-3.1-70b", 12.8, 9.4, 23.9, 17.6},
         // The 2026 models (GLM-5's 28 runs leave too few held out).
         Group{"sglang", "qwen3.5-397b-a17b", 17.2, 16.9, 39.0, 22.7},
-        Group{"vllm", "minimax-m2.5", 17.0, 15.0, 21.9, 21.2},
-        Group{"vllm", "kimi-k2.5", 19.5, 16.8, 36.5, 27.9}}) {
+        Group{"vllm", "minimax-m2.5", 16.9, 15.0, 21.4, 20.8},
+        Group{"vllm", "kimi-k2.5", 19.3, 16.9, 36.9, 27.8}}) {
     SCOPED_TRACE(std::string(g.engine) + ":" + g.model);
     absl::StatusOr<CalibrationProfile> start = FindCalibrationProfile(g.engine);
     ASSERT_TRUE(start.ok()) << start.status();
