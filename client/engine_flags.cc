@@ -74,6 +74,7 @@ std::vector<EngineVersion> ParseEngineFile(Engine engine, const char* text) {
           gate.since = kv.second["since"].as<std::string>("");
           gate.until = kv.second["until"].as<std::string>("");
           gate.sources = StringList(kv.second["sources"]);
+          gate.open_issue = kv.second["openIssue"].as<std::string>("");
           e.gates[kv.first.as<std::string>()] = std::move(gate);
         }
       }

@@ -48,6 +48,9 @@ struct VersionGate {
   std::string since;
   std::string until;
   std::vector<std::string> sources;
+  // An open engine issue a launch using the role must know about (the
+  // table's `openIssue`: one line for the script's header); "" = none.
+  std::string open_issue;
 };
 
 // One version range of one engine.

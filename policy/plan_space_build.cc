@@ -69,7 +69,7 @@ double MemoryLowerBoundBytes(const simulator::Problem& p, const Degrees& g,
       (static_cast<double>(p.workload.input_tokens) +
        p.workload.output_tokens) *
       m.layers * kv_per_token_layer *
-      simulator::BytesPerElement(p.workload.kv_cache_dtype) /
+      simulator::KvCacheBytesPerElement(p.workload.kv_cache_dtype) /
       std::max(1, g.tp * g.pp * (m.is_moe() ? g.dp : 1));
   return weight_bytes + kv_bytes;
 }

@@ -232,9 +232,35 @@ constexpr double kTrtllmFp8GroupedGemmBandwidthRatio = 0.58 / 0.81;
 // and combines by reduce_scatterv over it
 // (vllm/distributed/device_communicators/all2all.py at
 // https://github.com/vllm-project/vllm/blob/001430048e8175c8dff1bc57e1a81a1fa75460f9/vllm/distributed/device_communicators/all2all.py,
-// AgRsAll2AllManager.dispatch and .combine). SGLang and TensorRT-LLM
-// dispatch with all-to-all kernels (DeepEP, their own).
+// AgRsAll2AllManager.dispatch and .combine). The launch selects all-to-all
+// kernels only where the expert group crosses nodes (client/emit/vllm.cc:
+// DeepEP over InfiniBand, FlashInfer's over NVLink trays), and those are
+// priced as all-to-alls. SGLang gathers the same way under DP attention
+// without DeepEP (CommunicateWithAllReduceAndLayerNormFn.
+// _gather_hidden_states_and_residual, dp_gather when attn_dp_size != 1, in
+// python/sglang/srt/layers/communicator.py of
+// https://github.com/sgl-project/sglang), and its launch selects DeepEP
+// (--moe-a2a-backend deepep) only when the experts are not tensor-split
+// (client/emit/sglang.cc; DeepEP sets ep_size = tp_size). TensorRT-LLM
+// dispatches with its own all-to-all kernels.
 constexpr bool kVllmExpertDispatchGathersOverDp = true;
+// Across nodes vLLM's aggregated servers run DeepEP's low-latency kernels
+// (client/emit/vllm.cc), the prefill in VLLM_MOE_DP_CHUNK_SIZE = 256 tokens
+// per DP rank ("All DP ranks process the activations in
+// VLLM_MOE_DP_CHUNK_SIZE units", vllm/envs.py of
+// https://github.com/vllm-project/vllm).
+constexpr double kVllmLowLatencyChunkTokens = 256;
+
+Calibration WithVllmExpertDispatch(Calibration c) {
+  c.expert_a2a_low_latency_chunk_tokens = kVllmLowLatencyChunkTokens;
+  return c;
+}
+
+Calibration WithSglangExpertDispatch(Calibration c) {
+  c.expert_dispatch_gathers_over_dp = true;
+  c.expert_a2a_needs_whole_group_ep = true;
+  return c;
+}
 
 Calibration WithBlackwellGroupedGemmRatios(
     Calibration c, double bf16, double fp8,
@@ -260,7 +286,7 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
                    kTrtllmPipelineRequestOverheadSeconds),
                1.0, kTrtllmFp8GroupedGemmBandwidthRatio)},
           {"h100-sglang", "sglang",
-           WithBlackwellGroupedGemmRatios(
+           WithSglangExpertDispatch(WithBlackwellGroupedGemmRatios(
                WithFp4GroupedGemmRatio(
                    WithPrefillBatchTokens(
                        EngineFit(kSglangPrefillOverheadSeconds,
@@ -270,14 +296,14 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
                        kSglangPrefillBatchTokens),
                    kSglangFp4GroupedGemmBandwidthRatio),
                kSglangBf16GroupedGemmBandwidthRatio,
-               kSglangFp8GroupedGemmBandwidthRatio)},
+               kSglangFp8GroupedGemmBandwidthRatio))},
           {"h100-vllm", "vllm",
-           WithBlackwellGroupedGemmRatios(
+           WithVllmExpertDispatch(WithBlackwellGroupedGemmRatios(
                EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
                          kPagedKvReservedOutput, kVllmPreempts, 0, 0),
                kVllmBf16GroupedGemmBandwidthRatio,
                kVllmFp8GroupedGemmBandwidthRatio,
-               kVllmExpertDispatchGathersOverDp)},
+               kVllmExpertDispatchGathersOverDp))},
       };
   return *kProfiles;
 }
@@ -596,6 +622,8 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.fp8_grouped_gemm_bandwidth_ratio = e.fp8_grouped_gemm_bandwidth_ratio;
   c.expert_dispatch_gathers_over_dp = e.expert_dispatch_gathers_over_dp;
   c.prefill_batch_tokens = e.prefill_batch_tokens;
+  c.expert_a2a_needs_whole_group_ep = e.expert_a2a_needs_whole_group_ep;
+  c.expert_a2a_low_latency_chunk_tokens = e.expert_a2a_low_latency_chunk_tokens;
   c.offloaded_detokenisation_request_overhead_seconds =
       e.offloaded_detokenisation_request_overhead_seconds;
   return c;

@@ -86,6 +86,20 @@ struct Calibration {
   // dispatch and combine all-to-alls (DeepEP-style kernels). Engine
   // behaviour, not fitted (simulator/calibration.cc cites the source).
   bool expert_dispatch_gathers_over_dp = false;
+  // With expert_dispatch_gathers_over_dp: true = the engine's all-to-all
+  // kernels run only when the experts are not tensor-split (ep = dp x tp:
+  // SGLang's DeepEP), false = when the expert group crosses nodes (vLLM's
+  // DeepEP and multi-node NVLink backends, as the launch selects them).
+  // Engine behaviour, not fitted (simulator/calibration.cc cites the source).
+  bool expert_a2a_needs_whole_group_ep = false;
+  // Expert groups across nodes: 0 = prefill through DeepEP's high-throughput
+  // kernels (SGLang's auto mode, TensorRT-LLM); > 0 = an aggregated server
+  // launches the low-latency kernels alone (vLLM, one --all2all-backend per
+  // server) and runs a prefill's tokens through them in chunks of this many
+  // tokens per DP rank. Prefill instances of disaggregated plans take the
+  // high-throughput kernels either way. Engine behaviour, not fitted
+  // (simulator/calibration.cc cites the source).
+  double expert_a2a_low_latency_chunk_tokens = 0;
   // KV cache a running request holds, as the fraction of its output tokens
   // reserved on top of its prompt: 1 = the whole output up front
   // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =

@@ -328,7 +328,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->expert_weight_stream_bytes =
       ExpertWeightStreamBytes(hd, wd.weight_dtype, cal, k->weight_stream_bytes);
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
-  k->kv_bytes = BytesPerElement(wd.kv_cache_dtype);
+  k->kv_bytes = KvCacheBytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;
   k->attention_prefill_flops_per_s =
       hd.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] *
@@ -345,6 +345,9 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->ib_latency_seconds = hd.inter_node_latency_seconds;
   k->ib_raw_bytes_per_s = hd.inter_node_bytes_per_s;
   k->expert_dispatch_gathers = cal.expert_dispatch_gathers_over_dp;
+  k->expert_a2a_needs_whole_group = cal.expert_a2a_needs_whole_group_ep;
+  k->expert_a2a_low_latency_chunk_tokens =
+      cal.expert_a2a_low_latency_chunk_tokens;
   // Blackwell (FP4 tensor cores) or Hopper NCCL measurements.
   k->nccl_table =
       hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0 ? 1 : 0;

@@ -151,7 +151,7 @@ PrefillInstanceCost PoolCosting::PrefillInstance(
   const CostConstants& k = *model.constants_;
   PlanState state;
   PreparePlan(k, instance, instance.instance_gpus(), requests, &state,
-              placement);
+              placement, /*prefill_pool=*/true);
   // Memory as a decode step of the same batch on every rank would hold it,
   // the KV cache scaled from ISL+OSL contexts to the ISL tokens a prefill
   // leaves.

@@ -81,7 +81,15 @@ const std::vector<int>& ScanLoads();
 // g, moe_ep g x g" rows as the tp g, ep g runs they measure
 // (calibration_harness_rows.cc, NormaliseExportedVllmExpertLayout); point
 // predictions are unchanged.
-inline constexpr int kCostModelVersion = 18;
+// 19: the experts' dispatch is priced as the launch runs it: vLLM gathers
+// over the ranks attention runs data-parallel over (the whole stage under
+// batch-split attention) and uses all-to-all kernels only across nodes or
+// NVLink trays, its aggregated servers' prefill through DeepEP's low-latency
+// kernels in 256-token chunks; SGLang gathers under DP attention unless its
+// experts take the whole group (DeepEP)
+// (Calibration::expert_a2a_needs_whole_group_ep,
+// expert_a2a_low_latency_chunk_tokens).
+inline constexpr int kCostModelVersion = 19;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

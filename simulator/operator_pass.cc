@@ -314,22 +314,25 @@ class Pass {
     return Merge(OpKind::kExpertDown, Layout::kTokenSplit, residual);
   }
 
-  // vLLM's default expert-parallel path with attention dp
-  // (Calibration::expert_dispatch_gathers_over_dp): every rank gathers the
-  // tokens of all dp ranks and runs its own experts on them, then the
-  // outputs are reduce-scattered back. Inside one node only: across nodes
-  // vLLM's expert-parallel deployment guide runs DeepEP's kernels
-  // (--all2all-backend deepep_low_latency / deepep_high_throughput), and over
-  // the trays of an NVLink domain the launch command selects FlashInfer's
-  // all-to-all (client/emit/vllm.cc); both are the all-to-all below.
+  // The engine's expert-parallel path without all-to-all kernels, under
+  // attention dp (Calibration::expert_dispatch_gathers_over_dp): every rank
+  // gathers the tokens of all attention dp ranks and runs its own experts on
+  // them, then the outputs are reduce-scattered back. Where the launch
+  // selects all-to-all kernels the all-to-all below prices them instead:
+  // vLLM's across nodes (DeepEP over InfiniBand, FlashInfer's over the trays
+  // of an NVLink domain: client/emit/vllm.cc), SGLang's when the experts are
+  // not tensor-split (DeepEP takes the whole group: client/emit/sglang.cc).
   bool GathersOverDp() const {
-    return k_.expert_dispatch_gathers && p_.dp > 1 &&
-           p_.dp_group.per_node >= p_.dp_group.n && p_.ep_nodes <= 1;
+    if (!k_.expert_dispatch_gathers || p_.attention_dp_group.n <= 1) {
+      return false;
+    }
+    if (k_.expert_a2a_needs_whole_group) return p_.ep != p_.dp * p_.tp;
+    return !p_.ep_crosses_nodes;
   }
   // Top-k expert id (int32) and weight (fp32) per routed expert.
   static constexpr double kTopkBytesPerExpert = 8;
   void GatherScatter(OpKind op, Collective c, double bytes) {
-    const Group& g = p_.dp_group;
+    const Group& g = p_.attention_dp_group;
     if (g.n <= 1 || bytes <= 0) return;
     r_.comm[static_cast<int>(op)] +=
         NcclGatherScatterSeconds(k_, c, bytes, g, &r_.traffic);
@@ -358,11 +361,20 @@ class Pass {
     const double gi = std::max(1, std::min(g.per_node, g.n));
     // DeepEP's bandwidths at this ep, scaled to the NIC (p_.ep_rates).
     double seconds = 0;
-    if (decode_) {
+    // An engine that launches one DeepEP mode per server runs an aggregated
+    // server's prefill through the low-latency kernels too, in chunks.
+    const bool low_latency =
+        decode_ ||
+        (k_.expert_a2a_low_latency_chunk_tokens > 0 && !p_.prefill_pool);
+    if (low_latency) {
       const double bytes = tokens_rank * k_.top_k * k_.hidden * elem;
       const double bw = combine ? p_.ep_rates.low_latency_combine_bytes_per_s
                                 : p_.ep_rates.low_latency_dispatch_bytes_per_s;
-      seconds = k_.ib_latency_seconds + bytes / bw;
+      const double chunks =
+          decode_
+              ? 1.0
+              : std::ceil(tokens_rank / k_.expert_a2a_low_latency_chunk_tokens);
+      seconds = chunks * k_.ib_latency_seconds + bytes / bw;
       r_.traffic.nv += bytes * (gi - 1) / n;
       r_.traffic.ib += bytes * (n - gi) / n;
     } else {
@@ -640,6 +652,25 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
       place.domain.spans_nodes()
           ? std::max(1, std::min(p.dp, place.domain.per_node / p.tp))
           : p.dp;
+  const bool batch_attention =
+      p.tp > 1 && p.dims[static_cast<int>(OpKind::kQkv)] == ShardDim::kBatch &&
+      p.dims[static_cast<int>(OpKind::kAttention)] == ShardDim::kBatch &&
+      p.dims[static_cast<int>(OpKind::kAttnOut)] == ShardDim::kBatch;
+  if (batch_attention) {
+    p.attention_dp_group.n = domain;
+    p.attention_dp_group.per_node = place.domain.spans_nodes()
+                                        ? std::max(1, place.domain.per_node)
+                                        : domain;
+  } else {
+    p.attention_dp_group = p.dp_group;
+  }
+  // Trays of one NVLink domain: a stage bigger than a node, inside a link
+  // domain that spans nodes (uniform nodes only).
+  const ClusterDims& c = k.cluster;
+  p.ep_crosses_nodes =
+      place.domain.spans_nodes() ||
+      (c.node_gpus.empty() && c.nvlink_domain_gpus > c.gpus_per_node &&
+       domain > c.gpus_per_node);
   p.p2p_inter_node = place.p2p_inter_node;
   p.p2p_ib_boundaries =
       p.p2p_inter_node

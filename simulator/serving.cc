@@ -208,8 +208,9 @@ double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
 // aggregated serving, the prefill batch of a disaggregated prefill instance).
 void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                  int prefill_requests, PlanState* s,
-                 const PlanPlacement* replica_class) {
+                 const PlanPlacement* replica_class, bool prefill_pool) {
   s->ctx = MakePlanCtx(k, plan, num_gpus, replica_class);
+  s->ctx.prefill_pool = prefill_pool;
   const PlanCtx& p = s->ctx;
   s->residuals = SteadyResiduals(k, p);
   s->num_stages = plan.pp;

@@ -57,6 +57,28 @@ double BytesPerElement(Dtype dtype) {
   return 2.0;
 }
 
+// Every engine's FP4 KV cache stores a one-byte block scale per 16 values
+// beside the packed 4-bit data, and its attention kernels read both:
+// - vLLM nvfp4: FlashInferBackend.get_kv_cache_shape gives the last dim
+//   nvfp4_kv_cache_full_dim(head_size) = head_size / 2 + head_size / 16
+//   ("fp4 data + fp8 block scales in last dim"), vllm/v1/attention/backends/
+//   flashinfer.py of https://github.com/vllm-project/vllm;
+// - TensorRT-LLM nvfp4: the KV cache manager adds block-scale pools with
+//   kQuantBlockSizeNVFP4 = 16 (FP8 E4M3 scales) when the cache dtype is FP4,
+//   cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp of
+//   https://github.com/NVIDIA/TensorRT-LLM;
+// - SGLang fp4_e2m1: MHATokenToKVPoolFP4 and MLATokenToKVPoolFP4 allocate
+//   uint8 k/v scale buffers of (n * k) / 16 per token (scale_block_size = 16,
+//   an exponent byte, E8M0-like), python/sglang/srt/mem_cache/memory_pool.py
+//   at
+//   https://github.com/sgl-project/sglang/blob/14c3feee2390a7b5a06accc7af651bde8c5211c6/python/sglang/srt/mem_cache/memory_pool.py.
+constexpr double kFp4KvCacheBytesPerElement = 0.5 + 1.0 / 16;
+
+double KvCacheBytesPerElement(Dtype dtype) {
+  return dtype == Dtype::kFp4 ? kFp4KvCacheBytesPerElement
+                              : BytesPerElement(dtype);
+}
+
 absl::string_view DtypeName(Dtype dtype) {
   return EnumName(dtype, kDtypeNames, "unknown");
 }

@@ -21,6 +21,10 @@ inline constexpr int kNumDtypes = 3;
 
 // Bytes per element: 2, 1, 0.5.
 double BytesPerElement(Dtype dtype);
+// Bytes a KV-cache element takes in the engines' caches, its share of the
+// quantisation scales included: 2, 1 (one scale per tensor), and for FP4
+// 0.5 + 1/16 (a one-byte scale per 16 values).
+double KvCacheBytesPerElement(Dtype dtype);
 // "bf16", "fp8", "fp4".
 absl::string_view DtypeName(Dtype dtype);
 // Parses a dtype name; "" gives `fallback`. INVALID_ARGUMENT names `field_path`

@@ -345,6 +345,9 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
               ? ""
               : absl::StrCat(" (", gate->second.sources.front(), ")")));
     }
+    if (gate != ev->gates.end() && !gate->second.open_issue.empty()) {
+      script.header.push_back(gate->second.open_issue);
+    }
   }
 
   built.expert_all_to_all =

@@ -57,6 +57,26 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
         "all-gather/reduce-scatter instead of FlashInfer's multi-node NVLink "
         "kernels the prediction assumes.");
   }
+  // Experts over several nodes on InfiniBand (vLLM's all-to-all kernels run
+  // only with data parallelism): DeepEP, as vLLM's expert-parallel guide
+  // deploys it across nodes and as the prediction prices it; the default
+  // all-gather/reduce-scatter would move every token to every rank over the
+  // NICs. Prefill servers take the high-throughput kernels, the others the
+  // low-latency ones, the only DeepEP mode with CUDA graphs
+  // (client/engines/vllm.yaml cites the backend list and the image).
+  const bool deepep = moe && d.ep > 1 && v_dp > 1 && !nvlink_a2a;
+  const std::string deepep_value =
+      f.Value(role == DisaggRole::kPrefill ? "all2all_backend_internode_prefill"
+                                           : "all2all_backend_internode");
+  // Per replica: only an instance whose GPUs span nodes needs it.
+  auto with_deepep = [&](Command c) {
+    if (f.Has("all2all_backend")) {
+      c.Flag(f.Flag("all2all_backend"), deepep_value);
+    } else if (ev.env.count("all2all_backend_env") > 0) {
+      c.env.push_back(ev.env.at("all2all_backend_env") + "=" + deepep_value);
+    }
+    return c;
+  };
   // --max-num-seqs applies per DP rank: each runs its own engine core and
   // scheduler (client/engines/vllm.yaml).
   const int rank_batch = attention_dp ? (batch + d.tp - 1) / d.tp : batch;
@@ -89,6 +109,8 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
     const std::vector<Segment> segs = layout.SegmentsOf(
         static_cast<int64_t>(r) * instance_gpus, instance_gpus);
     const Segment& head = segs[0];
+    const Command base =
+        deepep && segs.size() > 1 ? with_deepep(common) : common;
     const int port = layout.NextPort(head.node, 8000);
     const int slot = port - 8000;
     if (r == 0) {
@@ -104,7 +126,7 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
       return c;
     };
     if (segs.size() == 1) {
-      Command c = with_devices(common, head);
+      Command c = with_devices(base, head);
       c.comments.push_back(NodeComment(r, d.replicas, head, ""));
       c.Flag(f.Flag("port"), port);
       out.commands.push_back(std::move(c));
@@ -117,7 +139,7 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
       // Each node runs its own DP ranks; one API server on the head node.
       int start = 0;
       for (size_t j = 0; j < segs.size(); ++j) {
-        Command c = with_devices(common, segs[j]);
+        Command c = with_devices(base, segs[j]);
         c.comments.push_back(
             NodeComment(r, d.replicas, segs[j], j == 0 ? "head" : "headless"));
         const int local = segs[j].gpus / rank_gpus;
@@ -142,7 +164,7 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
     if (v_dp == 1 && EqualSegments(segs) && f.Has("nnodes")) {
       // One TP/PP group over equal shares of several nodes.
       for (size_t j = 0; j < segs.size(); ++j) {
-        Command c = with_devices(common, segs[j]);
+        Command c = with_devices(base, segs[j]);
         c.comments.push_back(
             NodeComment(r, d.replicas, segs[j], j == 0 ? "head" : "headless"));
         c.Flag(f.Flag("nnodes"), static_cast<int>(segs.size()));
@@ -160,7 +182,7 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
     // Ray places the workers: a group that does not split evenly over its
     // nodes (a partial node), DP ranks that span nodes, or a release without
     // the multiprocessing multi-node launcher.
-    Command c = common;
+    Command c = base;
     c.instance = r;
     c.gpus = head.gpus;
     c.node = head.node;

@@ -87,6 +87,10 @@ struct CostConstants {
   // all-gather/reduce-scatter table the hardware's collectives follow
   // (collectives.h, kNcclGatherScatterSeconds: 0 Hopper, 1 Blackwell).
   bool expert_dispatch_gathers = false;
+  // Calibration::expert_a2a_needs_whole_group_ep.
+  bool expert_a2a_needs_whole_group = false;
+  // Calibration::expert_a2a_low_latency_chunk_tokens.
+  double expert_a2a_low_latency_chunk_tokens = 0;
   int nccl_table = 0;
   // FP4 weights on hardware without FP4 tensor cores (Hopper): weight-only
   // dequantising kernels, costed as streaming this many bytes per weight

@@ -24,6 +24,15 @@ struct PlanCtx {
   Group tp_group, tp_expert_group, ep_group;
   // One rank of each attention dp rank of a stage (strided by tp).
   Group dp_group;
+  // The ranks attention runs data-parallel over, each with its own tokens:
+  // dp_group, or the whole stage when qkv, attention and attn_out are
+  // batch-split over tp (what engines launch as DP attention).
+  Group attention_dp_group;
+  // The expert domain crosses nodes: over InfiniBand, or over the trays of
+  // one NVLink domain (GB200/GB300 NVL72).
+  bool ep_crosses_nodes = false;
+  // A prefill instance of a disaggregated plan (its own all-to-all kernels).
+  bool prefill_pool = false;
   int micro_batches = 1;
   bool p2p_inter_node = false;
   // Stage boundaries whose sends cross nodes (the others ride NVLink).

@@ -55,9 +55,11 @@ struct PlanState {
 // aggregated serving, the prefill batch of a disaggregated prefill instance).
 // `replica_class`: as for MakePlanCtx. `s`: a freshly constructed state (the
 // results of layer kinds the model lacks stay as constructed, zero).
+// `prefill_pool`: a prefill instance of a disaggregated plan (PlanCtx).
 void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                  int prefill_requests, PlanState* s,
-                 const PlanPlacement* replica_class = nullptr);
+                 const PlanPlacement* replica_class = nullptr,
+                 bool prefill_pool = false);
 
 // `requests` in flight per replica, RankBatch(requests, dp) on each attention
 // dp rank. `decode_only`: a decode instance of a disaggregated plan: no

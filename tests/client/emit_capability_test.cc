@@ -15,17 +15,34 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "client/emit.h"
 #include "client/emit/emit_internal.h"
 #include "client/engine_flags.h"
 #include "gtest/gtest.h"
+#include "simulator/calibration.h"
+#include "simulator/cost_model.h"
 #include "simulator/engine_capability.h"
+#include "simulator/internal/cost_layers.h"
 #include "simulator/spec.h"
 #include "tests/client/emit_plan_generator.h"
 
 namespace shardplan::client {
 namespace {
+
+// The problem the server would plan `d` on: its catalog model, cluster and
+// lengths, and the KV-cache dtype the prediction sized (one the launch must
+// keep).
+absl::StatusOr<simulator::Problem> ProblemOf(const Drawn& d) {
+  shardplan::v1::ModelSource model;
+  model.set_catalog_name(d.context.model_name);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(d.context.input_tokens);
+  workload.set_output_tokens(d.context.output_tokens);
+  workload.set_kv_cache_dtype(d.context.kv_cache_dtype);
+  return simulator::ProblemFromProto(model, d.cluster, workload);
+}
 
 TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   std::mt19937 rng(20261128);
@@ -34,15 +51,7 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
       wide_ep = 0, versioned_blocked = 0, fp4_kv = 0;
   for (int i = 0; i < kPlans; ++i) {
     Drawn d = Draw(rng);
-    shardplan::v1::ModelSource model;
-    model.set_catalog_name(d.context.model_name);
-    shardplan::v1::Workload workload;
-    workload.set_input_tokens(d.context.input_tokens);
-    workload.set_output_tokens(d.context.output_tokens);
-    // The KV-cache dtype the prediction sized is one the launch must keep.
-    workload.set_kv_cache_dtype(d.context.kv_cache_dtype);
-    const absl::StatusOr<simulator::Problem> problem =
-        simulator::ProblemFromProto(model, d.cluster, workload);
+    const absl::StatusOr<simulator::Problem> problem = ProblemOf(d);
     ASSERT_TRUE(problem.ok())
         << i << ": " << problem.status() << " " << d.cluster.ShortDebugString();
     const absl::StatusOr<simulator::PlanDims> dims =
@@ -175,6 +184,98 @@ TEST(EmitCapabilityTest, LaunchesDetokeniseWhereThePredictionAssumes) {
   }
   EXPECT_GT(servers, 100);
   EXPECT_GT(with_workers, 20);
+
+// The expert all-to-all a launch runs is the one its prediction prices: for
+// every generated aggregated MoE plan with expert parallelism that vLLM or
+// SGLang runs, the backend the emitted command selects (vLLM:
+// --all2all-backend or VLLM_ALL2ALL_BACKEND, else its default
+// allgather_reducescatter; SGLang: --moe-a2a-backend deepep or the
+// default) against the collective the engine's calibration profile charges
+// for the dispatch of a decode step's MoE layer (an all-gather over the
+// attention data-parallel ranks, or an all-to-all over the expert group).
+TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
+  std::mt19937 rng(20261129);
+  constexpr int kPlans = 400;
+  int checked = 0, gathers = 0, deepep = 0, nvlink = 0;
+  for (int i = 0; i < kPlans; ++i) {
+    Drawn d = Draw(rng);
+    if (d.plan.has_prefill() || d.plan.ep() <= 1) continue;
+    const absl::StatusOr<simulator::Problem> problem = ProblemOf(d);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    if (!problem->model.is_moe()) continue;
+    const absl::StatusOr<simulator::PlanDims> dims =
+        simulator::PlanDimsFromProto(d.plan);
+    ASSERT_TRUE(dims.ok()) << dims.status();
+    d.context.runnable_engines = simulator::RunnableEngines(*problem, *dims);
+    for (Engine engine : {Engine::kVllm, Engine::kSglang}) {
+      if (!simulator::CheckEngineCanRun(EngineKey(engine), "", *problem, *dims)
+               .ok()) {
+        continue;
+      }
+      const EmittedCommand e = EmitCommand(engine, d.plan, d.context);
+      ASSERT_FALSE(e.refused) << d.plan.ShortDebugString();
+      const std::string label =
+          absl::StrCat("plan ", i, " (", d.context.model_name, " on ",
+                       d.cluster.ShortDebugString(), ", ", EngineKey(engine),
+                       "): ", d.plan.ShortDebugString());
+      const absl::StatusOr<simulator::CalibrationProfile> profile =
+          simulator::FindCalibrationProfile(EngineKey(engine));
+      ASSERT_TRUE(profile.ok());
+      absl::StatusOr<std::unique_ptr<const simulator::CostModel>> cost =
+          simulator::CostModel::Create(*problem, profile->calibration);
+      ASSERT_TRUE(cost.ok()) << cost.status();
+      bool priced_gather = false, priced_a2a = false;
+      for (const auto& r :
+           simulator::internal::CostModelInspector::LayerCollectives(
+               **cost, *dims, /*moe_layer=*/true, /*decode=*/true, 64)) {
+        if (r.op != simulator::OpKind::kExpertUp) continue;
+        priced_gather |= r.kind == simulator::internal::Collective::kAllGather;
+        priced_a2a |= r.kind == simulator::internal::Collective::kAllToAll;
+      }
+      const std::string& text = e.command;
+      if (engine == Engine::kVllm) {
+        // vLLM's DP ranks: the plan's dp, times tp under batch-split
+        // attention (the emitter's DP attention). With one DP rank vLLM runs
+        // no dispatch at all (its MoE layer all-reduces over the TP group).
+        const bool launch_deepep = absl::StrContains(text, "deepep_");
+        const bool launch_nvlink = absl::StrContains(text, "flashinfer_");
+        const bool launch_dp = absl::StrContains(text, "--data-parallel-size ");
+        if (!launch_dp) continue;
+        ++checked;
+        gathers += !launch_deepep && !launch_nvlink;
+        deepep += launch_deepep;
+        nvlink += launch_nvlink;
+        EXPECT_EQ(priced_gather, !launch_deepep && !launch_nvlink)
+            << label << ": the launch runs "
+            << (launch_deepep   ? "DeepEP"
+                : launch_nvlink ? "FlashInfer's NVLink all-to-all"
+                                : "the default all-gather/reduce-scatter")
+            << ", the prediction prices "
+            << (priced_gather ? "an all-gather" : "an all-to-all");
+        EXPECT_EQ(priced_a2a, launch_deepep || launch_nvlink) << label;
+      } else {
+        // SGLang under DP attention: DeepEP where the launch selects it,
+        // else an all-gather of the DP ranks' tokens. Without DP attention
+        // every rank holds all tokens and nothing is dispatched (as in vLLM
+        // with one DP rank; the price's all-to-all there is a known gap).
+        if (!absl::StrContains(text, "--enable-dp-attention")) continue;
+        const bool launch_deepep =
+            absl::StrContains(text, "--moe-a2a-backend deepep") ||
+            absl::StrContains(text, "--enable-deepep-moe");
+        ++checked;
+        EXPECT_EQ(priced_a2a, launch_deepep)
+            << label << ": launched " << (launch_deepep ? "with" : "without")
+            << " DeepEP, priced as "
+            << (priced_a2a ? "an all-to-all" : "an all-gather");
+        EXPECT_EQ(priced_gather, !launch_deepep) << label;
+      }
+    }
+  }
+  EXPECT_GT(checked, 20);
+  EXPECT_GT(gathers, 3);
+  EXPECT_GT(deepep, 3);
+  EXPECT_GT(nvlink, 3);
+  RecordProperty("checked", checked);
 }
 
 }  // namespace

@@ -39,6 +39,7 @@ struct Setup {
   int osl = 256;
   int concurrency = 16;
   std::string weight_dtype = "bf16";
+  std::string kv_cache_dtype = "bf16";
   double max_ttft_ms = 0;
   double max_tpot_ms = 0;
   // A calibration profile name; empty: DefaultCalibration().
@@ -57,7 +58,7 @@ std::unique_ptr<const CostModel> Make(const Setup& s) {
   workload.set_output_tokens(s.osl);
   workload.set_concurrency(s.concurrency);
   workload.set_weight_dtype(s.weight_dtype);
-  workload.set_kv_cache_dtype("bf16");
+  workload.set_kv_cache_dtype(s.kv_cache_dtype);
   workload.set_max_ttft_ms(s.max_ttft_ms);
   workload.set_max_tpot_ms(s.max_tpot_ms);
   absl::StatusOr<Problem> problem = ProblemFromProto(source, cluster, workload);
@@ -343,6 +344,35 @@ TEST(CostModelTest, GoldenLlama70bTp8Memory) {
   EXPECT_DOUBLE_EQ(e.kv_cache_bytes, 1509949440.0);
   EXPECT_TRUE(e.feasible) << InfeasibleReasonText(e);
   EXPECT_EQ(e.batch_size, 16);
+}
+
+// An FP4 KV cache holds 0.5 bytes of data and a one-byte block scale per 16
+// values (every engine's FP4 cache; simulator/types.cc cites the allocations):
+// the 512 bytes per token per layer and GPU of the golden above become
+// 512 / 2 * 0.5625 = 144, so 16 x 2304 x 80 x 144 = 424,673,280 bytes; and
+// a decode step reads the scales too, so its attention streams 0.5625 / 1 of
+// the FP8 cache's KV bytes, not half.
+TEST(CostModelTest, GoldenFp4KvCacheCarriesItsScales) {
+  auto fp4 = Make({.model = "llama-3.1-70b",
+                   .gpus = 8,
+                   .isl = 2048,
+                   .osl = 256,
+                   .kv_cache_dtype = "fp4"});
+  auto fp8 = Make({.model = "llama-3.1-70b",
+                   .gpus = 8,
+                   .isl = 2048,
+                   .osl = 256,
+                   .kv_cache_dtype = "fp8"});
+  ASSERT_NE(fp4, nullptr);
+  ASSERT_NE(fp8, nullptr);
+  const Evaluation e4 = fp4->Evaluate(Plan(1, 8, 1, 1, 16));
+  const Evaluation e8 = fp8->Evaluate(Plan(1, 8, 1, 1, 16));
+  EXPECT_DOUBLE_EQ(e4.kv_cache_bytes, 424673280.0);
+  EXPECT_DOUBLE_EQ(e4.kv_cache_bytes / e8.kv_cache_bytes, 0.5625);
+  const int attention = static_cast<int>(OpKind::kAttention);
+  EXPECT_NEAR(
+      e4.decode[attention].memory_seconds / e8.decode[attention].memory_seconds,
+      0.5625, 0.02);
 }
 
 TEST(CostModelTest, KvHeadsReplicateBeyondKvHeadCount) {

@@ -28,6 +28,7 @@ VLLM_NIXL_SIDE_CHANNEL_PORT=5600 VLLM_NIXL_SIDE_CHANNEL_HOST=$NODE2_ADDR vllm se
   --data-parallel-size 16 \
   --enable-expert-parallel \
   --max-num-seqs 16 \
+  --all2all-backend deepep_low_latency \
   --data-parallel-size-local 8 \
   --data-parallel-address $NODE2_ADDR \
   --data-parallel-rpc-port 13345 \
@@ -41,6 +42,7 @@ VLLM_NIXL_SIDE_CHANNEL_PORT=5600 VLLM_NIXL_SIDE_CHANNEL_HOST=$NODE3_ADDR vllm se
   --data-parallel-size 16 \
   --enable-expert-parallel \
   --max-num-seqs 16 \
+  --all2all-backend deepep_low_latency \
   --data-parallel-size-local 8 \
   --data-parallel-start-rank 8 \
   --data-parallel-address $NODE2_ADDR \

@@ -8,6 +8,7 @@ vllm serve deepseek-ai/DeepSeek-V3 \
   --data-parallel-size 32 \
   --enable-expert-parallel \
   --max-num-seqs 32 \
+  --all2all-backend deepep_low_latency \
   --data-parallel-size-local 8 \
   --data-parallel-address $NODE0_ADDR \
   --data-parallel-rpc-port 13345 \
@@ -20,6 +21,7 @@ vllm serve deepseek-ai/DeepSeek-V3 \
   --data-parallel-size 32 \
   --enable-expert-parallel \
   --max-num-seqs 32 \
+  --all2all-backend deepep_low_latency \
   --data-parallel-size-local 8 \
   --data-parallel-start-rank 8 \
   --data-parallel-address $NODE0_ADDR \
@@ -33,6 +35,7 @@ vllm serve deepseek-ai/DeepSeek-V3 \
   --data-parallel-size 32 \
   --enable-expert-parallel \
   --max-num-seqs 32 \
+  --all2all-backend deepep_low_latency \
   --data-parallel-size-local 8 \
   --data-parallel-start-rank 16 \
   --data-parallel-address $NODE0_ADDR \
@@ -46,6 +49,7 @@ vllm serve deepseek-ai/DeepSeek-V3 \
   --data-parallel-size 32 \
   --enable-expert-parallel \
   --max-num-seqs 32 \
+  --all2all-backend deepep_low_latency \
   --data-parallel-size-local 8 \
   --data-parallel-start-rank 24 \
   --data-parallel-address $NODE0_ADDR \
