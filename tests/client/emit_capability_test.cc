@@ -33,14 +33,16 @@ namespace {
 
 // The problem the server would plan `d` on: its catalog model, cluster and
 // lengths, and the KV-cache dtype the prediction sized (one the launch must
-// keep).
-absl::StatusOr<simulator::Problem> ProblemOf(const Drawn& d) {
+// keep), and the engine the request names ("": none).
+absl::StatusOr<simulator::Problem> ProblemOf(const Drawn& d,
+                                             const std::string& engine = "") {
   shardplan::v1::ModelSource model;
   model.set_catalog_name(d.context.model_name);
   shardplan::v1::Workload workload;
   workload.set_input_tokens(d.context.input_tokens);
   workload.set_output_tokens(d.context.output_tokens);
   workload.set_kv_cache_dtype(d.context.kv_cache_dtype);
+  workload.set_engine(engine);
   return simulator::ProblemFromProto(model, d.cluster, workload);
 }
 
@@ -148,14 +150,8 @@ TEST(EmitCapabilityTest, LaunchesDetokeniseWhereThePredictionAssumes) {
   for (int i = 0; i < 80; ++i) {
     Drawn d = Draw(rng);
     for (Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
-      shardplan::v1::ModelSource model;
-      model.set_catalog_name(d.context.model_name);
-      shardplan::v1::Workload workload;
-      workload.set_input_tokens(d.context.input_tokens);
-      workload.set_output_tokens(d.context.output_tokens);
-      workload.set_engine(EngineKey(engine));
       const absl::StatusOr<simulator::Problem> problem =
-          simulator::ProblemFromProto(model, d.cluster, workload);
+          ProblemOf(d, EngineKey(engine));
       ASSERT_TRUE(problem.ok()) << problem.status();
       for (const EngineVersion& ev : EngineVersions(engine)) {
         EmitContext versioned = d.context;
@@ -184,6 +180,7 @@ TEST(EmitCapabilityTest, LaunchesDetokeniseWhereThePredictionAssumes) {
   }
   EXPECT_GT(servers, 100);
   EXPECT_GT(with_workers, 20);
+}
 
 // The expert all-to-all a launch runs is the one its prediction prices: for
 // every generated aggregated MoE plan with expert parallelism that vLLM or
