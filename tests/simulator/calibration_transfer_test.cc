@@ -163,6 +163,32 @@ TEST(CalibrationTransferTest, VllmExpertParallelExportIsReadAsTheTpRun) {
   EXPECT_EQ(runs.conflicting_layouts, 0);
 }
 
+// The gap-analysis files copy runs of the other files with both latencies
+// rounded to 0.01 ms: one run, kept once as first read. A run that differs
+// by 0.01 ms is another run.
+TEST(CalibrationTransferTest, RoundedCopiesOfARunAreOneRun) {
+  // SGLang Qwen3.5 FP8, tp 4, 1k/1k at 4 clients: TTFT and TPOT in ms.
+  auto run = [](const char* id, const char* latencies) {
+    return absl::StrCat(id,
+                        ",silicon_concurrency=4,sglang,0.5.9,"
+                        "Qwen/Qwen3.5-397B-A17B,b200_sxm,fp8,agg,1024,1024,"
+                        "fp8,4,4,1,1,1,1,",
+                        latencies, "\n");
+  };
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(
+      absl::StrCat(kExportHeader,
+                   run("a", "338.3364140507183,6.332719125474412"),
+                   run("b", "338.34,6.33"), run("c", "338.35,6.33")),
+      true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->rows.size(), 3u);
+  const DedupedRows runs = DropRepeatedRuns(parsed->rows);
+  ASSERT_EQ(runs.rows.size(), 2u);
+  EXPECT_EQ(runs.repeats, 1);
+  EXPECT_DOUBLE_EQ(runs.rows[0].ttft_seconds, 0.3383364140507183);
+  EXPECT_DOUBLE_EQ(runs.rows[1].ttft_seconds, 0.33835);
+}
+
 // InferenceMAX's MTP configurations of DeepSeek-R1 on TensorRT-LLM ran the
 // 1.2.0rc6.post3 image (either spelling of the registry): skipped; the
 // standard ones (.post2), other models on that image and a user's row that
