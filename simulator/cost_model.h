@@ -89,7 +89,10 @@ const std::vector<int>& ScanLoads();
 // experts take the whole group (DeepEP)
 // (Calibration::expert_a2a_needs_whole_group_ep,
 // expert_a2a_low_latency_chunk_tokens).
-inline constexpr int kCostModelVersion = 19;
+// 21: the cross-hardware bands count a run the gap-analysis files copy with
+// its latencies rounded to 0.01 ms once (calibration_transfer.cc,
+// DropRepeatedRuns); point predictions are unchanged.
+inline constexpr int kCostModelVersion = 21;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

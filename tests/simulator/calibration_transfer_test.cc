@@ -695,7 +695,9 @@ TEST(CalibrationTransferTest, TwentyBlackwellRunsOfOneGroup) {
                 fit->tpot_mape_after, fit->ttft_mape_before,
                 fit->ttft_mape_after);
     EXPECT_EQ(fit->fit_rows, 20);
-    EXPECT_GE(fit->held_out_rows, 60);
+    // Enough held-out runs to measure on (Kimi-K2.5 keeps 38 once the gap
+    // analysis' rounded copies count once).
+    EXPECT_GE(fit->held_out_rows, 30);
     EXPECT_NEAR(fit->tpot_mape_before, g.tpot_before, 0.1);
     EXPECT_NEAR(fit->ttft_mape_before, g.ttft_before, 0.1);
     EXPECT_LE(fit->tpot_mape_after, g.tpot_after + kRegressionPoints);
