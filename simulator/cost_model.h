@@ -89,7 +89,12 @@ const std::vector<int>& ScanLoads();
 // experts take the whole group (DeepEP)
 // (Calibration::expert_a2a_needs_whole_group_ep,
 // expert_a2a_low_latency_chunk_tokens).
-inline constexpr int kCostModelVersion = 19;
+// 20: a closed loop of random prompt and output lengths (InferenceMAX's
+// runs: WorkloadDims::lengths_desynchronise) puts every prefill in the
+// decoding requests' TPOT, not the share the profiles' prefill queue
+// fraction leaves there; the API's workloads and the other harness rows are
+// unchanged.
+inline constexpr int kCostModelVersion = 20;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

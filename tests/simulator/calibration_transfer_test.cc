@@ -345,6 +345,53 @@ std::vector<Problem> RowProblems(const std::vector<MeasuredRow>& rows) {
   return problems;
 }
 
+// InferenceMAX's clients draw every prompt and output length at random
+// (--random-range-ratio 0.8), so their requests fall out of step and each
+// prefill stalls the others' decoding: the whole prefill work lands in TPOT,
+// not the share the profiles' prefill queue fraction leaves there (0.49 for
+// SGLang). Its SGLang Qwen3.5-397B-A17B FP8 run at 8k/1k and 128 clients on
+// 4 B200s measures TPOT 52.7 ms; the in-step share predicts 28 ms, the
+// whole prefill work 33 ms. The database copy of a run keeps the fitted
+// share.
+TEST(CalibrationTransferTest, InferenceMaxRandomLengthsPutEveryPrefillInTpot) {
+  const std::string run =
+      ",sglang,0.5.9,Qwen/Qwen3.5-397B-A17B,b200_sxm,fp8,agg,8192,1024,fp8,"
+      "128,4,1,1,4,1,4413.1,52.69\n";
+  const std::vector<MeasuredRow> rows =
+      ExportRows("a,source_file=2026-03-25.csv; silicon_concurrency=128" + run +
+                 "b,db-dump/2026-04-27; silicon_concurrency=128" + run);
+  ASSERT_EQ(rows.size(), 2u);
+  const std::vector<Problem> problems = RowProblems(rows);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_TRUE(problems[0].workload.lengths_desynchronise);
+  EXPECT_FALSE(problems[1].workload.lengths_desynchronise);
+
+  const CalibrationProfile* sglang = nullptr;
+  for (const CalibrationProfile& p : CalibrationProfiles()) {
+    if (p.engine == "sglang") sglang = &p;
+  }
+  ASSERT_NE(sglang, nullptr);
+  ASSERT_GT(sglang->calibration.prefill_queue_fraction, 0.3);
+  auto evaluate = [&](const Problem& problem, const Calibration& c) {
+    absl::StatusOr<std::unique_ptr<const CostModel>> m =
+        CostModel::Create(problem, c);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return (*m)->Evaluate(RowPlan(rows[0]));
+  };
+  Problem in_step = problems[0];
+  in_step.workload.lengths_desynchronise = false;
+  Calibration no_queue = sglang->calibration;
+  no_queue.prefill_queue_fraction = 0;
+  const Evaluation desynchronised = evaluate(problems[0], sglang->calibration);
+  const Evaluation stepped = evaluate(in_step, sglang->calibration);
+  ASSERT_TRUE(desynchronised.feasible && stepped.feasible);
+  EXPECT_DOUBLE_EQ(desynchronised.tpot_seconds,
+                   evaluate(in_step, no_queue).tpot_seconds);
+  EXPECT_GT(desynchronised.tpot_seconds, 1.15 * stepped.tpot_seconds);
+  EXPECT_LT(std::abs(desynchronised.tpot_seconds / 0.05269 - 1),
+            std::abs(stepped.tpot_seconds / 0.05269 - 1));
+}
+
 // AIConfigurator's own runs (not InferenceMAX's) deploy its generator's
 // KV-cache dtype: FP8 under its "fp8" and "nvfp4" precision profiles on every
 // engine, the model dtype under "bfloat16" and MXFP4 (gpt-oss-120b). With an
