@@ -93,7 +93,9 @@ const std::vector<int>& ScanLoads();
 // runs: WorkloadDims::lengths_desynchronise) puts every prefill in the
 // decoding requests' TPOT, not the share the profiles' prefill queue
 // fraction leaves there; the API's workloads and the other harness rows are
-// unchanged.
+// unchanged. The cross-hardware bands read AIConfigurator's database copies
+// of InferenceMAX runs as those runs (calibration_transfer.h,
+// DropRepeatedRuns).
 inline constexpr int kCostModelVersion = 20;
 
 namespace internal {

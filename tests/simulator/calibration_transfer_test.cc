@@ -392,6 +392,43 @@ TEST(CalibrationTransferTest, InferenceMaxRandomLengthsPutEveryPrefillInTpot) {
             std::abs(stepped.tpot_seconds / 0.05269 - 1));
 }
 
+// AIConfigurator's database dumps hold copies of InferenceMAX's runs: the
+// same layout, lengths and load, both latencies to 9 significant digits
+// (SGLang Qwen3.5-397B-A17B FP8 on 4 B200s, 1k/1k at 4 clients: TTFT
+// 338.3 ms and TPOT 6.33 ms in both files). Such a copy is that run, read
+// with InferenceMAX's harness (mean lengths 0.9 L, FP8 KV cache, random
+// lengths) whichever copy is kept; a database run with other latencies or
+// another layout keeps AIConfigurator's reading.
+TEST(CalibrationTransferTest, DatabaseCopiesOfInferenceMaxRunsAreThoseRuns) {
+  const std::string run =
+      ",sglang,0.5.9,Qwen/Qwen3.5-397B-A17B,b200_sxm,fp8,agg,1024,1024,fp8,"
+      "4,4,1,1,4,1,338.33129,6.3312781\n";
+  const std::vector<MeasuredRow> rows = ExportRows(
+      "a,db-dump/2026-04-27; silicon_concurrency=4" + run +
+      "b,source_file=2026-03-25.csv; silicon_concurrency=4" + run +
+      // Another layout (ep 4) of the same numbers would be a conflict; other
+      // latencies are another run.
+      "c,db-dump/2026-04-27; silicon_concurrency=4,sglang,0.5.9,"
+      "Qwen/Qwen3.5-397B-A17B,b200_sxm,fp8,agg,1024,1024,fp8,4,4,1,1,4,1,"
+      "338.33130,6.3312781\n");
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_FALSE(rows[0].inferencemax);
+  EXPECT_TRUE(rows[1].inferencemax);
+  const DedupedRows runs = DropRepeatedRuns(rows);
+  EXPECT_EQ(runs.copies_read_as_inferencemax, 1);
+  EXPECT_EQ(runs.repeats, 1);
+  ASSERT_EQ(runs.rows.size(), 2u);
+  EXPECT_EQ(runs.rows[0].line, rows[0].line);
+  EXPECT_TRUE(runs.rows[0].inferencemax);
+  EXPECT_FALSE(runs.rows[1].inferencemax);
+  const std::vector<Problem> problems = RowProblems(runs.rows);
+  ASSERT_EQ(problems.size(), 2u);
+  EXPECT_EQ(problems[0].workload.input_tokens, 922);
+  EXPECT_TRUE(problems[0].workload.lengths_desynchronise);
+  EXPECT_EQ(problems[1].workload.input_tokens, 1024);
+  EXPECT_FALSE(problems[1].workload.lengths_desynchronise);
+}
+
 // AIConfigurator's own runs (not InferenceMAX's) deploy its generator's
 // KV-cache dtype: FP8 under its "fp8" and "nvfp4" precision profiles on every
 // engine, the model dtype under "bfloat16" and MXFP4 (gpt-oss-120b). With an
