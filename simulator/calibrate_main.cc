@@ -414,6 +414,11 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
         "  %d repeated runs and %d runs reported under several layouts "
         "dropped\n",
         runs.repeats, runs.conflicting_layouts);
+    if (runs.copies_read_as_inferencemax > 0) {
+      std::cout << absl::StrFormat(
+          "  %d database copies of InferenceMAX runs read as those runs\n",
+          runs.copies_read_as_inferencemax);
+    }
     all.insert(all.end(), runs.rows.begin(), runs.rows.end());
   }
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();

@@ -545,6 +545,7 @@ struct InferenceMaxSettings {
   // harness as ../shared/calibration/inferencemax_h100.csv, whose README
   // quotes it; the recipes of the same CI give random_range_ratio 0.8).
   double length_scale = 1;
+  bool random_lengths = false;
   // Every script above serves an FP8 KV cache: vLLM `kv-cache-dtype: fp8`,
   // TensorRT-LLM `kv_cache_config: dtype: fp8`, SGLang `--kv-cache-dtype
   // fp8_e4m3`, whatever the checkpoint's own default; so do its H100 runs
@@ -594,6 +595,7 @@ InferenceMaxSettings InferenceMaxSettingsOf(const MeasuredRow& row) {
   InferenceMaxSettings s;
   if (!row.inferencemax) return s;
   s.length_scale = 0.9;
+  s.random_lengths = true;
   // gptoss_fp4_h100.sh alone leaves vLLM's default (the model dtype).
   s.fp8_kv_cache =
       !(row.hardware == "h100-sxm-80gb" && row.catalog_model == "gpt-oss-120b");
@@ -665,6 +667,7 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
       settings.attention_dp_balance_batching_wait_iterations;
   problem.workload.detokenises_off_executor =
       settings.trtllm_postprocess_workers > 0;
+  problem.workload.lengths_desynchronise = settings.random_lengths;
   return problem;
 }
 

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -187,11 +188,22 @@ DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
   auto layout = [](const MeasuredRow& r) {
     return Layout{r.tp, r.pp, r.attention_dp, r.moe_tp, r.moe_ep};
   };
-  std::map<std::string, std::vector<Layout>> layouts;
-  for (const MeasuredRow& r : rows) layouts[key(r)].push_back(layout(r));
   DedupedRows out;
-  std::map<std::string, bool> kept;
+  std::set<std::pair<std::string, Layout>> inferencemax_runs;
   for (const MeasuredRow& r : rows) {
+    if (r.inferencemax) inferencemax_runs.insert({key(r), layout(r)});
+  }
+  std::vector<MeasuredRow> read = rows;
+  for (MeasuredRow& r : read) {
+    if (!r.inferencemax && inferencemax_runs.count({key(r), layout(r)}) > 0) {
+      r.inferencemax = true;
+      ++out.copies_read_as_inferencemax;
+    }
+  }
+  std::map<std::string, std::vector<Layout>> layouts;
+  for (const MeasuredRow& r : read) layouts[key(r)].push_back(layout(r));
+  std::map<std::string, bool> kept;
+  for (const MeasuredRow& r : read) {
     const std::string k = key(r);
     const std::vector<Layout>& l = layouts[k];
     if (std::any_of(l.begin(), l.end(),

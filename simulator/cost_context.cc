@@ -390,6 +390,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->attention_dp_balance_batching_wait_iterations =
       wd.attention_dp_balance_batching_wait_iterations;
   k->max_tpot_seconds = wd.max_tpot_seconds;
+  k->lengths_desynchronise = wd.lengths_desynchronise;
   k->cal = cal;
   // A TensorRT-LLM server that detokenises in postprocess worker processes
   // spends the per-request host time of an engine built that way.

@@ -89,6 +89,13 @@ const std::vector<int>& ScanLoads();
 // experts take the whole group (DeepEP)
 // (Calibration::expert_a2a_needs_whole_group_ep,
 // expert_a2a_low_latency_chunk_tokens).
+// 20: a closed loop of random prompt and output lengths (InferenceMAX's
+// runs: WorkloadDims::lengths_desynchronise) puts every prefill in the
+// decoding requests' TPOT, not the share the profiles' prefill queue
+// fraction leaves there; the API's workloads and the other harness rows are
+// unchanged. The cross-hardware bands read AIConfigurator's database copies
+// of InferenceMAX runs as those runs (calibration_transfer.h,
+// DropRepeatedRuns).
 // 21: the cross-hardware bands count a run the gap-analysis files copy with
 // its latencies rounded to 0.01 ms once (calibration_transfer.cc,
 // DropRepeatedRuns); point predictions are unchanged.

@@ -416,11 +416,14 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   // Prefills per decode iteration that interleave with the decode steps. The
   // rest of the prefill work happens in bursts while requests queue for their
   // first token (TTFT): the more requests arrive together
-  // (prefill_queue_fraction -> 1), the less lands in TPOT.
+  // (prefill_queue_fraction -> 1), the less lands in TPOT. Requests of
+  // random lengths fall out of step, and then each prefill stalls the
+  // others' decoding whole (WorkloadDims::lengths_desynchronise).
+  const double in_step = k.lengths_desynchronise
+                             ? 0.0
+                             : std::min(1.0, k.cal.prefill_queue_fraction);
   const double share =
-      decode_only ? 0.0
-                  : B / std::max(1.0, k.osl) *
-                        (1.0 - std::min(1.0, k.cal.prefill_queue_fraction));
+      decode_only ? 0.0 : B / std::max(1.0, k.osl) * (1.0 - in_step);
   // Host work per micro-batch step in series with the GPU (see
   // Calibration::pipeline_request_overhead_seconds): each rank's scheduler
   // walks its B active requests once per micro-batch.

@@ -238,6 +238,15 @@ struct WorkloadDims {
   // whose emitted launches run the workers; the calibration harness sets it
   // from the measured run's server configuration.
   bool detokenises_off_executor = false;
+  // Closed-loop clients whose prompt and output lengths are drawn at random
+  // (a benchmark's random dataset with a length range: InferenceMAX's
+  // --random-range-ratio 0.8), so requests finish and arrive out of step
+  // and every prefill runs while the other requests decode: it lands in
+  // their TPOT whole. False: the share of the prefill work the profiles
+  // were fitted with (1 - Calibration::prefill_queue_fraction). Set by the
+  // calibration harness from the measured run's benchmark settings; not in
+  // the proto.
+  bool lengths_desynchronise = false;
   // Open-loop traffic (request_rate 0: the closed loop above). Not read by
   // Evaluate; the queueing model (simulator/traffic_costing.h) reads it.
   TrafficDims traffic;

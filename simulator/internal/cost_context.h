@@ -132,6 +132,7 @@ struct CostConstants {
   double batch_wait_timeout_iterations = 0;                  // WorkloadDims'
   double attention_dp_balance_timeout_iterations = 0;        // WorkloadDims'
   double attention_dp_balance_batching_wait_iterations = 0;  // WorkloadDims'
+  bool lengths_desynchronise = false;                        // WorkloadDims'
   Calibration cal;
 };
 
