@@ -246,6 +246,32 @@ TEST(QueueingTest, DISABLED_PrintsTheDocsTable) {
   }
 }
 
+// The grid with the decode batch frozen at the formulas' running batch B
+// (c_d = 0 and the iteration's fixed part a + c_d B, in both the formulas
+// and the simulation): what is left is the prompt queue's own structure,
+// and the difference to the table above is the batch's coupling to the
+// queue (docs/cost-model-and-calibration.md, "Still outside 10%"). Not part
+// of the check (~10 s): build/bin/simulator_test
+// --gtest_also_run_disabled_tests
+// --gtest_filter=QueueingTest.DISABLED_PrintsTheFrozenBatchCheck
+TEST(QueueingTest, DISABLED_PrintsTheFrozenBatchCheck) {
+  for (Case c : Cases()) {
+    const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
+    const double limit = MaxRequestRate(c.steps, in, out, 0, 0, 0);
+    const StepTimes live = c.steps;
+    for (double load : {0.7, 0.85, 0.9, 0.95}) {
+      const double rate = load * limit;
+      c.steps = live;
+      const double batch =
+          PredictQueueing(c.steps, in, out, rate).running_batch;
+      c.steps.iteration_seconds += c.steps.decode_request_seconds * batch;
+      c.steps.decode_request_seconds = 0;
+      const QueueingPrediction q = PredictQueueing(c.steps, in, out, rate);
+      std::cout << Row(c, load, q, Simulate(c, rate, 50000, 4)) << "\n";
+    }
+  }
+}
+
 // CPU time per call of the closed forms (docs/benchmarks.md), the lognormal
 // case at 70% of its limit. Not part of the check:
 // build/bin/simulator_test --gtest_also_run_disabled_tests
