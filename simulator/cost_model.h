@@ -89,7 +89,11 @@ const std::vector<int>& ScanLoads();
 // experts take the whole group (DeepEP)
 // (Calibration::expert_a2a_needs_whole_group_ep,
 // expert_a2a_low_latency_chunk_tokens).
-inline constexpr int kCostModelVersion = 19;
+// 22: at a request rate the prefill queue's capacity falls with its backlog
+// (the decode batch climbs towards Little's law at full-chunk iterations
+// while prompts are queued; simulator/queueing.cc), which lengthens the TTFT
+// tail near saturation.
+inline constexpr int kCostModelVersion = 22;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
