@@ -91,8 +91,10 @@ const std::vector<int>& ScanLoads();
 // expert_a2a_low_latency_chunk_tokens).
 // 22: at a request rate the prefill queue's capacity falls with its backlog
 // (the decode batch climbs towards Little's law at full-chunk iterations
-// while prompts are queued; simulator/queueing.cc), which lengthens the TTFT
-// tail near saturation.
+// while prompts are queued), and a backlogged prompt's last iteration is
+// filled by the prompts arriving behind it from its realised wait until
+// that iteration starts (simulator/queueing.cc): longer TTFT tails near
+// saturation, shorter prefill-pool medians.
 inline constexpr int kCostModelVersion = 22;
 
 namespace internal {

@@ -602,8 +602,8 @@ double GatedCdf(const StepTimes& s, const Load& l, double x, double room) {
 // chunk's room. Otherwise it waits the M/G/1 queue (a gamma of mean
 // wait_mean) and its tokens start anywhere in an iteration, each costing its
 // share of the iterations (c_p + V / chunk); their last iteration goes on
-// for U backlog_fill (U uniform): its overhead and the prompt tokens queued
-// behind them (a chunk at most).
+// with the prompt tokens that arrived behind them before it started (the
+// fill, below).
 struct Chunked {
   double aligned = 0;     // own chunks, no wait
   double window = 0;      // seconds the joining prompts arrive in
@@ -611,11 +611,53 @@ struct Chunked {
   double alone = 1;       // P(no prompt joins)
   double extra = 0;       // tokens beyond the first joining prompt
   double backlogged = 0;  // own tokens at their share of the iterations
-  // The part of the last iteration after the own tokens, at most: one
-  // iteration's overhead and the prompt tokens queued behind (a chunk at
-  // most); U times it, U uniform.
-  double backlog_fill = 0;
+  // The fill of a backlogged prompt's last iteration. The prompt tokens that
+  // arrive behind it join that iteration only until it starts: its wait w
+  // counts the tokens queued ahead at their share of the iterations, and
+  // those that share its last iteration (on average half the room its last
+  // chunk leaves, the chunk's tokens being FCFS from a uniform offset) are
+  // served beside it, not before; its own earlier chunks come first. So the
+  // tokens arrive for y = max(0, w - window_offset) seconds, and of the b =
+  // rate E[s] y that arrive those fit that the room left behind it takes, a
+  // share U of the chunk (U uniform): E[min(U chunk, b)] = b - b^2 / (2
+  // chunk) up to a chunk, chunk / 2 beyond. Plus half an iteration's
+  // overhead (the prompt's tokens end anywhere in their last iteration).
+  double window_offset = 0;
+  double fill_per_second = 0;  // c_p rate E[s]
+  double chunk_seconds = 0;    // c_p chunk
+  double overhead = 0;         // V
 };
+
+// A backlogged prompt's TTFT after a wait w: the wait, its own tokens and
+// its last iteration's fill (above).
+double BackloggedSeconds(const Chunked& c, double w) {
+  const double y = std::max(0.0, w - c.window_offset);
+  const double fill =
+      c.fill_per_second * y < c.chunk_seconds
+          ? c.fill_per_second * y - c.fill_per_second * c.fill_per_second * y *
+                                        y / (2 * c.chunk_seconds)
+          : c.chunk_seconds / 2;
+  return w + c.backlogged + c.overhead / 2 + fill;
+}
+
+// The wait w whose BackloggedSeconds is x (a line, then a quadratic, then a
+// line: closed form).
+double BackloggedWait(const Chunked& c, double x) {
+  const double target = x - c.backlogged - c.overhead / 2;
+  const double start = std::max(0.0, c.window_offset);
+  const double phi = c.fill_per_second, k = c.chunk_seconds;
+  if (target <= start || !(phi > 0) || !(k > 0)) return target;
+  // From w = start on, y = w - offset: y + fill(y) = target - offset.
+  const double rest = target - c.window_offset;
+  double y;
+  if (rest >= k / phi + k / 2) {
+    y = rest - k / 2;
+  } else {
+    const double disc = (1 + phi) * (1 + phi) - 2 * phi * phi * rest / k;
+    y = ((1 + phi) - std::sqrt(std::max(0.0, disc))) * k / (phi * phi);
+  }
+  return y + c.window_offset;
+}
 
 Chunked ChunkedOf(const StepTimes& s, const Load& l, double rate,
                   double tokens) {
@@ -631,11 +673,15 @@ Chunked ChunkedOf(const StepTimes& s, const Load& l, double rate,
   c.extra = arrivals > 0
                 ? l.join.mean * std::max(0.0, arrivals / (1 - c.alone) - 1)
                 : 0;
-  c.backlogged =
-      tokens * (s.prefill_token_seconds + l.prefill_iteration / chunk);
-  const double behind = rate * l.join.mean * (l.wait_mean + c.backlogged);
-  c.backlog_fill =
-      l.prefill_iteration + s.prefill_token_seconds * std::min(chunk, behind);
+  const double per_token =
+      s.prefill_token_seconds + l.prefill_iteration / chunk;
+  c.backlogged = tokens * per_token;
+  const double last = tokens - (chunks - 1) * chunk;
+  c.window_offset =
+      (chunk - last) * per_token / 2 - (tokens - last) * per_token;
+  c.fill_per_second = s.prefill_token_seconds * rate * l.join.mean;
+  c.chunk_seconds = s.prefill_token_seconds * chunk;
+  c.overhead = l.prefill_iteration;
   return c;
 }
 
@@ -655,9 +701,9 @@ double WaitCdf(const Load& l, double y) {
 
 // P(TTFT <= x) of a prompt that finds prompt tokens queued: the wait, its
 // own tokens at their share of the iterations, and its last iteration's
-// fill at its mean (U backlog_fill, U uniform: a shift by half of it).
+// fill, increasing in the wait.
 double BackloggedCdf(const Load& l, const Chunked& c, double x) {
-  return WaitCdf(l, x - c.backlogged - c.backlog_fill / 2);
+  return WaitCdf(l, BackloggedWait(c, x));
 }
 
 double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
@@ -858,8 +904,7 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
       mean = (1 - l.wait_probability) *
                  (c.aligned + l.busy_probability * l.prefill_iteration / 2 +
                   steps.prefill_token_seconds * (1 - c.alone) * joined) +
-             l.wait_probability *
-                 (c.backlogged + l.wait_mean + c.backlog_fill / 2);
+             l.wait_probability * BackloggedSeconds(c, l.wait_mean);
     }
     q.ttft_mean_seconds += input.weight[i] * mean;
     longest = std::max(longest, OwnPrefillSeconds(steps, l, tokens) +
