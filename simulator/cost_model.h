@@ -99,7 +99,13 @@ const std::vector<int>& ScanLoads();
 // 21: the cross-hardware bands count a run the gap-analysis files copy with
 // its latencies rounded to 0.01 ms once (calibration_transfer.cc,
 // DropRepeatedRuns); point predictions are unchanged.
-inline constexpr int kCostModelVersion = 21;
+// 22: at a request rate the prefill queue's capacity falls with its backlog
+// (the decode batch climbs towards Little's law at full-chunk iterations
+// while prompts are queued), and a backlogged prompt's last iteration is
+// filled by the prompts arriving behind it from its realised wait until
+// that iteration starts (simulator/queueing.cc): longer TTFT tails near
+// saturation, shorter prefill-pool medians.
+inline constexpr int kCostModelVersion = 22;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

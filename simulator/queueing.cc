@@ -70,6 +70,10 @@ struct Load {
     double shape = 0;
     double scale = 0;
     double log_gamma = 0;  // lgamma(shape)
+    // The backlog's hold on the batch (below): a wait y is drawn as
+    // y - k (y - w (1 - exp(-y / w))) of this node's gamma (k = 0: none).
+    double backlog_k = 0;
+    double backlog_seconds = 0;  // w
   };
   std::array<WaitNode, 3> wait_nodes{};
   int wait_node_count = 0;
@@ -188,6 +192,28 @@ void PromptsOnlyChain(double v, double cp, const LengthPoints& in, double rate,
   *idle_after = q;
 }
 
+// The backlog's hold on a wait node: the node's gamma is drawn at u(y) =
+// y - k (y - w (1 - exp(-y / w))) for a wait y (increasing while k < 1).
+double HeldTime(const Load::WaitNode& n, double y) {
+  if (!(n.backlog_k > 0)) return y;
+  const double w = n.backlog_seconds;
+  return y - n.backlog_k * (y - w * (1 - std::exp(-y / w)));
+}
+
+// The wait y whose HeldTime is u (Newton's method from the long-wait line).
+double HeldWait(const Load::WaitNode& n, double u) {
+  if (!(n.backlog_k > 0) || !(u > 0)) return u;
+  const double k = n.backlog_k, w = n.backlog_seconds;
+  double y = (u - k * w) / (1 - k);
+  if (!(y > u)) y = u;
+  for (int i = 0; i < 30; ++i) {
+    const double step = (HeldTime(n, y) - u) / (1 - k + k * std::exp(-y / w));
+    y -= step;
+    if (std::abs(step) <= 1e-9 * y) break;
+  }
+  return y;
+}
+
 Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
                  const LengthPoints& out, double rate) {
   Load l;
@@ -300,47 +326,112 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
       arrival_variance_rate > 0
           ? 1 + fast * capacity_variance_rate / arrival_variance_rate
           : 1;
-  // The slow rest (variance Var B tau_c / (T_q + tau_c)) the queue follows
+  // The batch rises with the backlog: while prompt tokens are queued every
+  // iteration prefills a whole chunk, so decoding slows and the batch climbs
+  // towards Little's law at full iterations, B_full = rate E[n] (a + c_p
+  // chunk) / (1 - rate E[n] c_d), which lowers the queue's capacity while it
+  // is long. A backlog of x tokens has built up over about x / spare seconds
+  // (the spare capacity mu - rate E[s]) and the batch follows in tau_c, so
+  // the batch at queue content x is B_full - (B_full - B_0) exp(-x / x_c),
+  // x_c = spare tau_c, with B_0 (the batch at an empty queue) such that its
+  // mean over the queue content (an atom 1 - rho at 0 and an exponential of
+  // the Pollaczek-Khinchine mean) is the running batch. The queue is then a
+  // diffusion whose drift falls with its content; its stationary density is
+  // exp(-(2 / sigma^2) integral of the spare) (the reflected Brownian motion
+  // with a state-dependent drift: the speed density of a one-dimensional
+  // diffusion, Karlin and Taylor, "A Second Course in Stochastic Processes",
+  // Academic Press 1981, ch. 15), so the wait is the M/G/1 wait at B_0
+  // with its hazard scaled by the spare at the content reached: a wait y is
+  // the gamma's at u(y) = y - k (y - w (1 - exp(-y / w))), k the share of the
+  // spare lost at B_full, w = x_c / mu. Before this term the batch's rise was
+  // only in the exogenous mixture below, and the uniform case's TTFT p99 was
+  // 10-16% light from 85% load (docs/cost-model-and-calibration.md).
+  const double chunk = std::max(1, s.chunk_tokens);
+  const auto capacity = [&](double batch) {
+    return 1 /
+           (s.prefill_token_seconds +
+            (s.iteration_seconds + s.decode_request_seconds * batch) / chunk);
+  };
+  const double inflow = rate * in.mean;
+  double batch_variance_rest = batch_variance;
+  const double decode_per_second = rate * mean_n * s.decode_request_seconds;
+  double base_batch = l.batch, full_capacity = 0, content_scale = 0;
+  double base_rho = rho_prefill;
+  if (tau_c > 0 && l.batch > 0 && decode_per_second < 1 && spare > 0) {
+    const double full_batch = std::max(
+        l.batch, rate * mean_n *
+                     (s.iteration_seconds + s.prefill_token_seconds * chunk) /
+                     (1 - decode_per_second));
+    content_scale = spare * tau_c;
+    const double content = mg1(per_token, rho_prefill, 1).mean * mu;
+    const double decay =
+        (1 - rho_prefill) + rho_prefill / (1 + content / content_scale);
+    const double decay2 =
+        (1 - rho_prefill) + rho_prefill / (1 + 2 * content / content_scale);
+    base_batch = std::max(0.0, full_batch - (full_batch - l.batch) / decay);
+    full_capacity = capacity(full_batch);
+    base_rho = inflow / capacity(base_batch);
+    // The part of the batch's variance the backlog explains.
+    const double explained = (full_batch - base_batch) *
+                             (full_batch - base_batch) *
+                             std::max(0.0, decay2 - decay * decay);
+    batch_variance_rest = std::max(0.0, batch_variance - explained);
+  }
+  // A node whose capacity mu_k would fall to full_capacity in a long
+  // backlog. The loop is stable only while B_full's capacity exceeds the
+  // inflow (they meet at the limit); otherwise no term.
+  const auto hold = [&](Load::WaitNode* n, double node_capacity) {
+    if (!(content_scale > 0) || !(full_capacity > inflow) ||
+        !(node_capacity > inflow))
+      return;
+    n->backlog_k = std::max(
+        0.0, (node_capacity - full_capacity) / (node_capacity - inflow));
+    n->backlog_seconds = content_scale / node_capacity;
+  };
+  // The rest of the batch's fluctuation, independent of the backlog, in
+  // its slow part (variance Var B tau_c / (T_q + tau_c)) the queue follows
   // when it relaxes faster than the batch changes (T_q < tau_c): the wait
   // is then the mixture of the M/G/1 waits at the batch's levels (the
   // pointwise-stationary approximation of a queue in a slowly changing
   // environment: Choudhury, Mandelbaum, Reiman and Whitt, Stochastic Models
   // 13 (1997) 121-146), at three Gauss-Hermite nodes of a gamma with that
-  // variance (Wilson-Hilferty). A level cannot load the queue beyond what
-  // it fills within tau_c (that paper's point: in an overloaded level the
-  // queue grows only for the level's sojourn), so its spare capacity is at
-  // least the one whose relaxation time is tau_c.
+  // variance around B_0 (Wilson-Hilferty). A level cannot load the queue
+  // beyond what it fills within tau_c (that paper's point: in an overloaded
+  // level the queue grows only for the level's sojourn), so its spare
+  // capacity is at least the one whose relaxation time is tau_c. Each
+  // node's P(wait > 0) is scaled to the loop's busy share rho.
   const double slow_variance =
-      tau_c > 0 ? batch_variance * tau_c / (relax + tau_c) : 0;
-  if (relax < tau_c && slow_variance > 0 && l.batch > 0) {
+      tau_c > 0 ? batch_variance_rest * tau_c / (relax + tau_c) : 0;
+  if (relax < tau_c && slow_variance > 0 && base_batch > 0) {
     static constexpr double kNode[] = {-1.7320508075688772, 0,
                                        1.7320508075688772};
     static constexpr double kWeight[] = {1 / 6.0, 2 / 3.0, 1 / 6.0};
-    const double v = slow_variance / (9 * l.batch * l.batch);
+    const double v = slow_variance / (9 * base_batch * base_batch);
     const double spare_min = std::sqrt(arrival_variance_rate / (2 * tau_c));
     for (int k = 0; k < 3; ++k) {
       const double c = std::max(0.0, 1 - v + kNode[k] * std::sqrt(v));
-      const double token_seconds =
-          s.prefill_token_seconds +
-          (s.iteration_seconds +
-           s.decode_request_seconds * l.batch * c * c * c) /
-              std::max(1, s.chunk_tokens);
+      const double token_seconds = 1 / capacity(base_batch * c * c * c);
       const double rho =
           std::min(rate * token_seconds * in.mean,
-                   std::max(rho_prefill, 1 - spare_min * token_seconds));
+                   std::max(base_rho, 1 - spare_min * token_seconds));
       l.wait_nodes[k] = mg1(token_seconds, rho, scale);
+      l.wait_nodes[k].probability *= rho_prefill / base_rho;
       l.wait_nodes[k].weight = kWeight[k];
+      hold(&l.wait_nodes[k], 1 / token_seconds);
     }
     l.wait_node_count = 3;
   } else {
-    l.wait_nodes[0] = mg1(per_token, rho_prefill, scale);
+    const double base_capacity = capacity(base_batch);
+    l.wait_nodes[0] = mg1(1 / base_capacity, base_rho, scale);
+    l.wait_nodes[0].probability = rho_prefill;
     l.wait_nodes[0].weight = 1;
+    hold(&l.wait_nodes[0], base_capacity);
     l.wait_node_count = 1;
   }
   for (int k = 0; k < l.wait_node_count; ++k) {
     const Load::WaitNode& n = l.wait_nodes[k];
     l.wait_probability += n.weight * n.probability;
-    l.wait_mean += n.weight * n.probability * n.mean;
+    l.wait_mean += n.weight * n.probability * HeldWait(n, n.mean);
   }
   if (l.wait_probability > 0) l.wait_mean /= l.wait_probability;
   l.join = JoinPoints(in);
@@ -511,8 +602,8 @@ double GatedCdf(const StepTimes& s, const Load& l, double x, double room) {
 // chunk's room. Otherwise it waits the M/G/1 queue (a gamma of mean
 // wait_mean) and its tokens start anywhere in an iteration, each costing its
 // share of the iterations (c_p + V / chunk); their last iteration goes on
-// for U backlog_fill (U uniform): its overhead and the prompt tokens queued
-// behind them (a chunk at most).
+// with the prompt tokens that arrived behind them before it started (the
+// fill, below).
 struct Chunked {
   double aligned = 0;     // own chunks, no wait
   double window = 0;      // seconds the joining prompts arrive in
@@ -520,11 +611,53 @@ struct Chunked {
   double alone = 1;       // P(no prompt joins)
   double extra = 0;       // tokens beyond the first joining prompt
   double backlogged = 0;  // own tokens at their share of the iterations
-  // The part of the last iteration after the own tokens, at most: one
-  // iteration's overhead and the prompt tokens queued behind (a chunk at
-  // most); U times it, U uniform.
-  double backlog_fill = 0;
+  // The fill of a backlogged prompt's last iteration. The prompt tokens that
+  // arrive behind it join that iteration only until it starts: its wait w
+  // counts the tokens queued ahead at their share of the iterations, and
+  // those that share its last iteration (on average half the room its last
+  // chunk leaves, the chunk's tokens being FCFS from a uniform offset) are
+  // served beside it, not before; its own earlier chunks come first. So the
+  // tokens arrive for y = max(0, w - window_offset) seconds, and of the b =
+  // rate E[s] y that arrive those fit that the room left behind it takes, a
+  // share U of the chunk (U uniform): E[min(U chunk, b)] = b - b^2 / (2
+  // chunk) up to a chunk, chunk / 2 beyond. Plus half an iteration's
+  // overhead (the prompt's tokens end anywhere in their last iteration).
+  double window_offset = 0;
+  double fill_per_second = 0;  // c_p rate E[s]
+  double chunk_seconds = 0;    // c_p chunk
+  double overhead = 0;         // V
 };
+
+// A backlogged prompt's TTFT after a wait w: the wait, its own tokens and
+// its last iteration's fill (above).
+double BackloggedSeconds(const Chunked& c, double w) {
+  const double y = std::max(0.0, w - c.window_offset);
+  const double fill =
+      c.fill_per_second * y < c.chunk_seconds
+          ? c.fill_per_second * y - c.fill_per_second * c.fill_per_second * y *
+                                        y / (2 * c.chunk_seconds)
+          : c.chunk_seconds / 2;
+  return w + c.backlogged + c.overhead / 2 + fill;
+}
+
+// The wait w whose BackloggedSeconds is x (a line, then a quadratic, then a
+// line: closed form).
+double BackloggedWait(const Chunked& c, double x) {
+  const double target = x - c.backlogged - c.overhead / 2;
+  const double start = std::max(0.0, c.window_offset);
+  const double phi = c.fill_per_second, k = c.chunk_seconds;
+  if (target <= start || !(phi > 0) || !(k > 0)) return target;
+  // From w = start on, y = w - offset: y + fill(y) = target - offset.
+  const double rest = target - c.window_offset;
+  double y;
+  if (rest >= k / phi + k / 2) {
+    y = rest - k / 2;
+  } else {
+    const double disc = (1 + phi) * (1 + phi) - 2 * phi * phi * rest / k;
+    y = ((1 + phi) - std::sqrt(std::max(0.0, disc))) * k / (phi * phi);
+  }
+  return y + c.window_offset;
+}
 
 Chunked ChunkedOf(const StepTimes& s, const Load& l, double rate,
                   double tokens) {
@@ -540,11 +673,15 @@ Chunked ChunkedOf(const StepTimes& s, const Load& l, double rate,
   c.extra = arrivals > 0
                 ? l.join.mean * std::max(0.0, arrivals / (1 - c.alone) - 1)
                 : 0;
-  c.backlogged =
-      tokens * (s.prefill_token_seconds + l.prefill_iteration / chunk);
-  const double behind = rate * l.join.mean * (l.wait_mean + c.backlogged);
-  c.backlog_fill =
-      l.prefill_iteration + s.prefill_token_seconds * std::min(chunk, behind);
+  const double per_token =
+      s.prefill_token_seconds + l.prefill_iteration / chunk;
+  c.backlogged = tokens * per_token;
+  const double last = tokens - (chunks - 1) * chunk;
+  c.window_offset =
+      (chunk - last) * per_token / 2 - (tokens - last) * per_token;
+  c.fill_per_second = s.prefill_token_seconds * rate * l.join.mean;
+  c.chunk_seconds = s.prefill_token_seconds * chunk;
+  c.overhead = l.prefill_iteration;
   return c;
 }
 
@@ -554,18 +691,19 @@ double WaitCdf(const Load& l, double y) {
   double f = 0;
   for (int k = 0; k < l.wait_node_count; ++k) {
     const Load::WaitNode& n = l.wait_nodes[k];
+    const double u = HeldTime(n, y);
     f += n.weight * n.probability *
-         (n.shape > 0 ? GammaP(n.shape, y / n.scale, n.log_gamma)
-                      : (y >= n.mean ? 1.0 : 0.0));
+         (n.shape > 0 ? GammaP(n.shape, u / n.scale, n.log_gamma)
+                      : (u >= n.mean ? 1.0 : 0.0));
   }
   return f / l.wait_probability;
 }
 
 // P(TTFT <= x) of a prompt that finds prompt tokens queued: the wait, its
 // own tokens at their share of the iterations, and its last iteration's
-// fill at its mean (U backlog_fill, U uniform: a shift by half of it).
+// fill, increasing in the wait.
 double BackloggedCdf(const Load& l, const Chunked& c, double x) {
-  return WaitCdf(l, x - c.backlogged - c.backlog_fill / 2);
+  return WaitCdf(l, BackloggedWait(c, x));
 }
 
 double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
@@ -766,8 +904,7 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
       mean = (1 - l.wait_probability) *
                  (c.aligned + l.busy_probability * l.prefill_iteration / 2 +
                   steps.prefill_token_seconds * (1 - c.alone) * joined) +
-             l.wait_probability *
-                 (c.backlogged + l.wait_mean + c.backlog_fill / 2);
+             l.wait_probability * BackloggedSeconds(c, l.wait_mean);
     }
     q.ttft_mean_seconds += input.weight[i] * mean;
     longest = std::max(longest, OwnPrefillSeconds(steps, l, tokens) +
