@@ -92,7 +92,13 @@ const std::vector<int>& ScanLoads();
 // 21: the cross-hardware bands count a run the gap-analysis files copy with
 // its latencies rounded to 0.01 ms once (calibration_transfer.cc,
 // DropRepeatedRuns); point predictions are unchanged.
-inline constexpr int kCostModelVersion = 21;
+// 24: a run that InferenceMAX's files and AIConfigurator's database both hold
+// is read as InferenceMAX's row, with its harness and script
+// (calibration_transfer.cc, DropRepeatedRuns); SGLang's
+// --scheduler-recv-interval N holds a new request N / 2 decode iterations
+// before its prefill (WorkloadDims::scheduler_recv_interval, set from
+// InferenceMAX's SGLang scripts).
+inline constexpr int kCostModelVersion = 24;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -132,6 +132,7 @@ struct CostConstants {
   double batch_wait_timeout_iterations = 0;                  // WorkloadDims'
   double attention_dp_balance_timeout_iterations = 0;        // WorkloadDims'
   double attention_dp_balance_batching_wait_iterations = 0;  // WorkloadDims'
+  double scheduler_recv_interval = 0;                        // WorkloadDims'
   Calibration cal;
 };
 
