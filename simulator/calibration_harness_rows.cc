@@ -575,6 +575,16 @@ struct InferenceMaxSettings {
   // gptoss_fp4_b200_trt.sh, unset (0) in the DeepSeek-R1 ones
   // (dsr1_fp4_b200_trt.sh, dsr1_fp8_b200_trt.sh).
   int trtllm_postprocess_workers = 0;
+  // SGLang --scheduler-recv-interval: 30 from 16 clients up, 10 below, in
+  // the DeepSeek-R1 scripts (dsr1_fp8_b200.sh since 2025-09-23,
+  // dsr1_fp4_b200.sh since 2025-09-21; the FP8 script's tp 4 lane, 8k/1k
+  // only, keeps 10) and the Qwen3.5 ones (qwen3.5_bf16_b200.sh from
+  // 2026-02-19, before its runs of 2026-02-20; qwen3.5_fp8_b200.sh from its
+  // first version of 2026-03-03), read in the repository's history
+  // (benchmarks/single_node/ since 2026-02-19, benchmarks/ before). The
+  // GLM-5 scripts set none before 2026-04-09, after their runs. 0: SGLang's
+  // default, every iteration.
+  int sglang_scheduler_recv_interval = 0;
 };
 
 // AIConfigurator's own runs deploy what its generator writes: the precision
@@ -599,6 +609,14 @@ InferenceMaxSettings InferenceMaxSettingsOf(const MeasuredRow& row) {
   // gptoss_fp4_h100.sh alone leaves vLLM's default (the model dtype).
   s.fp8_kv_cache =
       !(row.hardware == "h100-sxm-80gb" && row.catalog_model == "gpt-oss-120b");
+  if (row.engine == "sglang" && row.hardware == "b200-sxm-180gb" &&
+      (row.catalog_model == "deepseek-v3" ||
+       row.catalog_model == "qwen3.5-397b-a17b")) {
+    const bool fp8_tp4_lane = row.catalog_model == "deepseek-v3" && row.fp8 &&
+                              !row.fp4 && row.tp == 4;
+    s.sglang_scheduler_recv_interval =
+        row.concurrency >= 16 && !fp8_tp4_lane ? 30 : 10;
+  }
   if (row.engine != "trtllm") return s;
   if (row.catalog_model == "llama-3.1-70b") {
     s.trtllm_postprocess_workers = 2;
@@ -668,6 +686,8 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   problem.workload.detokenises_off_executor =
       settings.trtllm_postprocess_workers > 0;
   problem.workload.lengths_desynchronise = settings.random_lengths;
+  problem.workload.scheduler_recv_interval =
+      settings.sglang_scheduler_recv_interval;
   return problem;
 }
 

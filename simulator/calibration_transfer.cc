@@ -178,7 +178,12 @@ DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
   // at 4 clients, TTFT 338.3364140507183 ms and TPOT 6.332719125474412 ms in
   // InferenceMAX's file of 2026-03-25, 338.34 and 6.33 in
   // qwen3.5-397b-gap-analysis.csv). The first row is kept: the files come
-  // before the gap analyses that copy them.
+  // before the gap analyses that copy them. AIConfigurator's database also
+  // exports InferenceMAX's runs (DeepSeek-R1 FP8 on TensorRT-LLM
+  // 1.2.0rc6.post2, tp 8 at 64 clients: 642.504 ms / 21.50 ms in db-dump's
+  // cfg75 and in InferenceMAX's file of 2026-03-25): a copy of the same
+  // layout is read as InferenceMAX's run, with the harness and the script
+  // it was served with (InferenceMaxSettingsOf), whichever copy is kept.
   auto key = [](const MeasuredRow& r) {
     return absl::StrFormat("%s|%s|%s|%d|%d|%d|%d|%d|%.2f|%.2f", r.hardware,
                            r.catalog_model, r.engine, r.fp4, r.fp8, r.isl,

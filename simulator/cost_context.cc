@@ -389,6 +389,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       wd.attention_dp_balance_timeout_iterations;
   k->attention_dp_balance_batching_wait_iterations =
       wd.attention_dp_balance_batching_wait_iterations;
+  k->scheduler_recv_interval = wd.scheduler_recv_interval;
   k->max_tpot_seconds = wd.max_tpot_seconds;
   k->lengths_desynchronise = wd.lengths_desynchronise;
   k->cal = cal;

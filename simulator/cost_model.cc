@@ -56,7 +56,9 @@
 //          ttft_inflight_prefills * (B - 1) / B other prefills +
 //          prefill_queue_fraction * (B - 1) prompts' shares of a packed
 //          prefill step (prefill_batch_tokens; a prefill each when 0) +
-//          ttft_wait_iterations decode iterations.
+//          ttft_wait_iterations decode iterations + the engine's waits
+//          (TensorRT-LLM's batch waiting and attention-dp balance, SGLang's
+//          scheduler recv interval), in decode iterations.
 // Memory per GPU: weight shard of the worst stage + KV cache for B contexts of
 // ISL+OSL tokens
 // + activation workspace, against (1 - kMemoryReserveFraction) of HBM.

@@ -158,6 +158,26 @@ double AttentionDpBalanceWaitIterations(const CostConstants& k, int requests,
          filled * k.attention_dp_balance_batching_wait_iterations;
 }
 
+// Decode iterations a new request waits before SGLang's scheduler takes it,
+// under --scheduler-recv-interval N (WorkloadDims::scheduler_recv_interval).
+// Scheduler.recv_requests asks SchedulerRecvSkipper.handle, which adds the
+// weight of the last batch's forward mode to a counter and takes requests
+// only once it reaches N, then resets it (python/sglang/srt/managers/
+// scheduler_recv_skipper.py, https://github.com/sgl-project/sglang/blob/
+// 70310f051068e3ea8dbaaecd4e408919cd431417/python/sglang/srt/managers/
+// scheduler_recv_skipper.py): a decode iteration or an idle pass weighs 1,
+// any other batch (a prefill) 1,000 (SGLANG_SCHEDULER_RECV_SKIPPER_WEIGHT_*
+// in python/sglang/srt/environ.py). While requests decode, new ones are
+// taken every N decode iterations, and the one a prompt brings in is
+// followed by a poll at once; a prompt arriving at a uniform time in the
+// window waits N / 2 iterations on average. At batch 1 nothing decodes and
+// the idle passes take no GPU time: no wait.
+double SchedulerRecvWaitIterations(const CostConstants& k, double batch) {
+  const double n = k.scheduler_recv_interval;
+  if (!(n > 1) || batch <= 1) return 0;
+  return n / 2;
+}
+
 // Prompts that queue for their prefill do not run one after another: an
 // engine that runs prefill batches apart from decode (SGLang) packs the
 // waiting prompts into one forward pass up to its token budget
@@ -469,7 +489,8 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
       k.cal.prefill_queue_fraction * (B - 1) * s.prefill_batched_share_seconds +
       k.cal.ttft_wait_iterations * iteration * others +
       (BatchWaitIterations(k, B) +
-       AttentionDpBalanceWaitIterations(k, requests, p.dp)) *
+       AttentionDpBalanceWaitIterations(k, requests, p.dp) +
+       SchedulerRecvWaitIterations(k, B)) *
           iteration;
   // Little's law: the replica's requests, not dp full ranks' worth.
   e.output_tokens_per_s =

@@ -231,6 +231,11 @@ struct WorkloadDims {
   // passes. Set by the calibration harness; not in the proto.
   int attention_dp_balance_timeout_iterations = 0;
   int attention_dp_balance_batching_wait_iterations = 0;
+  // SGLang's --scheduler-recv-interval (0 or 1, its default: the scheduler
+  // takes new requests before every iteration): while requests decode, new
+  // ones are taken every N decode iterations. Set by the calibration harness
+  // from the measured run's server configuration; not in the proto.
+  int scheduler_recv_interval = 0;
   // TensorRT-LLM's num_postprocess_workers > 0: responses are detokenised
   // and streamed by worker processes instead of the process that runs the
   // executor (Calibration::offloaded_detokenisation_request_overhead_seconds).

@@ -133,6 +133,7 @@ struct CostConstants {
   double attention_dp_balance_timeout_iterations = 0;        // WorkloadDims'
   double attention_dp_balance_batching_wait_iterations = 0;  // WorkloadDims'
   bool lengths_desynchronise = false;                        // WorkloadDims'
+  double scheduler_recv_interval = 0;                        // WorkloadDims'
   Calibration cal;
 };
 

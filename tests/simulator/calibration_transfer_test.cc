@@ -570,6 +570,93 @@ TEST(CalibrationTransferTest, InferenceMaxAttentionDpRunsWaitForEveryRank) {
   EXPECT_NEAR(wait_iterations(two, two_ranks), 7 / (6 * mu), 0.05);
 }
 
+// AIConfigurator's database also exports InferenceMAX's TensorRT-LLM runs, to
+// the last digit; the copy kept, whichever comes first, is served with
+// InferenceMAX's script (here the DeepSeek-R1 FP8 script's batch waiting at
+// 64 clients).
+TEST(CalibrationTransferTest, ACopyOfAnInferenceMaxRunKeepsItsScript) {
+  const std::string dsr1 =
+      ",trtllm,1.2.0rc6.post2,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,1024,"
+      "1024,fp8,64,8,1,1,8,1,642.504,21.50\n";
+  const std::vector<MeasuredRow> rows =
+      ExportRows("a,db-dump/2026-04-27; silicon_concurrency=64" + dsr1 +
+                 "b,source_file=2026-03-25.csv; silicon_concurrency=64" + dsr1);
+  ASSERT_EQ(rows.size(), 2u);
+  const DedupedRows runs = DropRepeatedRuns(rows);
+  ASSERT_EQ(runs.rows.size(), 1u);
+  EXPECT_EQ(runs.repeats, 1);
+  EXPECT_EQ(runs.copies_read_as_inferencemax, 1);
+  EXPECT_TRUE(runs.rows[0].inferencemax);
+  const std::vector<Problem> problems = RowProblems(runs.rows);
+  ASSERT_EQ(problems.size(), 1u);
+  EXPECT_EQ(problems[0].workload.batch_wait_timeout_iterations, 40);
+}
+
+// Evaluates `plan` of `problem` with the shipped profile of `engine`.
+Evaluation EvaluateEngine(const std::string& engine, const Problem& problem,
+                          const PlanDims& plan) {
+  for (const CalibrationProfile& profile : CalibrationProfiles()) {
+    if (profile.engine != engine) continue;
+    absl::StatusOr<std::unique_ptr<const CostModel>> m =
+        CostModel::Create(problem, profile.calibration);
+    EXPECT_TRUE(m.ok()) << m.status();
+    return (*m)->Evaluate(plan);
+  }
+  ADD_FAILURE() << "no profile for " << engine;
+  return {};
+}
+
+// InferenceMAX's SGLang scripts of DeepSeek-R1 and Qwen3.5 on B200 launch
+// with --scheduler-recv-interval 30 from 16 clients up and 10 below (10 in
+// the DeepSeek FP8 script's tp 4 lane); its GLM-5 scripts and
+// AIConfigurator's own runs keep SGLang's default. While requests decode,
+// SGLang takes new ones every N decode iterations: N / 2 iterations of wait
+// before a prompt's prefill, none at batch 1, and decoding is unchanged.
+TEST(CalibrationTransferTest, InferenceMaxSglangRunsTakeRequestsEveryInterval) {
+  const std::string dsr1_fp8 =
+      ",sglang,0.5.9,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,";
+  const std::vector<MeasuredRow> rows = ExportRows(
+      "a,source_file=2026-03-25.csv; silicon_concurrency=64" + dsr1_fp8 +
+      "1024,1024,fp8,64,8,1,1,8,1,966,25.0\n"
+      "b,source_file=2026-03-25.csv; silicon_concurrency=8" +
+      dsr1_fp8 +
+      "1024,1024,fp8,8,8,1,1,8,1,300,12.0\n"
+      "c,source_file=2026-03-25.csv; silicon_concurrency=32" +
+      dsr1_fp8 +
+      "8192,1024,fp8,32,4,1,1,4,1,1600,20.0\n"
+      "d,source_file=2026-03-25.csv; silicon_concurrency=32,sglang,0.5.9,"
+      "Qwen/Qwen3.5-397B-A17B,b200_sxm,fp8,agg,1024,1024,fp8,32,4,1,1,4,1,"
+      "795,15.0\n"
+      "e,source_file=2026-03-25.csv; silicon_concurrency=64,sglang,"
+      "nightly-dev,zhipuai/GLM-5,b200_sxm,fp8,agg,1024,1024,fp8,64,8,1,1,8,"
+      "1,394,20.0\n"
+      "f,db-dump/2026-04-27; silicon_concurrency=64" +
+      dsr1_fp8 + "1024,1024,fp8,64,8,1,1,8,1,799,25.0\n");
+  ASSERT_EQ(rows.size(), 6u);
+  const std::vector<Problem> problems = RowProblems(rows);
+  ASSERT_EQ(problems.size(), rows.size());
+  EXPECT_EQ(problems[0].workload.scheduler_recv_interval, 30);
+  EXPECT_EQ(problems[1].workload.scheduler_recv_interval, 10);
+  EXPECT_EQ(problems[2].workload.scheduler_recv_interval, 10);
+  EXPECT_EQ(problems[3].workload.scheduler_recv_interval, 30);
+  EXPECT_EQ(problems[4].workload.scheduler_recv_interval, 0);
+  EXPECT_EQ(problems[5].workload.scheduler_recv_interval, 0);
+
+  const PlanDims plan = RowPlan(rows[0]);
+  Problem polled = problems[0];
+  Problem every = polled;
+  every.workload.scheduler_recv_interval = 0;
+  const Evaluation on = EvaluateEngine("sglang", polled, plan);
+  const Evaluation off = EvaluateEngine("sglang", every, plan);
+  EXPECT_EQ(on.tpot_seconds, off.tpot_seconds);
+  EXPECT_NEAR(on.ttft_seconds - off.ttft_seconds,
+              15 * off.decode_iteration_seconds, 1e-12);
+  PlanDims alone = plan;
+  alone.batch_size = 1;
+  EXPECT_EQ(EvaluateEngine("sglang", polled, alone).ttft_seconds,
+            EvaluateEngine("sglang", every, alone).ttft_seconds);
+}
+
 // Documented out-of-sample figures (percent): hardware, engine, model,
 // weights ("*" for a hardware total), rows, infeasible rows (layouts that do
 // not fit memory, e.g. DeepSeek-V3 FP8 on 4 B200s), TPOT MAPE, TTFT MAPE.
