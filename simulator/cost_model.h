@@ -89,7 +89,11 @@ const std::vector<int>& ScanLoads();
 // experts take the whole group (DeepEP)
 // (Calibration::expert_a2a_needs_whole_group_ep,
 // expert_a2a_low_latency_chunk_tokens).
-inline constexpr int kCostModelVersion = 19;
+// 23: vLLM's expert parallelism with one attention dp rank is priced as it
+// runs: no dispatch or combine, the experts' outputs summed by an all-reduce
+// over the tensor-parallel group and the residual left whole
+// (Calibration::expert_parallel_all_reduces_without_dp).
+inline constexpr int kCostModelVersion = 23;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
