@@ -490,32 +490,32 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp8", 72, 0, 11.2, 19.3},
     {"b200-sxm-180gb", "trtllm", "qwen3-32b", "fp4", 1, 0, 12.6, 61.6},
     {"b200-sxm-180gb", "vllm", "gpt-oss-120b", "fp4", 66, 0, 8.0, 14.9},
-    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 14.6, 34.0},
+    {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 90, 0, 15.1, 34.5},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 0, 15.5, 25.8},
     {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 0, 10.8, 23.5},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 72, 0, 17.7, 22.0},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 128, 0, 13.1, 17.8},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 72, 0, 17.8, 22.1},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 128, 0, 13.1, 17.7},
     {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.1, 55.6},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.1, 62.6},
-    {"b200-sxm-180gb", "*", "*", "*", 1112, 9, 14.3, 28.2},
+    {"b200-sxm-180gb", "*", "*", "*", 1112, 9, 14.4, 28.3},
     {"gb200-nvl72", "*", "*", "*", 6, 0, 32.8, 60.3},
     {"b200-sxm-180gb", "*", "attention dp > 1", "*", 26, 0, 19.1, 37.3},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
 constexpr Documented kB200ToOthers[] = {
-    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.8, 51.3},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 36.5, 59.9},
+    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.9, 51.4},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 36.6, 59.8},
     {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 22.7, 34.0},
-    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 10.3, 40.8},
-    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 11.3, 20.0},
+    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 10.4, 40.8},
+    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 11.3, 19.9},
     {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 11.4, 19.6},
-    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.7, 13.1},
-    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 10.7, 32.8},
+    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.7, 13.2},
+    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 10.7, 32.5},
     {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.5, 14.3},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 51.4, 200.2},
-    {"gb200-nvl72", "*", "*", "*", 6, 0, 36.9, 57.1},
-    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 12.1, 26.8},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 51.6, 199.8},
+    {"gb200-nvl72", "*", "*", "*", 6, 0, 37.0, 57.0},
+    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 12.1, 26.7},
 };
 
 void ExpectWithinDocumented(const TransferReport& report,
@@ -653,8 +653,8 @@ TEST(CalibrationTransferTest, TwentyBlackwellRunsOfOneGroup) {
         Group{"vllm", "llama-3.1-70b", 12.8, 9.4, 23.9, 17.6},
         // The 2026 models (GLM-5's 28 runs leave too few held out).
         Group{"sglang", "qwen3.5-397b-a17b", 17.3, 14.5, 37.5, 23.2},
-        Group{"vllm", "minimax-m2.5", 15.0, 12.7, 19.1, 17.8},
-        Group{"vllm", "kimi-k2.5", 15.1, 13.7, 33.9, 25.3}}) {
+        Group{"vllm", "minimax-m2.5", 15.1, 12.6, 19.1, 17.8},
+        Group{"vllm", "kimi-k2.5", 15.7, 12.7, 34.3, 21.8}}) {
     SCOPED_TRACE(std::string(g.engine) + ":" + g.model);
     absl::StatusOr<CalibrationProfile> start = FindCalibrationProfile(g.engine);
     ASSERT_TRUE(start.ok()) << start.status();
