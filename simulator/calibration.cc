@@ -250,9 +250,23 @@ constexpr bool kVllmExpertDispatchGathersOverDp = true;
 // VLLM_MOE_DP_CHUNK_SIZE units", vllm/envs.py of
 // https://github.com/vllm-project/vllm).
 constexpr double kVllmLowLatencyChunkTokens = 256;
+// With one attention DP rank vLLM runs no dispatch whatever the launch's
+// --all2all-backend: FusedMoEParallelConfig.use_all2all_kernels is
+// use_ep and (dp_size > 1 or pcp_size > 1 or is_sequence_parallel)
+// (vllm/model_executor/layers/fused_moe/config.py at
+// https://github.com/vllm-project/vllm/blob/002d6073aa034d4f5545d45021b0e56d1f3c3593/vllm/model_executor/layers/fused_moe/config.py,
+// the property after FUSED_MOE_UNQUANTIZED_CONFIG), and without all-to-all
+// kernels every EP rank (ep_size = tp_size there, make()) computes its own
+// experts on all of the TP group's tokens and FusedMoE sums the outputs with
+// tensor_model_parallel_all_reduce (maybe_all_reduce_tensor_model_parallel,
+// vllm/model_executor/layers/fused_moe/layer.py). The launch enables neither
+// prefill context parallelism nor sequence-parallel MoE.
+constexpr bool kVllmExpertParallelAllReducesWithoutDp = true;
 
 Calibration WithVllmExpertDispatch(Calibration c) {
   c.expert_a2a_low_latency_chunk_tokens = kVllmLowLatencyChunkTokens;
+  c.expert_parallel_all_reduces_without_dp =
+      kVllmExpertParallelAllReducesWithoutDp;
   return c;
 }
 
@@ -624,6 +638,8 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.prefill_batch_tokens = e.prefill_batch_tokens;
   c.expert_a2a_needs_whole_group_ep = e.expert_a2a_needs_whole_group_ep;
   c.expert_a2a_low_latency_chunk_tokens = e.expert_a2a_low_latency_chunk_tokens;
+  c.expert_parallel_all_reduces_without_dp =
+      e.expert_parallel_all_reduces_without_dp;
   c.offloaded_detokenisation_request_overhead_seconds =
       e.offloaded_detokenisation_request_overhead_seconds;
   return c;

@@ -100,6 +100,14 @@ struct Calibration {
   // high-throughput kernels either way. Engine behaviour, not fitted
   // (simulator/calibration.cc cites the source).
   double expert_a2a_low_latency_chunk_tokens = 0;
+  // Expert parallelism with a single attention data-parallel rank: true =
+  // every rank of the tensor-parallel group already holds all tokens, runs
+  // its own experts on them and the outputs are summed by an all-reduce over
+  // that group, with no dispatch or combine (vLLM, whose all-to-all backends
+  // run only with data parallelism); false = the dispatch and combine of the
+  // expert group are priced as with attention dp. Engine behaviour, not
+  // fitted (simulator/calibration.cc cites the source).
+  bool expert_parallel_all_reduces_without_dp = false;
   // KV cache a running request holds, as the fraction of its output tokens
   // reserved on top of its prompt: 1 = the whole output up front
   // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =

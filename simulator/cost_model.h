@@ -105,13 +105,14 @@ const std::vector<int>& ScanLoads();
 // filled by the prompts arriving behind it from its realised wait until
 // that iteration starts (simulator/queueing.cc): longer TTFT tails near
 // saturation, shorter prefill-pool medians.
-// 23: a run that InferenceMAX's files and AIConfigurator's database both hold
-// is read as InferenceMAX's row, with its harness and script
-// (calibration_transfer.cc, DropRepeatedRuns); SGLang's
-// --scheduler-recv-interval N holds a new request N / 2 decode iterations
-// before its prefill (WorkloadDims::scheduler_recv_interval, set from
-// InferenceMAX's SGLang scripts).
-inline constexpr int kCostModelVersion = 23;
+// 23: SGLang's --scheduler-recv-interval N holds a new request N / 2 decode
+// iterations before its prefill (WorkloadDims::scheduler_recv_interval, set
+// from InferenceMAX's SGLang scripts).
+// 24: vLLM's expert parallelism with one attention dp rank is priced as it
+// runs: no dispatch or combine, the experts' outputs summed by an all-reduce
+// over the tensor-parallel group and the residual left whole
+// (Calibration::expert_parallel_all_reduces_without_dp).
+inline constexpr int kCostModelVersion = 24;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

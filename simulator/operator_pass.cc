@@ -18,6 +18,14 @@
 namespace shardplan::simulator::internal {
 namespace {
 
+// The engine's expert parallelism with one attention dp rank
+// (Calibration::expert_parallel_all_reduces_without_dp): the expert group is
+// the tensor-parallel group, whose ranks all hold every token.
+bool ExpertAllReducesOverTp(const CostConstants& k, const PlanCtx& p) {
+  return k.expert_all_reduce_without_dp && p.attention_dp_group.n <= 1 &&
+         p.ep > 1;
+}
+
 double ShareCeil(double tokens, int n) {
   if (n <= 1 || tokens <= 0) return 1.0;
   return std::ceil(tokens / n) / tokens;
@@ -245,15 +253,24 @@ class Pass {
     // Router.
     const OpLayouts lr = GemmOperator(OpKind::kRouter, dr, residual, false,
                                       k_.w_router, T, k_.hidden, k_.experts, n);
-    Transition(OpKind::kRouter, lr.out, Layout::kTokenSplit, false, k_.experts,
-               T, p_.tp_group);
+    const bool all_reduce = AllReducesOverTp();
+    // Without dispatch every rank reads all tokens and their routing.
+    const Layout expert_in = all_reduce ? Layout::kFull : Layout::kTokenSplit;
+    Transition(OpKind::kRouter, lr.out, expert_in, false, k_.experts, T,
+               p_.tp_group);
+    if (all_reduce) {
+      Transition(OpKind::kExpertUp, residual, Layout::kFull, false, k_.hidden,
+                 T, p_.tp_group);
+    }
     // Dispatch: each rank holds T/tp of its replica's tokens (a Full residual
     // is sliced locally) and sends each to the distinct expert groups it is
     // routed to.
     const double domain_tokens = p_.dp * T;
     // distinct destination groups per token
     const double dests = p_.dispatch_fanout * k_.top_k;
-    if (GathersOverDp()) {
+    if (all_reduce) {
+      // Nothing moves: each rank runs its experts on the tokens it holds.
+    } else if (GathersOverDp()) {
       // All-gather of every dp rank's hidden states, top-k ids and weights.
       GatherScatter(OpKind::kExpertUp, Collective::kAllGather,
                     domain_tokens * (k_.hidden * kActivationBytes +
@@ -294,13 +311,18 @@ class Pass {
         domain_tokens * k_.top_k / std::max(1.0, k_.experts);
     const ExpertLoad load{pairs, shared_tokens, experts_rank, touched,
                           tokens_per_expert};
-    const OpLayouts lu = ExpertOperator(
-        OpKind::kExpertUp, du, Layout::kTokenSplit, false, unique,
-        k_.w_expert_up, load, k_.hidden, k_.moe_intermediate);
+    const OpLayouts lu =
+        ExpertOperator(OpKind::kExpertUp, du, expert_in, false, unique,
+                       k_.w_expert_up, load, k_.hidden, k_.moe_intermediate);
     const OpLayouts ld =
         ExpertOperator(OpKind::kExpertDown, dd, lu.out, dd == ShardDim::kRow,
                        pairs + shared_tokens, k_.w_expert_down, load,
                        k_.moe_intermediate, k_.hidden);
+    // Without dispatch each rank holds its experts' share of every token's
+    // output: one all-reduce over the group, as a dense MLP's down projection.
+    if (all_reduce) {
+      return Merge(OpKind::kExpertDown, Layout::kPartialSum, residual);
+    }
     // Outputs are summed per token locally, reduced within the expert group,
     // and combined back to the tokens' ranks by a second all-to-all.
     Transition(OpKind::kExpertDown, ld.out, Layout::kTokenSplit, false,
@@ -329,6 +351,7 @@ class Pass {
     if (k_.expert_a2a_needs_whole_group) return p_.ep != p_.dp * p_.tp;
     return !p_.ep_crosses_nodes;
   }
+  bool AllReducesOverTp() const { return ExpertAllReducesOverTp(k_, p_); }
   // Top-k expert id (int32) and weight (fp32) per routed expert.
   static constexpr double kTopkBytesPerExpert = 8;
   void GatherScatter(OpKind op, Collective c, double bytes) {
@@ -603,7 +626,11 @@ Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p) {
     res.last = r;
   }
   if (k.moe_layers > 0) {
-    res.moe = Layout::kTokenSplit;
+    // Tokens stay split after the experts' combine; an all-reduce instead
+    // leaves every rank the whole residual, as a dense layer does.
+    res.moe = ExpertAllReducesOverTp(k, p)
+                  ? MergeLayout(out_of(OpKind::kAttnOut), Layout::kFull)
+                  : Layout::kTokenSplit;
     if (k.dense_layers == 0) res.first = res.moe;
     res.last = res.moe;
   }

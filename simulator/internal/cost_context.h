@@ -91,6 +91,8 @@ struct CostConstants {
   bool expert_a2a_needs_whole_group = false;
   // Calibration::expert_a2a_low_latency_chunk_tokens.
   double expert_a2a_low_latency_chunk_tokens = 0;
+  // Calibration::expert_parallel_all_reduces_without_dp.
+  bool expert_all_reduce_without_dp = false;
   int nccl_table = 0;
   // FP4 weights on hardware without FP4 tensor cores (Hopper): weight-only
   // dequantising kernels, costed as streaming this many bytes per weight

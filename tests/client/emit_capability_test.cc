@@ -193,7 +193,7 @@ TEST(EmitCapabilityTest, LaunchesDetokeniseWhereThePredictionAssumes) {
 TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
   std::mt19937 rng(20261129);
   constexpr int kPlans = 400;
-  int checked = 0, gathers = 0, deepep = 0, nvlink = 0;
+  int checked = 0, gathers = 0, deepep = 0, nvlink = 0, single_rank = 0;
   for (int i = 0; i < kPlans; ++i) {
     Drawn d = Draw(rng);
     if (d.plan.has_prefill() || d.plan.ep() <= 1) continue;
@@ -221,10 +221,15 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
       absl::StatusOr<std::unique_ptr<const simulator::CostModel>> cost =
           simulator::CostModel::Create(*problem, profile->calibration);
       ASSERT_TRUE(cost.ok()) << cost.status();
-      bool priced_gather = false, priced_a2a = false;
+      bool priced_gather = false, priced_a2a = false, priced_reduce = false;
       for (const auto& r :
            simulator::internal::CostModelInspector::LayerCollectives(
                **cost, *dims, /*moe_layer=*/true, /*decode=*/true, 64)) {
+        if (r.op == simulator::OpKind::kExpertDown) {
+          priced_a2a |= r.kind == simulator::internal::Collective::kAllToAll;
+          priced_reduce |=
+              r.kind == simulator::internal::Collective::kAllReduce;
+        }
         if (r.op != simulator::OpKind::kExpertUp) continue;
         priced_gather |= r.kind == simulator::internal::Collective::kAllGather;
         priced_a2a |= r.kind == simulator::internal::Collective::kAllToAll;
@@ -237,7 +242,19 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
         const bool launch_deepep = absl::StrContains(text, "deepep_");
         const bool launch_nvlink = absl::StrContains(text, "flashinfer_");
         const bool launch_dp = absl::StrContains(text, "--data-parallel-size ");
-        if (!launch_dp) continue;
+        if (!launch_dp) {
+          // One DP rank: vLLM's all-to-all kernels are off whatever
+          // --all2all-backend says (use_all2all_kernels needs dp_size > 1);
+          // every rank runs its experts on all tokens and the outputs are
+          // all-reduced over the TP group.
+          ++single_rank;
+          EXPECT_FALSE(priced_gather || priced_a2a)
+              << label << ": one DP rank dispatches nothing, the prediction "
+              << "prices " << (priced_a2a ? "an all-to-all" : "an all-gather");
+          EXPECT_TRUE(priced_reduce)
+              << label << ": the experts' outputs are all-reduced";
+          continue;
+        }
         ++checked;
         gathers += !launch_deepep && !launch_nvlink;
         deepep += launch_deepep;
@@ -254,7 +271,8 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
         // SGLang under DP attention: DeepEP where the launch selects it,
         // else an all-gather of the DP ranks' tokens. Without DP attention
         // every rank holds all tokens and nothing is dispatched (as in vLLM
-        // with one DP rank; the price's all-to-all there is a known gap).
+        // with one DP rank, priced so; SGLang's price there is still an
+        // all-to-all, a known gap).
         if (!absl::StrContains(text, "--enable-dp-attention")) continue;
         const bool launch_deepep =
             absl::StrContains(text, "--moe-a2a-backend deepep") ||
@@ -272,6 +290,7 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
   EXPECT_GT(gathers, 3);
   EXPECT_GT(deepep, 3);
   EXPECT_GT(nvlink, 3);
+  EXPECT_GT(single_rank, 3);
   RecordProperty("checked", checked);
 }
 

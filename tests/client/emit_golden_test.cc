@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
+#include <map>
 #include <set>
 #include <sstream>
 #include <string>
@@ -601,6 +602,80 @@ TEST(EmitGoldenTest, FlagTablesAreConsistentAndCiteTheirSources) {
       }
     }
   }
+}
+
+// Every key and enumerated value the newest TensorRT-LLM table writes into an
+// options file (the golden scripts, aggregated and disaggregated) is a field
+// of TorchLlmArgs as the newest llm_args.py read defines it
+// (client/engines/trtllm.yaml cites the commit): a key renamed or removed
+// there, once written into this list, fails here.
+TEST(EmitGoldenTest, TrtllmOptionsFilesUseTorchLlmArgsFields) {
+  const std::map<std::string, std::set<std::string>> fields = {
+      {"enable_attention_dp", {}},
+      {"pp_partition", {}},
+      {"tensor_parallel_size", {}},
+      {"pipeline_parallel_size", {}},
+      {"moe_expert_parallel_size", {}},
+      {"max_batch_size", {}},
+      {"max_num_tokens", {}},
+      {"disable_overlap_scheduler", {}},
+      {"kv_cache_config", {"dtype"}},
+      {"cuda_graph_config", {"max_batch_size", "enable_padding"}},
+      {"moe_config", {"backend"}},
+      {"cache_transceiver_config", {"backend", "max_tokens_in_buffer"}},
+  };
+  const std::map<std::string, std::set<std::string>> values = {
+      {"kv_cache_config.dtype", {"auto", "fp8", "fp8_ds_mla", "nvfp4"}},
+      {"moe_config.backend",
+       {"AUTO", "CUTLASS", "CUTEDSL", "TRTLLM", "DEEPGEMM", "DENSEGEMM",
+        "VANILLA", "TRITON", "MARLIN", "MEGAMOE_DEEPGEMM", "MEGAMOE_CUTEDSL"}},
+      {"cache_transceiver_config.backend",
+       {"DEFAULT", "UCX", "NIXL", "MOONCAKE", "MPI"}},
+  };
+  int files = 0, keys = 0;
+  for (const Case& c : Cases()) {
+    // The newest table's scripts only.
+    if (c.engine != Engine::kTrtllm || !c.version.empty() || c.k8s ||
+        c.dynamo) {
+      continue;
+    }
+    std::ifstream in(GoldenPath(c.file));
+    ASSERT_TRUE(in.good()) << c.file;
+    std::string line, doc;
+    bool inside = false;
+    while (std::getline(in, line)) {
+      if (!inside && absl::StrContains(line, "<<'EOF'")) {
+        inside = true;
+        doc.clear();
+      } else if (inside && line == "EOF") {
+        inside = false;
+        ++files;
+        const YAML::Node root = YAML::Load(doc);
+        for (const auto& kv : root) {
+          const std::string key = kv.first.as<std::string>();
+          ++keys;
+          const auto f = fields.find(key);
+          ASSERT_NE(f, fields.end()) << c.file << ": " << key;
+          if (!kv.second.IsMap()) continue;
+          for (const auto& sub : kv.second) {
+            const std::string name = sub.first.as<std::string>();
+            EXPECT_EQ(f->second.count(name), 1u)
+                << c.file << ": " << key << "." << name;
+            const auto v = values.find(key + "." + name);
+            if (v != values.end()) {
+              EXPECT_EQ(v->second.count(sub.second.as<std::string>()), 1u)
+                  << c.file << ": " << key << "." << name << " "
+                  << sub.second.as<std::string>();
+            }
+          }
+        }
+      } else if (inside) {
+        absl::StrAppend(&doc, line, "\n");
+      }
+    }
+  }
+  EXPECT_GT(files, 10);
+  EXPECT_GT(keys, 40);
 }
 
 // Each role a range holds for only some of its releases (a `gates` entry):
