@@ -452,8 +452,12 @@ TEST(CalibrationTransferTest, DatabaseCopiesOfInferenceMaxRunsAreThoseRuns) {
   ASSERT_EQ(problems.size(), 2u);
   EXPECT_EQ(problems[0].workload.input_tokens, 922);
   EXPECT_TRUE(problems[0].workload.lengths_desynchronise);
+  // The script's flags too: the Qwen3.5 script's recv interval below 16
+  // clients.
+  EXPECT_EQ(problems[0].workload.scheduler_recv_interval, 10);
   EXPECT_EQ(problems[1].workload.input_tokens, 1024);
   EXPECT_FALSE(problems[1].workload.lengths_desynchronise);
+  EXPECT_EQ(problems[1].workload.scheduler_recv_interval, 0);
 }
 
 // AIConfigurator's own runs (not InferenceMAX's) deploy its generator's
@@ -568,28 +572,6 @@ TEST(CalibrationTransferTest, InferenceMaxAttentionDpRunsWaitForEveryRank) {
   ASSERT_EQ(two_ranks.dp, 2);
   const double mu = 256.0 / (922 * 2);
   EXPECT_NEAR(wait_iterations(two, two_ranks), 7 / (6 * mu), 0.05);
-}
-
-// AIConfigurator's database also exports InferenceMAX's TensorRT-LLM runs, to
-// the last digit; the copy kept, whichever comes first, is served with
-// InferenceMAX's script (here the DeepSeek-R1 FP8 script's batch waiting at
-// 64 clients).
-TEST(CalibrationTransferTest, ACopyOfAnInferenceMaxRunKeepsItsScript) {
-  const std::string dsr1 =
-      ",trtllm,1.2.0rc6.post2,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,1024,"
-      "1024,fp8,64,8,1,1,8,1,642.504,21.50\n";
-  const std::vector<MeasuredRow> rows =
-      ExportRows("a,db-dump/2026-04-27; silicon_concurrency=64" + dsr1 +
-                 "b,source_file=2026-03-25.csv; silicon_concurrency=64" + dsr1);
-  ASSERT_EQ(rows.size(), 2u);
-  const DedupedRows runs = DropRepeatedRuns(rows);
-  ASSERT_EQ(runs.rows.size(), 1u);
-  EXPECT_EQ(runs.repeats, 1);
-  EXPECT_EQ(runs.copies_read_as_inferencemax, 1);
-  EXPECT_TRUE(runs.rows[0].inferencemax);
-  const std::vector<Problem> problems = RowProblems(runs.rows);
-  ASSERT_EQ(problems.size(), 1u);
-  EXPECT_EQ(problems[0].workload.batch_wait_timeout_iterations, 40);
 }
 
 // Evaluates `plan` of `problem` with the shipped profile of `engine`.
