@@ -74,14 +74,13 @@ absl::StatusOr<TransferReport> ComputeTransfer(
 
 // One measurement per run. AIConfigurator's Blackwell export repeats runs
 // (the same model, engine, lengths, concurrency and measured TTFT and TPOT
-// to 9 significant digits): under one layout the first row is kept; a
-// measurement reported under several layouts (e.g. 8 GPUs with ep 8 and the
-// same numbers as 64 GPUs with moe_tp 8 x moe_ep 8) has no known deployment
-// and every copy is dropped, as ParseDisaggregatedRows does. A copy of an
-// InferenceMAX run (MeasuredRow::inferencemax) in AIConfigurator's own
-// database dumps, with the same layout and both latencies to 9 significant
-// digits, is that run: it is read with InferenceMAX's harness and server
-// settings, whichever copy is kept.
+// to the 0.01 ms the gap-analysis files print): under one layout the first row
+// is kept; a measurement reported under several layouts (e.g. 8 GPUs with ep 8
+// and the same numbers as 64 GPUs with moe_tp 8 x moe_ep 8) has no known
+// deployment and every copy is dropped, as ParseDisaggregatedRows does. A copy
+// of an InferenceMAX run (MeasuredRow::inferencemax) in AIConfigurator's own
+// database dumps, with the same layout and both latencies, is that run: it is
+// read with InferenceMAX's harness and server settings, whichever copy is kept.
 struct DedupedRows {
   std::vector<MeasuredRow> rows;
   int repeats = 0;
