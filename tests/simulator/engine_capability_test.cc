@@ -183,6 +183,21 @@ TEST(EngineCapabilityTest, SglangPipelineNeedsARecentRelease) {
   ExpectRuns("sglang", "0.4.10", p, Agg(1, 1, 8, 2, 1));
 }
 
+TEST(EngineCapabilityTest, SglangHybridLinearAttentionPipelineFrom0510) {
+  // Qwen3.5 (Gated DeltaNet layers between full-attention ones) crashed
+  // under pipeline parallelism in SGLang until PR 19670.
+  const Problem qwen35 = MakeProblem("qwen3.5-397b-a17b", 16, 8);
+  const PlanDims pp2 = Agg(1, 1, 8, 2, 8);
+  ExpectBlocked("sglang", "0.5.9", qwen35, pp2,
+                "sglang-linear-attention-pp-before-0.5.10",
+                "sglang/pull/19670");
+  ExpectRuns("sglang", "0.5.10", qwen35, pp2);
+  ExpectRuns("sglang", "", qwen35, pp2);
+  ExpectRuns("sglang", "0.5.9", qwen35, Agg(2, 1, 8, 1, 8));
+  // A full-attention Qwen model of the same family keeps its pipeline.
+  ExpectRuns("sglang", "0.5.9", MakeProblem("qwen3-235b-a22b", 16, 8), pp2);
+}
+
 TEST(EngineCapabilityTest, SglangDecodeServerWithPipeline) {
   const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   const PlanDims plan = Disagg(2, Agg(1, 1, 4, 1, 1), 1, Agg(1, 1, 4, 2, 1));
