@@ -270,9 +270,33 @@ Calibration WithVllmExpertDispatch(Calibration c) {
   return c;
 }
 
+// SGLang without DP attention runs the same way as vLLM with one DP rank:
+// with the default --moe-a2a-backend "none" the StandardDispatcher moves no
+// token (dispatch only maps the top-k ids onto this EP rank's experts,
+// -1 for the others; combine returns the local output unless the FP4
+// all-gather path is on, which needs DP attention:
+// should_use_flashinfer_cutlass_moe_fp4_allgather in
+// python/sglang/srt/layers/moe/utils.py), every rank of the TP group holds
+// all tokens after the attention's all-reduce, and the MoE block sums its
+// experts' outputs (with the shared experts') by
+// tensor_model_parallel_all_reduce over the TP group (Qwen2MoeSparseMoeBlock
+// .forward, which Qwen3.5 uses, and DeepseekV2MoE.forward_normal, fused
+// with the next RMSNorm under --enable-flashinfer-allreduce-fusion:
+// https://github.com/sgl-project/sglang/blob/0115497da8f2340cdce444597387cf2a4d499f5c/python/sglang/srt/models/qwen2_moe.py,
+// https://github.com/sgl-project/sglang/blob/008b79d2358b08adf9b6c879625030f890c8c4e2/python/sglang/srt/layers/moe/token_dispatcher/standard.py).
+// InferenceMAX's SGLang expert-parallel runs launch exactly that:
+// --tensor-parallel-size $TP --data-parallel-size=1 --ep-size $EP_SIZE and
+// no --moe-a2a-backend (benchmarks/single_node/dsr1_fp4_b200.sh,
+// qwen3.5_fp8_b200.sh of https://github.com/SemiAnalysisAI/InferenceX), and
+// shardplan's launch selects DeepEP only under DP attention
+// (client/emit/sglang.cc).
+constexpr bool kSglangExpertParallelAllReducesWithoutDp = true;
+
 Calibration WithSglangExpertDispatch(Calibration c) {
   c.expert_dispatch_gathers_over_dp = true;
   c.expert_a2a_needs_whole_group_ep = true;
+  c.expert_parallel_all_reduces_without_dp =
+      kSglangExpertParallelAllReducesWithoutDp;
   return c;
 }
 
