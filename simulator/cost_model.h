@@ -112,7 +112,11 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
-inline constexpr int kCostModelVersion = 24;
+// 27: SGLang's expert parallelism without DP attention is priced the same way
+// (its default MoE backend dispatches nothing and all-reduces the experts'
+// outputs over the TP group); its launch selects DeepEP only under DP
+// attention.
+inline constexpr int kCostModelVersion = 27;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
