@@ -112,7 +112,11 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
-inline constexpr int kCostModelVersion = 24;
+// 26: under SGLang's --scheduler-recv-interval N > 1 a prompt waits for the
+// next poll, which a prefill running when it arrives ends: the profile's
+// in-flight prefills are no longer added on top of the N / 2 decode
+// iterations (serving.cc, InflightPrefillWaits).
+inline constexpr int kCostModelVersion = 26;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -592,8 +592,11 @@ Evaluation EvaluateEngine(const std::string& engine, const Problem& problem,
 // with --scheduler-recv-interval 30 from 16 clients up and 10 below (10 in
 // the DeepSeek FP8 script's tp 4 lane); its GLM-5 scripts and
 // AIConfigurator's own runs keep SGLang's default. While requests decode,
-// SGLang takes new ones every N decode iterations: N / 2 iterations of wait
-// before a prompt's prefill, none at batch 1, and decoding is unchanged.
+// SGLang takes new ones every N decode iterations and at once after a
+// prefill: N / 2 iterations of wait before a prompt's prefill, none at batch
+// 1, and decoding is unchanged. A prefill running when a prompt arrives is
+// part of that wait (the poll after it takes the prompt), so the profile's
+// in-flight prefills are not added on top.
 TEST(CalibrationTransferTest, InferenceMaxSglangRunsTakeRequestsEveryInterval) {
   const std::string dsr1_fp8 =
       ",sglang,0.5.9,deepseek-ai/DeepSeek-R1,b200_sxm,fp8,agg,";
@@ -631,8 +634,17 @@ TEST(CalibrationTransferTest, InferenceMaxSglangRunsTakeRequestsEveryInterval) {
   const Evaluation on = EvaluateEngine("sglang", polled, plan);
   const Evaluation off = EvaluateEngine("sglang", every, plan);
   EXPECT_EQ(on.tpot_seconds, off.tpot_seconds);
+  absl::StatusOr<CalibrationProfile> profile = FindCalibrationProfile("sglang");
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  const Calibration& sglang = profile->calibration;
+  ASSERT_GT(sglang.ttft_inflight_prefills, 0);
+  // One prompt's prefill on the run's one stage, without the per-request
+  // time (Evaluation::prefill_seconds includes it).
+  const double prefill = off.prefill_seconds - sglang.prefill_overhead_seconds;
   EXPECT_NEAR(on.ttft_seconds - off.ttft_seconds,
-              15 * off.decode_iteration_seconds, 1e-12);
+              15 * off.decode_iteration_seconds -
+                  sglang.ttft_inflight_prefills * 63.0 / 64 * prefill,
+              1e-12);
   PlanDims alone = plan;
   alone.batch_size = 1;
   EXPECT_EQ(EvaluateEngine("sglang", polled, alone).ttft_seconds,
