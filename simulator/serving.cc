@@ -182,8 +182,9 @@ double SchedulerRecvWaitIterations(const CostConstants& k, double batch) {
 // (Calibration::ttft_inflight_prefills, fitted on runs whose scheduler takes
 // a prompt at once, so it waits out a prefill running when it arrives).
 // Under --scheduler-recv-interval N > 1 SGLang takes prompts only on a poll
-// (SchedulerRecvSkipper.handle, above): every N decode iterations, and at
-// once after any prefill batch; the prompts a poll takes run as the next
+// (SchedulerRecvSkipper.handle, scheduler_recv_skipper.py:26-38 at the
+// commit above): every N decode iterations, and at once after any prefill
+// batch (weight 1,000); the prompts a poll takes run as the next
 // batch ("Run prefill first if possible", Scheduler.get_next_batch_to_run,
 // python/sglang/srt/managers/scheduler.py), packed together (the queue
 // term). So a prompt's wait before its prefill is the time to the next
