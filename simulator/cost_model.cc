@@ -53,7 +53,9 @@
 //   TPOT = iteration; throughput = replicas * C / iteration (Little's law:
 //   the ranks with one request fewer are not counted full);
 //   TTFT = prefill of one request through all stages + queueing behind
-//          ttft_inflight_prefills * (B - 1) / B other prefills +
+//          ttft_inflight_prefills * (B - 1) / B other prefills (none
+//          under SGLang's scheduler recv interval, whose poll wait holds
+//          them) +
 //          prefill_queue_fraction * (B - 1) prompts' shares of a packed
 //          prefill step (prefill_batch_tokens; a prefill each when 0) +
 //          ttft_wait_iterations decode iterations + the engine's waits

@@ -112,7 +112,11 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
-// 27: SGLang's expert parallelism without DP attention is priced the same way
+// 26: under SGLang's --scheduler-recv-interval N > 1 a prompt waits for the
+// next poll, which a prefill running when it arrives ends: the profile's
+// in-flight prefills are no longer added on top of the N / 2 decode
+// iterations (serving.cc, InflightPrefillWaits).
+// 27: SGLang's expert parallelism without DP attention is priced as in 24
 // (its default MoE backend dispatches nothing and all-reduces the experts'
 // outputs over the TP group); its launch selects DeepEP only under DP
 // attention.

@@ -178,6 +178,23 @@ double SchedulerRecvWaitIterations(const CostConstants& k, double batch) {
   return n / 2;
 }
 
+// Prefills in flight that a new prompt waits for before its own
+// (Calibration::ttft_inflight_prefills, fitted on runs whose scheduler takes
+// a prompt at once, so it waits out a prefill running when it arrives).
+// Under --scheduler-recv-interval N > 1 SGLang takes prompts only on a poll
+// (SchedulerRecvSkipper.handle, scheduler_recv_skipper.py:26-38 at the
+// commit above): every N decode iterations, and at once after any prefill
+// batch (weight 1,000); the prompts a poll takes run as the next
+// batch ("Run prefill first if possible", Scheduler.get_next_batch_to_run,
+// python/sglang/srt/managers/scheduler.py), packed together (the queue
+// term). So a prompt's wait before its prefill is the time to the next
+// poll: a prefill running when it arrives ends that window (the poll right
+// after it takes the prompt) and is part of that wait, not added to it.
+// SchedulerRecvWaitIterations prices the wait for the poll.
+double InflightPrefillWaits(const CostConstants& k) {
+  return k.scheduler_recv_interval > 1 ? 0.0 : k.cal.ttft_inflight_prefills;
+}
+
 // Prompts that queue for their prefill do not run one after another: an
 // engine that runs prefill batches apart from decode (SGLang) packs the
 // waiting prompts into one forward pass up to its token budget
@@ -485,7 +502,7 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   const double others = (B - 1) / B;  // 0 at batch 1: nobody to wait for
   e.ttft_seconds =
       s.prefill_chain_seconds +
-      k.cal.ttft_inflight_prefills * others * s.prefill_max_stage_seconds +
+      InflightPrefillWaits(k) * others * s.prefill_max_stage_seconds +
       k.cal.prefill_queue_fraction * (B - 1) * s.prefill_batched_share_seconds +
       k.cal.ttft_wait_iterations * iteration * others +
       (BatchWaitIterations(k, B) +
