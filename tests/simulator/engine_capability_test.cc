@@ -198,6 +198,29 @@ TEST(EngineCapabilityTest, SglangHybridLinearAttentionPipelineFrom0510) {
   ExpectRuns("sglang", "0.5.9", MakeProblem("qwen3-235b-a22b", 16, 8), pp2);
 }
 
+TEST(EngineCapabilityTest, SglangSparseAttentionWasDpAttentionOnlyBefore057) {
+  // Before PR 13646 SGLang set dp_size = tp_size with DP attention for every
+  // DeepSeek sparse-attention model, whatever the launch asked for.
+  const Problem v32 = MakeProblem("deepseek-v3.2", 8, 8);
+  for (const PlanDims& head_split : {Agg(1, 1, 8, 1, 8), Agg(1, 2, 4, 1, 8)}) {
+    ExpectBlocked("sglang", "0.5.6", v32, head_split,
+                  "sglang-sparse-attention-forces-dp-attention-before-0.5.7",
+                  "sglang/pull/13646");
+    ExpectRuns("sglang", "0.5.7", v32, head_split);
+    ExpectRuns("sglang", "", v32, head_split);
+  }
+  // What those releases ran: DP attention over the whole group.
+  ExpectRuns("sglang", "0.5.6", v32, Agg(1, 8, 1, 1, 8));
+  PlanDims batch_split = Agg(1, 1, 8, 1, 8);
+  BatchSplitAttention(batch_split.dims);
+  ExpectRuns("sglang", "0.5.6", v32, batch_split);
+  // Dense-attention DeepSeek-V3 keeps head-split attention there.
+  ExpectRuns("sglang", "0.5.6", MakeProblem("deepseek-v3", 8, 8),
+             Agg(1, 1, 8, 1, 8));
+  // Other engines are not affected.
+  ExpectRuns("vllm", "", v32, Agg(1, 1, 8, 1, 8));
+}
+
 TEST(EngineCapabilityTest, SglangDecodeServerWithPipeline) {
   const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   const PlanDims plan = Disagg(2, Agg(1, 1, 4, 1, 1), 1, Agg(1, 1, 4, 2, 1));
