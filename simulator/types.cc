@@ -62,7 +62,10 @@ double BytesPerElement(Dtype dtype) {
 // - vLLM nvfp4: FlashInferBackend.get_kv_cache_shape gives the last dim
 //   nvfp4_kv_cache_full_dim(head_size) = head_size / 2 + head_size / 16
 //   ("fp4 data + fp8 block scales in last dim"), vllm/v1/attention/backends/
-//   flashinfer.py of https://github.com/vllm-project/vllm;
+//   flashinfer.py of https://github.com/vllm-project/vllm; the function and
+//   nvfp4_split_data_scale, which views the scale part as float8_e4m3fn, are
+//   in vllm/utils/torch_utils.py at commit
+//   0024350b5da3ad174435e62a15273c0d3caba57b;
 // - TensorRT-LLM nvfp4: the KV cache manager adds block-scale pools with
 //   kQuantBlockSizeNVFP4 = 16 (FP8 E4M3 scales) when the cache dtype is FP4,
 //   cpp/tensorrt_llm/batch_manager/kvCacheManager.cpp of
@@ -72,6 +75,12 @@ double BytesPerElement(Dtype dtype) {
 //   an exponent byte, E8M0-like), python/sglang/srt/mem_cache/memory_pool.py
 //   at
 //   https://github.com/sgl-project/sglang/blob/14c3feee2390a7b5a06accc7af651bde8c5211c6/python/sglang/srt/mem_cache/memory_pool.py.
+//   Its --kv-cache-dtype help calls the format "mxfp4", but the blocks are
+//   not OCP MX's 32 values: KVFP4QuantizeUtil.batched_quantize views the
+//   tensor as [B, M*N/16, 16] and writes one uint8 exponent (scale_exp + 127)
+//   per block,
+//   https://github.com/sgl-project/sglang/blob/0e6b6cf0ac719aca12987b393d17e8caaabcaa87/python/sglang/srt/layers/quantization/kvfp4_tensor.py#L45-L51,
+//   so SGLang's cache is as large as the NVFP4 ones.
 constexpr double kFp4KvCacheBytesPerElement = 0.5 + 1.0 / 16;
 
 double KvCacheBytesPerElement(Dtype dtype) {

@@ -375,6 +375,29 @@ TEST(CostModelTest, GoldenFp4KvCacheCarriesItsScales) {
       0.5625, 0.02);
 }
 
+// SGLang names its fp4_e2m1 KV cache "mxfp4", yet it keeps one exponent byte
+// per 16 values, not per 32 as OCP MX would (simulator/types.cc cites
+// kvfp4_tensor.py): its profile sizes the cache exactly as the NVFP4 engines'.
+TEST(CostModelTest, SglangFp4KvCacheScalesEvery16Values) {
+  const auto sglang = [](const std::string& kv_cache_dtype) {
+    return Make({.model = "llama-3.1-70b",
+                 .gpus = 8,
+                 .isl = 2048,
+                 .osl = 256,
+                 .kv_cache_dtype = kv_cache_dtype,
+                 .profile = "h100-sglang"});
+  };
+  auto fp4 = sglang("fp4");
+  auto fp8 = sglang("fp8");
+  ASSERT_NE(fp4, nullptr);
+  ASSERT_NE(fp8, nullptr);
+  // 0.5 + 1 / 16 bytes a value against FP8's 1; a 32-value block would give
+  // 0.5 + 1 / 32 = 0.53125.
+  EXPECT_DOUBLE_EQ(fp4->Evaluate(Plan(1, 8, 1, 1, 16)).kv_cache_bytes /
+                       fp8->Evaluate(Plan(1, 8, 1, 1, 16)).kv_cache_bytes,
+                   0.5625);
+}
+
 TEST(CostModelTest, KvHeadsReplicateBeyondKvHeadCount) {
   // llama-3.1-70b has 8 KV heads: at tp = 16 each rank still holds one full KV
   // head.

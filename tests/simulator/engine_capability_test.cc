@@ -90,6 +90,18 @@ void ExpectRuns(const std::string& engine, const std::string& version,
   EXPECT_TRUE(s.ok()) << s;
 }
 
+// Expects `engine` to refuse `plan` by rule `id` (citing `source`) at
+// `last_blocked`, and to run it from `first_running` and in the newest release.
+void ExpectBlockedUntil(const std::string& engine,
+                        const std::string& last_blocked,
+                        const std::string& first_running, const Problem& p,
+                        const PlanDims& plan, const std::string& id,
+                        const std::string& source) {
+  ExpectBlocked(engine, last_blocked, p, plan, id, source);
+  ExpectRuns(engine, first_running, p, plan);
+  ExpectRuns(engine, "", p, plan);
+}
+
 TEST(EngineCapabilityTest, CompiledTableParsesWithSourcesForEveryRule) {
   const std::vector<EngineRule>& rules = EngineRules();
   ASSERT_GE(rules.size(), 13u);
@@ -188,14 +200,34 @@ TEST(EngineCapabilityTest, SglangHybridLinearAttentionPipelineFrom0510) {
   // under pipeline parallelism in SGLang until PR 19670.
   const Problem qwen35 = MakeProblem("qwen3.5-397b-a17b", 16, 8);
   const PlanDims pp2 = Agg(1, 1, 8, 2, 8);
-  ExpectBlocked("sglang", "0.5.9", qwen35, pp2,
-                "sglang-linear-attention-pp-before-0.5.10",
-                "sglang/pull/19670");
-  ExpectRuns("sglang", "0.5.10", qwen35, pp2);
-  ExpectRuns("sglang", "", qwen35, pp2);
+  ExpectBlockedUntil("sglang", "0.5.9", "0.5.10", qwen35, pp2,
+                     "sglang-linear-attention-pp-before-0.5.10",
+                     "sglang/pull/19670");
   ExpectRuns("sglang", "0.5.9", qwen35, Agg(2, 1, 8, 1, 8));
   // A full-attention Qwen model of the same family keeps its pipeline.
   ExpectRuns("sglang", "0.5.9", MakeProblem("qwen3-235b-a22b", 16, 8), pp2);
+}
+
+TEST(EngineCapabilityTest, SglangSparseAttentionWasDpAttentionOnlyBefore057) {
+  // Before PR 13646 SGLang set dp_size = tp_size with DP attention for every
+  // DeepSeek sparse-attention model, whatever the launch asked for.
+  const Problem v32 = MakeProblem("deepseek-v3.2", 8, 8);
+  for (const PlanDims& head_split : {Agg(1, 1, 8, 1, 8), Agg(1, 2, 4, 1, 8)}) {
+    ExpectBlockedUntil(
+        "sglang", "0.5.6", "0.5.7", v32, head_split,
+        "sglang-sparse-attention-forces-dp-attention-before-0.5.7",
+        "sglang/pull/13646");
+  }
+  // What those releases ran: DP attention over the whole group.
+  ExpectRuns("sglang", "0.5.6", v32, Agg(1, 8, 1, 1, 8));
+  PlanDims batch_split = Agg(1, 1, 8, 1, 8);
+  BatchSplitAttention(batch_split.dims);
+  ExpectRuns("sglang", "0.5.6", v32, batch_split);
+  // Dense-attention DeepSeek-V3 keeps head-split attention there.
+  ExpectRuns("sglang", "0.5.6", MakeProblem("deepseek-v3", 8, 8),
+             Agg(1, 1, 8, 1, 8));
+  // Other engines are not affected.
+  ExpectRuns("vllm", "", v32, Agg(1, 1, 8, 1, 8));
 }
 
 TEST(EngineCapabilityTest, SglangDecodeServerWithPipeline) {
