@@ -112,7 +112,13 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
-inline constexpr int kCostModelVersion = 24;
+// 25: the tensor-parallel all-reduce inside a node is priced at the engine's
+// measured kernel time (Calibration::all_reduce_kernel, collectives.h
+// kCustomAllReduceSeconds: AIConfigurator's TensorRT-LLM, vLLM and SGLang
+// custom all-reduce tables on H100 and B200) instead of the ring formula;
+// the shared collective_latency_scale, layer_overhead_seconds and
+// attention_efficiency refitted on the H100 rows under it.
+inline constexpr int kCostModelVersion = 25;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
