@@ -253,7 +253,9 @@ inline constexpr std::array<
 
 // Seconds of the tensor-parallel all-reduce of a `bytes` tensor over `g`:
 // inside a node the engine's measured kernel (kCustomAllReduceSeconds), across
-// nodes the hierarchical ring formula.
+// nodes the hierarchical ring formula. Groups larger than the measured 8
+// ranks (NVLink domains of 72 GPUs) pay at least the 8-rank time and the
+// formula's.
 inline double TensorParallelAllReduceSeconds(const CostConstants& k,
                                              double bytes, const Group& g,
                                              Traffic* t) {
@@ -261,10 +263,11 @@ inline double TensorParallelAllReduceSeconds(const CostConstants& k,
   const double formula =
       CollectiveSeconds(k, Collective::kAllReduce, bytes, g, t);
   if (g.per_node < g.n) return formula;
-  return MeasuredSeconds(
+  const double measured = MeasuredSeconds(
       kCustomAllReduceSeconds[std::clamp(k.all_reduce_kernel, 0, 2)][std::clamp(
           k.nccl_table, 0, 1)][MeasuredGroupRow(g)],
       256.0, 2.0, bytes);
+  return g.n > 8 ? std::max(measured, formula) : measured;
 }
 
 // Expert dispatch/combine across nodes, measured: DeepEP's kernels on H800

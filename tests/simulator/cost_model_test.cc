@@ -220,7 +220,8 @@ TEST(CostModelTest, TensorParallelAllReduceIsTheEnginesMeasuredKernel) {
 }
 
 // Between the measured sizes the time is interpolated in log(size), above the
-// largest one it grows with the bytes, and a group spanning nodes keeps the
+// largest one it grows with the bytes, a group larger than the measured 8
+// ranks pays at least the 8-rank time, and a group spanning nodes keeps the
 // hierarchical ring formula.
 TEST(CostModelTest, MeasuredAllReduceInterpolatesAndSpansNodesByFormula) {
   internal::CostConstants k;
@@ -243,6 +244,13 @@ TEST(CostModelTest, MeasuredAllReduceInterpolatesAndSpansNodesByFormula) {
   const double gib = 1024.0 * 1024 * 1024;
   EXPECT_NEAR(internal::TensorParallelAllReduceSeconds(k, 2 * gib, node, &t),
               2 * 2600.1e-6, 1e-9);
+  // 16 ranks in one NVLink domain: the 8-rank time or the formula's, the
+  // larger.
+  const internal::Group domain{16, 16};
+  EXPECT_DOUBLE_EQ(
+      internal::TensorParallelAllReduceSeconds(k, 1 << 20, domain, &t),
+      std::max(17.2e-6, internal::CollectiveSeconds(k, Collective::kAllReduce,
+                                                    1 << 20, domain, &t)));
   const internal::Group two_nodes{16, 8};
   EXPECT_DOUBLE_EQ(
       internal::TensorParallelAllReduceSeconds(k, 1 << 20, two_nodes, &t),
