@@ -106,7 +106,7 @@ template <size_t N>
 inline double MeasuredSeconds(const std::array<double, N>& table,
                               double first_bytes, double step, double bytes) {
   const double x =
-      std::log(std::max(bytes, first_bytes) / first_bytes) / std::log(step);
+      std::log2(std::max(bytes, first_bytes) / first_bytes) / std::log2(step);
   if (x >= N - 1) {
     return table[N - 1] * bytes /
            (first_bytes * std::pow(step, static_cast<double>(N - 1)));
@@ -251,6 +251,16 @@ inline constexpr std::array<
         }},
     }};
 
+// The engine's measured all-reduce of a `bytes` tensor over `g` (2, 4 or 8
+// ranks inside a node; larger groups read the 8-rank row).
+inline double TensorParallelAllReduceMeasured(const CostConstants& k,
+                                              double bytes, const Group& g) {
+  return MeasuredSeconds(
+      kCustomAllReduceSeconds[std::clamp(k.all_reduce_kernel, 0, 2)][std::clamp(
+          k.nccl_table, 0, 1)][MeasuredGroupRow(g)],
+      256.0, 2.0, bytes);
+}
+
 // Seconds of the tensor-parallel all-reduce of a `bytes` tensor over `g`:
 // inside a node the engine's measured kernel (kCustomAllReduceSeconds), across
 // nodes the hierarchical ring formula. Groups larger than the measured 8
@@ -260,14 +270,15 @@ inline double TensorParallelAllReduceSeconds(const CostConstants& k,
                                              double bytes, const Group& g,
                                              Traffic* t) {
   if (g.n <= 1 || bytes <= 0) return 0;
-  const double formula =
-      CollectiveSeconds(k, Collective::kAllReduce, bytes, g, t);
-  if (g.per_node < g.n) return formula;
-  const double measured = MeasuredSeconds(
-      kCustomAllReduceSeconds[std::clamp(k.all_reduce_kernel, 0, 2)][std::clamp(
-          k.nccl_table, 0, 1)][MeasuredGroupRow(g)],
-      256.0, 2.0, bytes);
-  return g.n > 8 ? std::max(measured, formula) : measured;
+  if (g.per_node < g.n || g.n > 8) {
+    const double formula =
+        CollectiveSeconds(k, Collective::kAllReduce, bytes, g, t);
+    if (g.per_node < g.n) return formula;
+    return std::max(formula, TensorParallelAllReduceMeasured(k, bytes, g));
+  }
+  // The ring's NVLink bytes (what CollectiveSeconds would count).
+  t->nv += 2.0 * (g.n - 1) / g.n * bytes;
+  return TensorParallelAllReduceMeasured(k, bytes, g);
 }
 
 // Expert dispatch/combine across nodes, measured: DeepEP's kernels on H800
