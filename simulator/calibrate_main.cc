@@ -7,10 +7,13 @@
 //   shardplan-calibrate --csv
 //   simulator/calibration/data/h100_measured_latency.csv
 //                       [--csv simulator/calibration/data/h100_moe_latency.csv]
-//                       [--fit | --fit-engine-terms ENGINE]
+//                       [--fit | --fit-engine-terms ENGINE |
+//                        --fit-shared-terms A,B]
 //                       (--fit-engine-terms: from the compiled-in profiles,
 //                       refit only ENGINE's prefill_overhead_s and
-//                       prefill_queue_fraction)
+//                       prefill_queue_fraction; --fit-shared-terms: only the
+//                       shared constants named, e.g.
+//                       collective_latency_scale,layer_overhead_s)
 //                       [--validation-csv FILE]...  (held-out models only)
 //                       [--rows]   (per-row predictions as CSV)
 //                       [--bands]  (error-bar table as C++ and markdown,
@@ -56,7 +59,9 @@ namespace {
 int Usage() {
   std::cerr
       << "usage: shardplan-calibrate --csv FILE [--validation-csv FILE]... "
-         "[--fit | --fit-engine-terms ENGINE] [--rows] [--bands] "
+         "[--fit | --fit-engine-terms ENGINE | --fit-shared-terms A,B] "
+         "[--rows] "
+         "[--bands] "
          "[--report-dir DIR] [--user-fit "
          "ENGINE:MODEL [--fit-rows N] [--base PROFILE]]\n"
          "       shardplan-calibrate --disagg-csv FILE [--rows | --fit]\n"
@@ -494,7 +499,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> validation_paths;
   std::string disagg_path;
   bool fit = false, rows = false, bands = false;
-  std::string report_dir, user_fit, base_profile, fit_on, fit_engine_terms;
+  std::string report_dir, user_fit, base_profile, fit_on, fit_engine_terms,
+      fit_shared_terms;
   int fit_rows = 20;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
@@ -513,6 +519,9 @@ int main(int argc, char** argv) {
     } else if (a == "--fit-engine-terms" && i + 1 < argc) {
       fit = true;
       fit_engine_terms = argv[++i];
+    } else if (a == "--fit-shared-terms" && i + 1 < argc) {
+      fit = true;
+      fit_shared_terms = argv[++i];
     } else if (a == "--rows") {
       rows = true;
     } else if (a == "--bands") {
@@ -552,12 +561,16 @@ int main(int argc, char** argv) {
     // The fit starts from the Calibration struct's defaults (not from the
     // compiled-in constants), so re-running it reproduces them. With
     // --fit-engine-terms it starts from the compiled-in profiles and moves
-    // only that engine's own two constants.
+    // only that engine's own two constants; with --fit-shared-terms A,B only
+    // those shared constants.
     std::vector<sim::CalibrationProfile> start = profiles;
     sim::FitOptions options;
     options.only_engine_terms = fit_engine_terms;
+    if (!fit_shared_terms.empty()) {
+      options.only_shared_terms = absl::StrSplit(fit_shared_terms, ',');
+    }
     for (sim::CalibrationProfile& p : start) {
-      if (!fit_engine_terms.empty()) break;
+      if (!fit_engine_terms.empty() || !fit_shared_terms.empty()) break;
       // Engine behaviour (KV admission) is not fitted: keep it.
       const double kv = p.calibration.kv_reserved_output_fraction;
       p.calibration = sim::Calibration();

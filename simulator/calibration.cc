@@ -33,14 +33,14 @@ Calibration SharedFit() {
   c.gemm_efficiency = 0.662890625;
   c.gemm_half_efficiency_tokens = 46.95507812;
   c.hbm_efficiency = 0.95;  // upper bound of its fit range
-  c.attention_efficiency = 0.2328125;
+  c.attention_efficiency = 0.2515625;
   // not fitted (datasheet-level NCCL bus bandwidth)
   c.intra_node_efficiency = 0.8;
   c.inter_node_efficiency = 0.8;  // not fitted (no multi-node rows)
   // Scales intra-node latency only (the fit rows are single-node).
-  c.collective_latency_scale = 0.2265625;
+  c.collective_latency_scale = 0.2749023437;
   c.decode_step_overhead_seconds = 0.0;
-  c.layer_overhead_seconds = 6.328125e-05;
+  c.layer_overhead_seconds = 5.9765625e-05;
   c.ttft_wait_iterations = 0.9765625;
   c.ttft_inflight_prefills = 1.5625;
   // gpt-oss-120b MXFP4 rows (vLLM, H100): the dequantising kernels cost ~1.45x
@@ -263,10 +263,22 @@ constexpr double kVllmLowLatencyChunkTokens = 256;
 // prefill context parallelism nor sequence-parallel MoE.
 constexpr bool kVllmExpertParallelAllReducesWithoutDp = true;
 
+// Each engine's tensor-parallel all-reduce inside a node
+// (Calibration::all_reduce_kernel): vLLM and SGLang run their own custom
+// all-reduce kernels under CUDA graphs (CustomAllreduce in
+// vllm/distributed/device_communicators/custom_all_reduce.py and
+// python/sglang/srt/distributed/device_communicators/custom_all_reduce.py),
+// TensorRT-LLM its AllReduce op (AUTO strategy, the default 0); each is
+// priced at its own measured table (internal/collectives.h,
+// kCustomAllReduceSeconds).
+constexpr int kVllmAllReduceKernel = 1;
+constexpr int kSglangAllReduceKernel = 2;
+
 Calibration WithVllmExpertDispatch(Calibration c) {
   c.expert_a2a_low_latency_chunk_tokens = kVllmLowLatencyChunkTokens;
   c.expert_parallel_all_reduces_without_dp =
       kVllmExpertParallelAllReducesWithoutDp;
+  c.all_reduce_kernel = kVllmAllReduceKernel;
   return c;
 }
 
@@ -297,6 +309,7 @@ Calibration WithSglangExpertDispatch(Calibration c) {
   c.expert_a2a_needs_whole_group_ep = true;
   c.expert_parallel_all_reduces_without_dp =
       kSglangExpertParallelAllReducesWithoutDp;
+  c.all_reduce_kernel = kSglangAllReduceKernel;
   return c;
 }
 
@@ -462,26 +475,26 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
   // of measured / predicted ("any": engine-agnostic predictions).
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
-          {"*", false, "*", 311, 0.685005, 2.3666, 0.888605, 1.20573},
-          {"*", true, "*", 47, 0.865551, 1.40878, 0.80637, 1.17571},
-          {"any", false, "*", 311, 0.582403, 3.18616, 0.850997, 1.21254},
-          {"any", false, "bf16", 220, 0.671357, 4.13606, 0.824792, 1.10923},
-          {"any", false, "fp8", 91, 0.447418, 1.21124, 0.954593, 1.25192},
-          {"any", true, "*", 47, 0.410883, 1.33868, 0.80637, 1.17571},
-          {"any", true, "fp4", 15, 0.285506, 0.958411, 0.839746, 1.14324},
-          {"any", true, "fp8", 32, 0.832452, 1.44238, 0.785611, 1.17656},
-          {"sglang", false, "*", 21, 0.868686, 1.25698, 0.903609, 1.09827},
-          {"sglang", false, "bf16", 21, 0.868686, 1.25698, 0.903609, 1.09827},
-          {"trtllm", false, "*", 222, 0.69955, 2.61381, 0.876273, 1.21186},
-          {"trtllm", false, "bf16", 177, 0.677929, 2.92021, 0.871942, 1.10978},
-          {"trtllm", false, "fp8", 45, 0.843788, 1.26525, 0.952203, 1.25154},
-          {"trtllm", true, "*", 32, 0.832452, 1.44238, 0.785611, 1.17656},
-          {"trtllm", true, "fp8", 32, 0.832452, 1.44238, 0.785611, 1.17656},
-          {"vllm", false, "*", 68, 0.591752, 1.12994, 0.964209, 1.21755},
-          {"vllm", false, "bf16", 22, 0.908057, 1.18738, 0.987863, 1.16494},
-          {"vllm", false, "fp8", 46, 0.55242, 0.952695, 0.963605, 1.2756},
-          {"vllm", true, "*", 15, 0.890498, 1.24614, 0.839746, 1.14324},
-          {"vllm", true, "fp4", 15, 0.890498, 1.24614, 0.839746, 1.14324},
+          {"*", false, "*", 311, 0.662425, 2.26383, 0.872116, 1.16557},
+          {"*", true, "*", 47, 0.861832, 1.40286, 0.812031, 1.17932},
+          {"any", false, "*", 311, 0.556843, 2.99238, 0.83839, 1.16346},
+          {"any", false, "bf16", 220, 0.650453, 3.95682, 0.819409, 1.0816},
+          {"any", false, "fp8", 91, 0.414554, 1.18083, 0.951077, 1.22141},
+          {"any", true, "*", 47, 0.411283, 1.33825, 0.812031, 1.17932},
+          {"any", true, "fp4", 15, 0.28549, 0.974832, 0.845687, 1.16584},
+          {"any", true, "fp8", 32, 0.835723, 1.43681, 0.791418, 1.16953},
+          {"sglang", false, "*", 21, 0.845839, 1.23197, 0.871083, 1.0735},
+          {"sglang", false, "bf16", 21, 0.845839, 1.23197, 0.871083, 1.0735},
+          {"trtllm", false, "*", 222, 0.677698, 2.50619, 0.855984, 1.15339},
+          {"trtllm", false, "bf16", 177, 0.66114, 2.84376, 0.848154, 1.07048},
+          {"trtllm", false, "fp8", 45, 0.80924, 1.22382, 0.914172, 1.19135},
+          {"trtllm", true, "*", 32, 0.835723, 1.43681, 0.791418, 1.16953},
+          {"trtllm", true, "fp8", 32, 0.835723, 1.43681, 0.791418, 1.16953},
+          {"vllm", false, "*", 68, 0.588122, 1.10061, 0.976645, 1.21263},
+          {"vllm", false, "bf16", 22, 0.886244, 1.1811, 0.959273, 1.14128},
+          {"vllm", false, "fp8", 46, 0.566059, 0.890093, 1.03081, 1.25178},
+          {"vllm", true, "*", 15, 0.889909, 1.26659, 0.845687, 1.16584},
+          {"vllm", true, "fp4", 15, 0.889909, 1.26659, 0.845687, 1.16584},
       };
   return *kBands;
 }
@@ -664,6 +677,7 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.expert_a2a_low_latency_chunk_tokens = e.expert_a2a_low_latency_chunk_tokens;
   c.expert_parallel_all_reduces_without_dp =
       e.expert_parallel_all_reduces_without_dp;
+  c.all_reduce_kernel = e.all_reduce_kernel;
   c.offloaded_detokenisation_request_overhead_seconds =
       e.offloaded_detokenisation_request_overhead_seconds;
   return c;

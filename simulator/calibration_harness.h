@@ -268,6 +268,11 @@ struct FitOptions {
   // every other profile kept at its start. For a change to one engine's
   // TTFT terms, so the other profiles and the shared fit stay as shipped.
   std::string only_engine_terms;
+  // Non-empty: fit only these shared parameters (by the names the tool
+  // prints, e.g. collective_latency_scale), every other constant kept at its
+  // start. For a change to one cost term, so the constants it interacts with
+  // are refitted under it and the rest stay as shipped.
+  std::vector<std::string> only_shared_terms;
 };
 
 // Fits the shared efficiency and TTFT parameters and, per engine,

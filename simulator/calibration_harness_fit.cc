@@ -102,6 +102,8 @@ struct Param {
   double lo;
   double hi;
   int engine;  // -1: shared by all profiles
+  // The name the tool prints it under (shared parameters).
+  const char* name = "";
 };
 
 template <double Calibration::*F>
@@ -147,21 +149,43 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
   // inside (docs/cost-model-and-calibration.md, "Per-term evidence"). Each
   // fit keeps its start's value.
   std::vector<Param> params = {
-      {&FieldOf<&Calibration::hbm_efficiency>, 0.4, 0.95, -1},
-      {&FieldOf<&Calibration::attention_efficiency>, 0.1, 0.9, -1},
-      {&FieldOf<&Calibration::collective_latency_scale>, 0.05, 5, -1},
-      {&FieldOf<&Calibration::layer_overhead_seconds>, 0, 3e-4, -1},
-      {&FieldOf<&Calibration::ttft_wait_iterations>, 0, 20, -1},
-      {&FieldOf<&Calibration::ttft_inflight_prefills>, 0, 4, -1},
+      {&FieldOf<&Calibration::hbm_efficiency>, 0.4, 0.95, -1, "hbm_efficiency"},
+      {&FieldOf<&Calibration::attention_efficiency>, 0.1, 0.9, -1,
+       "attention_efficiency"},
+      {&FieldOf<&Calibration::collective_latency_scale>, 0.05, 5, -1,
+       "collective_latency_scale"},
+      {&FieldOf<&Calibration::layer_overhead_seconds>, 0, 3e-4, -1,
+       "layer_overhead_s"},
+      {&FieldOf<&Calibration::ttft_wait_iterations>, 0, 20, -1,
+       "ttft_wait_iterations"},
+      {&FieldOf<&Calibration::ttft_inflight_prefills>, 0, 4, -1,
+       "ttft_inflight_prefills"},
       // Only FP4 rows (gpt-oss-120b, MXFP4 on H100) move it.
-      {&FieldOf<&Calibration::fp4_dequant_bytes_per_weight>, 0.5, 6, -1},
+      {&FieldOf<&Calibration::fp4_dequant_bytes_per_weight>, 0.5, 6, -1,
+       "fp4_dequant_bytes_per_weight"},
   };
   if (options.fit_gemm_efficiency) {
-    params.insert(params.begin(),
-                  {&FieldOf<&Calibration::gemm_efficiency>, 0.2, 0.95, -1});
+    params.insert(params.begin(), {&FieldOf<&Calibration::gemm_efficiency>, 0.2,
+                                   0.95, -1, "gemm_efficiency"});
+  }
+  if (!options.only_shared_terms.empty()) {
+    std::vector<Param> kept;
+    for (const Param& p : params) {
+      if (std::find(options.only_shared_terms.begin(),
+                    options.only_shared_terms.end(),
+                    p.name) != options.only_shared_terms.end()) {
+        kept.push_back(p);
+      }
+    }
+    if (kept.size() != options.only_shared_terms.size()) {
+      return absl::InvalidArgumentError(
+          "only_shared_terms names a parameter the fit does not have");
+    }
+    params = std::move(kept);
   }
   if (!options.only_engine_terms.empty()) params.clear();
   for (size_t e = 0; e < profiles.size(); ++e) {
+    if (!options.only_shared_terms.empty()) break;
     if (!options.only_engine_terms.empty() &&
         profiles[e].engine != options.only_engine_terms) {
       continue;

@@ -109,6 +109,11 @@ struct Calibration {
   // expert group are priced as with attention dp. Engine behaviour, not
   // fitted (simulator/calibration.cc cites the source).
   bool expert_parallel_all_reduces_without_dp = false;
+  // The kernel that runs the tensor-parallel all-reduce inside a node, priced
+  // at its measured time (internal/collectives.h, kCustomAllReduceSeconds):
+  // 0 = TensorRT-LLM's AllReduce (also the engine-agnostic default), 1 =
+  // vLLM's custom all-reduce, 2 = SGLang's. Engine behaviour, not fitted.
+  int all_reduce_kernel = 0;
   // KV cache a running request holds, as the fraction of its output tokens
   // reserved on top of its prompt: 1 = the whole output up front
   // (TensorRT-LLM's default GUARANTEED_NO_EVICT capacity scheduler); 0.5 =

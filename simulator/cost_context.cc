@@ -349,6 +349,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->expert_a2a_low_latency_chunk_tokens =
       cal.expert_a2a_low_latency_chunk_tokens;
   k->expert_all_reduce_without_dp = cal.expert_parallel_all_reduces_without_dp;
+  k->all_reduce_kernel = cal.all_reduce_kernel;
   // Blackwell (FP4 tensor cores) or Hopper NCCL measurements.
   k->nccl_table =
       hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0 ? 1 : 0;

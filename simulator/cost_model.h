@@ -112,6 +112,12 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
+// 25: the tensor-parallel all-reduce inside a node is priced at the engine's
+// measured kernel time (Calibration::all_reduce_kernel, collectives.h
+// kCustomAllReduceSeconds: AIConfigurator's TensorRT-LLM, vLLM and SGLang
+// custom all-reduce tables on H100 and B200) instead of the ring formula;
+// the shared collective_latency_scale, layer_overhead_seconds and
+// attention_efficiency refitted on the H100 rows under it.
 // 26: under SGLang's --scheduler-recv-interval N > 1 a prompt waits for the
 // next poll, which a prefill running when it arrives ends: the profile's
 // in-flight prefills are no longer added on top of the N / 2 decode

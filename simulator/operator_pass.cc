@@ -62,7 +62,9 @@ class Pass {
   void Comm(OpKind op, Collective c, double bytes, const Group& g) {
     if (g.n <= 1 || bytes <= 0) return;
     r_.comm[static_cast<int>(op)] +=
-        CollectiveSeconds(k_, c, bytes, g, &r_.traffic);
+        c == Collective::kAllReduce
+            ? TensorParallelAllReduceSeconds(k_, bytes, g, &r_.traffic)
+            : CollectiveSeconds(k_, c, bytes, g, &r_.traffic);
     if (records_ != nullptr) records_->push_back({op, c, bytes, g.n});
   }
 

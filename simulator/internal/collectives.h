@@ -98,29 +98,187 @@ inline constexpr std::array<std::array<std::array<double, 9>, 3>, 2>
            43.9e-6, 110.4e-6}}},
     }};
 
+// Seconds of a measured collective of a `bytes` tensor from one row of a
+// table sampled at `first_bytes` x `step`^i: linear in log(bytes) between the
+// measured sizes, in bytes above the last one (its bandwidth), the first
+// entry below the first.
+template <size_t N>
+inline double MeasuredSeconds(const std::array<double, N>& table,
+                              double first_bytes, double step, double bytes) {
+  const double x =
+      std::log2(std::max(bytes, first_bytes) / first_bytes) / std::log2(step);
+  if (x >= N - 1) {
+    return table[N - 1] * bytes /
+           (first_bytes * std::pow(step, static_cast<double>(N - 1)));
+  }
+  const int i = static_cast<int>(x);
+  const double f = x - i;
+  return table[i] * (1 - f) + table[i + 1] * f;
+}
+
+// The row of a table by group size (2, 4, 8): group sizes between the
+// measured ones take the next larger.
+inline int MeasuredGroupRow(const Group& g) {
+  return g.n <= 2 ? 0 : g.n <= 4 ? 1 : 2;
+}
+
 // Seconds of one NCCL all-gather or reduce-scatter of a `bytes` tensor over
-// `g` (kNcclGatherScatterSeconds; linear in log4(bytes) between the
-// measured sizes, in bytes above 16 MiB; group sizes between the measured
-// ones take the next larger). A group that spans nodes pays at least the
+// `g` (kNcclGatherScatterSeconds). A group that spans nodes pays at least the
 // ring formula's inter-node time too.
 inline double NcclGatherScatterSeconds(const CostConstants& k, Collective c,
                                        double bytes, const Group& g,
                                        Traffic* t) {
   if (g.n <= 1 || bytes <= 0) return 0;
   const double formula = CollectiveSeconds(k, c, bytes, g, t);
-  const int row = g.n <= 2 ? 0 : g.n <= 4 ? 1 : 2;
-  const std::array<double, 9>& table =
-      kNcclGatherScatterSeconds[std::clamp(k.nccl_table, 0, 1)][row];
-  const double x = std::log2(std::max(bytes, 256.0) / 256.0) / 2.0;
-  double measured = 0;
-  if (x >= 8) {
-    measured = table[8] * bytes / (256.0 * 65536.0);
-  } else {
-    const int i = static_cast<int>(x);
-    const double f = x - i;
-    measured = table[i] * (1 - f) + table[i + 1] * f;
-  }
+  const double measured =
+      MeasuredSeconds(kNcclGatherScatterSeconds[std::clamp(k.nccl_table, 0, 1)]
+                                               [MeasuredGroupRow(g)],
+                      256.0, 4.0, bytes);
   return std::max(measured, formula);
+}
+
+// The tensor-parallel all-reduce inside a node, measured: seconds by the
+// engine's kernel (Calibration::all_reduce_kernel: TensorRT-LLM 1.2.0rc5
+// AllReduce, vLLM 0.19.0 custom all-reduce, SGLang 0.5.9 custom all-reduce,
+// both under CUDA graphs), hardware (Hopper, Blackwell), group size (2, 4, 8)
+// and the message in bf16 elements (128 x 2^i, i = 0..22: 256 B to 1 GiB).
+// AIConfigurator's collector runs each engine's own kernel
+// (collector/network/collect_all_reduce.py), tables
+// aic-core/src/aiconfigurator_core/systems/data/{h100_sxm,b200_sxm}/comm/
+// {trtllm/1.2.0rc5,vllm/0.19.0,sglang/0.5.9}/custom_allreduce_perf.parquet of
+// https://github.com/ai-dynamo/aiconfigurator at
+// 095f58a51c4ca8e61b66ec108d86f223f8d559ce. Small messages cost the kernel's
+// launch and barrier (3.5-7.5 us), not the ring's 2(n-1) hops; vLLM's and
+// SGLang's kernels switch from one-shot to two-shot at 256-512 kB.
+inline constexpr std::array<
+    std::array<std::array<std::array<double, 23>, 3>, 2>, 3>
+    kCustomAllReduceSeconds = {{
+        {{
+            // TensorRT-LLM 1.2.0rc5, H100
+            {{
+                {3.1e-6,   3.1e-6,   3.1e-6,   3.3e-6,    3.3e-6,   3.5e-6,
+                 9.9e-6,   3.4e-6,   8.4e-6,   3.8e-6,    4.2e-6,   5.1e-6,
+                 6.7e-6,   9.6e-6,   17.1e-6,  37.8e-6,   83.1e-6,  145.6e-6,
+                 255.8e-6, 467.8e-6, 885.5e-6, 1682.9e-6, 3236.5e-6},
+                {3.2e-6,   3.2e-6,   3.2e-6,    3.4e-6,    3.5e-6,   3.6e-6,
+                 3.6e-6,   3.7e-6,   11.5e-6,   10.9e-6,   11.1e-6,  11.9e-6,
+                 13.2e-6,  22.1e-6,  35.7e-6,   62.9e-6,   101.1e-6, 174.9e-6,
+                 326.3e-6, 615.4e-6, 1183.4e-6, 2309.2e-6, 4544.7e-6},
+                {3.5e-6,   3.5e-6,   3.6e-6,    3.8e-6,    3.9e-6,   3.9e-6,
+                 4.0e-6,   4.2e-6,   4.9e-6,    6.6e-6,    10.3e-6,  16.3e-6,
+                 19.6e-6,  28.3e-6,  46.4e-6,   79.4e-6,   122.8e-6, 198.5e-6,
+                 322.7e-6, 576.8e-6, 1090.5e-6, 2111.8e-6, 4011.7e-6},
+            }},
+            // TensorRT-LLM 1.2.0rc5, B200
+            {{
+                {4.5e-6,   4.5e-6,   4.6e-6,   5.0e-6,   4.8e-6,   4.9e-6,
+                 5.2e-6,   5.1e-6,   5.1e-6,   5.3e-6,   5.3e-6,   5.7e-6,
+                 6.4e-6,   8.2e-6,   11.5e-6,  20.5e-6,  56.3e-6,  86.3e-6,
+                 155.0e-6, 281.6e-6, 531.8e-6, 986.0e-6, 1896.5e-6},
+                {4.6e-6,   4.7e-6,   4.7e-6,   5.2e-6,    5.1e-6,   5.3e-6,
+                 5.4e-6,   5.4e-6,   5.4e-6,   5.8e-6,    6.3e-6,   7.6e-6,
+                 9.8e-6,   14.5e-6,  23.8e-6,  49.5e-6,   78.3e-6,  122.6e-6,
+                 186.6e-6, 355.6e-6, 681.6e-6, 1306.1e-6, 2580.0e-6},
+                {4.8e-6,   5.0e-6,   5.4e-6,   5.6e-6,    5.6e-6,   5.7e-6,
+                 6.0e-6,   5.8e-6,   5.9e-6,   6.6e-6,    8.1e-6,   11.2e-6,
+                 17.2e-6,  24.7e-6,  31.5e-6,  73.8e-6,   103.1e-6, 170.4e-6,
+                 279.6e-6, 399.5e-6, 722.7e-6, 1342.2e-6, 2600.1e-6},
+            }},
+        }},
+        {{
+            // vLLM 0.19.0, H100
+            {{
+                {4.3e-6,   4.2e-6,   4.2e-6,   4.2e-6,    4.3e-6,   4.4e-6,
+                 4.4e-6,   4.4e-6,   4.5e-6,   4.7e-6,    5.2e-6,   6.3e-6,
+                 8.3e-6,   12.4e-6,  20.2e-6,  45.5e-6,   82.3e-6,  158.4e-6,
+                 246.9e-6, 465.3e-6, 886.8e-6, 1672.0e-6, 3227.5e-6},
+                {4.6e-6,   4.5e-6,   4.5e-6,    4.5e-6,    4.6e-6,   4.8e-6,
+                 4.9e-6,   4.8e-6,   5.2e-6,    5.8e-6,    7.1e-6,   11.2e-6,
+                 12.6e-6,  18.5e-6,  30.4e-6,   53.2e-6,   98.7e-6,  173.7e-6,
+                 325.0e-6, 616.1e-6, 1184.2e-6, 2310.5e-6, 4511.0e-6},
+                {4.6e-6,   4.6e-6,   4.5e-6,    4.5e-6,    4.7e-6,   5.0e-6,
+                 5.2e-6,   5.5e-6,   6.4e-6,    7.8e-6,    10.7e-6,  11.9e-6,
+                 14.8e-6,  19.4e-6,  30.6e-6,   50.7e-6,   92.4e-6,  177.7e-6,
+                 320.9e-6, 574.6e-6, 1089.1e-6, 2109.0e-6, 4014.3e-6},
+            }},
+            // vLLM 0.19.0, B200
+            {{
+                {6.6e-6,   6.6e-6,   6.9e-6,   7.0e-6,    6.9e-6,   7.0e-6,
+                 7.3e-6,   7.0e-6,   7.1e-6,   7.4e-6,    7.8e-6,   9.5e-6,
+                 13.1e-6,  25.4e-6,  34.6e-6,  45.4e-6,   57.6e-6,  88.4e-6,
+                 155.1e-6, 281.1e-6, 531.0e-6, 1005.7e-6, 1934.9e-6},
+                {7.1e-6,   7.0e-6,   7.0e-6,   7.2e-6,    7.2e-6,   7.4e-6,
+                 7.6e-6,   7.8e-6,   7.8e-6,   8.2e-6,    8.7e-6,   18.1e-6,
+                 19.0e-6,  23.8e-6,  29.8e-6,  43.5e-6,   67.8e-6,  123.7e-6,
+                 193.1e-6, 365.3e-6, 706.7e-6, 1344.3e-6, 2621.8e-6},
+                {7.5e-6,   7.4e-6,   7.5e-6,   7.7e-6,    7.9e-6,   7.9e-6,
+                 8.2e-6,   8.2e-6,   8.6e-6,   9.4e-6,    26.0e-6,  26.0e-6,
+                 16.7e-6,  20.7e-6,  26.6e-6,  38.9e-6,   62.4e-6,  110.7e-6,
+                 222.5e-6, 396.1e-6, 715.3e-6, 1336.2e-6, 2598.1e-6},
+            }},
+        }},
+        {{
+            // SGLang 0.5.9, H100
+            {{
+                {4.5e-6,   4.5e-6,   4.4e-6,   4.5e-6,    4.6e-6,   4.7e-6,
+                 4.6e-6,   4.6e-6,   4.7e-6,   4.9e-6,    5.2e-6,   6.4e-6,
+                 8.4e-6,   12.5e-6,  20.4e-6,  35.1e-6,   77.4e-6,  138.1e-6,
+                 247.8e-6, 466.0e-6, 884.4e-6, 1678.9e-6, 3207.9e-6},
+                {4.6e-6,   4.6e-6,   4.5e-6,    4.6e-6,    4.7e-6,   4.8e-6,
+                 4.9e-6,   4.9e-6,   5.2e-6,    5.9e-6,    7.2e-6,   11.4e-6,
+                 12.8e-6,  18.6e-6,  30.5e-6,   53.6e-6,   100.8e-6, 175.2e-6,
+                 328.2e-6, 616.3e-6, 1186.6e-6, 2308.7e-6, 4529.9e-6},
+                {4.8e-6,   4.8e-6,   4.8e-6,    4.8e-6,    4.9e-6,   5.2e-6,
+                 5.4e-6,   5.6e-6,   6.5e-6,    8.0e-6,    15.0e-6,  15.8e-6,
+                 17.3e-6,  20.9e-6,  34.3e-6,   61.0e-6,   122.5e-6, 197.4e-6,
+                 320.2e-6, 574.5e-6, 1090.0e-6, 2113.8e-6, 4007.3e-6},
+            }},
+            // SGLang 0.5.9, B200
+            {{
+                {6.8e-6,   6.6e-6,   6.6e-6,   6.6e-6,    7.0e-6,   7.0e-6,
+                 7.0e-6,   7.5e-6,   7.8e-6,   7.7e-6,    7.7e-6,   9.6e-6,
+                 13.6e-6,  20.9e-6,  34.1e-6,  60.6e-6,   57.0e-6,  85.1e-6,
+                 152.6e-6, 281.4e-6, 523.7e-6, 1006.0e-6, 1905.0e-6},
+                {7.2e-6,   7.0e-6,   7.0e-6,   6.9e-6,    7.1e-6,   7.1e-6,
+                 7.5e-6,   7.8e-6,   8.0e-6,   8.3e-6,    8.8e-6,   17.7e-6,
+                 18.7e-6,  27.8e-6,  43.8e-6,  75.5e-6,   81.1e-6,  121.1e-6,
+                 184.9e-6, 356.5e-6, 674.4e-6, 1289.8e-6, 2498.2e-6},
+                {7.5e-6,   7.2e-6,   7.1e-6,   7.1e-6,    7.4e-6,   7.5e-6,
+                 7.8e-6,   8.3e-6,   8.6e-6,   9.4e-6,    25.6e-6,  25.9e-6,
+                 27.2e-6,  28.9e-6,  46.5e-6,  80.4e-6,   108.5e-6, 170.0e-6,
+                 278.3e-6, 397.4e-6, 715.8e-6, 1337.4e-6, 2603.1e-6},
+            }},
+        }},
+    }};
+
+// The engine's measured all-reduce of a `bytes` tensor over `g` (2, 4 or 8
+// ranks inside a node; larger groups read the 8-rank row).
+inline double TensorParallelAllReduceMeasured(const CostConstants& k,
+                                              double bytes, const Group& g) {
+  return MeasuredSeconds(
+      kCustomAllReduceSeconds[std::clamp(k.all_reduce_kernel, 0, 2)][std::clamp(
+          k.nccl_table, 0, 1)][MeasuredGroupRow(g)],
+      256.0, 2.0, bytes);
+}
+
+// Seconds of the tensor-parallel all-reduce of a `bytes` tensor over `g`:
+// inside a node the engine's measured kernel (kCustomAllReduceSeconds), across
+// nodes the hierarchical ring formula. Groups larger than the measured 8
+// ranks (NVLink domains of 72 GPUs) pay at least the 8-rank time and the
+// formula's.
+inline double TensorParallelAllReduceSeconds(const CostConstants& k,
+                                             double bytes, const Group& g,
+                                             Traffic* t) {
+  if (g.n <= 1 || bytes <= 0) return 0;
+  if (g.per_node < g.n || g.n > 8) {
+    const double formula =
+        CollectiveSeconds(k, Collective::kAllReduce, bytes, g, t);
+    if (g.per_node < g.n) return formula;
+    return std::max(formula, TensorParallelAllReduceMeasured(k, bytes, g));
+  }
+  // The ring's NVLink bytes (what CollectiveSeconds would count).
+  t->nv += 2.0 * (g.n - 1) / g.n * bytes;
+  return TensorParallelAllReduceMeasured(k, bytes, g);
 }
 
 // Expert dispatch/combine across nodes, measured: DeepEP's kernels on H800

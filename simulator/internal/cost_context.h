@@ -94,6 +94,8 @@ struct CostConstants {
   // Calibration::expert_parallel_all_reduces_without_dp.
   bool expert_all_reduce_without_dp = false;
   int nccl_table = 0;
+  // Calibration::all_reduce_kernel (collectives.h, kCustomAllReduceSeconds).
+  int all_reduce_kernel = 0;
   // FP4 weights on hardware without FP4 tensor cores (Hopper): weight-only
   // dequantising kernels, costed as streaming this many bytes per weight
   // element instead of 0.5 (Calibration::fp4_dequant_bytes_per_weight).

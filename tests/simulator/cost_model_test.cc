@@ -14,6 +14,8 @@
 #include "gtest/gtest.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
+#include "simulator/internal/collectives.h"
+#include "simulator/internal/cost_context.h"
 #include "simulator/internal/cost_layers.h"
 #include "simulator/megatron.h"
 #include "simulator/spec.h"
@@ -176,6 +178,84 @@ TEST(CostModelTest, MegatronLayerHasTwoAllReduces) {
       EXPECT_EQ(r.group_size, 8);
     }
   }
+}
+
+// The tensor-parallel all-reduce inside a node costs what the engine's own
+// kernel measures (AIConfigurator's custom_allreduce_perf tables,
+// collectives.h kCustomAllReduceSeconds), not the ring formula: Llama-3.1-70B
+// on 8 GPUs decoding 64 requests all-reduces 64 x 8,192 bf16 elements (1 MiB)
+// twice per layer. Measured at that size: TensorRT-LLM 17.2 us on B200 and
+// 19.6 us on H100, vLLM 16.7 / 14.8 us, SGLang 27.2 / 17.3 us; the ring
+// formula with the fitted per-hop latency gave 12.1 / 14.6 us to every engine.
+TEST(CostModelTest, TensorParallelAllReduceIsTheEnginesMeasuredKernel) {
+  struct Case {
+    std::string hardware;
+    std::string profile;
+    double seconds;
+  };
+  for (const Case& c :
+       std::vector<Case>{{"b200-sxm-180gb", "", 17.2e-6},
+                         {"b200-sxm-180gb", "vllm", 16.7e-6},
+                         {"b200-sxm-180gb", "sglang", 27.2e-6},
+                         {"h100-sxm-80gb", "", 19.6e-6},
+                         {"h100-sxm-80gb", "vllm", 14.8e-6},
+                         {"h100-sxm-80gb", "sglang", 17.3e-6}}) {
+    auto model =
+        Make({.hardware = c.hardware, .concurrency = 64, .profile = c.profile});
+    ASSERT_NE(model, nullptr);
+    const PlanDims plan = Plan(1, 8, 1, 1, 64);
+    ASSERT_TRUE(model->ValidatePlan(plan).ok());
+    const std::vector<CollectiveRecord> records =
+        CostModelInspector::LayerCollectives(*model, plan, false, true, 64);
+    ASSERT_EQ(records.size(), 2u);
+    EXPECT_DOUBLE_EQ(records[0].bytes, 64 * 8192 * 2);
+    const Evaluation e = model->Evaluate(plan);
+    const double layers = 80;
+    for (OpKind op : {OpKind::kAttnOut, OpKind::kMlpDown}) {
+      EXPECT_NEAR(e.decode[static_cast<int>(op)].comm_seconds / layers,
+                  c.seconds, 0.01 * c.seconds)
+          << c.hardware << " " << c.profile;
+    }
+  }
+}
+
+// Between the measured sizes the time is interpolated in log(size), above the
+// largest one it grows with the bytes, a group larger than the measured 8
+// ranks pays at least the 8-rank time, and a group spanning nodes keeps the
+// hierarchical ring formula.
+TEST(CostModelTest, MeasuredAllReduceInterpolatesAndSpansNodesByFormula) {
+  internal::CostConstants k;
+  k.nccl_table = 1;         // Blackwell
+  k.all_reduce_kernel = 0;  // TensorRT-LLM
+  k.nv_bytes_per_s = 900e9 * 0.8;
+  k.ib_bytes_per_s = 50e9 * 0.8;
+  k.nv_latency_seconds = 3e-6 * 0.27;
+  k.ib_latency_seconds = 10e-6;
+  internal::Traffic t;
+  const internal::Group node{8, 8};
+  // 512k and 1M elements: 17.2 and 24.7 us; halfway in log(size).
+  EXPECT_NEAR(internal::TensorParallelAllReduceSeconds(k, 1 << 20, node, &t),
+              17.2e-6, 1e-9);
+  EXPECT_NEAR(internal::TensorParallelAllReduceSeconds(
+                  k, std::sqrt(2.0) * (1 << 20), node, &t),
+              (17.2e-6 + 24.7e-6) / 2, 1e-9);
+  // The largest measured message, 512M elements (1 GiB): 2,600 us; twice as
+  // large, twice the time.
+  const double gib = 1024.0 * 1024 * 1024;
+  EXPECT_NEAR(internal::TensorParallelAllReduceSeconds(k, 2 * gib, node, &t),
+              2 * 2600.1e-6, 1e-9);
+  // 16 ranks in one NVLink domain: the 8-rank time or the formula's, the
+  // larger.
+  const internal::Group domain{16, 16};
+  EXPECT_DOUBLE_EQ(
+      internal::TensorParallelAllReduceSeconds(k, 1 << 20, domain, &t),
+      std::max(17.2e-6, internal::CollectiveSeconds(k, Collective::kAllReduce,
+                                                    1 << 20, domain, &t)));
+  const internal::Group two_nodes{16, 8};
+  EXPECT_DOUBLE_EQ(
+      internal::TensorParallelAllReduceSeconds(k, 1 << 20, two_nodes, &t),
+      internal::CollectiveSeconds(k, Collective::kAllReduce, 1 << 20, two_nodes,
+                                  &t));
 }
 
 TEST(CostModelTest, SequenceParallelResidualUsesReduceScatterAndAllGather) {
