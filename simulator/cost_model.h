@@ -112,7 +112,12 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
-inline constexpr int kCostModelVersion = 24;
+// 28: at a request rate, pipeline stages prefill different micro-batches at
+// once: a prompt occupies the engine loop for its busiest stage (and the
+// per-request overhead), each micro-batch has its own chunk budget, and the
+// rest of the chain is latency of that prompt alone
+// (StepTimes::pipeline_lag_token_seconds, simulator/traffic_costing.cc).
+inline constexpr int kCostModelVersion = 28;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
