@@ -23,12 +23,10 @@ int SampleLength(const LengthDistribution& d, std::mt19937_64* rng) {
   return std::max(1, static_cast<int>(std::lround(LengthQuantile(d, u(*rng)))));
 }
 
-}  // namespace
-
-BatcherSimResult SimulateBatcher(const StepTimes& steps,
-                                 const LengthDistribution& input,
-                                 const LengthDistribution& output, double rate,
-                                 int requests, uint64_t seed) {
+// Poisson arrivals at `rate` with their prompt and output lengths.
+std::vector<Request> DrawRequests(const LengthDistribution& input,
+                                  const LengthDistribution& output, double rate,
+                                  int requests, uint64_t seed) {
   std::mt19937_64 rng(seed);
   std::exponential_distribution<double> gap(rate);
   std::vector<Request> all(requests);
@@ -40,6 +38,30 @@ BatcherSimResult SimulateBatcher(const StepTimes& steps,
     r.output = SampleLength(output, &rng);
     r.decode_left = r.output - 1;
   }
+  return all;
+}
+
+// Request `id`'s prompt is done at `now`: its first token; it decodes on,
+// or is done when its output is one token.
+void FirstToken(int id, double now, bool measured, Request* r,
+                BatcherSimResult* result, std::vector<int>* decoding,
+                int* done) {
+  r->first_token = now;
+  if (measured) result->ttft_seconds.push_back(now - r->arrival);
+  if (r->decode_left > 0) {
+    decoding->push_back(id);
+  } else {
+    ++*done;
+  }
+}
+
+}  // namespace
+
+BatcherSimResult SimulateBatcher(const StepTimes& steps,
+                                 const LengthDistribution& input,
+                                 const LengthDistribution& output, double rate,
+                                 int requests, uint64_t seed) {
+  std::vector<Request> all = DrawRequests(input, output, rate, requests, seed);
   const int first_measured = requests / 10;
   const int last_measured = requests - requests / 10;
   BatcherSimResult result;
@@ -92,17 +114,9 @@ BatcherSimResult SimulateBatcher(const StepTimes& steps,
     }
     decoding.resize(kept);
     // The iteration that finishes a prompt samples its first token.
-    for (int id : finished_prefill) {
-      Request& r = all[id];
-      r.first_token = now;
-      if (id >= first_measured && id < last_measured)
-        result.ttft_seconds.push_back(now - r.arrival);
-      if (r.decode_left > 0) {
-        decoding.push_back(id);
-      } else {
-        ++done;
-      }
-    }
+    for (int id : finished_prefill)
+      FirstToken(id, now, id >= first_measured && id < last_measured, &all[id],
+                 &result, &decoding, &done);
     while (!waiting.empty() && all[waiting.front()].prompt_left == 0)
       waiting.pop_front();
   }
@@ -115,17 +129,7 @@ BatcherSimResult SimulatePipelinedBatcher(const StepTimes& steps, int stages,
                                           const LengthDistribution& output,
                                           double rate, int requests,
                                           uint64_t seed, bool eager_arrivals) {
-  std::mt19937_64 rng(seed);
-  std::exponential_distribution<double> gap(rate);
-  std::vector<Request> all(requests);
-  double t = 0;
-  for (Request& r : all) {
-    t += gap(rng);
-    r.arrival = t;
-    r.prompt = r.prompt_left = SampleLength(input, &rng);
-    r.output = SampleLength(output, &rng);
-    r.decode_left = r.output - 1;
-  }
+  std::vector<Request> all = DrawRequests(input, output, rate, requests, seed);
   const int pp = std::max(1, stages);
   const int first_measured = requests / 10;
   const int last_measured = requests - requests / 10;
@@ -235,14 +239,8 @@ BatcherSimResult SimulatePipelinedBatcher(const StepTimes& steps, int stages,
       in_flight[id] = 0;
       Request& r = all[id];
       if (r.prompt_left > 0) continue;
-      r.first_token = now;
-      if (id >= first_measured && id < last_measured)
-        result.ttft_seconds.push_back(now - r.arrival);
-      if (r.decode_left > 0) {
-        decoding.push_back(id);
-      } else {
-        ++done;
-      }
+      FirstToken(id, now, id >= first_measured && id < last_measured, &r,
+                 &result, &decoding, &done);
     }
     while (!waiting.empty() && all[waiting.front()].prompt_left == 0 &&
            !in_flight[waiting.front()])
