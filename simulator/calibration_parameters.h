@@ -104,7 +104,8 @@ struct Calibration {
   // every rank of the tensor-parallel group already holds all tokens, runs
   // its own experts on them and the outputs are summed by an all-reduce over
   // that group, with no dispatch or combine (vLLM, whose all-to-all backends
-  // run only with data parallelism); false = the dispatch and combine of the
+  // run only with data parallelism; SGLang, whose default MoE backend moves
+  // no token without DP attention); false = the dispatch and combine of the
   // expert group are priced as with attention dp. Engine behaviour, not
   // fitted (simulator/calibration.cc cites the source).
   bool expert_parallel_all_reduces_without_dp = false;

@@ -112,6 +112,10 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
+// 27: SGLang's expert parallelism without DP attention is priced the same way
+// (its default MoE backend dispatches nothing and all-reduces the experts'
+// outputs over the TP group); its launch selects DeepEP only under DP
+// attention.
 // 28: at a request rate, pipeline stages prefill different micro-batches at
 // once: a prompt occupies the engine loop for its busiest stage (and the
 // per-request overhead), each micro-batch has its own chunk budget, and the

@@ -37,6 +37,7 @@ const std::vector<std::string>& KnownVariables() {
                                    "kv_cache_dtype",
                                    "sparse_attention",
                                    "mla",
+                                   "linear_attention",
                                    "dp",
                                    "tp",
                                    "pp",
@@ -200,6 +201,7 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
       Word(std::string(DtypeName(problem.workload.kv_cache_dtype)));
   v["sparse_attention"] = Number(m.is_sparse_attention() ? 1 : 0);
   v["mla"] = Number(m.is_mla() ? 1 : 0);
+  v["linear_attention"] = Number(m.is_hybrid() ? 1 : 0);
   v["dp"] = Number(dp);
   v["tp"] = Number(tp);
   v["pp"] = Number(pp);

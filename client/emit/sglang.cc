@@ -60,9 +60,14 @@ void EmitSglang(const PoolArgs& a, Layout& layout, Script& out) {
   if (d.pp > 1) common.Flag(f.Flag("pipeline_parallel"), d.pp);
   if (moe && d.ep > 1) {
     common.Flag(f.Flag("expert_parallel"), d.ep);
-    // Experts not tensor-split (EP = the whole group): DeepEP all-to-all, as
-    // SGLang recommends for DP attention + EP.
-    if (d.ep == s_tp) {
+    // Experts not tensor-split (EP = the whole group) under DP attention:
+    // DeepEP all-to-all, as SGLang recommends for DP attention + EP. Without
+    // DP attention every rank already holds all tokens and the default
+    // backend ("none") sums the experts' outputs by the TP all-reduce, which
+    // the prediction prices (Calibration::
+    // expert_parallel_all_reduces_without_dp) and InferenceMAX's SGLang EP
+    // runs launch.
+    if (dp_attention && d.ep == s_tp) {
       if (f.Has("moe_a2a_backend")) {
         common.Flag(f.Flag("moe_a2a_backend"), f.Value("moe_a2a_backend"));
       } else {

@@ -47,10 +47,13 @@ void EmitVllm(const PoolArgs& a, Layout& layout, Script& out) {
   }
   // Experts over several trays of one NVLink domain: FlashInfer's multi-node
   // NVLink all-to-all instead of the default all-gather/reduce-scatter
-  // (client/engines/vllm.yaml cites vllm/config/parallel.py).
-  if (nvlink_a2a && f.Has("all2all_backend")) {
+  // (client/engines/vllm.yaml cites vllm/config/parallel.py). vLLM runs an
+  // all-to-all backend only with data parallelism: one DP rank keeps its
+  // experts' tokens in the tensor-parallel group, where the flag is inert.
+  const bool fi_a2a = nvlink_a2a && v_dp > 1;
+  if (fi_a2a && f.Has("all2all_backend")) {
     common.Flag(f.Flag("all2all_backend"), f.Value("all2all_backend_nvlink"));
-  } else if (nvlink_a2a) {
+  } else if (fi_a2a) {
     out.warnings.push_back(
         "this vLLM release has no --all2all-backend (0.11.1 and later, vLLM PR "
         "26732): the experts' all-to-all over the trays keeps vLLM's default "

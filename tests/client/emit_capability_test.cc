@@ -193,7 +193,8 @@ TEST(EmitCapabilityTest, LaunchesDetokeniseWhereThePredictionAssumes) {
 TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
   std::mt19937 rng(20261129);
   constexpr int kPlans = 400;
-  int checked = 0, gathers = 0, deepep = 0, nvlink = 0, single_rank = 0;
+  int checked = 0, gathers = 0, deepep = 0, nvlink = 0, single_rank = 0,
+      sglang_single_rank = 0;
   for (int i = 0; i < kPlans; ++i) {
     Drawn d = Draw(rng);
     if (d.plan.has_prefill() || d.plan.ep() <= 1) continue;
@@ -270,13 +271,24 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
       } else {
         // SGLang under DP attention: DeepEP where the launch selects it,
         // else an all-gather of the DP ranks' tokens. Without DP attention
-        // every rank holds all tokens and nothing is dispatched (as in vLLM
-        // with one DP rank, priced so; SGLang's price there is still an
-        // all-to-all, a known gap).
-        if (!absl::StrContains(text, "--enable-dp-attention")) continue;
+        // every rank holds all tokens, the launch selects no all-to-all
+        // backend and the experts' outputs are all-reduced over the TP
+        // group (as in vLLM with one DP rank).
         const bool launch_deepep =
             absl::StrContains(text, "--moe-a2a-backend deepep") ||
             absl::StrContains(text, "--enable-deepep-moe");
+        if (!absl::StrContains(text, "--enable-dp-attention")) {
+          ++sglang_single_rank;
+          EXPECT_FALSE(launch_deepep)
+              << label << ": DeepEP launched without DP attention";
+          EXPECT_FALSE(priced_gather || priced_a2a)
+              << label << ": without DP attention nothing is dispatched, the "
+              << "prediction prices "
+              << (priced_a2a ? "an all-to-all" : "an all-gather");
+          EXPECT_TRUE(priced_reduce)
+              << label << ": the experts' outputs are all-reduced";
+          continue;
+        }
         ++checked;
         EXPECT_EQ(priced_a2a, launch_deepep)
             << label << ": launched " << (launch_deepep ? "with" : "without")
@@ -291,6 +303,7 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
   EXPECT_GT(deepep, 3);
   EXPECT_GT(nvlink, 3);
   EXPECT_GT(single_rank, 3);
+  EXPECT_GT(sglang_single_rank, 3);
   RecordProperty("checked", checked);
 }
 

@@ -220,6 +220,14 @@ std::vector<Shape> Shapes() {
     c.kv_cache_dtype = "fp8";
     shapes.push_back({"b200_qwen35_tp8", MakePlan(1, 1, 8, 1, 8, 256), c});
   }
+  // The same Qwen3.5 layout over two GB200 trays: one vLLM DP rank whose
+  // experts span the trays (no all-to-all backend: vLLM runs one only with
+  // data parallelism).
+  {
+    EmitContext c = Blackwell(Model("qwen3.5-397b-a17b", 8), true);
+    c.kv_cache_dtype = "fp8";
+    shapes.push_back({"gb200_qwen35_tp8", MakePlan(1, 1, 8, 1, 8, 256), c});
+  }
   {
     EmitContext c = Blackwell(Model("minimax-m2.5", 8), false);
     shapes.push_back(
@@ -704,6 +712,19 @@ TEST(EmitGoldenTest, GatedRolesFollowTheirReleaseBoundaries) {
   EXPECT_EQ(FindEngineVersion(Engine::kVllm, "0.11.0")
                 ->launch.known_flags.count("--all2all-backend"),
             0u);
+  // One DP rank (tp 8 x ep 8 over two trays): vLLM's all-to-all backends run
+  // only when FusedMoEParallelConfig.use_all2all_kernels (EP with dp > 1,
+  // pcp > 1 or sequence-parallel MoE, itself dp > 1), so the flag is left
+  // out, with no warning, on every release.
+  EmitContext trays = Blackwell(Model("qwen3.5-397b-a17b", 8), true);
+  const Plan one_rank = MakePlan(1, 1, 8, 1, 8, 256);
+  for (const char* version : {"0.11.0", "0.11.1", ""}) {
+    const EmittedCommand e = emit(Engine::kVllm, one_rank, trays, version);
+    EXPECT_THAT(e.command, HasSubstr("--enable-expert-parallel")) << version;
+    EXPECT_THAT(e.command, Not(HasSubstr("--all2all-backend"))) << version;
+    EXPECT_THAT(e.warnings, Not(Contains(HasSubstr("--all2all-backend"))))
+        << version;
+  }
   // TensorRT-LLM's WIDEEP MoE backend: up to 1.3, which refuses it (PRs
   // 17119, 17797).
   EXPECT_THAT(emit(Engine::kTrtllm, wide, rack, "1.2.1").command,
@@ -726,15 +747,16 @@ TEST(EmitGoldenTest, GatedRolesFollowTheirReleaseBoundaries) {
   EXPECT_EQ(FindEngineVersion(Engine::kSglang, "0.5")
                 ->launch.values.count("kv_cache_fp4"),
             0u);
-  // vLLM's --kv-cache-dtype nvfp4: from 0.25.1 (PR 40177 in a release).
+  // vLLM's --kv-cache-dtype nvfp4: from 0.21.0 (PR 40177, in its release
+  // notes; not in the 0.20.x patch releases).
   const EmittedCommand vllm_kv_below =
-      emit(Engine::kVllm, dense, fp4, "0.25.0");
+      emit(Engine::kVllm, dense, fp4, "0.20.2");
   EXPECT_THAT(vllm_kv_below.command, Not(HasSubstr("nvfp4")));
   EXPECT_THAT(vllm_kv_below.warnings, Contains(HasSubstr("FP4 KV cache")));
-  const EmittedCommand vllm_kv = emit(Engine::kVllm, dense, fp4, "0.25.1");
+  const EmittedCommand vllm_kv = emit(Engine::kVllm, dense, fp4, "0.21.0");
   EXPECT_THAT(vllm_kv.command, HasSubstr("--kv-cache-dtype nvfp4"));
   EXPECT_THAT(vllm_kv.command,
-              HasSubstr("# The FP4 KV cache (nvfp4) needs vLLM 0.25.1 or "
+              HasSubstr("# The FP4 KV cache (nvfp4) needs vLLM 0.21.0 or "
                         "later (https://github.com/vllm-project/vllm/pull/"
                         "40177)."));
   EXPECT_TRUE(vllm_kv.warnings.empty());

@@ -609,6 +609,56 @@ TEST(CostModelTest, VllmExpertParallelGathersOverTheDpGroup) {
   }
 }
 
+// SGLang's expert parallelism without DP attention (the default
+// --moe-a2a-backend "none"): every rank of the TP group holds all tokens,
+// runs its own experts on them and the MoE block all-reduces the outputs over
+// the TP group; nothing is dispatched or combined, and the residual stays
+// whole (no all-gather before the next attention). Under DP attention the
+// dispatch is still the all-gather over the DP ranks.
+TEST(CostModelTest, SglangExpertParallelWithoutDpAttentionAllReduces) {
+  absl::StatusOr<CalibrationProfile> sglang = FindCalibrationProfile("sglang");
+  ASSERT_TRUE(sglang.ok()) << sglang.status();
+  ASSERT_TRUE(sglang->calibration.expert_parallel_all_reduces_without_dp);
+  absl::StatusOr<Problem> problem = MiniMaxOnFourGpus("b200-sxm-180gb", 16, "");
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  absl::StatusOr<std::unique_ptr<const CostModel>> model =
+      CostModel::Create(*problem, sglang->calibration);
+  ASSERT_TRUE(model.ok()) << model.status();
+  const double hidden = 3072;
+  constexpr int kTokens = 16;
+  {
+    const PlanDims plan = Plan(1, 4, 1, 4, 16);
+    ASSERT_TRUE((*model)->ValidatePlan(plan).ok());
+    int expert_reduces = 0;
+    for (const CollectiveRecord& r : CostModelInspector::LayerCollectives(
+             **model, plan, /*moe_layer=*/true, /*decode=*/true, kTokens)) {
+      EXPECT_NE(r.kind, Collective::kAllToAll) << static_cast<int>(r.op);
+      EXPECT_NE(r.kind, Collective::kAllGather) << static_cast<int>(r.op);
+      if (r.op == OpKind::kExpertDown && r.kind == Collective::kAllReduce) {
+        ++expert_reduces;
+        EXPECT_EQ(r.group_size, 4);
+        EXPECT_DOUBLE_EQ(r.bytes, kTokens * hidden * 2);
+      }
+    }
+    EXPECT_EQ(expert_reduces, 1);
+  }
+  // DP attention: experts split over part of the group are reached by the
+  // all-gather, over the whole group by DeepEP's all-to-all.
+  for (const int ep : {2, 4}) {
+    const PlanDims plan = Plan(2, 2, 1, ep, 16);
+    ASSERT_TRUE((*model)->ValidatePlan(plan).ok()) << ep;
+    bool gathered = false, dispatched = false;
+    for (const CollectiveRecord& r : CostModelInspector::LayerCollectives(
+             **model, plan, true, true, kTokens)) {
+      if (r.op != OpKind::kExpertUp) continue;
+      gathered |= r.kind == Collective::kAllGather;
+      dispatched |= r.kind == Collective::kAllToAll;
+    }
+    EXPECT_EQ(gathered, ep == 2) << ep;
+    EXPECT_EQ(dispatched, ep == 4) << ep;
+  }
+}
+
 TEST(CostModelTest, ValidatePlanErrorsNameTheField) {
   auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
   ASSERT_NE(model, nullptr);

@@ -183,6 +183,21 @@ TEST(EngineCapabilityTest, SglangPipelineNeedsARecentRelease) {
   ExpectRuns("sglang", "0.4.10", p, Agg(1, 1, 8, 2, 1));
 }
 
+TEST(EngineCapabilityTest, SglangHybridLinearAttentionPipelineFrom0510) {
+  // Qwen3.5 (Gated DeltaNet layers between full-attention ones) crashed
+  // under pipeline parallelism in SGLang until PR 19670.
+  const Problem qwen35 = MakeProblem("qwen3.5-397b-a17b", 16, 8);
+  const PlanDims pp2 = Agg(1, 1, 8, 2, 8);
+  ExpectBlocked("sglang", "0.5.9", qwen35, pp2,
+                "sglang-linear-attention-pp-before-0.5.10",
+                "sglang/pull/19670");
+  ExpectRuns("sglang", "0.5.10", qwen35, pp2);
+  ExpectRuns("sglang", "", qwen35, pp2);
+  ExpectRuns("sglang", "0.5.9", qwen35, Agg(2, 1, 8, 1, 8));
+  // A full-attention Qwen model of the same family keeps its pipeline.
+  ExpectRuns("sglang", "0.5.9", MakeProblem("qwen3-235b-a22b", 16, 8), pp2);
+}
+
 TEST(EngineCapabilityTest, SglangDecodeServerWithPipeline) {
   const Problem p = MakeProblem("llama-3.1-70b", 16, 8);
   const PlanDims plan = Disagg(2, Agg(1, 1, 4, 1, 1), 1, Agg(1, 1, 4, 2, 1));
@@ -316,17 +331,17 @@ TEST(EngineCapabilityTest, FourBitKvCacheOnlyWhereTheLaunchKeepsIt) {
   Problem dense = MakeProblem("llama-3.1-70b", 8, 8);
   dense.workload.kv_cache_dtype = Dtype::kFp4;
   const PlanDims tp8 = Agg(1, 1, 8, 1, 1);
-  // Standard attention: SGLang from 0.5.6, vLLM from 0.25.1, TensorRT-LLM
+  // Standard attention: SGLang from 0.5.6, vLLM from 0.21.0, TensorRT-LLM
   // from 1.4; each engine's newest release keeps it.
   ExpectRuns("sglang", "0.5.6", dense, tp8);
   ExpectRuns("sglang", "", dense, tp8);
   ExpectBlocked("sglang", "0.5.5", dense, tp8, "sglang-kv-fp4-before-0.5.6",
                 "sglang/pull/10078");
-  ExpectRuns("vllm", "0.25.1", dense, tp8);
+  ExpectRuns("vllm", "0.21.0", dense, tp8);
   ExpectRuns("vllm", "", dense, tp8);
-  ExpectBlocked("vllm", "0.25.0", dense, tp8, "vllm-kv-fp4-before-0.25.1",
+  ExpectBlocked("vllm", "0.20.2", dense, tp8, "vllm-kv-fp4-before-0.21",
                 "vllm/pull/40177");
-  ExpectBlocked("vllm", "0.12.0", dense, tp8, "vllm-kv-fp4-before-0.25.1",
+  ExpectBlocked("vllm", "0.12.0", dense, tp8, "vllm-kv-fp4-before-0.21",
                 "config/cache.py");
   ExpectRuns("trtllm", "1.4.0", dense, tp8);
   ExpectRuns("trtllm", "", dense, tp8);

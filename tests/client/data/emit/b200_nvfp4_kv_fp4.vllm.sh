@@ -1,6 +1,6 @@
 # vLLM 0.12 flags (releases 0.12.0 and later; client/engines/vllm.yaml): 4 instances on 8 GPUs.
-# The FP4 KV cache (nvfp4) needs vLLM 0.25.1 or later (https://github.com/vllm-project/vllm/pull/40177).
-# Known issue (vLLM issue 49011, open): --kv-cache-dtype nvfp4 refuses to start ("requires the SM100 trtllm-gen FlashInfer path") unless FlashInfer's trtllm-gen kernels load for prefill and decode: install flashinfer-cubin (vLLM's image has it) or let the server reach NVIDIA's artifactory.
+# The FP4 KV cache (nvfp4) needs vLLM 0.21.0 or later (https://github.com/vllm-project/vllm/pull/40177).
+# Known issue (vLLM issue 49011, open): --kv-cache-dtype nvfp4 needs FlashInfer's trtllm-gen kernels for prefill and decode; without them the server refuses to start ("requires the SM100 trtllm-gen FlashInfer path") or, on releases without that check, fails at the first request (issue 43562): install flashinfer-cubin (vLLM's image has it) or let the server reach NVIDIA's artifactory.
 # 4 servers: put them behind a load balancer.
 # Set LB_ADDR and LB_PORT to the load balancer's address and port for the benchmark.
 

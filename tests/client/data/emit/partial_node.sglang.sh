@@ -7,7 +7,6 @@
 CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server --model-path openai/gpt-oss-120b \
   --tp-size 4 \
   --ep-size 4 \
-  --moe-a2a-backend deepep \
   --max-running-requests 128 \
   --cuda-graph-max-bs 128 \
   --host 0.0.0.0 \
@@ -17,7 +16,6 @@ CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server --model-path openai/
 CUDA_VISIBLE_DEVICES=4,5,6,7 python -m sglang.launch_server --model-path openai/gpt-oss-120b \
   --tp-size 4 \
   --ep-size 4 \
-  --moe-a2a-backend deepep \
   --max-running-requests 128 \
   --cuda-graph-max-bs 128 \
   --host 0.0.0.0 \
@@ -27,7 +25,6 @@ CUDA_VISIBLE_DEVICES=4,5,6,7 python -m sglang.launch_server --model-path openai/
 CUDA_VISIBLE_DEVICES=0,1,2,3 python -m sglang.launch_server --model-path openai/gpt-oss-120b \
   --tp-size 4 \
   --ep-size 4 \
-  --moe-a2a-backend deepep \
   --max-running-requests 128 \
   --cuda-graph-max-bs 128 \
   --host 0.0.0.0 \
