@@ -165,6 +165,7 @@ PrefillInstanceCost PoolCosting::PrefillInstance(
   PrefillInstanceCost c;
   c.chain_seconds = state.prefill_chain_seconds;
   c.max_stage_seconds = state.prefill_max_stage_seconds;
+  c.overhead_seconds = k.cal.prefill_overhead_seconds;
   c.weights_bytes = e.weights_bytes;
   c.kv_cache_bytes = e.kv_cache_bytes * k.isl / std::max(1.0, k.ctx_max);
   c.activations_bytes = e.activations_bytes;

@@ -126,7 +126,12 @@ const std::vector<int>& ScanLoads();
 // (its default MoE backend dispatches nothing and all-reduces the experts'
 // outputs over the TP group); its launch selects DeepEP only under DP
 // attention.
-inline constexpr int kCostModelVersion = 27;
+// 28: at a request rate, pipeline stages prefill different micro-batches at
+// once: a prompt occupies the engine loop for its busiest stage (and the
+// per-request overhead), each micro-batch has its own chunk budget, and the
+// rest of the chain is latency of that prompt alone
+// (StepTimes::pipeline_lag_token_seconds, simulator/traffic_costing.cc).
+inline constexpr int kCostModelVersion = 28;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

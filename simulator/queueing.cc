@@ -726,10 +726,13 @@ double ChunkedCdf(const StepTimes& s, const Load& l, const Chunked& c,
 }
 
 double TtftCdf(const StepTimes& s, const LengthPoints& in, const Load& l,
-               double rate, double t) {
+               double rate, double time) {
   double f = 0;
   for (int i = 0; i < in.size; ++i) {
     const double tokens = in.tokens[i];
+    // The pipeline's other stages delay the prompt's first token but do
+    // not occupy the loop: a shift of its TTFT.
+    const double t = time - s.pipeline_lag_token_seconds * tokens;
     if (Gated(s, l, tokens)) {
       double gated =
           GatedCdf(s, l, t - OwnPrefillSeconds(s, l, tokens),
@@ -906,9 +909,10 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
                   steps.prefill_token_seconds * (1 - c.alone) * joined) +
              l.wait_probability * BackloggedSeconds(c, l.wait_mean);
     }
-    q.ttft_mean_seconds += input.weight[i] * mean;
+    const double lag = steps.pipeline_lag_token_seconds * tokens;
+    q.ttft_mean_seconds += input.weight[i] * (mean + lag);
     longest = std::max(longest, OwnPrefillSeconds(steps, l, tokens) +
-                                    tokens * l.prefill_iteration / chunk);
+                                    tokens * l.prefill_iteration / chunk + lag);
   }
   const double ttft_hi = longest + 2 * l.full_iteration + 40 * l.wait_mean +
                          l.gated_mean + 40 * l.gated_scale;

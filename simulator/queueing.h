@@ -15,6 +15,10 @@ namespace shardplan::simulator {
 // decodes one token for each of its B running requests and prefills P prompt
 // tokens (at most chunk_tokens) in
 //   iteration_seconds + B * decode_request_seconds + P * prefill_token_seconds.
+// With pipeline parallelism an iteration is a round of the stages'
+// micro-batches: the stages work on different micro-batches at once, so a
+// prompt token occupies the loop for its busiest stage's time only, and each
+// micro-batch has its own chunk budget.
 struct StepTimes {
   double iteration_seconds = 0;
   double decode_request_seconds = 0;
@@ -22,6 +26,10 @@ struct StepTimes {
   int chunk_tokens = 8192;
   // Requests whose KV cache fits at once; 0 = no limit.
   int max_running = 0;
+  // Seconds per prompt token a prompt's own TTFT carries beyond the loop's
+  // time: with pipeline parallelism its chunks pass the other stages too
+  // (the chain less the busiest stage); 0 without.
+  double pipeline_lag_token_seconds = 0;
 };
 
 // A length distribution as equally likely points (its quantile midpoints, or

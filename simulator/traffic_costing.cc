@@ -12,6 +12,37 @@
 namespace shardplan::simulator {
 namespace {
 
+// A prompt's prefill through a pipeline of `pp` stages, as the engines run
+// it: pp micro-batches in flight, each stage on a different one (vLLM V1's
+// batch queue of max_concurrent_batches = pipeline_parallel_size scheduled
+// batches, EngineCore.step_with_batch_queue in vllm/v1/engine/core.py,
+// vllm-project/vllm#11945; V0's pp virtual engines, each its own scheduler,
+// vllm-project/vllm#4461; TensorRT-LLM's PyExecutor._executor_loop_pp over
+// pp_size micro-batches, tensorrt_llm/_torch/pyexecutor/py_executor.py;
+// SGLang's Scheduler.event_loop_pp over pp_size micro-batches,
+// python/sglang/srt/managers/scheduler_pp_mixin.py). A chunk occupies the
+// loop for its busiest stage; the rest of the chain is latency its own prompt
+// waits (a request in flight is not scheduled again until its micro-batch
+// returns, so a prompt's chunks are not pipelined: vllm-project/vllm#41682).
+struct PipelineSplit {
+  double busiest_seconds = 0;
+  double lag_seconds = 0;
+};
+PipelineSplit SplitPipeline(const internal::PrefillInstanceCost& prefill,
+                            int pp) {
+  PipelineSplit split;
+  if (pp <= 1 || !(prefill.max_stage_seconds > 0)) {
+    split.busiest_seconds = prefill.chain_seconds;
+    return split;
+  }
+  // The per-request overhead stays in the loop, as without stages.
+  split.busiest_seconds =
+      std::min(prefill.chain_seconds,
+               prefill.max_stage_seconds + prefill.overhead_seconds);
+  split.lag_seconds = prefill.chain_seconds - split.busiest_seconds;
+  return split;
+}
+
 // The engine loop of one instance (`instance`: an aggregated layout,
 // replicas 1): the secant of its pure decode iteration between one request
 // per attention rank and a working batch gives the per-iteration and the
@@ -47,15 +78,19 @@ bool InstanceSteps(const CostModel& model, const PlanDims& plan,
       std::max(0.0, one.decode_iteration_seconds - per_request);
   const WorkloadDims& w = model.problem().workload;
   steps->prefill_token_seconds = 0;
+  steps->pipeline_lag_token_seconds = 0;
   if (with_prefill) {
     const internal::PrefillInstanceCost prefill =
         internal::PoolCosting::PrefillInstance(model, instance, 1);
     // Prefix-cache hits are not prefilled.
-    steps->prefill_token_seconds = prefill.chain_seconds /
-                                   std::max(1, w.input_tokens) *
-                                   (1 - w.traffic.prefix_cache_hit_rate);
+    const double per_token =
+        (1 - w.traffic.prefix_cache_hit_rate) / std::max(1, w.input_tokens);
+    const PipelineSplit split = SplitPipeline(prefill, plan.pp);
+    steps->prefill_token_seconds = split.busiest_seconds * per_token;
+    steps->pipeline_lag_token_seconds = split.lag_seconds * per_token;
   }
-  steps->chunk_tokens = ChunkedPrefillTokens(model.problem());
+  steps->chunk_tokens =
+      ChunkedPrefillTokens(model.problem()) * std::max(1, plan.pp);
   steps->max_running = per_rank_limit;
   *queues = 1;
   if (!model.problem().model.is_moe()) {
@@ -85,9 +120,16 @@ bool PrefillInstanceSteps(const CostModel& model, const PlanDims& plan,
       internal::PoolCosting::PrefillInstance(model, instance, 1);
   const WorkloadDims& w = model.problem().workload;
   const int dp = model.problem().model.is_moe() ? std::max(1, instance.dp) : 1;
+  // With pipeline stages the iteration's fixed part is spread over them as
+  // the prompt's work is: the busiest stage carries its share of both.
+  const int pp = std::max(1, instance.pp);
+  const PipelineSplit split = SplitPipeline(prefill, pp);
+  const double per_token =
+      (1 - w.traffic.prefix_cache_hit_rate) / std::max(1, w.input_tokens) / dp;
   steps->prefill_token_seconds =
-      std::max(0.0, prefill.chain_seconds - steps->iteration_seconds) /
-      std::max(1, w.input_tokens) * (1 - w.traffic.prefix_cache_hit_rate) / dp;
+      std::max(0.0, split.busiest_seconds - steps->iteration_seconds / pp) *
+      per_token;
+  steps->pipeline_lag_token_seconds = split.lag_seconds * per_token;
   steps->decode_request_seconds = 0;
   // The KV cache of the prompts being prefilled leaves for the decode pool:
   // the prefill pool's memory does not bound the requests in flight here.

@@ -15,6 +15,8 @@ namespace shardplan::simulator::internal {
 struct PrefillInstanceCost {
   double chain_seconds = 0;      // the batch's prefill through all stages
   double max_stage_seconds = 0;  // the slowest stage: pipelined rate = 1 / this
+  // The per-request overhead the chain includes (prefill_overhead_seconds).
+  double overhead_seconds = 0;
   // Memory per GPU (worst stage), the KV cache of the batch's ISL tokens.
   double weights_bytes = 0;
   double kv_cache_bytes = 0;

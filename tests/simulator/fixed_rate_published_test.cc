@@ -379,8 +379,12 @@ TEST(FixedRatePublishedTest, AsRunNoWorseThanTheDocs) {
   const Accuracy a = AccuracyOf(ReadRuns(), Variant::kAsRun);
   ASSERT_GE(a.rows, 9);
   EXPECT_GE(a.stable_rows, 7);
-  EXPECT_LE(a.capacity_log_error, 0.31 + 0.03) << a.capacity_log_error;
-  EXPECT_LE(std::abs(std::log(a.worst_capacity_ratio)), 0.56 + 0.03)
+  // The pipeline-parallel row's stages prefill different micro-batches at
+  // once (its capacity 0.57x of the published rate when the queue charged
+  // the whole chain per prompt, 0.89x since): without that, the mean and
+  // the furthest ratio were 0.25 and 0.56.
+  EXPECT_LE(a.capacity_log_error, 0.20 + 0.03) << a.capacity_log_error;
+  EXPECT_LE(std::abs(std::log(a.worst_capacity_ratio)), 0.28 + 0.03)
       << a.worst_capacity_ratio;
   const std::array<double, 3> ttft = {0.62, 0.39, 0.41};
   const std::array<double, 3> tpot = {0.72, 0.68, 0.57};
@@ -407,15 +411,15 @@ TEST(FixedRatePublishedTest, ApiDefaultIsTheRunsOwnServer) {
 TEST(FixedRatePublishedTest, SecantAtLoadNoWorseThanTheDocs) {
   const Accuracy a = AccuracyOf(ReadRuns(), Variant::kSecantAtLoad);
   ASSERT_GE(a.rows, 9);
-  EXPECT_LE(a.capacity_log_error, 0.44 + 0.03) << a.capacity_log_error;
+  EXPECT_LE(a.capacity_log_error, 0.41 + 0.03) << a.capacity_log_error;
 }
 
 TEST(FixedRatePublishedTest, OverheadOffTheGpuNoWorseThanTheDocs) {
   const Accuracy a = AccuracyOf(ReadRuns(), Variant::kOverheadOffGpu);
   ASSERT_GE(a.rows, 9);
-  EXPECT_LE(a.capacity_log_error, 0.55 + 0.03) << a.capacity_log_error;
-  const std::array<double, 3> ttft = {0.74, 0.70, 0.72};
-  const std::array<double, 3> tpot = {0.73, 0.71, 0.65};
+  EXPECT_LE(a.capacity_log_error, 0.43 + 0.03) << a.capacity_log_error;
+  const std::array<double, 3> ttft = {0.73, 0.70, 0.72};
+  const std::array<double, 3> tpot = {0.70, 0.67, 0.61};
   for (int i = 0; i < 3; ++i) {
     EXPECT_LE(a.ttft_mape[i], ttft[i] + 0.03) << "TTFT quantile " << i;
     EXPECT_LE(a.tpot_mape[i], tpot[i] + 0.03) << "TPOT quantile " << i;

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <array>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
 #include <string>
@@ -298,6 +299,66 @@ TEST(QueueingTest, DISABLED_PrintsTheCost) {
   std::cout << absl::StrFormat(
       "PredictQueueing %.0f us, MaxRequestRate %.0f us per call (%g)\n",
       predict * 1e6, max_rate * 1e6, sink);
+}
+
+// One stage: the pipelined simulation is the batcher's loop, draw for draw.
+TEST(QueueingTest, PipelinedSimulationOfOneStageIsTheBatcher) {
+  for (const Case& c : Cases()) {
+    const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
+    const double rate = 0.8 * MaxRequestRate(c.steps, in, out, 0, 0, 0);
+    const BatcherSimResult plain =
+        SimulateBatcher(c.steps, c.input, c.output, rate, 5000, 7);
+    const BatcherSimResult staged =
+        SimulatePipelinedBatcher(c.steps, 1, c.input, c.output, rate, 5000, 7,
+                                 /*eager_arrivals=*/false);
+    EXPECT_EQ(plain.ttft_seconds, staged.ttft_seconds) << c.name;
+    EXPECT_EQ(plain.tpot_seconds, staged.tpot_seconds) << c.name;
+    // Summed in another order: equal to rounding.
+    EXPECT_NEAR(plain.mean_running, staged.mean_running,
+                1e-9 * plain.mean_running)
+        << c.name;
+  }
+}
+
+// The round model of pipeline parallelism (simulator/traffic_costing.cc:
+// c_p the busiest stage's, the rest of the chain a TTFT lag, a chunk
+// budget per micro-batch) against the stage-by-stage simulation, with the
+// cases' step times as a round of `stages` balanced stages. Not part of the
+// check: build/bin/simulator_test --gtest_also_run_disabled_tests
+// --gtest_filter=QueueingTest.DISABLED_PrintsThePipelineCheck
+TEST(QueueingTest, DISABLED_PrintsThePipelineCheck) {
+  const bool eager = std::getenv("SHARDPLAN_PIPELINE_BLOCKING") == nullptr;
+  for (int stages : {2, 4}) {
+    for (Case c : Cases()) {
+      c.steps.chunk_tokens *= stages;
+      c.steps.pipeline_lag_token_seconds =
+          (stages - 1) * c.steps.prefill_token_seconds;
+      c.name += absl::StrFormat(", %d stages", stages);
+      const LengthPoints in = Discretize(c.input), out = Discretize(c.output);
+      const double limit = MaxRequestRate(c.steps, in, out, 0, 0, 0);
+      for (double load : {0.1, 0.5, 0.7, 0.85}) {
+        const double rate = load * limit;
+        const QueueingPrediction q = PredictQueueing(c.steps, in, out, rate);
+        Simulated sim;
+        std::vector<double> ttft, tpot;
+        double running = 0;
+        for (int seed = 1; seed <= 4; ++seed) {
+          BatcherSimResult r = SimulatePipelinedBatcher(
+              c.steps, stages, c.input, c.output, rate, 50000, seed, eager);
+          ttft.insert(ttft.end(), r.ttft_seconds.begin(), r.ttft_seconds.end());
+          tpot.insert(tpot.end(), r.tpot_seconds.begin(), r.tpot_seconds.end());
+          running += r.mean_running / 4;
+        }
+        for (int k = 0; k < 3; ++k) {
+          sim.ttft[k] = SampleQuantile(&ttft, kQuantiles[k]);
+          sim.tpot[k] = SampleQuantile(&tpot, kQuantiles[k]);
+        }
+        std::cout << Row(c, load, q, sim)
+                  << absl::StrFormat(" %.1f / %.1f |\n", q.running_batch,
+                                     running);
+      }
+    }
+  }
 }
 
 TEST(QueueingTest, SaturatedRateIsUnstable) {

@@ -331,5 +331,54 @@ workload: {inputTokens: 1000, outputTokens: 200, requestRate: 3,
   EXPECT_LT(ttft_low, 1);
 }
 
+// Pipeline stages work on different micro-batches at once (the engines keep
+// pp batches in flight): a prompt occupies the loop for its busiest stage's
+// time (and the per-request overhead, in the loop as without stages), each
+// micro-batch has its own chunk budget, and the rest of the chain is latency
+// of that prompt alone. So a prefill-bound replica of two stages on two GPUs
+// carries more prompts than one stage on one GPU, by the ratio of their
+// per-token loop times, at about the same idle TTFT. Charging the whole
+// chain to the loop (the model before) gave both replicas the same rate.
+TEST(TrafficSpecTest, PipelineStagesPrefillDifferentMicroBatches) {
+  constexpr int kInput = 4000;
+  const auto model_on = [](int gpus) {
+    return ModelOf(
+        "model: {catalogName: llama-3.1-8b}\ncluster: {hardware: "
+        "h100-sxm-80gb, numGpus: " +
+        std::to_string(gpus) + "}\nworkload: {inputTokens: " +
+        std::to_string(kInput) + ", outputTokens: 2, requestRate: 0.5}\n");
+  };
+  auto one_gpu = model_on(1), two_gpus = model_on(2);
+  ASSERT_NE(one_gpu, nullptr);
+  ASSERT_NE(two_gpus, nullptr);
+  PlanDims pp1, pp2;
+  pp2.pp = 2;
+  ASSERT_TRUE(one_gpu->ValidatePlan(pp1).ok()) << one_gpu->ValidatePlan(pp1);
+  ASSERT_TRUE(two_gpus->ValidatePlan(pp2).ok()) << two_gpus->ValidatePlan(pp2);
+  const TrafficPrediction single = PredictTraffic(*one_gpu, pp1);
+  const TrafficPrediction staged = PredictTraffic(*two_gpus, pp2);
+  ASSERT_TRUE(single.computed && staged.computed);
+  EXPECT_EQ(single.steps.pipeline_lag_token_seconds, 0);
+  EXPECT_EQ(staged.steps.chunk_tokens, 2 * single.steps.chunk_tokens);
+  // Two stages of half the layers each: the busiest carries about half the
+  // chain's compute, the other half is the lag.
+  const double overhead =
+      two_gpus->calibration().prefill_overhead_seconds / kInput;
+  const double chain = staged.steps.prefill_token_seconds +
+                       staged.steps.pipeline_lag_token_seconds;
+  EXPECT_NEAR(
+      (staged.steps.prefill_token_seconds - overhead) / (chain - overhead), 0.5,
+      0.1);
+  EXPECT_NEAR(chain / single.steps.prefill_token_seconds, 1, 0.15);
+  const double loop_ratio =
+      single.steps.prefill_token_seconds / staged.steps.prefill_token_seconds;
+  EXPECT_GT(loop_ratio, 1.2);
+  EXPECT_NEAR(staged.max_request_rate / single.max_request_rate, loop_ratio,
+              0.15 * loop_ratio);
+  // At a low rate a prompt still passes both stages: about the one-GPU TTFT.
+  ASSERT_TRUE(single.queueing.stable && staged.queueing.stable);
+  EXPECT_NEAR(staged.queueing.ttft_seconds[0] / single.queueing.ttft_seconds[0],
+              1, 0.15);
+}
 }  // namespace
 }  // namespace shardplan::simulator
