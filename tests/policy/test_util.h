@@ -63,12 +63,14 @@ inline absl::StatusOr<SmallAndDoubled> MakeSmallAndDoubled(
 }
 
 // A disaggregated problem whose prefill instance's operator dims decide
-// feasibility: llama-3.1-8b on 8 H100s, 8192-token prompts and a 500 ms TTFT
+// feasibility: llama-3.1-8b on 8 H100s, 16384-token prompts and a 1 s TTFT
 // SLO, so that a prompt's prefill time is most of the budget. Which dims help
-// is the cost model's answer (the tests check it), not written here.
+// is the cost model's answer (the tests check it), not written here. (At 8192
+// tokens and 500 ms, since the all-reduce is priced at the engines' measured
+// kernels, Megatron's prefill dims tie with the genetic search's best.)
 inline absl::StatusOr<std::unique_ptr<const simulator::CostModel>>
 MakePrefillBoundCostModel() {
-  return MakeCostModel("llama-3.1-8b", 8, 8192, 256, 0, /*max_ttft_ms=*/500);
+  return MakeCostModel("llama-3.1-8b", 8, 16384, 256, 0, /*max_ttft_ms=*/1000);
 }
 
 // qwen3-235b-a22b (FP8) on 16 H100s, ISL 2048 / OSL 512: a joint space of
