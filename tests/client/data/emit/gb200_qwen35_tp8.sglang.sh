@@ -5,7 +5,6 @@
 python -m sglang.launch_server --model-path Qwen/Qwen3.5-397B-A17B \
   --tp-size 8 \
   --ep-size 8 \
-  --moe-a2a-backend deepep \
   --max-running-requests 256 \
   --cuda-graph-max-bs 256 \
   --kv-cache-dtype fp8_e4m3 \
@@ -19,7 +18,6 @@ python -m sglang.launch_server --model-path Qwen/Qwen3.5-397B-A17B \
 python -m sglang.launch_server --model-path Qwen/Qwen3.5-397B-A17B \
   --tp-size 8 \
   --ep-size 8 \
-  --moe-a2a-backend deepep \
   --max-running-requests 256 \
   --cuda-graph-max-bs 256 \
   --kv-cache-dtype fp8_e4m3 \
