@@ -353,6 +353,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   // Blackwell (FP4 tensor cores) or Hopper NCCL measurements.
   k->nccl_table =
       hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0 ? 1 : 0;
+  k->measured_all_reduce_link = internal::MeasuredAllReduceLinkMatches(
+      k->nccl_table, hd.intra_node_bytes_per_s);
   k->gpus_per_node = model->problem_.cluster.gpus_per_node;
   k->cluster = model->problem_.cluster;
   if (k->moe && k->experts > 0) {

@@ -112,25 +112,24 @@ const std::vector<int>& ScanLoads();
 // runs: no dispatch or combine, the experts' outputs summed by an all-reduce
 // over the tensor-parallel group and the residual left whole
 // (Calibration::expert_parallel_all_reduces_without_dp).
-// 25: the tensor-parallel all-reduce inside a node is priced at the engine's
-// measured kernel time (Calibration::all_reduce_kernel, collectives.h
-// kCustomAllReduceSeconds: AIConfigurator's TensorRT-LLM, vLLM and SGLang
-// custom all-reduce tables on H100 and B200) instead of the ring formula;
-// the shared collective_latency_scale, layer_overhead_seconds and
-// attention_efficiency refitted on the H100 rows under it.
-// 26: under SGLang's --scheduler-recv-interval N > 1 a prompt waits for the
-// next poll, which a prefill running when it arrives ends: the profile's
-// in-flight prefills are no longer added on top of the N / 2 decode
-// iterations (serving.cc, InflightPrefillWaits).
-// 27: SGLang's expert parallelism without DP attention is priced as in 24
-// (its default MoE backend dispatches nothing and all-reduces the experts'
-// outputs over the TP group); its launch selects DeepEP only under DP
-// attention.
-// 28: at a request rate, pipeline stages prefill different micro-batches at
-// once: a prompt occupies the engine loop for its busiest stage (and the
-// per-request overhead), each micro-batch has its own chunk budget, and the
-// rest of the chain is latency of that prompt alone
-// (StepTimes::pipeline_lag_token_seconds, simulator/traffic_costing.cc).
+// 25: the tensor-parallel all-reduce inside a node (on the NVLink of the GPUs
+// measured) is priced at the engine's measured kernel time
+// (Calibration::all_reduce_kernel, collectives.h kCustomAllReduceSeconds:
+// AIConfigurator's TensorRT-LLM, vLLM and SGLang custom all-reduce tables on
+// H100 and B200) instead of the ring formula; the shared
+// collective_latency_scale, layer_overhead_seconds and attention_efficiency
+// refitted on the H100 rows under it. 26: under SGLang's
+// --scheduler-recv-interval N > 1 a prompt waits for the next poll, which a
+// prefill running when it arrives ends: the profile's in-flight prefills are no
+// longer added on top of the N / 2 decode iterations (serving.cc,
+// InflightPrefillWaits). 27: SGLang's expert parallelism without DP attention
+// is priced as in 24 (its default MoE backend dispatches nothing and
+// all-reduces the experts' outputs over the TP group); its launch selects
+// DeepEP only under DP attention. 28: at a request rate, pipeline stages
+// prefill different micro-batches at once: a prompt occupies the engine loop
+// for its busiest stage (and the per-request overhead), each micro-batch has
+// its own chunk budget, and the rest of the chain is latency of that prompt
+// alone (StepTimes::pipeline_lag_token_seconds, simulator/traffic_costing.cc).
 inline constexpr int kCostModelVersion = 28;
 
 namespace internal {

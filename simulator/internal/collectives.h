@@ -251,6 +251,20 @@ inline constexpr std::array<
         }},
     }};
 
+// The measured tables hold for GPUs with the NVLink they were measured on:
+// H100 SXM and H200 (NVLink 4, 450 GB/s per direction) for the Hopper row,
+// B200, B300 and GB200/GB300 (NVLink 5, 900 GB/s) for the Blackwell row, as
+// the catalog's hardware files give them
+// (https://www.nvidia.com/en-us/data-center/nvlink/). A user's hardware spec
+// with another link (an A100's 300 GB/s, PCIe) keeps the ring formula over its
+// own link rather than borrowing another GPU's kernel times.
+inline bool MeasuredAllReduceLinkMatches(int nccl_table,
+                                         double intra_node_bytes_per_s) {
+  const double measured_link = nccl_table == 1 ? 900e9 : 450e9;
+  return std::abs(intra_node_bytes_per_s - measured_link) <=
+         0.01 * measured_link;
+}
+
 // The engine's measured all-reduce of a `bytes` tensor over `g` (2, 4 or 8
 // ranks inside a node; larger groups read the 8-rank row).
 inline double TensorParallelAllReduceMeasured(const CostConstants& k,
@@ -270,6 +284,9 @@ inline double TensorParallelAllReduceSeconds(const CostConstants& k,
                                              double bytes, const Group& g,
                                              Traffic* t) {
   if (g.n <= 1 || bytes <= 0) return 0;
+  if (!k.measured_all_reduce_link) {
+    return CollectiveSeconds(k, Collective::kAllReduce, bytes, g, t);
+  }
   if (g.per_node < g.n || g.n > 8) {
     const double formula =
         CollectiveSeconds(k, Collective::kAllReduce, bytes, g, t);

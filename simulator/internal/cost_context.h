@@ -96,6 +96,9 @@ struct CostConstants {
   int nccl_table = 0;
   // Calibration::all_reduce_kernel (collectives.h, kCustomAllReduceSeconds).
   int all_reduce_kernel = 0;
+  // The NVLink of the GPUs kCustomAllReduceSeconds measured (a hardware spec
+  // with another link keeps the ring formula; MeasuredAllReduceLinkMatches).
+  bool measured_all_reduce_link = true;
   // FP4 weights on hardware without FP4 tensor cores (Hopper): weight-only
   // dequantising kernels, costed as streaming this many bytes per weight
   // element instead of 0.5 (Calibration::fp4_dequant_bytes_per_weight).

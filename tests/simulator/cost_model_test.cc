@@ -258,6 +258,30 @@ TEST(CostModelTest, MeasuredAllReduceInterpolatesAndSpansNodesByFormula) {
                                   &t));
 }
 
+// The measured kernel times belong to the NVLink they were measured on: a
+// hardware spec with a slower link (an A100's 300 GB/s) keeps the ring formula
+// over its own link instead of borrowing H100's times.
+TEST(CostModelTest, MeasuredAllReduceOnlyOnTheLinkItWasMeasuredOn) {
+  EXPECT_TRUE(internal::MeasuredAllReduceLinkMatches(0, 450e9));
+  EXPECT_TRUE(internal::MeasuredAllReduceLinkMatches(1, 900e9));
+  EXPECT_FALSE(internal::MeasuredAllReduceLinkMatches(0, 300e9));
+  EXPECT_FALSE(internal::MeasuredAllReduceLinkMatches(1, 450e9));
+  internal::CostConstants k;
+  k.nccl_table = 0;
+  k.nv_bytes_per_s = 300e9 * 0.8;
+  k.nv_latency_seconds = 3e-6 * 0.27;
+  k.measured_all_reduce_link = false;
+  internal::Traffic t;
+  const internal::Group node{8, 8};
+  const double formula =
+      internal::CollectiveSeconds(k, Collective::kAllReduce, 1 << 20, node, &t);
+  EXPECT_DOUBLE_EQ(
+      internal::TensorParallelAllReduceSeconds(k, 1 << 20, node, &t), formula);
+  k.measured_all_reduce_link = true;
+  EXPECT_NE(internal::TensorParallelAllReduceSeconds(k, 1 << 20, node, &t),
+            formula);
+}
+
 TEST(CostModelTest, SequenceParallelResidualUsesReduceScatterAndAllGather) {
   auto model = Make({.model = "llama-3.1-70b", .gpus = 8});
   ASSERT_NE(model, nullptr);
