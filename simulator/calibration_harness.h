@@ -263,6 +263,14 @@ struct FitOptions {
   // to its bound, 0.95, where AIConfigurator's B200 GEMM tables measure
   // 0.28-0.75 of peak), so that fit takes the reference GPU's value.
   bool fit_gemm_efficiency = true;
+  // Fit Calibration::prefill_queue_fraction of the engines that prefill the
+  // waiting prompts in packed batches ahead of decode
+  // (Calibration::prefill_batch_tokens > 0: SGLang). Off for the
+  // cross-hardware fit (FitOnHardware), which keeps the wave position its
+  // start derives: the fraction prices prompts that arrive together (closed-
+  // loop clients with fixed lengths), and a GPU whose SGLang rows are
+  // random-length runs (B200: all but 12 of 223) does not measure it.
+  bool fit_packed_prefill_queue_fraction = true;
   // Non-empty: fit only this engine's own two constants
   // (prefill_overhead_seconds, prefill_queue_fraction), every shared one and
   // every other profile kept at its start. For a change to one engine's

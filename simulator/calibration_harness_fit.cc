@@ -192,6 +192,10 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitCalibration(
     }
     params.push_back({&FieldOf<&Calibration::prefill_overhead_seconds>, 0, 0.4,
                       static_cast<int>(e)});
+    if (!options.fit_packed_prefill_queue_fraction &&
+        profiles[e].calibration.prefill_batch_tokens > 0) {
+      continue;
+    }
     params.push_back({&FieldOf<&Calibration::prefill_queue_fraction>, 0, 1,
                       static_cast<int>(e)});
   }
