@@ -419,6 +419,12 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
         "  %d repeated runs and %d runs reported under several layouts "
         "dropped\n",
         runs.repeats, runs.conflicting_layouts);
+    if (runs.unwarmed_first_waves > 0) {
+      std::cout << absl::StrFormat(
+          "  %d runs measured without warm-up whose first chunked prefill "
+          "stalls the measurement skipped\n",
+          runs.unwarmed_first_waves);
+    }
     if (runs.copies_read_as_inferencemax > 0) {
       std::cout << absl::StrFormat(
           "  %d database copies of InferenceMAX runs read as those runs\n",

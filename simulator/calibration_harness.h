@@ -54,6 +54,9 @@ struct MeasuredRow {
   // InferenceMaxExport in calibration_harness_rows.cc): its harness and
   // server settings are known (RowProblem applies them).
   bool inferencemax = false;
+  // The day the run was measured ("YYYY-MM-DD" of `measured=` in
+  // `silicon_data_source`; empty when the row has none).
+  std::string measured_date;
   // The fixed split: the held-out model (Llama-3.1-8B) entirely, and every 4th
   // row of the other models (by data-row index); every row of a
   // validation-only file (ParseMeasurements) is a held-out model's.

@@ -391,6 +391,20 @@ bool InferenceMaxExport(absl::string_view source) {
   return true;
 }
 
+// "YYYY-MM-DD" of the `measured=` field of silicon_data_source
+// ("measured=2025-11-10T00:00:00.000Z"); empty when there is none.
+std::string MeasuredDate(absl::string_view source) {
+  constexpr absl::string_view kKey = "measured=";
+  const size_t at = source.find(kKey);
+  if (at == absl::string_view::npos) return "";
+  const absl::string_view date = source.substr(at + kKey.size(), 10);
+  for (size_t i = 0; i < date.size(); ++i) {
+    const bool dash = i == 4 || i == 7;
+    if (dash ? date[i] != '-' : !absl::ascii_isdigit(date[i])) return "";
+  }
+  return date.size() == 10 ? std::string(date) : "";
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
@@ -443,6 +457,7 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     }
     if (table.col.count("silicon_data_source") != 0) {
       row.inferencemax = InferenceMaxExport(get("silicon_data_source"));
+      row.measured_date = MeasuredDate(get("silicon_data_source"));
     }
     row.fp8 = Fp8Weights(get("precision"), get("gemm_quant_mode"));
     // 4-bit weights: FP4, or INT4 weight-only (Kimi-K2.5's release), which

@@ -10,6 +10,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/string_view.h"
 #include "proto/status_macros.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
@@ -171,6 +172,58 @@ absl::StatusOr<TransferReport> ComputeTransfer(
   return report;
 }
 
+namespace {
+
+// InferenceMAX's benchmark client warms the server up with two requests per
+// client before it measures since 2026-01-21 (`--num-warmups "$((2 *
+// max_concurrency))"`, benchmarks/benchmark_lib.sh, commit d053ae24e of
+// https://github.com/SemiAnalysisAI/InferenceX); the runs before start
+// measuring on a fresh server, and its B200 runners keep no FlashInfer JIT
+// cache between launches since 2025-10-06 (commit 15b7c00b0, "removing
+// persistent cache from b200").
+constexpr absl::string_view kInferenceMaxWarmupSince = "2026-01-21";
+
+// --chunked-prefill-size of InferenceMAX's SGLang DeepSeek-R1 scripts on
+// B200 in those months: 16,384 for NVFP4 (benchmarks/dsr1_fp4_b200_docker.sh
+// from 2025-09-21 on), 32,768 for FP8 (dsr1_fp8_b200_docker.sh until
+// 2026-01-12); 0 for a run of another script.
+int UnwarmedSglangChunkTokens(const MeasuredRow& r) {
+  if (r.engine != "sglang" || r.hardware != "b200-sxm-180gb" ||
+      r.catalog_model != "deepseek-v3") {
+    return 0;
+  }
+  return r.fp4 ? 16384 : r.fp8 ? 32768 : 0;
+}
+
+}  // namespace
+
+// An InferenceMAX SGLang run measured without the warm-up whose first wave
+// (the clients' first prompts, sent at once; lengths uniform in [0.8 L, L],
+// 0.9 L on average) holds more tokens than one chunked-prefill step: the
+// server's first chunked prefill, the first batch that extends a cached
+// prefix (SGLang splits a prompt over steps at the chunk size and runs the
+// rest against the cached part), falls inside the measurement. The rows
+// show a one-off stall, not a steady wait. DeepSeek-R1 NVFP4, tp 4 and 8:
+// at 1k prompts 365-890 ms up to 16 clients (one chunk), 7.1-8.8 s from 32
+// to 128 clients and the same 7.3-9.2 s with 8k outputs (arrivals 6x
+// rarer), at 8k prompts 5.5-9.2 s from 4 clients up: a surplus flat in the
+// load and the output length, what one stall of the first wave spread over
+// the run's 10 prompts per client gives, where a queue grows with both.
+// Their TPOT carries part of it (the first wave's prompts that finished
+// prefill decode through the stall): +2.7 to +9.1 ms over SGLang 0.5.9's
+// runs of the same layouts with 1k outputs, against +0.1 to +3.4 ms for
+// the one-chunk runs. The FP8 script's runs (chunk 32,768) stall where
+// the wave passes it (1k prompts at 64 clients, 8k from 8) and not below.
+// SGLang takes every waiting prompt at its next poll (max-running-requests
+// 256 and 128 above the clients), so no steady state holds a prompt for
+// seconds while the batch decodes at 15-25 ms per token.
+bool UnwarmedChunkedFirstWave(const MeasuredRow& r) {
+  const int chunk = UnwarmedSglangChunkTokens(r);
+  return chunk > 0 && r.inferencemax && !r.measured_date.empty() &&
+         r.measured_date < kInferenceMaxWarmupSince &&
+         0.9 * r.isl * r.concurrency > chunk;
+}
+
 DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
   using Layout = std::tuple<int, int, int, int, int>;
   // The latencies in ms to the 0.01 ms the gap-analysis files print: their
@@ -221,6 +274,10 @@ DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows) {
       continue;
     }
     kept[k] = true;
+    if (UnwarmedChunkedFirstWave(r)) {
+      ++out.unwarmed_first_waves;
+      continue;
+    }
     out.rows.push_back(r);
   }
   return out;

@@ -81,11 +81,17 @@ absl::StatusOr<TransferReport> ComputeTransfer(
 // of an InferenceMAX run (MeasuredRow::inferencemax) in AIConfigurator's own
 // database dumps, with the same layout and both latencies, is that run: it is
 // read with InferenceMAX's harness and server settings, whichever copy is kept.
+// A run that does not measure steady serving is dropped too: an InferenceMAX
+// SGLang run measured before its harness warmed the server up whose first
+// wave of prompts spans more than one chunked-prefill step
+// (UnwarmedChunkedFirstWave in calibration_transfer.cc: its means carry the
+// first chunked prefill's one-off stall).
 struct DedupedRows {
   std::vector<MeasuredRow> rows;
   int repeats = 0;
   int conflicting_layouts = 0;
   int copies_read_as_inferencemax = 0;
+  int unwarmed_first_waves = 0;
 };
 DedupedRows DropRepeatedRuns(const std::vector<MeasuredRow>& rows);
 
