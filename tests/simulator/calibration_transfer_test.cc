@@ -807,17 +807,17 @@ constexpr Documented kH100ToBlackwell[] = {
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
 constexpr Documented kB200ToOthers[] = {
-    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.6, 53.4},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 33.7, 56.7},
-    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 8.0, 16.4},
-    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 9.5, 40.4},
-    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 10.7, 15.2},
-    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 10.5, 19.3},
-    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.8, 13.6},
-    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 11.6, 36.5},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.5, 15.0},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 49.0, 210.9},
-    {"gb200-nvl72", "*", "*", "*", 6, 0, 35.0, 55.6},
+    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.7, 53.4},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 34.5, 57.5},
+    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 8.0, 16.5},
+    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 9.6, 40.4},
+    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 10.6, 15.4},
+    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 10.3, 19.3},
+    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.9, 13.6},
+    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 11.6, 36.1},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.6, 14.7},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 49.3, 210.1},
+    {"gb200-nvl72", "*", "*", "*", 6, 0, 35.6, 56.1},
     {"h100-sxm-80gb", "*", "*", "*", 751, 0, 10.0, 24.2},
 };
 
