@@ -337,57 +337,6 @@ TEST(EmitGoldenTest, MatchesReviewedScripts) {
   }
 }
 
-// The flags of every command of `script`: the launch command's checked
-// against the launch table, the benchmark's against the benchmark's. Shell
-// parts (environment, heredoc config, mpirun's own options) are skipped.
-void ExpectKnownFlags(const std::string& script, const EngineVersion& ev,
-                      const std::string& label) {
-  bool in_heredoc = false;
-  const ToolFlags* tool = nullptr;
-  for (absl::string_view line : absl::StrSplit(script, '\n')) {
-    if (in_heredoc) {
-      in_heredoc = line != "EOF";
-      continue;
-    }
-    if (absl::StartsWith(line, "cat > ")) {
-      in_heredoc = true;
-      continue;
-    }
-    if (line.empty() || absl::StartsWith(line, "#")) {
-      tool = nullptr;
-      continue;
-    }
-    std::string text = absl::StrCat(absl::StripSuffix(line, " \\"), " ");
-    if (!absl::StartsWith(line, "  ")) {
-      // A new command: find which tool it runs, the longest command that
-      // matches ("trtllm-serve disaggregated" is not "trtllm-serve").
-      tool = nullptr;
-      size_t tool_at = 0;
-      for (const ToolFlags* t : {&ev.launch, &ev.benchmark, &ev.router}) {
-        if (t->command.empty()) continue;  // the engine has no such tool
-        const size_t at = text.find(t->command + " ");
-        if (at != std::string::npos &&
-            (tool == nullptr || t->command.size() > tool->command.size())) {
-          tool = t;
-          tool_at = at;
-        }
-      }
-      ASSERT_NE(tool, nullptr) << label << ": unknown command: " << line;
-      text = text.substr(tool_at + tool->command.size());
-    }
-    for (absl::string_view token :
-         absl::StrSplit(text, ' ', absl::SkipEmpty())) {
-      // Flags, not shell arithmetic ("$((8 + (LWS_WORKER_INDEX - 1) * 8))").
-      if (token.size() < 2 || token[0] != '-') continue;
-      if (token[1] != '-' && !absl::ascii_isalpha(token[1])) continue;
-      EXPECT_TRUE(tool->known_flags.count(std::string(token)) > 0)
-          << label << ": " << token << " is not a flag of `" << tool->command
-          << "` " << ev.name << " (" << absl::StrJoin(tool->sources, ", ")
-          << ")";
-    }
-  }
-}
-
 // A manifest's containers run `sh -c "<command>"`: the same check on each.
 void ExpectKnownManifestFlags(const std::string& manifest,
                               const EngineVersion& ev,
