@@ -352,21 +352,7 @@ TEST(EmitCapabilityTest, EveryBlackwellGpuModelAndEngineLaunchesOrRefuses) {
   };
   auto layout = [](int dp, int tp, int pp, int ep, int batch,
                    bool dp_attention) {
-    Plan p;
-    p.set_replicas(1);
-    p.set_dp(dp);
-    p.set_tp(tp);
-    p.set_pp(pp);
-    p.set_ep(ep);
-    p.set_batch_size(batch);
-    if (dp_attention) {
-      for (const char* op : {"qkv", "attention", "attn_out"}) {
-        auto* s = p.add_operator_sharding();
-        s->set_operator_(op);
-        s->set_dim("batch");
-      }
-    }
-    return p;
+    return MakePlan(1, dp, tp, pp, ep, batch, dp_attention);
   };
   std::map<std::string, int> launched_and_fits;  // hw/model/engine/kv
   int launches = 0, refusals = 0, nvlink_wide = 0, infiniband_wide = 0;

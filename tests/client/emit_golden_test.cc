@@ -41,26 +41,6 @@ struct Shape {
   EmitContext context;
 };
 
-Plan MakePlan(int replicas, int dp, int tp, int pp, int ep, int batch,
-              bool dp_attention = false, std::vector<int> stages = {}) {
-  Plan plan;
-  plan.set_replicas(replicas);
-  plan.set_dp(dp);
-  plan.set_tp(tp);
-  plan.set_pp(pp);
-  plan.set_ep(ep);
-  plan.set_batch_size(batch);
-  for (int s : stages) plan.add_stage_layers(s);
-  if (dp_attention) {
-    for (const char* op : {"qkv", "attention", "attn_out"}) {
-      auto* s = plan.add_operator_sharding();
-      s->set_operator_(op);
-      s->set_dim("batch");
-    }
-  }
-  return plan;
-}
-
 // The catalog's answers for the models used (ListCatalog / EvaluatePlan's
 // resolved ModelSpec).
 EmitContext Model(const std::string& name, int num_gpus) {

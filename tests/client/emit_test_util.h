@@ -7,6 +7,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -20,6 +21,30 @@
 #include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::client {
+
+// A plan with the given degrees and batch; dp_attention batch-splits the
+// attention operators (DP attention); stages = layers per pipeline stage.
+inline shardplan::v1::Plan MakePlan(int replicas, int dp, int tp, int pp,
+                                    int ep, int batch,
+                                    bool dp_attention = false,
+                                    std::vector<int> stages = {}) {
+  shardplan::v1::Plan plan;
+  plan.set_replicas(replicas);
+  plan.set_dp(dp);
+  plan.set_tp(tp);
+  plan.set_pp(pp);
+  plan.set_ep(ep);
+  plan.set_batch_size(batch);
+  for (int s : stages) plan.add_stage_layers(s);
+  if (dp_attention) {
+    for (const char* op : {"qkv", "attention", "attn_out"}) {
+      auto* s = plan.add_operator_sharding();
+      s->set_operator_(op);
+      s->set_dim("batch");
+    }
+  }
+  return plan;
+}
 
 // plan.prefill / plan.decode with their instance counts (xPyD).
 inline shardplan::v1::Plan Disaggregated(const shardplan::v1::Plan& prefill,
