@@ -78,6 +78,15 @@ RuleScope VariableScope(int id) {
   return RuleScope::kInstance;
 }
 
+// Whether variable `id` describes the model or the workload alone (the same
+// for every layout of a problem).
+bool LayoutFreeVariable(int id) {
+  const std::string& name = KnownVariables()[static_cast<size_t>(id)];
+  return name == "moe" || name == "family" || name == "weight_dtype" ||
+         name == "kv_cache_dtype" || name == "sparse_attention" ||
+         name == "mla" || name == "linear_attention";
+}
+
 // The widest scope of the variables condition `c` names.
 RuleScope ConditionScope(const EngineCondition& c) {
   RuleScope scope = VariableScope(c.variable_id);
@@ -347,6 +356,9 @@ absl::StatusOr<std::vector<EngineRule>> ParseEngineRules(
       ASSIGN_OR_RETURN(EngineCondition condition,
                        ParseCondition(c.get<std::string>(), where));
       rule.scope = std::max(rule.scope, ConditionScope(condition));
+      rule.layout_free =
+          rule.layout_free && LayoutFreeVariable(condition.variable_id) &&
+          (!condition.is_variable || LayoutFreeVariable(condition.value_id));
       rule.when.push_back(std::move(condition));
     }
     if (!r.contains("sources") || !r.at("sources").is_array() ||
@@ -431,12 +443,19 @@ const EngineRule* FirstBlockingRule(const std::vector<EngineRule>& rules,
                                     const std::vector<Variables>& instances,
                                     const Variables** instance,
                                     RuleScope max_scope = RuleScope::kPlan) {
-  for (const EngineRule& rule : rules) {
-    if (!Blocks(rule, engine, version) || rule.scope > max_scope) continue;
-    for (const Variables& v : instances) {
-      if (!Matches(rule, v)) continue;
-      if (instance != nullptr) *instance = &v;
-      return &rule;
+  // Layout-free rules first: what no other layout would avoid is the reason
+  // worth giving.
+  for (const bool layout_free : {true, false}) {
+    for (const EngineRule& rule : rules) {
+      if (rule.layout_free != layout_free || !Blocks(rule, engine, version) ||
+          rule.scope > max_scope) {
+        continue;
+      }
+      for (const Variables& v : instances) {
+        if (!Matches(rule, v)) continue;
+        if (instance != nullptr) *instance = &v;
+        return &rule;
+      }
     }
   }
   return nullptr;

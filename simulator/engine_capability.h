@@ -56,6 +56,11 @@ struct EngineRule {
   std::vector<std::string> sources;
   // The widest variable its conditions name (set by ParseEngineRules).
   RuleScope scope = RuleScope::kInstance;
+  // Every condition names only the model or the workload (moe, family,
+  // weight_dtype, kv_cache_dtype, sparse_attention, mla, linear_attention):
+  // the rule refuses every layout alike, so a refusal names it before a rule
+  // that a different layout would avoid (set by ParseEngineRules).
+  bool layout_free = true;
 };
 
 // Parses a capability table (the format client/engines/capabilities.yaml
@@ -85,8 +90,10 @@ absl::Status ValidateEngineVersion(absl::string_view version,
 // Whether `engine` at `version` ("" = its newest release) can launch `plan`
 // for `problem`'s model on its cluster: OK, or FAILED_PRECONDITION naming the
 // first blocking rule that matches (its id, the instance it matched, its
-// message and sources). INVALID_ARGUMENT for an engine not in
-// CapabilityEngines() or a malformed version. Cost: O(rules + GPUs).
+// message and sources), a layout-free rule (EngineRule::layout_free) before
+// the others, so that the reason given holds for every layout. INVALID_ARGUMENT
+// for an engine not in CapabilityEngines() or a malformed version. Cost:
+// O(rules + GPUs).
 absl::Status CheckEngineCanRun(absl::string_view engine,
                                absl::string_view version,
                                const Problem& problem, const PlanDims& plan);

@@ -167,6 +167,12 @@ int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank) {
   return last;
 }
 
+int64_t LinkDomainOfRank(const ClusterDims& cluster, int64_t rank) {
+  if (!DomainSpansNodes(cluster)) return NodeOfRank(cluster, rank);
+  const int64_t last = (cluster.num_gpus - 1) / LinkGpus(cluster);
+  return std::min(rank / LinkGpus(cluster), std::max<int64_t>(0, last));
+}
+
 BlockSpan BlocksNodeSpan(const ClusterDims& cluster, int64_t first_rank,
                          int size, int count) {
   BlockSpan span;

@@ -79,6 +79,11 @@ GroupShape ContiguousBlockShape(int size, const ClusterDims& cluster);
 // The node that holds global rank `rank` (clamped to the last node).
 int64_t NodeOfRank(const ClusterDims& cluster, int64_t rank);
 
+// The link domain that holds global rank `rank`: its NVLink domain where one
+// spans several nodes (NVL72 racks), else its node. Ranks of different
+// domains talk over InfiniBand.
+int64_t LinkDomainOfRank(const ClusterDims& cluster, int64_t rank);
+
 // Real nodes spanned by `count` contiguous blocks of `size` ranks from
 // `first_rank`: the most any block spans, and whether some block spans nodes
 // holding different numbers of its ranks (an uneven multi-node instance).

@@ -161,16 +161,20 @@ void AddPlacement(const PlanDims& plan, const Problem& problem,
       }
       p->set_node_group(absl::StrJoin(groups, "+"));
       // This stage's own tp groups (with node groups of different sizes,
-      // some replicas keep theirs inside a node and others do not).
+      // some replicas keep theirs inside a node and others do not). What
+      // spans is the link domain: on an NVL72 rack a group over several
+      // trays of one NVLink domain stays on NVLink, not InfiniBand.
       const int64_t tp = std::max(1, plan.tp);
       bool tp_spans = false;
       for (int64_t g = first_rank; g <= last_rank && !tp_spans; g += tp) {
-        tp_spans = NodeOfRank(problem.cluster, g) !=
-                   NodeOfRank(problem.cluster, g + tp - 1);
+        tp_spans = LinkDomainOfRank(problem.cluster, g) !=
+                   LinkDomainOfRank(problem.cluster, g + tp - 1);
       }
       p->set_tp_spans_nodes(tp_spans);
-      p->set_expert_domain_spans_nodes(problem.model.is_moe() &&
-                                       last_node > first_node);
+      p->set_expert_domain_spans_nodes(
+          problem.model.is_moe() &&
+          LinkDomainOfRank(problem.cluster, first_rank) !=
+              LinkDomainOfRank(problem.cluster, last_rank));
     }
   }
 }

@@ -10,8 +10,11 @@
 // fails the test, and so does a refusal of a plan it can run. The one test
 // binary that links both the client's emitters and the simulator (the CLI and
 // the client library never link the simulator).
+#include <map>
 #include <random>
+#include <set>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -20,16 +23,24 @@
 #include "client/emit.h"
 #include "client/emit/emit_internal.h"
 #include "client/engine_flags.h"
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/engine_capability.h"
 #include "simulator/internal/cost_layers.h"
 #include "simulator/spec.h"
+#include "simulator/spec_catalog.h"
+#include "simulator/spec_to_proto.h"
 #include "tests/client/emit_plan_generator.h"
+#include "tests/client/emit_test_util.h"
 
 namespace shardplan::client {
 namespace {
+
+using shardplan::v1::Plan;
+using ::testing::HasSubstr;
+using ::testing::Not;
 
 // The problem the server would plan `d` on: its catalog model, cluster and
 // lengths, and the KV-cache dtype the prediction sized (one the launch must
@@ -305,6 +316,266 @@ TEST(EmitCapabilityTest, ExpertAllToAllPricedAsTheLaunchRunsIt) {
   EXPECT_GT(single_rank, 3);
   EXPECT_GT(sglang_single_rank, 3);
   RecordProperty("checked", checked);
+}
+
+// The Blackwell GPUs and the 2026 models on every engine: for each GPU x
+// model x engine x KV-cache dtype (FP8, FP4) and a set of layouts (tp 8 and
+// tp 16 with DP attention and experts over the group, tp 8 x pp 2, attention
+// DP 8 x pp 2, attention DP 2 x TP 4, wide EP
+// over 64 GPUs (16 trays of one NVL72 NVLink domain, or 4 B200/B300 nodes on
+// InfiniBand) and a disaggregated 1P1D), the engine either launches the
+// plan, with a prediction that has p10-p90 ranges, every flag in its newest
+// flag table (client/engines/<engine>.yaml, which cites its source) and the
+// KV cache the prediction sized, or refuses it by a capability rule that
+// cites its source, and the launch is refused with that reason. Every
+// combination has a layout that is launched and fits with an FP8 cache; with
+// an FP4 cache, exactly the models whose attention the engine keeps no FP4
+// cache for are refused, by the rule that no layout avoids (also where a
+// layout rule matches too).
+TEST(EmitCapabilityTest, EveryBlackwellGpuModelAndEngineLaunchesOrRefuses) {
+  const std::vector<std::string> kHardware = {
+      "b200-sxm-180gb", "b300-sxm-288gb", "gb200-nvl72", "gb300-nvl72"};
+  const std::vector<std::string> kModels = {"kimi-k2.5", "glm-5",
+                                            "qwen3.5-397b-a17b", "minimax-m2.5",
+                                            "deepseek-v3.2"};
+  // FP4 KV caches no release checked keeps (capabilities.yaml): vLLM's and
+  // TensorRT-LLM's MLA attention, SGLang's DeepSeek sparse attention.
+  const std::map<std::string, std::string> kFp4Refusals = {
+      {"vllm/kimi-k2.5", "vllm-kv-fp4-mla"},
+      {"vllm/glm-5", "vllm-kv-fp4-mla"},
+      {"vllm/deepseek-v3.2", "vllm-kv-fp4-mla"},
+      {"trtllm/kimi-k2.5", "trtllm-kv-fp4-mla"},
+      {"trtllm/glm-5", "trtllm-kv-fp4-mla"},
+      {"trtllm/deepseek-v3.2", "trtllm-kv-fp4-mla"},
+      {"sglang/glm-5", "sglang-kv-fp4-sparse-attention"},
+      {"sglang/deepseek-v3.2", "sglang-kv-fp4-sparse-attention"},
+  };
+  auto layout = [](int dp, int tp, int pp, int ep, int batch,
+                   bool dp_attention) {
+    return MakePlan(1, dp, tp, pp, ep, batch, dp_attention);
+  };
+  std::map<std::string, int> launched_and_fits;  // hw/model/engine/kv
+  int launches = 0, refusals = 0, nvlink_wide = 0, infiniband_wide = 0;
+  for (const std::string& hw_name : kHardware) {
+    const absl::StatusOr<shardplan::v1::HardwareSpec> hw =
+        simulator::FindCatalogHardware(hw_name);
+    ASSERT_TRUE(hw.ok()) << hw.status();
+    const bool rack = hw->nvlink_domain_gpus() > hw->default_gpus_per_node();
+    struct Layout {
+      std::string name;
+      Plan plan;
+      int gpus;
+      bool wide;
+    };
+    const std::vector<Layout> layouts = {
+        {"tp8-dpattn", layout(1, 8, 1, 8, 256, true), 8, false},
+        {"tp16-dpattn", layout(1, 16, 1, 16, 512, true), 16, false},
+        {"tp8-pp2", layout(1, 8, 2, 8, 256, false), 16, false},
+        // Layouts some engine cannot run whatever the model: attention DP
+        // with pp (vLLM, SGLang), attention DP 2 x TP 4 (TensorRT-LLM).
+        {"dp8-pp2", layout(8, 1, 2, 8, 512, false), 16, false},
+        {"dp2-tp4", layout(2, 4, 1, 8, 256, false), 8, false},
+        rack ? Layout{"wide-ep64", layout(1, 64, 1, 64, 2048, true), 64, true}
+             : Layout{"wide-ep32", layout(1, 32, 1, 32, 1024, true), 32, true},
+        {"1p1d",
+         Disaggregated(layout(1, 8, 1, 8, 16, true), 1,
+                       layout(1, 16, 1, 16, 512, true), 1),
+         24, false},
+    };
+    for (const std::string& model_name : kModels) {
+      const absl::StatusOr<shardplan::v1::ModelSpec> spec =
+          simulator::FindCatalogModel(model_name);
+      ASSERT_TRUE(spec.ok()) << spec.status();
+      for (const char* kv : {"fp8", "fp4"}) {
+        for (const Layout& l : layouts) {
+          // The cluster the plan fills, nodes and NVLink domain left to the
+          // hardware's defaults (cluster.nvlinkDomainGpus unset).
+          shardplan::v1::ClusterSpec cluster;
+          cluster.set_hardware(hw_name);
+          cluster.set_num_gpus(l.gpus);
+          shardplan::v1::ModelSource source;
+          source.set_catalog_name(model_name);
+          const absl::StatusOr<simulator::PlanDims> dims =
+              simulator::PlanDimsFromProto(l.plan);
+          ASSERT_TRUE(dims.ok()) << dims.status();
+          for (Engine engine :
+               {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+            const std::string key = EngineKey(engine);
+            const std::string label =
+                absl::StrCat(model_name, " on ", l.gpus, " x ", hw_name, ", ",
+                             l.name, ", KV ", kv, ", ", key);
+            shardplan::v1::Workload workload;
+            workload.set_input_tokens(1024);
+            workload.set_output_tokens(1024);
+            workload.set_kv_cache_dtype(kv);
+            workload.set_engine(key);
+            const absl::StatusOr<simulator::Problem> problem =
+                simulator::ProblemFromProto(source, cluster, workload);
+            ASSERT_TRUE(problem.ok()) << label << ": " << problem.status();
+            // The NVLink domain: the rack's on NVL72 (0 in the catalog for
+            // B200/B300: the node).
+            EXPECT_EQ(problem->cluster.nvlink_domain_gpus,
+                      rack ? hw->nvlink_domain_gpus()
+                           : problem->cluster.gpus_per_node)
+                << label;
+            // The prediction the server streams (EvaluatePlan): the
+            // engine's profile, ranges, and the engines that can run it.
+            const absl::StatusOr<simulator::CalibrationProfile> profile =
+                simulator::FindCalibrationProfile(
+                    problem->workload.calibration_profile);
+            ASSERT_TRUE(profile.ok()) << label << ": " << profile.status();
+            absl::StatusOr<std::unique_ptr<const simulator::CostModel>> cost =
+                simulator::CostModel::Create(*problem, profile->calibration);
+            ASSERT_TRUE(cost.ok()) << label << ": " << cost.status();
+            ASSERT_TRUE((*cost)->ValidatePlan(*dims).ok())
+                << label << ": " << (*cost)->ValidatePlan(*dims);
+            shardplan::v1::Prediction prediction = simulator::PredictionToProto(
+                (*cost)->Evaluate(*dims), (*cost)->problem());
+            simulator::AnnotateEngineCapability(*problem, *dims, &prediction);
+            const absl::Status can =
+                simulator::CheckEngineCanRun(key, "", *problem, *dims);
+            const auto runnable = prediction.runnable_engines();
+            EXPECT_EQ(std::find(runnable.begin(), runnable.end(), key) !=
+                          runnable.end(),
+                      can.ok())
+                << label;
+            // What --emit is given (client/main.cc, EmitContextFor): the
+            // resolved ModelSpec and the catalog's hardware.
+            EmitContext c;
+            c.model_name = model_name;
+            c.hugging_face_id = spec->hugging_face_id();
+            c.native_dtype = spec->native_dtype();
+            c.is_moe = spec->num_experts() > 0;
+            c.sparse_mla = spec->index_topk() > 0 && spec->kv_lora_rank() > 0;
+            c.mla = spec->kv_lora_rank() > 0;
+            c.kv_cache_dtype = kv;
+            c.gpus_per_node = hw->default_gpus_per_node();
+            c.nvlink_domain_gpus = hw->nvlink_domain_gpus();
+            c.fp4_tensor_cores = hw->peak_fp4_flops_per_s() > 0;
+            c.num_gpus = l.gpus;
+            c.batch_fallback = prediction.batch_per_rank();
+            c.runnable_engines.assign(runnable.begin(), runnable.end());
+            if (absl::StrContains(prediction.infeasible_reason(),
+                                  "cannot run this plan: rule")) {
+              c.capability_reason = prediction.infeasible_reason();
+            }
+            const std::string combo =
+                absl::StrCat(hw_name, "/", model_name, "/", key, "/", kv);
+            const EmittedCommand e = EmitCommand(engine, l.plan, c);
+            if (!can.ok()) {
+              ++refusals;
+              // A rule that cites its source; the prediction says it, and
+              // the launch is refused with it.
+              EXPECT_THAT(std::string(can.message()),
+                          HasSubstr("cannot run this plan: rule "))
+                  << label;
+              EXPECT_THAT(std::string(can.message()), HasSubstr("https://"))
+                  << label;
+              EXPECT_FALSE(prediction.feasible()) << label;
+              EXPECT_EQ(prediction.infeasible_reason(), can.message()) << label;
+              EXPECT_TRUE(e.refused) << label;
+              ASSERT_FALSE(e.warnings.empty()) << label;
+              EXPECT_THAT(e.warnings[0], HasSubstr(std::string(can.message())))
+                  << label;
+              const auto fp4 = kFp4Refusals.find(key + "/" + model_name);
+              if (std::string(kv) == "fp4" && fp4 != kFp4Refusals.end()) {
+                // No layout avoids it, so it is the reason given.
+                EXPECT_THAT(std::string(can.message()),
+                            HasSubstr("rule " + fp4->second + ","))
+                    << label;
+              }
+              continue;
+            }
+            ++launches;
+            EXPECT_FALSE(std::string(kv) == "fp4" &&
+                         kFp4Refusals.count(key + "/" + model_name) > 0)
+                << label << ": launched an FP4 KV cache the engine keeps not";
+            EXPECT_FALSE(e.refused) << label << ": " << e.warnings[0];
+            const absl::StatusOr<EngineVersion> ev =
+                FindEngineVersion(engine, "");
+            ASSERT_TRUE(ev.ok());
+            ExpectKnownFlags(e.command, *ev, label);
+            // The KV cache the prediction sized is the one launched.
+            const std::string kv_value =
+                emit_internal::KvCacheValue(engine, *ev, c, nullptr);
+            EXPECT_NE(kv_value, "") << label;
+            EXPECT_THAT(e.command,
+                        HasSubstr(engine == Engine::kTrtllm
+                                      ? "dtype: " + kv_value
+                                      : "--kv-cache-dtype " + kv_value))
+                << label;
+            if (l.wide) {
+              // Wide EP: the engines' multi-node NVLink all-to-all inside
+              // the rack, DeepEP's InfiniBand kernels between B200/B300
+              // nodes (vLLM; SGLang runs DeepEP for both; TensorRT-LLM's
+              // newest release picks its own, AUTO).
+              if (engine == Engine::kVllm) {
+                EXPECT_THAT(e.command, HasSubstr(rack ? "--all2all-backend "
+                                                        "flashinfer_all2allv"
+                                                      : "--all2all-backend "
+                                                        "deepep_low_latency"))
+                    << label;
+              } else if (engine == Engine::kSglang) {
+                EXPECT_THAT(e.command, HasSubstr("--moe-a2a-backend deepep"))
+                    << label;
+              } else {
+                EXPECT_THAT(e.command, Not(HasSubstr("WIDEEP"))) << label;
+              }
+              nvlink_wide += rack;
+              infiniband_wide += !rack;
+            }
+            if (!prediction.feasible()) continue;  // e.g. weights do not fit
+            // p10-p90 ranges around each figure.
+            EXPECT_LT(prediction.output_tokens_per_s_range().low(),
+                      prediction.output_tokens_per_s_range().high())
+                << label;
+            EXPECT_LE(prediction.output_tokens_per_s_range().low(),
+                      prediction.output_tokens_per_s())
+                << label;
+            EXPECT_GE(prediction.output_tokens_per_s_range().high(),
+                      prediction.output_tokens_per_s())
+                << label;
+            EXPECT_LE(prediction.ttft_ms_range().low(), prediction.ttft_ms())
+                << label;
+            EXPECT_GE(prediction.ttft_ms_range().high(), prediction.ttft_ms())
+                << label;
+            EXPECT_LE(prediction.tpot_ms_range().low(), prediction.tpot_ms())
+                << label;
+            EXPECT_GE(prediction.tpot_ms_range().high(), prediction.tpot_ms())
+                << label;
+            EXPECT_EQ(prediction.calibration_profile(),
+                      problem->workload.calibration_profile)
+                << label;
+            ++launched_and_fits[combo];
+          }
+        }
+      }
+    }
+  }
+  // Each combination launches somewhere with an FP8 cache, and with an FP4
+  // one unless its engine keeps none for the model's attention.
+  for (const std::string& hw : kHardware) {
+    for (const std::string& model : kModels) {
+      for (Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+        const std::string key = EngineKey(engine);
+        EXPECT_GT(
+            launched_and_fits[absl::StrCat(hw, "/", model, "/", key, "/fp8")],
+            0)
+            << hw << " " << model << " " << key << " FP8 KV: no layout";
+        const bool fp4_refused = kFp4Refusals.count(key + "/" + model) > 0;
+        EXPECT_EQ(
+            launched_and_fits[absl::StrCat(hw, "/", model, "/", key, "/fp4")] >
+                0,
+            !fp4_refused)
+            << hw << " " << model << " " << key << " FP4 KV";
+      }
+    }
+  }
+  EXPECT_GT(refusals, 0);
+  EXPECT_GT(nvlink_wide, 0);
+  EXPECT_GT(infiniband_wide, 0);
+  RecordProperty("launches", launches);
+  RecordProperty("refusals", refusals);
 }
 
 }  // namespace

@@ -412,6 +412,44 @@ TEST(EngineCapabilityTest, FourBitKvCacheOnlyWhereTheLaunchKeepsIt) {
               ElementsAre("vllm", "sglang", "trtllm"));
 }
 
+// A rule that reads only the model and the workload refuses every layout
+// alike: a refusal names it before a layout rule that another layout would
+// avoid, so the reason given (and the plan space's "no plan left" error)
+// holds for the whole problem.
+TEST(EngineCapabilityTest, LayoutFreeRulesAreNamedFirst) {
+  for (const EngineRule& rule : EngineRules()) {
+    const bool kv_or_model_only = rule.id == "vllm-kv-fp4-mla" ||
+                                  rule.id == "trtllm-kv-fp4-mla" ||
+                                  rule.id == "sglang-kv-fp4-sparse-attention" ||
+                                  rule.id == "vllm-kv-fp4-before-0.21" ||
+                                  rule.id == "sglang-kv-fp4-before-0.5.6" ||
+                                  rule.id == "trtllm-kv-fp4-before-1.4";
+    if (kv_or_model_only) {
+      EXPECT_TRUE(rule.layout_free) << rule.id;
+    }
+    if (rule.id == "vllm-ep-size" || rule.id == "sglang-pp-with-dp-attention" ||
+        rule.id == "sglang-gpt-oss-dp-attention") {
+      EXPECT_FALSE(rule.layout_free) << rule.id;
+    }
+  }
+  // Kimi-K2.5 (MLA) with an FP4 KV cache on vLLM: dp 4 x tp 2 with experts
+  // over 4 ranks breaks vllm-ep-size too (listed first in the table), but no
+  // layout escapes vllm-kv-fp4-mla.
+  Problem mla = MakeProblem("kimi-k2.5", 8, 8);
+  mla.workload.kv_cache_dtype = Dtype::kFp4;
+  const PlanDims ep_short = Agg(1, 4, 2, 1, 4);
+  ExpectBlocked("vllm", "", mla, ep_short, "vllm-kv-fp4-mla",
+                "flashinfer_mla.py");
+  mla.workload.kv_cache_dtype = Dtype::kFp8;
+  ExpectBlocked("vllm", "", mla, ep_short, "vllm-ep-size", "fused_moe");
+  // DeepSeek-V3.2 on SGLang: DP attention with pp (sglang-pp-with-dp-
+  // attention) and an FP4 cache its NSA backend does not keep.
+  Problem sparse = MakeProblem("deepseek-v3.2", 16, 8);
+  sparse.workload.kv_cache_dtype = Dtype::kFp4;
+  ExpectBlocked("sglang", "", sparse, Agg(1, 8, 1, 2, 8),
+                "sglang-kv-fp4-sparse-attention", "deepseek_v32.md");
+}
+
 TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {
   const Problem p = MakeProblem("deepseek-v3", 16, 8);
   // DP attention with pp: SGLang crashes, vLLM has no DP x PP; TensorRT-LLM

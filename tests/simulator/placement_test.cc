@@ -519,6 +519,38 @@ TEST(PlacementTest, Nvl72WideExpertParallelismNeedsNoInfiniBand) {
   EXPECT_GT(on_nvlink.output_tokens_per_s, on_ib.output_tokens_per_s);
 }
 
+// The placement the API lists says which groups leave NVLink: a group over
+// several trays of one rack does not (tp_spans_nodes and
+// expert_domain_spans_nodes read "rides InfiniBand"), one over two racks, or
+// over trays cut into NVLink domains of their own, does.
+TEST(PlacementTest, Nvl72ListedPlacementSaysWhatRidesInfiniBand) {
+  auto rack = Nvl72("deepseek-v3", 144, 0);
+  auto trays = Nvl72("deepseek-v3", 144, 4);
+  ASSERT_NE(rack, nullptr);
+  ASSERT_NE(trays, nullptr);
+  const ClusterDims& c = rack->problem().cluster;
+  EXPECT_EQ(LinkDomainOfRank(c, 71), 0);
+  EXPECT_EQ(LinkDomainOfRank(c, 72), 1);
+  EXPECT_EQ(LinkDomainOfRank(trays->problem().cluster, 72), 18);
+  // Two instances of tp 72 (experts over 72): one per rack.
+  PlanDims wide = Degrees(2, 1, 72, 1, 72);
+  const shardplan::v1::Plan on_racks = PlanToProto(wide, rack->problem());
+  ASSERT_EQ(on_racks.placement_size(), 2);
+  for (const auto& s : on_racks.placement()) {
+    EXPECT_EQ(s.nodes_size(), 18);
+    EXPECT_FALSE(s.tp_spans_nodes());
+    EXPECT_FALSE(s.expert_domain_spans_nodes());
+  }
+  const shardplan::v1::Plan on_trays = PlanToProto(wide, trays->problem());
+  EXPECT_TRUE(on_trays.placement(0).tp_spans_nodes());
+  EXPECT_TRUE(on_trays.placement(0).expert_domain_spans_nodes());
+  // One instance of tp 144 spans both racks.
+  const shardplan::v1::Plan both =
+      PlanToProto(Degrees(1, 1, 144, 1, 144), rack->problem());
+  EXPECT_TRUE(both.placement(0).tp_spans_nodes());
+  EXPECT_TRUE(both.placement(0).expert_domain_spans_nodes());
+}
+
 TEST(PlacementTest, NvlinkDomainIsValidatedWithFieldPaths) {
   shardplan::v1::ClusterSpec cluster;
   cluster.set_hardware("gb200-nvl72");
