@@ -714,7 +714,7 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
   // last node) are costed class by class: throughput adds up over the
   // replicas, latency is the slowest class's (memory is the same for all).
   std::vector<ReplicaClass> classes;
-  if (ReplicasMayDiffer(k.cluster)) {
+  if (k.replicas_may_differ) {
     classes = ReplicaClasses(plan, k.cluster, k.moe);
   }
   if (classes.size() <= 1) classes.clear();
