@@ -158,10 +158,7 @@ class Pass {
     const OpLayouts lq = OperatorLayouts(OpKind::kQkv, dq, decode_);
     Transition(OpKind::kQkv, residual, lq.in, false, k_.hidden, T, p_.tp_group);
     if (dq == ShardDim::kColumn) {
-      const double kv_share =
-          std::max(1.0 / n, 1.0 / std::max(1.0, k_.kv_heads));
-      const double w_rank =
-          k_.w_q / n + k_.w_kv * (k_.mla ? 1.0 / n : kv_share) + k_.w_latent;
+      const double w_rank = p_.qkv_column_weights;
       Gemm(OpKind::kQkv, w_rank, 2.0 * T * w_rank, T,
            T * (k_.hidden + k_.qkv_out / n) * kActivationBytes);
     } else {
@@ -205,9 +202,8 @@ class Pass {
       case ShardDim::kColumn:
       case ShardDim::kRow:  // invalid for attention (ValidatePlan); costed like
                             // column
-        flop_share = 1.0 / n;
-        kv_share =
-            k_.mla ? 1.0 : std::max(1.0 / n, 1.0 / std::max(1.0, k_.kv_heads));
+        flop_share = p_.inv_tp;
+        kv_share = k_.mla ? 1.0 : p_.kv_head_share;
         break;
       case ShardDim::kReplicate:
         break;
@@ -215,7 +211,7 @@ class Pass {
         flop_share = kv_share = ShareCeil(requests_, n);
         break;
       case ShardDim::kSequence:
-        flop_share = kv_share = 1.0 / n;
+        flop_share = kv_share = p_.inv_tp;
         if (!decode_) {
           // Ring pass of the KV shards (context parallel prefill).
           Comm(OpKind::kAttention, Collective::kAllGather,
@@ -660,6 +656,10 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   p.replicas = place.replicas;
   p.dp = place.dp;
   p.tp = plan.tp;
+  p.inv_tp = 1.0 / p.tp;
+  p.kv_head_share = std::max(p.inv_tp, 1.0 / std::max(1.0, k.kv_heads));
+  p.qkv_column_weights =
+      k.w_q / p.tp + k.w_kv * (k.mla ? p.inv_tp : p.kv_head_share) + k.w_latent;
   p.pp = plan.pp;
   p.ep = k.moe ? plan.ep : 1;
   p.dims = plan.dims;

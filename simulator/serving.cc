@@ -20,16 +20,16 @@
 namespace shardplan::simulator::internal {
 namespace {
 
-double AttentionKvShare(const CostConstants& k, ShardDim da, int tp) {
+double AttentionKvShare(const CostConstants& k, ShardDim da, const PlanCtx& p) {
   switch (da) {
     case ShardDim::kColumn:
     case ShardDim::kRow:
-      return k.mla ? 1.0 : std::max(1.0 / tp, 1.0 / std::max(1.0, k.kv_heads));
+      return k.mla ? 1.0 : p.kv_head_share;
     case ShardDim::kReplicate:
     case ShardDim::kBatch:  // handled per request count by the caller
       return 1.0;
     case ShardDim::kSequence:
-      return 1.0 / tp;
+      return p.inv_tp;
   }
   return 1.0;
 }
@@ -74,8 +74,9 @@ inline void CostLayerPass(const CostConstants& k, const PlanCtx& p,
   CostLmHeadInto(k, p, decode, tokens, requests, ctx, r.last, &out->head);
 }
 
-double DimShare(ShardDim d, int n) {
-  return (d == ShardDim::kColumn || d == ShardDim::kRow) ? 1.0 / n : 1.0;
+// A weight's share per rank under `d` over n ranks (`inv_n` = 1 / n).
+double DimShare(ShardDim d, double inv_n) {
+  return (d == ShardDim::kColumn || d == ShardDim::kRow) ? inv_n : 1.0;
 }
 
 // Seconds of one send of `bytes` across every stage boundary in turn: the
@@ -312,31 +313,36 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
 
   // Weights per GPU per stage.
   const int n = plan.tp;
+  const double inv_n = p.inv_tp;
   const ShardDim* d = plan.dims.data();
   auto dim = [&](OpKind op) { return d[static_cast<int>(op)]; };
   double qkv_rank;
   if (dim(OpKind::kQkv) == ShardDim::kColumn) {
-    const double kv_share = std::max(1.0 / n, 1.0 / std::max(1.0, k.kv_heads));
-    qkv_rank = k.w_q / n + k.w_kv * (k.mla ? 1.0 / n : kv_share) + k.w_latent;
+    qkv_rank = p.qkv_column_weights;
   } else {
-    qkv_rank = (k.w_q + k.w_kv + k.w_latent) * DimShare(dim(OpKind::kQkv), n);
+    qkv_rank =
+        (k.w_q + k.w_kv + k.w_latent) * DimShare(dim(OpKind::kQkv), inv_n);
   }
   const double attn_rank =
-      qkv_rank + k.w_attn_out * DimShare(dim(OpKind::kAttnOut), n);
-  const double dense_rank = attn_rank +
-                            k.w_mlp_up * DimShare(dim(OpKind::kMlpUp), n) +
-                            k.w_mlp_down * DimShare(dim(OpKind::kMlpDown), n);
+      qkv_rank + k.w_attn_out * DimShare(dim(OpKind::kAttnOut), inv_n);
+  const double dense_rank =
+      attn_rank + k.w_mlp_up * DimShare(dim(OpKind::kMlpUp), inv_n) +
+      k.w_mlp_down * DimShare(dim(OpKind::kMlpDown), inv_n);
   double moe_rank = 0;
   if (k.moe) {
     const double experts_rank = p.experts_rank + k.shared_experts;
+    const double inv_tp_expert = 1.0 / p.tp_expert;
     moe_rank =
-        attn_rank + k.w_router * DimShare(dim(OpKind::kRouter), n) +
+        attn_rank + k.w_router * DimShare(dim(OpKind::kRouter), inv_n) +
         experts_rank *
-            (k.w_expert_up * DimShare(dim(OpKind::kExpertUp), p.tp_expert) +
-             k.w_expert_down * DimShare(dim(OpKind::kExpertDown), p.tp_expert));
+            (k.w_expert_up * DimShare(dim(OpKind::kExpertUp), inv_tp_expert) +
+             k.w_expert_down *
+                 DimShare(dim(OpKind::kExpertDown), inv_tp_expert));
   }
-  const double emb_rank = k.w_embedding * DimShare(dim(OpKind::kEmbedding), n);
-  const double head_rank = k.w_embedding * DimShare(dim(OpKind::kLmHead), n);
+  const double emb_rank =
+      k.w_embedding * DimShare(dim(OpKind::kEmbedding), inv_n);
+  const double head_rank =
+      k.w_embedding * DimShare(dim(OpKind::kLmHead), inv_n);
   for (int st = 0; st < plan.pp; ++st) {
     const StageLayers& sl = s->stages[st];
     double w = sl.dense * dense_rank + sl.moe * moe_rank;
@@ -347,8 +353,8 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
   s->kv_bytes_per_request_layer =
       k.ctx_max *
           (k.kv_per_token_layer * k.kv_bytes + k.index_bytes_per_token_layer) *
-          AttentionKvShare(k, dim(OpKind::kAttention), n) +
-      k.linear_state_bytes * DimShare(dim(OpKind::kAttention), n);
+          AttentionKvShare(k, dim(OpKind::kAttention), p) +
+      k.linear_state_bytes * DimShare(dim(OpKind::kAttention), inv_n);
   // Activation workspace: the prefill of one request's ISL tokens (hidden
   // states, QKV, the widest MLP activation) plus the decode logits.
   const double widest = std::max(k.dense_layers > 0 ? k.intermediate : 0.0,
@@ -378,7 +384,8 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
 inline void AddOps(const LayerResult& layer, double times,
                    std::array<OpCost, kNumOpKinds>* out) {
   if (times == 0) return;
-  for (int i = layer.first_op; i <= layer.last_op; ++i) {
+  const int last = layer.last_op;
+  for (int i = layer.first_op; i <= last; ++i) {
     OpCost& c = (*out)[i];
     c.compute_seconds += static_cast<float>(layer.compute[i] * times);
     c.memory_seconds += static_cast<float>(layer.memory[i] * times);

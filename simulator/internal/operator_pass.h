@@ -20,6 +20,14 @@ struct PlanCtx {
   // replicas: independent copies of the model (dense: replicas * dp, see
   // simulator/placement.h); dp: attention data-parallel ranks of an MoE stage.
   int replicas = 1, dp = 1, tp = 1, pp = 1, ep = 1, tp_expert = 1;
+  // 1 / tp; the share of the KV heads (and of the KV cache) a rank of a
+  // head-split attention holds: 1 / tp, or one head when tp exceeds the KV
+  // heads; the qkv projection's weight elements per rank when column-split
+  // (the KV heads as above, MLA's up-projections split and its latent
+  // down-projections replicated).
+  double inv_tp = 1;
+  double kv_head_share = 1;
+  double qkv_column_weights = 0;
   ShardDims dims{};
   Group tp_group, tp_expert_group, ep_group;
   // One rank of each attention dp rank of a stage (strided by tp).
