@@ -50,10 +50,19 @@ class Pass {
 
   // Reshards an activation of `elems` per token over `tokens` tokens for `op`'s
   // input.
-  void Transition(OpKind op, Layout from, Layout to, bool matching,
-                  double elems, double tokens, const Group& g) {
+  // Most transitions move nothing (matching layouts or a group of one): that
+  // test is inlined at every call, the collective's costing is not.
+  __attribute__((always_inline)) void Transition(OpKind op, Layout from,
+                                                 Layout to, bool matching,
+                                                 double elems, double tokens,
+                                                 const Group& g) {
     const Collective c = TransitionCollective(from, to, matching);
     if (c == Collective::kNone || g.n <= 1) return;
+    Reshard(op, c, elems, tokens, g);
+  }
+
+  __attribute__((noinline)) void Reshard(OpKind op, Collective c, double elems,
+                                         double tokens, const Group& g) {
     double bytes = tokens * elems * kActivationBytes;
     if (c == Collective::kAllToAll) bytes /= g.n;
     Comm(op, c, bytes, g);
