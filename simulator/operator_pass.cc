@@ -647,6 +647,14 @@ Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p) {
 PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
                     const PlanPlacement* replica_class) {
   PlanCtx p;
+  MakePlanCtxInto(k, plan, num_gpus, replica_class, &p);
+  return p;
+}
+
+void MakePlanCtxInto(const CostConstants& k, const PlanDims& plan, int num_gpus,
+                     const PlanPlacement* replica_class, PlanCtx* out) {
+  PlanCtx& p = *out;
+  p.prefill_pool = false;
   // The whole cluster as it is (node sizes included; its block shapes are
   // in the table), or a pool of a disaggregated plan on uniform nodes (no
   // heap: names and node groups stay empty).
@@ -726,8 +734,8 @@ PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
   } else {
     // ep == 1: every token goes to one group
     p.dispatch_fanout = 1.0 / std::max(1.0, k.top_k);
+    p.ep_rates = ExpertParallelRates();
   }
-  return p;
 }
 
 std::vector<CollectiveRecord> CostModelInspector::LayerCollectives(

@@ -247,7 +247,7 @@ double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
 void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                  int prefill_requests, PlanState* s,
                  const PlanPlacement* replica_class, bool prefill_pool) {
-  s->ctx = MakePlanCtx(k, plan, num_gpus, replica_class);
+  MakePlanCtxInto(k, plan, num_gpus, replica_class, &s->ctx);
   s->ctx.prefill_pool = prefill_pool;
   const PlanCtx& p = s->ctx;
   s->residuals = SteadyResiduals(k, p);

@@ -121,6 +121,10 @@ Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p);
 // some pool instances (InstanceClasses), or null for the worst of all.
 PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
                     const PlanPlacement* replica_class = nullptr);
+// The same, every field of `*out` written (no copy of the context on the hot
+// path).
+void MakePlanCtxInto(const CostConstants& k, const PlanDims& plan, int num_gpus,
+                     const PlanPlacement* replica_class, PlanCtx* out);
 
 }  // namespace shardplan::simulator::internal
 
