@@ -725,7 +725,9 @@ void MakePlanCtxInto(const CostConstants& k, const PlanDims& plan, int num_gpus,
   p.tp_nodes = place.tp.nodes;
   p.ep_nodes = p.ep > 1 ? place.domain.nodes : 1;
   p.replica_nodes = place.replica.nodes;
-  p.experts_rank = std::ceil(k.experts / std::max(1, p.ep));
+  // (No ceil without experts: a dense model's zero.)
+  p.experts_rank =
+      k.experts > 0 ? std::ceil(k.experts / std::max(1, p.ep)) : 0.0;
   if (k.moe && k.experts > 0 && p.ep > 1) {
     const bool tabled = p.ep < static_cast<int>(k.dispatch_fanout.size());
     p.dispatch_fanout =
