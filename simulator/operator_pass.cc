@@ -521,9 +521,9 @@ class Pass {
 
   // Sums the operators first..last (the ones this pass charges; the others
   // are zero) into the result's seconds.
-  void Finish(OpKind first, OpKind last) {
-    r_.first_op = static_cast<int>(first);
-    r_.last_op = static_cast<int>(last);
+  void Finish(const OpRange& ops) {
+    r_.first_op = static_cast<int>(ops.first);
+    r_.last_op = static_cast<int>(ops.last);
     double s = 0;
     for (int i = r_.first_op; i <= r_.last_op; ++i) {
       s += std::max(r_.compute[i], r_.memory[i]) + r_.comm[i];
@@ -571,7 +571,7 @@ __attribute__((flatten)) const LayerResult& CostLayerInto(
   Layout r = pass.Attention(residual);
   r = moe_layer ? pass.Moe(r) : pass.DenseMlp(r);
   result->residual = r;
-  pass.Finish(OpKind::kQkv, moe_layer ? OpKind::kExpertDown : OpKind::kMlpDown);
+  pass.Finish(moe_layer ? kMoeLayerOps : kDenseLayerOps);
   return *result;
 }
 
@@ -589,7 +589,7 @@ void CostEmbeddingInto(const CostConstants& k, const PlanCtx& p, bool decode,
                        Layout residual, LayerResult* result) {
   Pass pass(k, p, decode, tokens, requests, ctx, nullptr, result);
   pass.Embedding(residual);
-  pass.Finish(OpKind::kEmbedding, OpKind::kEmbedding);
+  pass.Finish(kEmbeddingOps);
 }
 
 void CostLmHeadInto(const CostConstants& k, const PlanCtx& p, bool decode,
@@ -597,7 +597,7 @@ void CostLmHeadInto(const CostConstants& k, const PlanCtx& p, bool decode,
                     LayerResult* result) {
   Pass pass(k, p, decode, tokens, requests, ctx, nullptr, result);
   pass.LmHead(residual);
-  pass.Finish(OpKind::kLmHead, OpKind::kLmHead);
+  pass.Finish(kLmHeadOps);
 }
 
 LayerResult CostEmbedding(const CostConstants& k, const PlanCtx& p, bool decode,

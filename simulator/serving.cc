@@ -380,12 +380,15 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
 // added to `out`. A stage's entries are added in turn (dense layers, MoE
 // layers, embedding, LM head), so each operator's sum takes them in that
 // order; an entry repeated 0 times adds nothing (its costs are finite), nor
-// do the operators an entry does not charge (their costs are +0).
+// do the operators an entry does not charge (their costs are +0). `kOps`:
+// the range `layer`'s kind of pass charges (its first_op..last_op), a
+// constant, so the loop unrolls.
+template <const OpRange& kOps>
 inline void AddOps(const LayerResult& layer, double times,
                    std::array<OpCost, kNumOpKinds>* out) {
   if (times == 0) return;
-  const int last = layer.last_op;
-  for (int i = layer.first_op; i <= last; ++i) {
+  for (int i = static_cast<int>(kOps.first); i <= static_cast<int>(kOps.last);
+       ++i) {
     OpCost& c = (*out)[i];
     c.compute_seconds += static_cast<float>(layer.compute[i] * times);
     c.memory_seconds += static_cast<float>(layer.memory[i] * times);
@@ -525,10 +528,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   // prefill stage.
   {
     const StageLayers& sl = s.stages[slow];
-    AddOps(dense, static_cast<double>(m) * sl.dense, &e.decode);
-    AddOps(moe, static_cast<double>(m) * sl.moe, &e.decode);
-    if (slow == 0) AddOps(embed, m, &e.decode);
-    if (slow == pp - 1) AddOps(head, m, &e.decode);
+    AddOps<kDenseLayerOps>(dense, static_cast<double>(m) * sl.dense, &e.decode);
+    AddOps<kMoeLayerOps>(moe, static_cast<double>(m) * sl.moe, &e.decode);
+    if (slow == 0) AddOps<kEmbeddingOps>(embed, m, &e.decode);
+    if (slow == pp - 1) AddOps<kLmHeadOps>(head, m, &e.decode);
     e.nvlink_decode_bytes =
         m * (sl.dense * dense.traffic.nv + sl.moe * moe.traffic.nv +
              (slow == 0 ? embed.traffic.nv : 0) +
@@ -539,10 +542,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
              (slow == pp - 1 ? head.traffic.ib : 0) + p2p_traffic.ib);
     const int ps = s.prefill_worst_stage;
     const StageLayers& pl = s.stages[ps];
-    AddOps(s.pre_dense, pl.dense, &e.prefill);
-    AddOps(s.pre_moe, pl.moe, &e.prefill);
-    if (ps == 0) AddOps(s.pre_embed, 1.0, &e.prefill);
-    if (ps == pp - 1) AddOps(s.pre_head, 1.0, &e.prefill);
+    AddOps<kDenseLayerOps>(s.pre_dense, pl.dense, &e.prefill);
+    AddOps<kMoeLayerOps>(s.pre_moe, pl.moe, &e.prefill);
+    if (ps == 0) AddOps<kEmbeddingOps>(s.pre_embed, 1.0, &e.prefill);
+    if (ps == pp - 1) AddOps<kLmHeadOps>(s.pre_head, 1.0, &e.prefill);
     e.nvlink_prefill_bytes =
         pl.dense * s.pre_dense.traffic.nv + pl.moe * s.pre_moe.traffic.nv +
         (ps == 0 ? s.pre_embed.traffic.nv : 0) +

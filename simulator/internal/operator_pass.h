@@ -60,6 +60,18 @@ struct PlanCtx {
   double experts_rank = 0;
 };
 
+// The operators each kind of pass charges (LayerResult::first_op..last_op):
+// a dense layer its attention and MLP, an MoE layer its attention, router and
+// experts, the embedding and the LM head themselves.
+struct OpRange {
+  OpKind first;
+  OpKind last;
+};
+inline constexpr OpRange kDenseLayerOps{OpKind::kQkv, OpKind::kMlpDown};
+inline constexpr OpRange kMoeLayerOps{OpKind::kQkv, OpKind::kExpertDown};
+inline constexpr OpRange kEmbeddingOps{OpKind::kEmbedding, OpKind::kEmbedding};
+inline constexpr OpRange kLmHeadOps{OpKind::kLmHead, OpKind::kLmHead};
+
 struct LayerResult {
   std::array<double, kNumOpKinds> compute{};
   std::array<double, kNumOpKinds> memory{};
