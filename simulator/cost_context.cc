@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "simulator/cost_model.h"
 #include "simulator/internal/collectives.h"
+#include "simulator/internal/serving.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -425,6 +426,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
     k->cal.prefill_overhead_seconds =
         cal.offloaded_detokenisation_request_overhead_seconds;
   }
+  k->packed_prefill_prompts = internal::PackedPrefillPrompts(*k);
   model->constants_ = std::move(k);
   return std::unique_ptr<const CostModel>(std::move(model));
 }

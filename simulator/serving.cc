@@ -206,23 +206,11 @@ double InflightPrefillWaits(const CostConstants& k) {
 // once per step, the FLOPs per prompt at the packed batch's efficiency. One
 // prompt's own stage time when the budget holds one prompt (or none is set,
 // or the prompts are already a disaggregated prefill batch).
-constexpr double kLargeMemoryGpuBytes = 160.0 * 1024 * 1024 * 1024;
-
 double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
                                  int prefill_requests) {
   const double own = s.prefill_max_stage_seconds;
-  if (prefill_requests > 1 || !(k.cal.prefill_batch_tokens > 0) ||
-      !(k.isl > 0)) {
-    return own;
-  }
-  // SGLang sizes its chunked_prefill_size by the GPU's memory: 8,192 tokens
-  // below 160 GB (H100, H200), 16,384 above (B200)
-  // (ServerArgs._handle_gpu_memory_settings, python/sglang/srt/server_args.py).
-  const double hbm_bytes = k.capacity_bytes / (1 - kMemoryReserveFraction);
-  const double budget = k.cal.prefill_batch_tokens *
-                        (hbm_bytes >= kLargeMemoryGpuBytes ? 2.0 : 1.0);
-  const double n = std::floor(budget / k.isl);
-  if (n < 2) return own;
+  const double n = k.packed_prefill_prompts;
+  if (prefill_requests > 1 || n < 2) return own;
   const double T = k.isl * n;
   LayerPass pass;
   CostLayerPass(k, s.ctx, s.residuals, false, T, n, k.isl, &pass);
@@ -241,6 +229,19 @@ double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
 }
 
 }  // namespace
+
+// SGLang sizes its chunked_prefill_size by the GPU's memory: 8,192 tokens
+// below 160 GB (H100, H200), 16,384 above (B200)
+// (ServerArgs._handle_gpu_memory_settings, python/sglang/srt/server_args.py).
+constexpr double kLargeMemoryGpuBytes = 160.0 * 1024 * 1024 * 1024;
+
+double PackedPrefillPrompts(const CostConstants& k) {
+  if (!(k.cal.prefill_batch_tokens > 0) || !(k.isl > 0)) return 0;
+  const double hbm_bytes = k.capacity_bytes / (1 - kMemoryReserveFraction);
+  const double budget = k.cal.prefill_batch_tokens *
+                        (hbm_bytes >= kLargeMemoryGpuBytes ? 2.0 : 1.0);
+  return std::floor(budget / k.isl);
+}
 
 // `prefill_requests` requests of ISL tokens are prefilled together (1 in
 // aggregated serving, the prefill batch of a disaggregated prefill instance).

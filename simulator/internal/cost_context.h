@@ -158,6 +158,8 @@ struct CostConstants {
   double attention_dp_balance_batching_wait_iterations = 0;  // WorkloadDims'
   bool lengths_desynchronise = false;                        // WorkloadDims'
   double scheduler_recv_interval = 0;                        // WorkloadDims'
+  // PackedPrefillPrompts (serving.h): prompts per packed prefill step.
+  double packed_prefill_prompts = 0;
   Calibration cal;
 };
 
