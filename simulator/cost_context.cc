@@ -11,6 +11,7 @@
 #include "absl/strings/str_format.h"
 #include "simulator/cost_model.h"
 #include "simulator/internal/collectives.h"
+#include "simulator/internal/serving.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -370,6 +371,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->block_shapes = BlockShapeTable(
       k->cluster, std::min(k->cluster.num_gpus,
                            internal::CostConstants::kBlockShapeTableGpus));
+  k->replicas_may_differ = ReplicasMayDiffer(k->cluster);
   k->num_gpus = model->problem_.cluster.num_gpus;
   k->capacity_bytes = hd.hbm_bytes * (1 - internal::kMemoryReserveFraction);
   k->kv_room_fixed_share =
@@ -383,6 +385,26 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       k->untouched_at_isl[dp] =
           internal::UntouchedExpertShare(*k, static_cast<int>(dp) * k->isl);
     }
+  }
+  // The operator pass's all-reduce bytes, tokens x hidden x bf16 as it
+  // multiplies them (Pass::Transition), so that a lookup matches exactly.
+  auto hidden_position = [&](double tokens) {
+    internal::MeasuredBytesPosition e;
+    e.bytes = tokens * k->hidden * internal::kActivationBytes;
+    e.x = internal::MeasuredPosition(internal::kCustomAllReduceFirstBytes,
+                                     internal::kCustomAllReduceStep, e.bytes);
+    return e;
+  };
+  if (k->hidden > 0) {
+    k->inverse_hidden_activation_bytes =
+        1.0 / (k->hidden * internal::kActivationBytes);
+    k->hidden_all_reduce_positions.resize(
+        internal::CostConstants::kAllReducePositionTokens);
+    for (int t = 1; t < internal::CostConstants::kAllReducePositionTokens;
+         ++t) {
+      k->hidden_all_reduce_positions[t] = hidden_position(t);
+    }
+    k->prompt_all_reduce_position = hidden_position(k->isl);
   }
   k->ctx_max =
       wd.input_tokens +
@@ -404,6 +426,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
     k->cal.prefill_overhead_seconds =
         cal.offloaded_detokenisation_request_overhead_seconds;
   }
+  k->packed_prefill_prompts = internal::PackedPrefillPrompts(*k);
   model->constants_ = std::move(k);
   return std::unique_ptr<const CostModel>(std::move(model));
 }

@@ -4,6 +4,7 @@
 #include <map>
 #include <numeric>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 namespace shardplan::simulator {
@@ -231,6 +232,29 @@ BlockShapeTable::BlockShapeTable(const ClusterDims& cluster, int max_size) {
   for (int size = 1; size <= max_size; ++size) {
     shapes_[size] = ContiguousBlockShape(size, cluster);
   }
+  // Replicas that tile the cluster, in stages whose sends may cross domains
+  // (PlacePlan asks only when the replica spans them).
+  for (int size = 2; size <= max_size; ++size) {
+    if (cluster.num_gpus % size != 0 || !shapes_[size].spans_nodes()) continue;
+    for (int pp = 2; pp <= size; ++pp) {
+      if (size % pp != 0) continue;
+      p2p_.push_back({size, pp,
+                      P2pInterNodeBoundaries(cluster, size / pp, pp,
+                                             cluster.num_gpus / size)});
+    }
+  }
+}
+
+int BlockShapeTable::P2pBoundaries(int replica_size, int pp) const {
+  const auto it = std::lower_bound(
+      p2p_.begin(), p2p_.end(), std::make_pair(replica_size, pp),
+      [](const P2pEntry& e, const std::pair<int, int>& key) {
+        return std::make_pair(e.replica_size, e.pp) < key;
+      });
+  if (it == p2p_.end() || it->replica_size != replica_size || it->pp != pp) {
+    return -1;
+  }
+  return it->boundaries;
 }
 
 PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
@@ -256,36 +280,49 @@ PlanPlacement PlacePlan(const PlanDims& plan, const ClusterDims& cluster,
   // inside it falls on or inside a stage pair).
   p.p2p_inter_node = pp > 1 && p.replica.spans_nodes();
   if (p.p2p_inter_node) {
-    // A boundary stays in a node when both its stages do. Replica layouts
-    // repeat with the node size, so the first node's worth of replicas and
-    // the last ones (a partial or smaller last node) cover every pattern.
-    // NodeOfRank is arithmetic on uniform nodes: no allocation in the cost
-    // model's hot path.
     const int64_t replica_size = static_cast<int64_t>(p.stage_size) * pp;
-    auto crossings = [&](int r) {
-      int n = 0;
-      for (int s = 0; s + 1 < pp; ++s) {
-        const int64_t first = (int64_t{r} * pp + s) * p.stage_size;
-        n += DomainOfRank(cluster, first) !=
-                     DomainOfRank(cluster, first + 2 * p.stage_size - 1)
-                 ? 1
-                 : 0;
-      }
-      return n;
-    };
-    int64_t period = p.replicas, tail = p.replicas;
-    if (cluster.node_gpus.empty()) {
-      const int64_t g = LinkGpus(cluster);
-      period = std::min<int64_t>(p.replicas, g / std::gcd(replica_size, g));
-      tail = g / replica_size + 2;  // replicas touching a partial last node
-    }
-    for (int64_t r = 0; r < p.replicas; ++r) {
-      if (r >= period && r < p.replicas - tail) r = p.replicas - tail;
-      p.p2p_inter_node_boundaries =
-          std::max(p.p2p_inter_node_boundaries, crossings(static_cast<int>(r)));
-    }
+    const int tabled =
+        shapes != nullptr && replica_size * p.replicas == cluster.num_gpus
+            ? shapes->P2pBoundaries(static_cast<int>(replica_size), pp)
+            : -1;
+    p.p2p_inter_node_boundaries =
+        tabled >= 0
+            ? tabled
+            : P2pInterNodeBoundaries(cluster, p.stage_size, pp, p.replicas);
   }
   return p;
+}
+
+int P2pInterNodeBoundaries(const ClusterDims& cluster, int stage_size, int pp,
+                           int64_t replicas) {
+  // A boundary stays in a node when both its stages do. Replica layouts
+  // repeat with the node size, so the first node's worth of replicas and
+  // the last ones (a partial or smaller last node) cover every pattern.
+  // NodeOfRank is arithmetic on uniform nodes: no allocation.
+  const int64_t replica_size = static_cast<int64_t>(stage_size) * pp;
+  auto crossings = [&](int64_t r) {
+    int n = 0;
+    for (int s = 0; s + 1 < pp; ++s) {
+      const int64_t first = (r * pp + s) * stage_size;
+      n += DomainOfRank(cluster, first) !=
+                   DomainOfRank(cluster, first + 2 * int64_t{stage_size} - 1)
+               ? 1
+               : 0;
+    }
+    return n;
+  };
+  int64_t period = replicas, tail = replicas;
+  if (cluster.node_gpus.empty()) {
+    const int64_t g = LinkGpus(cluster);
+    period = std::min<int64_t>(replicas, g / std::gcd(replica_size, g));
+    tail = g / replica_size + 2;  // replicas touching a partial last node
+  }
+  int most = 0;
+  for (int64_t r = 0; r < replicas; ++r) {
+    if (r >= period && r < replicas - tail) r = replicas - tail;
+    most = std::max(most, crossings(r));
+  }
+  return most;
 }
 
 bool ReplicasMayDiffer(const ClusterDims& cluster) {

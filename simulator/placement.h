@@ -97,11 +97,18 @@ struct BlockSpan {
 BlockSpan BlocksNodeSpan(const ClusterDims& cluster, int64_t first_rank,
                          int size, int count);
 
-// ContiguousBlockShape(size, cluster) of every size 1..max_size, computed
-// once per cluster (the cost model keeps one per problem, so its evaluations
-// look shapes up instead of recomputing them). Uniform nodes only: a
-// cluster of listed node sizes gets an empty table, which computes every
-// shape. Sizes beyond the table are computed too.
+// Stage boundaries whose sends cross link domains, the most of any of
+// `replicas` consecutive replicas of `pp` stages of `stage_size` ranks from
+// rank 0 of `cluster` (PlanPlacement::p2p_inter_node_boundaries).
+int P2pInterNodeBoundaries(const ClusterDims& cluster, int stage_size, int pp,
+                           int64_t replicas);
+
+// ContiguousBlockShape(size, cluster) of every size 1..max_size, and the
+// P2pInterNodeBoundaries of every replica of up to max_size GPUs that tiles
+// the cluster, computed once per cluster (the cost model keeps one per
+// problem, so its evaluations look them up instead of recomputing them).
+// Uniform nodes only: a cluster of listed node sizes gets an empty table,
+// which computes every shape. Sizes beyond the table are computed too.
 class BlockShapeTable {
  public:
   BlockShapeTable() = default;
@@ -112,9 +119,20 @@ class BlockShapeTable {
     }
     return ContiguousBlockShape(size, cluster);
   }
+  // P2pInterNodeBoundaries(cluster, replica_size / pp, pp, num_gpus /
+  // replica_size) for a replica of `replica_size` GPUs (dividing the
+  // cluster's) in `pp` > 1 stages whose replica spans link domains; -1 when
+  // the table does not hold it.
+  int P2pBoundaries(int replica_size, int pp) const;
 
  private:
   std::vector<GroupShape> shapes_;  // [size]; [0] unused
+  struct P2pEntry {
+    int replica_size;
+    int pp;
+    int boundaries;
+  };
+  std::vector<P2pEntry> p2p_;  // ascending (replica_size, pp)
 };
 
 // Placement of `plan` (degrees already validated) on `cluster`. `shapes`:

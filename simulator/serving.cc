@@ -20,16 +20,16 @@
 namespace shardplan::simulator::internal {
 namespace {
 
-double AttentionKvShare(const CostConstants& k, ShardDim da, int tp) {
+double AttentionKvShare(const CostConstants& k, ShardDim da, const PlanCtx& p) {
   switch (da) {
     case ShardDim::kColumn:
     case ShardDim::kRow:
-      return k.mla ? 1.0 : std::max(1.0 / tp, 1.0 / std::max(1.0, k.kv_heads));
+      return k.mla ? 1.0 : p.kv_head_share;
     case ShardDim::kReplicate:
     case ShardDim::kBatch:  // handled per request count by the caller
       return 1.0;
     case ShardDim::kSequence:
-      return 1.0 / tp;
+      return p.inv_tp;
   }
   return 1.0;
 }
@@ -74,8 +74,9 @@ inline void CostLayerPass(const CostConstants& k, const PlanCtx& p,
   CostLmHeadInto(k, p, decode, tokens, requests, ctx, r.last, &out->head);
 }
 
-double DimShare(ShardDim d, int n) {
-  return (d == ShardDim::kColumn || d == ShardDim::kRow) ? 1.0 / n : 1.0;
+// A weight's share per rank under `d` over n ranks (`inv_n` = 1 / n).
+double DimShare(ShardDim d, double inv_n) {
+  return (d == ShardDim::kColumn || d == ShardDim::kRow) ? inv_n : 1.0;
 }
 
 // Seconds of one send of `bytes` across every stage boundary in turn: the
@@ -205,23 +206,11 @@ double InflightPrefillWaits(const CostConstants& k) {
 // once per step, the FLOPs per prompt at the packed batch's efficiency. One
 // prompt's own stage time when the budget holds one prompt (or none is set,
 // or the prompts are already a disaggregated prefill batch).
-constexpr double kLargeMemoryGpuBytes = 160.0 * 1024 * 1024 * 1024;
-
 double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
                                  int prefill_requests) {
   const double own = s.prefill_max_stage_seconds;
-  if (prefill_requests > 1 || !(k.cal.prefill_batch_tokens > 0) ||
-      !(k.isl > 0)) {
-    return own;
-  }
-  // SGLang sizes its chunked_prefill_size by the GPU's memory: 8,192 tokens
-  // below 160 GB (H100, H200), 16,384 above (B200)
-  // (ServerArgs._handle_gpu_memory_settings, python/sglang/srt/server_args.py).
-  const double hbm_bytes = k.capacity_bytes / (1 - kMemoryReserveFraction);
-  const double budget = k.cal.prefill_batch_tokens *
-                        (hbm_bytes >= kLargeMemoryGpuBytes ? 2.0 : 1.0);
-  const double n = std::floor(budget / k.isl);
-  if (n < 2) return own;
+  const double n = k.packed_prefill_prompts;
+  if (prefill_requests > 1 || n < 2) return own;
   const double T = k.isl * n;
   LayerPass pass;
   CostLayerPass(k, s.ctx, s.residuals, false, T, n, k.isl, &pass);
@@ -241,12 +230,25 @@ double PackedPrefillShareSeconds(const CostConstants& k, const PlanState& s,
 
 }  // namespace
 
+// SGLang sizes its chunked_prefill_size by the GPU's memory: 8,192 tokens
+// below 160 GB (H100, H200), 16,384 above (B200)
+// (ServerArgs._handle_gpu_memory_settings, python/sglang/srt/server_args.py).
+constexpr double kLargeMemoryGpuBytes = 160.0 * 1024 * 1024 * 1024;
+
+double PackedPrefillPrompts(const CostConstants& k) {
+  if (!(k.cal.prefill_batch_tokens > 0) || !(k.isl > 0)) return 0;
+  const double hbm_bytes = k.capacity_bytes / (1 - kMemoryReserveFraction);
+  const double budget = k.cal.prefill_batch_tokens *
+                        (hbm_bytes >= kLargeMemoryGpuBytes ? 2.0 : 1.0);
+  return std::floor(budget / k.isl);
+}
+
 // `prefill_requests` requests of ISL tokens are prefilled together (1 in
 // aggregated serving, the prefill batch of a disaggregated prefill instance).
 void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
                  int prefill_requests, PlanState* s,
                  const PlanPlacement* replica_class, bool prefill_pool) {
-  s->ctx = MakePlanCtx(k, plan, num_gpus, replica_class);
+  MakePlanCtxInto(k, plan, num_gpus, replica_class, &s->ctx);
   s->ctx.prefill_pool = prefill_pool;
   const PlanCtx& p = s->ctx;
   s->residuals = SteadyResiduals(k, p);
@@ -312,31 +314,36 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
 
   // Weights per GPU per stage.
   const int n = plan.tp;
+  const double inv_n = p.inv_tp;
   const ShardDim* d = plan.dims.data();
   auto dim = [&](OpKind op) { return d[static_cast<int>(op)]; };
   double qkv_rank;
   if (dim(OpKind::kQkv) == ShardDim::kColumn) {
-    const double kv_share = std::max(1.0 / n, 1.0 / std::max(1.0, k.kv_heads));
-    qkv_rank = k.w_q / n + k.w_kv * (k.mla ? 1.0 / n : kv_share) + k.w_latent;
+    qkv_rank = p.qkv_column_weights;
   } else {
-    qkv_rank = (k.w_q + k.w_kv + k.w_latent) * DimShare(dim(OpKind::kQkv), n);
+    qkv_rank =
+        (k.w_q + k.w_kv + k.w_latent) * DimShare(dim(OpKind::kQkv), inv_n);
   }
   const double attn_rank =
-      qkv_rank + k.w_attn_out * DimShare(dim(OpKind::kAttnOut), n);
-  const double dense_rank = attn_rank +
-                            k.w_mlp_up * DimShare(dim(OpKind::kMlpUp), n) +
-                            k.w_mlp_down * DimShare(dim(OpKind::kMlpDown), n);
+      qkv_rank + k.w_attn_out * DimShare(dim(OpKind::kAttnOut), inv_n);
+  const double dense_rank =
+      attn_rank + k.w_mlp_up * DimShare(dim(OpKind::kMlpUp), inv_n) +
+      k.w_mlp_down * DimShare(dim(OpKind::kMlpDown), inv_n);
   double moe_rank = 0;
   if (k.moe) {
     const double experts_rank = p.experts_rank + k.shared_experts;
+    const double inv_tp_expert = 1.0 / p.tp_expert;
     moe_rank =
-        attn_rank + k.w_router * DimShare(dim(OpKind::kRouter), n) +
+        attn_rank + k.w_router * DimShare(dim(OpKind::kRouter), inv_n) +
         experts_rank *
-            (k.w_expert_up * DimShare(dim(OpKind::kExpertUp), p.tp_expert) +
-             k.w_expert_down * DimShare(dim(OpKind::kExpertDown), p.tp_expert));
+            (k.w_expert_up * DimShare(dim(OpKind::kExpertUp), inv_tp_expert) +
+             k.w_expert_down *
+                 DimShare(dim(OpKind::kExpertDown), inv_tp_expert));
   }
-  const double emb_rank = k.w_embedding * DimShare(dim(OpKind::kEmbedding), n);
-  const double head_rank = k.w_embedding * DimShare(dim(OpKind::kLmHead), n);
+  const double emb_rank =
+      k.w_embedding * DimShare(dim(OpKind::kEmbedding), inv_n);
+  const double head_rank =
+      k.w_embedding * DimShare(dim(OpKind::kLmHead), inv_n);
   for (int st = 0; st < plan.pp; ++st) {
     const StageLayers& sl = s->stages[st];
     double w = sl.dense * dense_rank + sl.moe * moe_rank;
@@ -347,8 +354,8 @@ void PreparePlan(const CostConstants& k, const PlanDims& plan, int num_gpus,
   s->kv_bytes_per_request_layer =
       k.ctx_max *
           (k.kv_per_token_layer * k.kv_bytes + k.index_bytes_per_token_layer) *
-          AttentionKvShare(k, dim(OpKind::kAttention), n) +
-      k.linear_state_bytes * DimShare(dim(OpKind::kAttention), n);
+          AttentionKvShare(k, dim(OpKind::kAttention), p) +
+      k.linear_state_bytes * DimShare(dim(OpKind::kAttention), inv_n);
   // Activation workspace: the prefill of one request's ISL tokens (hidden
   // states, QKV, the widest MLP activation) plus the decode logits.
   const double widest = std::max(k.dense_layers > 0 ? k.intermediate : 0.0,
@@ -374,11 +381,15 @@ double KvBytesPerGpu(const CostConstants& k, const PlanState& s,
 // added to `out`. A stage's entries are added in turn (dense layers, MoE
 // layers, embedding, LM head), so each operator's sum takes them in that
 // order; an entry repeated 0 times adds nothing (its costs are finite), nor
-// do the operators an entry does not charge (their costs are +0).
+// do the operators an entry does not charge (their costs are +0). `kOps`:
+// the range `layer`'s kind of pass charges (its first_op..last_op), a
+// constant, so the loop unrolls.
+template <const OpRange& kOps>
 inline void AddOps(const LayerResult& layer, double times,
                    std::array<OpCost, kNumOpKinds>* out) {
   if (times == 0) return;
-  for (int i = layer.first_op; i <= layer.last_op; ++i) {
+  for (int i = static_cast<int>(kOps.first); i <= static_cast<int>(kOps.last);
+       ++i) {
     OpCost& c = (*out)[i];
     c.compute_seconds += static_cast<float>(layer.compute[i] * times);
     c.memory_seconds += static_cast<float>(layer.memory[i] * times);
@@ -518,10 +529,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
   // prefill stage.
   {
     const StageLayers& sl = s.stages[slow];
-    AddOps(dense, static_cast<double>(m) * sl.dense, &e.decode);
-    AddOps(moe, static_cast<double>(m) * sl.moe, &e.decode);
-    if (slow == 0) AddOps(embed, m, &e.decode);
-    if (slow == pp - 1) AddOps(head, m, &e.decode);
+    AddOps<kDenseLayerOps>(dense, static_cast<double>(m) * sl.dense, &e.decode);
+    AddOps<kMoeLayerOps>(moe, static_cast<double>(m) * sl.moe, &e.decode);
+    if (slow == 0) AddOps<kEmbeddingOps>(embed, m, &e.decode);
+    if (slow == pp - 1) AddOps<kLmHeadOps>(head, m, &e.decode);
     e.nvlink_decode_bytes =
         m * (sl.dense * dense.traffic.nv + sl.moe * moe.traffic.nv +
              (slow == 0 ? embed.traffic.nv : 0) +
@@ -532,10 +543,10 @@ Evaluation EvaluateState(const CostConstants& k, const PlanState& s,
              (slow == pp - 1 ? head.traffic.ib : 0) + p2p_traffic.ib);
     const int ps = s.prefill_worst_stage;
     const StageLayers& pl = s.stages[ps];
-    AddOps(s.pre_dense, pl.dense, &e.prefill);
-    AddOps(s.pre_moe, pl.moe, &e.prefill);
-    if (ps == 0) AddOps(s.pre_embed, 1.0, &e.prefill);
-    if (ps == pp - 1) AddOps(s.pre_head, 1.0, &e.prefill);
+    AddOps<kDenseLayerOps>(s.pre_dense, pl.dense, &e.prefill);
+    AddOps<kMoeLayerOps>(s.pre_moe, pl.moe, &e.prefill);
+    if (ps == 0) AddOps<kEmbeddingOps>(s.pre_embed, 1.0, &e.prefill);
+    if (ps == pp - 1) AddOps<kLmHeadOps>(s.pre_head, 1.0, &e.prefill);
     e.nvlink_prefill_bytes =
         pl.dense * s.pre_dense.traffic.nv + pl.moe * s.pre_moe.traffic.nv +
         (ps == 0 ? s.pre_embed.traffic.nv : 0) +
@@ -714,7 +725,7 @@ Evaluation EvaluateAggregated(const CostConstants& k, const PlanDims& plan,
   // last node) are costed class by class: throughput adds up over the
   // replicas, latency is the slowest class's (memory is the same for all).
   std::vector<ReplicaClass> classes;
-  if (ReplicasMayDiffer(k.cluster)) {
+  if (k.replicas_may_differ) {
     classes = ReplicaClasses(plan, k.cluster, k.moe);
   }
   if (classes.size() <= 1) classes.clear();

@@ -102,11 +102,16 @@ inline constexpr std::array<std::array<std::array<double, 9>, 3>, 2>
 // table sampled at `first_bytes` x `step`^i: linear in log(bytes) between the
 // measured sizes, in bytes above the last one (its bandwidth), the first
 // entry below the first.
+// Where `bytes` falls in such a table: its fractional index.
+inline double MeasuredPosition(double first_bytes, double step, double bytes) {
+  return std::log2(std::max(bytes, first_bytes) / first_bytes) /
+         std::log2(step);
+}
+// The same from `x` = MeasuredPosition(first_bytes, step, bytes).
 template <size_t N>
-inline double MeasuredSeconds(const std::array<double, N>& table,
-                              double first_bytes, double step, double bytes) {
-  const double x =
-      std::log2(std::max(bytes, first_bytes) / first_bytes) / std::log2(step);
+inline double MeasuredSecondsAt(const std::array<double, N>& table,
+                                double first_bytes, double step, double bytes,
+                                double x) {
   if (x >= N - 1) {
     return table[N - 1] * bytes /
            (first_bytes * std::pow(step, static_cast<double>(N - 1)));
@@ -114,6 +119,12 @@ inline double MeasuredSeconds(const std::array<double, N>& table,
   const int i = static_cast<int>(x);
   const double f = x - i;
   return table[i] * (1 - f) + table[i + 1] * f;
+}
+template <size_t N>
+inline double MeasuredSeconds(const std::array<double, N>& table,
+                              double first_bytes, double step, double bytes) {
+  return MeasuredSecondsAt(table, first_bytes, step, bytes,
+                           MeasuredPosition(first_bytes, step, bytes));
 }
 
 // The row of a table by group size (2, 4, 8): group sizes between the
@@ -265,14 +276,38 @@ inline bool MeasuredAllReduceLinkMatches(int nccl_table,
          0.01 * measured_link;
 }
 
+// kCustomAllReduceSeconds' sizes: 256 B x 2^i.
+inline constexpr double kCustomAllReduceFirstBytes = 256.0;
+inline constexpr double kCustomAllReduceStep = 2.0;
+
+// MeasuredPosition in kCustomAllReduceSeconds of a `bytes` tensor: read from
+// the problem's table (CostConstants::hidden_all_reduce_positions) when it
+// holds exactly these bytes, which a layer's all-reduce of t tokens' hidden
+// states does (a log2 per all-reduce otherwise).
+inline double AllReducePosition(const CostConstants& k, double bytes) {
+  const std::vector<MeasuredBytesPosition>& table =
+      k.hidden_all_reduce_positions;
+  const double t = bytes * k.inverse_hidden_activation_bytes + 0.5;
+  if (t >= 1 && t < static_cast<double>(table.size())) {
+    const MeasuredBytesPosition& e = table[static_cast<size_t>(t)];
+    if (e.bytes == bytes) return e.x;
+  }
+  if (bytes == k.prompt_all_reduce_position.bytes) {
+    return k.prompt_all_reduce_position.x;
+  }
+  return MeasuredPosition(kCustomAllReduceFirstBytes, kCustomAllReduceStep,
+                          bytes);
+}
+
 // The engine's measured all-reduce of a `bytes` tensor over `g` (2, 4 or 8
 // ranks inside a node; larger groups read the 8-rank row).
 inline double TensorParallelAllReduceMeasured(const CostConstants& k,
                                               double bytes, const Group& g) {
-  return MeasuredSeconds(
+  return MeasuredSecondsAt(
       kCustomAllReduceSeconds[std::clamp(k.all_reduce_kernel, 0, 2)][std::clamp(
           k.nccl_table, 0, 1)][MeasuredGroupRow(g)],
-      256.0, 2.0, bytes);
+      kCustomAllReduceFirstBytes, kCustomAllReduceStep, bytes,
+      AllReducePosition(k, bytes));
 }
 
 // Seconds of the tensor-parallel all-reduce of a `bytes` tensor over `g`:

@@ -31,6 +31,13 @@ struct ExpertParallelRates {
   double normal_rdma_bytes_per_s = 0;
 };
 
+// A tensor's size and its fractional index in a measured collective table
+// (collectives.h, MeasuredPosition).
+struct MeasuredBytesPosition {
+  double bytes = -1;
+  double x = 0;
+};
+
 struct CostConstants {
   // Model.
   double hidden = 0, heads = 0, kv_heads = 0, vocab = 0, intermediate = 0;
@@ -125,6 +132,16 @@ struct CostConstants {
   // to kBlockShapeTableGpus GPUs (larger ones are computed per plan).
   BlockShapeTable block_shapes;
   static constexpr int kBlockShapeTableGpus = 1024;
+  // ReplicasMayDiffer(cluster): replicas are costed class by class.
+  bool replicas_may_differ = false;
+  // The all-reduce table's positions (collectives.h, AllReducePosition) of
+  // t tokens' hidden states in bf16, t = 1..kAllReducePositionTokens - 1
+  // (entry 0 unused), and of one prompt's ISL tokens; 1 / (hidden x 2 bytes)
+  // to find the entry.
+  static constexpr int kAllReducePositionTokens = 1024;
+  std::vector<MeasuredBytesPosition> hidden_all_reduce_positions;
+  MeasuredBytesPosition prompt_all_reduce_position;
+  double inverse_hidden_activation_bytes = 0;
   double capacity_bytes = 0;
   // Share of the weights and activations that counts against capacity_bytes
   // when the KV cache pool is sized (Calibration::kv_pool_from_free_memory):
@@ -141,6 +158,8 @@ struct CostConstants {
   double attention_dp_balance_batching_wait_iterations = 0;  // WorkloadDims'
   bool lengths_desynchronise = false;                        // WorkloadDims'
   double scheduler_recv_interval = 0;                        // WorkloadDims'
+  // PackedPrefillPrompts (serving.h): prompts per packed prefill step.
+  double packed_prefill_prompts = 0;
   Calibration cal;
 };
 

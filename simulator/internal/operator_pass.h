@@ -20,6 +20,14 @@ struct PlanCtx {
   // replicas: independent copies of the model (dense: replicas * dp, see
   // simulator/placement.h); dp: attention data-parallel ranks of an MoE stage.
   int replicas = 1, dp = 1, tp = 1, pp = 1, ep = 1, tp_expert = 1;
+  // 1 / tp; the share of the KV heads (and of the KV cache) a rank of a
+  // head-split attention holds: 1 / tp, or one head when tp exceeds the KV
+  // heads; the qkv projection's weight elements per rank when column-split
+  // (the KV heads as above, MLA's up-projections split and its latent
+  // down-projections replicated).
+  double inv_tp = 1;
+  double kv_head_share = 1;
+  double qkv_column_weights = 0;
   ShardDims dims{};
   Group tp_group, tp_expert_group, ep_group;
   // One rank of each attention dp rank of a stage (strided by tp).
@@ -51,6 +59,18 @@ struct PlanCtx {
   // holds and reads this many.
   double experts_rank = 0;
 };
+
+// The operators each kind of pass charges (LayerResult::first_op..last_op):
+// a dense layer its attention and MLP, an MoE layer its attention, router and
+// experts, the embedding and the LM head themselves.
+struct OpRange {
+  OpKind first;
+  OpKind last;
+};
+inline constexpr OpRange kDenseLayerOps{OpKind::kQkv, OpKind::kMlpDown};
+inline constexpr OpRange kMoeLayerOps{OpKind::kQkv, OpKind::kExpertDown};
+inline constexpr OpRange kEmbeddingOps{OpKind::kEmbedding, OpKind::kEmbedding};
+inline constexpr OpRange kLmHeadOps{OpKind::kLmHead, OpKind::kLmHead};
 
 struct LayerResult {
   std::array<double, kNumOpKinds> compute{};
@@ -113,6 +133,10 @@ Residuals SteadyResiduals(const CostConstants& k, const PlanCtx& p);
 // some pool instances (InstanceClasses), or null for the worst of all.
 PlanCtx MakePlanCtx(const CostConstants& k, const PlanDims& plan, int num_gpus,
                     const PlanPlacement* replica_class = nullptr);
+// The same, every field of `*out` written (no copy of the context on the hot
+// path).
+void MakePlanCtxInto(const CostConstants& k, const PlanDims& plan, int num_gpus,
+                     const PlanPlacement* replica_class, PlanCtx* out);
 
 }  // namespace shardplan::simulator::internal
 

@@ -51,6 +51,12 @@ struct PlanState {
   double activations_bytes = 0;
 };
 
+// Prompts of ISL tokens one packed prefill step of the engine holds
+// (Calibration::prefill_batch_tokens, scaled by the GPU's memory as SGLang
+// sizes it); 0 when the engine packs none (CostConstants::
+// packed_prefill_prompts).
+double PackedPrefillPrompts(const CostConstants& k);
+
 // `prefill_requests` requests of ISL tokens are prefilled together (1 in
 // aggregated serving, the prefill batch of a disaggregated prefill instance).
 // `replica_class`: as for MakePlanCtx. `s`: a freshly constructed state (the
