@@ -130,7 +130,11 @@ const std::vector<int>& ScanLoads();
 // for its busiest stage (and the per-request overhead), each micro-batch has
 // its own chunk budget, and the rest of the chain is latency of that prompt
 // alone (StepTimes::pipeline_lag_token_seconds, simulator/traffic_costing.cc).
-inline constexpr int kCostModelVersion = 28;
+// 31: a vLLM run that fuses the tensor-parallel all-reduce with the next
+// RMSNorm (WorkloadDims::fused_all_reduce_max_bytes, set from the run's
+// launch and vLLM version) prices the all-reduces up to the launch's size
+// limit at TensorRT-LLM's measured kernel, which FlashInfer's fusion ports.
+inline constexpr int kCostModelVersion = 31;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -269,8 +269,10 @@ inline bool MeasuredAllReduceLinkMatches(int nccl_table,
 // ranks inside a node; larger groups read the 8-rank row).
 inline double TensorParallelAllReduceMeasured(const CostConstants& k,
                                               double bytes, const Group& g) {
+  const int kernel =
+      bytes <= k.fused_all_reduce_max_bytes ? 0 : k.all_reduce_kernel;
   return MeasuredSeconds(
-      kCustomAllReduceSeconds[std::clamp(k.all_reduce_kernel, 0, 2)][std::clamp(
+      kCustomAllReduceSeconds[std::clamp(kernel, 0, 2)][std::clamp(
           k.nccl_table, 0, 1)][MeasuredGroupRow(g)],
       256.0, 2.0, bytes);
 }
