@@ -734,30 +734,30 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "trtllm", "qwen3-32b", "fp4", 1, 0, 14.1, 60.8},
     {"b200-sxm-180gb", "vllm", "gpt-oss-120b", "fp4", 66, 0, 8.4, 15.7},
     {"b200-sxm-180gb", "vllm", "kimi-k2.5", "fp4", 58, 0, 11.8, 30.2},
-    {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 0, 12.0, 20.7},
-    {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 0, 10.5, 20.4},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 72, 0, 18.0, 22.1},
-    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 128, 0, 13.7, 19.7},
+    {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp4", 60, 0, 13.5, 20.4},
+    {"b200-sxm-180gb", "vllm", "llama-3.1-70b", "fp8", 60, 0, 7.8, 20.0},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp4", 72, 0, 18.5, 21.8},
+    {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 128, 0, 13.5, 18.5},
     {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.1, 55.5},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.6, 62.6},
-    {"b200-sxm-180gb", "*", "*", "*", 1019, 9, 13.2, 26.1},
+    {"b200-sxm-180gb", "*", "*", "*", 1019, 9, 13.1, 25.9},
     {"gb200-nvl72", "*", "*", "*", 6, 0, 33.1, 60.2},
     {"b200-sxm-180gb", "*", "attention dp > 1", "*", 26, 0, 19.8, 27.1},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
 constexpr Documented kB200ToOthers[] = {
-    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.2, 53.3},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 37.8, 59.4},
-    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 26.9, 43.1},
-    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 10.2, 40.0},
-    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 10.7, 16.6},
-    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 9.8, 19.3},
-    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.7, 14.1},
-    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 11.6, 33.3},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.9, 14.4},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 50.5, 205.1},
-    {"gb200-nvl72", "*", "*", "*", 6, 0, 37.6, 57.3},
+    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.5, 53.4},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 37.1, 58.6},
+    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 27.4, 42.6},
+    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 10.8, 40.3},
+    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 10.8, 15.9},
+    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 9.8, 19.4},
+    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.6, 13.7},
+    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 10.2, 34.8},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.4, 14.8},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 50.8, 209.1},
+    {"gb200-nvl72", "*", "*", "*", 6, 0, 37.2, 56.9},
     {"h100-sxm-80gb", "*", "*", "*", 751, 0, 12.2, 27.1},
 };
 
@@ -893,10 +893,10 @@ TEST(CalibrationTransferTest, TwentyBlackwellRunsOfOneGroup) {
        {Group{"sglang", "deepseek-v3", 13.7, 15.8, 43.4, 40.0},
         Group{"trtllm", "deepseek-v3", 18.0, 17.4, 32.7, 28.9},
         Group{"trtllm", "gpt-oss-120b", 13.3, 13.7, 17.2, 18.1},
-        Group{"vllm", "llama-3.1-70b", 11.4, 10.2, 20.1, 15.8},
+        Group{"vllm", "llama-3.1-70b", 10.6, 7.6, 19.8, 14.5},
         // The 2026 models (GLM-5's 28 runs leave too few held out).
         Group{"sglang", "qwen3.5-397b-a17b", 15.0, 13.8, 29.0, 26.3},
-        Group{"vllm", "minimax-m2.5", 15.5, 13.2, 20.3, 18.6},
+        Group{"vllm", "minimax-m2.5", 15.5, 13.2, 19.5, 17.9},
         Group{"vllm", "kimi-k2.5", 11.4, 11.6, 30.0, 28.3}}) {
     SCOPED_TRACE(std::string(g.engine) + ":" + g.model);
     absl::StatusOr<CalibrationProfile> start = FindCalibrationProfile(g.engine);
