@@ -21,6 +21,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
+#include "proto/engine_version.h"
 #include "proto/status_macros.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/calibration.h"
@@ -662,6 +663,56 @@ InferenceMaxSettings InferenceMaxSettingsOf(const MeasuredRow& row) {
   return s;
 }
 
+// vLLM's all-reduce + RMSNorm fusion on the run (WorkloadDims::
+// fused_all_reduce_max_bytes): the largest tensor-parallel all-reduce, in
+// bytes, that runs FlashInfer's trtllm_allreduce_fusion kernel (TensorRT-LLM's
+// allreduce-fusion kernel, include/flashinfer/comm/trtllm_allreduce_fusion.cuh
+// of flashinfer-ai/flashinfer); larger ones fall back to vLLM's own
+// all-reduce (call_trtllm_fused_allreduce_norm, vllm/compilation/
+// collective_fusion.py). 0 where the run did not fuse. The pass needs tp > 1
+// on Hopper or Blackwell; vLLM 0.16-0.19 also skip it under data parallelism
+// (enable_allreduce_rms_fusion, vllm/config/vllm.py). The runs that have it:
+// - InferenceMAX's vLLM Llama-3.1-70B B200 runs set enable_fi_allreduce_fusion
+//   with VLLM_FLASHINFER_ALLREDUCE_FUSION_THRESHOLDS_MB {"2":32,"4":32,"8":8}
+//   (benchmarks/70b_fp8_b200_docker.sh, 70b_fp4_b200_docker.sh of
+//   https://github.com/SemiAnalysisAI/InferenceX); its gpt-oss-120b B200 runs
+//   set fuse_allreduce_rms (benchmarks/gptoss_fp4_b200.sh) with the default
+//   thresholds.
+// - From vLLM 0.16.0 on the -O2 default turns it on (vllm-project/vllm pull
+//   34299, merged 2026-02-11; "Default at O2 (Hopper/Blackwell + TP > 1)" in
+//   https://docs.vllm.ai/en/v0.18.2/design/fusions/), except for DeepSeek-V3
+//   NVFP4 checkpoints (pull 34392: accuracy), so Kimi-K2.5 NVFP4 is left out.
+//   Default thresholds (PassConfig.fi_allreduce_fusion_max_size_mb,
+//   vllm/config/compilation.py): Hopper 64 / 2 / 1 MB and Blackwell
+//   64 / 32 / 1 MB at tp 2 / 4 / 8.
+// vLLM 0.15.1 and older, and the runs whose scripts set nothing (the H100
+// Llama-3.1-70B ones, of no recorded version), keep the custom all-reduce.
+double VllmFusedAllReduceMaxBytes(const MeasuredRow& row) {
+  if (row.engine != "vllm" || row.tp < 2 || row.attention_dp > 1 ||
+      row.pp > 1) {
+    return 0;
+  }
+  const bool blackwell =
+      row.hardware == "b200-sxm-180gb" || row.hardware == "gb200-nvl72";
+  if (!blackwell && row.hardware != "h100-sxm-80gb") return 0;
+  constexpr double kMiB = 1024.0 * 1024.0;
+  if (row.inferencemax && blackwell && row.catalog_model == "llama-3.1-70b") {
+    return (row.tp >= 8 ? 8 : 32) * kMiB;
+  }
+  const double default_bytes = (row.tp <= 2   ? 64
+                                : row.tp <= 4 ? (blackwell ? 32 : 2)
+                                              : 1) *
+                               kMiB;
+  if (row.inferencemax && blackwell && row.catalog_model == "gpt-oss-120b") {
+    return default_bytes;
+  }
+  const bool default_on = absl::StartsWith(row.engine_version, "nightly") ||
+                          (!row.engine_version.empty() &&
+                           CompareVersions(row.engine_version, "0.16.0") >= 0);
+  if (!default_on || (row.catalog_model == "kimi-k2.5" && row.fp4)) return 0;
+  return default_bytes;
+}
+
 }  // namespace
 
 absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
@@ -701,6 +752,7 @@ absl::StatusOr<Problem> RowProblem(const MeasuredRow& row) {
   problem.workload.detokenises_off_executor =
       settings.trtllm_postprocess_workers > 0;
   problem.workload.lengths_desynchronise = settings.random_lengths;
+  problem.workload.fused_all_reduce_max_bytes = VllmFusedAllReduceMaxBytes(row);
   problem.workload.scheduler_recv_interval =
       settings.sglang_scheduler_recv_interval;
   return problem;

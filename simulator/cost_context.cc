@@ -418,6 +418,7 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->scheduler_recv_interval = wd.scheduler_recv_interval;
   k->max_tpot_seconds = wd.max_tpot_seconds;
   k->lengths_desynchronise = wd.lengths_desynchronise;
+  k->fused_all_reduce_max_bytes = wd.fused_all_reduce_max_bytes;
   k->cal = cal;
   // A TensorRT-LLM server that detokenises in postprocess worker processes
   // spends the per-request host time of an engine built that way.

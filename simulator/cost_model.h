@@ -135,7 +135,11 @@ const std::vector<int>& ScanLoads();
 // prompts spans more than one chunked-prefill step: their means carry the
 // first chunked prefill's one-off stall (calibration_transfer.cc,
 // UnwarmedChunkedFirstWave); point predictions are unchanged.
-inline constexpr int kCostModelVersion = 30;
+// 31: a vLLM run that fuses the tensor-parallel all-reduce with the next
+// RMSNorm (WorkloadDims::fused_all_reduce_max_bytes, set from the run's
+// launch and vLLM version) prices the all-reduces up to the launch's size
+// limit at TensorRT-LLM's measured kernel, which FlashInfer's fusion ports.
+inline constexpr int kCostModelVersion = 31;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

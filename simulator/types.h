@@ -252,6 +252,13 @@ struct WorkloadDims {
   // calibration harness from the measured run's benchmark settings; not in
   // the proto.
   bool lengths_desynchronise = false;
+  // vLLM's all-reduce + RMSNorm fusion (PassConfig fuse_allreduce_rms, in
+  // older releases enable_fi_allreduce_fusion): a tensor-parallel all-reduce
+  // of at most this many bytes runs FlashInfer's port of TensorRT-LLM's
+  // allreduce-fusion kernel instead of vLLM's custom all-reduce
+  // (Calibration::all_reduce_kernel). 0: off. Set by the calibration harness
+  // from the measured run's engine version and launch; not in the proto.
+  double fused_all_reduce_max_bytes = 0;
   // Open-loop traffic (request_rate 0: the closed loop above). Not read by
   // Evaluate; the queueing model (simulator/traffic_costing.h) reads it.
   TrafficDims traffic;

@@ -303,8 +303,10 @@ inline double AllReducePosition(const CostConstants& k, double bytes) {
 // ranks inside a node; larger groups read the 8-rank row).
 inline double TensorParallelAllReduceMeasured(const CostConstants& k,
                                               double bytes, const Group& g) {
+  const int kernel =
+      bytes <= k.fused_all_reduce_max_bytes ? 0 : k.all_reduce_kernel;
   return MeasuredSecondsAt(
-      kCustomAllReduceSeconds[std::clamp(k.all_reduce_kernel, 0, 2)][std::clamp(
+      kCustomAllReduceSeconds[std::clamp(kernel, 0, 2)][std::clamp(
           k.nccl_table, 0, 1)][MeasuredGroupRow(g)],
       kCustomAllReduceFirstBytes, kCustomAllReduceStep, bytes,
       AllReducePosition(k, bytes));

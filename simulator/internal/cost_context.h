@@ -103,6 +103,9 @@ struct CostConstants {
   int nccl_table = 0;
   // Calibration::all_reduce_kernel (collectives.h, kCustomAllReduceSeconds).
   int all_reduce_kernel = 0;
+  // WorkloadDims::fused_all_reduce_max_bytes: all-reduces up to this size
+  // run TensorRT-LLM's measured kernel (kCustomAllReduceSeconds[0]).
+  double fused_all_reduce_max_bytes = 0;
   // The NVLink of the GPUs kCustomAllReduceSeconds measured (a hardware spec
   // with another link keeps the ring formula; MeasuredAllReduceLinkMatches).
   bool measured_all_reduce_link = true;
