@@ -507,7 +507,7 @@ const std::vector<ErrorBand>& CompiledTransferBands() {
   // Same columns as CompiledErrorBands.
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
-          {"*", false, "*", 265, 0.685129, 1.45958, 0.83149, 1.20266},
+          {"*", false, "*", 265, 0.683977, 1.46204, 0.824988, 1.21214},
           {"*", true, "*", 714, 0.543828, 1.83882, 0.751491, 1.33069},
           {"any", false, "*", 265, 0.597349, 1.67406, 0.824988, 1.21214},
           {"any", false, "fp4", 133, 0.575322, 1.73816, 0.795099, 1.25771},
