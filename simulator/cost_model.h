@@ -130,7 +130,12 @@ const std::vector<int>& ScanLoads();
 // for its busiest stage (and the per-request overhead), each micro-batch has
 // its own chunk budget, and the rest of the chain is latency of that prompt
 // alone (StepTimes::pipeline_lag_token_seconds, simulator/traffic_costing.cc).
-inline constexpr int kCostModelVersion = 28;
+// 32: the plans the server answers with (streamed updates, EvaluatePlan,
+// capacity picks) take their TTFT mean and percentiles at a request rate from
+// the prompt queue's bulk-service chain solved on a token grid
+// (PredictStreamedTraffic, simulator/internal/bulk_chain.h); the search and
+// max_request_rate keep the closed forms.
+inline constexpr int kCostModelVersion = 32;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
