@@ -199,8 +199,8 @@ TEST(QueueingTest, AgreesWithTheBatcherSimulation) {
 // p50 at 95% 1,546 ms against 1,688 ms for 8 x 300,000). Within 10% up to
 // 90% and 12% at 95% (measured 2026-11-29: worst 7.5% up to 90%, the
 // histogram case's TTFT p99 at 90%; 11% at 95%, the uniform case's p50 and
-// the histogram case's p99; the closed forms on the same draws: 10% at 90%,
-// 11% at 95% on the 50,000 draw, 15% against 8 x 300,000). TPOT is the
+// the histogram case's p99; the closed forms: 10% at 90% and 12% at 95%
+// against the 50,000 draw, 13% and 15% against 8 x 300,000). TPOT is the
 // closed forms' (AgreesWithTheBatcherSimulation).
 TEST(QueueingTest, StreamedPercentilesAgreeWithTheBatcherSimulation) {
   constexpr Load kLoads[] = {
