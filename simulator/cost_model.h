@@ -139,7 +139,12 @@ const std::vector<int>& ScanLoads();
 // RMSNorm (WorkloadDims::fused_all_reduce_max_bytes, set from the run's
 // launch and vLLM version) prices the all-reduces up to the launch's size
 // limit at TensorRT-LLM's measured kernel, which FlashInfer's fusion ports.
-inline constexpr int kCostModelVersion = 31;
+// 32: the plans the server answers with (streamed updates, EvaluatePlan,
+// capacity picks) take their TTFT mean and percentiles at a request rate from
+// the prompt queue's bulk-service chain solved on a token grid
+// (PredictStreamedTraffic, simulator/internal/bulk_chain.h); the search and
+// max_request_rate keep the closed forms.
+inline constexpr int kCostModelVersion = 32;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

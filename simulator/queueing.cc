@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include "simulator/internal/bulk_chain.h"
+
 namespace shardplan::simulator {
 namespace {
 
@@ -74,11 +76,19 @@ struct Load {
     // y - k (y - w (1 - exp(-y / w))) of this node's gamma (k = 0: none).
     double backlog_k = 0;
     double backlog_seconds = 0;  // w
+    // Seconds per prompt token in a backlog at this node's level.
+    double token_seconds = 0;
   };
   std::array<WaitNode, 3> wait_nodes{};
   int wait_node_count = 0;
   // P(an arrival finds an iteration running).
   double busy_probability = 0;
+  // The decode batch at an empty prompt queue and in a long backlog, and
+  // the queue content (tokens) over which it rises from one to the other
+  // (0: no rise); the bulk-service chain takes them.
+  double batch_at_empty = 0;
+  double batch_in_backlog = 0;
+  double backlog_content_tokens = 0;
   // Decode load: work per second that is not the per-iteration overhead.
   double rho = 0;
   // Gated regime (a prompt and the prompts that arrive with it fit one
@@ -356,9 +366,9 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
   double batch_variance_rest = batch_variance;
   const double decode_per_second = rate * mean_n * s.decode_request_seconds;
   double base_batch = l.batch, full_capacity = 0, content_scale = 0;
-  double base_rho = rho_prefill;
+  double base_rho = rho_prefill, full_batch = l.batch;
   if (tau_c > 0 && l.batch > 0 && decode_per_second < 1 && spare > 0) {
-    const double full_batch = std::max(
+    full_batch = std::max(
         l.batch, rate * mean_n *
                      (s.iteration_seconds + s.prefill_token_seconds * chunk) /
                      (1 - decode_per_second));
@@ -415,6 +425,7 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
           std::min(rate * token_seconds * in.mean,
                    std::max(base_rho, 1 - spare_min * token_seconds));
       l.wait_nodes[k] = mg1(token_seconds, rho, scale);
+      l.wait_nodes[k].token_seconds = rho / (rate * in.mean);
       l.wait_nodes[k].probability *= rho_prefill / base_rho;
       l.wait_nodes[k].weight = kWeight[k];
       hold(&l.wait_nodes[k], 1 / token_seconds);
@@ -423,10 +434,18 @@ Load ComputeLoad(const StepTimes& s, const LengthPoints& in,
   } else {
     const double base_capacity = capacity(base_batch);
     l.wait_nodes[0] = mg1(1 / base_capacity, base_rho, scale);
+    l.wait_nodes[0].token_seconds = 1 / base_capacity;
     l.wait_nodes[0].probability = rho_prefill;
     l.wait_nodes[0].weight = 1;
     hold(&l.wait_nodes[0], base_capacity);
     l.wait_node_count = 1;
+  }
+  l.batch_at_empty = base_batch;
+  if (content_scale > 0 && full_capacity > inflow) {
+    l.batch_in_backlog = full_batch;
+    l.backlog_content_tokens = content_scale;
+  } else {
+    l.batch_in_backlog = base_batch;
   }
   for (int k = 0; k < l.wait_node_count; ++k) {
     const Load::WaitNode& n = l.wait_nodes[k];
@@ -932,6 +951,48 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
                        l.decode_iteration + 20 * sigma_max)
             : l.decode_iteration;
   }
+  return q;
+}
+
+QueueingPrediction PredictStreamedQueueing(const StepTimes& steps,
+                                           const LengthPoints& input,
+                                           const LengthPoints& output,
+                                           double rate) {
+  QueueingPrediction q = PredictQueueing(steps, input, output, rate);
+  // The round model of a pipeline keeps the closed forms: its prompts'
+  // lag is a per-prompt shift the chain's grid does not carry.
+  if (!q.stable || steps.pipeline_lag_token_seconds > 0) return q;
+  const Load l = ComputeLoad(steps, input, output, rate);
+  internal::BulkChainLoop loop;
+  loop.rate = rate;
+  loop.prefill_token_seconds = steps.prefill_token_seconds;
+  loop.chunk_tokens = steps.chunk_tokens;
+  // The levels of the decode batch's slow fluctuation the closed forms mix
+  // the prefill wait over (one when the queue does not follow it), each
+  // with its backlog capacity: the iteration's fixed part that gives it.
+  const double chunk = std::max(1, steps.chunk_tokens);
+  loop.level_count = l.wait_node_count;
+  for (int k = 0; k < l.wait_node_count; ++k) {
+    loop.levels[k].weight = l.wait_nodes[k].weight;
+    loop.levels[k].v_empty = std::max(
+        0.0,
+        (l.wait_nodes[k].token_seconds - steps.prefill_token_seconds) * chunk);
+  }
+  loop.v_full = steps.iteration_seconds +
+                steps.decode_request_seconds * l.batch_in_backlog;
+  loop.content_scale = l.backlog_content_tokens;
+  loop.iteration_seconds = steps.iteration_seconds;
+  loop.decode_request_seconds = steps.decode_request_seconds;
+  loop.running_batch = l.batch;
+  loop.prompts_only = !(l.batch > 0);
+  // M/G/inf: no request decoding with probability exp(-batch), no prompt
+  // queued with 1 - P(wait > 0).
+  loop.idle_share = std::exp(-l.batch) * (1 - l.wait_probability);
+  const internal::BulkChainTtft chain =
+      internal::SolveBulkChainTtft(loop, input);
+  if (!chain.solved) return q;
+  q.ttft_mean_seconds = chain.mean_seconds;
+  q.ttft_seconds = chain.seconds;
   return q;
 }
 

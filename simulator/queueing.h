@@ -62,6 +62,18 @@ QueueingPrediction PredictQueueing(const StepTimes& steps,
                                    const LengthPoints& input,
                                    const LengthPoints& output, double rate);
 
+// PredictQueueing with the TTFT mean and percentiles of the prompt queue's
+// exact chain (the bulk-service queue at iteration starts, solved
+// numerically on a token grid, simulator/internal/bulk_chain.h) in place of
+// the closed forms. Milliseconds per call, not the closed forms' hundreds of
+// microseconds: for the plans the server streams back, never inside a
+// search. Pipelines (a prompt lag) and unsolvable queues keep the closed
+// forms; TPOT stays on them.
+QueueingPrediction PredictStreamedQueueing(const StepTimes& steps,
+                                           const LengthPoints& input,
+                                           const LengthPoints& output,
+                                           double rate);
+
 // Probabilities that a request meets each SLO at `rate` (max_*_seconds 0 =
 // none: probability 1); both 0 when unstable.
 struct SloShares {

@@ -151,9 +151,13 @@ LengthPoints Fixed(double tokens) {
   return Discretize(d);
 }
 
+using Predictor = QueueingPrediction (*)(const StepTimes&, const LengthPoints&,
+                                         const LengthPoints&, double);
+
 TrafficPrediction PredictDisaggregatedTraffic(const CostModel& model,
                                               const PlanDims& plan,
-                                              StepScale scale) {
+                                              StepScale scale,
+                                              Predictor predict) {
   TrafficPrediction t;
   t.disaggregated = true;
   if (!InstanceSteps(model, DecodeInstancePlan(plan), /*with_prefill=*/false,
@@ -179,8 +183,7 @@ TrafficPrediction PredictDisaggregatedTraffic(const CostModel& model,
   const double rate = traffic.request_rate;
   t.rate_per_replica = rate / t.replicas;
   const double prefill_rate = rate / t.prefill_queues;
-  t.prefill_queueing =
-      PredictQueueing(t.prefill_steps, in, one_token, prefill_rate);
+  t.prefill_queueing = predict(t.prefill_steps, in, one_token, prefill_rate);
   t.decode_queueing =
       PredictQueueing(t.steps, no_prompt, out, t.rate_per_replica);
   // The decode pool's first step: the wait for its next iteration and the
@@ -268,19 +271,22 @@ TrafficPrediction StepTimesOf(const CostModel& model, const PlanDims& plan) {
   return t;
 }
 
-TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan,
-                                 StepScale scale) {
+namespace {
+
+TrafficPrediction PredictTrafficWith(const CostModel& model,
+                                     const PlanDims& plan, StepScale scale,
+                                     Predictor predict) {
   const TrafficDims& traffic = model.problem().workload.traffic;
   if (traffic.request_rate <= 0) return {};
   if (plan.disaggregated)
-    return PredictDisaggregatedTraffic(model, plan, scale);
+    return PredictDisaggregatedTraffic(model, plan, scale, predict);
   TrafficPrediction t = StepTimesOf(model, plan);
   if (!t.computed) return t;
   Scale(scale, scale.decode, &t.steps);
   const LengthPoints in = Discretize(traffic.input);
   const LengthPoints out = Discretize(traffic.output);
   t.rate_per_replica = traffic.request_rate / t.replicas;
-  t.queueing = PredictQueueing(t.steps, in, out, t.rate_per_replica);
+  t.queueing = predict(t.steps, in, out, t.rate_per_replica);
   const WorkloadDims& w = model.problem().workload;
   t.max_request_rate =
       t.replicas * MaxRequestRate(t.steps, in, out, w.max_ttft_seconds,
@@ -289,6 +295,18 @@ TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan,
                                        w.max_ttft_seconds, w.max_tpot_seconds);
   t.goodput_requests_per_s = traffic.request_rate * shares.ttft * shares.tpot;
   return t;
+}
+
+}  // namespace
+
+TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan,
+                                 StepScale scale) {
+  return PredictTrafficWith(model, plan, scale, PredictQueueing);
+}
+
+TrafficPrediction PredictStreamedTraffic(const CostModel& model,
+                                         const PlanDims& plan) {
+  return PredictTrafficWith(model, plan, {}, PredictStreamedQueueing);
 }
 
 }  // namespace shardplan::simulator

@@ -2,7 +2,8 @@
 // replica (simulator/queueing.h StepTimes) and the queueing model at the
 // workload's request rate: TTFT/TPOT percentiles, the highest rate within the
 // SLOs, goodput. Costs a few cost-model evaluations and a few hundred
-// microseconds: computed for streamed plans, not inside the search.
+// microseconds (PredictStreamedTraffic: milliseconds): computed for streamed
+// plans, not inside the search.
 #ifndef SHARDPLAN_SIMULATOR_TRAFFIC_COSTING_H_
 #define SHARDPLAN_SIMULATOR_TRAFFIC_COSTING_H_
 
@@ -86,6 +87,15 @@ struct StepScale {
 // pool its own queue for a disaggregated plan), with the step times scaled.
 TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan,
                                  StepScale scale = {});
+
+// PredictTraffic for a plan the server answers with (streamed updates,
+// EvaluatePlan, a capacity search's picks): the TTFT mean and percentiles
+// of each prompt queue (the replica's; a disaggregated plan's prefill pool)
+// from the queue's exact chain (PredictStreamedQueueing), milliseconds per
+// queue. max_request_rate and goodput stay on the closed forms, as in the
+// search.
+TrafficPrediction PredictStreamedTraffic(const CostModel& model,
+                                         const PlanDims& plan);
 
 }  // namespace shardplan::simulator
 

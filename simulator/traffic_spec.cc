@@ -295,7 +295,7 @@ void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
     set_cost(closed_loop_tokens_per_s);
     return;
   }
-  const TrafficPrediction t = PredictTraffic(model, plan);
+  const TrafficPrediction t = PredictStreamedTraffic(model, plan);
   set_cost(t.computed && t.queueing.stable ? offered_tokens_per_s
                                            : closed_loop_tokens_per_s);
   if (!t.computed) {

@@ -255,7 +255,9 @@ Predicted Predict(const PublishedRun& run, Variant variant) {
   if (!built) return out;
   const CostModel& model = *built->model;
   const PlanDims& plan = built->plan;
-  TrafficPrediction t = PredictTraffic(model, plan);
+  // As the server answers with the plan (EvaluatePlan, streamed updates):
+  // the TTFT from the prompt queue's chain.
+  TrafficPrediction t = PredictStreamedTraffic(model, plan);
   EXPECT_TRUE(t.computed) << run.id;
   if (!t.computed) return out;
   if (variant == Variant::kSecantAtLoad) SecantAtLoad(model, plan, &t);
@@ -386,7 +388,9 @@ TEST(FixedRatePublishedTest, AsRunNoWorseThanTheDocs) {
   EXPECT_LE(a.capacity_log_error, 0.26 + 0.03) << a.capacity_log_error;
   EXPECT_LE(std::abs(std::log(a.worst_capacity_ratio)), 0.36 + 0.03)
       << a.worst_capacity_ratio;
-  const std::array<double, 3> ttft = {0.62, 0.41, 0.41};
+  // TTFT p90 / p99 0.41 -> 0.39 with the streamed plans' chain (cost model
+  // v32); its p50 is 0.63 (kept at 0.62: bounds only tighten).
+  const std::array<double, 3> ttft = {0.62, 0.39, 0.39};
   const std::array<double, 3> tpot = {0.72, 0.68, 0.57};
   for (int i = 0; i < 3; ++i) {
     EXPECT_LE(a.ttft_mape[i], ttft[i] + 0.03) << "TTFT quantile " << i;
@@ -418,7 +422,7 @@ TEST(FixedRatePublishedTest, OverheadOffTheGpuNoWorseThanTheDocs) {
   const Accuracy a = AccuracyOf(ReadRuns(), Variant::kOverheadOffGpu);
   ASSERT_GE(a.rows, 9);
   EXPECT_LE(a.capacity_log_error, 0.53 + 0.03) << a.capacity_log_error;
-  const std::array<double, 3> ttft = {0.74, 0.71, 0.72};
+  const std::array<double, 3> ttft = {0.74, 0.70, 0.71};
   const std::array<double, 3> tpot = {0.72, 0.69, 0.63};
   for (int i = 0; i < 3; ++i) {
     EXPECT_LE(a.ttft_mape[i], ttft[i] + 0.03) << "TTFT quantile " << i;
