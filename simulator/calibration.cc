@@ -502,9 +502,14 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
 const std::vector<ErrorBand>& CompiledTransferBands() {
   // Produced by
   //   build/bin/shardplan-calibrate --transfer-csv
-  //   simulator/calibration/data/blackwell_measured_latency.csv --bands
-  // with the compiled-in profiles; calibration_transfer_test recomputes it.
-  // Same columns as CompiledErrorBands.
+  //   simulator/calibration/data/blackwell_measured_latency.csv
+  //   --transfer-csv simulator/calibration/data/h100_measured_latency.csv
+  //   --transfer-csv simulator/calibration/data/h100_moe_latency.csv
+  //   --transfer-csv simulator/calibration/data/h100_validation_latency.csv
+  //   --bands
+  // with the compiled-in profiles (ComputeTransferBands, pooled);
+  // calibration_transfer_test recomputes it. Same columns as
+  // CompiledErrorBands; each band is symmetric in log space.
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
           {"*", false, "*", 265, 0.685129, 1.45958, 0.83149, 1.20266},
@@ -544,8 +549,9 @@ PredictionBand FindPredictionBand(
       regime.across_hardware ? transfer_bands : own_bands;
   if (regime.across_hardware) {
     out.notes.push_back(absl::StrFormat(
-        "hardware %s: the profiles are fitted on %s only; range from the "
-        "errors of those profiles on B200 measurements (cross-hardware)",
+        "hardware %s: the profiles are fitted on %s only; range from "
+        "cross-hardware errors (H100-fitted profiles on B200 measurements and "
+        "B200-fitted ones on H100 measurements)",
         regime.hardware.empty() ? "(unnamed)" : regime.hardware,
         kProfileFitHardware));
   }
