@@ -456,8 +456,11 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
               << " scored on the " << sim::kTransferBandHardware
               << " rows (compiled-in profiles):\n"
               << b->from_band_hw_fit_scored.CoverageMarkdown() << "\n"
-              << "Per fold:\n"
+              << "Bands of the " << sim::kProfileFitHardware
+              << " fit's errors on " << sim::kTransferBandHardware << ":\n"
               << sim::ErrorBandsMarkdown(b->from_profile_fit, {}) << "\n"
+              << "Bands of the " << sim::kTransferBandHardware
+              << " fit's errors on " << sim::kProfileFitHardware << ":\n"
               << sim::ErrorBandsMarkdown(b->from_band_hw_fit, {}) << "\n";
   }
   if (!fit_on.empty()) {
