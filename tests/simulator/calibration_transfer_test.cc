@@ -935,11 +935,11 @@ TEST(CalibrationTransferTest, CompiledTransferBandsEqualRecomputed) {
         Coverage{&bands->from_profile_fit_scored, "h100-sxm-80gb", 751, 0.75,
                  0.75},
         // The B200 -> H100 errors' bands on the B200 rows predicted by the
-        // compiled-in profiles: documented 72% / 58%, below the target
+        // compiled-in profiles: documented 72% / 60%, below the target
         // (H100 has no MLA, SGLang MoE or native-FP4 rows, whose errors
         // are B200's widest); held to 2 points below the figures.
-        Coverage{&bands->from_band_hw_fit_scored, "b200-sxm-180gb", 1010, 0.70,
-                 0.56}}) {
+        Coverage{&bands->from_band_hw_fit_scored, "b200-sxm-180gb", 979, 0.70,
+                 0.58}}) {
     SCOPED_TRACE(c.hardware);
     const TransferGroup* t = HardwareTotal(*c.report, c.hardware);
     ASSERT_NE(t, nullptr) << c.report->Markdown();
