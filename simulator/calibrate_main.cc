@@ -35,7 +35,9 @@
 //                       predicted on its own hardware with the compiled-in
 //                       profiles, or with profiles fitted on HARDWARE's rows
 //                       only: error per hardware, engine, model, dtype;
-//                       --bands prints the cross-hardware bands)
+//                       --bands prints the cross-hardware bands, which
+//                       need the H100 and the B200 rows, and their
+//                       held-out coverage)
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
@@ -435,14 +437,31 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
   std::vector<sim::CalibrationProfile> profiles = sim::CalibrationProfiles();
   std::string fit_hardware = sim::kProfileFitHardware;
   if (bands) {
-    // Cross-hardware bands of the compiled-in profiles (their errors on the
-    // rows of kTransferBandHardware).
-    absl::StatusOr<std::vector<sim::ErrorBand>> b =
+    // Cross-hardware bands, two folds (the compiled-in profiles on the rows
+    // of kTransferBandHardware, profiles fitted there on the
+    // kProfileFitHardware rows), pooled; each fold scored on the other.
+    absl::StatusOr<sim::TransferBands> b =
         sim::ComputeTransferBands(all, profiles);
     if (Failed(b)) return 1;
     std::cout << "Cross-hardware bands (C++ for CompiledTransferBands()):\n"
-              << sim::ErrorBandsCpp(*b) << "\n"
-              << sim::ErrorBandsMarkdown(*b, {}) << "\n";
+              << sim::ErrorBandsCpp(b->pooled) << "\n"
+              << sim::ErrorBandsMarkdown(b->pooled, {}) << "\n"
+              << "Held out: bands of the " << sim::kProfileFitHardware
+              << " fit's errors on " << sim::kTransferBandHardware
+              << " scored on the " << sim::kProfileFitHardware << " rows ("
+              << sim::kTransferBandHardware << " fit):\n"
+              << b->from_profile_fit_scored.CoverageMarkdown() << "\n"
+              << "Held out: bands of the " << sim::kTransferBandHardware
+              << " fit's errors on " << sim::kProfileFitHardware
+              << " scored on the " << sim::kTransferBandHardware
+              << " rows (compiled-in profiles):\n"
+              << b->from_band_hw_fit_scored.CoverageMarkdown() << "\n"
+              << "Bands of the " << sim::kProfileFitHardware
+              << " fit's errors on " << sim::kTransferBandHardware << ":\n"
+              << sim::ErrorBandsMarkdown(b->from_profile_fit, {}) << "\n"
+              << "Bands of the " << sim::kTransferBandHardware
+              << " fit's errors on " << sim::kProfileFitHardware << ":\n"
+              << sim::ErrorBandsMarkdown(b->from_band_hw_fit, {}) << "\n";
   }
   if (!fit_on.empty()) {
     // Leave one hardware out the other way: fit on `fit_on`'s rows (from the

@@ -502,36 +502,46 @@ const std::vector<ErrorBand>& CompiledErrorBands() {
 const std::vector<ErrorBand>& CompiledTransferBands() {
   // Produced by
   //   build/bin/shardplan-calibrate --transfer-csv
-  //   simulator/calibration/data/blackwell_measured_latency.csv --bands
-  // with the compiled-in profiles; calibration_transfer_test recomputes it.
-  // Same columns as CompiledErrorBands.
+  //   simulator/calibration/data/blackwell_measured_latency.csv
+  //   --transfer-csv simulator/calibration/data/h100_measured_latency.csv
+  //   --transfer-csv simulator/calibration/data/h100_moe_latency.csv
+  //   --transfer-csv simulator/calibration/data/h100_validation_latency.csv
+  //   --bands
+  // with the compiled-in profiles (ComputeTransferBands, pooled);
+  // calibration_transfer_test recomputes it. Same columns as
+  // CompiledErrorBands; each band is symmetric in log space.
   static const std::vector<ErrorBand>* const kBands =
       new std::vector<ErrorBand>{
-          {"*", false, "*", 265, 0.683977, 1.46204, 0.824988, 1.21214},
-          {"*", true, "*", 714, 0.543828, 1.83882, 0.751491, 1.33069},
-          {"any", false, "*", 265, 0.597349, 1.67406, 0.824988, 1.21214},
-          {"any", false, "fp4", 133, 0.575322, 1.73816, 0.795099, 1.25771},
-          {"any", false, "fp8", 132, 0.609289, 1.64126, 0.858627, 1.16465},
-          {"any", true, "*", 714, 0.496656, 2.01347, 0.738775, 1.35359},
-          {"any", true, "bf16", 16, 0.61897, 1.61559, 0.838888, 1.19205},
-          {"any", true, "fp4", 416, 0.471678, 2.12009, 0.750855, 1.33182},
-          {"any", true, "fp8", 282, 0.488391, 2.04754, 0.725206, 1.37892},
-          {"sglang", true, "*", 188, 0.593728, 1.68427, 0.766739, 1.30422},
-          {"sglang", true, "bf16", 16, 0.607539, 1.64598, 0.888431, 1.12558},
-          {"sglang", true, "fp4", 67, 0.511451, 1.95522, 0.79125, 1.26382},
-          {"sglang", true, "fp8", 105, 0.596808, 1.67558, 0.720056, 1.38878},
-          {"trtllm", false, "*", 145, 0.662064, 1.51043, 0.846774, 1.18095},
-          {"trtllm", false, "fp4", 73, 0.669441, 1.49378, 0.82848, 1.20703},
-          {"trtllm", false, "fp8", 72, 0.660857, 1.51319, 0.837269, 1.19436},
-          {"trtllm", true, "*", 202, 0.509675, 1.96204, 0.757175, 1.3207},
-          {"trtllm", true, "fp4", 153, 0.511151, 1.95637, 0.782959, 1.27721},
-          {"trtllm", true, "fp8", 49, 0.507312, 1.97117, 0.73062, 1.3687},
-          {"vllm", false, "*", 120, 0.609131, 1.64168, 0.798847, 1.2518},
-          {"vllm", false, "fp4", 60, 0.624648, 1.6009, 0.778716, 1.28417},
-          {"vllm", false, "fp8", 60, 0.588817, 1.69832, 0.846698, 1.18106},
-          {"vllm", true, "*", 324, 0.567085, 1.76341, 0.74339, 1.34519},
-          {"vllm", true, "fp4", 196, 0.526918, 1.89783, 0.719296, 1.39025},
-          {"vllm", true, "fp8", 128, 0.637126, 1.56955, 0.76616, 1.30521},
+          {"*", false, "*", 844, 0.679993, 1.4706, 0.853939, 1.17104},
+          {"*", true, "*", 886, 0.647176, 1.54517, 0.786767, 1.27102},
+          {"any", false, "*", 844, 0.549387, 1.82021, 0.835221, 1.19729},
+          {"any", false, "bf16", 351, 0.346947, 2.88228, 0.79598, 1.25631},
+          {"any", false, "fp4", 133, 0.656286, 1.52373, 0.828255, 1.20736},
+          {"any", false, "fp8", 360, 0.640812, 1.56052, 0.850115, 1.17631},
+          {"any", true, "*", 886, 0.515196, 1.94101, 0.784198, 1.27519},
+          {"any", true, "bf16", 16, 0.63767, 1.56821, 0.851493, 1.17441},
+          {"any", true, "fp4", 461, 0.473264, 2.11298, 0.787162, 1.27039},
+          {"any", true, "fp8", 409, 0.546888, 1.82853, 0.768707, 1.30089},
+          {"sglang", false, "*", 84, 0.822495, 1.21581, 0.889636, 1.12405},
+          {"sglang", false, "bf16", 84, 0.822495, 1.21581, 0.889636, 1.12405},
+          {"sglang", true, "*", 188, 0.597947, 1.67239, 0.784776, 1.27425},
+          {"sglang", true, "bf16", 16, 0.843883, 1.185, 0.913719, 1.09443},
+          {"sglang", true, "fp4", 67, 0.528393, 1.89253, 0.813673, 1.22899},
+          {"sglang", true, "fp8", 105, 0.616633, 1.62171, 0.753771, 1.32666},
+          {"trtllm", false, "*", 502, 0.650245, 1.53788, 0.854319, 1.17052},
+          {"trtllm", false, "bf16", 177, 0.548335, 1.8237, 0.870413, 1.14888},
+          {"trtllm", false, "fp4", 73, 0.735205, 1.36016, 0.86227, 1.15973},
+          {"trtllm", false, "fp8", 252, 0.733229, 1.36383, 0.849958, 1.17653},
+          {"trtllm", true, "*", 329, 0.674105, 1.48345, 0.797198, 1.25439},
+          {"trtllm", true, "fp4", 153, 0.607616, 1.64578, 0.791468, 1.26347},
+          {"trtllm", true, "fp8", 176, 0.725094, 1.37913, 0.803303, 1.24486},
+          {"vllm", false, "*", 258, 0.718588, 1.39162, 0.846879, 1.18081},
+          {"vllm", false, "bf16", 90, 0.809989, 1.23458, 0.87943, 1.1371},
+          {"vllm", false, "fp4", 60, 0.67986, 1.47089, 0.800666, 1.24896},
+          {"vllm", false, "fp8", 108, 0.664881, 1.50403, 0.847252, 1.18029},
+          {"vllm", true, "*", 369, 0.68225, 1.46574, 0.784004, 1.2755},
+          {"vllm", true, "fp4", 241, 0.658379, 1.51888, 0.784198, 1.27519},
+          {"vllm", true, "fp8", 128, 0.71334, 1.40186, 0.784471, 1.27474},
       };
   return *kBands;
 }
@@ -544,8 +554,9 @@ PredictionBand FindPredictionBand(
       regime.across_hardware ? transfer_bands : own_bands;
   if (regime.across_hardware) {
     out.notes.push_back(absl::StrFormat(
-        "hardware %s: the profiles are fitted on %s only; range from the "
-        "errors of those profiles on B200 measurements (cross-hardware)",
+        "hardware %s: the profiles are fitted on %s only; range from "
+        "cross-hardware errors (H100-fitted profiles on B200 measurements and "
+        "B200-fitted ones on H100 measurements)",
         regime.hardware.empty() ? "(unnamed)" : regime.hardware,
         kProfileFitHardware));
   }

@@ -92,11 +92,12 @@ const std::vector<ErrorBand>& CompiledErrorBands();
 // hardware carries the cross-hardware bands below.
 inline constexpr char kProfileFitHardware[] = "h100-sxm-80gb";
 
-// Bands measured across hardware: the p10 and p90 of measured / predicted of
-// the built-in (H100-fitted) profiles on the B200 rows
-// (`shardplan-calibrate --transfer-csv ... --bands`; calibration_transfer_test
-// recomputes it). Their coverage is checked on the other direction: profiles
-// fitted on B200 rows only, predicting H100 rows.
+// Bands measured across hardware: the central 80% of |log measured /
+// predicted| of the built-in (H100-fitted) profiles on the B200 rows and of
+// profiles fitted on the B200 rows only on the H100 rows, pooled
+// (ComputeTransferBands in simulator/calibration_transfer.h; `shardplan-
+// calibrate --transfer-csv ... --bands`; calibration_transfer_test recomputes
+// it and checks each direction's bands on the other direction's rows).
 const std::vector<ErrorBand>& CompiledTransferBands();
 
 // The band a prediction gets: multipliers of the predicted TTFT and TPOT

@@ -218,9 +218,12 @@ std::string CrossCheckMarkdown(const std::vector<CrossCheckRow>& rows);
 // it has at least kMinBandRows rows, and the engine-agnostic cells
 // (kEngineAgnosticBandEngine, moe, dtype) and (kEngineAgnosticBandEngine, moe,
 // "*") from the predictions' agnostic_* fields; sorted by (engine, moe, dtype).
+// `log_symmetric`: each band is exp(-q) to exp(q) with q the p80 of |log
+// measured/predicted|, the central 80% of an error distribution symmetric in
+// log space (the cross-hardware bands: ComputeTransferBands).
 std::vector<ErrorBand> ComputeErrorBands(
     const std::vector<MeasuredRow>& rows,
-    const std::vector<RowPrediction>& predictions);
+    const std::vector<RowPrediction>& predictions, bool log_symmetric = false);
 
 // `bands` as the C++ initialiser lines of CompiledErrorBands().
 std::string ErrorBandsCpp(const std::vector<ErrorBand>& bands);

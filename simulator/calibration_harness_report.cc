@@ -401,7 +401,7 @@ bool Inside(double ratio, double low, double high) {
 
 std::vector<ErrorBand> ComputeErrorBands(
     const std::vector<MeasuredRow>& rows,
-    const std::vector<RowPrediction>& predictions) {
+    const std::vector<RowPrediction>& predictions, bool log_symmetric) {
   struct Cell {
     std::vector<double> ttft, tpot;
   };
@@ -439,6 +439,22 @@ std::vector<ErrorBand> ComputeErrorBands(
     ErrorBand b;
     std::tie(b.engine, b.moe, b.dtype) = key;
     b.rows = static_cast<int>(c.ttft.size());
+    if (log_symmetric) {
+      // Fold the ratios onto |log r|: 80% of them lie within exp(+-p80).
+      auto half_width = [](const std::vector<double>& ratios) {
+        std::vector<double> folded;
+        for (double r : ratios) folded.push_back(std::abs(std::log(r)));
+        std::sort(folded.begin(), folded.end());
+        return Quantile(folded, 0.8);
+      };
+      const double ttft = half_width(c.ttft), tpot = half_width(c.tpot);
+      b.ttft_low = std::exp(-ttft);
+      b.ttft_high = std::exp(ttft);
+      b.tpot_low = std::exp(-tpot);
+      b.tpot_high = std::exp(tpot);
+      out.push_back(std::move(b));
+      continue;
+    }
     b.ttft_low = Quantile(c.ttft, 0.1);
     b.ttft_high = Quantile(c.ttft, 0.9);
     b.tpot_low = Quantile(c.tpot, 0.1);

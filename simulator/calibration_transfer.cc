@@ -14,6 +14,7 @@
 #include "proto/status_macros.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
+#include "simulator/spec_catalog.h"
 
 namespace shardplan::simulator {
 
@@ -48,7 +49,8 @@ struct BandedPrediction {
 absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles,
-    absl::string_view fit_hardware) {
+    absl::string_view fit_hardware,
+    const std::vector<ErrorBand>& transfer_bands) {
   if (profiles.empty())
     return absl::InvalidArgumentError("no calibration profiles");
   std::vector<BandedPrediction> out(rows.size());
@@ -71,7 +73,8 @@ absl::StatusOr<std::vector<BandedPrediction>> PredictWithBands(
     regime.profile = profile->name;
     regime.engine_given = true;
     regime.across_hardware = r.hardware != fit_hardware;
-    out[i].band = FindPredictionBand(regime);
+    out[i].band =
+        FindPredictionBand(regime, CompiledErrorBands(), transfer_bands);
   }
   return out;
 }
@@ -82,6 +85,12 @@ namespace {
 
 std::string DtypeOf(const MeasuredRow& r) {
   return r.fp4 ? "fp4" : r.fp8 ? "fp8" : "bf16";
+}
+
+bool IsMoe(const std::string& catalog_model) {
+  absl::StatusOr<shardplan::v1::ModelSpec> spec =
+      FindCatalogModel(catalog_model);
+  return spec.ok() && spec->num_experts() > 0;
 }
 
 struct Ratios {
@@ -119,31 +128,36 @@ struct Ratios {
 absl::StatusOr<TransferReport> ComputeTransfer(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles,
-    absl::string_view fit_hardware) {
-  ASSIGN_OR_RETURN(std::vector<BandedPrediction> pred,
-                   PredictWithBands(rows, profiles, fit_hardware));
+    absl::string_view fit_hardware,
+    const std::vector<ErrorBand>& transfer_bands) {
+  ASSIGN_OR_RETURN(
+      std::vector<BandedPrediction> pred,
+      PredictWithBands(rows, profiles, fit_hardware, transfer_bands));
   using Key = std::tuple<std::string, std::string, std::string, std::string>;
   std::map<Key, Ratios> groups;
   std::map<std::string, Ratios> totals;
   // Rows with attention data parallelism, apart: their load per rank is
   // where the meaning of the concurrency matters.
   std::map<std::string, Ratios> dp_totals;
+  std::map<std::tuple<std::string, std::string, bool>, Ratios> kinds;
   for (size_t i = 0; i < rows.size(); ++i) {
     const MeasuredRow& r = rows[i];
     Ratios& g = groups[{r.hardware, r.engine, r.catalog_model, DtypeOf(r)}];
     Ratios& t = totals[r.hardware];
     Ratios unused;
     Ratios& dp = r.attention_dp > 1 ? dp_totals[r.hardware] : unused;
+    Ratios& kind = kinds[{r.hardware, r.engine, IsMoe(r.catalog_model)}];
     ++g.rows;
     ++t.rows;
     ++dp.rows;
+    ++kind.rows;
     const RowPrediction& p = pred[i].prediction;
     if (!p.feasible) continue;
     // The band holds the measurement when measured / predicted lies in it.
     const PredictionBand& band = pred[i].band;
     const double tpot_m = r.tpot_seconds / p.tpot_seconds;
     const double ttft_m = r.ttft_seconds / p.ttft_seconds;
-    for (Ratios* x : {&g, &t, &dp}) {
+    for (Ratios* x : {&g, &t, &dp, &kind}) {
       x->tpot.push_back(1 / tpot_m);
       x->ttft.push_back(1 / ttft_m);
       x->tpot_in_band += tpot_m >= band.tpot_low && tpot_m <= band.tpot_high;
@@ -154,6 +168,7 @@ absl::StatusOr<TransferReport> ComputeTransfer(
   for (const auto& [key, ratios] : groups) {
     TransferGroup g;
     std::tie(g.hardware, g.engine, g.model, g.dtype) = key;
+    g.moe = IsMoe(g.model);
     report.groups.push_back(ratios.Summary(g));
   }
   for (const auto& [hardware, ratios] : totals) {
@@ -168,6 +183,13 @@ absl::StatusOr<TransferReport> ComputeTransfer(
     g.engine = g.dtype = "*";
     g.model = "attention dp > 1";
     report.hardware_totals.push_back(ratios.Summary(g));
+  }
+  for (const auto& [key, ratios] : kinds) {
+    TransferGroup g;
+    std::tie(g.hardware, g.engine, g.moe) = key;
+    g.model = g.moe ? "MoE" : "dense";
+    g.dtype = "*";
+    report.kind_totals.push_back(ratios.Summary(g));
   }
   return report;
 }
@@ -364,32 +386,78 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitOnHardware(
   return FitCalibration(data, start, options);
 }
 
-absl::StatusOr<std::vector<ErrorBand>> ComputeTransferBands(
-    const std::vector<MeasuredRow>& rows,
-    const std::vector<CalibrationProfile>& profiles) {
+namespace {
+
+// Rows of `hardware` that `profiles` predict, held out, with their
+// predictions (and the engine-agnostic ones), appended to `residuals`.
+absl::Status AppendResiduals(const std::vector<MeasuredRow>& rows,
+                             const std::vector<CalibrationProfile>& profiles,
+                             absl::string_view hardware,
+                             std::vector<MeasuredRow>* residual_rows,
+                             std::vector<RowPrediction>* residuals) {
   std::vector<MeasuredRow> held_out;
   for (MeasuredRow r : PredictableRows(rows, profiles)) {
-    if (r.hardware != kTransferBandHardware) continue;
+    if (r.hardware != hardware) continue;
     r.held_out_model = true;
     held_out.push_back(std::move(r));
   }
+  if (held_out.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cross-hardware bands need measured rows of ", hardware));
+  }
   ASSIGN_OR_RETURN(std::vector<RowPrediction> pred,
                    PredictRowsForBands(held_out, profiles));
-  std::vector<ErrorBand> bands = ComputeErrorBands(held_out, pred);
-  // Which way a transfer errs depends on its direction (a term fitted on a
-  // slower GPU over-predicts the faster one and the reverse), so the band is
-  // made symmetric in log space: it holds the p10-p90 ratios of this
-  // direction and their inverses.
-  for (ErrorBand& b : bands) {
-    for (auto [low, high] :
-         {std::pair<double*, double*>{&b.ttft_low, &b.ttft_high},
-          {&b.tpot_low, &b.tpot_high}}) {
-      const double l = *low, h = *high;
-      *low = std::min(l, 1 / h);
-      *high = std::max(h, 1 / l);
-    }
+  residual_rows->insert(residual_rows->end(), held_out.begin(), held_out.end());
+  residuals->insert(residuals->end(), pred.begin(), pred.end());
+  return absl::OkStatus();
+}
+
+std::vector<MeasuredRow> RowsOf(const std::vector<MeasuredRow>& rows,
+                                absl::string_view hardware) {
+  std::vector<MeasuredRow> out;
+  for (const MeasuredRow& r : rows) {
+    if (r.hardware == hardware) out.push_back(r);
   }
-  return bands;
+  return out;
+}
+
+}  // namespace
+
+absl::StatusOr<TransferBands> ComputeTransferBands(
+    const std::vector<MeasuredRow>& rows,
+    const std::vector<CalibrationProfile>& profiles) {
+  TransferBands out;
+  ASSIGN_OR_RETURN(out.band_hw_profiles,
+                   FitOnHardware(rows, kTransferBandHardware));
+  std::vector<MeasuredRow> fold_rows[2];
+  std::vector<RowPrediction> fold_pred[2];
+  RETURN_IF_ERROR(AppendResiduals(rows, profiles, kTransferBandHardware,
+                                  &fold_rows[0], &fold_pred[0]));
+  RETURN_IF_ERROR(AppendResiduals(rows, out.band_hw_profiles,
+                                  kProfileFitHardware, &fold_rows[1],
+                                  &fold_pred[1]));
+  out.from_profile_fit =
+      ComputeErrorBands(fold_rows[0], fold_pred[0], /*log_symmetric=*/true);
+  out.from_band_hw_fit =
+      ComputeErrorBands(fold_rows[1], fold_pred[1], /*log_symmetric=*/true);
+  std::vector<MeasuredRow> pooled_rows = fold_rows[0];
+  std::vector<RowPrediction> pooled_pred = fold_pred[0];
+  pooled_rows.insert(pooled_rows.end(), fold_rows[1].begin(),
+                     fold_rows[1].end());
+  pooled_pred.insert(pooled_pred.end(), fold_pred[1].begin(),
+                     fold_pred[1].end());
+  out.pooled =
+      ComputeErrorBands(pooled_rows, pooled_pred, /*log_symmetric=*/true);
+  // Each fold's bands on the rows of the other.
+  ASSIGN_OR_RETURN(
+      out.from_profile_fit_scored,
+      ComputeTransfer(RowsOf(rows, kProfileFitHardware), out.band_hw_profiles,
+                      kTransferBandHardware, out.from_profile_fit));
+  ASSIGN_OR_RETURN(
+      out.from_band_hw_fit_scored,
+      ComputeTransfer(RowsOf(rows, kTransferBandHardware), profiles,
+                      kProfileFitHardware, out.from_band_hw_fit));
+  return out;
 }
 
 std::string TransferReport::Markdown() const {
@@ -407,6 +475,23 @@ std::string TransferReport::Markdown() const {
           g.hardware, g.engine, g.model, g.dtype, g.rows, g.infeasible,
           g.tpot_mape, g.tpot_median_ratio, g.ttft_mape, g.ttft_median_ratio,
           100 * g.tpot_in_band, 100 * g.ttft_in_band);
+    }
+  }
+  return s;
+}
+
+std::string TransferReport::CoverageMarkdown() const {
+  std::string s =
+      "| hardware | engine | model kind | rows | TPOT MAPE | TTFT MAPE | "
+      "TPOT in p10-p90 | TTFT in p10-p90 |\n"
+      "|---|---|---|---:|---:|---:|---:|---:|\n";
+  for (const std::vector<TransferGroup>* list :
+       {&kind_totals, &hardware_totals}) {
+    for (const TransferGroup& g : *list) {
+      absl::StrAppendFormat(
+          &s, "| %s | %s | %s | %d | %.1f%% | %.1f%% | %.0f%% | %.0f%% |\n",
+          g.hardware, g.engine, g.model, g.rows - g.infeasible, g.tpot_mape,
+          g.ttft_mape, 100 * g.tpot_in_band, 100 * g.ttft_in_band);
     }
   }
   return s;

@@ -19,6 +19,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "simulator/calibration.h"
 #include "simulator/calibration_harness.h"
 #include "simulator/types.h"
 
@@ -42,6 +43,7 @@ struct TransferGroup {
   std::string engine;
   std::string model;
   std::string dtype;  // "bf16", "fp8", "fp4"
+  bool moe = false;
   int rows = 0;
   int infeasible = 0;
   double tpot_mape = 0;
@@ -50,7 +52,8 @@ struct TransferGroup {
   double ttft_median_ratio = 0;
   // Share of the feasible rows whose measurement lies inside the p10-p90
   // range a request of the row's regime carries (FindPredictionBand with the
-  // compiled-in bands, computed on H100 rows).
+  // compiled-in bands on the profiles' own hardware, the transfer bands
+  // ComputeTransfer is given on any other).
   double tpot_in_band = 0;
   double ttft_in_band = 0;
 };
@@ -61,16 +64,22 @@ struct TransferReport {
   // engine/model/dtype "*"; then the rows with attention dp > 1 of each
   // hardware (model "attention dp > 1").
   std::vector<TransferGroup> hardware_totals;
+  // Per hardware, engine and model kind (model "dense" or "MoE", dtype "*"):
+  // where the bands' coverage is read.
+  std::vector<TransferGroup> kind_totals;
+  // groups and hardware_totals (the documented tables).
   std::string Markdown() const;
+  // Coverage of kind_totals and hardware_totals.
+  std::string CoverageMarkdown() const;
 };
 
-// `profiles` were fitted on `fit_hardware`'s rows: the other rows carry the
-// cross-hardware bands (CompiledTransferBands), that hardware's rows the
-// compiled-in ones.
+// `profiles` were fitted on `fit_hardware`'s rows: the other rows carry
+// `transfer_bands`, that hardware's rows the compiled-in ones.
 absl::StatusOr<TransferReport> ComputeTransfer(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles,
-    absl::string_view fit_hardware = kProfileFitHardware);
+    absl::string_view fit_hardware = kProfileFitHardware,
+    const std::vector<ErrorBand>& transfer_bands = CompiledTransferBands());
 
 // One measurement per run. AIConfigurator's Blackwell export repeats runs
 // (the same model, engine, lengths, concurrency and measured TTFT and TPOT
@@ -112,15 +121,38 @@ absl::StatusOr<std::vector<CalibrationProfile>> FitOnHardware(
     const std::vector<MeasuredRow>& rows, absl::string_view hardware,
     const FitOptions& options = TransferFitOptions());
 
-// The hardware whose rows the cross-hardware bands are computed from: B200
-// (GB200's 37 aggregated rows of catalogued models are too few: 19 are
-// layouts the plan rules refuse and 15 contradict each other).
+// The hardware of the other fold of the cross-hardware bands: B200 (GB200's
+// 37 aggregated rows of catalogued models are too few: 19 are layouts the
+// plan rules refuse and 15 contradict each other).
 inline constexpr char kTransferBandHardware[] = "b200-sxm-180gb";
 
-// Cross-hardware error bands: ComputeErrorBands over the rows of
-// kTransferBandHardware in `rows` (each a held-out row) predicted with
-// `profiles`.
-absl::StatusOr<std::vector<ErrorBand>> ComputeTransferBands(
+// Cross-hardware error bands, two folds. Each fold's residuals are
+// measured / predicted of one GPU's rows predicted by profiles fitted on the
+// other GPU only, so every residual is out of sample for its hardware:
+// - `profiles` (fitted on kProfileFitHardware) on the kTransferBandHardware
+//   rows;
+// - FitOnHardware(rows, kTransferBandHardware) on the kProfileFitHardware
+//   rows.
+// Bands are ComputeErrorBands(..., log_symmetric = true): which way a
+// transfer errs depends on its direction (a term fitted on a slower GPU
+// over-predicts a faster one and the reverse), unknown for a prediction on
+// an arbitrary GPU, so each band is the central 80% of a log-symmetric error
+// distribution. Each fold's bands are scored on the other fold's rows (held
+// out); the shipped bands (CompiledTransferBands) pool both folds' residuals.
+struct TransferBands {
+  std::vector<ErrorBand> from_profile_fit;  // kProfileFitHardware profiles
+  std::vector<ErrorBand> from_band_hw_fit;  // kTransferBandHardware profiles
+  std::vector<ErrorBand> pooled;
+  // The kTransferBandHardware fit (FitOnHardware, TransferFitOptions()).
+  std::vector<CalibrationProfile> band_hw_profiles;
+  // Held-out coverage: the kProfileFitHardware rows predicted by
+  // band_hw_profiles with from_profile_fit, and the kTransferBandHardware
+  // rows predicted by `profiles` with from_band_hw_fit.
+  TransferReport from_profile_fit_scored;
+  TransferReport from_band_hw_fit_scored;
+};
+// INVALID_ARGUMENT unless `rows` hold rows of both GPUs.
+absl::StatusOr<TransferBands> ComputeTransferBands(
     const std::vector<MeasuredRow>& rows,
     const std::vector<CalibrationProfile>& profiles);
 

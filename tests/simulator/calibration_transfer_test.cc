@@ -916,17 +916,36 @@ TEST(CalibrationTransferTest, H100FitOnBlackwellStaysWithinDocumentedErrors) {
                          std::end(kH100ToBlackwell));
 }
 
-// The bands Blackwell predictions carry are what the harness computes from
-// the Blackwell rows with the compiled-in profiles.
+std::vector<MeasuredRow> H100AndBlackwellRows() {
+  std::vector<MeasuredRow> rows = Rows("blackwell_measured_latency.csv");
+  for (const char* file : {"h100_measured_latency.csv", "h100_moe_latency.csv",
+                           "h100_validation_latency.csv"}) {
+    std::vector<MeasuredRow> more = Rows(file);
+    rows.insert(rows.end(), more.begin(), more.end());
+  }
+  return rows;
+}
+
+const TransferGroup* HardwareTotal(const TransferReport& report,
+                                   const std::string& hardware) {
+  for (const TransferGroup& t : report.hardware_totals) {
+    if (t.hardware == hardware && t.model == "*") return &t;
+  }
+  return nullptr;
+}
+
+// The bands predictions on other hardware carry are what the harness
+// computes from both directions' residuals, and each direction's bands hold
+// their share of the other direction's measurements.
 TEST(CalibrationTransferTest, CompiledTransferBandsEqualRecomputed) {
-  const std::vector<MeasuredRow> rows = Rows("blackwell_measured_latency.csv");
-  absl::StatusOr<std::vector<ErrorBand>> bands =
-      ComputeTransferBands(rows, CalibrationProfiles());
+  absl::StatusOr<TransferBands> bands =
+      ComputeTransferBands(H100AndBlackwellRows(), CalibrationProfiles());
   ASSERT_TRUE(bands.ok()) << bands.status();
   const std::vector<ErrorBand>& compiled = CompiledTransferBands();
-  ASSERT_EQ(bands->size(), compiled.size()) << ErrorBandsCpp(*bands);
-  for (size_t i = 0; i < bands->size(); ++i) {
-    const ErrorBand& b = (*bands)[i];
+  ASSERT_EQ(bands->pooled.size(), compiled.size())
+      << ErrorBandsCpp(bands->pooled);
+  for (size_t i = 0; i < compiled.size(); ++i) {
+    const ErrorBand& b = bands->pooled[i];
     const ErrorBand& c = compiled[i];
     SCOPED_TRACE(absl::StrCat(b.engine, b.moe ? " moe " : " dense ", b.dtype));
     EXPECT_EQ(std::tie(b.engine, b.moe, b.dtype, b.rows),
@@ -935,8 +954,55 @@ TEST(CalibrationTransferTest, CompiledTransferBandsEqualRecomputed) {
     EXPECT_NEAR(b.ttft_high, c.ttft_high, 1e-5 * c.ttft_high);
     EXPECT_NEAR(b.tpot_low, c.tpot_low, 1e-5 * c.tpot_low);
     EXPECT_NEAR(b.tpot_high, c.tpot_high, 1e-5 * c.tpot_high);
+    // Log-symmetric: the band's ends are reciprocal.
+    EXPECT_NEAR(c.ttft_low * c.ttft_high, 1, 1e-5);
+    EXPECT_NEAR(c.tpot_low * c.tpot_high, 1, 1e-5);
   }
-  // A prediction on B200 takes them (with a note); one on H100 does not.
+  // The pooled cells hold both directions' rows (SGLang's dense cell only
+  // H100's, its MoE cell only B200's).
+  auto pooled_cell_rows = [](const std::vector<ErrorBand>& bands) {
+    int rows = 0;
+    for (const ErrorBand& b : bands) rows += b.engine == "*" ? b.rows : 0;
+    return rows;
+  };
+  EXPECT_GT(pooled_cell_rows(bands->from_profile_fit), 0);
+  EXPECT_GT(pooled_cell_rows(bands->from_band_hw_fit), 0);
+  EXPECT_EQ(pooled_cell_rows(bands->pooled),
+            pooled_cell_rows(bands->from_profile_fit) +
+                pooled_cell_rows(bands->from_band_hw_fit));
+
+  // Held out: the share of `hardware`'s `rows` feasible measurements inside
+  // the bands of the other direction's errors.
+  struct Coverage {
+    const TransferReport* report;
+    const char* hardware;
+    int rows;
+    double tpot_low, ttft_low;
+  };
+  for (const Coverage& c :
+       {// The H100 -> B200 errors' bands on the H100 rows predicted by the
+        // B200 fit: documented 84% (TPOT) / 80% (TTFT), held to the
+        // 75-85% target.
+        Coverage{&bands->from_profile_fit_scored, "h100-sxm-80gb", 751, 0.75,
+                 0.75},
+        // The B200 -> H100 errors' bands on the B200 rows predicted by the
+        // compiled-in profiles: documented 72% / 60%, below the target
+        // (H100 has no MLA, SGLang MoE or native-FP4 rows, whose errors
+        // are B200's widest); held to 2 points below the figures.
+        Coverage{&bands->from_band_hw_fit_scored, "b200-sxm-180gb", 979, 0.70,
+                 0.58}}) {
+    SCOPED_TRACE(c.hardware);
+    const TransferGroup* t = HardwareTotal(*c.report, c.hardware);
+    ASSERT_NE(t, nullptr) << c.report->Markdown();
+    EXPECT_EQ(t->rows - t->infeasible, c.rows);
+    EXPECT_GE(t->tpot_in_band, c.tpot_low) << c.report->CoverageMarkdown();
+    EXPECT_LE(t->tpot_in_band, 0.85) << c.report->CoverageMarkdown();
+    EXPECT_GE(t->ttft_in_band, c.ttft_low) << c.report->CoverageMarkdown();
+    EXPECT_LE(t->ttft_in_band, 0.85) << c.report->CoverageMarkdown();
+  }
+
+  // A prediction on B200 takes the compiled bands (with a note); one on H100
+  // does not.
   BandRegime regime;
   regime.profile = "h100-vllm";
   regime.weight_dtype = Dtype::kFp8;
@@ -950,16 +1016,51 @@ TEST(CalibrationTransferTest, CompiledTransferBandsEqualRecomputed) {
   EXPECT_NE(across.notes.front().find("cross-hardware"), std::string::npos);
 }
 
-// The other direction: profiles fitted on the B200 rows only predict the
-// H100 rows (and GB200's); the cross-hardware bands, computed from the first
-// direction, are checked on this one (target 75-85%).
-TEST(CalibrationTransferTest, B200FitOnH100StaysWithinDocumentedErrors) {
-  std::vector<MeasuredRow> rows = Rows("blackwell_measured_latency.csv");
-  for (const char* file : {"h100_measured_latency.csv", "h100_moe_latency.csv",
-                           "h100_validation_latency.csv"}) {
-    std::vector<MeasuredRow> more = Rows(file);
-    rows.insert(rows.end(), more.begin(), more.end());
+// The band of log-symmetric errors holds 80% of them around the prediction,
+// whichever way they lean.
+TEST(CalibrationTransferTest, LogSymmetricBandHoldsEightyPercent) {
+  std::vector<MeasuredRow> rows;
+  std::vector<RowPrediction> pred;
+  // 15 rows all measured faster than predicted: |log r| = 0.1 ... 1.5.
+  for (int i = 1; i <= 15; ++i) {
+    MeasuredRow r;
+    r.engine = "vllm";
+    r.catalog_model = "llama-3.1-70b";
+    r.fp8 = true;
+    r.held_out_model = true;
+    r.ttft_seconds = std::exp(-0.1 * i);
+    r.tpot_seconds = std::exp(-0.1 * i);
+    rows.push_back(r);
+    RowPrediction p;
+    p.feasible = true;
+    p.ttft_seconds = p.tpot_seconds = 1;
+    pred.push_back(p);
   }
+  const std::vector<ErrorBand> plain = ComputeErrorBands(rows, pred);
+  const std::vector<ErrorBand> symmetric =
+      ComputeErrorBands(rows, pred, /*log_symmetric=*/true);
+  ASSERT_EQ(plain.size(), 3u);
+  ASSERT_EQ(symmetric.size(), 3u);
+  for (const ErrorBand& b : symmetric) {
+    // p80 of 0.1 ... 1.5 (type 7): position 11.2, 1.2 + 0.2 * 0.1.
+    EXPECT_NEAR(std::log(b.ttft_high), 1.22, 1e-9);
+    EXPECT_NEAR(std::log(b.ttft_low), -1.22, 1e-9);
+    EXPECT_NEAR(std::log(b.tpot_high), 1.22, 1e-9);
+    int inside = 0;
+    for (const MeasuredRow& r : rows) {
+      inside += r.ttft_seconds >= b.ttft_low && r.ttft_seconds <= b.ttft_high;
+    }
+    EXPECT_EQ(inside, 12);  // 80% of 15
+  }
+  // The plain p10-p90 band lies below 1; the envelope of it and its
+  // inverse, exp(-1.36) to exp(1.36), would hold 14 of 15.
+  EXPECT_LT(plain.front().ttft_high, 1);
+}
+
+// The other direction: profiles fitted on the B200 rows only predict the
+// H100 rows (and GB200's).
+TEST(CalibrationTransferTest, B200FitOnH100StaysWithinDocumentedErrors) {
+  const std::vector<MeasuredRow> rows = H100AndBlackwellRows();
   absl::StatusOr<std::vector<CalibrationProfile>> fitted =
       FitOnHardware(rows, "b200-sxm-180gb", TransferFitOptions());
   ASSERT_TRUE(fitted.ok()) << fitted.status();
@@ -972,15 +1073,6 @@ TEST(CalibrationTransferTest, B200FitOnH100StaysWithinDocumentedErrors) {
   ASSERT_TRUE(report.ok()) << report.status();
   ExpectWithinDocumented(*report, std::begin(kB200ToOthers),
                          std::end(kB200ToOthers));
-  for (const TransferGroup& t : report->hardware_totals) {
-    if (t.hardware != "h100-sxm-80gb") continue;
-    // Documented: 88% (TPOT) and 86% (TTFT) of the H100 measurements inside
-    // the cross-hardware bands; the target is 75-85%.
-    EXPECT_GE(t.tpot_in_band, 0.70);
-    EXPECT_LE(t.tpot_in_band, 0.90);
-    EXPECT_GE(t.ttft_in_band, 0.70);
-    EXPECT_LE(t.ttft_in_band, 0.92);
-  }
 }
 
 // The B200 fit keeps SGLang's queue fraction at the wave position a prompt
