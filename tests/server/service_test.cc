@@ -844,5 +844,118 @@ TEST_F(ServiceTest, PredictionsCarryTheBatchPerRank) {
   EXPECT_GT(checked, 0);
 }
 
+// At a request rate every streamed plan is priced by the prompt queue's chain
+// (up to ~90 ms of CPU): on the search's worker slot, not on the gRPC thread.
+// A call queued behind a running search gets no update until the slot frees
+// (a gRPC thread that priced it would have written its baseline at once), and
+// the baseline then carries the traffic prediction EvaluatePlan gives.
+TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
+  StartServer(/*slots=*/1, /*queued=*/2);
+  script_.block_until_cancelled = true;
+  script_.improvements = 0;
+  grpc::ClientContext running_ctx;
+  auto running =
+      stub_->PlanSharding(&running_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  PlanUpdate update;
+  ASSERT_TRUE(running->Read(&update));
+  ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
+
+  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
+  rated.mutable_workload()->set_request_rate(2);
+  rated.mutable_options()->set_disaggregation("off");
+  grpc::ClientContext rated_ctx;
+  auto reader = stub_->PlanSharding(&rated_ctx, rated);
+  absl::Notification first_read;
+  PlanUpdate first;
+  bool read_ok = false;
+  std::thread read_first([&] {
+    read_ok = reader->Read(&first);
+    first_read.Notify();
+  });
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
+  EXPECT_FALSE(first_read.WaitForNotificationWithTimeout(absl::Seconds(1)))
+      << "a queued rated call was priced before its search started";
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 0);
+
+  running_ctx.TryCancel();
+  EXPECT_EQ(running->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(first_read.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  read_first.join();
+  ASSERT_TRUE(read_ok);
+  EXPECT_EQ(first.kind(), "baseline");
+  EXPECT_EQ(first.evaluations(), 1);
+  EXPECT_GT(first.prediction().ttft_ms_p99(), 0);
+  EXPECT_GT(first.prediction().max_request_rate(), 0);
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
+
+  shardplan::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_model() = rated.model();
+  *evaluate.mutable_cluster() = rated.cluster();
+  *evaluate.mutable_workload() = rated.workload();
+  *evaluate.mutable_plan() = first.plan();
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext evaluate_ctx;
+  grpc::Status status = stub_->EvaluatePlan(&evaluate_ctx, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_DOUBLE_EQ(first.prediction().ttft_ms_p99(),
+                   response.prediction().ttft_ms_p99());
+  EXPECT_DOUBLE_EQ(first.prediction().max_request_rate(),
+                   response.prediction().max_request_rate());
+  EXPECT_DOUBLE_EQ(first.prediction().goodput_requests_per_s(),
+                   response.prediction().goodput_requests_per_s());
+
+  rated_ctx.TryCancel();
+  while (reader->Read(&update)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// Each distinct streamed plan is priced once: the final update's best is the
+// last improvement, whose pricing it reuses (baseline + 3 improvements = 4).
+TEST_F(ServiceTest, RatedCallPricesEachStreamedPlanOnce) {
+  StartServer();
+  script_.improvements = 3;
+  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
+  rated.mutable_workload()->set_request_rate(2);
+  rated.mutable_options()->set_disaggregation("off");
+  StreamResult result = Plan(rated);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_EQ(result.updates.size(), 5u);
+  EXPECT_EQ(result.updates.front().kind(), "baseline");
+  const PlanUpdate& last = result.updates[3];
+  const PlanUpdate& final_update = result.updates.back();
+  EXPECT_EQ(last.kind(), "improvement");
+  EXPECT_TRUE(final_update.final());
+  EXPECT_EQ(final_update.plan().SerializeAsString(),
+            last.plan().SerializeAsString());
+  EXPECT_EQ(final_update.prediction().SerializeAsString(),
+            last.prediction().SerializeAsString());
+  EXPECT_GT(final_update.prediction().ttft_ms_p99(), 0);
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 4);
+}
+
+// A client that cancels mid-search costs no further pricing: the final update,
+// which would not be written, is not priced.
+TEST_F(ServiceTest, CancelledRatedCallStopsPricing) {
+  StartServer(/*slots=*/1, /*queued=*/1);
+  script_.block_until_cancelled = true;
+  script_.improvements = 1;
+  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
+  rated.mutable_workload()->set_request_rate(2);
+  rated.mutable_options()->set_disaggregation("off");
+  grpc::ClientContext context;
+  auto reader = stub_->PlanSharding(&context, rated);
+  PlanUpdate update;
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(update.kind(), "baseline");
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(update.kind(), "improvement");
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 2);
+  context.TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().running() == 0; }));
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 2);
+}
+
 }  // namespace
 }  // namespace shardplan::server
