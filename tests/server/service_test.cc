@@ -957,5 +957,43 @@ TEST_F(ServiceTest, CancelledRatedCallStopsPricing) {
   EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 2);
 }
 
+// A rated call still queued at shutdown gets what a queued call always got,
+// the baseline then a final update (stop reason shutdown), priced once on the
+// draining thread.
+TEST_F(ServiceTest, QueuedRatedCallAtShutdownGetsBaselineAndFinal) {
+  StartServer(/*slots=*/1, /*queued=*/1);
+  script_.block_until_cancelled = true;
+  script_.improvements = 0;
+  grpc::ClientContext running_ctx, queued_ctx;
+  auto running =
+      stub_->PlanSharding(&running_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  PlanUpdate update;
+  ASSERT_TRUE(running->Read(&update));
+  ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
+  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
+  rated.mutable_workload()->set_request_rate(2);
+  rated.mutable_options()->set_disaggregation("off");
+  auto queued = stub_->PlanSharding(&queued_ctx, rated);
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
+
+  std::thread stopper([&] { server_->Shutdown(); });
+  std::vector<PlanUpdate> updates;
+  while (queued->Read(&update)) updates.push_back(update);
+  const grpc::Status status = queued->Finish();
+  while (running->Read(&update)) {
+  }
+  EXPECT_TRUE(running->Finish().ok());
+  stopper.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[0].kind(), "baseline");
+  EXPECT_GT(updates[0].prediction().ttft_ms_p99(), 0);
+  EXPECT_TRUE(updates[1].final());
+  EXPECT_EQ(updates[1].summary().stop_reason(), "shutdown");
+  EXPECT_EQ(updates[1].prediction().SerializeAsString(),
+            updates[0].prediction().SerializeAsString());
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
+}
+
 }  // namespace
 }  // namespace shardplan::server
