@@ -93,6 +93,20 @@ class ServiceTest : public ::testing::Test {
     return result;
   }
 
+  // Starts a search (without a rate) that holds a worker slot until its call
+  // is cancelled; returns once it runs.
+  std::unique_ptr<grpc::ClientReader<PlanUpdate>> OccupyTheSlot(
+      grpc::ClientContext& context) {
+    script_.block_until_cancelled = true;
+    script_.improvements = 0;
+    auto reader =
+        stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
+    PlanUpdate baseline;
+    EXPECT_TRUE(reader->Read(&baseline));
+    EXPECT_TRUE(Eventually([&] { return script_.started() == 1; }));
+    return reader;
+  }
+
   TempDir dir_;
   FakeScript script_;
   bool real_searchers_ = false;  // the torch-free policy searchers
@@ -844,6 +858,15 @@ TEST_F(ServiceTest, PredictionsCarryTheBatchPerRank) {
   EXPECT_GT(checked, 0);
 }
 
+// A call at a request rate (its streamed plans priced by the chain), with the
+// scripted aggregated search only.
+shardplan::v1::PlanRequest RatedRequest() {
+  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
+  rated.mutable_workload()->set_request_rate(2);
+  rated.mutable_options()->set_disaggregation("off");
+  return rated;
+}
+
 // At a request rate every streamed plan is priced by the prompt queue's chain
 // (up to ~90 ms of CPU): on the search's worker slot, not on the gRPC thread.
 // A call queued behind a running search gets no update until the slot frees
@@ -851,18 +874,11 @@ TEST_F(ServiceTest, PredictionsCarryTheBatchPerRank) {
 // the baseline then carries the traffic prediction EvaluatePlan gives.
 TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
   StartServer(/*slots=*/1, /*queued=*/2);
-  script_.block_until_cancelled = true;
-  script_.improvements = 0;
   grpc::ClientContext running_ctx;
-  auto running =
-      stub_->PlanSharding(&running_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  auto running = OccupyTheSlot(running_ctx);
   PlanUpdate update;
-  ASSERT_TRUE(running->Read(&update));
-  ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
 
-  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
-  rated.mutable_workload()->set_request_rate(2);
-  rated.mutable_options()->set_disaggregation("off");
+  const shardplan::v1::PlanRequest rated = RatedRequest();
   grpc::ClientContext rated_ctx;
   auto reader = stub_->PlanSharding(&rated_ctx, rated);
   absl::Notification first_read;
@@ -915,9 +931,7 @@ TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
 TEST_F(ServiceTest, RatedCallPricesEachStreamedPlanOnce) {
   StartServer();
   script_.improvements = 3;
-  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
-  rated.mutable_workload()->set_request_rate(2);
-  rated.mutable_options()->set_disaggregation("off");
+  const shardplan::v1::PlanRequest rated = RatedRequest();
   StreamResult result = Plan(rated);
   ASSERT_TRUE(result.status.ok()) << result.status.error_message();
   ASSERT_EQ(result.updates.size(), 5u);
@@ -940,9 +954,7 @@ TEST_F(ServiceTest, CancelledRatedCallStopsPricing) {
   StartServer(/*slots=*/1, /*queued=*/1);
   script_.block_until_cancelled = true;
   script_.improvements = 1;
-  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
-  rated.mutable_workload()->set_request_rate(2);
-  rated.mutable_options()->set_disaggregation("off");
+  const shardplan::v1::PlanRequest rated = RatedRequest();
   grpc::ClientContext context;
   auto reader = stub_->PlanSharding(&context, rated);
   PlanUpdate update;
@@ -962,17 +974,10 @@ TEST_F(ServiceTest, CancelledRatedCallStopsPricing) {
 // draining thread.
 TEST_F(ServiceTest, QueuedRatedCallAtShutdownGetsBaselineAndFinal) {
   StartServer(/*slots=*/1, /*queued=*/1);
-  script_.block_until_cancelled = true;
-  script_.improvements = 0;
   grpc::ClientContext running_ctx, queued_ctx;
-  auto running =
-      stub_->PlanSharding(&running_ctx, MakePlanRequest("llama-3.1-8b", 8));
+  auto running = OccupyTheSlot(running_ctx);
   PlanUpdate update;
-  ASSERT_TRUE(running->Read(&update));
-  ASSERT_TRUE(Eventually([&] { return script_.started() == 1; }));
-  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
-  rated.mutable_workload()->set_request_rate(2);
-  rated.mutable_options()->set_disaggregation("off");
+  const shardplan::v1::PlanRequest rated = RatedRequest();
   auto queued = stub_->PlanSharding(&queued_ctx, rated);
   ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
 
