@@ -124,9 +124,10 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     // cannot be deleted by OnDone before then; locals anyway.
     ServerMetrics* metrics = deps_.metrics;
     const absl::Time start = start_;
-    const bool baseline_queued = request_.capacity == nullptr && !deferred_;
+    // A deferred baseline is observed when the worker queues it.
+    const bool deferred = deferred_;
     Pump();
-    if (baseline_queued) {
+    if (!deferred) {
       metrics->time_to_first_plan().Observe(
           absl::ToDoubleSeconds(absl::Now() - start));
     }
