@@ -61,6 +61,16 @@ ServerMetrics::ServerMetrics(int num_slots,
       "Cost-model evaluations (searches, baselines and "
       "EvaluatePlan).",
       *registry_);
+  traffic_pricings_ =
+      &Series(prometheus::BuildCounter(), "shardplan_traffic_pricings_total",
+              "Streamed plans priced at the request's rate (the prompt queue's "
+              "chain), once per distinct plan of a PlanSharding call.",
+              *registry_);
+  traffic_pricing_seconds_ = &Series(
+      prometheus::BuildCounter(), "shardplan_traffic_pricing_seconds_total",
+      "Seconds spent pricing streamed plans at a request rate (on worker "
+      "threads).",
+      *registry_);
   rl_iterations_ =
       &Series(prometheus::BuildCounter(), "shardplan_rl_iterations_total",
               "Search iterations (RL policy-gradient steps; baselines report "

@@ -54,6 +54,12 @@ class ServerMetrics {
     return *cost_model_evaluations_;
   }
   prometheus::Counter& rl_iterations() { return *rl_iterations_; }
+  // Streamed plans priced at a request rate (the prompt queue's chain) and
+  // the seconds that took, on worker threads.
+  prometheus::Counter& traffic_pricings() { return *traffic_pricings_; }
+  prometheus::Counter& traffic_pricing_seconds() {
+    return *traffic_pricing_seconds_;
+  }
   prometheus::Histogram& search_duration() { return *search_duration_; }
   prometheus::Histogram& time_to_first_plan() { return *time_to_first_plan_; }
   prometheus::Gauge& elite_store_plans() { return *elite_store_plans_; }
@@ -79,6 +85,8 @@ class ServerMetrics {
   prometheus::Gauge* queued_searches_;
   prometheus::Counter* cost_model_evaluations_;
   prometheus::Counter* rl_iterations_;
+  prometheus::Counter* traffic_pricings_;
+  prometheus::Counter* traffic_pricing_seconds_;
   prometheus::Histogram* search_duration_;
   prometheus::Histogram* time_to_first_plan_;
   prometheus::Gauge* elite_store_plans_;

@@ -15,6 +15,7 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "glog/logging.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "server/capacity_search.h"
 #include "server/replan.h"
 #include "server/status_util.h"
@@ -123,9 +124,13 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     // cannot be deleted by OnDone before then; locals anyway.
     ServerMetrics* metrics = deps_.metrics;
     const absl::Time start = start_;
+    // A deferred baseline is observed when the worker queues it.
+    const bool deferred = deferred_;
     Pump();
-    metrics->time_to_first_plan().Observe(
-        absl::ToDoubleSeconds(absl::Now() - start));
+    if (!deferred) {
+      metrics->time_to_first_plan().Observe(
+          absl::ToDoubleSeconds(absl::Now() - start));
+    }
   }
 
   // The baseline update and the search job (not for capacity searches,
@@ -145,19 +150,43 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     }
     baseline_tps_ = Throughput(baseline.evaluation);
     deps_.metrics->cost_model_evaluations().Increment();
-    PlanUpdate first = MakeUpdate(baseline, /*evaluations=*/1, "baseline");
+    // At a request rate every streamed plan is priced by the prompt queue's
+    // chain (milliseconds to ~90 ms of CPU): that runs on the search's worker
+    // slot, never on this gRPC thread, so the baseline then waits for the slot
+    // like the search does. Without a rate the update costs microseconds and
+    // is written at once, also while the search waits in the queue.
+    deferred_ = cost_model.problem().workload.traffic.request_rate > 0;
+    if (deferred_) {
+      deferred_baseline_ = baseline;
+    } else {
+      PlanUpdate first = MakeUpdate(baseline, /*evaluations=*/1, "baseline");
+      absl::MutexLock lock(&mu_);
+      // Queued before the job exists so that it is written first whatever the
+      // job does.
+      queue_.PushBaseline(std::move(first));
+    }
     // The job's search counts this evaluation as its first and does not
     // repeat it.
     job_ = std::make_unique<SearchJob>(
         SearchJobDeps{deps_.history, deps_.searcher_factory, deps_.eval_pool,
                       deps_.elite_size},
         request_, std::move(baseline));
+  }
+
+  // The deferred baseline update, on the thread that runs (or drops) the job,
+  // before anything else of the job is queued. Skipped when nobody will read
+  // it.
+  void PushDeferredBaseline() {
+    if (!deferred_ || ClientGone()) return;
+    PlanUpdate first =
+        MakeUpdate(deferred_baseline_, /*evaluations=*/1, "baseline");
     {
       absl::MutexLock lock(&mu_);
-      // Queued before the job exists so that it is written first whatever the
-      // job does.
       queue_.PushBaseline(std::move(first));
     }
+    Pump();
+    deps_.metrics->time_to_first_plan().Observe(
+        absl::ToDoubleSeconds(absl::Now() - start_));
   }
 
   void OnWriteDone(bool ok) override {
@@ -236,6 +265,9 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
                        int evaluations) override {
       stream_.deps_.metrics->slot_best_speedup(slot_).Set(
           stream_.Speedup(Throughput(best.evaluation)));
+      // Nothing more is written to a client that cancelled or stopped reading:
+      // no pricing for it (the search stops at its next token check).
+      if (stream_.ClientGone()) return;
       PlanUpdate update = stream_.MakeUpdate(best, evaluations, "improvement");
       {
         absl::MutexLock lock(&stream_.mu_);
@@ -272,8 +304,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
         simulator::PredictionToProto(scored.evaluation, problem);
     simulator::AnnotateEngineCapability(problem, scored.plan,
                                         update.mutable_prediction());
-    simulator::AddTrafficPrediction(*request_.cost_model, scored.plan, 0,
-                                    update.mutable_prediction());
+    AddTrafficPredictionOnce(scored.plan, update.mutable_prediction());
     update.set_evaluations(evaluations);
     update.set_elapsed_seconds(absl::ToDoubleSeconds(absl::Now() - start_));
     update.set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
@@ -288,6 +319,37 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     }
     LimitSize(&update);
     return update;
+  }
+
+  // AddTrafficPrediction, except that a plan priced just before with the same
+  // prediction (the final update's best is the last streamed improvement, or
+  // the baseline) reuses that answer: each streamed plan's chain runs once.
+  void AddTrafficPredictionOnce(const simulator::PlanDims& plan,
+                                shardplan::v1::Prediction* prediction) const {
+    absl::MutexLock lock(&price_mu_);
+    if (last_priced_.has_value() && last_priced_->plan == plan &&
+        google::protobuf::util::MessageDifferencer::Equals(last_priced_->before,
+                                                           *prediction)) {
+      *prediction = last_priced_->after;
+      return;
+    }
+    Priced priced{plan, *prediction, {}};
+    const absl::Time begin = absl::Now();
+    simulator::AddTrafficPrediction(*request_.cost_model, plan, 0, prediction);
+    if (request_.cost_model->problem().workload.traffic.request_rate > 0) {
+      deps_.metrics->traffic_pricings().Increment();
+      deps_.metrics->traffic_pricing_seconds().Increment(
+          absl::ToDoubleSeconds(absl::Now() - begin));
+    }
+    priced.after = *prediction;
+    last_priced_ = std::move(priced);
+  }
+
+  // The client cancelled (or its deadline passed) or a write failed: nothing
+  // more will be written.
+  bool ClientGone() const {
+    absl::MutexLock lock(&mu_);
+    return client_cancelled_ || queue_.broken();
   }
 
   // Every update stays under kMaxUpdateBytes (a 16k-GPU plan's placement and
@@ -354,6 +416,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       Pump();
       return;
     }
+    PushDeferredBaseline();
     // The final update promises that the store holds what the client saw (the
     // baseline): the job stores it first.
     const SearchJob::Outcome outcome = job_->Abandon();
@@ -369,8 +432,25 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // the top plans.
   PlanUpdate MakeFinal(const SearchJob::Outcome& outcome,
                        absl::string_view stop_reason) {
-    const simulator::Problem& problem = request_.cost_model->problem();
     PlanUpdate update = MakeUpdate(outcome.best, outcome.evaluations, "final");
+    FillFinal(outcome, stop_reason, &update);
+    return update;
+  }
+
+  // The final update of a call that ends with an error status: never written,
+  // only its summary is kept (OnDone logs it).
+  PlanUpdate MakeSummaryOnly(const SearchJob::Outcome& outcome,
+                             absl::string_view stop_reason) {
+    PlanUpdate update;
+    update.set_kind("final");
+    FillFinal(outcome, stop_reason, &update);
+    return update;
+  }
+
+  void FillFinal(const SearchJob::Outcome& outcome,
+                 absl::string_view stop_reason, PlanUpdate* out) {
+    PlanUpdate& update = *out;
+    const simulator::Problem& problem = request_.cost_model->problem();
     update.set_final(true);
     summary_.set_method(std::string(policy::SearchMethodName(request_.method)));
     summary_.set_evaluations(outcome.evaluations);
@@ -422,7 +502,6 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
       top->set_speedup_vs_baseline(Speedup(Throughput(scored.evaluation)));
     }
     LimitSize(&update);
-    return update;
   }
 
   // A capacity search, on a worker thread: one final update with the winner
@@ -488,6 +567,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     ServerMetrics& metrics = *deps_.metrics;
     metrics.ResetSlot(slot);
     metrics.slot_best_speedup(slot).Set(Speedup(baseline_tps_));
+    PushDeferredBaseline();
     const absl::Time search_start = absl::Now();
     Listener listener(*this, slot);
     const SearchJob::Outcome outcome = job_->Run(token_, listener);
@@ -508,7 +588,12 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     } else if (outcome.stop_reason.has_value()) {
       stop_reason = std::string(policy::StopReasonName(*outcome.stop_reason));
     }
-    PlanUpdate final_update = MakeFinal(outcome, stop_reason);
+    // A final update that will not be written (an error or cancelled status,
+    // or a broken stream) is not priced; the summary is still filled for the
+    // log line.
+    PlanUpdate final_update = final_status.ok() && !ClientGone()
+                                  ? MakeFinal(outcome, stop_reason)
+                                  : MakeSummaryOnly(outcome, stop_reason);
     {
       absl::MutexLock lock(&mu_);
       queue_.PushFinal(std::move(final_update), final_status);
@@ -526,11 +611,22 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
   // Set by Begin before any other thread sees the stream.
   std::unique_ptr<SearchJob> job_;
   double baseline_tps_ = 0;
+  bool deferred_ = false;  // the baseline update is priced on the worker
+  policy::ScoredPlan deferred_baseline_;
+
+  struct Priced {
+    simulator::PlanDims plan;
+    shardplan::v1::Prediction before;  // without the traffic prediction
+    shardplan::v1::Prediction after;
+  };
+  mutable absl::Mutex price_mu_;
+  mutable std::optional<Priced> last_priced_ ABSL_GUARDED_BY(price_mu_);
+
   // Written by the worker thread (before the final update is queued), or by
   // Dropped/OnCancel when no worker ever runs; read in OnDone after Finish.
   shardplan::v1::SearchSummary summary_;
 
-  absl::Mutex mu_;
+  mutable absl::Mutex mu_;
   UpdateQueue queue_ ABSL_GUARDED_BY(mu_);
   uint64_t job_id_ ABSL_GUARDED_BY(mu_) = 0;
   bool client_cancelled_ ABSL_GUARDED_BY(mu_) = false;

@@ -1,8 +1,9 @@
 // One PlanSharding call: a grpc::ServerWriteReactor (STYLE.md §5) that writes
-// the Megatron baseline at once, runs the SearchJob (server/search_job.h) on
-// the SearchScheduler, streams its improvements through a coalescing
-// UpdateQueue (one write in flight), and ends with a final update carrying the
-// summary, the frontier and the top plans. Cancellation
+// the Megatron baseline (at once; at a request rate, priced by the prompt
+// queue's chain on the worker slot when the search starts), runs the SearchJob
+// (server/search_job.h) on the SearchScheduler, streams its improvements
+// through a coalescing UpdateQueue (one write in flight), and ends with a final
+// update carrying the summary, the frontier and the top plans. Cancellation
 // (client cancel, deadline, server drain) only sets the search's token; Finish
 // runs exactly once, after the worker handed over its final status; the reactor
 // is deleted in OnDone.
@@ -73,7 +74,7 @@ struct ServiceDeps {
 // Handles one PlanSharding call from the gRPC thread: validates, and returns
 // the reactor that serves it (already finished with INVALID_ARGUMENT /
 // RESOURCE_EXHAUSTED / UNAVAILABLE when the call cannot proceed). Never blocks;
-// one cost-model evaluation (the baseline).
+// one cost-model evaluation (the baseline), never the traffic chain.
 grpc::ServerWriteReactor<shardplan::v1::PlanUpdate>* StartPlanStream(
     const ServiceDeps& deps, grpc::CallbackServerContext* context,
     const shardplan::v1::PlanRequest& request);

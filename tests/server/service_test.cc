@@ -93,6 +93,20 @@ class ServiceTest : public ::testing::Test {
     return result;
   }
 
+  // Starts a search (without a rate) that holds a worker slot until its call
+  // is cancelled; returns once it runs.
+  std::unique_ptr<grpc::ClientReader<PlanUpdate>> OccupyTheSlot(
+      grpc::ClientContext& context) {
+    script_.block_until_cancelled = true;
+    script_.improvements = 0;
+    auto reader =
+        stub_->PlanSharding(&context, MakePlanRequest("llama-3.1-8b", 8));
+    PlanUpdate baseline;
+    EXPECT_TRUE(reader->Read(&baseline));
+    EXPECT_TRUE(Eventually([&] { return script_.started() == 1; }));
+    return reader;
+  }
+
   TempDir dir_;
   FakeScript script_;
   bool real_searchers_ = false;  // the torch-free policy searchers
@@ -842,6 +856,148 @@ TEST_F(ServiceTest, PredictionsCarryTheBatchPerRank) {
     ++checked;
   }
   EXPECT_GT(checked, 0);
+}
+
+// A call at a request rate (its streamed plans priced by the chain), with the
+// scripted aggregated search only.
+shardplan::v1::PlanRequest RatedRequest() {
+  shardplan::v1::PlanRequest rated = MakePlanRequest("llama-3.1-8b", 8);
+  rated.mutable_workload()->set_request_rate(2);
+  rated.mutable_options()->set_disaggregation("off");
+  return rated;
+}
+
+// At a request rate every streamed plan is priced by the prompt queue's chain
+// (up to ~90 ms of CPU): on the search's worker slot, not on the gRPC thread.
+// A call queued behind a running search gets no update until the slot frees
+// (a gRPC thread that priced it would have written its baseline at once), and
+// the baseline then carries the traffic prediction EvaluatePlan gives.
+TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
+  StartServer(/*slots=*/1, /*queued=*/2);
+  grpc::ClientContext running_ctx;
+  auto running = OccupyTheSlot(running_ctx);
+  PlanUpdate update;
+
+  const shardplan::v1::PlanRequest rated = RatedRequest();
+  grpc::ClientContext rated_ctx;
+  auto reader = stub_->PlanSharding(&rated_ctx, rated);
+  absl::Notification first_read;
+  PlanUpdate first;
+  bool read_ok = false;
+  std::thread read_first([&] {
+    read_ok = reader->Read(&first);
+    first_read.Notify();
+  });
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
+  EXPECT_FALSE(first_read.WaitForNotificationWithTimeout(absl::Seconds(1)))
+      << "a queued rated call was priced before its search started";
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 0);
+
+  running_ctx.TryCancel();
+  EXPECT_EQ(running->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(first_read.WaitForNotificationWithTimeout(absl::Seconds(10)));
+  read_first.join();
+  ASSERT_TRUE(read_ok);
+  EXPECT_EQ(first.kind(), "baseline");
+  EXPECT_EQ(first.evaluations(), 1);
+  EXPECT_GT(first.prediction().ttft_ms_p99(), 0);
+  EXPECT_GT(first.prediction().max_request_rate(), 0);
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
+
+  shardplan::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_model() = rated.model();
+  *evaluate.mutable_cluster() = rated.cluster();
+  *evaluate.mutable_workload() = rated.workload();
+  *evaluate.mutable_plan() = first.plan();
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext evaluate_ctx;
+  grpc::Status status = stub_->EvaluatePlan(&evaluate_ctx, evaluate, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_DOUBLE_EQ(first.prediction().ttft_ms_p99(),
+                   response.prediction().ttft_ms_p99());
+  EXPECT_DOUBLE_EQ(first.prediction().max_request_rate(),
+                   response.prediction().max_request_rate());
+  EXPECT_DOUBLE_EQ(first.prediction().goodput_requests_per_s(),
+                   response.prediction().goodput_requests_per_s());
+
+  rated_ctx.TryCancel();
+  while (reader->Read(&update)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+// Each distinct streamed plan is priced once: the final update's best is the
+// last improvement, whose pricing it reuses (baseline + 3 improvements = 4).
+TEST_F(ServiceTest, RatedCallPricesEachStreamedPlanOnce) {
+  StartServer();
+  script_.improvements = 3;
+  const shardplan::v1::PlanRequest rated = RatedRequest();
+  StreamResult result = Plan(rated);
+  ASSERT_TRUE(result.status.ok()) << result.status.error_message();
+  ASSERT_EQ(result.updates.size(), 5u);
+  EXPECT_EQ(result.updates.front().kind(), "baseline");
+  const PlanUpdate& last = result.updates[3];
+  const PlanUpdate& final_update = result.updates.back();
+  EXPECT_EQ(last.kind(), "improvement");
+  EXPECT_TRUE(final_update.final());
+  EXPECT_EQ(final_update.plan().SerializeAsString(),
+            last.plan().SerializeAsString());
+  EXPECT_EQ(final_update.prediction().SerializeAsString(),
+            last.prediction().SerializeAsString());
+  EXPECT_GT(final_update.prediction().ttft_ms_p99(), 0);
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 4);
+}
+
+// A client that cancels mid-search costs no further pricing: the final update,
+// which would not be written, is not priced.
+TEST_F(ServiceTest, CancelledRatedCallStopsPricing) {
+  StartServer(/*slots=*/1, /*queued=*/1);
+  script_.block_until_cancelled = true;
+  script_.improvements = 1;
+  const shardplan::v1::PlanRequest rated = RatedRequest();
+  grpc::ClientContext context;
+  auto reader = stub_->PlanSharding(&context, rated);
+  PlanUpdate update;
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(update.kind(), "baseline");
+  ASSERT_TRUE(reader->Read(&update));
+  EXPECT_EQ(update.kind(), "improvement");
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 2);
+  context.TryCancel();
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().running() == 0; }));
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 2);
+}
+
+// A rated call still queued at shutdown gets what a queued call always got,
+// the baseline then a final update (stop reason shutdown), priced once on the
+// draining thread.
+TEST_F(ServiceTest, QueuedRatedCallAtShutdownGetsBaselineAndFinal) {
+  StartServer(/*slots=*/1, /*queued=*/1);
+  grpc::ClientContext running_ctx, queued_ctx;
+  auto running = OccupyTheSlot(running_ctx);
+  PlanUpdate update;
+  const shardplan::v1::PlanRequest rated = RatedRequest();
+  auto queued = stub_->PlanSharding(&queued_ctx, rated);
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
+
+  std::thread stopper([&] { server_->Shutdown(); });
+  std::vector<PlanUpdate> updates;
+  while (queued->Read(&update)) updates.push_back(update);
+  const grpc::Status status = queued->Finish();
+  while (running->Read(&update)) {
+  }
+  EXPECT_TRUE(running->Finish().ok());
+  stopper.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  ASSERT_EQ(updates.size(), 2u);
+  EXPECT_EQ(updates[0].kind(), "baseline");
+  EXPECT_GT(updates[0].prediction().ttft_ms_p99(), 0);
+  EXPECT_TRUE(updates[1].final());
+  EXPECT_EQ(updates[1].summary().stop_reason(), "shutdown");
+  EXPECT_EQ(updates[1].prediction().SerializeAsString(),
+            updates[0].prediction().SerializeAsString());
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
 }
 
 }  // namespace
