@@ -192,6 +192,29 @@ class StreamedPlans : public policy::SearchObserver {
   std::vector<simulator::PlanDims> plans;
 };
 
+// The plans an anneal search of `problem` streams, then its elite and best;
+// the search's error when it finds none (e.g. no layout the engine runs).
+absl::StatusOr<std::vector<simulator::PlanDims>> SearchedPlans(
+    const simulator::Problem& problem, int max_evaluations, uint32_t seed) {
+  auto model = simulator::CostModel::Create(problem);
+  if (!model.ok()) return model.status();
+  auto searcher = policy::CreateSearcher("anneal");
+  if (!searcher.ok()) return searcher.status();
+  policy::SearchOptions options;
+  options.max_evaluations = max_evaluations;
+  options.max_seconds = 30;
+  options.seed = seed;
+  policy::CancellationToken cancel;
+  StreamedPlans observer;
+  absl::StatusOr<policy::SearchResult> r =
+      (*searcher)->Search(**model, options, cancel, observer);
+  if (!r.ok()) return r.status();
+  std::vector<simulator::PlanDims> all = observer.plans;
+  for (const policy::ScoredPlan& s : r->elite) all.push_back(s.plan);
+  all.push_back(r->best.plan);
+  return all;
+}
+
 // Plans that run as planned: over seeded problems (the generator's models
 // and clusters), a search naming each engine streams only operator layouts
 // that engine launches, and their launch warns of no operator it shards
@@ -206,26 +229,13 @@ TEST(EmitCapabilityTest, SearchNamingAnEngineStreamsOnlyLayoutsItLaunches) {
       const absl::StatusOr<simulator::Problem> problem =
           ProblemOf(d, EngineKey(engine));
       ASSERT_TRUE(problem.ok()) << problem.status();
-      auto model = simulator::CostModel::Create(*problem);
-      ASSERT_TRUE(model.ok()) << model.status();
-      auto searcher = policy::CreateSearcher("anneal");
-      ASSERT_TRUE(searcher.ok()) << searcher.status();
-      policy::SearchOptions options;
-      options.max_evaluations = 150;
-      options.max_seconds = 20;
-      options.seed = 1 + i;
-      policy::CancellationToken cancel;
-      StreamedPlans observer;
-      absl::StatusOr<policy::SearchResult> r =
-          (*searcher)->Search(**model, options, cancel, observer);
+      const absl::StatusOr<std::vector<simulator::PlanDims>> all =
+          SearchedPlans(*problem, 150, 1 + i);
       // No plan the engine can launch (e.g. a KV-cache dtype it lacks).
-      if (!r.ok()) continue;
+      if (!all.ok()) continue;
       ++searched;
-      std::vector<simulator::PlanDims> all = observer.plans;
-      all.push_back(r->best.plan);
-      for (const policy::ScoredPlan& s : r->elite) all.push_back(s.plan);
       const simulator::ModelDims& m = problem->model;
-      for (const simulator::PlanDims& plan : all) {
+      for (const simulator::PlanDims& plan : *all) {
         const std::string label =
             absl::StrCat(d.context.model_name, " on ",
                          d.cluster.ShortDebugString(), ", ", EngineKey(engine),
@@ -282,29 +292,18 @@ TEST(EmitCapabilityTest, EngineAgnosticSearchKeepsTheOtherLayouts) {
     const absl::StatusOr<simulator::Problem> problem =
         simulator::ProblemFromProto(source, cluster, workload);
     ASSERT_TRUE(problem.ok()) << problem.status();
-    auto model = simulator::CostModel::Create(*problem);
-    ASSERT_TRUE(model.ok()) << model.status();
-    auto searcher = policy::CreateSearcher("anneal");
-    ASSERT_TRUE(searcher.ok());
-    policy::SearchOptions options;
-    options.max_evaluations = 600;
-    options.max_seconds = 30;
-    policy::CancellationToken cancel;
-    StreamedPlans observer;
-    absl::StatusOr<policy::SearchResult> r =
-        (*searcher)->Search(**model, options, cancel, observer);
-    ASSERT_TRUE(r.ok()) << r.status();
-    std::vector<simulator::PlanDims> all = observer.plans;
-    for (const policy::ScoredPlan& s : r->elite) all.push_back(s.plan);
+    const absl::StatusOr<std::vector<simulator::PlanDims>> all =
+        SearchedPlans(*problem, 600, 1);
+    ASSERT_TRUE(all.ok()) << all.status();
     int found = 0;
-    for (const simulator::PlanDims& plan : all) {
+    for (const simulator::PlanDims& plan : *all) {
       // Under the most permissive engine's rules (SGLang: DP attention for
       // every model).
       found += Unexpressible(problem->model, Engine::kSglang, plan.dims,
                              plan.tp, plan.dp, plan.ep) != "";
     }
     if (engine.empty()) {
-      EXPECT_GT(found, 0) << "no plan of another layout among " << all.size();
+      EXPECT_GT(found, 0) << "no plan of another layout among " << all->size();
       other = found;
     } else {
       EXPECT_EQ(found, 0) << engine;
