@@ -15,6 +15,7 @@
 #include "glog/logging.h"
 #include "policy/internal/plan_space_choices.h"
 #include "proto/status_macros.h"
+#include "simulator/engine_capability.h"
 
 namespace shardplan::policy {
 namespace {
@@ -138,6 +139,10 @@ PlanDims PlanSpace::Decode(const Decisions& decisions) const {
     plan.micro_batches =
         kMicroBatchMultipliers[decisions[kMicroBatchesDecision]] * g.pp;
   }
+  // With an engine named, the operator dims it launches: the masks offer only
+  // dims it expresses one by one, but not every mix of them (the attention
+  // operators are batch-split all three or none).
+  plan = simulator::WorkloadEngineLaunchedPlan(model_->problem(), plan);
   // The batch choice is one attention dp rank's load; the plan carries the
   // replica's (or decode instance's).
   const int b = decisions[kBatchDecision];

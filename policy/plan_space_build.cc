@@ -120,10 +120,14 @@ struct LayoutMasks {
 
 // The operator dims of layout `plan` (degrees `g`) that `valid` accepts, each
 // varied alone from `plan`'s; Megatron's alone where the operator is absent
-// or its group is one rank (every dim is the same plan there).
+// or its group is one rank (every dim is the same plan there). With an engine
+// named (`engine` non-empty), only the dims it launches
+// (simulator::EngineExpressesOpDim; PlanSpace::Decode then prices a mix it
+// cannot launch as launched).
 template <typename Valid>
-OpMasks ComputeOpMasks(const simulator::ModelDims& m, const PlanDims& plan,
-                       const Degrees& g, const Valid& valid) {
+OpMasks ComputeOpMasks(const simulator::ModelDims& m, absl::string_view engine,
+                       const PlanDims& plan, const Degrees& g,
+                       const Valid& valid) {
   const simulator::ShardDims megatron_dims = simulator::MegatronShardDims();
   OpMasks out{};
   for (int o = 0; o < simulator::kNumOpKinds; ++o) {
@@ -139,6 +143,10 @@ OpMasks ComputeOpMasks(const simulator::ModelDims& m, const PlanDims& plan,
       const ShardDim dim = static_cast<ShardDim>(d);
       if ((op == OpKind::kAttention || op == OpKind::kRouter) &&
           dim == ShardDim::kRow) {
+        continue;
+      }
+      if (!engine.empty() &&
+          !simulator::EngineExpressesOpDim(engine, m.is_moe(), op, dim)) {
         continue;
       }
       PlanDims variant = plan;
@@ -161,7 +169,7 @@ bool ComputeLayoutMasks(const simulator::CostModel& model, const PlanDims& plan,
   const simulator::Problem& p = model.problem();
   const bool concurrency_fixed = p.workload.concurrency > 0;
   const std::vector<int>& batches = simulator::BatchSizeCandidates();
-  out->ops = ComputeOpMasks(p.model, plan, g, valid);
+  out->ops = ComputeOpMasks(p.model, p.workload.engine, plan, g, valid);
 
   // Micro-batches (meaningless without a pipeline) and batch sizes.
   for (int k = 0; k < static_cast<int>(kMicroBatchMultipliers.size()); ++k) {
@@ -426,7 +434,7 @@ absl::StatusOr<std::unique_ptr<const PlanSpace>> PlanSpace::CreateDisaggregated(
         if (valid(variant)) pre.batches |= uint64_t{1} << k;
       }
       if (pre.batches != 0) {
-        pre.ops = ComputeOpMasks(m, plan, g, valid);
+        pre.ops = ComputeOpMasks(m, p.workload.engine, plan, g, valid);
         prefill.push_back(pre);
       }
     });

@@ -15,6 +15,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "nlohmann/json.hpp"
+#include "proto/engine_layouts.h"
 #include "proto/engine_version.h"
 #include "proto/spec_text.h"
 #include "proto/status_macros.h"
@@ -617,6 +618,62 @@ std::vector<std::string> EngineWarnings(absl::string_view engine,
     }
   }
   return out;
+}
+
+namespace {
+
+static_assert(sizeof(kEngineOpLayouts) / sizeof(kEngineOpLayouts[0]) ==
+                  kNumOpKinds,
+              "proto/engine_layouts.h lists every OpKind, in order");
+
+bool IsAttentionDpOp(OpKind op) {
+  for (const char* name : kAttentionDpOps) {
+    if (OpKindName(op) == name) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+bool EngineExpressesOpDim(absl::string_view engine, bool moe, OpKind op,
+                          ShardDim dim) {
+  const int o = static_cast<int>(op);
+  if (o < 0 || o >= kNumOpKinds) return false;
+  if (ShardDimName(dim) == kEngineOpLayouts[o].dim) return true;
+  return IsAttentionDpOp(op) && ShardDimName(dim) == kAttentionDpDim &&
+         EngineRunsAttentionDp(engine, moe);
+}
+
+ShardDims LaunchedOpDims(absl::string_view engine, bool moe,
+                         const ShardDims& dims) {
+  const ShardDims megatron = MegatronShardDims();
+  bool attention_dp = EngineRunsAttentionDp(engine, moe);
+  for (int o = 0; o < kNumOpKinds; ++o) {
+    const OpKind op = static_cast<OpKind>(o);
+    if (IsAttentionDpOp(op) && ShardDimName(dims[o]) != kAttentionDpDim) {
+      attention_dp = false;
+    }
+  }
+  ShardDims out = dims;
+  for (int o = 0; o < kNumOpKinds; ++o) {
+    const OpKind op = static_cast<OpKind>(o);
+    if (IsAttentionDpOp(op) ? !attention_dp
+                            : !EngineExpressesOpDim(engine, moe, op, dims[o])) {
+      out[o] = megatron[o];
+    }
+  }
+  return out;
+}
+
+PlanDims WorkloadEngineLaunchedPlan(const Problem& problem, PlanDims plan) {
+  const std::string& engine = problem.workload.engine;
+  if (engine.empty()) return plan;
+  const bool moe = problem.model.is_moe();
+  plan.dims = LaunchedOpDims(engine, moe, plan.dims);
+  if (plan.disaggregated) {
+    plan.prefill.dims = LaunchedOpDims(engine, moe, plan.prefill.dims);
+  }
+  return plan;
 }
 
 }  // namespace shardplan::simulator

@@ -142,6 +142,23 @@ bool WorkloadEngineCanRunPool(const Problem& problem, const PlanDims& plan,
 bool PoolPlacementMayRefuse(const Problem& problem, const PlanDims& plan,
                             PoolRole role);
 
+// The per-operator layouts an engine launches (proto/engine_layouts.h, shared
+// with the emitters): every operator split the Megatron way inside its group,
+// except that qkv, attention and attn_out may all three be batch-split (data-
+// parallel attention) where the engine runs that for the model (`moe`).
+// Whether `engine` launches operator `op` split by `dim` in some such layout.
+bool EngineExpressesOpDim(absl::string_view engine, bool moe, OpKind op,
+                          ShardDim dim);
+// `dims` as `engine` launches them: an operator the engine cannot split by its
+// dim, and the attention operators unless all three are batch-split and the
+// engine runs data-parallel attention, get Megatron's dim (what the emitted
+// command runs; client/emit/script.cc warns about the same operators).
+ShardDims LaunchedOpDims(absl::string_view engine, bool moe,
+                         const ShardDims& dims);
+// `plan` (both pools when disaggregated) as the workload's engine launches it;
+// `plan` itself when no engine is named (every layout stays offered).
+PlanDims WorkloadEngineLaunchedPlan(const Problem& problem, PlanDims plan);
+
 // The warn rules of `engine` at `version` that match `plan`, as messages
 // ("rule ID: message (source)"), for the emitters' comments.
 std::vector<std::string> EngineWarnings(absl::string_view engine,

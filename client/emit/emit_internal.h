@@ -16,6 +16,7 @@
 #include "absl/strings/string_view.h"
 #include "client/emit.h"
 #include "client/engine_flags.h"
+#include "proto/engine_layouts.h"
 #include "shardplan/v1/shardplan.pb.h"
 
 namespace shardplan::client::emit_internal {
@@ -23,20 +24,12 @@ namespace shardplan::client::emit_internal {
 using shardplan::v1::Plan;
 
 // The operator dimensions every engine implements inside a tensor-parallel
-// group (Megatron's pattern, simulator/types.h MegatronShardDims): what a
-// plan's own dimensions are compared with to warn about what an engine cannot
-// express.
-struct OpDefault {
-  const char* op;
-  const char* dim;
-};
-inline constexpr OpDefault kEnginePattern[] = {
-    {"embedding", "row"},    {"qkv", "column"},       {"attention", "column"},
-    {"attn_out", "row"},     {"mlp_up", "column"},    {"mlp_down", "row"},
-    {"router", "replicate"}, {"expert_up", "column"}, {"expert_down", "row"},
-    {"lm_head", "column"},
-};
-inline constexpr const char* kAttentionOps[] = {"qkv", "attention", "attn_out"};
+// group (Megatron's pattern, proto/engine_layouts.h, the table the plan space
+// restricts a named engine's plans to): what a plan's own dimensions are
+// compared with to warn about what an engine cannot express.
+using OpDefault = EngineOpLayout;
+inline constexpr const auto& kEnginePattern = kEngineOpLayouts;
+inline constexpr const auto& kAttentionOps = kAttentionDpOps;
 
 inline bool IsExpertOp(absl::string_view op) {
   return absl::StartsWith(op, "expert_");

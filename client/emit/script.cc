@@ -200,12 +200,12 @@ void EmitPool(Engine engine, const EngineVersion& ev, const Plan& plan,
     d.dp = 1;
   }
 
-  // --- Which per-operator dimensions the engine can express. Every engine
-  // implements Megatron's pattern inside a tensor-parallel group; attention
-  // split by batch inside the group is "DP attention" (SGLang any model; vLLM
-  // and TensorRT-LLM for MoE models).
-  const bool attention_dp =
-      d.tp > 1 && AllAttentionBatch(plan) && (moe || engine == Engine::kSglang);
+  // --- Which per-operator dimensions the engine can express
+  // (proto/engine_layouts.h): Megatron's pattern inside a tensor-parallel
+  // group, and attention split by batch inside the group ("DP attention")
+  // where the engine runs it for the model.
+  const bool attention_dp = d.tp > 1 && AllAttentionBatch(plan) &&
+                            EngineRunsAttentionDp(EngineKey(engine), moe);
   const int expert_group = moe ? std::max(1, d.dp * d.tp / d.ep) : 1;
   for (const OpDefault& def : kEnginePattern) {
     const std::string op = def.op;

@@ -203,14 +203,18 @@ SearchRun::EvaluatePlans(absl::Span<const simulator::PlanDims> plans) {
   std::vector<simulator::PlanDims> resolve;
   int budget = remaining();
   for (size_t i = 0; i < plans.size(); ++i) {
-    if (!model_.ValidatePlan(plans[i]).ok()) continue;
-    absl::StatusOr<Decisions> d = space_->Encode(plans[i]);
+    // A plan from outside the space (a warm start, a move) as the named
+    // engine launches it, like every plan the space decodes.
+    const simulator::PlanDims plan =
+        simulator::WorkloadEngineLaunchedPlan(model_.problem(), plans[i]);
+    if (!model_.ValidatePlan(plan).ok()) continue;
+    absl::StatusOr<Decisions> d = space_->Encode(plan);
     if (d.ok()) {
       decisions[i] = *std::move(d);
     } else if (budget > 0) {
       --budget;
       unresolved.push_back(i);
-      resolve.push_back(plans[i]);
+      resolve.push_back(plan);
     }
   }
   std::vector<simulator::Evaluation> resolved(resolve.size());

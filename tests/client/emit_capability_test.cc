@@ -25,6 +25,7 @@
 #include "client/engine_flags.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "policy/searcher.h"
 #include "simulator/calibration.h"
 #include "simulator/cost_model.h"
 #include "simulator/engine_capability.h"
@@ -149,6 +150,166 @@ TEST(EmitCapabilityTest, NoLaunchBreaksTheEnginesCapabilityRules) {
   RecordProperty("wide_ep_over_nvlink", wide_ep);
   RecordProperty("blocked_at_an_older_release", versioned_blocked);
   RecordProperty("fp4_kv_cache_launches", fp4_kv);
+}
+
+// Whether `dims` is a layout `engine` launches as planned, judged here apart
+// from the table the search uses: inside a group of more than one rank every
+// operator split the Megatron way, or qkv, attention and attn_out all three
+// batch-split on an engine running data-parallel attention for the model
+// (SGLang for every model, vLLM and TensorRT-LLM for MoE models). "" or the
+// first operator that is not.
+std::string Unexpressible(const simulator::ModelDims& m, Engine engine,
+                          const simulator::ShardDims& dims, int tp, int dp,
+                          int ep) {
+  using simulator::OpKind;
+  using simulator::ShardDim;
+  const simulator::ShardDims megatron = simulator::MegatronShardDims();
+  auto dim = [&](OpKind op) { return dims[static_cast<int>(op)]; };
+  const bool batch_attention = dim(OpKind::kQkv) == ShardDim::kBatch &&
+                               dim(OpKind::kAttention) == ShardDim::kBatch &&
+                               dim(OpKind::kAttnOut) == ShardDim::kBatch;
+  const bool dp_attention =
+      batch_attention && (m.is_moe() || engine == Engine::kSglang);
+  for (int o = 0; o < simulator::kNumOpKinds; ++o) {
+    const OpKind op = static_cast<OpKind>(o);
+    const bool expert = op == OpKind::kExpertUp || op == OpKind::kExpertDown;
+    const int group = expert ? dp * tp / std::max(1, ep) : tp;
+    if (group <= 1 || dims[o] == megatron[o]) continue;
+    const bool attention = op == OpKind::kQkv || op == OpKind::kAttention ||
+                           op == OpKind::kAttnOut;
+    if (attention && dp_attention) continue;
+    return absl::StrCat(simulator::OpKindName(op), "=",
+                        simulator::ShardDimName(dims[o]));
+  }
+  return "";
+}
+
+class StreamedPlans : public policy::SearchObserver {
+ public:
+  void OnImprovement(const policy::Improvement& improvement) override {
+    plans.push_back(improvement.best.plan);
+  }
+  std::vector<simulator::PlanDims> plans;
+};
+
+// The plans an anneal search of `problem` streams, then its elite and best;
+// the search's error when it finds none (e.g. no layout the engine runs).
+absl::StatusOr<std::vector<simulator::PlanDims>> SearchedPlans(
+    const simulator::Problem& problem, int max_evaluations, uint32_t seed) {
+  auto model = simulator::CostModel::Create(problem);
+  if (!model.ok()) return model.status();
+  auto searcher = policy::CreateSearcher("anneal");
+  if (!searcher.ok()) return searcher.status();
+  policy::SearchOptions options;
+  options.max_evaluations = max_evaluations;
+  options.max_seconds = 30;
+  options.seed = seed;
+  policy::CancellationToken cancel;
+  StreamedPlans observer;
+  absl::StatusOr<policy::SearchResult> r =
+      (*searcher)->Search(**model, options, cancel, observer);
+  if (!r.ok()) return r.status();
+  std::vector<simulator::PlanDims> all = observer.plans;
+  for (const policy::ScoredPlan& s : r->elite) all.push_back(s.plan);
+  all.push_back(r->best.plan);
+  return all;
+}
+
+// Plans that run as planned: over seeded problems (the generator's models
+// and clusters), a search naming each engine streams only operator layouts
+// that engine launches, and their launch warns of no operator it shards
+// otherwise. The layouts the engines cannot launch stay in the space of a
+// request that names none (the next test).
+TEST(EmitCapabilityTest, SearchNamingAnEngineStreamsOnlyLayoutsItLaunches) {
+  std::mt19937 rng(20261129);
+  int searched = 0, plans = 0, dp_attention = 0;
+  for (int i = 0; i < 10; ++i) {
+    Drawn d = Draw(rng);
+    for (Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+      const absl::StatusOr<simulator::Problem> problem =
+          ProblemOf(d, EngineKey(engine));
+      ASSERT_TRUE(problem.ok()) << problem.status();
+      const absl::StatusOr<std::vector<simulator::PlanDims>> all =
+          SearchedPlans(*problem, 150, 1 + i);
+      // No plan the engine can launch (e.g. a KV-cache dtype it lacks).
+      if (!all.ok()) continue;
+      ++searched;
+      const simulator::ModelDims& m = problem->model;
+      for (const simulator::PlanDims& plan : *all) {
+        const std::string label =
+            absl::StrCat(d.context.model_name, " on ",
+                         d.cluster.ShortDebugString(), ", ", EngineKey(engine),
+                         ": ", PlanToProto(plan, *problem).ShortDebugString());
+        EXPECT_EQ(
+            Unexpressible(m, engine, plan.dims, plan.tp, plan.dp, plan.ep), "")
+            << label;
+        if (plan.disaggregated) {
+          EXPECT_EQ(Unexpressible(m, engine, plan.prefill.dims, plan.prefill.tp,
+                                  plan.prefill.dp, plan.prefill.ep),
+                    "")
+              << label;
+        }
+        dp_attention +=
+            plan.tp > 1 &&
+            plan.dims[static_cast<int>(simulator::OpKind::kAttention)] ==
+                simulator::ShardDim::kBatch;
+        ++plans;
+        EmitContext context = d.context;
+        context.runnable_engines = {EngineKey(engine)};
+        const emit_internal::Built built = emit_internal::Build(
+            engine, simulator::PlanToProto(plan, *problem), context, false);
+        if (built.refused || !built.ok) continue;
+        for (const std::string& w : built.script.warnings) {
+          EXPECT_THAT(w, Not(HasSubstr("cannot express"))) << label;
+          EXPECT_THAT(w, Not(HasSubstr("has no data-parallel attention")))
+              << label;
+        }
+      }
+    }
+  }
+  EXPECT_GT(searched, 15);
+  EXPECT_GT(plans, 100);
+  RecordProperty("searched", searched);
+  RecordProperty("plans", plans);
+  RecordProperty("dp_attention_plans", dp_attention);
+}
+
+// A request naming no engine keeps every operator layout: the search may
+// still pick a split no engine launches (priced as planned), and did on the
+// problem where named-engine searches used to (Qwen3.5-397B-A17B on 16 B200).
+TEST(EmitCapabilityTest, EngineAgnosticSearchKeepsTheOtherLayouts) {
+  shardplan::v1::ModelSource source;
+  source.set_catalog_name("qwen3.5-397b-a17b");
+  shardplan::v1::ClusterSpec cluster;
+  cluster.set_hardware("b200-sxm-180gb");
+  cluster.set_num_gpus(16);
+  shardplan::v1::Workload workload;
+  workload.set_input_tokens(1024);
+  workload.set_output_tokens(1024);
+  int other = 0;
+  for (const std::string engine : {"", "vllm", "sglang", "trtllm"}) {
+    workload.set_engine(engine);
+    const absl::StatusOr<simulator::Problem> problem =
+        simulator::ProblemFromProto(source, cluster, workload);
+    ASSERT_TRUE(problem.ok()) << problem.status();
+    const absl::StatusOr<std::vector<simulator::PlanDims>> all =
+        SearchedPlans(*problem, 600, 1);
+    ASSERT_TRUE(all.ok()) << all.status();
+    int found = 0;
+    for (const simulator::PlanDims& plan : *all) {
+      // Under the most permissive engine's rules (SGLang: DP attention for
+      // every model).
+      found += Unexpressible(problem->model, Engine::kSglang, plan.dims,
+                             plan.tp, plan.dp, plan.ep) != "";
+    }
+    if (engine.empty()) {
+      EXPECT_GT(found, 0) << "no plan of another layout among " << all->size();
+      other = found;
+    } else {
+      EXPECT_EQ(found, 0) << engine;
+    }
+  }
+  RecordProperty("engine_agnostic_other_layouts", other);
 }
 
 // The per-request host time the prediction spends is the one of the server
