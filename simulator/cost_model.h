@@ -135,7 +135,11 @@ const std::vector<int>& ScanLoads();
 // prompts spans more than one chunked-prefill step: their means carry the
 // first chunked prefill's one-off stall (calibration_transfer.cc,
 // UnwarmedChunkedFirstWave); point predictions are unchanged.
-inline constexpr int kCostModelVersion = 30;
+// 34: the cross-hardware bands also leave out InferenceMAX's TensorRT-LLM
+// DeepSeek-R1 B200 runs of 2026-01-14, the MTP configurations' first sweep on
+// the image the standard ones shared (calibration_harness_rows.cc,
+// SpeculativeRunOfExport); point predictions are unchanged.
+inline constexpr int kCostModelVersion = 34;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

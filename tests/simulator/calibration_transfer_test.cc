@@ -249,6 +249,41 @@ TEST(CalibrationTransferTest, SpeculativeDecodingRunsOfTheExportAreSkipped) {
   EXPECT_EQ(parsed->rows[2].id, "e");
 }
 
+// Before InferenceMAX gave its DeepSeek-R1 MTP configurations their own
+// image, both kinds ran 1.1.0rc2.post2, and the MTP ones were swept alone on
+// 2026-01-14 (calibration_harness_rows.cc, SpeculativeRunOfExport): the
+// export's runs of that image measured that day are skipped; the same
+// image's runs of other days, other models that day and a row without a
+// measured date are kept.
+TEST(CalibrationTransferTest, SharedImageMtpSweepOfTheExportIsSkipped) {
+  const std::string header = kExportHeader;
+  const std::string layout =
+      "b200_sxm,fp8,agg,1024,1024,fp8,8,8,1,1,1,8,300,9.0\n";
+  auto row = [&](const std::string& id, const std::string& measured,
+                 const std::string& path) {
+    return absl::StrCat(id, ",model=DeepSeek-R1; ", measured,
+                        "wip=False; image=nvcr.io/nvidia/tensorrt-llm/release:"
+                        "1.1.0rc2.post2,trtllm,1.1.0rc2.post2,",
+                        path, ",", layout);
+  };
+  const std::string csv =
+      header +
+      row("mtp", "measured=2026-01-14T00:00:00.000Z; ",
+          "deepseek-ai/DeepSeek-R1") +
+      row("standard", "measured=2025-12-15T00:00:00.000Z; ",
+          "deepseek-ai/DeepSeek-R1") +
+      row("other-model", "measured=2026-01-14T00:00:00.000Z; ",
+          "openai/gpt-oss-120b") +
+      row("undated", "", "deepseek-ai/DeepSeek-R1");
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->skipped_speculative, 1);
+  ASSERT_EQ(parsed->rows.size(), 3u);
+  EXPECT_EQ(parsed->rows[0].id, "standard");
+  EXPECT_EQ(parsed->rows[1].id, "other-model");
+  EXPECT_EQ(parsed->rows[2].id, "undated");
+}
+
 // AIConfigurator's gap-analysis runs of TensorRT-LLM 1.3.0rc1 do not measure
 // steady decoding (calibration_harness_rows.cc, UnsteadyGapAnalysisRun):
 // skipped. The same files' later releases, other engines' runs and the
