@@ -275,6 +275,23 @@ absl::StatusOr<int> SiliconConcurrency(absl::string_view source, int line) {
 // worth ~15%. The cost model has no speculative decoding, so these rows
 // measure something it does not predict; a user's own runs (no image in
 // the row) are never skipped by this rule.
+// Before the split, both kinds ran 1.1.0rc2.post2, and the MTP kind
+// (dsr1-fp4-b200-trt-mtp, dsr1-fp8-b200-trt-mtp) was added on 2026-01-14
+// (InferenceX commit bf3456727, PR 392, committed 22:26 UTC) with a
+// perf-changelog entry that names only the MTP configurations, so that
+// day's sweep ran them alone (one copy is stamped 22:26:21 UTC). The
+// export's 32 B200 rows measured that day are MTP's by their layouts too
+// (FP4 1k/1k at tp 4 ep 4 from 16 clients, where the standard configuration
+// keeps ep 1 to 32; FP4 1k/8k at tp 8 ep 8 with 8 and 16 clients, where it
+// keeps ep 1 to 16; FP8 1k/1k with attention dp at 128 clients, where the
+// standard search ends at 64) and by their decode: TPOT 7.8 / 9.6 ms at 4 / 8
+// clients on FP8 tp 8 ep 8 against 14.6 / 15.5 ms for the database's standard
+// runs of the same layout and image (2025-12-15), with TTFT 313 / 308 ms
+// against 213 / 208 ms.
+constexpr absl::string_view kSharedImageMtpSweepDay = "2026-01-14";
+
+std::string MeasuredDate(absl::string_view source);
+
 bool SpeculativeRunOfExport(absl::string_view source, const MeasuredRow& row) {
   // The export spells the registry both ways (nvcr.io#nvidia/...,
   // nvcr.io/nvidia/...).
@@ -284,8 +301,12 @@ bool SpeculativeRunOfExport(absl::string_view source, const MeasuredRow& row) {
   const absl::string_view image =
       source.substr(at + kKey.size())
           .substr(0, source.find(';', at) - at - kKey.size());
-  return row.engine == "trtllm" && row.catalog_model == "deepseek-v3" &&
-         absl::EndsWith(image, "/tensorrt-llm/release:1.2.0rc6.post3");
+  if (row.engine != "trtllm" || row.catalog_model != "deepseek-v3") {
+    return false;
+  }
+  return absl::EndsWith(image, "/tensorrt-llm/release:1.2.0rc6.post3") ||
+         (absl::EndsWith(image, "/tensorrt-llm/release:1.1.0rc2.post2") &&
+          MeasuredDate(source) == kSharedImageMtpSweepDay);
 }
 
 // A run of AIConfigurator's gap analyses (files it collected where its own

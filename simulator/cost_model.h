@@ -130,6 +130,7 @@ const std::vector<int>& ScanLoads();
 // for its busiest stage (and the per-request overhead), each micro-batch has
 // its own chunk budget, and the rest of the chain is latency of that prompt
 // alone (StepTimes::pipeline_lag_token_seconds, simulator/traffic_costing.cc).
+// 29: not used.
 // 30: the cross-hardware bands leave out InferenceMAX's SGLang DeepSeek-R1 B200
 // runs measured before its harness warmed the server up whose first wave of
 // prompts spans more than one chunked-prefill step: their means carry the
@@ -144,7 +145,12 @@ const std::vector<int>& ScanLoads();
 // the prompt queue's bulk-service chain solved on a token grid
 // (PredictStreamedTraffic, simulator/internal/bulk_chain.h); the search and
 // max_request_rate keep the closed forms.
-inline constexpr int kCostModelVersion = 32;
+// 33: not used.
+// 34: the cross-hardware bands also leave out InferenceMAX's TensorRT-LLM
+// DeepSeek-R1 B200 runs of 2026-01-14, the MTP configurations' first sweep on
+// the image the standard ones shared (calibration_harness_rows.cc,
+// SpeculativeRunOfExport); point predictions are unchanged.
+inline constexpr int kCostModelVersion = 34;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create

@@ -249,6 +249,41 @@ TEST(CalibrationTransferTest, SpeculativeDecodingRunsOfTheExportAreSkipped) {
   EXPECT_EQ(parsed->rows[2].id, "e");
 }
 
+// Before InferenceMAX gave its DeepSeek-R1 MTP configurations their own
+// image, both kinds ran 1.1.0rc2.post2, and the MTP ones were swept alone on
+// 2026-01-14 (calibration_harness_rows.cc, SpeculativeRunOfExport): the
+// export's runs of that image measured that day are skipped; the same
+// image's runs of other days, other models that day and a row without a
+// measured date are kept.
+TEST(CalibrationTransferTest, SharedImageMtpSweepOfTheExportIsSkipped) {
+  const std::string header = kExportHeader;
+  const std::string layout =
+      "b200_sxm,fp8,agg,1024,1024,fp8,8,8,1,1,1,8,300,9.0\n";
+  auto row = [&](const std::string& id, const std::string& measured,
+                 const std::string& path) {
+    return absl::StrCat(id, ",model=DeepSeek-R1; ", measured,
+                        "wip=False; image=nvcr.io/nvidia/tensorrt-llm/release:"
+                        "1.1.0rc2.post2,trtllm,1.1.0rc2.post2,",
+                        path, ",", layout);
+  };
+  const std::string csv =
+      header +
+      row("mtp", "measured=2026-01-14T00:00:00.000Z; ",
+          "deepseek-ai/DeepSeek-R1") +
+      row("standard", "measured=2025-12-15T00:00:00.000Z; ",
+          "deepseek-ai/DeepSeek-R1") +
+      row("other-model", "measured=2026-01-14T00:00:00.000Z; ",
+          "openai/gpt-oss-120b") +
+      row("undated", "", "deepseek-ai/DeepSeek-R1");
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->skipped_speculative, 1);
+  ASSERT_EQ(parsed->rows.size(), 3u);
+  EXPECT_EQ(parsed->rows[0].id, "standard");
+  EXPECT_EQ(parsed->rows[1].id, "other-model");
+  EXPECT_EQ(parsed->rows[2].id, "undated");
+}
+
 // AIConfigurator's gap-analysis runs of TensorRT-LLM 1.3.0rc1 do not measure
 // steady decoding (calibration_harness_rows.cc, UnsteadyGapAnalysisRun):
 // skipped. The same files' later releases, other engines' runs and the
@@ -837,8 +872,8 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "bf16", 16, 0, 5.9, 23.2},
     {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp4", 12, 0, 5.9, 42.1},
     {"b200-sxm-180gb", "sglang", "qwen3.5-397b-a17b", "fp8", 46, 0, 18.8, 28.4},
-    {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp4", 70, 0, 16.7, 32.3},
-    {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp8", 54, 5, 20.0, 30.5},
+    {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp4", 54, 0, 14.2, 31.8},
+    {"b200-sxm-180gb", "trtllm", "deepseek-v3", "fp8", 39, 5, 17.3, 23.0},
     {"b200-sxm-180gb", "trtllm", "gpt-oss-120b", "fp4", 83, 0, 13.2, 17.5},
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp4", 72, 0, 8.1, 21.7},
     {"b200-sxm-180gb", "trtllm", "llama-3.1-70b", "fp8", 72, 0, 10.1, 25.3},
@@ -853,7 +888,7 @@ constexpr Documented kH100ToBlackwell[] = {
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.6, 62.6},
     {"b200-sxm-180gb", "*", "*", "*", 988, 9, 13.0, 24.4},
     {"gb200-nvl72", "*", "*", "*", 6, 0, 33.1, 60.2},
-    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 26, 0, 19.8, 27.1},
+    {"b200-sxm-180gb", "*", "attention dp > 1", "*", 19, 0, 24.3, 24.5},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
@@ -1153,7 +1188,7 @@ TEST(CalibrationTransferTest, TwentyBlackwellRunsOfOneGroup) {
   };
   for (const Group& g :
        {Group{"sglang", "deepseek-v3", 14.9, 14.8, 36.6, 22.7},
-        Group{"trtllm", "deepseek-v3", 18.0, 17.4, 32.7, 28.9},
+        Group{"trtllm", "deepseek-v3", 15.7, 12.4, 26.7, 23.3},
         Group{"trtllm", "gpt-oss-120b", 13.3, 13.7, 17.2, 18.1},
         Group{"vllm", "llama-3.1-70b", 10.6, 7.6, 19.8, 14.5},
         // The 2026 models (GLM-5's 28 runs leave too few held out).
