@@ -886,25 +886,25 @@ constexpr Documented kH100ToBlackwell[] = {
     {"b200-sxm-180gb", "vllm", "minimax-m2.5", "fp8", 128, 0, 13.5, 18.5},
     {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 38.1, 55.5},
     {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 30.6, 62.6},
-    {"b200-sxm-180gb", "*", "*", "*", 988, 9, 13.0, 24.4},
+    {"b200-sxm-180gb", "*", "*", "*", 957, 9, 12.6, 23.9},
     {"gb200-nvl72", "*", "*", "*", 6, 0, 33.1, 60.2},
     {"b200-sxm-180gb", "*", "attention dp > 1", "*", 19, 0, 24.3, 24.5},
 };
 
 // Fit B200 -> test H100 and GB200 (FitOnHardware on the B200 rows).
 constexpr Documented kB200ToOthers[] = {
-    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.8, 53.6},
-    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 35.0, 57.1},
-    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 8.7, 16.5},
-    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 10.4, 40.4},
-    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 10.7, 15.4},
-    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 10.2, 19.4},
-    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.8, 13.6},
-    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 10.3, 36.0},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.2, 14.7},
-    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 49.9, 209.0},
-    {"gb200-nvl72", "*", "*", "*", 6, 0, 35.9, 55.9},
-    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 10.1, 24.2},
+    {"gb200-nvl72", "trtllm", "deepseek-v3", "fp4", 2, 0, 37.1, 55.4},
+    {"gb200-nvl72", "trtllm", "qwen3-32b", "fp4", 4, 0, 33.2, 55.8},
+    {"h100-sxm-80gb", "sglang", "qwen3-32b", "bf16", 84, 0, 8.7, 16.4},
+    {"h100-sxm-80gb", "trtllm", "llama-3.1-8b", "bf16", 177, 0, 10.3, 37.7},
+    {"h100-sxm-80gb", "trtllm", "qwen3-235b-a22b", "fp8", 127, 0, 11.1, 13.6},
+    {"h100-sxm-80gb", "trtllm", "qwen3-32b", "fp8", 180, 0, 10.4, 18.3},
+    {"h100-sxm-80gb", "vllm", "gpt-oss-120b", "fp4", 45, 0, 12.3, 13.4},
+    {"h100-sxm-80gb", "vllm", "llama-3.1-70b", "fp8", 45, 0, 10.0, 37.6},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "bf16", 90, 0, 7.0, 15.0},
+    {"h100-sxm-80gb", "vllm", "qwen3-32b", "fp8", 3, 0, 49.6, 212.8},
+    {"gb200-nvl72", "*", "*", "*", 6, 0, 34.5, 55.7},
+    {"h100-sxm-80gb", "*", "*", "*", 751, 0, 10.1, 23.1},
 };
 
 void ExpectWithinDocumented(const TransferReport& report,
@@ -1024,7 +1024,7 @@ TEST(CalibrationTransferTest, CompiledTransferBandsEqualRecomputed) {
         // compiled-in profiles: documented 72% / 60%, below the target
         // (H100 has no MLA, SGLang MoE or native-FP4 rows, whose errors
         // are B200's widest); held to 2 points below the figures.
-        Coverage{&bands->from_band_hw_fit_scored, "b200-sxm-180gb", 979, 0.70,
+        Coverage{&bands->from_band_hw_fit_scored, "b200-sxm-180gb", 948, 0.70,
                  0.58}}) {
     SCOPED_TRACE(c.hardware);
     const TransferGroup* t = HardwareTotal(*c.report, c.hardware);
