@@ -2,6 +2,7 @@
 #include "tests/bench/evaluation_cases.h"
 
 #include <cstdarg>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -174,11 +175,20 @@ std::vector<PlanDims> Plans(const CostModel& model, const Config& c,
       p.num_stage_layers = p.pp;
       for (int st = 0; st < p.pp; ++st) {
         const int rest = p.pp - st - 1;
-        const int most = left - rest;
-        const int take =
-            st == p.pp - 1 ? left : 1 + static_cast<int>(rng() % most);
+        const int most = static_cast<int>(static_cast<uint32_t>(left) -
+                                          static_cast<uint32_t>(rest));
+        // With more stages than layers `most` drops below 1 and the draw
+        // leaves int's range (ValidatePlan rejects that plan). The sums wrap
+        // in unsigned arithmetic, where wrapping is defined, so the plan set
+        // stays the one the stored fingerprints were taken on.
+        const uint32_t take =
+            st == p.pp - 1
+                ? static_cast<uint32_t>(left)
+                : 1u + static_cast<uint32_t>(
+                           rng() % static_cast<std::mt19937::result_type>(
+                                       static_cast<int64_t>(most)));
         p.stage_layers[st] = static_cast<int16_t>(take);
-        left -= take;
+        left = static_cast<int>(static_cast<uint32_t>(left) - take);
       }
     }
     if (model.ValidatePlan(p).ok()) plans.push_back(p);
