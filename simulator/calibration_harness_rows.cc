@@ -330,6 +330,31 @@ bool UnsteadyGapAnalysisRun(absl::string_view source, const MeasuredRow& row) {
          absl::StrContains(file, "/aic-auto-gap-analysis/");
 }
 
+// A run of AIConfigurator's gap analyses whose load was not recorded: no
+// silicon_concurrency in its source and an empty concurrency in its id
+// ("..._agg_4000x1000_c_tp8_..." where the other gap-analysis runs say
+// "_c320_"). All such rows are one campaign (gtl_job_id 23364591, Dynamo
+// 0.8.0 images, 4000/1000) on H100 and GB200, and their batch_size is not
+// the load they measured: it doubles with tp (H100 TensorRT-LLM Qwen3-32B
+// 32, 64, 128, 224 at tp 1-8; GB200 144, 256, 384 at tp 1-4), and the
+// latencies read at it go both ways. On H100 the four TensorRT-LLM Qwen3-32B
+// runs decode 1.25-1.43x faster than predicted at that batch, where the
+// model's 176 other runs of that engine and model have a median of 0.91 and
+// a p90 of 1.05. On GB200 and H100 MoE runs the mean TTFT exceeds a whole
+// request's decode (DeepSeek-R1 tp 8 ep 8 "28 requests": 39.7 s against
+// 1000 x 31.5 ms; Qwen3-32B tp 2 "256": 53.9 s against 53.5 s; Qwen3-235B
+// tp 4 "28": 29.0 s against 23.2 s): a closed loop whose clients all fit
+// the batch never waits for another request to finish, so more requests
+// than batch_size were queued. The same GB200 layout of the 1.3.0rc5 gap
+// analysis, whose load is recorded (DeepSeek-V3.1 NVFP4, tp 8 ep 8, 40
+// requests per replica), measures TTFT 0.35 s and TPOT 17.3 ms.
+bool GapAnalysisRunWithoutLoad(absl::string_view source) {
+  absl::string_view file = source.substr(0, source.find(';'));
+  return absl::StartsWith(file, "source_file=") &&
+         absl::StrContains(file, "/aic-auto-gap-analysis/") &&
+         !absl::StrContains(source, "silicon_concurrency=");
+}
+
 bool DisaggregatedRunExportedAsAgg(const MeasuredRow& row, int node_gpus) {
   if (row.moe_ep > 1 || row.attention_dp > 1 || row.moe_tp != row.tp)
     return false;
@@ -462,6 +487,11 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     if (table.col.count("silicon_data_source") != 0 &&
         UnsteadyGapAnalysisRun(get("silicon_data_source"), row)) {
       ++out.skipped_unsteady;
+      continue;
+    }
+    if (table.col.count("silicon_data_source") != 0 &&
+        GapAnalysisRunWithoutLoad(get("silicon_data_source"))) {
+      ++out.skipped_unrecorded_load;
       continue;
     }
     if (table.col.count("system") != 0) {

@@ -314,6 +314,65 @@ TEST(CalibrationTransferTest, UnsteadyGapAnalysisRunsAreSkipped) {
   EXPECT_EQ(parsed->rows[1].id, "c");
 }
 
+// AIConfigurator's gap-analysis runs whose load was not recorded (no
+// silicon_concurrency; calibration_harness_rows.cc, GapAnalysisRunWithoutLoad)
+// are skipped on every hardware; the same files' runs with their load, a
+// database dump and a user's row without a source are kept.
+TEST(CalibrationTransferTest, GapAnalysisRunsWithoutTheirLoadAreSkipped) {
+  const std::string header = kExportHeader;
+  const std::string layout =
+      ",agg,4000,1000,nvfp4,28,8,1,1,1,8,39682.8,31.49\n";
+  const std::string gap =
+      "source_file=/Users/x/projects/aic-auto-gap-analysis/data/";
+  const std::string csv =
+      header + "gb200-no-load," + gap +
+      "gb200/trtllm/1.2.0rc6.post1/deepseek_r1.csv; gtl_job_id=23364591; "
+      "dynamo_version=0.8.0,trtllm,1.2.0rc6.post1,deepseek-ai/DeepSeek-R1,"
+      "gb200,fp4" +
+      layout + "h100-no-load," + gap +
+      "h100_sxm/trtllm/1.2.0rc6.post1/qwen3_32b.csv; gtl_job_id=23364591,"
+      "trtllm,1.2.0rc6.post1,Qwen/Qwen3-32B,h100_sxm,fp8" +
+      layout + "gb200-load," + gap +
+      "gb200/trtllm/1.3.0rc5/nvidia_DeepSeek-V3.1-NVFP4.csv; "
+      "silicon_concurrency=320,trtllm,1.3.0rc5,nvidia/DeepSeek-V3.1-NVFP4,"
+      "gb200,fp4" +
+      layout +
+      "db-dump,db-dump/2026-04-27; config_id=759,trtllm,1.2.0rc6.post1,"
+      "deepseek-ai/DeepSeek-R1,gb200,fp4" +
+      layout + "user,,trtllm,1.2.0rc6.post1,deepseek-ai/DeepSeek-R1,gb200,fp4" +
+      layout;
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->skipped_unrecorded_load, 2);
+  EXPECT_EQ(parsed->skipped_unsteady, 0);
+  ASSERT_EQ(parsed->rows.size(), 3u);
+  EXPECT_EQ(parsed->rows[0].id, "gb200-load");
+  EXPECT_EQ(parsed->rows[1].id, "db-dump");
+  EXPECT_EQ(parsed->rows[2].id, "user");
+}
+
+// The shipped files hold that campaign's runs on GB200 (4 aggregated rows)
+// and H100 (8): none of them is predicted, and GB200 keeps the 1.3.0rc5 gap
+// analysis's three aggregated runs of catalogued models, whose load is
+// recorded.
+TEST(CalibrationTransferTest, ShippedRunsWithoutTheirLoadAreNotPredicted) {
+  absl::StatusOr<ParsedMeasurements> blackwell =
+      ParseMeasurements(DataFile("blackwell_measured_latency.csv"), true);
+  ASSERT_TRUE(blackwell.ok()) << blackwell.status();
+  EXPECT_EQ(blackwell->skipped_unrecorded_load, 4);
+  int gb200 = 0;
+  for (const MeasuredRow& r : blackwell->rows) {
+    if (r.hardware != "gb200-nvl72") continue;
+    ++gb200;
+    EXPECT_EQ(r.engine_version, "1.3.0rc5") << r.id;
+  }
+  EXPECT_EQ(gb200, 3);
+  absl::StatusOr<ParsedMeasurements> h100 =
+      ParseMeasurements(DataFile("h100_measured_latency.csv"));
+  ASSERT_TRUE(h100.ok()) << h100.status();
+  EXPECT_EQ(h100->skipped_unrecorded_load, 8);
+}
+
 // InferenceMAX's SGLang DeepSeek-R1 runs on B200 measured before its harness
 // warmed the server up (2026-01-21) whose first wave of prompts (0.9 x ISL x
 // clients) spans more than the script's chunked-prefill step (16,384 tokens
