@@ -150,7 +150,10 @@ const std::vector<int>& ScanLoads();
 // DeepSeek-R1 B200 runs of 2026-01-14, the MTP configurations' first sweep on
 // the image the standard ones shared (calibration_harness_rows.cc,
 // SpeculativeRunOfExport); point predictions are unchanged.
-inline constexpr int kCostModelVersion = 34;
+// 39: a range borrowed from a parent band cell (no cell of the regime's
+// dtype or engine) is widened by sqrt(1 + levels passed over), like the pp
+// and multi-node terms (FindPredictionBand); point predictions are unchanged.
+inline constexpr int kCostModelVersion = 39;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
