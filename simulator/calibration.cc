@@ -572,23 +572,29 @@ PredictionBand FindPredictionBand(
   const absl::string_view kind = regime.moe ? "MoE" : "dense";
   const std::string dtype(DtypeName(regime.weight_dtype));
   const ErrorBand* band = nullptr;
+  // Levels of the cell hierarchy passed over: a parent cell's rows do not
+  // measure this dtype on this engine (one), or this engine at all (two);
+  // each is an unvalidated term, widened below like pp and multi-node.
+  int borrowed_levels = 0;
   if (!engine.empty()) {
     band = FindBand(bands, engine, regime.moe, dtype);
     if (band == nullptr) {
       band = FindBand(bands, engine, regime.moe, "*");
       if (band != nullptr) {
+        borrowed_levels = 1;
         out.notes.push_back(absl::StrFormat(
             "%s %s weights on %s: fewer than %d held-out rows; range from all "
-            "held-out %s rows of %s",
+            "held-out %s rows of %s, widened",
             kind, dtype, engine_label, kMinBandRows, kind, engine_label));
       }
     }
   }
   if (band == nullptr) {
     band = FindBand(bands, "*", regime.moe, "*");
+    borrowed_levels = 2;
     out.notes.push_back(absl::StrFormat(
         "%s models on profile %s: no held-out rows of this engine; range "
-        "pooled over the held-out %s rows of every engine",
+        "pooled over the held-out %s rows of every engine, widened",
         kind, profile_name, kind));
   }
   if (band != nullptr) {
@@ -611,7 +617,7 @@ PredictionBand FindPredictionBand(
   // maximum-throughput runs whose batches hide the sends and bubbles
   // (tests/simulator/pipeline_parallel_measured_test.cc), with no TTFT or
   // TPOT; they support the stage and host terms, not a band.
-  int unvalidated = 0;
+  int unvalidated = borrowed_levels;
   if (regime.pipeline_stages > 1) {
     ++unvalidated;
     out.notes.push_back(

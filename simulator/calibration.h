@@ -130,7 +130,9 @@ struct BandRegime {
 // dtype), else (any engine, moe) with a note. Regimes without
 // measured rows (pp > 1, a replica over several nodes) widen the band: each
 // unvalidated term is taken to be as uncertain as the validated model and
-// independent of it, so the log-width grows by sqrt(1 + terms). The band is
+// independent of it, so the log-width grows by sqrt(1 + terms). A band
+// borrowed from a parent cell counts each level passed over (the dtype, the
+// engine) as one such term: its rows measure other regimes. The band is
 // finally extended to contain 1 (the prediction itself). Cost: a scan of the
 // table and a few strings; never called by Evaluate.
 PredictionBand FindPredictionBand(

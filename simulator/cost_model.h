@@ -150,6 +150,9 @@ const std::vector<int>& ScanLoads();
 // DeepSeek-R1 B200 runs of 2026-01-14, the MTP configurations' first sweep on
 // the image the standard ones shared (calibration_harness_rows.cc,
 // SpeculativeRunOfExport); point predictions are unchanged.
+// 39: a range borrowed from a parent band cell (no cell of the regime's
+// dtype or engine) is widened by sqrt(1 + levels passed over), like the pp
+// and multi-node terms (FindPredictionBand); point predictions are unchanged.
 // 40: the calibration rows leave out AIConfigurator's gap-analysis runs whose
 // load was not recorded (calibration_harness_rows.cc,
 // GapAnalysisRunWithoutLoad: 8 H100 and 4 GB200 runs whose batch_size is not

@@ -1066,33 +1066,44 @@ TEST(CalibrationTransferTest, CompiledTransferBandsEqualRecomputed) {
                 pooled_cell_rows(bands->from_band_hw_fit));
 
   // Held out: the share of `hardware`'s `rows` feasible measurements inside
-  // the bands of the other direction's errors.
+  // the bands of the other direction's errors, held to 2 points either side
+  // of the documented figures (a band that widens is a regression too) and
+  // inside the 70-90% the held-out hardware checks accept. A cell of the
+  // regime missing from the other direction's rows borrows its parent's band,
+  // widened (FindPredictionBand).
   struct Coverage {
     const TransferReport* report;
     const char* hardware;
     int rows;
-    double tpot_low, ttft_low;
+    double tpot, ttft;
   };
   for (const Coverage& c :
        {// The H100 -> B200 errors' bands on the H100 rows predicted by the
-        // B200 fit: documented 84% (TPOT) / 80% (TTFT), held to the
-        // 75-85% target.
-        Coverage{&bands->from_profile_fit_scored, "h100-sxm-80gb", 751, 0.75,
-                 0.75},
+        // B200 fit: documented 89% (TPOT) / 85% (TTFT); TPOT above the
+        // 75-85% target (TensorRT-LLM dense BF16 and SGLang dense have no
+        // B200 cell and borrow a widened band).
+        Coverage{&bands->from_profile_fit_scored, "h100-sxm-80gb", 751, 0.89,
+                 0.85},
         // The B200 -> H100 errors' bands on the B200 rows predicted by the
-        // compiled-in profiles: documented 72% / 60%, below the target
-        // (H100 has no MLA, SGLang MoE or native-FP4 rows, whose errors
-        // are B200's widest); held to 2 points below the figures.
-        Coverage{&bands->from_band_hw_fit_scored, "b200-sxm-180gb", 948, 0.70,
-                 0.58}}) {
+        // compiled-in profiles: documented 83% / 71%; TTFT below the target
+        // (H100 has no MLA or attention-dp rows, whose errors are B200's
+        // widest, inside cells that do exist).
+        Coverage{&bands->from_band_hw_fit_scored, "b200-sxm-180gb", 948, 0.83,
+                 0.71}}) {
     SCOPED_TRACE(c.hardware);
     const TransferGroup* t = HardwareTotal(*c.report, c.hardware);
     ASSERT_NE(t, nullptr) << c.report->Markdown();
     EXPECT_EQ(t->rows - t->infeasible, c.rows);
-    EXPECT_GE(t->tpot_in_band, c.tpot_low) << c.report->CoverageMarkdown();
-    EXPECT_LE(t->tpot_in_band, 0.85) << c.report->CoverageMarkdown();
-    EXPECT_GE(t->ttft_in_band, c.ttft_low) << c.report->CoverageMarkdown();
-    EXPECT_LE(t->ttft_in_band, 0.85) << c.report->CoverageMarkdown();
+    EXPECT_GE(t->tpot_in_band, c.tpot - 0.02) << c.report->CoverageMarkdown();
+    EXPECT_LE(t->tpot_in_band, std::min(c.tpot + 0.02, 0.90))
+        << c.report->CoverageMarkdown();
+    EXPECT_GE(t->ttft_in_band, c.ttft - 0.02) << c.report->CoverageMarkdown();
+    EXPECT_LE(t->ttft_in_band, std::min(c.ttft + 0.02, 0.90))
+        << c.report->CoverageMarkdown();
+    EXPECT_GE(t->tpot_in_band, 0.70);
+    EXPECT_GE(t->ttft_in_band, 0.70);
+    std::printf("%s held-out coverage: TPOT %.4f TTFT %.4f\n", c.hardware,
+                t->tpot_in_band, t->ttft_in_band);
   }
 
   // A prediction on B200 takes the compiled bands (with a note); one on H100
