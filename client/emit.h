@@ -25,6 +25,11 @@ struct EmitContext {
   std::string hugging_face_id;
   // The checkpoint's dtype ("bf16", "fp8", "fp4"; "" = bf16).
   std::string native_dtype;
+  // ModelSpec.nvfp4_hugging_face_id: NVIDIA's NVFP4 checkpoint of the model,
+  // launched instead of hugging_face_id where the GPU has FP4 tensor cores and
+  // the weights are planned as fp4 (what the prediction prices there); "" =
+  // none.
+  std::string nvfp4_hugging_face_id;
   bool is_moe = false;
   // The workload's dtypes as requested; weight "" = the checkpoint's (what the
   // server planned for).

@@ -284,6 +284,7 @@ EmitContext EmitContextFor(const GlobalFlags& g,
   if (spec != nullptr) {
     e.hugging_face_id = spec->hugging_face_id();
     e.native_dtype = spec->native_dtype();
+    e.nvfp4_hugging_face_id = spec->nvfp4_hugging_face_id();
     e.is_moe = spec->num_experts() > 0;
     e.sparse_mla = spec->index_topk() > 0 && spec->kv_lora_rank() > 0;
     e.mla = spec->kv_lora_rank() > 0;

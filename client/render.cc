@@ -620,9 +620,14 @@ std::string RenderCatalog(const ListCatalogResponse& catalog) {
             : "-";
     const std::string dtype =
         i != nullptr && !i->native_dtype().empty() ? i->native_dtype() : "-";
-    const std::string checkpoint = i != nullptr && !i->hugging_face_id().empty()
-                                       ? i->hugging_face_id()
-                                       : "-";
+    std::string checkpoint = i != nullptr && !i->hugging_face_id().empty()
+                                 ? i->hugging_face_id()
+                                 : "-";
+    // What --emit launches on GPUs with FP4 tensor cores instead.
+    if (!m.nvfp4_hugging_face_id().empty()) {
+      absl::StrAppend(&checkpoint,
+                      " (FP4 tensor cores: ", m.nvfp4_hugging_face_id(), ")");
+    }
     absl::StrAppend(
         &out,
         fmt::format("  {:<20} {:<10} {:>8} {:>8} {:>7} {:>7} {:>9}  {:<9} "

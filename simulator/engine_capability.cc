@@ -39,6 +39,7 @@ const std::vector<std::string>& KnownVariables() {
                                    "sparse_attention",
                                    "mla",
                                    "linear_attention",
+                                   "fp4_tensor_cores",
                                    "dp",
                                    "tp",
                                    "pp",
@@ -79,13 +80,14 @@ RuleScope VariableScope(int id) {
   return RuleScope::kInstance;
 }
 
-// Whether variable `id` describes the model or the workload alone (the same
-// for every layout of a problem).
+// Whether variable `id` describes the model, the workload or the GPU alone
+// (the same for every layout of a problem).
 bool LayoutFreeVariable(int id) {
   const std::string& name = KnownVariables()[static_cast<size_t>(id)];
   return name == "moe" || name == "family" || name == "weight_dtype" ||
          name == "kv_cache_dtype" || name == "sparse_attention" ||
-         name == "mla" || name == "linear_attention";
+         name == "mla" || name == "linear_attention" ||
+         name == "fp4_tensor_cores";
 }
 
 // The widest scope of the variables condition `c` names.
@@ -212,6 +214,11 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   v["sparse_attention"] = Number(m.is_sparse_attention() ? 1 : 0);
   v["mla"] = Number(m.is_mla() ? 1 : 0);
   v["linear_attention"] = Number(m.is_hybrid() ? 1 : 0);
+  v["fp4_tensor_cores"] = Number(
+      problem.cluster.hardware.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] >
+              0
+          ? 1
+          : 0);
   v["dp"] = Number(dp);
   v["tp"] = Number(tp);
   v["pp"] = Number(pp);

@@ -178,6 +178,7 @@ absl::StatusOr<ModelDims> ModelDimsFromSpec(const ModelSpec& spec,
   m.name = spec.name().empty() ? "custom" : spec.name();
   m.family = spec.family().empty() ? m.name : spec.family();
   m.hugging_face_id = spec.hugging_face_id();
+  m.nvfp4_hugging_face_id = spec.nvfp4_hugging_face_id();
   ASSIGN_OR_RETURN(m.native_dtype, ParseDtype(spec.native_dtype(),
                                               Path(prefix, "native_dtype")));
   RETURN_IF_ERROR(CheckRange(spec.hidden_size(), Path(prefix, "hidden_size"), 1,

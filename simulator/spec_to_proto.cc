@@ -36,6 +36,7 @@ ModelSpec ModelSpecFromDims(const ModelDims& m) {
   spec.set_name(m.name);
   spec.set_family(m.family);
   spec.set_hugging_face_id(m.hugging_face_id);
+  spec.set_nvfp4_hugging_face_id(m.nvfp4_hugging_face_id);
   spec.set_native_dtype(std::string(DtypeName(m.native_dtype)));
   spec.set_hidden_size(m.hidden);
   spec.set_num_layers(m.layers);

@@ -80,6 +80,9 @@ struct ModelDims {
   // an engine loads, and the weight dtype a workload defaults to.
   std::string hugging_face_id;
   Dtype native_dtype = Dtype::kBf16;
+  // ModelSpec.nvfp4_hugging_face_id: the NVFP4 checkpoint engines load on GPUs
+  // with FP4 tensor cores; "" = none.
+  std::string nvfp4_hugging_face_id;
   int hidden = 0;
   int layers = 0;
   int heads = 0;

@@ -30,10 +30,9 @@ const char* DtypeLabel(absl::string_view dtype) {
 // quantization to request ("fp8" or "").
 std::string WeightQuantization(Engine engine, const EmitContext& context,
                                const std::string& model_id,
+                               const std::string& have,
                                std::vector<std::string>& warnings) {
   const std::string want = EffectiveWeightDtype(context);
-  const std::string have =
-      context.native_dtype.empty() ? "bf16" : context.native_dtype;
   if (want == have) return "";  // the engine reads it from the checkpoint
   if (want == "fp8" && have == "bf16" && engine != Engine::kTrtllm) {
     return "fp8";  // online FP8 quantization of BF16 weights at load time
@@ -70,6 +69,19 @@ std::string WeightQuantization(Engine engine, const EmitContext& context,
       model_id, DtypeLabel(have), DtypeLabel(want), want, DtypeLabel(have),
       DtypeLabel(want)));
   return "";
+}
+
+// The checkpoint to launch and its dtype: NVIDIA's NVFP4 checkpoint where the
+// GPU has FP4 tensor cores and the weights are planned as fp4 (the cost model
+// prices fp4 weights there at the NVFP4 rate, which another 4-bit format, e.g.
+// Kimi-K2.5's INT4 release, does not reach), else the catalog's checkpoint.
+std::pair<std::string, std::string> Checkpoint(const EmitContext& context) {
+  if (context.fp4_tensor_cores && !context.nvfp4_hugging_face_id.empty() &&
+      EffectiveWeightDtype(context) == "fp4") {
+    return {context.nvfp4_hugging_face_id, "fp4"};
+  }
+  return {context.hugging_face_id,
+          context.native_dtype.empty() ? "bf16" : context.native_dtype};
 }
 
 }  // namespace
@@ -317,7 +329,25 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
   built.ev = *ev;
 
   // --- Model id: the server's catalog (or the spec) names the checkpoint.
-  std::string model_id = context.hugging_face_id;
+  auto [model_id, checkpoint_dtype] = Checkpoint(context);
+  if (!model_id.empty() && model_id == context.nvfp4_hugging_face_id &&
+      model_id != context.hugging_face_id) {
+    script.header.push_back(fmt::format(
+        "{} is NVIDIA's NVFP4 checkpoint of {} (the engine reads its "
+        "quantization from the checkpoint): the weights the prediction prices "
+        "on FP4 tensor cores.",
+        model_id,
+        context.hugging_face_id.empty() ? context.model_name
+                                        : context.hugging_face_id));
+  } else if (!context.nvfp4_hugging_face_id.empty() &&
+             !context.fp4_tensor_cores && checkpoint_dtype == "fp4" &&
+             EffectiveWeightDtype(context) == "fp4") {
+    script.header.push_back(fmt::format(
+        "{} stores 4-bit weights this GPU has no FP4 tensor cores for: the "
+        "engine runs them on weight-only kernels (4-bit reads, BF16 math), as "
+        "the prediction prices them; {} needs FP4 tensor cores (Blackwell).",
+        model_id, context.nvfp4_hugging_face_id));
+  }
   if (model_id.empty()) {
     model_id = "<path-or-hf-id-of-" +
                (context.model_name.empty() ? std::string("model")
@@ -329,8 +359,8 @@ Built Build(Engine engine, const Plan& plan, const EmitContext& context,
                     context.model_name, model_id));
   }
   built.model_id = model_id;
-  const std::string quantization =
-      WeightQuantization(engine, context, model_id, script.warnings);
+  const std::string quantization = WeightQuantization(
+      engine, context, model_id, checkpoint_dtype, script.warnings);
   const std::string kv_cache =
       KvCacheValue(engine, *ev, context, &script.warnings);
   if (context.kv_cache_dtype == "fp4" && !kv_cache.empty()) {

@@ -11,6 +11,7 @@
 // binary that links both the client's emitters and the simulator (the CLI and
 // the client library never link the simulator).
 #include <map>
+#include <memory>
 #include <random>
 #include <set>
 #include <string>
@@ -18,8 +19,11 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "client/emit.h"
 #include "client/emit/emit_internal.h"
 #include "client/engine_flags.h"
@@ -42,6 +46,19 @@ namespace {
 using shardplan::v1::Plan;
 using ::testing::HasSubstr;
 using ::testing::Not;
+
+// The lines of a launch script that are not comments and hold `needle`.
+std::vector<std::string> CommandLinesWith(const std::string& script,
+                                          const std::string& needle) {
+  std::vector<std::string> out;
+  for (absl::string_view line : absl::StrSplit(script, '\n')) {
+    if (!absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "#") &&
+        absl::StrContains(line, needle)) {
+      out.emplace_back(line);
+    }
+  }
+  return out;
+}
 
 // The problem the server would plan `d` on: its catalog model, cluster and
 // lengths, and the KV-cache dtype the prediction sized (one the launch must
@@ -606,6 +623,7 @@ TEST(EmitCapabilityTest, EveryBlackwellGpuModelAndEngineLaunchesOrRefuses) {
             c.model_name = model_name;
             c.hugging_face_id = spec->hugging_face_id();
             c.native_dtype = spec->native_dtype();
+            c.nvfp4_hugging_face_id = spec->nvfp4_hugging_face_id();
             c.is_moe = spec->num_experts() > 0;
             c.sparse_mla = spec->index_topk() > 0 && spec->kv_lora_rank() > 0;
             c.mla = spec->kv_lora_rank() > 0;
@@ -648,6 +666,18 @@ TEST(EmitCapabilityTest, EveryBlackwellGpuModelAndEngineLaunchesOrRefuses) {
               continue;
             }
             ++launches;
+            // FP4 tensor cores: the NVFP4 checkpoint where the catalog names
+            // one (Kimi-K2.5), never its INT4 release.
+            if (!spec->nvfp4_hugging_face_id().empty()) {
+              EXPECT_FALSE(
+                  CommandLinesWith(e.command, spec->nvfp4_hugging_face_id())
+                      .empty())
+                  << label;
+              EXPECT_THAT(
+                  CommandLinesWith(e.command, spec->hugging_face_id() + " "),
+                  ::testing::IsEmpty())
+                  << label;
+            }
             EXPECT_FALSE(std::string(kv) == "fp4" &&
                          kFp4Refusals.count(key + "/" + model_name) > 0)
                 << label << ": launched an FP4 KV cache the engine keeps not";
@@ -737,6 +767,110 @@ TEST(EmitCapabilityTest, EveryBlackwellGpuModelAndEngineLaunchesOrRefuses) {
   EXPECT_GT(infiniband_wide, 0);
   RecordProperty("launches", launches);
   RecordProperty("refusals", refusals);
+}
+
+// Kimi-K2.5 on every engine, on Hopper and on B200: what is launched is what
+// the prediction prices. B200 (FP4 tensor cores, fp4 weights priced at the
+// NVFP4 rate): NVIDIA's NVFP4 checkpoint on every engine, no quantization
+// flag (each engine reads the ModelOpt config). H100 (fp4 weights priced as
+// weight-only dequantising kernels at the BF16 rate): the release's INT4
+// W4A16 checkpoint, which vLLM and SGLang run on Marlin kernels and
+// TensorRT-LLM cannot load, so the server lists no TensorRT-LLM and its
+// launch is refused naming the rule.
+TEST(EmitCapabilityTest, KimiLaunchesTheCheckpointItIsPricedFor) {
+  const absl::StatusOr<shardplan::v1::ModelSpec> catalog =
+      simulator::FindCatalogModel("kimi-k2.5");
+  ASSERT_TRUE(catalog.ok()) << catalog.status();
+  const std::string int4 = catalog->hugging_face_id();
+  const std::string nvfp4 = catalog->nvfp4_hugging_face_id();
+  EXPECT_EQ(int4, "moonshotai/Kimi-K2.5");
+  EXPECT_EQ(nvfp4, "nvidia/Kimi-K2.5-NVFP4");
+  // Two replicas of tp 8 with DP attention and experts over the group.
+  const Plan plan = MakePlan(2, 1, 8, 1, 8, 256, true);
+  const absl::StatusOr<simulator::PlanDims> dims =
+      simulator::PlanDimsFromProto(plan);
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  for (const std::string hw_name : {"h100-sxm-80gb", "b200-sxm-180gb"}) {
+    const absl::StatusOr<shardplan::v1::HardwareSpec> hw =
+        simulator::FindCatalogHardware(hw_name);
+    ASSERT_TRUE(hw.ok()) << hw.status();
+    const bool fp4_cores = hw->peak_fp4_flops_per_s() > 0;
+    shardplan::v1::ClusterSpec cluster;
+    cluster.set_hardware(hw_name);
+    cluster.set_num_gpus(16);
+    shardplan::v1::ModelSource source;
+    source.set_catalog_name("kimi-k2.5");
+    for (Engine engine : {Engine::kVllm, Engine::kSglang, Engine::kTrtllm}) {
+      const std::string key = EngineKey(engine);
+      const std::string label = absl::StrCat(hw_name, " ", key);
+      shardplan::v1::Workload workload;
+      workload.set_input_tokens(1024);
+      workload.set_output_tokens(1024);
+      workload.set_kv_cache_dtype("fp8");
+      workload.set_engine(key);
+      const absl::StatusOr<simulator::Problem> problem =
+          simulator::ProblemFromProto(source, cluster, workload);
+      ASSERT_TRUE(problem.ok()) << label << ": " << problem.status();
+      absl::StatusOr<std::unique_ptr<const simulator::CostModel>> cost =
+          simulator::CostModel::Create(*problem);
+      ASSERT_TRUE(cost.ok()) << label << ": " << cost.status();
+      shardplan::v1::Prediction prediction = simulator::PredictionToProto(
+          (*cost)->Evaluate(*dims), (*cost)->problem());
+      simulator::AnnotateEngineCapability(*problem, *dims, &prediction);
+      // What --emit is given: EvaluatePlan's resolved ModelSpec (built from
+      // the problem, as the server does) and the catalog's hardware.
+      const shardplan::v1::ModelSpec spec =
+          simulator::ModelSpecFromDims(problem->model);
+      EmitContext c;
+      c.model_name = "kimi-k2.5";
+      c.hugging_face_id = spec.hugging_face_id();
+      c.native_dtype = spec.native_dtype();
+      c.nvfp4_hugging_face_id = spec.nvfp4_hugging_face_id();
+      c.is_moe = true;
+      c.mla = spec.kv_lora_rank() > 0;
+      c.kv_cache_dtype = "fp8";
+      c.gpus_per_node = hw->default_gpus_per_node();
+      c.fp4_tensor_cores = fp4_cores;
+      c.num_gpus = 16;
+      c.batch_fallback = prediction.batch_per_rank();
+      c.runnable_engines.assign(prediction.runnable_engines().begin(),
+                                prediction.runnable_engines().end());
+      if (absl::StrContains(prediction.infeasible_reason(),
+                            "cannot run this plan: rule")) {
+        c.capability_reason = prediction.infeasible_reason();
+      }
+      const EmittedCommand e = EmitCommand(engine, plan, c);
+      if (!fp4_cores && engine == Engine::kTrtllm) {
+        EXPECT_FALSE(prediction.feasible()) << label;
+        EXPECT_THAT(prediction.infeasible_reason(),
+                    HasSubstr("rule trtllm-kimi-int4-checkpoint,"))
+            << label;
+        EXPECT_TRUE(e.refused) << label;
+        ASSERT_FALSE(e.warnings.empty()) << label;
+        EXPECT_THAT(e.warnings[0], HasSubstr("trtllm-kimi-int4-checkpoint"))
+            << label;
+        EXPECT_EQ(e.command, "") << label;
+        continue;
+      }
+      ASSERT_FALSE(e.refused) << label << ": " << e.warnings[0];
+      const std::string launched = fp4_cores ? nvfp4 : int4;
+      const std::string other = fp4_cores ? int4 : nvfp4;
+      // The engine's model argument and the benchmark's --model.
+      EXPECT_GE(CommandLinesWith(e.command, launched).size(), 2u) << label;
+      EXPECT_THAT(CommandLinesWith(e.command, other + " "),
+                  ::testing::IsEmpty())
+          << label << "\n"
+          << e.command;
+      EXPECT_THAT(CommandLinesWith(e.command, "quantization"),
+                  ::testing::IsEmpty())
+          << label;
+      EXPECT_THAT(e.command, HasSubstr(fp4_cores ? "NVIDIA's NVFP4 checkpoint"
+                                                 : "weight-only kernels"))
+          << label;
+      EXPECT_TRUE(e.warnings.empty())
+          << label << ": " << absl::StrJoin(e.warnings, "; ");
+    }
+  }
 }
 
 }  // namespace

@@ -86,9 +86,10 @@ EmitContext Model(const std::string& name, int num_gpus) {
     c.native_dtype = "fp8";
     c.is_moe = true;
   } else if (name == "kimi-k2.5") {
-    // NVIDIA's NVFP4 checkpoint of the model, as a --model-file spec names
-    // it (simulator/catalog/models/kimi-k2.5.yaml cites it).
-    c.hugging_face_id = "nvidia/Kimi-K2.5-NVFP4";
+    // The release (INT4 experts) and NVIDIA's NVFP4 checkpoint, launched on
+    // GPUs with FP4 tensor cores (simulator/catalog/models/kimi-k2.5.yaml).
+    c.hugging_face_id = "moonshotai/Kimi-K2.5";
+    c.nvfp4_hugging_face_id = "nvidia/Kimi-K2.5-NVFP4";
     c.native_dtype = "fp4";
     c.is_moe = true;
     c.mla = true;
@@ -172,6 +173,16 @@ std::vector<Shape> Shapes() {
     EmitContext c = Blackwell(Model("llama-3.1-70b", 8), false);
     c.kv_cache_dtype = "fp4";
     shapes.push_back({"b200_kv_fp4", MakePlan(1, 1, 8, 1, 1, 256), c});
+  }
+  // Kimi-K2.5 on two H100 nodes: no FP4 tensor cores, so the release's INT4
+  // experts (weight-only kernels, as priced) for vLLM and SGLang; the server
+  // lists no TensorRT-LLM (capability rule trtllm-kimi-int4-checkpoint).
+  {
+    EmitContext c = Model("kimi-k2.5", 16);
+    c.kv_cache_dtype = "fp8";
+    c.runnable_engines = {"vllm", "sglang"};
+    shapes.push_back(
+        {"h100_kimi_int4_dpep", MakePlan(1, 1, 16, 1, 16, 512, true), c});
   }
   // An NVFP4 checkpoint with an FP4 KV cache on one B200 node: each engine's
   // newest release keeps it (vLLM nvfp4, SGLang fp4_e2m1, TensorRT-LLM

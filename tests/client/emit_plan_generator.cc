@@ -19,6 +19,8 @@ struct Model {
   bool moe;
   bool sparse_mla;
   bool mla;  // multi-head latent attention (kv_lora_rank > 0)
+  // nvfp4HuggingFaceId: launched on GPUs with FP4 tensor cores.
+  const char* nvfp4_hf_id = "";
 };
 // Catalog entries (ListCatalog's huggingFaceId and nativeDtype).
 constexpr Model kModels[] = {
@@ -34,7 +36,8 @@ constexpr Model kModels[] = {
     {"mixtral-8x7b", "mistralai/Mixtral-8x7B-Instruct-v0.1", "bf16", true,
      false, false},
     {"gpt-oss-120b", "openai/gpt-oss-120b", "fp4", true, false, false},
-    {"kimi-k2.5", "moonshotai/Kimi-K2.5", "fp4", true, false, true},
+    {"kimi-k2.5", "moonshotai/Kimi-K2.5", "fp4", true, false, true,
+     "nvidia/Kimi-K2.5-NVFP4"},
     {"glm-5", "zai-org/GLM-5", "bf16", true, true, true},
     {"qwen3.5-397b-a17b", "Qwen/Qwen3.5-397B-A17B", "bf16", true, false, false},
     {"minimax-m2.5", "MiniMaxAI/MiniMax-M2.5", "fp8", true, false, false},
@@ -142,6 +145,7 @@ Drawn Draw(std::mt19937& rng) {
   c.model_name = m.name;
   c.hugging_face_id = m.hf_id;
   c.native_dtype = m.dtype;
+  c.nvfp4_hugging_face_id = m.nvfp4_hf_id;
   c.is_moe = m.moe;
   c.sparse_mla = m.sparse_mla;
   c.mla = m.mla;

@@ -252,6 +252,16 @@ TEST(RenderTest, CatalogTableListsModelsAndHardware) {
   info->set_native_dtype("bf16");
   info->set_total_params(8.03e9);
   info->set_active_params(8.03e9);
+  // A release whose 4-bit weights FP4 tensor cores run from another
+  // checkpoint (Kimi-K2.5).
+  auto* kimi = catalog.add_models();
+  kimi->set_name("kimi-k2.5");
+  kimi->set_num_layers(61);
+  kimi->set_nvfp4_hugging_face_id("nvidia/Kimi-K2.5-NVFP4");
+  auto* kimi_info = catalog.add_model_info();
+  kimi_info->set_name("kimi-k2.5");
+  kimi_info->set_hugging_face_id("moonshotai/Kimi-K2.5");
+  kimi_info->set_native_dtype("fp4");
   auto* unknown = catalog.add_models();  // from a server without model_info
   unknown->set_name("new-model");
   unknown->set_num_layers(4);
@@ -288,6 +298,11 @@ TEST(RenderTest, CatalogTableListsModelsAndHardware) {
   EXPECT_THAT(table, AllOf(HasSubstr("meta-llama/Llama-3.1-8B-Instruct"),
                            HasSubstr("bf16"), HasSubstr("new-model")));
   EXPECT_THAT(table, Not(HasSubstr("MLA")));
+  EXPECT_THAT(
+      row("kimi-k2.5"),
+      testing::EndsWith(" fp4   moonshotai/Kimi-K2.5 (FP4 tensor cores: "
+                        "nvidia/Kimi-K2.5-NVFP4)"));
+  EXPECT_THAT(row("llama-3.1-8b"), Not(HasSubstr("FP4 tensor cores")));
 }
 
 TEST(RenderTest, NumberFormatting) {

@@ -476,6 +476,12 @@ TEST_F(ServiceTest, ListCatalog) {
       EXPECT_EQ(m.hugging_face_id(), "moonshotai/Kimi-K2.5");
     }
   }
+  // The NVFP4 checkpoint --emit launches on FP4 tensor cores, in the spec.
+  for (const auto& m : response.models()) {
+    EXPECT_EQ(m.nvfp4_hugging_face_id(),
+              m.name() == "kimi-k2.5" ? "nvidia/Kimi-K2.5-NVFP4" : "")
+        << m.name();
+  }
   for (const char* name :
        {"b200-sxm-180gb", "b300-sxm-288gb", "gb200-nvl72", "gb300-nvl72"}) {
     EXPECT_THAT(hardware, ::testing::Contains(name));

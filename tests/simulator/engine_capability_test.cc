@@ -22,11 +22,12 @@ using ::testing::HasSubstr;
 Problem MakeProblem(const std::string& model, int gpus = 8,
                     int gpus_per_node = 8, const std::string& engine = "",
                     const std::string& version = "",
-                    const std::string& dtype = "") {
+                    const std::string& dtype = "",
+                    const std::string& hardware = "h100-sxm-80gb") {
   shardplan::v1::ModelSource source;
   source.set_catalog_name(model);
   shardplan::v1::ClusterSpec cluster;
-  cluster.set_hardware("h100-sxm-80gb");
+  cluster.set_hardware(hardware);
   cluster.set_num_gpus(gpus);
   cluster.set_gpus_per_node(gpus_per_node);
   shardplan::v1::Workload workload;
@@ -382,8 +383,9 @@ TEST(EngineCapabilityTest, FourBitKvCacheOnlyWhereTheLaunchKeepsIt) {
   EXPECT_THAT(RunnableEngines(dense, tp8),
               ElementsAre("vllm", "sglang", "trtllm"));
   // MLA: vLLM's MLA backends and TensorRT-LLM's MLA generation keep no FP4
-  // cache in the releases checked; SGLang does (MLA first, PR 10078).
-  Problem mla = MakeProblem("kimi-k2.5", 8, 8);
+  // cache in the releases checked; SGLang does (MLA first, PR 10078). On B200,
+  // where TensorRT-LLM loads Kimi-K2.5's NVFP4 checkpoint.
+  Problem mla = MakeProblem("kimi-k2.5", 8, 8, "", "", "", "b200-sxm-180gb");
   mla.workload.kv_cache_dtype = Dtype::kFp4;
   const PlanDims dpep = Agg(1, 8, 1, 1, 8);
   ExpectRuns("sglang", "", mla, dpep);
@@ -423,7 +425,8 @@ TEST(EngineCapabilityTest, LayoutFreeRulesAreNamedFirst) {
                                   rule.id == "sglang-kv-fp4-sparse-attention" ||
                                   rule.id == "vllm-kv-fp4-before-0.21" ||
                                   rule.id == "sglang-kv-fp4-before-0.5.6" ||
-                                  rule.id == "trtllm-kv-fp4-before-1.4";
+                                  rule.id == "trtllm-kv-fp4-before-1.4" ||
+                                  rule.id == "trtllm-kimi-int4-checkpoint";
     if (kv_or_model_only) {
       EXPECT_TRUE(rule.layout_free) << rule.id;
     }
@@ -435,7 +438,7 @@ TEST(EngineCapabilityTest, LayoutFreeRulesAreNamedFirst) {
   // Kimi-K2.5 (MLA) with an FP4 KV cache on vLLM: dp 4 x tp 2 with experts
   // over 4 ranks breaks vllm-ep-size too (listed first in the table), but no
   // layout escapes vllm-kv-fp4-mla.
-  Problem mla = MakeProblem("kimi-k2.5", 8, 8);
+  Problem mla = MakeProblem("kimi-k2.5", 8, 8, "", "", "", "b200-sxm-180gb");
   mla.workload.kv_cache_dtype = Dtype::kFp4;
   const PlanDims ep_short = Agg(1, 4, 2, 1, 4);
   ExpectBlocked("vllm", "", mla, ep_short, "vllm-kv-fp4-mla",
@@ -448,6 +451,37 @@ TEST(EngineCapabilityTest, LayoutFreeRulesAreNamedFirst) {
   sparse.workload.kv_cache_dtype = Dtype::kFp4;
   ExpectBlocked("sglang", "", sparse, Agg(1, 8, 1, 2, 8),
                 "sglang-kv-fp4-sparse-attention", "deepseek_v32.md");
+}
+
+TEST(EngineCapabilityTest, TensorRtLlmRunsKimiOnlyFromTheNvfp4Checkpoint) {
+  // Without FP4 tensor cores the launch loads Kimi-K2.5's INT4 release
+  // (compressed-tensors W4A16), which TensorRT-LLM cannot read; vLLM and
+  // SGLang run it on weight-only kernels. On B200 every engine loads NVIDIA's
+  // NVFP4 checkpoint.
+  const Problem h100 = MakeProblem("kimi-k2.5", 16, 8);
+  const Problem b200 =
+      MakeProblem("kimi-k2.5", 16, 8, "", "", "", "b200-sxm-180gb");
+  for (const PlanDims& plan :
+       {Agg(1, 16, 1, 1, 16), Agg(1, 1, 8, 2, 8), Agg(1, 1, 16, 1, 16)}) {
+    ExpectBlocked("trtllm", "", h100, plan, "trtllm-kimi-int4-checkpoint",
+                  "quant_config_utils.py");
+    ExpectBlocked("trtllm", "1.0.0", h100, plan, "trtllm-kimi-int4-checkpoint",
+                  "TensorRT-LLM/pull/11816");
+    ExpectRuns("vllm", "", h100, Agg(2, 1, 8, 1, 8));
+    ExpectRuns("sglang", "", h100, plan);
+    ExpectRuns("trtllm", "", b200, plan);
+  }
+  EXPECT_THAT(RunnableEngines(h100, Agg(2, 1, 8, 1, 8)),
+              ElementsAre("vllm", "sglang"));
+  EXPECT_THAT(RunnableEngines(b200, Agg(2, 1, 8, 1, 8)),
+              ElementsAre("vllm", "sglang", "trtllm"));
+  // Weights planned wider than the release (FP8) are not the INT4 checkpoint's
+  // kernels: the rule reads the weight dtype, and a model of another family
+  // with 4-bit weights (gpt-oss's MXFP4) keeps TensorRT-LLM on Hopper.
+  ExpectRuns("trtllm", "", MakeProblem("kimi-k2.5", 16, 8, "", "", "fp8"),
+             Agg(1, 1, 16, 1, 16));
+  ExpectRuns("trtllm", "", MakeProblem("gpt-oss-120b", 8, 8),
+             Agg(1, 1, 8, 1, 8));
 }
 
 TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {

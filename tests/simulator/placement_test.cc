@@ -15,6 +15,7 @@
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
 #include "simulator/spec.h"
+#include "simulator/spec_catalog.h"
 
 namespace shardplan::simulator {
 namespace {
@@ -319,6 +320,49 @@ TEST(PlacementTest, Fp4OnHopperIsDequantisedNotAPureFourBitRead) {
   EXPECT_GT(a.decode[up].compute_seconds, 1.5 * b.decode[up].compute_seconds);
   // Memory still holds 4-bit weights.
   EXPECT_LT(a.weights_bytes, 0.6 * b.weights_bytes);
+}
+
+// Kimi-K2.5's 4-bit weights are launched as the release's INT4 checkpoint on
+// Hopper (compressed-tensors W4A16: vLLM's and SGLang's Marlin kernels) and as
+// NVIDIA's NVFP4 checkpoint on Blackwell (client/emit/script.cc): the prices
+// must be those kernels'.
+TEST(PlacementTest, KimiIsPricedAsTheCheckpointEachGpuLaunches) {
+  // 32 GPUs and 8 requests: 4-bit and FP8 weights run the same batch.
+  const PlanDims plan = Degrees(1, 1, 32, 1, 32);
+  const int up = static_cast<int>(OpKind::kExpertUp);
+  const absl::StatusOr<shardplan::v1::HardwareSpec> h100 =
+      FindCatalogHardware("h100-sxm-80gb");
+  ASSERT_TRUE(h100.ok()) << h100.status();
+  auto int4 = Make("kimi-k2.5", 32, 8, "", 8);
+  auto fp8 = Make("kimi-k2.5", 32, 8, "fp8", 8);
+  ASSERT_NE(int4, nullptr);
+  ASSERT_NE(fp8, nullptr);
+  const Evaluation w4a16 = int4->Evaluate(plan);
+  const Evaluation w8 = fp8->Evaluate(plan);
+  ASSERT_EQ(w4a16.running_batch, w8.running_batch);
+  // W4A16: the experts' math at the BF16 peak, where FP8 weights take the FP8
+  // peak.
+  const double peaks =
+      h100->peak_fp8_flops_per_s() / h100->peak_bf16_flops_per_s();
+  EXPECT_NEAR(w4a16.decode[up].compute_seconds / w8.decode[up].compute_seconds,
+              peaks, 1e-6);
+  EXPECT_NEAR(
+      w4a16.prefill[up].compute_seconds / w8.prefill[up].compute_seconds, peaks,
+      1e-6);
+  // 4-bit weights in memory; the dequantising kernels read more than half
+  // the FP8 bytes (group scales and unpacking), less than the FP8 read.
+  EXPECT_LT(w4a16.weights_bytes, 0.6 * w8.weights_bytes);
+  EXPECT_GT(w4a16.decode[up].memory_seconds,
+            0.5 * w8.decode[up].memory_seconds);
+  EXPECT_LT(w4a16.decode[up].memory_seconds, w8.decode[up].memory_seconds);
+  // On B200 the NVFP4 checkpoint's experts multiply at the FP4 peak, twice
+  // the FP8 one.
+  auto nvfp4 = Make("kimi-k2.5", 32, 8, "", 8, "b200-sxm-180gb");
+  auto b200_fp8 = Make("kimi-k2.5", 32, 8, "fp8", 8, "b200-sxm-180gb");
+  ASSERT_NE(nvfp4, nullptr);
+  ASSERT_NE(b200_fp8, nullptr);
+  EXPECT_LT(nvfp4->Evaluate(plan).prefill[up].compute_seconds,
+            0.6 * b200_fp8->Evaluate(plan).prefill[up].compute_seconds);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 # SGLang 0.5 flags (releases 0.5.0 and later; client/engines/sglang.yaml): 1 instance on 8 GPUs.
+# nvidia/Kimi-K2.5-NVFP4 is NVIDIA's NVFP4 checkpoint of moonshotai/Kimi-K2.5 (the engine reads its quantization from the checkpoint): the weights the prediction prices on FP4 tensor cores.
 
 # node 0:
 python -m sglang.launch_server --model-path nvidia/Kimi-K2.5-NVFP4 \

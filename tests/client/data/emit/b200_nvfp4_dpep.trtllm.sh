@@ -1,4 +1,5 @@
 # TensorRT-LLM 1.1 flags (releases 1.1.0 and later; client/engines/trtllm.yaml): 1 instance on 8 GPUs.
+# nvidia/Kimi-K2.5-NVFP4 is NVIDIA's NVFP4 checkpoint of moonshotai/Kimi-K2.5 (the engine reads its quantization from the checkpoint): the weights the prediction prices on FP4 tensor cores.
 cat > shardplan-trtllm.yaml <<'EOF'
 enable_attention_dp: true
 kv_cache_config:

@@ -1,4 +1,5 @@
 # vLLM 0.12 flags (releases 0.12.0 and later; client/engines/vllm.yaml): 1 instance on 8 GPUs.
+# nvidia/Kimi-K2.5-NVFP4 is NVIDIA's NVFP4 checkpoint of moonshotai/Kimi-K2.5 (the engine reads its quantization from the checkpoint): the weights the prediction prices on FP4 tensor cores.
 
 # node 0:
 vllm serve nvidia/Kimi-K2.5-NVFP4 \
