@@ -81,6 +81,9 @@ struct ParsedMeasurements {
   // Rows of AIConfigurator gap-analysis runs that do not measure steady
   // decoding (calibration_harness_rows.cc, UnsteadyGapAnalysisRun).
   int skipped_unsteady = 0;
+  // Rows faster than any run of their recorded layout and load can be at the
+  // datasheet peak (calibration_harness_rows.cc, BelowPeakRateFloors).
+  int skipped_below_peak_floors = 0;
   // Rows whose exported layout (tp or attention dp = moe_tp x moe_ep over
   // more GPUs than a node) is read back as the single-node run it measures
   // (ParseMeasurements, calibration_harness_rows.cc).
