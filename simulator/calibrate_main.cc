@@ -132,6 +132,7 @@ bool LoadMore(const std::string& path, bool validation_only,
   data.skipped_speculative += more->skipped_speculative;
   data.skipped_unsteady += more->skipped_unsteady;
   data.skipped_unrecorded_load += more->skipped_unrecorded_load;
+  data.skipped_below_peak_floors += more->skipped_below_peak_floors;
   data.high_concurrency_rows.insert(data.high_concurrency_rows.end(),
                                     more->high_concurrency_rows.begin(),
                                     more->high_concurrency_rows.end());
@@ -416,6 +417,12 @@ int ReportTransfer(const std::vector<std::string>& paths, bool rows,
           "  %d gap-analysis runs without their load (no "
           "silicon_concurrency) skipped\n",
           parsed->skipped_unrecorded_load);
+    }
+    if (parsed->skipped_below_peak_floors > 0) {
+      std::cout << absl::StrFormat(
+          "  %d runs faster than their layout and load allow at peak rates "
+          "skipped\n",
+          parsed->skipped_below_peak_floors);
     }
     if (parsed->exported_layouts_read_as_node > 0) {
       std::cout << absl::StrFormat(

@@ -84,6 +84,9 @@ struct ParsedMeasurements {
   // Rows of AIConfigurator gap-analysis runs whose load was not recorded
   // (calibration_harness_rows.cc, GapAnalysisRunWithoutLoad).
   int skipped_unrecorded_load = 0;
+  // Rows faster than any run of their recorded layout and load can be at the
+  // datasheet peak (calibration_harness_rows.cc, BelowPeakRateFloors).
+  int skipped_below_peak_floors = 0;
   // Rows whose exported layout (tp or attention dp = moe_tp x moe_ep over
   // more GPUs than a node) is read back as the single-node run it measures
   // (ParseMeasurements, calibration_harness_rows.cc).

@@ -452,6 +452,51 @@ std::string MeasuredDate(absl::string_view source) {
   return date.size() == 10 ? std::string(date) : "";
 }
 
+// A row that no run of its recorded layout, precision, lengths and request
+// count can produce: the cost model at the datasheet peak (every efficiency
+// 1, no overhead, latency or wait beyond the prefills' queue) puts the
+// requests' prefill work either inside their decode (TPOT) or, as far as
+// they arrive together, in front of their first token (TTFT; the queue
+// fraction q); the row is below both floors for every q. Such a row measured
+// something else (fewer requests per instance, or prompts served from a
+// prefix cache) and is not a test of the model. vLLM 0.12.0 Qwen3-32B FP8 on
+// two H100s (AIConfigurator's Dynamo gap analysis, 4000/1000, 48 requests):
+// TPOT 11.6 ms where interleaved prefills make the floor 14.3 ms, and TTFT
+// 185 ms, one uncontested prefill, where queued ones would add seconds.
+bool BelowPeakRateFloors(const MeasuredRow& row) {
+  if (!(row.tpot_seconds > 0) || !(row.ttft_seconds > 0)) return false;
+  const absl::StatusOr<Problem> problem = RowProblem(row);
+  if (!problem.ok()) return false;
+  Calibration peak;
+  peak.gemm_efficiency = 1;
+  peak.gemm_half_efficiency_tokens = 0;
+  peak.hbm_efficiency = 1;
+  peak.attention_efficiency = 1;
+  peak.intra_node_efficiency = 1;
+  peak.inter_node_efficiency = 1;
+  peak.collective_latency_scale = 0;
+  peak.decode_step_overhead_seconds = 0;
+  peak.layer_overhead_seconds = 0;
+  peak.prefill_overhead_seconds = 0;
+  peak.ttft_wait_iterations = 0;
+  peak.ttft_inflight_prefills = 0;
+  peak.fp4_dequant_bytes_per_weight = 0.5;  // a pure 4-bit read
+  constexpr int kSteps = 20;
+  for (int i = 0; i <= kSteps; ++i) {
+    peak.prefill_queue_fraction = static_cast<double>(i) / kSteps;
+    absl::StatusOr<std::unique_ptr<const CostModel>> model =
+        CostModel::Create(*problem, peak);
+    if (!model.ok()) return false;
+    const Evaluation e = (*model)->Evaluate(RowPlan(row));
+    if (!(e.tpot_seconds > 0) || !(e.ttft_seconds > 0)) return false;
+    if (row.tpot_seconds >= e.tpot_seconds &&
+        row.ttft_seconds >= e.ttft_seconds) {
+      return false;
+    }
+  }
+  return true;
+}
+
 }  // namespace
 
 absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
@@ -580,6 +625,10 @@ absl::StatusOr<ParsedMeasurements> ParseMeasurements(absl::string_view csv_text,
     // The engine queues past this many requests per rank.
     if (rank_batch > limits::kMaxFitConcurrency) {
       out.high_concurrency_rows.push_back(std::move(row));
+      continue;
+    }
+    if (BelowPeakRateFloors(row)) {
+      ++out.skipped_below_peak_floors;
       continue;
     }
     out.rows.push_back(std::move(row));

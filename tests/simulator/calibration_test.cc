@@ -100,8 +100,11 @@ TEST(CalibrationRangesTest, RefusesDamageAndPassesEveryBuiltInProfile) {
 TEST_F(CalibrationTest, ParsesEveryAggregatedRow) {
   EXPECT_EQ(validation_rows_, 45u);
   // 661 aggregated rows, less the 8 gap-analysis runs without their load.
+  // Among them are the two vLLM Qwen3-32B FP8 rows faster than their layout
+  // allows at peak rates, so the peak-rate floors find no other row.
   EXPECT_EQ(data_.rows.size(), 653u + 45u);
   EXPECT_EQ(data_.skipped_unrecorded_load, 8);
+  EXPECT_EQ(data_.skipped_below_peak_floors, 0);
   EXPECT_EQ(data_.skipped_disaggregated, 7);
   EXPECT_EQ(data_.skipped_other, 0);
   int held_model = 0, held_rows = 0;
@@ -410,8 +413,8 @@ TEST(CalibrationParseTest, RejectsMalformedCsv) {
   EXPECT_THAT(std::string(bad.status().message()), ::testing::HasSubstr("isl"));
   const absl::StatusOr<ParsedMeasurements> good = ParseMeasurements(
       header +
-      "a,vllm,1,Qwen/Qwen3-32B,,agg,1024,128,,8,1,1,,1,1,100,10\n"
-      "b,vllm,1,Unknown/Model,,agg,1024,128,,8,1,1,,1,1,100,10\n");
+      "a,vllm,1,Qwen/Qwen3-32B,,agg,1024,128,,8,1,1,,1,1,500,30\n"
+      "b,vllm,1,Unknown/Model,,agg,1024,128,,8,1,1,,1,1,500,30\n");
   ASSERT_TRUE(good.ok()) << good.status();
   EXPECT_EQ(good->rows.size(), 1u);
   EXPECT_EQ(good->skipped_other, 1);

@@ -373,6 +373,37 @@ TEST(CalibrationTransferTest, ShippedRunsWithoutTheirLoadAreNotPredicted) {
   EXPECT_EQ(h100->skipped_unrecorded_load, 8);
 }
 
+// A row faster than any run of its recorded layout and load can be at the
+// datasheet peak (calibration_harness_rows.cc, BelowPeakRateFloors) is
+// skipped: vLLM Qwen3-32B FP8 on two H100s, 4000/1000 at 48 requests, with
+// TPOT 11.63 ms and TTFT 184.6 ms (one uncontested prefill). The same row
+// with a decode slow enough for interleaved prefills, or a TTFT long enough
+// for queued ones, is kept, as is the same run's eight-GPU row. (The shipped
+// rows lack silicon_concurrency and fall to GapAnalysisRunWithoutLoad first;
+// here the load is recorded, so the floors alone decide.)
+TEST(CalibrationTransferTest, RowsBelowPeakRateFloorsAreSkipped) {
+  auto row = [](const char* id, const char* tp, const char* clients,
+                const char* ttft, const char* tpot) {
+    return absl::StrCat(id, ",source_file=/x/aic-auto-gap-analysis/data/",
+                        "h100_sxm/vllm/0.12.0/qwen3_32b.csv; silicon_concurrency=",
+                        clients, ",vllm,0.12.0,",
+                        "Qwen/Qwen3-32B,h100_sxm,fp8,agg,4000,1000,fp8,",
+                        clients, ",", tp, ",1,,0,0,", ttft, ",", tpot, "\n");
+  };
+  const std::string csv = std::string(kExportHeader) +
+                          row("fast", "2", "48", "184.6", "11.63") +
+                          row("slow-decode", "2", "48", "184.6", "30.0") +
+                          row("queued", "2", "48", "20000", "11.63") +
+                          row("eight-gpus", "8", "144", "953.5", "23.41");
+  absl::StatusOr<ParsedMeasurements> parsed = ParseMeasurements(csv, true);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  EXPECT_EQ(parsed->skipped_below_peak_floors, 1);
+  ASSERT_EQ(parsed->rows.size(), 3u);
+  EXPECT_EQ(parsed->rows[0].id, "slow-decode");
+  EXPECT_EQ(parsed->rows[1].id, "queued");
+  EXPECT_EQ(parsed->rows[2].id, "eight-gpus");
+}
+
 // InferenceMAX's SGLang DeepSeek-R1 runs on B200 measured before its harness
 // warmed the server up (2026-01-21) whose first wave of prompts (0.9 x ISL x
 // clients) spans more than the script's chunked-prefill step (16,384 tokens
