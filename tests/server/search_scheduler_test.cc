@@ -152,6 +152,7 @@ TEST(SearchSchedulerTest, ShortJobsWaitAheadOfSearches) {
   for (BlockingJob* job : {&running, &first_short, &second_short, &search}) {
     job->release.Notify();
   }
+  search.started.WaitForNotification();  // the last to start
   scheduler.Shutdown();
   absl::MutexLock lock(&mu);
   EXPECT_EQ(order, (std::vector<int>{0, 2, 3, 1}));

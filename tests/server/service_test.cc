@@ -904,6 +904,12 @@ TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
   EXPECT_GT(first.prediction().max_request_rate(), 0);
   EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
 
+  // EvaluatePlan at a rate prices on a slot too: free it first.
+  rated_ctx.TryCancel();
+  while (reader->Read(&update)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+
   shardplan::v1::EvaluateRequest evaluate;
   *evaluate.mutable_model() = rated.model();
   *evaluate.mutable_cluster() = rated.cluster();
@@ -911,6 +917,8 @@ TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
   *evaluate.mutable_plan() = first.plan();
   shardplan::v1::EvaluateResponse response;
   grpc::ClientContext evaluate_ctx;
+  evaluate_ctx.set_deadline(std::chrono::system_clock::now() +
+                            std::chrono::seconds(20));
   grpc::Status status = stub_->EvaluatePlan(&evaluate_ctx, evaluate, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_DOUBLE_EQ(first.prediction().ttft_ms_p99(),
@@ -919,11 +927,6 @@ TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
                    response.prediction().max_request_rate());
   EXPECT_DOUBLE_EQ(first.prediction().goodput_requests_per_s(),
                    response.prediction().goodput_requests_per_s());
-
-  rated_ctx.TryCancel();
-  while (reader->Read(&update)) {
-  }
-  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 // Each distinct streamed plan is priced once: the final update's best is the
