@@ -335,12 +335,16 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
     }
     Priced priced{plan, *prediction, {}};
     const absl::Time begin = absl::Now();
-    simulator::AddTrafficPrediction(*request_.cost_model, plan, 0, prediction);
+    // Stops between chains once nobody will read the update.
+    const bool complete = simulator::AddTrafficPrediction(
+        *request_.cost_model, plan, 0, prediction,
+        [this] { return ClientGone(); });
     if (request_.cost_model->problem().workload.traffic.request_rate > 0) {
       deps_.metrics->traffic_pricings().Increment();
       deps_.metrics->traffic_pricing_seconds().Increment(
           absl::ToDoubleSeconds(absl::Now() - begin));
     }
+    if (!complete) return;
     priced.after = *prediction;
     last_priced_ = std::move(priced);
   }

@@ -67,7 +67,8 @@ struct ServiceDeps {
   int elite_size = 16;
   // EvaluatePlan calls evaluated at once (on gRPC threads); more are refused
   // with RESOURCE_EXHAUSTED so that bursts cannot take every thread from
-  // health checks and streams. 0 = no cap.
+  // health checks and streams. 0 = no cap. At a request rate the pricing
+  // then runs on `scheduler` as a short job, under its cap.
   int max_concurrent_evaluations = 4;
 };
 

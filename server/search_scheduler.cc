@@ -41,7 +41,12 @@ absl::StatusOr<uint64_t> SearchScheduler::Submit(Job job) {
         "); retry later"));
   }
   const uint64_t id = next_id_++;
-  queue_.push_back(Entry{id, std::move(job)});
+  auto at = queue_.end();
+  if (job.short_job) {
+    at = std::find_if(queue_.begin(), queue_.end(),
+                      [](const Entry& e) { return !e.job.short_job; });
+  }
+  queue_.insert(at, Entry{id, std::move(job)});
   NotifyLocked();
   return id;
 }

@@ -25,9 +25,13 @@ class SearchScheduler {
   // the job never starts because the scheduler shuts down. Exactly one of the
   // two runs, unless Remove() took the job back first, in which case neither
   // does.
+  // A short job (milliseconds to a second: an EvaluatePlan's traffic
+  // pricing) waits ahead of the queued searches (minutes), behind the short
+  // jobs queued before it; it is admitted under the same cap.
   struct Job {
     std::function<void(int slot)> run;
     std::function<void()> dropped;
+    bool short_job = false;
   };
 
   // Observes the counts (for gauges); called with the scheduler's lock held,

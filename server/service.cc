@@ -1,5 +1,6 @@
 #include "server/service.h"
 
+#include <chrono>
 #include <string>
 #include <utility>
 #include <vector>
@@ -13,6 +14,7 @@
 #include "glog/logging.h"
 #include "policy/searcher.h"
 #include "server/request_decoding.h"
+#include "server/search_scheduler.h"
 #include "server/status_util.h"
 #include "server/validation.h"
 #include "simulator/engine_capability.h"
@@ -68,6 +70,155 @@ grpc::ServerUnaryReactor* FinishRefused(grpc::CallbackServerContext* context,
   reactor->Finish(ToGrpcStatus(status));
   return reactor;
 }
+
+// The log line of a finished EvaluatePlan call. Model names and messages
+// come from the request: escaped, so that a newline in them cannot forge a
+// log line.
+void LogEvaluated(absl::string_view model, int gpus, const absl::Status& status,
+                  absl::Time start) {
+  LOG(INFO) << "method=EvaluatePlan model=" << simulator::EscapeForLog(model)
+            << " gpus=" << gpus << " outcome=" << CodeName(status.code())
+            << " duration_ms="
+            << absl::ToDoubleMilliseconds(absl::Now() - start)
+            << (status.ok()
+                    ? ""
+                    : " error=\"" + simulator::EscapeForLog(status.message()) +
+                          "\"");
+}
+
+// An EvaluatePlan call at a request rate: the traffic pricing (the prompt
+// queues' chains and the bisection of max_request_rate, tens of ms to about
+// a second of CPU) runs as a job on the SearchScheduler's worker slots, the
+// one owner of search CPU, never on the gRPC thread. The job is admitted
+// under the scheduler's cap (RESOURCE_EXHAUSTED at once when it is full),
+// waits ahead of queued searches, and ends with CANCELLED / DEADLINE_EXCEEDED
+// when the client goes away first (taken out of the queue, or stopped
+// between two chains), UNAVAILABLE when the server drains. Deleted in OnDone.
+class PricedEvaluation final : public grpc::ServerUnaryReactor {
+ public:
+  PricedEvaluation(const ServiceDeps& deps,
+                   grpc::CallbackServerContext* context,
+                   ValidatedEvaluateRequest validated,
+                   double price_per_gpu_hour,
+                   shardplan::v1::EvaluateResponse* response, absl::Time start,
+                   int gpus)
+      : deps_(deps),
+        deadline_(context->deadline()),
+        validated_(std::move(validated)),
+        price_per_gpu_hour_(price_per_gpu_hour),
+        response_(response),
+        start_(start),
+        gpus_(gpus) {}
+
+  // Submits the job; called by the handler before it returns this reactor.
+  void Begin() {
+    absl::Status admitted = absl::OkStatus();
+    {
+      // Held across Submit so that the job (which takes mu_ first) cannot
+      // finish, and OnDone delete this, before job_id_ is set.
+      absl::MutexLock lock(&mu_);
+      absl::StatusOr<uint64_t> job =
+          deps_.scheduler->Submit(SearchScheduler::Job{
+              [this](int /*slot*/) { Run(); },
+              [this] {
+                {
+                  absl::MutexLock lock(&mu_);  // Begin has set job_id_
+                }
+                FinishOnce(absl::UnavailableError(
+                    "the server is shutting down; retry on another instance"));
+              },
+              /*short_job=*/true});
+      if (job.ok()) {
+        job_id_ = *job;
+      } else {
+        admitted = job.status();
+      }
+    }
+    if (!admitted.ok()) FinishOnce(admitted);
+  }
+
+  void OnCancel() override {
+    uint64_t job_id = 0;
+    {
+      absl::MutexLock lock(&mu_);
+      cancelled_ = true;
+      job_id = job_id_;
+    }
+    // Still waiting: it never runs; answer now. Running: it stops at its
+    // next chain.
+    if (job_id != 0 && deps_.scheduler->Remove(job_id)) {
+      FinishOnce(CancelStatus());
+    }
+  }
+
+  void OnDone() override { delete this; }
+
+ private:
+  void Run() {
+    {
+      absl::MutexLock lock(&mu_);  // Begin has set job_id_
+    }
+    if (Stop()) {
+      FinishOnce(CancelStatus());
+      return;
+    }
+    const absl::Time begin = absl::Now();
+    const bool complete = simulator::AddTrafficPrediction(
+        *validated_.cost_model, validated_.plan, price_per_gpu_hour_,
+        response_->mutable_prediction(), [this] { return Stop(); });
+    deps_.metrics->traffic_pricings().Increment();
+    deps_.metrics->traffic_pricing_seconds().Increment(
+        absl::ToDoubleSeconds(absl::Now() - begin));
+    FinishOnce(complete ? absl::OkStatus() : CancelStatus());
+  }
+
+  // The client went away, its deadline passed, or the server drains.
+  bool Stop() const {
+    {
+      absl::MutexLock lock(&mu_);
+      if (cancelled_) return true;
+    }
+    return DeadlinePassed() ||
+           (deps_.registry != nullptr && deps_.registry->draining());
+  }
+
+  bool DeadlinePassed() const {
+    return std::chrono::system_clock::now() >= deadline_;
+  }
+
+  absl::Status CancelStatus() const {
+    if (DeadlinePassed()) {
+      return absl::DeadlineExceededError(
+          "the client's deadline expired before the plan was priced at the "
+          "request rate");
+    }
+    if (deps_.registry != nullptr && deps_.registry->draining()) {
+      return absl::UnavailableError(
+          "the server is shutting down; retry on another instance");
+    }
+    return absl::CancelledError("the client cancelled the call");
+  }
+
+  // Counts, logs and finishes the call. Called once: by the job, by its drop,
+  // by OnCancel when it took the job back, or by Begin when refused.
+  void FinishOnce(const absl::Status& status) {
+    deps_.metrics->CountEvaluateRequest(status.code());
+    LogEvaluated(validated_.model_name, gpus_, status, start_);
+    if (!status.ok()) response_->Clear();
+    Finish(ToGrpcStatus(status));
+  }
+
+  const ServiceDeps& deps_;
+  const std::chrono::system_clock::time_point deadline_;
+  const ValidatedEvaluateRequest validated_;
+  const double price_per_gpu_hour_;
+  shardplan::v1::EvaluateResponse* const response_;
+  const absl::Time start_;
+  const int gpus_;
+  mutable absl::Mutex mu_;
+  uint64_t job_id_ ABSL_GUARDED_BY(mu_) = 0;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
 
 }  // namespace
 
@@ -275,22 +426,22 @@ grpc::ServerUnaryReactor* PlannerService::EvaluatePlan(
     // A plan the named engine cannot launch is infeasible, naming the rule.
     simulator::AnnotateEngineCapability(problem, validated->plan,
                                         response->mutable_prediction());
-    simulator::AddTrafficPrediction(*validated->cost_model, validated->plan,
-                                    PricePerGpuHour(request->cluster()),
-                                    response->mutable_prediction());
     *response->mutable_model() = simulator::ModelSpecFromDims(problem.model);
+    const double price = PricePerGpuHour(request->cluster());
+    if (problem.workload.traffic.request_rate > 0 &&
+        response->prediction().feasible()) {
+      // The queueing chains: on a worker slot (PricedEvaluation).
+      auto* priced = new PricedEvaluation(deps_, context, *std::move(validated),
+                                          price, response, start, gpus);
+      priced->Begin();
+      return priced;
+    }
+    // No rate, or an infeasible plan (priced without a chain): microseconds.
+    simulator::AddTrafficPrediction(*validated->cost_model, validated->plan,
+                                    price, response->mutable_prediction());
   }
   deps_.metrics->CountEvaluateRequest(status.code());
-  // Model names and messages come from the request: escaped, so that a
-  // newline in them cannot forge a log line.
-  LOG(INFO) << "method=EvaluatePlan model=" << simulator::EscapeForLog(model)
-            << " gpus=" << gpus << " outcome=" << CodeName(status.code())
-            << " duration_ms="
-            << absl::ToDoubleMilliseconds(absl::Now() - start)
-            << (status.ok()
-                    ? ""
-                    : " error=\"" + simulator::EscapeForLog(status.message()) +
-                          "\"");
+  LogEvaluated(model, gpus, status, start);
   grpc::ServerUnaryReactor* reactor = context->DefaultReactor();
   reactor->Finish(ToGrpcStatus(status));
   return reactor;

@@ -1,7 +1,9 @@
 // The ShardingPlanner gRPC service (callback API): PlanSharding streams
 // (server/plan_stream.h), EvaluatePlan and ListCatalog answered inline on the
 // gRPC thread (one cost-model call, no blocking), so running searches never
-// starve them; Calibrate answered from the profile store's thread
+// starve them, except EvaluatePlan at a request rate, whose queueing chains
+// run on a search worker slot (a short job, ahead of queued searches);
+// Calibrate answered from the profile store's thread
 // (server/store/profile_store.h).
 #ifndef SHARDPLAN_SERVER_SERVICE_H_
 #define SHARDPLAN_SERVER_SERVICE_H_

@@ -144,12 +144,17 @@ const std::vector<int>& ScanLoads();
 // capacity picks) take their TTFT mean and percentiles at a request rate from
 // the prompt queue's bulk-service chain solved on a token grid
 // (PredictStreamedTraffic, simulator/internal/bulk_chain.h); the search and
-// max_request_rate keep the closed forms.
+// max_request_rate keep the closed forms (max_request_rate: until 37).
 // 33: not used.
 // 34: the cross-hardware bands also leave out InferenceMAX's TensorRT-LLM
 // DeepSeek-R1 B200 runs of 2026-01-14, the MTP configurations' first sweep on
 // the image the standard ones shared (calibration_harness_rows.cc,
 // SpeculativeRunOfExport); point predictions are unchanged.
+// 35, 36: not used.
+// 37: a streamed plan's max_request_rate is the highest rate whose streamed
+// percentiles (the chain's TTFT) meet the SLOs, by bisection
+// (PredictStreamedTraffic), and its goodput's shares are held to those
+// percentiles; the search keeps the closed forms.
 // 39: a range borrowed from a parent band cell (no cell of the regime's
 // dtype or engine) is widened by sqrt(1 + levels passed over), like the pp
 // and multi-node terms (FindPredictionBand); point predictions are unchanged.

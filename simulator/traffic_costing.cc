@@ -2,7 +2,10 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
+#include <limits>
 #include <string>
+#include <utility>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -154,6 +157,40 @@ LengthPoints Fixed(double tokens) {
 using Predictor = QueueingPrediction (*)(const StepTimes&, const LengthPoints&,
                                          const LengthPoints&, double);
 
+// A disaggregated plan's pools at `rate` requests/s (the whole deployment),
+// from its step times: each pool's queue and the whole request's in
+// t->queueing. Returns what follows the prefill pool's TTFT (the handoff and
+// the decode pool's first step).
+double ComposeDisaggregated(const LengthPoints& in, const LengthPoints& out,
+                            double rate, Predictor predict,
+                            TrafficPrediction* t) {
+  const LengthPoints one_token = Fixed(1), no_prompt = Fixed(0);
+  t->prefill_queueing =
+      predict(t->prefill_steps, in, one_token, rate / t->prefill_queues);
+  t->decode_queueing =
+      PredictQueueing(t->steps, no_prompt, out, rate / t->replicas);
+  // The decode pool's first step: the wait for its next iteration and the
+  // iteration (its TTFT with no prompt), at the offered load.
+  const double first_step =
+      t->decode_queueing.stable
+          ? t->decode_queueing.ttft_mean_seconds
+          : t->steps.iteration_seconds + t->steps.decode_request_seconds;
+  const double after_prefill = t->handoff_seconds + first_step;
+  QueueingPrediction& q = t->queueing;
+  q = t->decode_queueing;
+  q.stable = t->prefill_queueing.stable && t->decode_queueing.stable;
+  q.utilization =
+      std::max(t->prefill_queueing.utilization, t->decode_queueing.utilization);
+  q.ttft_mean_seconds = t->prefill_queueing.ttft_mean_seconds + after_prefill;
+  for (int k = 0; k < 3; ++k)
+    q.ttft_seconds[k] = t->prefill_queueing.ttft_seconds[k] + after_prefill;
+  if (!q.stable) {
+    q.ttft_mean_seconds = 0;
+    q.ttft_seconds = {};
+  }
+  return after_prefill;
+}
+
 TrafficPrediction PredictDisaggregatedTraffic(const CostModel& model,
                                               const PlanDims& plan,
                                               StepScale scale,
@@ -183,28 +220,7 @@ TrafficPrediction PredictDisaggregatedTraffic(const CostModel& model,
   const double rate = traffic.request_rate;
   t.rate_per_replica = rate / t.replicas;
   const double prefill_rate = rate / t.prefill_queues;
-  t.prefill_queueing = predict(t.prefill_steps, in, one_token, prefill_rate);
-  t.decode_queueing =
-      PredictQueueing(t.steps, no_prompt, out, t.rate_per_replica);
-  // The decode pool's first step: the wait for its next iteration and the
-  // iteration (its TTFT with no prompt), at the offered load.
-  const double first_step =
-      t.decode_queueing.stable
-          ? t.decode_queueing.ttft_mean_seconds
-          : t.steps.iteration_seconds + t.steps.decode_request_seconds;
-  const double after_prefill = t.handoff_seconds + first_step;
-  QueueingPrediction& q = t.queueing;
-  q = t.decode_queueing;
-  q.stable = t.prefill_queueing.stable && t.decode_queueing.stable;
-  q.utilization =
-      std::max(t.prefill_queueing.utilization, t.decode_queueing.utilization);
-  q.ttft_mean_seconds = t.prefill_queueing.ttft_mean_seconds + after_prefill;
-  for (int k = 0; k < 3; ++k)
-    q.ttft_seconds[k] = t.prefill_queueing.ttft_seconds[k] + after_prefill;
-  if (!q.stable) {
-    q.ttft_mean_seconds = 0;
-    q.ttft_seconds = {};
-  }
+  const double after_prefill = ComposeDisaggregated(in, out, rate, predict, &t);
   // Each pool's highest rate: the prefill pool within what the TTFT SLO
   // leaves after the handoff and the first step, the decode pool within the
   // TPOT SLO.
@@ -304,9 +320,124 @@ TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan,
   return PredictTrafficWith(model, plan, scale, PredictQueueing);
 }
 
+namespace {
+
+// The whole deployment's queueing at `rate` requests/s, streamed (the
+// prompt queues' chains), from `t`'s step times; `t` is a scratch copy.
+QueueingPrediction StreamedQueueAt(const LengthPoints& in,
+                                   const LengthPoints& out, double rate,
+                                   TrafficPrediction t) {
+  if (t.disaggregated) {
+    ComposeDisaggregated(in, out, rate, PredictStreamedQueueing, &t);
+    return t.queueing;
+  }
+  return PredictStreamedQueueing(t.steps, in, out, rate / t.replicas);
+}
+
+bool MeetsStreamedSlos(const QueueingPrediction& q, const WorkloadDims& w) {
+  const int p = w.traffic.slo_percentile;
+  return q.stable &&
+         (w.max_ttft_seconds <= 0 ||
+          LatencyAt(q, p, /*ttft=*/true) <= w.max_ttft_seconds) &&
+         (w.max_tpot_seconds <= 0 ||
+          LatencyAt(q, p, /*ttft=*/false) <= w.max_tpot_seconds);
+}
+
+// The share of requests within `slo` seconds, the closed forms' `share` held
+// inside the bracket the reported percentiles give it (p50, p90, the p95
+// LatencyAt interpolates, p99), so that the share reaches a percentile
+// exactly when that percentile is within the SLO.
+double ShareWithin(const QueueingPrediction& q, bool ttft, double slo,
+                   double share) {
+  if (slo <= 0 || !q.stable) return share;
+  const std::pair<int, double> points[] = {
+      {50, 0.50}, {90, 0.90}, {95, 0.95}, {99, 0.99}};
+  double low = 0, high = 1;
+  for (const auto& [percentile, probability] : points) {
+    if (LatencyAt(q, percentile, ttft) <= slo) {
+      low = std::max(low, probability);
+    } else {
+      high = std::min(high, probability);
+    }
+  }
+  // Below `high` strictly: a share of exactly 0.99 meets p99.
+  const double below_high = std::nextafter(high, 0.0);
+  return std::clamp(share, low, std::max(low, below_high));
+}
+
+}  // namespace
+
 TrafficPrediction PredictStreamedTraffic(const CostModel& model,
-                                         const PlanDims& plan) {
-  return PredictTrafficWith(model, plan, {}, PredictStreamedQueueing);
+                                         const PlanDims& plan,
+                                         const std::function<bool()>& stop) {
+  TrafficPrediction t =
+      PredictTrafficWith(model, plan, {}, PredictStreamedQueueing);
+  if (!t.computed) return t;
+  const WorkloadDims& w = model.problem().workload;
+  const TrafficDims& traffic = w.traffic;
+  const LengthPoints in = Discretize(traffic.input);
+  const LengthPoints out = Discretize(traffic.output);
+  const double offered = traffic.request_rate;
+  // Goodput: the closed forms' shares held to the reported percentiles.
+  if (t.queueing.stable && offered > 0 &&
+      (w.max_ttft_seconds > 0 || w.max_tpot_seconds > 0)) {
+    const double share = t.goodput_requests_per_s / offered;
+    // The closed forms' shares multiply; split their product back by the
+    // TPOT share alone (TTFT's absorbs the rest).
+    const SloShares decode =
+        t.disaggregated ? SloSharesAt(t.steps, Fixed(0), out,
+                                      t.rate_per_replica, 0, w.max_tpot_seconds)
+                        : SloSharesAt(t.steps, in, out, t.rate_per_replica, 0,
+                                      w.max_tpot_seconds);
+    const double tpot_share = decode.tpot;
+    const double ttft_share = tpot_share > 0 ? share / tpot_share : 0;
+    t.goodput_requests_per_s =
+        offered *
+        ShareWithin(t.queueing, true, w.max_ttft_seconds, ttft_share) *
+        ShareWithin(t.queueing, false, w.max_tpot_seconds, tpot_share);
+  }
+  // max_request_rate: the highest rate whose streamed percentiles (those
+  // reported) meet the SLOs, by bracketing from the offered rate (known
+  // already) and the closed forms' limit, then bisection.
+  int probes = 0;
+  const auto meets = [&](double rate) {
+    ++probes;
+    return MeetsStreamedSlos(StreamedQueueAt(in, out, rate, t), w);
+  };
+  const auto stopped = [&] {
+    return probes >= kStreamedRateMaxProbes || (stop && stop());
+  };
+  const double closed_form = t.max_request_rate;
+  double lo = 0, hi = std::numeric_limits<double>::infinity();
+  (MeetsStreamedSlos(t.queueing, w) ? lo : hi) = offered;
+  if (closed_form > lo && closed_form < hi && !stopped())
+    (meets(closed_form) ? lo : hi) = closed_form;
+  while (std::isinf(hi) && !stopped()) {
+    const double r = lo * kStreamedRateBracket;
+    (meets(r) ? lo : hi) = r;
+  }
+  // Nothing meets yet: an idle plan may miss the SLOs outright.
+  if (lo == 0 && !stopped()) {
+    const double idle = hi * 1e-6;
+    if (!meets(idle)) {
+      t.max_request_rate = 0;
+      t.streamed_rate_probes = probes;
+      return t;
+    }
+    lo = idle;
+    while (hi > lo * kStreamedRateBracket && !stopped()) {
+      const double r = hi / kStreamedRateBracket;
+      (meets(r) ? lo : hi) = r;
+    }
+  }
+  while (hi - lo > kStreamedRateTolerance * hi && !stopped()) {
+    const double mid = 0.5 * (lo + hi);
+    (meets(mid) ? lo : hi) = mid;
+  }
+  t.max_request_rate = lo;
+  t.streamed_rate_probes = probes;
+  t.stopped = stop && stop();
+  return t;
 }
 
 }  // namespace shardplan::simulator

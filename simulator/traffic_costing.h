@@ -7,6 +7,8 @@
 #ifndef SHARDPLAN_SIMULATOR_TRAFFIC_COSTING_H_
 #define SHARDPLAN_SIMULATOR_TRAFFIC_COSTING_H_
 
+#include <functional>
+
 #include "simulator/cost_model.h"
 #include "simulator/queueing.h"
 #include "simulator/types.h"
@@ -67,6 +69,10 @@ struct TrafficPrediction {
   // Whole deployment, requests/s.
   double max_request_rate = 0;
   double goodput_requests_per_s = 0;
+  // PredictStreamedTraffic: queueing predictions its bisection of
+  // max_request_rate made, and whether `stop` cut it short.
+  int streamed_rate_probes = 0;
+  bool stopped = false;
 };
 
 // The step times of one replica of an aggregated `plan` (validated), or of
@@ -88,14 +94,31 @@ struct StepScale {
 TrafficPrediction PredictTraffic(const CostModel& model, const PlanDims& plan,
                                  StepScale scale = {});
 
+// PredictStreamedTraffic's bisection of max_request_rate: it stops when the
+// bracket is within this share of its upper end, or after this many
+// queueing predictions at trial rates (each a chain per prompt queue), and
+// widens a one-sided bracket by this factor per trial.
+inline constexpr double kStreamedRateTolerance = 0.01;
+inline constexpr int kStreamedRateMaxProbes = 16;
+inline constexpr double kStreamedRateBracket = 1.25;
+
 // PredictTraffic for a plan the server answers with (streamed updates,
 // EvaluatePlan, a capacity search's picks): the TTFT mean and percentiles
 // of each prompt queue (the replica's; a disaggregated plan's prefill pool)
 // from the queue's exact chain (PredictStreamedQueueing), milliseconds per
-// queue. max_request_rate and goodput stay on the closed forms, as in the
-// search.
-TrafficPrediction PredictStreamedTraffic(const CostModel& model,
-                                         const PlanDims& plan);
+// queue. max_request_rate is the highest rate whose streamed percentiles
+// (TTFT from the chain, TPOT from the closed forms, at the SLO percentile)
+// meet the SLOs, by bisection within kStreamedRateTolerance (a few more
+// chains; 0 when even an idle plan misses them), so that the offered rate
+// is within max_request_rate exactly when the reported percentiles are
+// within the SLOs. Goodput is the closed forms' share of requests within
+// the SLOs, held inside the bracket the reported percentiles give it. The
+// search ranks on the closed forms (PredictTraffic). `stop` (may be empty)
+// is asked between the bisection's chains; once it says true the rest is
+// skipped and `stopped` is set (the answer is then incomplete).
+TrafficPrediction PredictStreamedTraffic(
+    const CostModel& model, const PlanDims& plan,
+    const std::function<bool()>& stop = {});
 
 }  // namespace shardplan::simulator
 

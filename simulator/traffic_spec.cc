@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <functional>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -265,12 +266,13 @@ void AddTrafficRanges(const CostModel& model, const PlanDims& plan,
 
 }  // namespace
 
-void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
+bool AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
                           double price_per_gpu_hour,
-                          shardplan::v1::Prediction* prediction) {
+                          shardplan::v1::Prediction* prediction,
+                          const std::function<bool()>& stop) {
   const Problem& problem = model.problem();
   const TrafficDims& traffic = problem.workload.traffic;
-  if (traffic.request_rate <= 0) return;
+  if (traffic.request_rate <= 0) return true;
   const int gpus = plan.disaggregated
                        ? plan.prefill_instances * plan.prefill.gpus() +
                              plan.decode_instances * plan.instance_gpus()
@@ -293,16 +295,17 @@ void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
       std::min(offered_tokens_per_s, prediction->output_tokens_per_s());
   if (!prediction->feasible()) {
     set_cost(closed_loop_tokens_per_s);
-    return;
+    return true;
   }
-  const TrafficPrediction t = PredictStreamedTraffic(model, plan);
+  const TrafficPrediction t = PredictStreamedTraffic(model, plan, stop);
+  if (t.stopped) return false;
   set_cost(t.computed && t.queueing.stable ? offered_tokens_per_s
                                            : closed_loop_tokens_per_s);
   if (!t.computed) {
     prediction->add_validation(
         "request_rate: no queueing prediction (one request's KV cache does "
         "not fit an instance); latencies are the closed-loop ones");
-    return;
+    return true;
   }
   prediction->set_max_request_rate(t.max_request_rate);
   prediction->set_goodput_requests_per_s(t.goodput_requests_per_s);
@@ -332,6 +335,7 @@ void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
         Number(traffic.request_rate), at, t.max_request_rate, t.replicas,
         q.stable ? "" : "; the offered load saturates it"));
   }
+  return true;
 }
 
 }  // namespace shardplan::simulator

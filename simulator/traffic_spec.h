@@ -3,6 +3,8 @@
 #ifndef SHARDPLAN_SIMULATOR_TRAFFIC_SPEC_H_
 #define SHARDPLAN_SIMULATOR_TRAFFIC_SPEC_H_
 
+#include <functional>
+
 #include "absl/status/statusor.h"
 #include "shardplan/v1/shardplan.pb.h"
 #include "simulator/cost_model.h"
@@ -25,10 +27,14 @@ absl::StatusOr<TrafficDims> TrafficDimsFromProto(
 // goodput; ttft_ms / tpot_ms become the means at the rate) when the workload
 // has a request rate, and marks a feasible plan infeasible when it does not
 // carry the rate within the SLOs at the percentile. `price_per_gpu_hour` > 0
-// also fills cost_per_hour and cost_per_million_output_tokens.
-void AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
+// also fills cost_per_hour and cost_per_million_output_tokens. The
+// streamed model (PredictStreamedTraffic): tens of milliseconds to about a
+// second, asking `stop` (may be empty) between its chains; returns false
+// when `stop` cut it short (`prediction` is then incomplete), else true.
+bool AddTrafficPrediction(const CostModel& model, const PlanDims& plan,
                           double price_per_gpu_hour,
-                          shardplan::v1::Prediction* prediction);
+                          shardplan::v1::Prediction* prediction,
+                          const std::function<bool()>& stop = {});
 
 // The mean of a validated distribution message, in tokens; 0 when absent.
 double DistributionMean(const shardplan::v1::TokenDistribution& d);

@@ -120,5 +120,42 @@ TEST(SearchSchedulerTest, SlotsRunConcurrentlyWithDistinctIndices) {
   scheduler.Shutdown();
 }
 
+// Short jobs (EvaluatePlan's pricing) wait ahead of queued searches, in their
+// own order, under the same cap.
+TEST(SearchSchedulerTest, ShortJobsWaitAheadOfSearches) {
+  SearchScheduler scheduler(/*slots=*/1, /*max_queued=*/3);
+  BlockingJob running, search, first_short, second_short;
+  absl::Mutex mu;
+  std::vector<int> order;
+  const auto record = [&](BlockingJob& job, int tag, bool short_job) {
+    SearchScheduler::Job j = job.Make();
+    j.run = [&mu, &order, tag, inner = std::move(j.run)](int slot) {
+      {
+        absl::MutexLock lock(&mu);
+        order.push_back(tag);
+      }
+      inner(slot);
+    };
+    j.short_job = short_job;
+    return j;
+  };
+  ASSERT_TRUE(scheduler.Submit(record(running, 0, false)).ok());
+  running.started.WaitForNotification();
+  ASSERT_TRUE(scheduler.Submit(record(search, 1, false)).ok());
+  ASSERT_TRUE(scheduler.Submit(record(first_short, 2, true)).ok());
+  ASSERT_TRUE(scheduler.Submit(record(second_short, 3, true)).ok());
+  BlockingJob refused;
+  SearchScheduler::Job over = refused.Make();
+  over.short_job = true;
+  EXPECT_EQ(scheduler.Submit(std::move(over)).status().code(),
+            absl::StatusCode::kResourceExhausted);
+  for (BlockingJob* job : {&running, &first_short, &second_short, &search}) {
+    job->release.Notify();
+  }
+  search.started.WaitForNotification();  // the last to start
+  scheduler.Shutdown();
+  absl::MutexLock lock(&mu);
+  EXPECT_EQ(order, (std::vector<int>{0, 2, 3, 1}));
+}
 }  // namespace
 }  // namespace shardplan::server

@@ -910,6 +910,12 @@ TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
   EXPECT_GT(first.prediction().max_request_rate(), 0);
   EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
 
+  // EvaluatePlan at a rate prices on a slot too: free it first.
+  rated_ctx.TryCancel();
+  while (reader->Read(&update)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+
   shardplan::v1::EvaluateRequest evaluate;
   *evaluate.mutable_model() = rated.model();
   *evaluate.mutable_cluster() = rated.cluster();
@@ -917,6 +923,8 @@ TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
   *evaluate.mutable_plan() = first.plan();
   shardplan::v1::EvaluateResponse response;
   grpc::ClientContext evaluate_ctx;
+  evaluate_ctx.set_deadline(std::chrono::system_clock::now() +
+                            std::chrono::seconds(20));
   grpc::Status status = stub_->EvaluatePlan(&evaluate_ctx, evaluate, &response);
   ASSERT_TRUE(status.ok()) << status.error_message();
   EXPECT_DOUBLE_EQ(first.prediction().ttft_ms_p99(),
@@ -925,11 +933,6 @@ TEST_F(ServiceTest, RatedPlansArePricedOnTheWorkerSlot) {
                    response.prediction().max_request_rate());
   EXPECT_DOUBLE_EQ(first.prediction().goodput_requests_per_s(),
                    response.prediction().goodput_requests_per_s());
-
-  rated_ctx.TryCancel();
-  while (reader->Read(&update)) {
-  }
-  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }
 
 // Each distinct streamed plan is priced once: the final update's best is the
@@ -1006,5 +1009,132 @@ TEST_F(ServiceTest, QueuedRatedCallAtShutdownGetsBaselineAndFinal) {
   EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
 }
 
+shardplan::v1::EvaluateRequest RatedEvaluateRequest() {
+  const shardplan::v1::PlanRequest rated = RatedRequest();
+  shardplan::v1::EvaluateRequest evaluate;
+  *evaluate.mutable_model() = rated.model();
+  *evaluate.mutable_cluster() = rated.cluster();
+  *evaluate.mutable_workload() = rated.workload();
+  evaluate.mutable_workload()->set_max_ttft_ms(2000);
+  evaluate.mutable_workload()->set_slo_percentile(99);
+  evaluate.mutable_plan()->set_tp(8);
+  return evaluate;
+}
+
+// EvaluatePlan at a request rate prices its plan on a worker slot, like the
+// streamed plans: behind a running search it waits in the queue (a gRPC thread
+// that priced it would have answered at once), is taken back out when its
+// deadline passes (DEADLINE_EXCEEDED) or its client cancels (CANCELLED), and
+// is answered once the slot frees, counted in the traffic pricing metrics.
+TEST_F(ServiceTest, RatedEvaluatePlanIsPricedOnAWorkerSlot) {
+  StartServer(/*slots=*/1, /*queued=*/2);
+  grpc::ClientContext running_ctx;
+  auto running = OccupyTheSlot(running_ctx);
+  const shardplan::v1::EvaluateRequest evaluate = RatedEvaluateRequest();
+
+  // The deadline passes while it waits.
+  {
+    shardplan::v1::EvaluateResponse response;
+    grpc::ClientContext context;
+    context.set_deadline(std::chrono::system_clock::now() +
+                         std::chrono::milliseconds(500));
+    const grpc::Status status =
+        stub_->EvaluatePlan(&context, evaluate, &response);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::DEADLINE_EXCEEDED)
+        << status.error_message();
+    ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 0; }));
+  }
+  // The client cancels while it waits.
+  {
+    shardplan::v1::EvaluateResponse response;
+    grpc::ClientContext context;
+    grpc::Status status;
+    std::thread call(
+        [&] { status = stub_->EvaluatePlan(&context, evaluate, &response); });
+    ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
+    context.TryCancel();
+    call.join();
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+    ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 0; }));
+  }
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 0);
+
+  // Answered once the slot frees.
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext context;
+  context.set_deadline(std::chrono::system_clock::now() +
+                       std::chrono::seconds(20));
+  grpc::Status status;
+  std::thread call(
+      [&] { status = stub_->EvaluatePlan(&context, evaluate, &response); });
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
+  running_ctx.TryCancel();
+  PlanUpdate update;
+  while (running->Read(&update)) {
+  }
+  EXPECT_EQ(running->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  call.join();
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_TRUE(response.prediction().feasible())
+      << response.prediction().infeasible_reason();
+  EXPECT_GT(response.prediction().ttft_ms_p99(), 0);
+  EXPECT_LE(response.prediction().ttft_ms_p99(), 2000);
+  EXPECT_GT(response.prediction().max_request_rate(), 2);
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
+  EXPECT_GT(server_->metrics().traffic_pricing_seconds().Value(), 0);
+
+  // Without a rate the plan is answered on the gRPC thread, with no pricing.
+  shardplan::v1::EvaluateRequest closed_loop = evaluate;
+  closed_loop.mutable_workload()->clear_request_rate();
+  closed_loop.mutable_workload()->clear_slo_percentile();
+  grpc::ClientContext closed_ctx;
+  status = stub_->EvaluatePlan(&closed_ctx, closed_loop, &response);
+  ASSERT_TRUE(status.ok()) << status.error_message();
+  EXPECT_EQ(response.prediction().ttft_ms_p99(), 0);
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 1);
+}
+
+// The pool's cap covers EvaluatePlan's pricing: with every slot busy and no
+// room to wait, a rated call is refused at once with RESOURCE_EXHAUSTED (a
+// call without a rate needs no slot and is answered). A rated call still
+// waiting when the server drains gets UNAVAILABLE.
+TEST_F(ServiceTest, RatedEvaluatePlanIsAdmittedUnderThePoolsCap) {
+  StartServer(/*slots=*/1, /*queued=*/1);
+  grpc::ClientContext running_ctx, queued_ctx;
+  auto running = OccupyTheSlot(running_ctx);
+  const shardplan::v1::EvaluateRequest evaluate = RatedEvaluateRequest();
+  shardplan::v1::EvaluateResponse queued_response;
+  grpc::Status queued_status;
+  std::thread queued([&] {
+    queued_status =
+        stub_->EvaluatePlan(&queued_ctx, evaluate, &queued_response);
+  });
+  ASSERT_TRUE(Eventually([&] { return server_->scheduler().queued() == 1; }));
+
+  shardplan::v1::EvaluateResponse response;
+  grpc::ClientContext refused_ctx;
+  const absl::Time start = absl::Now();
+  grpc::Status status = stub_->EvaluatePlan(&refused_ctx, evaluate, &response);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << status.error_message();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(5));
+  shardplan::v1::EvaluateRequest closed_loop = evaluate;
+  closed_loop.mutable_workload()->clear_request_rate();
+  closed_loop.mutable_workload()->clear_slo_percentile();
+  grpc::ClientContext closed_ctx;
+  status = stub_->EvaluatePlan(&closed_ctx, closed_loop, &response);
+  EXPECT_TRUE(status.ok()) << status.error_message();
+
+  std::thread stopper([&] { server_->Shutdown(); });
+  queued.join();
+  EXPECT_EQ(queued_status.error_code(), grpc::StatusCode::UNAVAILABLE)
+      << queued_status.error_message();
+  PlanUpdate update;
+  while (running->Read(&update)) {
+  }
+  running->Finish();
+  stopper.join();
+  EXPECT_DOUBLE_EQ(server_->metrics().traffic_pricings().Value(), 0);
+}
 }  // namespace
 }  // namespace shardplan::server

@@ -5,11 +5,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <ctime>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_format.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/spec_text.h"
@@ -379,6 +382,133 @@ TEST(TrafficSpecTest, PipelineStagesPrefillDifferentMicroBatches) {
   ASSERT_TRUE(single.queueing.stable && staged.queueing.stable);
   EXPECT_NEAR(staged.queueing.ttft_seconds[0] / single.queueing.ttft_seconds[0],
               1, 0.15);
+}
+
+// A streamed plan's max_request_rate is where its reported (streamed)
+// percentiles reach the SLO: at that rate the SLO percentile is within the
+// SLO, and just past the bisection's bracket (max / (1 - tolerance)) it is
+// not; goodput agrees (at least the percentile's share of both SLOs at the
+// max, less than it above). For an aggregated and a disaggregated plan, each
+// SLO percentile, the TTFT or the TPOT SLO binding.
+std::string StreamedYaml(double rate, int percentile, int max_ttft_ms,
+                         int max_tpot_ms) {
+  return absl::StrFormat(R"(
+model: {catalogName: llama-3.1-8b}
+cluster: {hardware: h100-sxm-80gb, numGpus: 8}
+workload: {inputTokens: 2000, outputTokens: 400, requestRate: %.17g,
+           inputTokensDistribution: {kind: lognormal, mean: 2000, sigma: 0.8,
+                                     min: 16, max: 16000},
+           sloPercentile: %d, maxTtftMs: %d, maxTpotMs: %d}
+)",
+                         rate, percentile, max_ttft_ms, max_tpot_ms);
+}
+
+bool MeetsAt(const TrafficPrediction& t, const WorkloadDims& w) {
+  const int p = w.traffic.slo_percentile;
+  return t.queueing.stable &&
+         LatencyAt(t.queueing, p, true) <= w.max_ttft_seconds &&
+         LatencyAt(t.queueing, p, false) <= w.max_tpot_seconds;
+}
+
+TEST(TrafficSpecTest, StreamedMaxRequestRateMatchesTheStreamedPercentiles) {
+  struct Case {
+    const char* name;
+    PlanDims plan;
+    int percentile, max_ttft_ms, max_tpot_ms;
+  };
+  PlanDims tp2;
+  tp2.tp = 2;
+  tp2.replicas = 4;
+  const std::vector<Case> cases = {
+      {"tp2x4 p99 ttft", tp2, 99, 1500, 1000},
+      {"tp2x4 p90 ttft", tp2, 90, 800, 1000},
+      {"tp2x4 p95 ttft", tp2, 95, 1000, 1000},
+      {"tp2x4 p50 tpot", tp2, 50, 60000, 12},
+      {"tp2x4 mean", tp2, 0, 600, 1000},
+      {"disagg 2+6 p99", Disagg(2, 1, 6, 1), 99, 1500, 40},
+  };
+  for (const Case& c : cases) {
+    SCOPED_TRACE(c.name);
+    const auto yaml = [&](double rate) {
+      return StreamedYaml(rate, c.percentile, c.max_ttft_ms, c.max_tpot_ms);
+    };
+    auto model = ModelOf(yaml(1));
+    ASSERT_NE(model, nullptr);
+    ASSERT_TRUE(model->ValidatePlan(c.plan).ok())
+        << model->ValidatePlan(c.plan);
+    // CPU time of the pricing with and without the bisection (stopped
+    // before its first trial rate), for the docs.
+    std::clock_t begin = std::clock();
+    const TrafficPrediction t = PredictStreamedTraffic(*model, c.plan);
+    const double full_ms = 1e3 * (std::clock() - begin) / CLOCKS_PER_SEC;
+    begin = std::clock();
+    PredictStreamedTraffic(*model, c.plan, [] { return true; });
+    const double chain_ms = 1e3 * (std::clock() - begin) / CLOCKS_PER_SEC;
+    ASSERT_TRUE(t.computed);
+    EXPECT_FALSE(t.stopped);
+    EXPECT_LE(t.streamed_rate_probes, kStreamedRateMaxProbes);
+    const double max = t.max_request_rate;
+    ASSERT_GT(max, 1);
+    const double closed_form = PredictTraffic(*model, c.plan).max_request_rate;
+    std::printf(
+        "%s: max_request_rate streamed %.4g closed forms %.4g (%+.1f%%)"
+        ", %d trial rates, %.1f ms CPU (%.1f ms without them)\n",
+        c.name, max, closed_form, 100 * (closed_form / max - 1),
+        t.streamed_rate_probes, full_ms, chain_ms);
+
+    auto at_max = ModelOf(yaml(max));
+    ASSERT_NE(at_max, nullptr);
+    const WorkloadDims& w = at_max->problem().workload;
+    const TrafficPrediction at = PredictStreamedTraffic(*at_max, c.plan);
+    EXPECT_TRUE(MeetsAt(at, w))
+        << "TTFT " << LatencyAt(at.queueing, c.percentile, true) << " TPOT "
+        << LatencyAt(at.queueing, c.percentile, false);
+    // The bisection started from another offered rate finds the same limit.
+    EXPECT_NEAR(at.max_request_rate, max, 2 * kStreamedRateTolerance * max);
+    const double need = c.percentile > 0 ? c.percentile / 100.0 : 0.0;
+    EXPECT_GE(at.goodput_requests_per_s, max * need * need * (1 - 1e-12));
+
+    const double past = max / (1 - kStreamedRateTolerance) * 1.001;
+    auto above = ModelOf(yaml(past));
+    ASSERT_NE(above, nullptr);
+    const TrafficPrediction over = PredictStreamedTraffic(*above, c.plan);
+    EXPECT_FALSE(MeetsAt(over, above->problem().workload))
+        << "TTFT " << LatencyAt(over.queueing, c.percentile, true) << " TPOT "
+        << LatencyAt(over.queueing, c.percentile, false);
+    if (c.percentile > 0) {
+      EXPECT_LT(over.goodput_requests_per_s, past * need);
+    }
+
+    // What the API says: feasible at the max, not past it.
+    shardplan::v1::Prediction p =
+        PredictionToProto(at_max->Evaluate(c.plan), at_max->problem());
+    ASSERT_TRUE(p.feasible()) << p.infeasible_reason();
+    AddTrafficPrediction(*at_max, c.plan, 0, &p);
+    EXPECT_TRUE(p.feasible()) << p.infeasible_reason();
+    EXPECT_DOUBLE_EQ(p.max_request_rate(), at.max_request_rate);
+    shardplan::v1::Prediction q =
+        PredictionToProto(above->Evaluate(c.plan), above->problem());
+    AddTrafficPrediction(*above, c.plan, 0, &q);
+    EXPECT_FALSE(q.feasible());
+  }
+}
+
+// The bisection asks `stop` between its chains and gives up once it says so.
+TEST(TrafficSpecTest, StreamedPricingStopsWhenAsked) {
+  auto model = ModelOf(StreamedYaml(5, 99, 1500, 1000));
+  ASSERT_NE(model, nullptr);
+  PlanDims plan;
+  plan.tp = 2;
+  plan.replicas = 4;
+  int asked = 0;
+  const TrafficPrediction t =
+      PredictStreamedTraffic(*model, plan, [&] { return ++asked > 1; });
+  EXPECT_TRUE(t.stopped);
+  EXPECT_LE(t.streamed_rate_probes, 1);
+  shardplan::v1::Prediction p =
+      PredictionToProto(model->Evaluate(plan), model->problem());
+  EXPECT_FALSE(AddTrafficPrediction(*model, plan, 0, &p, [] { return true; }));
+  EXPECT_TRUE(AddTrafficPrediction(*model, plan, 0, &p));
 }
 }  // namespace
 }  // namespace shardplan::simulator
