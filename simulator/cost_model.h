@@ -150,7 +150,7 @@ const std::vector<int>& ScanLoads();
 // DeepSeek-R1 B200 runs of 2026-01-14, the MTP configurations' first sweep on
 // the image the standard ones shared (calibration_harness_rows.cc,
 // SpeculativeRunOfExport); point predictions are unchanged.
-inline constexpr int kCostModelVersion = 34;
+inline constexpr int kCostModelVersion = 38;
 
 namespace internal {
 struct CostConstants;      // per-problem constants precomputed by Create
