@@ -121,11 +121,10 @@ constexpr double kTrtllmKvReservedOutput = 1.0;
 // https://github.com/NVIDIA/TensorRT-LLM/blob/00f37686aa854010d68bcbd0f4ab000221541ca6/docs/source/performance/perf-overview.md),
 // every other length, depth and model of those pages held out
 // (tests/simulator/pipeline_parallel_measured_test.cc recomputes the fit and
-// checks the held-out rows). 6.5 us before the rows' NVFP4 dense GEMMs were
-// priced at the engine's FP4 / FP8 kernel ratio. A host-side cost, so it
-// carries to H100 hosts; vLLM and SGLang overlap their pipeline scheduling with
-// the GPU and have no pp rows: 0.
-constexpr double kTrtllmPipelineRequestOverheadSeconds = 8.0e-6;
+// checks the held-out rows). A host-side cost, so it carries to H100 hosts;
+// vLLM and SGLang overlap their pipeline scheduling with the GPU and have no
+// pp rows: 0.
+constexpr double kTrtllmPipelineRequestOverheadSeconds = 6.5e-6;
 
 // TensorRT-LLM sizes its KV-cache pool after loading the weights, as
 // kv_cache_config.free_gpu_memory_fraction (default 0.9) of the GPU memory

@@ -86,11 +86,20 @@ bool Positive(double x) { return std::isfinite(x) && x > 0; }
 
 // Bytes per weight element the dense GEMMs are charged for
 // (CostConstants::weight_stream_bytes): the dtype's stream bytes, divided for
-// native FP4 GEMMs (hardware with FP4 tensor cores) by the engine's dense FP4
-// GEMM bandwidth ratio (Calibration).
+// native FP4 GEMMs by the engine's dense FP4 GEMM bandwidth ratio
+// (Calibration). The ratio was measured on B200 (SM100), so it applies on
+// SM100 and SM103 only: B300 is the same tensor-core generation (compute
+// capability 10.0 and 10.3, https://developer.nvidia.com/cuda-gpus; one
+// family, compute_100f kernels run on both:
+// https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/compute-capabilities.html).
+// SM120 (RTX PRO 6000, GDDR7) runs other FP4 kernels; no table for it was
+// read.
 double DenseWeightStreamBytes(const HardwareDims& hw, Dtype dtype,
                               const Calibration& cal, double stream_bytes) {
-  if (dtype != Dtype::kFp4 ||
+  const bool measured_architecture =
+      hw.architecture == GpuArchitecture::kSm100 ||
+      hw.architecture == GpuArchitecture::kSm103;
+  if (dtype != Dtype::kFp4 || !measured_architecture ||
       !(hw.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0)) {
     return stream_bytes;
   }
