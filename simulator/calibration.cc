@@ -224,6 +224,31 @@ constexpr double kSglangBf16GroupedGemmBandwidthRatio = 0.70 / 0.80;
 constexpr double kSglangFp8GroupedGemmBandwidthRatio = 0.68 / 0.80;
 constexpr double kTrtllmFp8GroupedGemmBandwidthRatio = 0.58 / 0.81;
 
+// Native FP4 dense GEMMs (Calibration::fp4_dense_gemm_bandwidth_ratio): each
+// engine's NVFP4 linear layer quantises its activations to NVFP4 and runs a
+// block-scaled FP4 GEMM (vLLM's ModelOptNvFp4LinearMethod.apply:
+// scaled_fp4_quant, then flashinfer_scaled_fp4_mm with the default
+// "flashinfer-cutlass" backend when FlashInfer is installed,
+// vllm/model_executor/layers/quantization/modelopt.py). AIConfigurator
+// measured each engine's own dense GEMMs per dtype on B200 (gemm_perf.parquet
+// of
+// https://github.com/ai-dynamo/aiconfigurator/tree/095f58a51c4ca8e61b66ec108d86f223f8d559ce/aic-core/src/aiconfigurator_core/systems/data,
+// b200_sxm/gemm/{vllm/0.19.0,trtllm/1.2.0rc5,sglang/0.5.9}; vLLM's collector
+// times the linear layer's forward, quantisation included,
+// collector/vllm/collect_gemm.py). Fitted as latency = floor + weight bytes
+// / (fraction x HBM) over n, k in 1,024-16,384 and the decode token counts
+// m = 4-128 (NVFP4 at 0.5625 bytes per weight), the NVFP4 GEMMs stream at
+// 0.491 (vLLM), 0.475 (TensorRT-LLM) and 0.452 (SGLang) of B200's HBM, the
+// same engines' FP8 GEMMs at 0.636, 0.689 and 0.667 (floors 7-16 us, kernel
+// launches, in layer_overhead_s). The FP8 rate is what the H100-fitted
+// hbm_efficiency reproduces on B200 (Llama-3.1-70B FP8 decode within 0.94-1.06
+// of measured on vLLM and TensorRT-LLM), so an FP4 weight costs the FP8
+// kernel's time per byte divided by the measured FP4 / FP8 ratio. A property
+// of the engines' kernels, not fitted on any serving row.
+constexpr double kVllmFp4DenseGemmBandwidthRatio = 0.491 / 0.636;
+constexpr double kTrtllmFp4DenseGemmBandwidthRatio = 0.475 / 0.689;
+constexpr double kSglangFp4DenseGemmBandwidthRatio = 0.452 / 0.667;
+
 // Expert parallelism under attention dp
 // (Calibration::expert_dispatch_gathers_over_dp): vLLM's default all2all
 // backend is "allgather_reducescatter" (ParallelConfig.all2all_backend,
@@ -322,6 +347,11 @@ Calibration WithBlackwellGroupedGemmRatios(
   return c;
 }
 
+Calibration WithFp4DenseGemmRatio(Calibration c, double ratio) {
+  c.fp4_dense_gemm_bandwidth_ratio = ratio;
+  return c;
+}
+
 }  // namespace
 
 // --- Profiles ---
@@ -330,31 +360,37 @@ const std::vector<CalibrationProfile>& CalibrationProfiles() {
   static const std::vector<CalibrationProfile>* const kProfiles =
       new std::vector<CalibrationProfile>{
           {"h100-trtllm", "trtllm",
-           WithBlackwellGroupedGemmRatios(
-               WithTrtllmHostBehaviour(
-                   EngineFit(0.09296875, 0.05859375, kTrtllmKvReservedOutput,
-                             false, 6.77, 0.02),
-                   kTrtllmPipelineRequestOverheadSeconds),
-               1.0, kTrtllmFp8GroupedGemmBandwidthRatio)},
+           WithFp4DenseGemmRatio(
+               WithBlackwellGroupedGemmRatios(
+                   WithTrtllmHostBehaviour(
+                       EngineFit(0.09296875, 0.05859375,
+                                 kTrtllmKvReservedOutput, false, 6.77, 0.02),
+                       kTrtllmPipelineRequestOverheadSeconds),
+                   1.0, kTrtllmFp8GroupedGemmBandwidthRatio),
+               kTrtllmFp4DenseGemmBandwidthRatio)},
           {"h100-sglang", "sglang",
-           WithSglangExpertDispatch(WithBlackwellGroupedGemmRatios(
-               WithFp4GroupedGemmRatio(
-                   WithPrefillBatchTokens(
-                       EngineFit(kSglangPrefillOverheadSeconds,
-                                 kSglangPrefillQueueFraction,
-                                 kPagedKvReservedOutput, false,
-                                 kSglangDisaggRequestOverheadSeconds, 0.16),
-                       kSglangPrefillBatchTokens),
-                   kSglangFp4GroupedGemmBandwidthRatio),
-               kSglangBf16GroupedGemmBandwidthRatio,
-               kSglangFp8GroupedGemmBandwidthRatio))},
+           WithFp4DenseGemmRatio(
+               WithSglangExpertDispatch(WithBlackwellGroupedGemmRatios(
+                   WithFp4GroupedGemmRatio(
+                       WithPrefillBatchTokens(
+                           EngineFit(kSglangPrefillOverheadSeconds,
+                                     kSglangPrefillQueueFraction,
+                                     kPagedKvReservedOutput, false,
+                                     kSglangDisaggRequestOverheadSeconds, 0.16),
+                           kSglangPrefillBatchTokens),
+                       kSglangFp4GroupedGemmBandwidthRatio),
+                   kSglangBf16GroupedGemmBandwidthRatio,
+                   kSglangFp8GroupedGemmBandwidthRatio)),
+               kSglangFp4DenseGemmBandwidthRatio)},
           {"h100-vllm", "vllm",
-           WithVllmExpertDispatch(WithBlackwellGroupedGemmRatios(
-               EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
-                         kPagedKvReservedOutput, kVllmPreempts, 0, 0),
-               kVllmBf16GroupedGemmBandwidthRatio,
-               kVllmFp8GroupedGemmBandwidthRatio,
-               kVllmExpertDispatchGathersOverDp))},
+           WithFp4DenseGemmRatio(
+               WithVllmExpertDispatch(WithBlackwellGroupedGemmRatios(
+                   EngineFit(kVllmPrefillOverheadSeconds, 0.056640625,
+                             kPagedKvReservedOutput, kVllmPreempts, 0, 0),
+                   kVllmBf16GroupedGemmBandwidthRatio,
+                   kVllmFp8GroupedGemmBandwidthRatio,
+                   kVllmExpertDispatchGathersOverDp)),
+               kVllmFp4DenseGemmBandwidthRatio)},
       };
   return *kProfiles;
 }
@@ -404,6 +440,8 @@ absl::Status CheckCalibrationRanges(const Calibration& c) {
        0.01, 1},
       {"fp8_grouped_gemm_bandwidth_ratio", c.fp8_grouped_gemm_bandwidth_ratio,
        0.01, 1},
+      {"fp4_dense_gemm_bandwidth_ratio", c.fp4_dense_gemm_bandwidth_ratio, 0.01,
+       1},
       {"kv_reserved_output_fraction", c.kv_reserved_output_fraction, 0, 1},
       {"pipeline_request_overhead_s", c.pipeline_request_overhead_seconds, 0,
        10},
@@ -688,6 +726,7 @@ Calibration WithEngineBehaviour(Calibration c, absl::string_view engine) {
   c.fp4_grouped_gemm_bandwidth_ratio = e.fp4_grouped_gemm_bandwidth_ratio;
   c.bf16_grouped_gemm_bandwidth_ratio = e.bf16_grouped_gemm_bandwidth_ratio;
   c.fp8_grouped_gemm_bandwidth_ratio = e.fp8_grouped_gemm_bandwidth_ratio;
+  c.fp4_dense_gemm_bandwidth_ratio = e.fp4_dense_gemm_bandwidth_ratio;
   c.expert_dispatch_gathers_over_dp = e.expert_dispatch_gathers_over_dp;
   c.prefill_batch_tokens = e.prefill_batch_tokens;
   c.expert_a2a_needs_whole_group_ep = e.expert_a2a_needs_whole_group_ep;

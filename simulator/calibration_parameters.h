@@ -79,6 +79,14 @@ struct Calibration {
   // (simulator/calibration.cc cites the tables).
   double bf16_grouped_gemm_bandwidth_ratio = 1.0;
   double fp8_grouped_gemm_bandwidth_ratio = 1.0;
+  // Native FP4 dense GEMMs (hardware with FP4 tensor cores): the rate at
+  // which the engine's dense NVFP4 GEMM, with the activation quantisation it
+  // runs before it, streams weights, as a fraction of the rate of the same
+  // engine's FP8 GEMM on the same GPU (1: as fast), whose rate the
+  // H100-fitted hbm_efficiency reproduces. Set by the engine's GEMM library
+  // from measured kernel tables; engine behaviour, not fitted
+  // (simulator/calibration.cc cites the tables).
+  double fp4_dense_gemm_bandwidth_ratio = 1.0;
   // Expert parallelism with attention data parallelism (dp > 1): true = the
   // engine moves tokens to the experts by an all-gather of every dp rank's
   // tokens and brings the outputs back by a reduce-scatter, both NCCL

@@ -84,6 +84,28 @@ double GemmPeak(const HardwareDims& hw, Dtype dtype) {
 
 bool Positive(double x) { return std::isfinite(x) && x > 0; }
 
+// Bytes per weight element the dense GEMMs are charged for
+// (CostConstants::weight_stream_bytes): the dtype's stream bytes, divided for
+// native FP4 GEMMs by the engine's dense FP4 GEMM bandwidth ratio
+// (Calibration). The ratio was measured on B200 (SM100), so it applies on
+// SM100 and SM103 only: B300 is the same tensor-core generation (compute
+// capability 10.0 and 10.3, https://developer.nvidia.com/cuda-gpus; one
+// family, compute_100f kernels run on both:
+// https://docs.nvidia.com/cuda/cuda-programming-guide/05-appendices/compute-capabilities.html).
+// SM120 (RTX PRO 6000, GDDR7) runs other FP4 kernels; no table for it was
+// read.
+double DenseWeightStreamBytes(const HardwareDims& hw, Dtype dtype,
+                              const Calibration& cal, double stream_bytes) {
+  const bool measured_architecture =
+      hw.architecture == GpuArchitecture::kSm100 ||
+      hw.architecture == GpuArchitecture::kSm103;
+  if (dtype != Dtype::kFp4 || !measured_architecture ||
+      !(hw.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0)) {
+    return stream_bytes;
+  }
+  return stream_bytes / cal.fp4_dense_gemm_bandwidth_ratio;
+}
+
 // Bytes per weight element the routed experts' grouped GEMMs are charged for
 // (CostConstants::expert_weight_stream_bytes): the dense GEMMs' figure,
 // divided on hardware with FP4 tensor cores (Blackwell) by the engine's
@@ -245,7 +267,8 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
       !(cal.disagg_prefill_queue_fraction >= 0) ||
       !Positive(cal.fp4_grouped_gemm_bandwidth_ratio) ||
       !Positive(cal.bf16_grouped_gemm_bandwidth_ratio) ||
-      !Positive(cal.fp8_grouped_gemm_bandwidth_ratio)) {
+      !Positive(cal.fp8_grouped_gemm_bandwidth_ratio) ||
+      !Positive(cal.fp4_dense_gemm_bandwidth_ratio)) {
     return absl::InvalidArgumentError(
         "calibration: efficiencies must be > 0, overheads >= 0");
   }
@@ -322,12 +345,14 @@ absl::StatusOr<std::unique_ptr<const CostModel>> CostModel::Create(
   k->weight_bytes = BytesPerElement(wd.weight_dtype);
   k->fp4_dequant = wd.weight_dtype == Dtype::kFp4 &&
                    !(hd.peak_flops_per_s[static_cast<int>(Dtype::kFp4)] > 0);
-  k->weight_stream_bytes =
+  const double stream_bytes =
       k->fp4_dequant ? cal.fp4_dequant_bytes_per_weight
                      : (wd.weight_dtype == Dtype::kFp4 ? kNativeFp4StreamBytes
                                                        : k->weight_bytes);
+  k->weight_stream_bytes =
+      DenseWeightStreamBytes(hd, wd.weight_dtype, cal, stream_bytes);
   k->expert_weight_stream_bytes =
-      ExpertWeightStreamBytes(hd, wd.weight_dtype, cal, k->weight_stream_bytes);
+      ExpertWeightStreamBytes(hd, wd.weight_dtype, cal, stream_bytes);
   k->dispatch_bytes = wd.weight_dtype == Dtype::kBf16 ? 2.0 : 1.0;
   k->kv_bytes = KvCacheBytesPerElement(wd.kv_cache_dtype);
   k->gemm_flops_per_s = GemmPeak(hd, wd.weight_dtype) * cal.gemm_efficiency;

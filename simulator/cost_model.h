@@ -155,6 +155,9 @@ const std::vector<int>& ScanLoads();
 // percentiles (the chain's TTFT) meet the SLOs, by bisection
 // (PredictStreamedTraffic), and its goodput's shares are held to those
 // percentiles; the search keeps the closed forms.
+// 38: native-FP4 dense GEMMs on sm100/sm103 stream their weights at the
+// engine's measured FP4/FP8 bandwidth ratio (Calibration::
+// fp4_dense_gemm_bandwidth_ratio, HardwareSpec.architecture).
 // 39: a range borrowed from a parent band cell (no cell of the regime's
 // dtype or engine) is widened by sqrt(1 + levels passed over), like the pp
 // and multi-node terms (FindPredictionBand); point predictions are unchanged.

@@ -391,6 +391,24 @@ absl::StatusOr<HardwareDims> HardwareDimsFromSpec(const HardwareSpec& spec,
                              kMaxGpusPerNode));
   RETURN_IF_ERROR(CheckRange(spec.nvlink_domain_gpus(),
                              Path(prefix, "nvlink_domain_gpus"), 0, kMaxGpus));
+  static constexpr std::pair<absl::string_view, GpuArchitecture>
+      kArchitectures[] = {{"", GpuArchitecture::kUnknown},
+                          {"sm90", GpuArchitecture::kSm90},
+                          {"sm100", GpuArchitecture::kSm100},
+                          {"sm103", GpuArchitecture::kSm103},
+                          {"sm120", GpuArchitecture::kSm120}};
+  bool known_architecture = false;
+  for (const auto& [name, architecture] : kArchitectures) {
+    if (spec.architecture() != name) continue;
+    hw.architecture = architecture;
+    known_architecture = true;
+  }
+  if (!known_architecture) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(Path(prefix, "architecture"), ": unknown architecture ",
+                     QuoteUserText(spec.architecture()),
+                     "; known: sm90, sm100, sm103, sm120, or empty"));
+  }
   hw.peak_flops_per_s[static_cast<int>(Dtype::kBf16)] =
       spec.peak_bf16_flops_per_s();
   // No FP8 figure: FP8 runs at the BF16 rate (weights dequantised). FP4 keeps

@@ -167,8 +167,13 @@ struct LayerParams {
 };
 LayerParams LayerParamsOf(const ModelDims& model);
 
+// The CUDA compute capability family (HardwareSpec.architecture): measured
+// kernel terms apply only on the architecture they were measured on.
+enum class GpuArchitecture { kUnknown, kSm90, kSm100, kSm103, kSm120 };
+
 struct HardwareDims {
   std::string name;
+  GpuArchitecture architecture = GpuArchitecture::kUnknown;
   std::array<double, kNumDtypes> peak_flops_per_s{};  // indexed by Dtype
   double hbm_bytes = 0;
   double hbm_bytes_per_s = 0;

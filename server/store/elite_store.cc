@@ -74,6 +74,11 @@ std::string CanonicalHardware(const simulator::HardwareDims& h) {
                       h.hbm_bytes, h.hbm_bytes_per_s, h.intra_node_bytes_per_s,
                       h.inter_node_bytes_per_s, h.intra_node_latency_seconds,
                       h.inter_node_latency_seconds));
+  // The architecture decides which measured kernel terms apply; unknown keeps
+  // the text of specs that do not set it.
+  if (h.architecture != simulator::GpuArchitecture::kUnknown) {
+    absl::StrAppend(&out, ";arch=", static_cast<int>(h.architecture));
+  }
   return out;
 }
 

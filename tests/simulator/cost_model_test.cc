@@ -5,11 +5,13 @@
 
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <random>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "shardplan/v1/shardplan.pb.h"
@@ -691,6 +693,95 @@ TEST(CostModelTest, BlackwellGroupedExpertGemmsStreamAtTheEnginesRatio) {
   }
 }
 
+// Native FP4 dense GEMMs on Blackwell stream their weights at the engine's
+// dense FP4 bandwidth ratio (its NVFP4 GEMM's fraction of HBM over its FP8
+// GEMM's on B200, from AIConfigurator's kernel tables): vLLM's NVFP4 linear
+// layer reaches 0.491 of B200's HBM where its FP8 one reaches 0.636, so a
+// memory-bound decode step's dense GEMM memory time is 0.636/0.491 of what a
+// ratio of 1 gives. FP8 weights on B200 and FP4 weights on H100 (weight-only
+// dequantising kernels, no FP4 tensor cores) do not see it.
+TEST(CostModelTest, BlackwellFp4DenseGemmsStreamAtTheEnginesRatio) {
+  struct Case {
+    std::string hardware, weights;
+    double factor;
+    // The B200 figures with another architecture: the ratio is an SM100
+    // measurement, so an SM120 part with FP4 tensor cores streams at 1.
+    std::optional<GpuArchitecture> architecture;
+  };
+  for (const Case& c :
+       {Case{"b200-sxm-180gb", "fp4", 0.636 / 0.491, std::nullopt},
+        Case{"b200-sxm-180gb", "fp4", 0.636 / 0.491, GpuArchitecture::kSm103},
+        Case{"b200-sxm-180gb", "fp4", 1.0, GpuArchitecture::kSm120},
+        Case{"b200-sxm-180gb", "fp4", 1.0, GpuArchitecture::kUnknown},
+        Case{"b200-sxm-180gb", "fp8", 1.0, std::nullopt},
+        Case{"h100-sxm-80gb", "fp4", 1.0, std::nullopt}}) {
+    const std::string label =
+        absl::StrCat(c.hardware, " ", c.weights, " architecture ",
+                     c.architecture ? static_cast<int>(*c.architecture) : -1);
+    auto made = Make({.hardware = c.hardware,
+                      .gpus = 4,
+                      .concurrency = 4,
+                      .weight_dtype = c.weights,
+                      .kv_cache_dtype = "fp8",
+                      .profile = "vllm"});
+    ASSERT_NE(made, nullptr) << label;
+    Problem problem = made->problem();
+    if (c.architecture) problem.cluster.hardware.architecture = *c.architecture;
+    Calibration same = made->calibration();
+    absl::StatusOr<std::unique_ptr<const CostModel>> shipped =
+        CostModel::Create(problem, same);
+    ASSERT_TRUE(shipped.ok()) << shipped.status();
+    same.fp4_dense_gemm_bandwidth_ratio = 1;
+    absl::StatusOr<std::unique_ptr<const CostModel>> at_one =
+        CostModel::Create(problem, same);
+    ASSERT_TRUE(at_one.ok()) << at_one.status();
+    const PlanDims plan = Plan(1, 4, 1);
+    ASSERT_TRUE((*shipped)->ValidatePlan(plan).ok()) << label;
+    const Evaluation e = (*shipped)->Evaluate(plan);
+    const Evaluation e1 = (*at_one)->Evaluate(plan);
+    for (OpKind op :
+         {OpKind::kQkv, OpKind::kAttnOut, OpKind::kMlpUp, OpKind::kMlpDown}) {
+      const OpCost& o = e.decode[static_cast<int>(op)];
+      const OpCost& o1 = e1.decode[static_cast<int>(op)];
+      ASSERT_GT(o1.memory_seconds, o1.compute_seconds) << label;
+      // Activations are a few kB against ~100 MB of weights a layer.
+      EXPECT_NEAR(o.memory_seconds / o1.memory_seconds, c.factor, 0.01)
+          << label << " " << OpKindName(op);
+    }
+    // The KV-cache read is not a GEMM's weight stream.
+    EXPECT_EQ(e.decode[static_cast<int>(OpKind::kAttention)].memory_seconds,
+              e1.decode[static_cast<int>(OpKind::kAttention)].memory_seconds)
+        << label;
+  }
+}
+
+// The routed experts' grouped GEMMs keep their own ratio: the dense FP4 ratio
+// does not reach them.
+TEST(CostModelTest, Fp4DenseGemmRatioLeavesRoutedExpertsAlone) {
+  absl::StatusOr<CalibrationProfile> vllm = FindCalibrationProfile("vllm");
+  ASSERT_TRUE(vllm.ok()) << vllm.status();
+  absl::StatusOr<Problem> problem = MiniMaxOnFourGpus("b200-sxm-180gb", 4, "");
+  ASSERT_TRUE(problem.ok()) << problem.status();
+  problem->workload.weight_dtype = Dtype::kFp4;
+  Calibration same = vllm->calibration;
+  same.fp4_dense_gemm_bandwidth_ratio = 1;
+  absl::StatusOr<std::unique_ptr<const CostModel>> shipped =
+      CostModel::Create(*problem, vllm->calibration);
+  absl::StatusOr<std::unique_ptr<const CostModel>> at_one =
+      CostModel::Create(*problem, same);
+  ASSERT_TRUE(shipped.ok() && at_one.ok());
+  const PlanDims plan = Plan(1, 4, 1, 1, 4);
+  ASSERT_TRUE((*shipped)->ValidatePlan(plan).ok());
+  const Evaluation e = (*shipped)->Evaluate(plan);
+  const Evaluation e1 = (*at_one)->Evaluate(plan);
+  for (OpKind op : {OpKind::kExpertUp, OpKind::kExpertDown}) {
+    EXPECT_EQ(e.decode[static_cast<int>(op)].memory_seconds,
+              e1.decode[static_cast<int>(op)].memory_seconds);
+  }
+  EXPECT_GT(e.decode[static_cast<int>(OpKind::kQkv)].memory_seconds,
+            e1.decode[static_cast<int>(OpKind::kQkv)].memory_seconds);
+}
+
 // vLLM's default expert parallelism under attention dp (all2all backend
 // allgather_reducescatter): each MoE layer all-gathers every dp rank's
 // tokens (hidden states, top-k ids and weights) over the dp group and
@@ -1343,6 +1434,14 @@ TEST(CostModelTest, CreateRejectsBadCalibration) {
   negative.ttft_inflight_prefills = -1;
   EXPECT_EQ(CostModel::Create(model->problem(), negative).status().code(),
             absl::StatusCode::kInvalidArgument);
+  Calibration zero_fp4_ratio;
+  zero_fp4_ratio.fp4_dense_gemm_bandwidth_ratio = 0;
+  EXPECT_EQ(CostModel::Create(model->problem(), zero_fp4_ratio).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  Calibration above_one;
+  above_one.fp4_dense_gemm_bandwidth_ratio = 1.5;
+  EXPECT_THAT(CheckCalibrationRanges(above_one).message(),
+              HasSubstr("fp4_dense_gemm_bandwidth_ratio"));
 }
 
 // TTFT term by term (pp = 1, so the prefill's worst stage is the whole

@@ -101,10 +101,13 @@ struct Knobs {
 // dense; PCIe Gen5 x16, 128 GB/s bidirectional = 64 GB/s per direction, no
 // NVLink). The per-transfer latency of a PCIe peer-to-peer send has no
 // datasheet figure: 10 us is assumed, and PipelineSendsAreNotWhatTheRowsTest
-// shows the rows do not depend on it.
+// shows the rows do not depend on it. Compute capability 12.0
+// (https://developer.nvidia.com/cuda-gpus): kernel terms measured on B200
+// (SM100) do not apply.
 shardplan::v1::HardwareSpec RtxPro6000Server(const Knobs& k) {
   shardplan::v1::HardwareSpec hw;
   hw.set_name("rtx-pro-6000-blackwell-server");
+  hw.set_architecture("sm120");
   hw.set_peak_bf16_flops_per_s(0.5e15 * k.compute_scale);
   hw.set_peak_fp8_flops_per_s(1.0e15 * k.compute_scale);
   hw.set_peak_fp4_flops_per_s(2.0e15 * k.compute_scale);

@@ -170,6 +170,13 @@ TEST(BadInputTest, EachCaseNamesFieldAndValue) {
             "hbmBytesPerS: 0, "
             "intraNodeBytesPerS: 4e11, interNodeBytesPerS: 5e10}"),
        "cluster.hardware_spec.hbm_bytes_per_s must be > 0, got 0"},
+      {"unknown architecture",
+       With("hardware: h100-sxm-80gb",
+            "hardwareSpec: {peakBf16FlopsPerS: 1e15, hbmBytes: 8e10, "
+            "hbmBytesPerS: 3e12, intraNodeBytesPerS: 4e11, "
+            "interNodeBytesPerS: 5e10, architecture: SM_100}"),
+       "cluster.hardware_spec.architecture: unknown architecture "
+       "\"SM_100\"; known: sm90, sm100, sm103, sm120, or empty"},
       // Absurd sizes.
       {"10^12 layers", With("numLayers: 4", "numLayers: 1000000000000"),
        "model.spec.num_layers: invalid value 1000000000000"},

@@ -236,6 +236,40 @@ TEST(CatalogTest, BlackwellHasNativeFp4AndNvl72Domains) {
   }
 }
 
+// Compute capability per GPU (https://developer.nvidia.com/cuda-gpus), read
+// through to the cost model's dims: the FP4 dense GEMM ratio keys on it.
+TEST(CatalogTest, EveryHardwareNamesItsArchitecture) {
+  const struct {
+    const char* name;
+    const char* architecture;
+    GpuArchitecture dims;
+  } want[] = {{"h100-sxm-80gb", "sm90", GpuArchitecture::kSm90},
+              {"h200-sxm-141gb", "sm90", GpuArchitecture::kSm90},
+              {"b200-sxm-180gb", "sm100", GpuArchitecture::kSm100},
+              {"gb200-nvl72", "sm100", GpuArchitecture::kSm100},
+              {"b300-sxm-288gb", "sm103", GpuArchitecture::kSm103},
+              {"gb300-nvl72", "sm103", GpuArchitecture::kSm103}};
+  for (const auto& w : want) {
+    absl::StatusOr<HardwareSpec> hw = FindCatalogHardware(w.name);
+    ASSERT_TRUE(hw.ok()) << w.name;
+    EXPECT_EQ(hw->architecture(), w.architecture) << w.name;
+    ClusterSpec cluster;
+    cluster.set_hardware(w.name);
+    cluster.set_num_gpus(8);
+    absl::StatusOr<ClusterDims> dims = ClusterDimsFromProto(cluster);
+    ASSERT_TRUE(dims.ok()) << dims.status();
+    EXPECT_EQ(dims->hardware.architecture, w.dims) << w.name;
+  }
+  // An inline spec without one: unknown.
+  ClusterSpec cluster;
+  cluster.set_num_gpus(8);
+  *cluster.mutable_hardware_spec() = *FindCatalogHardware("b200-sxm-180gb");
+  cluster.mutable_hardware_spec()->clear_architecture();
+  absl::StatusOr<ClusterDims> dims = ClusterDimsFromProto(cluster);
+  ASSERT_TRUE(dims.ok()) << dims.status();
+  EXPECT_EQ(dims->hardware.architecture, GpuArchitecture::kUnknown);
+}
+
 TEST(CatalogTest, UnknownNamesListKnownOnes) {
   absl::StatusOr<ModelSpec> model = FindCatalogModel("gpt-5");
   EXPECT_EQ(model.status().code(), absl::StatusCode::kNotFound);
