@@ -384,11 +384,11 @@ TEST(CalibrationTransferTest, ShippedRunsWithoutTheirLoadAreNotPredicted) {
 TEST(CalibrationTransferTest, RowsBelowPeakRateFloorsAreSkipped) {
   auto row = [](const char* id, const char* tp, const char* clients,
                 const char* ttft, const char* tpot) {
-    return absl::StrCat(id, ",source_file=/x/aic-auto-gap-analysis/data/",
-                        "h100_sxm/vllm/0.12.0/qwen3_32b.csv; silicon_concurrency=",
-                        clients, ",vllm,0.12.0,",
-                        "Qwen/Qwen3-32B,h100_sxm,fp8,agg,4000,1000,fp8,",
-                        clients, ",", tp, ",1,,0,0,", ttft, ",", tpot, "\n");
+    return absl::StrCat(
+        id, ",source_file=/x/aic-auto-gap-analysis/data/",
+        "h100_sxm/vllm/0.12.0/qwen3_32b.csv; silicon_concurrency=", clients,
+        ",vllm,0.12.0,", "Qwen/Qwen3-32B,h100_sxm,fp8,agg,4000,1000,fp8,",
+        clients, ",", tp, ",1,,0,0,", ttft, ",", tpot, "\n");
   };
   const std::string csv = std::string(kExportHeader) +
                           row("fast", "2", "48", "184.6", "11.63") +
