@@ -49,6 +49,7 @@ const std::vector<std::string>& KnownVariables() {
                                    "attention_dp",
                                    "attention_tp",
                                    "expert_tp",
+                                   "experts_mod_ep",
                                    "rank_gpus",
                                    "rank_gpus_mod_node",
                                    "gpus_per_node",
@@ -228,6 +229,7 @@ Variables InstanceVariables(const Problem& problem, const PlanDims& plan,
   v["attention_dp"] = Number(attention_dp);
   v["attention_tp"] = Number(attention_tp);
   v["expert_tp"] = Number(moe ? std::max(1, dp * tp / ep) : 1);
+  v["experts_mod_ep"] = Number(moe && ep > 0 ? m.experts % ep : 0);
   v["rank_gpus"] = Number(attention_tp * pp);
   v["rank_gpus_mod_node"] = Number((attention_tp * pp) % gpus_per_node);
   v["gpus_per_node"] = Number(gpus_per_node);

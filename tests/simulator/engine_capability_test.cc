@@ -484,6 +484,21 @@ TEST(EngineCapabilityTest, TensorRtLlmRunsKimiOnlyFromTheNvfp4Checkpoint) {
              Agg(1, 1, 8, 1, 8));
 }
 
+// An ep that does not divide the routed experts leaves redundant slots
+// (the cost model prices ceil(experts / ep) per rank); SGLang starts such a
+// plan only with --ep-num-redundant-experts, which the launch does not set.
+// Kimi-K2.5's 384 experts over a 72-GPU NVLink domain: ep 72 is refused, ep
+// 64 (6 experts per GPU) runs; vLLM spreads uneven experts and starts both.
+TEST(EngineCapabilityTest, SglangRefusesAnEpThatLeavesRedundantExpertSlots) {
+  const Problem rack =
+      MakeProblem("kimi-k2.5", 72, 4, "", "", "", "gb200-nvl72");
+  ExpectBlocked("sglang", "", rack, Agg(1, 72, 1, 1, 72),
+                "sglang-ep-not-dividing-experts", "fused_moe_triton/layer.py");
+  ExpectRuns("sglang", "", rack, Agg(1, 64, 1, 1, 64));
+  ExpectRuns("sglang", "", rack, Agg(1, 8, 1, 1, 8));
+  ExpectRuns("vllm", "", rack, Agg(1, 72, 1, 1, 72));
+}
+
 TEST(EngineCapabilityTest, RunnableEnginesListsEachEngineThatCanLaunch) {
   const Problem p = MakeProblem("deepseek-v3", 16, 8);
   // DP attention with pp: SGLang crashes, vLLM has no DP x PP; TensorRT-LLM
