@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <utility>
 
 #include "absl/container/flat_hash_map.h"
@@ -19,6 +20,12 @@
 
 namespace shardplan::server {
 namespace {
+
+// Sizings of one hardware option: the first on the closed forms at the
+// offered rate, the others at that rate scaled by the last pick's streamed
+// shortfall (and the bisection's tolerance, within which its streamed limit
+// may lie under the true one).
+constexpr int kMaxSizings = 4;
 
 // The cost model of `option`'s hardware on `gpus` GPUs; null when the
 // problem does not fit it (e.g. the weights need more GPUs).
@@ -313,43 +320,79 @@ absl::StatusOr<CapacityResult> SearchCapacity(
   const double rate = request.workload.request_rate();
   std::vector<std::string> limits;
   for (const CapacityOption& option : request.options) {
-    Models models(request, option);
-    double rate_at_limit = 0;  // the most any plan within max_gpus carries
-    Deployment best;
-    if (request.disaggregation != policy::Disaggregation::kOnly) {
-      best = BestAggregated(request, option, models, cancel, &result,
-                            &rate_at_limit);
+    // The deployments are sized on the queue's closed forms, but a pick is
+    // judged by its streamed prediction (the chain), whose limit can lie a
+    // few percent lower. A pick whose streamed limit falls short of the rate
+    // is sized again for the rate scaled by that shortfall, so the answer is
+    // a cluster that carries the rate by the figures it reports.
+    CapacityRequest sizing = request;
+    std::optional<CapacityPick> pick;
+    double closed_form_limit = 0;  // the most any plan within max_gpus carries
+    bool sized_out = false;  // no deployment within max_gpus at the sizing rate
+    for (int attempt = 0; attempt < kMaxSizings; ++attempt) {
+      Models models(sizing, option);
+      Deployment best;
+      double sized_limit = 0;
+      if (request.disaggregation != policy::Disaggregation::kOnly) {
+        best = BestAggregated(sizing, option, models, cancel, &result,
+                              &sized_limit);
+      }
+      if (request.disaggregation != policy::Disaggregation::kOff) {
+        const Deployment d = BestDisaggregated(sizing, option, models, cancel,
+                                               &result, &sized_limit);
+        if (d.found() && Better(d, best)) best = d;
+      }
+      if (cancel.cancelled()) {
+        result.cancelled = true;
+        return result;
+      }
+      if (attempt == 0) closed_form_limit = sized_limit;
+      if (!best.found()) {
+        sized_out = true;
+        break;
+      }
+      std::shared_ptr<const simulator::CostModel> model =
+          ModelOn(request, option, best.gpus);
+      if (model == nullptr || !model->ValidatePlan(best.plan).ok()) break;
+      const simulator::Evaluation e = model->Evaluate(best.plan);
+      result.evaluations += 1;
+      CapacityPick candidate;
+      candidate.option = option;
+      candidate.cluster.set_hardware(option.hardware);
+      candidate.cluster.set_num_gpus(best.gpus);
+      candidate.cluster.set_gpus_per_node(
+          model->problem().cluster.gpus_per_node);
+      candidate.plan = simulator::PlanToProto(best.plan, model->problem());
+      candidate.prediction = simulator::PredictionToProto(e, model->problem());
+      if (!simulator::AddTrafficPrediction(
+              *model, best.plan, option.price_per_gpu_hour,
+              &candidate.prediction, [&] { return cancel.cancelled(); })) {
+        result.cancelled = true;
+        return result;
+      }
+      candidate.cost_per_hour = option.price_per_gpu_hour * best.gpus;
+      const double streamed_limit = candidate.prediction.max_request_rate();
+      const bool short_of_rate = !candidate.prediction.feasible() &&
+                                 streamed_limit > 0 && streamed_limit < rate;
+      // The last sizing's pick stands even when short (its prediction says
+      // why); an earlier one is sized again.
+      pick = std::move(candidate);
+      if (!short_of_rate) break;
+      sizing.workload.set_request_rate(sizing.workload.request_rate() *
+                                       (rate / streamed_limit) *
+                                       (1 + simulator::kStreamedRateTolerance));
     }
-    if (request.disaggregation != policy::Disaggregation::kOff) {
-      const Deployment d = BestDisaggregated(request, option, models, cancel,
-                                             &result, &rate_at_limit);
-      if (d.found() && Better(d, best)) best = d;
-    }
-    if (cancel.cancelled()) {
-      result.cancelled = true;
-      return result;
-    }
-    if (!best.found()) {
+    if (sized_out || !pick.has_value()) {
+      // The closed forms' limit, scaled by the streamed shortfall the
+      // sizings found (none: the closed forms' own).
       limits.push_back(absl::StrFormat(
           "%s carries at most %.3g requests/s on its %d GPUs (max_gpus)",
-          option.hardware, rate_at_limit, option.max_gpus));
+          option.hardware,
+          closed_form_limit * rate / sizing.workload.request_rate(),
+          option.max_gpus));
       continue;
     }
-    const simulator::CostModel* model = models.On(best.gpus);
-    if (model == nullptr || !model->ValidatePlan(best.plan).ok()) continue;
-    const simulator::Evaluation e = model->Evaluate(best.plan);
-    result.evaluations += 1;
-    CapacityPick pick;
-    pick.option = option;
-    pick.cluster.set_hardware(option.hardware);
-    pick.cluster.set_num_gpus(best.gpus);
-    pick.cluster.set_gpus_per_node(model->problem().cluster.gpus_per_node);
-    pick.plan = simulator::PlanToProto(best.plan, model->problem());
-    pick.prediction = simulator::PredictionToProto(e, model->problem());
-    simulator::AddTrafficPrediction(
-        *model, best.plan, option.price_per_gpu_hour, &pick.prediction);
-    pick.cost_per_hour = option.price_per_gpu_hour * best.gpus;
-    result.picks.push_back(std::move(pick));
+    result.picks.push_back(*std::move(pick));
   }
   for (size_t i = 0; i < result.picks.size(); ++i) {
     const CapacityPick& p = result.picks[i];

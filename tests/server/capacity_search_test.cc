@@ -93,6 +93,45 @@ TEST(CapacitySearchTest, MinGpusIsTheFewestThatCarryTheRate) {
   EXPECT_LE(result->picks[*result->winner].cluster.num_gpus(), gpus);
 }
 
+// The deployments are sized on the queue's closed forms, whose limit lies a
+// little above the streamed chain's (long-tailed prompts, a p99 TTFT bound);
+// the pick is judged by its streamed prediction. Over a sweep of rates every
+// pick carries the rate by the figures it reports (before picks were sized
+// again on the chain's shortfall, each pick of this sweep was reported
+// infeasible), and more load never takes fewer GPUs.
+TEST(CapacitySearchTest, EveryPickCarriesTheRateByItsStreamedPrediction) {
+  policy::CancellationToken cancel;
+  int previous_gpus = 0;
+  for (double rate : {20.0, 26.0, 32.0, 38.0}) {
+    SCOPED_TRACE(rate);
+    shardplan::v1::PlanRequest request = RateRequest(rate);
+    request.mutable_cluster()->set_num_gpus(64);
+    auto* w = request.mutable_workload();
+    w->set_input_tokens(2000);
+    w->set_output_tokens(400);
+    w->set_max_ttft_ms(1500);
+    w->set_max_tpot_ms(0);
+    auto* input = w->mutable_input_tokens_distribution();
+    input->set_kind("lognormal");
+    input->set_mean(2000);
+    input->set_sigma(0.8);
+    absl::StatusOr<ValidatedPlanRequest> validated =
+        ValidatePlanRequest(request, RequestLimits());
+    ASSERT_TRUE(validated.ok()) << validated.status();
+    absl::StatusOr<CapacityResult> result =
+        SearchCapacity(*validated->capacity, cancel);
+    ASSERT_TRUE(result.ok()) << result.status();
+    ASSERT_TRUE(result->winner.has_value()) << result->no_fit_reason;
+    const CapacityPick& pick = result->picks[*result->winner];
+    EXPECT_TRUE(pick.prediction.feasible())
+        << pick.prediction.infeasible_reason();
+    EXPECT_GE(pick.prediction.max_request_rate(), rate);
+    EXPECT_LE(pick.prediction.ttft_ms_p99(), 1500);
+    EXPECT_GE(pick.cluster.num_gpus(), previous_gpus);
+    previous_gpus = pick.cluster.num_gpus();
+  }
+}
+
 TEST(CapacitySearchTest, ARateNoClusterCarriesNamesTheLimit) {
   absl::StatusOr<ValidatedPlanRequest> validated =
       ValidatePlanRequest(RateRequest(1e5), RequestLimits());
