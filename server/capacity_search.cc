@@ -351,8 +351,12 @@ absl::StatusOr<CapacityResult> SearchCapacity(
         sized_out = true;
         break;
       }
-      std::shared_ptr<const simulator::CostModel> model =
-          ModelOn(request, option, best.gpus);
+      // Priced at the offered rate: the first sizing's own model, else one
+      // built for the offered rate.
+      const std::shared_ptr<const simulator::CostModel> offered =
+          attempt == 0 ? nullptr : ModelOn(request, option, best.gpus);
+      const simulator::CostModel* model =
+          attempt == 0 ? models.On(best.gpus) : offered.get();
       if (model == nullptr || !model->ValidatePlan(best.plan).ok()) break;
       const simulator::Evaluation e = model->Evaluate(best.plan);
       result.evaluations += 1;
