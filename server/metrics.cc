@@ -163,6 +163,11 @@ void ServerMetrics::CountPlanRequest(absl::string_view method,
   it->second->Increment();
 }
 
+void ServerMetrics::ObserveTrafficPricing(absl::Duration took) {
+  traffic_pricings_->Increment();
+  traffic_pricing_seconds_->Increment(absl::ToDoubleSeconds(took));
+}
+
 void ServerMetrics::CountEvaluateRequest(absl::StatusCode code) {
   const std::string code_name = CodeName(code);
   absl::MutexLock lock(&mu_);

@@ -15,6 +15,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
@@ -55,7 +56,8 @@ class ServerMetrics {
   }
   prometheus::Counter& rl_iterations() { return *rl_iterations_; }
   // Streamed plans priced at a request rate (the prompt queue's chain) and
-  // the seconds that took, on worker threads.
+  // the seconds that took, on worker threads: one pricing that `took`.
+  void ObserveTrafficPricing(absl::Duration took);
   prometheus::Counter& traffic_pricings() { return *traffic_pricings_; }
   prometheus::Counter& traffic_pricing_seconds() {
     return *traffic_pricing_seconds_;

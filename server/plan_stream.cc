@@ -340,9 +340,7 @@ class PlanStream final : public grpc::ServerWriteReactor<PlanUpdate> {
         *request_.cost_model, plan, 0, prediction,
         [this] { return ClientGone(); });
     if (request_.cost_model->problem().workload.traffic.request_rate > 0) {
-      deps_.metrics->traffic_pricings().Increment();
-      deps_.metrics->traffic_pricing_seconds().Increment(
-          absl::ToDoubleSeconds(absl::Now() - begin));
+      deps_.metrics->ObserveTrafficPricing(absl::Now() - begin);
     }
     if (!complete) return;
     priced.after = *prediction;

@@ -166,9 +166,7 @@ class PricedEvaluation final : public grpc::ServerUnaryReactor {
     const bool complete = simulator::AddTrafficPrediction(
         *validated_.cost_model, validated_.plan, price_per_gpu_hour_,
         response_->mutable_prediction(), [this] { return Stop(); });
-    deps_.metrics->traffic_pricings().Increment();
-    deps_.metrics->traffic_pricing_seconds().Increment(
-        absl::ToDoubleSeconds(absl::Now() - begin));
+    deps_.metrics->ObserveTrafficPricing(absl::Now() - begin);
     FinishOnce(complete ? absl::OkStatus() : CancelStatus());
   }
 

@@ -384,11 +384,10 @@ TrafficPrediction PredictStreamedTraffic(const CostModel& model,
     const double share = t.goodput_requests_per_s / offered;
     // The closed forms' shares multiply; split their product back by the
     // TPOT share alone (TTFT's absorbs the rest).
+    // (A disaggregated plan's decode pool takes no prompts.)
     const SloShares decode =
-        t.disaggregated ? SloSharesAt(t.steps, Fixed(0), out,
-                                      t.rate_per_replica, 0, w.max_tpot_seconds)
-                        : SloSharesAt(t.steps, in, out, t.rate_per_replica, 0,
-                                      w.max_tpot_seconds);
+        SloSharesAt(t.steps, t.disaggregated ? Fixed(0) : in, out,
+                    t.rate_per_replica, 0, w.max_tpot_seconds);
     const double tpot_share = decode.tpot;
     const double ttft_share = tpot_share > 0 ? share / tpot_share : 0;
     t.goodput_requests_per_s =
